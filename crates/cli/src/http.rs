@@ -1,0 +1,317 @@
+//! `benchlab http`: flags → a one-client plan → preflight → run → result.
+
+use crate::args::{self, WeightedUrl};
+use crate::output::{self, HttpResult};
+use crate::{CliError, Outcome};
+use benchlab_engine::{
+    probe, sys, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, Stop, Target, TlsOptions, UrlPlan,
+};
+use clap::{Args, ValueEnum};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+/// HTTP version and connection behaviour of the run's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HttpMode {
+    /// HTTP/1.0 without keep-alive: a new connection for every request.
+    #[value(name = "1.0")]
+    Http10,
+    /// HTTP/1.0 with `Connection: keep-alive`.
+    #[value(name = "1.0-keepalive")]
+    Http10KeepAlive,
+    /// HTTP/1.1 (persistent connections per --persistent-percent).
+    #[value(name = "1.1")]
+    Http11,
+}
+
+/// What each response is checked against besides its framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Validate {
+    /// Expected status only (for pages whose size varies).
+    Status,
+    /// Status and exact body size (learned by the preflight request).
+    Size,
+    /// Status, size and XXH3 checksum of the body (learned by the preflight).
+    Checksum,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+--threads counts virtual users, WebBench's \"worker threads\": closed-loop \
+users that each send a request, wait for the whole response, and send the \
+next. They are not OS threads (wrk's -t): thousands of them run on \
+--os-threads event loops. wrk -t4 -c400 corresponds to --threads 400 \
+--os-threads 4.
+
+Exit status: 0 the run completed (whatever the server did); 1 the run could \
+not be done (preflight failed, system limits); 2 bad usage; 3 a --max-* \
+threshold was breached.")]
+pub struct HttpArgs {
+    /// URLs to load, `URL` or `URL@WEIGHT`; picked uniformly unless weighted.
+    #[arg(required = true, value_name = "URL[@WEIGHT]", value_parser = args::weighted_url)]
+    urls: Vec<WeightedUrl>,
+
+    /// Virtual users (WebBench worker threads), not OS threads.
+    #[arg(short = 't', long, default_value_t = 10, value_name = "N")]
+    threads: u32,
+
+    /// Event-loop OS threads the virtual users run on [default: the number of cores].
+    #[arg(long, value_name = "N")]
+    os_threads: Option<usize>,
+
+    /// How long to run [default: 10s].
+    #[arg(short = 'd', long, value_parser = args::duration, conflicts_with = "requests", value_name = "DUR")]
+    duration: Option<Duration>,
+
+    /// Run exactly N requests (successful or failed), then stop.
+    #[arg(short = 'n', long, value_name = "N")]
+    requests: Option<u64>,
+
+    /// Wait between a response and the next request of a virtual user.
+    #[arg(long, value_parser = args::duration, default_value = "0s", value_name = "DUR")]
+    think_time: Duration,
+
+    /// Total time allowed for one request, connect included.
+    #[arg(long, value_parser = args::duration, default_value = "5s", value_name = "DUR")]
+    timeout: Duration,
+
+    /// HTTP version and connection behaviour.
+    #[arg(long, value_enum, default_value = "1.1")]
+    http: HttpMode,
+
+    /// Requests per persistent connection, N or MIN..MAX, drawn per
+    /// connection; the last says `Connection: close` [default: unlimited].
+    #[arg(long, value_parser = args::range, value_name = "MIN[..MAX]")]
+    requests_per_connection: Option<(u32, u32)>,
+
+    /// Share of HTTP/1.1 connections that are persistent; the others carry
+    /// one request with `Connection: close`.
+    #[arg(long, value_parser = args::percent, default_value = "100", value_name = "P")]
+    persistent_percent: u8,
+
+    /// Share of connections that use HTTP/1.0 (WebBench's "% HTTP 1.0")
+    /// [default: 0, or 100 with --http 1.0 / 1.0-keepalive].
+    #[arg(long, value_parser = args::percent, value_name = "P")]
+    http10_percent: Option<u8>,
+
+    /// Size of each read from a socket (WebBench's receive buffer).
+    #[arg(long, default_value_t = 65536, value_name = "BYTES")]
+    receive_buffer: usize,
+
+    /// Extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_parser = args::header, value_name = "HEADER")]
+    headers: Vec<(String, String)>,
+
+    /// Local addresses to spread connections over: FIRST-LAST or A,B,C.
+    #[arg(long, value_parser = args::addresses, value_name = "ADDRS")]
+    source_addresses: Option<Vec<std::net::IpAddr>>,
+
+    /// Status a successful response must have.
+    #[arg(long, default_value_t = 200, value_name = "CODE")]
+    expect_status: u16,
+
+    /// What each response is checked against.
+    #[arg(long, value_enum, default_value = "size")]
+    validate: Validate,
+
+    /// Skip the one request per URL that checks status and size first.
+    #[arg(long)]
+    no_preflight: bool,
+
+    /// Accept any TLS certificate (self-signed test servers).
+    #[arg(long)]
+    insecure: bool,
+
+    /// Trust the CA certificates in this PEM file as well.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Option<std::path::PathBuf>,
+
+    /// Share of new TLS connections that offer to resume a session.
+    #[arg(long, value_parser = args::percent, default_value = "0", value_name = "P")]
+    tls_resumption: u8,
+
+    /// Print the result as JSON (schema benchlab.http/1, see README).
+    #[arg(long)]
+    json: bool,
+
+    /// Exit 3 when errors exceed this share of completed requests.
+    #[arg(long, value_parser = args::percent_f64, value_name = "PCT")]
+    max_error_rate: Option<f64>,
+
+    /// Exit 3 when the p99 latency exceeds this.
+    #[arg(long, value_parser = args::duration, value_name = "DUR")]
+    max_p99: Option<Duration>,
+
+    /// Seed of the URL and connection draws (a run is reproducible).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Builds the plan, checks the target and the system, runs, prints.
+pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
+    let usage = CliError::Usage;
+    if a.threads == 0 {
+        return Err(usage("--threads must be at least 1".into()));
+    }
+    if a.requests == Some(0) {
+        return Err(usage("--requests must be at least 1".into()));
+    }
+    if a.receive_buffer < 64 {
+        return Err(usage(format!(
+            "--receive-buffer {}: expected at least 64 bytes",
+            a.receive_buffer
+        )));
+    }
+    if a.timeout.is_zero() {
+        return Err(usage("--timeout must be above zero".into()));
+    }
+    let stop = match (a.requests, a.duration) {
+        (Some(n), _) => Stop::Requests(n),
+        (None, Some(d)) if d.is_zero() => return Err(usage("--duration must be above zero".into())),
+        (None, Some(d)) => Stop::After(d),
+        (None, None) => Stop::After(Duration::from_secs(10)),
+    };
+    let tls = TlsOptions {
+        insecure: a.insecure,
+        resumption_percent: a.tls_resumption,
+        ca_file: a.ca_file.clone(),
+    };
+
+    let mut urls = Vec::with_capacity(a.urls.len());
+    let mut classes = Vec::with_capacity(a.urls.len());
+    for (i, w) in a.urls.iter().enumerate() {
+        let target = Target::parse(&w.url).map_err(|e| usage(e.to_string()))?;
+        classes.push(ClassPlan { name: w.url.clone() });
+        urls.push(UrlPlan {
+            target,
+            weight: w.weight,
+            class: i,
+            expect_status: a.expect_status,
+            expect: Expect::Status,
+        });
+    }
+
+    let source_addresses = a.source_addresses.clone().unwrap_or_default();
+    sys::check_capacity(a.threads as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
+
+    if a.no_preflight {
+        if a.validate != Validate::Status && !a.json {
+            eprintln!("note: --no-preflight: body sizes are not known, so responses are checked for status and framing only");
+        }
+    } else {
+        for u in &mut urls {
+            let r = probe(&u.target, &a.headers, &tls, a.timeout).map_err(|e| {
+                CliError::CannotRun(format!(
+                    "preflight: GET {} failed: {e}\n(the run would measure only errors; check the URL and that the server runs, or pass --no-preflight)",
+                    u.target.url
+                ))
+            })?;
+            if r.status != a.expect_status {
+                return Err(CliError::CannotRun(format!(
+                    "preflight: GET {} returned status {}, expected {} (set --expect-status, or --no-preflight to load it anyway)",
+                    u.target.url, r.status, a.expect_status
+                )));
+            }
+            u.expect = match a.validate {
+                Validate::Status => Expect::Status,
+                Validate::Size => Expect::Size(r.body_bytes),
+                Validate::Checksum => Expect::Checksum {
+                    size: r.body_bytes,
+                    xxh3: r.xxh3,
+                },
+            };
+            if !a.json {
+                eprintln!(
+                    "preflight: {} → {} , {} body bytes ({} on the wire) in {:.1} ms",
+                    u.target.url,
+                    r.status,
+                    r.body_bytes,
+                    r.bytes,
+                    r.latency.as_secs_f64() * 1e3
+                );
+            }
+        }
+    }
+
+    let (http10_percent, http10_keepalive) = match a.http {
+        HttpMode::Http10 => (a.http10_percent.unwrap_or(100), false),
+        HttpMode::Http10KeepAlive => (a.http10_percent.unwrap_or(100), true),
+        HttpMode::Http11 => (a.http10_percent.unwrap_or(0), false),
+    };
+    let mut plan = ClientPlan::new(urls, classes);
+    plan.virtual_users = a.threads;
+    plan.os_threads = a.os_threads.unwrap_or_else(sys::usable_cpus).max(1);
+    plan.stop = stop;
+    plan.think_time = a.think_time;
+    plan.timeout = a.timeout;
+    plan.connection = ConnectionPolicy {
+        http10_percent,
+        http10_keepalive,
+        persistent_percent: a.persistent_percent,
+        requests_per_connection: a.requests_per_connection,
+    };
+    plan.receive_buffer = a.receive_buffer;
+    plan.headers = a.headers.clone();
+    plan.source_addresses = source_addresses;
+    plan.tls = tls;
+    plan.seed = a.seed;
+    plan.validate().map_err(|e| usage(e.to_string()))?;
+    let os_threads = plan.os_threads.min(plan.virtual_users as usize);
+    let description = output::describe(&plan, a.http);
+
+    if !a.json {
+        eprintln!("{description}");
+    }
+    let cpu0 = sys::cpu_time(false);
+    let started = Instant::now();
+    let mut client = Client::start(plan.clone(), started).map_err(|e| CliError::CannotRun(e.to_string()))?;
+    let stopper = client.stopper();
+    // Ctrl-C stops the load; what was measured is still reported.
+    let _ = ctrlc::set_handler(move || stopper.stop());
+
+    let live = !a.json && std::io::stderr().is_terminal();
+    while !client.is_finished() {
+        if let Some(s) = client.next_second(Duration::from_millis(250)) {
+            if live {
+                eprint!(
+                    "\r  {:>4}s  {:>12} req/s  {:>9.1} MB/s  p50 {} µs  errors {}   ",
+                    s.second + 1,
+                    output::thousands(s.counters.requests),
+                    s.counters.bytes as f64 / 1e6,
+                    output::thousands(s.latency.p50),
+                    s.counters.errors_total()
+                );
+            }
+        }
+    }
+    if live {
+        eprintln!();
+    }
+    let report = client.finish();
+    let cpu1 = sys::cpu_time(false);
+    let wall = started.elapsed();
+    let result = HttpResult::new(&plan, &report, os_threads, cpu0, cpu1, wall);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+    } else {
+        print!("{}", output::human(&result));
+    }
+
+    let mut breached = false;
+    if let Some(limit) = a.max_error_rate {
+        let done = result.requests + result.errors_total;
+        let rate = if done == 0 { 0.0 } else { result.errors_total as f64 * 100.0 / done as f64 };
+        if rate > limit {
+            eprintln!("benchlab: error rate {rate:.3} % is above --max-error-rate {limit} %");
+            breached = true;
+        }
+    }
+    if let Some(limit) = a.max_p99 {
+        let p99 = Duration::from_micros(result.latency_us.p99);
+        if p99 > limit || (result.requests == 0 && result.errors_total > 0) {
+            eprintln!("benchlab: p99 latency {p99:?} is above --max-p99 {limit:?}");
+            breached = true;
+        }
+    }
+    Ok(if breached { Outcome::Breached } else { Outcome::Completed })
+}

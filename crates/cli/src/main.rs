@@ -1,0 +1,63 @@
+//! `benchlab`: the command line. It parses flags into the engine's plan,
+//! runs it, and presents the result; every number comes from the engine.
+
+mod args;
+mod http;
+mod output;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// benchlab — an open benchmark lab for web servers and file servers.
+#[derive(Debug, Parser)]
+#[command(name = "benchlab", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Load one or more URLs with closed-loop virtual users and report
+    /// requests/s, bytes/s, latency and errors (a one-off run, like wrk).
+    Http(Box<http::HttpArgs>),
+}
+
+/// How a command ended, mapped to the process exit code.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The run completed (whatever the server did): exit 0.
+    Completed,
+    /// A `--max-*` threshold was breached: exit 3.
+    Breached,
+}
+
+/// Errors a command reports before or instead of a result.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad input from the user: exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// The run could not be done (preflight failed, system limits): exit 1.
+    #[error("{0}")]
+    CannotRun(String),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Http(a) => http::run(*a),
+    };
+    match result {
+        Ok(Outcome::Completed) => ExitCode::SUCCESS,
+        Ok(Outcome::Breached) => ExitCode::from(3),
+        Err(CliError::Usage(m)) => {
+            eprintln!("benchlab: error: {m}");
+            ExitCode::from(2)
+        }
+        Err(CliError::CannotRun(m)) => {
+            eprintln!("benchlab: {m}");
+            ExitCode::from(1)
+        }
+    }
+}

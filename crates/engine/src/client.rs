@@ -1,0 +1,256 @@
+//! A client (test system): a group of worker OS threads running one plan,
+//! and the collector that merges their snapshots.
+//!
+//! The controller of a suite runs many clients in one process (each with
+//! its own threads, source address and seed) or, later, in remote agents;
+//! both see the same surface: start at an instant, stop, a stream of
+//! per-second summaries, and the final merged statistics.
+
+use crate::plan::{ClientPlan, PlanError};
+use crate::stats::{ConnCounters, Counters, LatencySummary, Snapshot, Stats};
+use crate::worker::{shared_for, Shared, Worker};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Errors starting a client.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("cannot start a worker thread: {0}")]
+    Spawn(std::io::Error),
+}
+
+/// One second of a client's run, all worker threads merged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Second {
+    /// 0 = the first second after the start.
+    pub second: u32,
+    pub counters: Counters,
+    pub conn: ConnCounters,
+    pub latency: LatencySummary,
+}
+
+/// What a client measured over its whole run.
+#[derive(Debug, Clone)]
+pub struct ClientReport {
+    /// Per class, over the whole run (measurement window only).
+    pub stats: Stats,
+    /// Per-second series, in order.
+    pub seconds: Vec<Second>,
+    /// Requests unfinished when the run ended.
+    pub in_flight: u64,
+    /// CPU used by the worker threads.
+    pub cpu_user: Duration,
+    pub cpu_system: Duration,
+    /// From the start to the moment the last worker thread stopped.
+    pub elapsed: Duration,
+}
+
+/// Handle to set a running client's stop flag from anywhere (a Ctrl-C
+/// handler, the controller).
+#[derive(Debug, Clone)]
+pub struct Stopper(Arc<Shared>);
+
+impl Stopper {
+    pub fn stop(&self) {
+        self.0.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A running client.
+#[derive(Debug)]
+pub struct Client {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    rx: Receiver<Snapshot>,
+    collector: Collector,
+}
+
+impl Client {
+    /// Validates `plan` and starts its worker threads; load begins at
+    /// `start_at` (which may be in the future, for a common start).
+    pub fn start(plan: ClientPlan, start_at: Instant) -> Result<Client, EngineError> {
+        let os_threads = plan.os_threads.min(plan.virtual_users as usize).max(1);
+        let vus = plan.virtual_users;
+        let classes = plan.classes.len();
+        let mut plan = plan;
+        plan.os_threads = os_threads;
+        let shared = Arc::new(shared_for(plan, start_at)?);
+        let (tx, rx) = mpsc::channel();
+        let mut threads = Vec::with_capacity(os_threads);
+        for t in 0..os_threads {
+            // Spread virtual users evenly: the first `vus % n` threads get one more.
+            let share = vus / os_threads as u32 + u32::from((t as u32) < vus % os_threads as u32);
+            let worker = Worker::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
+            let h = std::thread::Builder::new()
+                .name(format!("benchlab-worker-{t}"))
+                .spawn(move || worker.run())
+                .map_err(EngineError::Spawn)?;
+            threads.push(h);
+        }
+        Ok(Client {
+            shared,
+            threads,
+            rx,
+            collector: Collector::new(classes, os_threads),
+        })
+    }
+
+    /// Asks every worker thread to stop at its next loop turn.
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+    }
+
+    pub fn stopper(&self) -> Stopper {
+        Stopper(Arc::clone(&self.shared))
+    }
+
+    /// Waits up to `timeout` for the next completed second; `None` when
+    /// none completed in time or the run is over.
+    pub fn next_second(&mut self, timeout: Duration) -> Option<Second> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.collector.pop_second() {
+                return Some(s);
+            }
+            if self.collector.finished() {
+                return None;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(snap) => self.collector.add(snap),
+                Err(RecvTimeoutError::Timeout) => return None,
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// Whether every worker thread has stopped.
+    pub fn is_finished(&self) -> bool {
+        self.collector.finished()
+    }
+
+    /// Waits for the workers to stop and returns the merged report.
+    pub fn finish(mut self) -> ClientReport {
+        while !self.collector.finished() {
+            match self.rx.recv() {
+                Ok(snap) => self.collector.add(snap),
+                Err(_) => break,
+            }
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        self.collector.into_report()
+    }
+}
+
+/// Merges worker snapshots into totals and a per-second series.
+#[derive(Debug)]
+struct Collector {
+    threads: usize,
+    total: Stats,
+    /// Seconds not yet reported by every thread: (merged stats, reports).
+    pending: BTreeMap<u32, (Stats, usize)>,
+    ready: Vec<Second>,
+    emitted: usize,
+    ended: usize,
+    in_flight: u64,
+    cpu_user: Duration,
+    cpu_system: Duration,
+    elapsed: Duration,
+    /// Per thread: the last second it will report (known once it ended).
+    last_second: Vec<Option<u32>>,
+}
+
+impl Collector {
+    fn new(classes: usize, threads: usize) -> Collector {
+        Collector {
+            threads,
+            total: Stats::new(classes),
+            pending: BTreeMap::new(),
+            ready: Vec::new(),
+            emitted: 0,
+            ended: 0,
+            in_flight: 0,
+            cpu_user: Duration::ZERO,
+            cpu_system: Duration::ZERO,
+            elapsed: Duration::ZERO,
+            last_second: vec![None; threads],
+        }
+    }
+
+    fn add(&mut self, snap: Snapshot) {
+        self.total.add(&snap.stats);
+        let entry = self
+            .pending
+            .entry(snap.second)
+            .or_insert_with(|| (Stats::new(snap.stats.classes.len()), 0));
+        entry.0.add(&snap.stats);
+        entry.1 += 1;
+        if let Some(end) = snap.last {
+            self.ended += 1;
+            self.in_flight += end.in_flight;
+            self.cpu_user += end.cpu_user;
+            self.cpu_system += end.cpu_system;
+            self.elapsed = self.elapsed.max(end.elapsed);
+            if let Some(slot) = self.last_second.get_mut(snap.thread) {
+                *slot = Some(snap.second);
+            }
+        }
+        self.release();
+    }
+
+    /// Moves seconds that every thread has reported (or can no longer
+    /// report, having ended earlier) into `ready`.
+    fn release(&mut self) {
+        while let Some((&sec, &(_, reports))) = self.pending.iter().next() {
+            let expected = self
+                .last_second
+                .iter()
+                .filter(|l| l.is_none_or(|last| last >= sec))
+                .count();
+            if reports < expected {
+                break;
+            }
+            let Some((stats, _)) = self.pending.remove(&sec) else { break };
+            let t = stats.total();
+            self.ready.push(Second {
+                second: sec,
+                counters: t.counters,
+                conn: stats.conn,
+                latency: LatencySummary::of(&t.latency),
+            });
+        }
+    }
+
+    fn pop_second(&mut self) -> Option<Second> {
+        if self.emitted < self.ready.len() {
+            self.emitted += 1;
+            Some(self.ready[self.emitted - 1].clone())
+        } else {
+            None
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.ended == self.threads
+    }
+
+    fn into_report(mut self) -> ClientReport {
+        self.release();
+        ClientReport {
+            stats: self.total,
+            seconds: self.ready,
+            in_flight: self.in_flight,
+            cpu_user: self.cpu_user,
+            cpu_system: self.cpu_system,
+            elapsed: self.elapsed,
+        }
+    }
+}

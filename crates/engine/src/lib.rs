@@ -1,0 +1,45 @@
+//! # benchlab-engine
+//!
+//! The load engine of benchlab: closed-loop virtual users (WebBench's
+//! "worker threads") multiplexed on a few OS threads, each OS thread an
+//! epoll event loop; hand-written HTTP/1 framing; exact counting by
+//! DESIGN.md's "Counting, exactly"; HDR latency histograms per thread and
+//! class, snapshotted every second and merged exactly.
+//!
+//! The crate has no CLI concerns: a [`ClientPlan`] says what one client
+//! (test system) does, [`Client::start`] runs it from a given instant, and
+//! [`Client::finish`] returns a [`ClientReport`]. A controller runs many
+//! clients in one process the same way.
+//!
+//! ```no_run
+//! use benchlab_engine::*;
+//! use std::time::{Duration, Instant};
+//! let target = Target::parse("http://127.0.0.1:8080/index.html").unwrap();
+//! let url = UrlPlan { target, weight: 1, class: 0, expect_status: 200, expect: Expect::Status };
+//! let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "static".into() }]);
+//! plan.virtual_users = 64;
+//! plan.stop = Stop::After(Duration::from_secs(5));
+//! let report = Client::start(plan, Instant::now()).unwrap().finish();
+//! println!("{} requests", report.stats.total().counters.requests);
+//! ```
+
+mod client;
+pub mod parse;
+mod plan;
+mod probe;
+mod rng;
+mod stats;
+pub mod sys;
+mod tls;
+mod worker;
+
+pub use client::{Client, ClientReport, EngineError, Second, Stopper};
+pub use plan::{
+    ClassPlan, ClientPlan, ConnectionPolicy, Expect, PlanError, Scheme, Stop, Target, TlsOptions, UrlPlan,
+};
+pub use probe::{probe, ProbeError, ProbeResponse};
+pub use rng::SplitMix64;
+pub use stats::{
+    new_latency_histogram, ClassStats, ConnCounters, Counters, ErrorKind, LatencySummary, Snapshot, Stats,
+    ThreadEnd, LATENCY_MAX_US,
+};

@@ -1,0 +1,774 @@
+//! Incremental HTTP/1 response framing.
+//!
+//! Written by hand rather than with `httparse` + a body decoder because this
+//! is the inner loop of the load generator and it must be *exact*:
+//! - it counts every byte as it is framed on the wire (status line, headers,
+//!   1xx interim responses, chunk-size lines, trailers), which `bytes` in
+//!   DESIGN.md's "Counting, exactly" needs and which a parser that hands back
+//!   only decoded bodies cannot give;
+//! - it never copies a body: bodies are counted (and, when asked, hashed)
+//!   straight out of the thread's receive buffer, so a 900 KiB response costs
+//!   no more user-space work than its `read` calls;
+//! - it keeps its state across reads of any size (the receive buffer is
+//!   WebBench's per-read size, 4 KiB in the replica suites), so a head or a
+//!   chunk-size line split anywhere is handled;
+//! - it allocates nothing per response: the only buffer is the head buffer
+//!   for heads split across reads, reused for the life of the connection.
+//!
+//! Only what the client needs is looked at: the status line, and the
+//! `Content-Length`, `Transfer-Encoding` and `Connection` headers.
+
+use xxhash_rust::xxh3::Xxh3;
+
+/// Largest response head accepted (status line + headers + empty line, and
+/// likewise a trailer section). DESIGN.md: `header_too_large` is a head over
+/// 64 KiB.
+pub const MAX_HEAD: usize = 64 * 1024;
+
+/// Why a response could not be framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameError {
+    /// Malformed status line, header, length or chunk syntax, or bytes after
+    /// the end of a response.
+    Framing,
+    /// The head (or trailer section) is over [`MAX_HEAD`].
+    HeaderTooLarge,
+    /// The connection closed before the body was complete.
+    ShortBody,
+    /// The connection closed with no byte of the response received.
+    ClosedBeforeResponse,
+}
+
+/// What a call to [`ResponseParser::feed`] achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// Everything given was consumed and the response is not complete yet.
+    NeedMore,
+    /// The response is complete; `consumed` bytes of the input belonged to it.
+    Done { consumed: usize },
+}
+
+/// The parts of a response head the client acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Head {
+    /// Length of the head on the wire, empty line included.
+    pub len: usize,
+    pub status: u16,
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub minor: u8,
+    pub content_length: Option<u64>,
+    pub chunked: bool,
+    /// `Connection: close` was present.
+    pub close: bool,
+    /// `Connection: keep-alive` was present.
+    pub keep_alive: bool,
+}
+
+impl Head {
+    /// Whether the server lets the connection carry another request.
+    pub fn persistent(&self) -> bool {
+        if self.close {
+            false
+        } else if self.minor >= 1 {
+            true
+        } else {
+            self.keep_alive
+        }
+    }
+}
+
+/// Parses one response head from the start of `buf`.
+///
+/// Returns `Ok(None)` when the head is not complete yet (no empty line), and
+/// `HeaderTooLarge` when more than [`MAX_HEAD`] bytes hold no end of head.
+/// Accepts bare LF line ends as RFC 9112 §2.2 allows a recipient to.
+pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, FrameError> {
+    let limit = buf.len().min(MAX_HEAD);
+    let Some(first_end) = memchr::memchr(b'\n', &buf[..limit]) else {
+        return if buf.len() >= MAX_HEAD {
+            Err(FrameError::HeaderTooLarge)
+        } else if buf.len() >= 5 && !buf.starts_with(b"HTTP/") {
+            // Fail early on garbage instead of waiting for more of it.
+            Err(FrameError::Framing)
+        } else {
+            Ok(None)
+        };
+    };
+    let mut head = parse_status_line(trim_cr(&buf[..first_end]))?;
+    let mut pos = first_end + 1;
+    loop {
+        let Some(rel) = memchr::memchr(b'\n', &buf[pos..limit]) else {
+            return if buf.len() >= MAX_HEAD {
+                Err(FrameError::HeaderTooLarge)
+            } else {
+                Ok(None)
+            };
+        };
+        let line = trim_cr(&buf[pos..pos + rel]);
+        pos += rel + 1;
+        if line.is_empty() {
+            head.len = pos;
+            return Ok(Some(head));
+        }
+        parse_header_line(line, &mut head)?;
+    }
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    match line.last() {
+        Some(b'\r') => &line[..line.len() - 1],
+        _ => line,
+    }
+}
+
+fn parse_status_line(line: &[u8]) -> Result<Head, FrameError> {
+    // "HTTP/1.x SSS[ reason]"
+    if line.len() < 12 || !line.starts_with(b"HTTP/1.") || line[8] != b' ' {
+        return Err(FrameError::Framing);
+    }
+    let minor = match line[7] {
+        b'0' => 0,
+        b'1' => 1,
+        _ => return Err(FrameError::Framing),
+    };
+    let d = &line[9..12];
+    if !d.iter().all(u8::is_ascii_digit) || (line.len() > 12 && line[12] != b' ') {
+        return Err(FrameError::Framing);
+    }
+    let status = (d[0] - b'0') as u16 * 100 + (d[1] - b'0') as u16 * 10 + (d[2] - b'0') as u16;
+    if status < 100 {
+        return Err(FrameError::Framing);
+    }
+    Ok(Head {
+        status,
+        minor,
+        ..Head::default()
+    })
+}
+
+fn parse_header_line(line: &[u8], head: &mut Head) -> Result<(), FrameError> {
+    if line[0] == b' ' || line[0] == b'\t' {
+        // obs-fold continuation of a header we do not look at; the headers we
+        // act on never need it.
+        return Ok(());
+    }
+    let colon = memchr::memchr(b':', line).ok_or(FrameError::Framing)?;
+    let name = &line[..colon];
+    if name.is_empty() || name.iter().any(|&b| b == b' ' || b == b'\t') {
+        return Err(FrameError::Framing);
+    }
+    let value = trim_ows(&line[colon + 1..]);
+    match name.len() {
+        14 if name.eq_ignore_ascii_case(b"content-length") => {
+            let n = parse_decimal(value).ok_or(FrameError::Framing)?;
+            match head.content_length {
+                Some(prev) if prev != n => return Err(FrameError::Framing),
+                _ => head.content_length = Some(n),
+            }
+        }
+        17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+            // The last coding decides: chunked must be final (RFC 9112 §6.3).
+            let last = value.rsplit(|&b| b == b',').next().map(trim_ows);
+            head.chunked = matches!(last, Some(c) if c.eq_ignore_ascii_case(b"chunked"));
+            if !head.chunked {
+                // Another final coding: the body runs to close (RFC 9112 §6.3 p4).
+                head.content_length = None;
+            }
+        }
+        10 if name.eq_ignore_ascii_case(b"connection") => {
+            for token in value.split(|&b| b == b',') {
+                let token = trim_ows(token);
+                if token.eq_ignore_ascii_case(b"close") {
+                    head.close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    head.keep_alive = true;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+fn parse_decimal(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 18 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &b in s {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + (b - b'0') as u64;
+    }
+    Some(n)
+}
+
+/// Where the parser is within one response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Reading a head (possibly after 1xx interim responses).
+    Head,
+    /// Body with a known remaining length.
+    Length(u64),
+    /// Chunked body.
+    Chunked(Chunk),
+    /// Body delimited by the connection's close.
+    UntilClose,
+    Done,
+}
+
+/// State of the chunked decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// In the chunk-size hex digits; `digits` seen so far.
+    Size { value: u64, digits: u8 },
+    /// In chunk extensions (or whitespace) until the line's LF.
+    Ext { value: u64 },
+    /// Saw CR at the end of the size line, LF must follow.
+    SizeLf { value: u64 },
+    /// Inside chunk data.
+    Data(u64),
+    /// After chunk data: CR LF must follow.
+    DataCr,
+    DataLf,
+    /// In the trailer section; `line_start` tells whether at a line start,
+    /// `len` counts trailer bytes against [`MAX_HEAD`].
+    Trailer { line_start: bool, len: u32 },
+    /// Saw CR on an empty line in the trailer section, LF must follow.
+    TrailerEndLf,
+}
+
+/// Incremental framing of one response at a time on one connection.
+///
+/// Feed it the bytes read from the socket with [`feed`](Self::feed); call
+/// [`on_eof`](Self::on_eof) when the peer closed. After `Done`, read the
+/// response's figures and call [`reset`](Self::reset) before the next one.
+#[derive(Debug)]
+pub struct ResponseParser {
+    state: State,
+    /// Holds a head split across reads (rare); reused, never shrunk.
+    head_buf: Vec<u8>,
+    /// Head of the final (non-1xx) response once parsed.
+    head: Head,
+    /// Bytes of this response on the wire so far, 1xx responses included.
+    wire_bytes: u64,
+    /// Decoded body bytes so far.
+    body_bytes: u64,
+}
+
+impl Default for ResponseParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ResponseParser {
+    pub fn new() -> Self {
+        ResponseParser {
+            state: State::Head,
+            head_buf: Vec::new(),
+            head: Head::default(),
+            wire_bytes: 0,
+            body_bytes: 0,
+        }
+    }
+
+    /// Prepares for the next response on the same or a new connection.
+    #[inline]
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.head_buf.clear();
+        self.wire_bytes = 0;
+        self.body_bytes = 0;
+    }
+
+    /// The final response's head (valid once the head has been parsed).
+    pub fn head(&self) -> &Head {
+        &self.head
+    }
+
+    /// Bytes of this response received so far, as framed on the wire.
+    pub fn wire_bytes(&self) -> u64 {
+        self.wire_bytes + self.head_buf.len() as u64
+    }
+
+    /// Decoded body bytes received so far.
+    pub fn body_bytes(&self) -> u64 {
+        self.body_bytes
+    }
+
+    /// Whether any byte of the response has arrived.
+    pub fn started(&self) -> bool {
+        self.wire_bytes() > 0
+    }
+
+    /// Whether the final head has been parsed (the body is being read).
+    pub fn in_body(&self) -> bool {
+        !matches!(self.state, State::Head)
+    }
+
+    /// Whether the body runs until the server closes the connection.
+    pub fn until_close(&self) -> bool {
+        matches!(self.state, State::UntilClose)
+    }
+
+    /// Consumes bytes of the response. Body bytes are passed to `hasher`
+    /// when one is given (checksum validation).
+    pub fn feed(&mut self, data: &[u8], mut hasher: Option<&mut Xxh3>) -> Result<Feed, FrameError> {
+        let mut pos = 0;
+        while pos < data.len() {
+            match self.state {
+                State::Head => {
+                    let used = self.feed_head(&data[pos..])?;
+                    match used {
+                        None => return Ok(Feed::NeedMore),
+                        Some(n) => pos += n,
+                    }
+                }
+                State::Length(remaining) => {
+                    let n = remaining.min((data.len() - pos) as u64) as usize;
+                    if let Some(h) = hasher.as_deref_mut() {
+                        h.update(&data[pos..pos + n]);
+                    }
+                    self.body_bytes += n as u64;
+                    self.wire_bytes += n as u64;
+                    pos += n;
+                    let left = remaining - n as u64;
+                    if left == 0 {
+                        self.state = State::Done;
+                    } else {
+                        self.state = State::Length(left);
+                    }
+                }
+                State::UntilClose => {
+                    let rest = &data[pos..];
+                    if let Some(h) = hasher.as_deref_mut() {
+                        h.update(rest);
+                    }
+                    self.body_bytes += rest.len() as u64;
+                    self.wire_bytes += rest.len() as u64;
+                    return Ok(Feed::NeedMore);
+                }
+                State::Chunked(c) => {
+                    pos += self.feed_chunked(c, &data[pos..], hasher.as_deref_mut())?;
+                }
+                State::Done => break,
+            }
+            if self.state == State::Done {
+                return Ok(Feed::Done { consumed: pos });
+            }
+        }
+        if self.state == State::Done {
+            Ok(Feed::Done { consumed: pos })
+        } else {
+            Ok(Feed::NeedMore)
+        }
+    }
+
+    /// Reads a head from `data` (joined with any earlier partial head).
+    /// Returns how many bytes of `data` it used, or `None` if all of `data`
+    /// was kept as a partial head.
+    fn feed_head(&mut self, data: &[u8]) -> Result<Option<usize>, FrameError> {
+        let (head, used) = if self.head_buf.is_empty() {
+            match parse_head(data)? {
+                Some(h) => (h, h.len),
+                None => {
+                    self.head_buf.extend_from_slice(data);
+                    return Ok(None);
+                }
+            }
+        } else {
+            let before = self.head_buf.len();
+            let take = data.len().min(MAX_HEAD + 1 - before.min(MAX_HEAD));
+            self.head_buf.extend_from_slice(&data[..take]);
+            match parse_head(&self.head_buf)? {
+                Some(h) => {
+                    let used = h.len - before;
+                    self.head_buf.clear();
+                    (h, used)
+                }
+                None => {
+                    if take < data.len() {
+                        return Err(FrameError::HeaderTooLarge);
+                    }
+                    return Ok(None);
+                }
+            }
+        };
+        self.wire_bytes += head.len as u64;
+        if (100..200).contains(&head.status) && head.status != 101 {
+            // Interim response: its bytes count, the final one follows.
+            return Ok(Some(used));
+        }
+        self.head = head;
+        self.state = if head.status == 204 || head.status == 304 || head.status == 101 {
+            State::Done
+        } else if head.chunked {
+            State::Chunked(Chunk::Size { value: 0, digits: 0 })
+        } else if let Some(n) = head.content_length {
+            if n == 0 {
+                State::Done
+            } else {
+                State::Length(n)
+            }
+        } else {
+            State::UntilClose
+        };
+        Ok(Some(used))
+    }
+
+    /// Runs the chunked decoder over `data`; returns the bytes consumed.
+    fn feed_chunked(&mut self, mut c: Chunk, data: &[u8], mut hasher: Option<&mut Xxh3>) -> Result<usize, FrameError> {
+        let mut i = 0;
+        while i < data.len() {
+            if let Chunk::Data(left) = c {
+                let n = left.min((data.len() - i) as u64) as usize;
+                if let Some(h) = hasher.as_deref_mut() {
+                    h.update(&data[i..i + n]);
+                }
+                self.body_bytes += n as u64;
+                i += n;
+                c = if left == n as u64 { Chunk::DataCr } else { Chunk::Data(left - n as u64) };
+                continue;
+            }
+            let b = data[i];
+            i += 1;
+            c = match c {
+                Chunk::Size { value, digits } => match hex_value(b) {
+                    Some(d) if digits < 15 => Chunk::Size { value: value << 4 | d as u64, digits: digits + 1 },
+                    Some(_) => return Err(FrameError::Framing),
+                    None if digits == 0 => return Err(FrameError::Framing),
+                    None => match b {
+                        b';' | b' ' | b'\t' => Chunk::Ext { value },
+                        b'\r' => Chunk::SizeLf { value },
+                        b'\n' => end_of_size_line(value),
+                        _ => return Err(FrameError::Framing),
+                    },
+                },
+                Chunk::Ext { value } => match b {
+                    b'\n' => end_of_size_line(value),
+                    _ => Chunk::Ext { value },
+                },
+                Chunk::SizeLf { value } => match b {
+                    b'\n' => end_of_size_line(value),
+                    _ => return Err(FrameError::Framing),
+                },
+                Chunk::DataCr => match b {
+                    b'\r' => Chunk::DataLf,
+                    b'\n' => Chunk::Size { value: 0, digits: 0 },
+                    _ => return Err(FrameError::Framing),
+                },
+                Chunk::DataLf => match b {
+                    b'\n' => Chunk::Size { value: 0, digits: 0 },
+                    _ => return Err(FrameError::Framing),
+                },
+                Chunk::Trailer { line_start, len } => {
+                    if len as usize >= MAX_HEAD {
+                        return Err(FrameError::HeaderTooLarge);
+                    }
+                    match (line_start, b) {
+                        (true, b'\r') => Chunk::TrailerEndLf,
+                        (true, b'\n') => {
+                            self.wire_bytes += i as u64;
+                            self.state = State::Done;
+                            return Ok(i);
+                        }
+                        (_, b'\n') => Chunk::Trailer { line_start: true, len: len + 1 },
+                        _ => Chunk::Trailer { line_start: false, len: len + 1 },
+                    }
+                }
+                Chunk::TrailerEndLf => match b {
+                    b'\n' => {
+                        self.wire_bytes += i as u64;
+                        self.state = State::Done;
+                        return Ok(i);
+                    }
+                    _ => return Err(FrameError::Framing),
+                },
+                Chunk::Data(_) => unreachable_data(),
+            };
+        }
+        self.wire_bytes += i as u64;
+        self.state = State::Chunked(c);
+        Ok(i)
+    }
+
+    /// The peer closed the connection (FIN). Completes a read-to-close body,
+    /// otherwise says what was missing.
+    pub fn on_eof(&mut self) -> Result<(), FrameError> {
+        match self.state {
+            State::UntilClose => {
+                self.state = State::Done;
+                Ok(())
+            }
+            State::Done => Ok(()),
+            State::Head if !self.started() => Err(FrameError::ClosedBeforeResponse),
+            State::Head => Err(FrameError::Framing),
+            State::Length(_) | State::Chunked(_) => Err(FrameError::ShortBody),
+        }
+    }
+}
+
+#[inline]
+fn end_of_size_line(value: u64) -> Chunk {
+    if value == 0 {
+        Chunk::Trailer { line_start: true, len: 0 }
+    } else {
+        Chunk::Data(value)
+    }
+}
+
+#[cold]
+fn unreachable_data() -> Chunk {
+    // `Chunk::Data` is handled before the byte-wise match; keep the match
+    // exhaustive without a panic path in release builds.
+    Chunk::DataCr
+}
+
+#[inline]
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn feed_all(p: &mut ResponseParser, data: &[u8], split: usize) -> Result<Feed, FrameError> {
+        let mut off = 0;
+        let mut last = Feed::NeedMore;
+        for piece in data.chunks(split.max(1)) {
+            last = p.feed(piece, None)?;
+            if let Feed::Done { consumed } = last {
+                return Ok(Feed::Done { consumed: off + consumed });
+            }
+            off += piece.len();
+        }
+        Ok(last)
+    }
+
+    #[test]
+    fn content_length_response() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nServer: x\r\n\r\nhello";
+        let mut p = ResponseParser::new();
+        assert_eq!(p.feed(r, None), Ok(Feed::Done { consumed: r.len() }));
+        assert_eq!(p.head().status, 200);
+        assert!(p.head().persistent());
+        assert_eq!(p.wire_bytes(), r.len() as u64);
+        assert_eq!(p.body_bytes(), 5);
+    }
+
+    #[test]
+    fn chunked_with_extensions_and_trailers() {
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;a=b\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n";
+        for split in 1..r.len() {
+            let mut p = ResponseParser::new();
+            assert_eq!(feed_all(&mut p, r, split), Ok(Feed::Done { consumed: r.len() }), "split {split}");
+            assert_eq!(p.body_bytes(), 11);
+            assert_eq!(p.wire_bytes(), r.len() as u64);
+        }
+    }
+
+    #[test]
+    fn interim_responses_are_counted() {
+        let r = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let mut p = ResponseParser::new();
+        assert_eq!(p.feed(r, None), Ok(Feed::Done { consumed: r.len() }));
+        assert_eq!(p.head().status, 200);
+        assert_eq!(p.wire_bytes(), r.len() as u64);
+    }
+
+    #[test]
+    fn read_to_close() {
+        let r = b"HTTP/1.0 200 OK\r\n\r\nabc";
+        let mut p = ResponseParser::new();
+        assert_eq!(p.feed(r, None), Ok(Feed::NeedMore));
+        assert!(!p.head().persistent());
+        assert_eq!(p.on_eof(), Ok(()));
+        assert_eq!(p.body_bytes(), 3);
+        assert_eq!(p.wire_bytes(), r.len() as u64);
+    }
+
+    #[test]
+    fn http10_keep_alive() {
+        let r = b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n";
+        let mut p = ResponseParser::new();
+        assert_eq!(p.feed(r, None), Ok(Feed::Done { consumed: r.len() }));
+        assert!(p.head().persistent());
+    }
+
+    #[test]
+    fn errors() {
+        let cases: &[(&[u8], FrameError)] = &[
+            (b"xyzzy garbage\r\n\r\n", FrameError::Framing),
+            (b"HTTP/1.1 2000 OK\r\n\r\n", FrameError::Framing),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", FrameError::Framing),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", FrameError::Framing),
+            (b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n", FrameError::Framing),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", FrameError::Framing),
+        ];
+        for (input, want) in cases {
+            let mut p = ResponseParser::new();
+            assert_eq!(p.feed(input, None), Err(*want), "{}", String::from_utf8_lossy(input));
+        }
+    }
+
+    #[test]
+    fn huge_head() {
+        let mut r = b"HTTP/1.1 200 OK\r\n".to_vec();
+        while r.len() <= MAX_HEAD {
+            r.extend_from_slice(b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+        }
+        r.extend_from_slice(b"\r\n");
+        for split in [100, 4096, 65536, r.len()] {
+            let mut p = ResponseParser::new();
+            assert_eq!(feed_all(&mut p, &r, split), Err(FrameError::HeaderTooLarge));
+        }
+    }
+
+    #[test]
+    fn eof_kinds() {
+        let mut p = ResponseParser::new();
+        assert_eq!(p.on_eof(), Err(FrameError::ClosedBeforeResponse));
+        let mut p = ResponseParser::new();
+        p.feed(b"HTTP/1.1 200", None).unwrap();
+        assert_eq!(p.on_eof(), Err(FrameError::Framing));
+        let mut p = ResponseParser::new();
+        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", None).unwrap();
+        assert_eq!(p.on_eof(), Err(FrameError::ShortBody));
+        assert_eq!(p.body_bytes(), 3);
+    }
+
+    #[test]
+    fn no_body_statuses() {
+        let r = b"HTTP/1.1 304 Not Modified\r\nContent-Length: 100\r\n\r\n";
+        let mut p = ResponseParser::new();
+        assert_eq!(p.feed(r, None), Ok(Feed::Done { consumed: r.len() }));
+    }
+
+    #[test]
+    fn done_reports_leftover() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxEXTRA";
+        let mut p = ResponseParser::new();
+        assert_eq!(p.feed(r, None), Ok(Feed::Done { consumed: r.len() - 5 }));
+    }
+
+    /// A valid response, how it is framed, and the decoded body length.
+    fn arb_response() -> impl Strategy<Value = (Vec<u8>, u64)> {
+        let body = prop::collection::vec(any::<u8>(), 0..3000);
+        let chunks = prop::collection::vec(1usize..700, 0..6);
+        let headers = prop::collection::vec(("[A-Za-z][A-Za-z0-9-]{0,20}", "[ -~]{0,40}"), 0..8);
+        (body, any::<bool>(), chunks, headers, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+            |(body, chunked, cuts, headers, crlf, interim, trailers)| {
+                let eol: &[u8] = if crlf { b"\r\n" } else { b"\n" };
+                let mut r = Vec::new();
+                if interim {
+                    r.extend_from_slice(b"HTTP/1.1 103 Early Hints");
+                    r.extend_from_slice(eol);
+                    r.extend_from_slice(b"Link: </x>");
+                    r.extend_from_slice(eol);
+                    r.extend_from_slice(eol);
+                }
+                r.extend_from_slice(b"HTTP/1.1 200 OK");
+                r.extend_from_slice(eol);
+                for (n, v) in &headers {
+                    let lower = n.to_ascii_lowercase();
+                    if ["content-length", "transfer-encoding", "connection"].contains(&lower.as_str()) {
+                        continue;
+                    }
+                    r.extend_from_slice(format!("{n}: {}", v.trim()).as_bytes());
+                    r.extend_from_slice(eol);
+                }
+                if chunked {
+                    r.extend_from_slice(b"Transfer-Encoding: chunked");
+                    r.extend_from_slice(eol);
+                    r.extend_from_slice(eol);
+                    let mut rest = &body[..];
+                    let mut cuts = cuts.into_iter();
+                    while !rest.is_empty() {
+                        let n = cuts.next().unwrap_or(rest.len()).min(rest.len());
+                        r.extend_from_slice(format!("{n:x};ext=1").as_bytes());
+                        r.extend_from_slice(eol);
+                        r.extend_from_slice(&rest[..n]);
+                        r.extend_from_slice(eol);
+                        rest = &rest[n..];
+                    }
+                    r.extend_from_slice(b"0");
+                    r.extend_from_slice(eol);
+                    if trailers {
+                        r.extend_from_slice(b"X-Trailer: yes");
+                        r.extend_from_slice(eol);
+                    }
+                    r.extend_from_slice(eol);
+                } else {
+                    r.extend_from_slice(format!("Content-Length: {}", body.len()).as_bytes());
+                    r.extend_from_slice(eol);
+                    r.extend_from_slice(eol);
+                    r.extend_from_slice(&body);
+                }
+                (r, body.len() as u64)
+            },
+        )
+    }
+
+    proptest! {
+        /// Any valid response, split into reads of any size, frames to exactly
+        /// its wire length and decoded body length.
+        #[test]
+        fn frames_exactly_at_any_split((r, body_len) in arb_response(), split in 1usize..5000) {
+            let mut p = ResponseParser::new();
+            prop_assert_eq!(feed_all(&mut p, &r, split), Ok(Feed::Done { consumed: r.len() }));
+            prop_assert_eq!(p.wire_bytes(), r.len() as u64);
+            prop_assert_eq!(p.body_bytes(), body_len);
+        }
+
+        /// A truncated valid response never completes and is never mistaken
+        /// for a complete one at EOF.
+        #[test]
+        fn truncation_is_detected((r, _) in arb_response(), cut in any::<prop::sample::Index>()) {
+            let cut = cut.index(r.len());
+            let mut p = ResponseParser::new();
+            prop_assert_eq!(p.feed(&r[..cut], None), Ok(Feed::NeedMore));
+            prop_assert!(p.on_eof().is_err());
+        }
+
+        /// Arbitrary bytes never panic and never claim more than was given.
+        #[test]
+        fn arbitrary_bytes_are_safe(data in prop::collection::vec(any::<u8>(), 0..2000), split in 1usize..300) {
+            let mut p = ResponseParser::new();
+            let mut given = 0usize;
+            for piece in data.chunks(split) {
+                match p.feed(piece, None) {
+                    Ok(Feed::NeedMore) => given += piece.len(),
+                    Ok(Feed::Done { consumed }) => {
+                        prop_assert!(consumed <= piece.len());
+                        given += consumed;
+                        break;
+                    }
+                    Err(_) => {
+                        given += piece.len();
+                        break;
+                    }
+                }
+            }
+            prop_assert!(p.wire_bytes() <= given as u64);
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! What one client (test system) is asked to do: the load plan.
+//!
+//! A plan is plain data, checked once by [`ClientPlan::validate`] before any
+//! thread starts; the hot loop then only reads it. Requests are serialised
+//! here, once, into the four byte strings a URL can need (HTTP/1.1 or 1.0,
+//! keeping the connection or closing it), so the loop never formats.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+/// Errors in a plan or a URL: a user's bad input, reported before the run.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("`{url}` is not a URL benchlab can load: {why}")]
+    BadUrl { url: String, why: String },
+    #[error("cannot resolve `{host}`: {why}")]
+    Resolve { host: String, why: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// URL scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+/// A URL to load, resolved once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The URL as the user wrote it (without any `@weight`).
+    pub url: String,
+    pub scheme: Scheme,
+    /// Host name for TLS SNI and certificate checks.
+    pub host: String,
+    /// `Host` header value (host, plus `:port` when not the default).
+    pub authority: String,
+    /// Path and query, as sent on the request line.
+    pub path: String,
+    pub addr: SocketAddr,
+}
+
+impl Target {
+    /// Parses and resolves an `http://` or `https://` URL.
+    pub fn parse(url: &str) -> Result<Target, PlanError> {
+        let bad = |why: &str| PlanError::BadUrl {
+            url: url.to_string(),
+            why: why.to_string(),
+        };
+        let u = url::Url::parse(url).map_err(|e| bad(&format!("{e} (expected http://HOST[:PORT]/PATH)")))?;
+        let scheme = match u.scheme() {
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            s => return Err(bad(&format!("scheme `{s}` is not http or https"))),
+        };
+        if !u.username().is_empty() || u.password().is_some() {
+            return Err(bad("user names and passwords in URLs are not supported; use -H 'Authorization: ...'"));
+        }
+        let host = match u.host() {
+            Some(url::Host::Domain(d)) => d.to_string(),
+            Some(url::Host::Ipv4(a)) => a.to_string(),
+            Some(url::Host::Ipv6(a)) => a.to_string(),
+            None => return Err(bad("no host")),
+        };
+        let port = u.port_or_known_default().ok_or_else(|| bad("no port"))?;
+        let authority = match (u.port(), u.host()) {
+            (Some(p), Some(url::Host::Ipv6(a))) => format!("[{a}]:{p}"),
+            (None, Some(url::Host::Ipv6(a))) => format!("[{a}]"),
+            (Some(p), _) => format!("{host}:{p}"),
+            (None, _) => host.clone(),
+        };
+        let mut path = u.path().to_string();
+        if let Some(q) = u.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let addr = (host.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|e| PlanError::Resolve {
+                host: host.clone(),
+                why: e.to_string(),
+            })?
+            .min_by_key(|a| a.is_ipv6()) // prefer IPv4, as curl and wrk do
+            .ok_or_else(|| PlanError::Resolve {
+                host: host.clone(),
+                why: "no addresses".into(),
+            })?;
+        Ok(Target {
+            url: url.to_string(),
+            scheme,
+            host,
+            authority,
+            path,
+            addr,
+        })
+    }
+}
+
+/// How a response is checked beyond its framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Expected status only.
+    Status,
+    /// Expected status and exact decoded body size.
+    Size(u64),
+    /// Expected status, body size, and XXH3-64 of the body.
+    Checksum { size: u64, xxh3: u64 },
+}
+
+/// One URL of the plan with its share and what its responses must be.
+#[derive(Debug, Clone)]
+pub struct UrlPlan {
+    pub target: Target,
+    /// Relative weight for the uniform-by-weight pick (> 0).
+    pub weight: u32,
+    /// Index into [`ClientPlan::classes`].
+    pub class: usize,
+    pub expect_status: u16,
+    pub expect: Expect,
+}
+
+/// Which HTTP version and connection behaviour each new connection draws
+/// (DESIGN.md "Connection semantics"; percentages are per connection, as in
+/// WebBench).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionPolicy {
+    /// Share of connections that speak HTTP/1.0, in percent.
+    pub http10_percent: u8,
+    /// Whether HTTP/1.0 connections ask for keep-alive.
+    pub http10_keepalive: bool,
+    /// Share of HTTP/1.1 connections that are persistent (the rest carry one
+    /// request with `Connection: close`), in percent.
+    pub persistent_percent: u8,
+    /// Requests per persistent connection, drawn uniformly in min..=max when
+    /// the connection opens; `None` = unlimited (the server decides).
+    pub requests_per_connection: Option<(u32, u32)>,
+}
+
+impl Default for ConnectionPolicy {
+    /// DESIGN.md's defaults: HTTP/1.1, 100 % persistent, unlimited requests.
+    fn default() -> Self {
+        ConnectionPolicy {
+            http10_percent: 0,
+            http10_keepalive: false,
+            persistent_percent: 100,
+            requests_per_connection: None,
+        }
+    }
+}
+
+/// TLS options for `https://` targets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// Accept any server certificate (self-signed test servers).
+    pub insecure: bool,
+    /// Share of new connections that offer to resume a session, in percent.
+    pub resumption_percent: u8,
+    /// Extra trusted CA certificates, PEM file.
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+/// When a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After this long from the start; requests then unfinished are
+    /// reported as in flight.
+    After(Duration),
+    /// After exactly this many requests completed (successful or failed).
+    Requests(u64),
+}
+
+/// A request class: requests are counted and timed per class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassPlan {
+    pub name: String,
+}
+
+/// Everything one client does in one run (one mix).
+#[derive(Debug, Clone)]
+pub struct ClientPlan {
+    pub urls: Vec<UrlPlan>,
+    pub classes: Vec<ClassPlan>,
+    /// Closed-loop virtual users (WebBench's worker threads).
+    pub virtual_users: u32,
+    /// Event-loop OS threads the virtual users are spread over.
+    pub os_threads: usize,
+    pub stop: Stop,
+    /// Only completions in `[from, until)` (offsets from the start) are
+    /// counted: the measurement window between ramp-up and ramp-down.
+    pub window: (Duration, Duration),
+    pub think_time: Duration,
+    /// Total time allowed for one request, connect included.
+    pub timeout: Duration,
+    pub connection: ConnectionPolicy,
+    /// Size of each read from a socket (WebBench's receive buffer).
+    pub receive_buffer: usize,
+    /// Extra request headers, `Name: value` each.
+    pub headers: Vec<(String, String)>,
+    /// Local addresses to bind connections to, round robin; empty = any.
+    pub source_addresses: Vec<IpAddr>,
+    pub tls: TlsOptions,
+    /// Seed for URL, version and connection-length draws.
+    pub seed: u64,
+}
+
+impl ClientPlan {
+    /// A plan for `urls` with DESIGN.md's defaults and a 10 s run.
+    pub fn new(urls: Vec<UrlPlan>, classes: Vec<ClassPlan>) -> Self {
+        ClientPlan {
+            urls,
+            classes,
+            virtual_users: 10,
+            os_threads: 1,
+            stop: Stop::After(Duration::from_secs(10)),
+            window: (Duration::ZERO, Duration::MAX),
+            think_time: Duration::ZERO,
+            timeout: Duration::from_secs(5),
+            connection: ConnectionPolicy::default(),
+            receive_buffer: 64 * 1024,
+            headers: Vec::new(),
+            source_addresses: Vec::new(),
+            tls: TlsOptions::default(),
+            seed: 1,
+        }
+    }
+
+    /// Checks the plan; every error names what was expected.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let bad = |s: String| Err(PlanError::Invalid(s));
+        if self.urls.is_empty() {
+            return bad("no URL to load".into());
+        }
+        if self.virtual_users == 0 {
+            return bad("the number of threads (virtual users) must be at least 1".into());
+        }
+        if self.os_threads == 0 {
+            return bad("the number of OS threads must be at least 1".into());
+        }
+        if self.receive_buffer < 64 {
+            return bad(format!("receive buffer {} is too small: expected at least 64 bytes", self.receive_buffer));
+        }
+        if self.timeout.is_zero() {
+            return bad("the request timeout must be above zero".into());
+        }
+        let c = &self.connection;
+        if c.http10_percent > 100 || c.persistent_percent > 100 || self.tls.resumption_percent > 100 {
+            return bad("percentages must be between 0 and 100".into());
+        }
+        if let Some((min, max)) = c.requests_per_connection {
+            if min == 0 || min > max {
+                return bad(format!("requests per connection {min}..{max}: expected 1 <= MIN <= MAX"));
+            }
+        }
+        for u in &self.urls {
+            if u.weight == 0 {
+                return bad(format!("{}: weight must be at least 1", u.target.url));
+            }
+            if u.class >= self.classes.len() {
+                return bad(format!("{}: class index {} out of range", u.target.url, u.class));
+            }
+        }
+        for (name, value) in &self.headers {
+            let ok_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+            if !ok_name || value.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return bad(format!("header `{name}: {value}`: expected `Name: value` on one line"));
+            }
+        }
+        if let Stop::Requests(0) = self.stop {
+            return bad("--requests must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Index of a request variant in [`Requests::bytes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// HTTP/1.1, connection kept.
+    Http11 = 0,
+    /// HTTP/1.1 with `Connection: close`.
+    Http11Close = 1,
+    /// HTTP/1.0 with `Connection: keep-alive`.
+    Http10KeepAlive = 2,
+    /// HTTP/1.0, server closes.
+    Http10 = 3,
+}
+
+/// The four serialised forms of each URL's request, built once.
+#[derive(Debug)]
+pub(crate) struct Requests {
+    bytes: Vec<[Box<[u8]>; 4]>,
+}
+
+impl Requests {
+    pub(crate) fn build(plan: &ClientPlan) -> Requests {
+        let user_host = plan.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host"));
+        let user_agent = plan.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("user-agent"));
+        let bytes = plan
+            .urls
+            .iter()
+            .map(|u| {
+                let build = |version: &str, connection: Option<&str>| -> Box<[u8]> {
+                    let mut s = format!("GET {} HTTP/{version}\r\n", u.target.path);
+                    if !user_host {
+                        s.push_str(&format!("Host: {}\r\n", u.target.authority));
+                    }
+                    if !user_agent {
+                        s.push_str(concat!("User-Agent: benchlab/", env!("CARGO_PKG_VERSION"), "\r\n"));
+                    }
+                    for (n, v) in &plan.headers {
+                        s.push_str(&format!("{n}: {v}\r\n"));
+                    }
+                    if let Some(c) = connection {
+                        s.push_str(&format!("Connection: {c}\r\n"));
+                    }
+                    s.push_str("\r\n");
+                    s.into_bytes().into_boxed_slice()
+                };
+                [
+                    build("1.1", None),
+                    build("1.1", Some("close")),
+                    build("1.0", Some("keep-alive")),
+                    build("1.0", None),
+                ]
+            })
+            .collect();
+        Requests { bytes }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, url: usize, v: Variant) -> &[u8] {
+        &self.bytes[url][v as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(url: &str) -> ClientPlan {
+        let t = Target::parse(url).unwrap();
+        ClientPlan::new(
+            vec![UrlPlan {
+                target: t,
+                weight: 1,
+                class: 0,
+                expect_status: 200,
+                expect: Expect::Status,
+            }],
+            vec![ClassPlan { name: "all".into() }],
+        )
+    }
+
+    #[test]
+    fn parses_urls() {
+        let t = Target::parse("http://127.0.0.1:8080/a/b?x=1").unwrap();
+        assert_eq!(t.authority, "127.0.0.1:8080");
+        assert_eq!(t.path, "/a/b?x=1");
+        assert_eq!(t.addr, "127.0.0.1:8080".parse().unwrap());
+        let t = Target::parse("https://localhost/").unwrap();
+        assert_eq!(t.scheme, Scheme::Https);
+        assert_eq!(t.authority, "localhost");
+        assert_eq!(t.addr.port(), 443);
+        assert!(Target::parse("ftp://x/").is_err());
+        assert!(Target::parse("not a url").is_err());
+        assert!(Target::parse("http://u:p@127.0.0.1/").is_err());
+    }
+
+    #[test]
+    fn serialises_variants() {
+        let mut p = plan("http://127.0.0.1:81/x");
+        p.headers.push(("X-A".into(), "b".into()));
+        let r = Requests::build(&p);
+        let ua = concat!("User-Agent: benchlab/", env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            std::str::from_utf8(r.get(0, Variant::Http11)).unwrap(),
+            format!("GET /x HTTP/1.1\r\nHost: 127.0.0.1:81\r\n{ua}\r\nX-A: b\r\n\r\n")
+        );
+        assert!(std::str::from_utf8(r.get(0, Variant::Http11Close)).unwrap().ends_with("Connection: close\r\n\r\n"));
+        assert!(std::str::from_utf8(r.get(0, Variant::Http10KeepAlive))
+            .unwrap()
+            .ends_with("Connection: keep-alive\r\n\r\n"));
+        assert!(std::str::from_utf8(r.get(0, Variant::Http10)).unwrap().starts_with("GET /x HTTP/1.0\r\n"));
+    }
+
+    #[test]
+    fn validates() {
+        let mut p = plan("http://127.0.0.1/");
+        assert!(p.validate().is_ok());
+        p.connection.requests_per_connection = Some((5, 2));
+        assert!(p.validate().is_err());
+        p.connection.requests_per_connection = None;
+        p.headers.push(("Bad\r\nName".into(), "v".into()));
+        assert!(p.validate().is_err());
+    }
+}

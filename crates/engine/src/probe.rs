@@ -1,0 +1,136 @@
+//! One blocking request, framed by the same parser as the hot loop: the
+//! check before a run ("is this URL what the run expects?") and the way a
+//! run learns each URL's body size and checksum for validation.
+
+use crate::parse::{Feed, ResponseParser};
+use crate::plan::{PlanError, Scheme, Target, TlsOptions};
+use crate::stats::ErrorKind;
+use crate::tls::{server_name, TlsConfigs};
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use xxhash_rust::xxh3::Xxh3;
+
+/// What one probe request returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeResponse {
+    pub status: u16,
+    /// Wire bytes (head + framed body).
+    pub bytes: u64,
+    pub body_bytes: u64,
+    /// XXH3-64 of the decoded body.
+    pub xxh3: u64,
+    pub latency: Duration,
+}
+
+/// Why a probe failed, with the canonical error kind.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}: {message}")]
+pub struct ProbeError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+fn perr(kind: ErrorKind, message: impl Into<String>) -> ProbeError {
+    ProbeError {
+        kind,
+        message: message.into(),
+    }
+}
+
+/// Sends one `GET` (HTTP/1.1, `Connection: close`) for `target` with the
+/// extra `headers`, and reads the whole response within `timeout`.
+pub fn probe(
+    target: &Target,
+    headers: &[(String, String)],
+    tls: &TlsOptions,
+    timeout: Duration,
+) -> Result<ProbeResponse, ProbeError> {
+    let start = Instant::now();
+    let tcp = TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| match e.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+            perr(ErrorKind::ConnectTimeout, format!("no connection to {} within {timeout:?}", target.addr))
+        }
+        _ => perr(ErrorKind::ConnectRefused, format!("cannot connect to {}: {e}", target.addr)),
+    })?;
+    let _ = tcp.set_read_timeout(Some(timeout));
+    let _ = tcp.set_write_timeout(Some(timeout));
+    let _ = tcp.set_nodelay(true);
+    let mut req = format!("GET {} HTTP/1.1\r\n", target.path);
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {}\r\n", target.authority));
+    }
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("user-agent")) {
+        req.push_str(concat!("User-Agent: benchlab/", env!("CARGO_PKG_VERSION"), "\r\n"));
+    }
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str("Connection: close\r\n\r\n");
+
+    let mut stream: Box<dyn ReadWrite> = match target.scheme {
+        Scheme::Http => Box::new(tcp),
+        Scheme::Https => {
+            let cfgs = TlsConfigs::new(tls).map_err(|e: PlanError| perr(ErrorKind::Tls, e.to_string()))?;
+            let name = server_name(&target.host).map_err(|e| perr(ErrorKind::Tls, e.to_string()))?;
+            let conn = rustls::ClientConnection::new(Arc::clone(&cfgs.full), name)
+                .map_err(|e| perr(ErrorKind::Tls, e.to_string()))?;
+            Box::new(rustls::StreamOwned::new(conn, tcp))
+        }
+    };
+    stream.write_all(req.as_bytes()).map_err(|e| io_kind(e, "sending the request"))?;
+    let mut parser = ResponseParser::new();
+    let mut hasher = Xxh3::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        if start.elapsed() > timeout {
+            return Err(perr(ErrorKind::Timeout, format!("no whole response within {timeout:?}")));
+        }
+        let n = match stream.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => 0,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_kind(e, "reading the response")),
+        };
+        if n == 0 {
+            parser.on_eof().map_err(|e| {
+                perr(
+                    crate::worker::frame_error_kind(e),
+                    format!("the connection closed after {} bytes of the response", parser.wire_bytes()),
+                )
+            })?;
+            break;
+        }
+        match parser.feed(&buf[..n], Some(&mut hasher)) {
+            Ok(Feed::NeedMore) => {}
+            Ok(Feed::Done { .. }) => break,
+            Err(e) => {
+                return Err(perr(
+                    crate::worker::frame_error_kind(e),
+                    format!("the response cannot be framed ({e:?}) after {} bytes", parser.wire_bytes()),
+                ))
+            }
+        }
+    }
+    Ok(ProbeResponse {
+        status: parser.head().status,
+        bytes: parser.wire_bytes(),
+        body_bytes: parser.body_bytes(),
+        xxh3: hasher.digest(),
+        latency: start.elapsed(),
+    })
+}
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+fn io_kind(e: io::Error, doing: &str) -> ProbeError {
+    let kind = match e.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ErrorKind::Timeout,
+        io::ErrorKind::InvalidData => ErrorKind::Tls,
+        io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
+        _ => ErrorKind::Reset,
+    };
+    perr(kind, format!("{doing}: {e}"))
+}

@@ -1,0 +1,337 @@
+//! What a client counts, exactly as DESIGN.md's "Counting, exactly" table
+//! defines it, and how counts from many OS threads and seconds are merged.
+//!
+//! Each worker OS thread owns one [`ThreadStats`]; nothing in it is shared,
+//! so recording a request is a few adds and one HDR `record` — no lock, no
+//! atomic, no allocation. Once a second the thread sends a copy to the
+//! collector and resets it ([`Snapshot`]); adding snapshots is exact
+//! (histograms add bucket by bucket), so totals never depend on how the work
+//! was split over threads or seconds.
+
+use hdrhistogram::Histogram;
+use std::fmt;
+use std::time::Duration;
+
+/// The canonical error kinds (DESIGN.md), in their documented order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// The server refused the TCP connection.
+    ConnectRefused,
+    /// The TCP connection was not established within the request timeout.
+    ConnectTimeout,
+    /// The connection was reset (RST), or closed before any response byte.
+    Reset,
+    /// The request did not complete within the timeout.
+    Timeout,
+    /// The response's status was not the expected one.
+    Status,
+    /// The response could not be framed (bad status line, header, length,
+    /// chunk syntax, a head cut short, bytes after the response).
+    Framing,
+    /// The connection closed before the body was complete.
+    ShortBody,
+    /// The body's size or checksum differs from what is expected.
+    WrongBody,
+    /// The response head was over 64 KiB.
+    HeaderTooLarge,
+    /// The TLS handshake or record layer failed.
+    Tls,
+}
+
+impl ErrorKind {
+    /// Number of kinds.
+    pub const COUNT: usize = 10;
+    /// All kinds, in the documented order.
+    pub const ALL: [ErrorKind; Self::COUNT] = [
+        ErrorKind::ConnectRefused,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::Reset,
+        ErrorKind::Timeout,
+        ErrorKind::Status,
+        ErrorKind::Framing,
+        ErrorKind::ShortBody,
+        ErrorKind::WrongBody,
+        ErrorKind::HeaderTooLarge,
+        ErrorKind::Tls,
+    ];
+
+    /// The name used in JSON, CSV and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectRefused => "connect_refused",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Status => "status",
+            ErrorKind::Framing => "framing",
+            ErrorKind::ShortBody => "short_body",
+            ErrorKind::WrongBody => "wrong_body",
+            ErrorKind::HeaderTooLarge => "header_too_large",
+            ErrorKind::Tls => "tls",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Highest latency the histograms hold: one hour, in microseconds. Larger
+/// values saturate to it (a request cannot last longer than its timeout).
+pub const LATENCY_MAX_US: u64 = 3_600_000_000;
+
+/// A latency histogram: microseconds, 3 significant digits (DESIGN.md).
+pub fn new_latency_histogram() -> Histogram<u64> {
+    // Bounds are constants that hdrhistogram accepts.
+    Histogram::new_with_bounds(1, LATENCY_MAX_US, 3).expect("valid constant histogram bounds")
+}
+
+/// Counters of one class (or of a whole client, once merged).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Successful requests completed inside the measurement window.
+    pub requests: u64,
+    /// Failed requests by [`ErrorKind`] (index = position in `ErrorKind::ALL`).
+    pub errors: [u64; ErrorKind::COUNT],
+    /// Wire bytes of successful responses (status line, headers, framed body,
+    /// 1xx responses; TLS plaintext).
+    pub bytes: u64,
+    /// Decoded body bytes of successful responses.
+    pub body_bytes: u64,
+    /// Bytes received for failed requests.
+    pub error_bytes: u64,
+}
+
+impl Counters {
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    pub fn error(&self, kind: ErrorKind) -> u64 {
+        self.errors[kind as usize]
+    }
+
+    pub fn add(&mut self, o: &Counters) {
+        self.requests += o.requests;
+        for (a, b) in self.errors.iter_mut().zip(o.errors.iter()) {
+            *a += b;
+        }
+        self.bytes += o.bytes;
+        self.body_bytes += o.body_bytes;
+        self.error_bytes += o.error_bytes;
+    }
+}
+
+/// Counters and latency histograms of one request class.
+#[derive(Debug, Clone)]
+pub struct ClassStats {
+    pub counters: Counters,
+    /// Latency of successful requests, µs.
+    pub latency: Histogram<u64>,
+    /// Latency of failed requests, µs.
+    pub error_latency: Histogram<u64>,
+}
+
+impl Default for ClassStats {
+    fn default() -> Self {
+        ClassStats {
+            counters: Counters::default(),
+            latency: new_latency_histogram(),
+            error_latency: new_latency_histogram(),
+        }
+    }
+}
+
+impl ClassStats {
+    #[inline]
+    pub(crate) fn record_success(&mut self, latency: Duration, bytes: u64, body_bytes: u64) {
+        self.counters.requests += 1;
+        self.counters.bytes += bytes;
+        self.counters.body_bytes += body_bytes;
+        self.latency.saturating_record(latency.as_micros() as u64);
+    }
+
+    #[inline]
+    pub(crate) fn record_error(&mut self, kind: ErrorKind, latency: Duration, bytes: u64) {
+        self.counters.errors[kind as usize] += 1;
+        self.counters.error_bytes += bytes;
+        self.error_latency.saturating_record(latency.as_micros() as u64);
+    }
+
+    /// Adds another class's counts (exact: histograms add bucket by bucket).
+    pub fn add(&mut self, o: &ClassStats) {
+        self.counters.add(&o.counters);
+        // Both histograms have the same bounds, so adding cannot fail.
+        let _ = self.latency.add(&o.latency);
+        let _ = self.error_latency.add(&o.error_latency);
+    }
+
+    fn reset(&mut self) {
+        self.counters = Counters::default();
+        self.latency.reset();
+        self.error_latency.reset();
+    }
+}
+
+/// Connection-level counters (a connection carries requests of any class).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnCounters {
+    pub connections_opened: u64,
+    /// Keep-alive connections the server closed while idle, re-opened
+    /// without losing any byte of a response.
+    pub reconnects: u64,
+    pub tls_full_handshakes: u64,
+    pub tls_resumptions: u64,
+}
+
+impl ConnCounters {
+    pub fn add(&mut self, o: &ConnCounters) {
+        self.connections_opened += o.connections_opened;
+        self.reconnects += o.reconnects;
+        self.tls_full_handshakes += o.tls_full_handshakes;
+        self.tls_resumptions += o.tls_resumptions;
+    }
+}
+
+/// Everything one client counted over some span of time.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    /// One entry per class of the plan, in the plan's order.
+    pub classes: Vec<ClassStats>,
+    pub conn: ConnCounters,
+}
+
+impl Stats {
+    pub fn new(classes: usize) -> Self {
+        Stats {
+            classes: (0..classes).map(|_| ClassStats::default()).collect(),
+            conn: ConnCounters::default(),
+        }
+    }
+
+    /// All classes merged into one.
+    pub fn total(&self) -> ClassStats {
+        let mut t = ClassStats::default();
+        for c in &self.classes {
+            t.add(c);
+        }
+        t
+    }
+
+    pub fn add(&mut self, o: &Stats) {
+        for (a, b) in self.classes.iter_mut().zip(o.classes.iter()) {
+            a.add(b);
+        }
+        self.conn.add(&o.conn);
+    }
+
+    pub(crate) fn reset(&mut self) {
+        for c in &mut self.classes {
+            c.reset();
+        }
+        self.conn = ConnCounters::default();
+    }
+}
+
+/// One second (or the last part of one) of one worker thread's counts.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Index of the worker OS thread within the client.
+    pub thread: usize,
+    /// Second of the run it covers: 0 is the first second after the start.
+    pub second: u32,
+    pub stats: Stats,
+    /// Set on the thread's last snapshot.
+    pub last: Option<ThreadEnd>,
+}
+
+/// What a worker thread reports once, when it stops.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadEnd {
+    /// Requests sent (or being connected) but unfinished when the run ended.
+    pub in_flight: u64,
+    /// CPU time this OS thread used (user, system).
+    pub cpu_user: Duration,
+    pub cpu_system: Duration,
+    /// When the thread stopped, from the client's start.
+    pub elapsed: Duration,
+}
+
+/// Latency summary in microseconds, as the JSON schema names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LatencySummary {
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+impl LatencySummary {
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            mean: h.mean(),
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_is_exact() {
+        let mut a = ClassStats::default();
+        let mut b = ClassStats::default();
+        for i in 1..=1000u64 {
+            a.record_success(Duration::from_micros(i), 10, 5);
+            b.record_success(Duration::from_micros(i * 3), 10, 5);
+        }
+        b.record_error(ErrorKind::Reset, Duration::from_micros(7), 3);
+        let mut all = ClassStats::default();
+        for i in 1..=1000u64 {
+            all.record_success(Duration::from_micros(i), 10, 5);
+            all.record_success(Duration::from_micros(i * 3), 10, 5);
+        }
+        a.add(&b);
+        assert_eq!(a.counters.requests, 2000);
+        assert_eq!(a.counters.bytes, 20000);
+        assert_eq!(a.counters.error(ErrorKind::Reset), 1);
+        assert_eq!(a.counters.error_bytes, 3);
+        assert_eq!(LatencySummary::of(&a.latency), LatencySummary::of(&all.latency));
+    }
+
+    #[test]
+    fn names_are_canonical() {
+        let names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "connect_refused",
+                "connect_timeout",
+                "reset",
+                "timeout",
+                "status",
+                "framing",
+                "short_body",
+                "wrong_body",
+                "header_too_large",
+                "tls"
+            ]
+        );
+        for (i, k) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i);
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The few operating-system facts a load generator must check or report:
+//! its own CPU time, the file-descriptor limit, the ephemeral port range.
+
+use std::time::Duration;
+
+/// CPU time (user, system) of the calling thread (`RUSAGE_THREAD`) or of the
+/// whole process.
+pub fn cpu_time(thread_only: bool) -> (Duration, Duration) {
+    let who = if thread_only { libc::RUSAGE_THREAD } else { libc::RUSAGE_SELF };
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(who, &mut ru) };
+    if rc != 0 {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Raises the soft file-descriptor limit to the hard limit and returns the
+/// new soft limit.
+pub fn raise_fd_limit() -> u64 {
+    // SAFETY: plain getrlimit/setrlimit on a struct we own.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
+            return 1024;
+        }
+        if rl.rlim_cur < rl.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: rl.rlim_max,
+                rlim_max: rl.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                return want.rlim_cur as u64;
+            }
+        }
+        rl.rlim_cur as u64
+    }
+}
+
+/// Number of local ports the kernel hands out for outgoing connections
+/// (`net.ipv4.ip_local_port_range`), if it can be read.
+pub fn ephemeral_ports() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut it = s.split_whitespace().map(|x| x.parse::<u64>());
+    let lo = it.next()?.ok()?;
+    let hi = it.next()?.ok()?;
+    (hi >= lo).then(|| hi - lo + 1)
+}
+
+/// CPUs this process may run on (its affinity mask).
+pub fn usable_cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Checks that the system can hold a run of `virtual_users` connections
+/// spread over `source_addresses` local addresses (0 = the kernel's choice,
+/// counted as one): each virtual user holds at most one connection, plus a
+/// margin for the process's own files. Raises the fd limit first.
+pub fn check_capacity(virtual_users: u64, source_addresses: usize) -> Result<(), String> {
+    let fds = raise_fd_limit();
+    let need = virtual_users + 64;
+    if need > fds {
+        return Err(format!(
+            "{virtual_users} threads need about {need} file descriptors, but the limit is {fds} \
+             (ulimit -n); raise it (e.g. `ulimit -n {}` or LimitNOFILE= for a service) or use fewer threads",
+            need.next_power_of_two()
+        ));
+    }
+    if let Some(ports) = ephemeral_ports() {
+        let addrs = source_addresses.max(1) as u64;
+        if virtual_users > ports * addrs {
+            return Err(format!(
+                "{virtual_users} threads need as many simultaneous connections, but {addrs} source \
+                 address(es) × {ports} ephemeral ports (net.ipv4.ip_local_port_range) can hold only {}; \
+                 spread them with --source-addresses 127.0.0.1-127.0.0.N or widen the port range",
+                ports * addrs
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_advances() {
+        let (u0, s0) = cpu_time(true);
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let (u1, s1) = cpu_time(true);
+        assert!(u1 + s1 > u0 + s0);
+    }
+
+    #[test]
+    fn capacity_limits() {
+        assert!(check_capacity(10, 0).is_ok());
+        let err = check_capacity(u64::MAX / 4, 0).unwrap_err();
+        assert!(err.contains("file descriptors"), "{err}");
+    }
+}

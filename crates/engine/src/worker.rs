@@ -1,0 +1,933 @@
+//! The hot loop: one epoll event loop per OS thread, driving many closed-loop
+//! virtual users, each a small state machine around at most one connection.
+//!
+//! Written by hand on `mio` (a thin epoll wrapper) instead of tokio + hyper,
+//! as wrk and h2load are written on bare epoll: oha, built on tokio and
+//! hyper, spends 1.65× the CPU per request of the bare-syscall floor
+//! (`../shared/tools/floor`), and wrk 1.33×. What the loop does per request
+//! is what the floor does — one `write`, one `read` (keep-alive), plus
+//! `socket`, `connect`, `epoll_ctl`, a read of EOF and `close` for a new
+//! connection — and in user space only framing, two clock reads and one HDR
+//! record. In steady state it allocates nothing, takes no lock and sends no
+//! cross-thread message: statistics are per thread and leave it once a
+//! second as a [`Snapshot`].
+//!
+//! Edge-triggered readiness (mio's mode) is used without draining sockets to
+//! `EAGAIN`: a response is read until it is complete, and any later data or
+//! FIN raises a new edge. A read that fills the whole buffer, or an event
+//! carrying a FIN, is followed by another read, so nothing is missed.
+
+use crate::parse::{Feed, FrameError, ResponseParser};
+use crate::plan::{ClientPlan, Expect, Requests, Scheme, Stop, Variant};
+use crate::rng::SplitMix64;
+use crate::stats::{ErrorKind, Snapshot, Stats, ThreadEnd};
+use crate::tls::{server_name, TlsConfigs};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use rustls::pki_types::ServerName;
+use rustls::ClientConnection;
+use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use xxhash_rust::xxh3::Xxh3;
+
+/// What all worker threads of one client share, read-only but for the stop
+/// flag and the request budget.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub plan: ClientPlan,
+    pub requests: Requests,
+    pub tls: Option<TlsConfigs>,
+    pub server_names: Vec<Option<ServerName<'static>>>,
+    /// Cumulative URL weights for the weighted pick.
+    pub cumulative: Vec<u64>,
+    pub stop: AtomicBool,
+    /// Requests still to be started, for `Stop::Requests`.
+    pub budget: AtomicU64,
+    pub start: Instant,
+}
+
+impl Shared {
+    /// Takes up to `chunk` requests from the shared budget.
+    fn reserve(&self, chunk: u64) -> u64 {
+        let mut cur = self.budget.load(Ordering::Relaxed);
+        loop {
+            if cur == 0 {
+                return 0;
+            }
+            let take = chunk.min(cur);
+            match self
+                .budget
+                .compare_exchange_weak(cur, cur - take, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return take,
+                Err(now) => cur = now,
+            }
+        }
+    }
+}
+
+/// A connection: plain TCP or TLS over TCP.
+enum Sock {
+    Plain(TcpStream),
+    Tls(Box<TlsSock>),
+}
+
+struct TlsSock {
+    tcp: TcpStream,
+    conn: ClientConnection,
+}
+
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for think time to pass (possibly holding an idle connection).
+    Thinking,
+    Connecting,
+    Handshaking,
+    Writing,
+    Reading,
+    /// The response is complete and counted; waiting for the server's FIN
+    /// so the server, not the client, holds TIME_WAIT (as real browsers and
+    /// the floor do), then the next request starts.
+    Draining,
+    /// No more requests for this virtual user.
+    Done,
+}
+
+/// One closed-loop virtual user (WebBench's worker thread).
+struct Vu {
+    state: State,
+    sock: Option<Sock>,
+    /// Requests this connection may still carry, the current one included;
+    /// `u32::MAX` = unlimited.
+    conn_left: u32,
+    /// Requests completed on this connection (0 = the connection is new, so
+    /// a close before any byte is an error, not an idle close).
+    conn_served: u32,
+    http10: bool,
+    keepalive: bool,
+    /// The next connection opened re-opens one the server closed while idle.
+    reconnect_pending: bool,
+    url: u32,
+    variant: Variant,
+    /// Latency start (connect start or first byte written).
+    start: Instant,
+    deadline: Instant,
+    written: usize,
+    parser: ResponseParser,
+    hasher: Option<Box<Xxh3>>,
+}
+
+/// Per-thread state of the event loop.
+pub(crate) struct Worker {
+    shared: Arc<Shared>,
+    index: usize,
+    poll: Poll,
+    vus: Vec<Vu>,
+    buf: Box<[u8]>,
+    stats: Stats,
+    rng: SplitMix64,
+    think: BinaryHeap<Reverse<(Instant, u32)>>,
+    /// Virtual users whose next request starts on the next loop turn.
+    /// Deferring through this queue, rather than starting at once, keeps a
+    /// failure that happens synchronously (a refused connect on loopback)
+    /// from recursing, and bounds the work of one loop turn.
+    ready: Vec<u32>,
+    ready_now: Vec<u32>,
+    budget: u64,
+    budget_chunk: u64,
+    done_vus: usize,
+    next_source: usize,
+    tx: Sender<Snapshot>,
+}
+
+const SWEEP_MAX: Duration = Duration::from_millis(10);
+
+impl Worker {
+    pub(crate) fn new(shared: Arc<Shared>, index: usize, vus: u32, tx: Sender<Snapshot>) -> io::Result<Worker> {
+        let plan = &shared.plan;
+        let now = Instant::now();
+        let checksum = plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. }));
+        let vus = (0..vus)
+            .map(|_| Vu {
+                state: State::Thinking,
+                sock: None,
+                conn_left: 0,
+                conn_served: 0,
+                http10: false,
+                keepalive: true,
+                reconnect_pending: false,
+                url: 0,
+                variant: Variant::Http11,
+                start: now,
+                deadline: now,
+                written: 0,
+                parser: ResponseParser::new(),
+                hasher: checksum.then(|| Box::new(Xxh3::new())),
+            })
+            .collect::<Vec<_>>();
+        let threads = plan.os_threads as u64;
+        let budget_chunk = match plan.stop {
+            Stop::Requests(n) => (n / (threads * 16)).clamp(1, 64),
+            Stop::After(_) => 0,
+        };
+        Ok(Worker {
+            poll: Poll::new()?,
+            buf: vec![0u8; plan.receive_buffer].into_boxed_slice(),
+            stats: Stats::new(plan.classes.len()),
+            rng: SplitMix64::new(plan.seed ^ (index as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F)),
+            think: BinaryHeap::with_capacity(vus.len() + 1),
+            ready: Vec::with_capacity(vus.len()),
+            ready_now: Vec::with_capacity(vus.len()),
+            budget: 0,
+            budget_chunk,
+            done_vus: 0,
+            next_source: index,
+            vus,
+            shared,
+            index,
+            tx,
+        })
+    }
+
+    /// Runs until the plan's stop condition or the stop flag, then sends
+    /// the last snapshot.
+    pub(crate) fn run(mut self) {
+        let shared = Arc::clone(&self.shared);
+        let plan = &shared.plan;
+        let start = shared.start;
+        let end = match plan.stop {
+            Stop::After(d) => Some(start + d),
+            Stop::Requests(_) => None,
+        };
+        let sweep_every = (plan.timeout / 20).clamp(Duration::from_millis(1), SWEEP_MAX);
+        let mut events = Events::with_capacity(1024);
+        let mut second: u32 = 0;
+        let mut next_snapshot = start + Duration::from_secs(1);
+
+        let now = Instant::now();
+        if now < start {
+            std::thread::sleep(start - now);
+        }
+        for i in 0..self.vus.len() {
+            self.start_request(i);
+        }
+        let mut next_sweep = Instant::now() + sweep_every;
+        loop {
+            let now = Instant::now();
+            if shared.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) {
+                break;
+            }
+            if self.done_vus == self.vus.len() {
+                break;
+            }
+            while let Some(Reverse((at, vu))) = self.think.peek().copied() {
+                if at > now {
+                    break;
+                }
+                self.think.pop();
+                if self.vus[vu as usize].state == State::Thinking {
+                    self.start_request(vu as usize);
+                }
+            }
+            std::mem::swap(&mut self.ready, &mut self.ready_now);
+            for k in 0..self.ready_now.len() {
+                let vu = self.ready_now[k] as usize;
+                self.start_request(vu);
+            }
+            self.ready_now.clear();
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + sweep_every;
+            }
+            if now >= next_snapshot {
+                self.send_snapshot(second, None);
+                second += 1;
+                next_snapshot += Duration::from_secs(1);
+                continue;
+            }
+            let mut wake = next_sweep.min(next_snapshot);
+            if let Some(e) = end {
+                wake = wake.min(e);
+            }
+            if let Some(Reverse((at, _))) = self.think.peek() {
+                wake = wake.min(*at);
+            }
+            let timeout = if self.ready.is_empty() {
+                wake.saturating_duration_since(now)
+            } else {
+                Duration::ZERO
+            };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                self.on_event(ev.token().0, ev.is_readable(), ev.is_writable(), ev.is_read_closed() || ev.is_error());
+            }
+        }
+        let in_flight = self
+            .vus
+            .iter()
+            .filter(|v| {
+                matches!(
+                    v.state,
+                    State::Connecting | State::Handshaking | State::Writing | State::Reading
+                )
+            })
+            .count() as u64;
+        let (cpu_user, cpu_system) = crate::sys::cpu_time(true);
+        // Close every connection before reporting, so the caller may count
+        // on the sockets being gone once the last snapshot arrives.
+        for v in &mut self.vus {
+            v.sock = None;
+        }
+        self.send_snapshot(
+            second,
+            Some(ThreadEnd {
+                in_flight,
+                cpu_user,
+                cpu_system,
+                elapsed: start.elapsed(),
+            }),
+        );
+    }
+
+    fn send_snapshot(&mut self, second: u32, last: Option<ThreadEnd>) {
+        let snap = Snapshot {
+            thread: self.index,
+            second,
+            stats: self.stats.clone(),
+            last,
+        };
+        self.stats.reset();
+        // The collector may be gone when the caller dropped it: nothing to do.
+        let _ = self.tx.send(snap);
+    }
+
+    /// Times out requests past their deadline.
+    fn sweep(&mut self, now: Instant) {
+        for i in 0..self.vus.len() {
+            let v = &self.vus[i];
+            if now < v.deadline {
+                continue;
+            }
+            match v.state {
+                State::Connecting => self.fail(i, ErrorKind::ConnectTimeout),
+                State::Handshaking | State::Writing | State::Reading => self.fail(i, ErrorKind::Timeout),
+                State::Draining => {
+                    self.vus[i].sock = None;
+                    self.next(i);
+                }
+                State::Thinking | State::Done => {}
+            }
+        }
+    }
+
+    /// Whether a completion at `now` falls in the measurement window.
+    #[inline]
+    fn in_window(&self, now: Instant) -> bool {
+        let t = now.saturating_duration_since(self.shared.start);
+        let (from, until) = self.shared.plan.window;
+        t >= from && t < until
+    }
+
+    /// Starts the next request of virtual user `i` (or retires it).
+    fn start_request(&mut self, i: usize) {
+        if self.budget_chunk > 0 {
+            if self.budget == 0 {
+                self.budget = self.shared.reserve(self.budget_chunk);
+            }
+            if self.budget == 0 {
+                let v = &mut self.vus[i];
+                v.sock = None;
+                v.state = State::Done;
+                self.done_vus += 1;
+                return;
+            }
+            self.budget -= 1;
+        }
+        let total = *self.shared.cumulative.last().unwrap_or(&1);
+        let pick = self.rng.below(total);
+        let url = self.shared.cumulative.partition_point(|&c| c <= pick);
+        let v = &mut self.vus[i];
+        v.url = url as u32;
+        v.parser.reset();
+        if let Some(h) = v.hasher.as_deref_mut() {
+            h.reset();
+        }
+        if v.sock.is_some() {
+            let now = Instant::now();
+            v.start = now;
+            v.deadline = now + self.shared.plan.timeout;
+            self.begin_write(i);
+        } else {
+            self.open(i);
+        }
+    }
+
+    /// Opens a new connection for virtual user `i` and draws its HTTP
+    /// version and length (DESIGN.md: per connection, at open).
+    fn open(&mut self, i: usize) {
+        let plan = &self.shared.plan;
+        let policy = plan.connection;
+        let http10 = self.rng.percent(policy.http10_percent);
+        let persistent = if http10 {
+            policy.http10_keepalive
+        } else {
+            self.rng.percent(policy.persistent_percent)
+        };
+        let conn_left = if !persistent {
+            1
+        } else {
+            match policy.requests_per_connection {
+                None => u32::MAX,
+                Some((min, max)) => min + self.rng.below((max - min) as u64 + 1) as u32,
+            }
+        };
+        let url = self.vus[i].url as usize;
+        let target = &plan.urls[url].target;
+        let source = if plan.source_addresses.is_empty() {
+            None
+        } else {
+            self.next_source = (self.next_source + 1) % plan.source_addresses.len();
+            Some(plan.source_addresses[self.next_source])
+        };
+        let now = Instant::now();
+        let v = &mut self.vus[i];
+        v.http10 = http10;
+        v.keepalive = persistent;
+        v.conn_left = conn_left;
+        v.conn_served = 0;
+        v.start = now;
+        v.deadline = now + plan.timeout;
+        v.state = State::Connecting;
+        if std::mem::take(&mut v.reconnect_pending) {
+            self.stats.conn.reconnects += 1;
+        }
+        self.stats.conn.connections_opened += 1;
+        match connect(target.addr, source) {
+            Ok(mut tcp) => {
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                if self.poll.registry().register(&mut tcp, Token(i), interest).is_err() {
+                    self.fail(i, ErrorKind::ConnectRefused);
+                    return;
+                }
+                let sock = if target.scheme == Scheme::Https {
+                    match self.new_tls(url) {
+                        Ok(conn) => Sock::Tls(Box::new(TlsSock { tcp, conn })),
+                        Err(()) => {
+                            self.fail(i, ErrorKind::Tls);
+                            return;
+                        }
+                    }
+                } else {
+                    Sock::Plain(tcp)
+                };
+                self.vus[i].sock = Some(sock);
+            }
+            Err(kind) => self.fail(i, kind),
+        }
+    }
+
+    fn new_tls(&mut self, url: usize) -> Result<ClientConnection, ()> {
+        let (Some(tls), Some(name)) = (&self.shared.tls, &self.shared.server_names[url]) else {
+            return Err(());
+        };
+        let cfg = if self.rng.percent(self.shared.plan.tls.resumption_percent) {
+            &tls.resuming
+        } else {
+            &tls.full
+        };
+        ClientConnection::new(Arc::clone(cfg), name.clone()).map_err(|_| ())
+    }
+
+    /// Chooses the request variant for the current request on this
+    /// connection and writes it.
+    fn begin_write(&mut self, i: usize) {
+        let v = &mut self.vus[i];
+        let last = v.conn_left == 1;
+        v.variant = match (v.http10, last || !v.keepalive) {
+            (false, false) => Variant::Http11,
+            (false, true) => Variant::Http11Close,
+            (true, false) => Variant::Http10KeepAlive,
+            (true, true) => Variant::Http10,
+        };
+        v.written = 0;
+        v.state = State::Writing;
+        self.write_more(i);
+    }
+
+    fn on_event(&mut self, i: usize, readable: bool, writable: bool, closed: bool) {
+        let Some(v) = self.vus.get(i) else { return };
+        match v.state {
+            State::Connecting => {
+                if writable || closed {
+                    if matches!(v.sock, Some(Sock::Tls(_))) {
+                        self.vus[i].state = State::Handshaking;
+                        self.handshake(i);
+                    } else {
+                        self.begin_write(i);
+                    }
+                }
+            }
+            State::Handshaking => self.handshake(i),
+            State::Writing => {
+                if writable || closed {
+                    self.write_more(i);
+                }
+            }
+            State::Reading => {
+                if readable || closed {
+                    self.read_response(i, closed);
+                }
+            }
+            State::Draining => self.drain(i),
+            State::Thinking => {
+                if closed && v.sock.is_some() {
+                    // The server closed the idle keep-alive connection.
+                    let v = &mut self.vus[i];
+                    v.sock = None;
+                    v.reconnect_pending = true;
+                }
+            }
+            State::Done => {}
+        }
+    }
+
+    /// Drives a TLS handshake as far as the socket allows.
+    fn handshake(&mut self, i: usize) {
+        let Some(Sock::Tls(t)) = self.vus[i].sock.as_mut() else {
+            return self.fail(i, ErrorKind::Tls);
+        };
+        loop {
+            while t.conn.wants_write() {
+                match t.conn.write_tls(&mut t.tcp) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                    Err(e) => return self.fail(i, connect_error_kind(&e, true)),
+                }
+            }
+            if !t.conn.is_handshaking() {
+                break;
+            }
+            match t.conn.read_tls(&mut t.tcp) {
+                Ok(0) => return self.fail(i, ErrorKind::Tls),
+                Ok(_) => {
+                    if t.conn.process_new_packets().is_err() {
+                        // Send the alert rustls queued, best effort.
+                        let _ = t.conn.write_tls(&mut t.tcp);
+                        return self.fail(i, ErrorKind::Tls);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => return self.fail(i, connect_error_kind(&e, true)),
+            }
+        }
+        match t.conn.handshake_kind() {
+            Some(rustls::HandshakeKind::Resumed) => self.stats.conn.tls_resumptions += 1,
+            _ => self.stats.conn.tls_full_handshakes += 1,
+        }
+        self.begin_write(i);
+    }
+
+    /// Writes (the rest of) the current request.
+    fn write_more(&mut self, i: usize) {
+        let reused = self.vus[i].conn_served > 0;
+        let v = &mut self.vus[i];
+        let req = self.shared.requests.get(v.url as usize, v.variant);
+        let Some(sock) = v.sock.as_mut() else {
+            return self.fail(i, ErrorKind::Reset);
+        };
+        let result: io::Result<bool> = match sock {
+            Sock::Plain(tcp) => loop {
+                match tcp.write(&req[v.written..]) {
+                    Ok(n) => {
+                        v.written += n;
+                        if v.written == req.len() {
+                            break Ok(true);
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            },
+            Sock::Tls(t) => {
+                if v.written < req.len() {
+                    // rustls buffers the plaintext; it leaves as records below.
+                    if let Err(e) = t.conn.writer().write_all(&req[v.written..]) {
+                        break_tls(e)
+                    } else {
+                        v.written = req.len();
+                        flush_tls(t)
+                    }
+                } else {
+                    flush_tls(t)
+                }
+            }
+        };
+        match result {
+            Ok(true) => v.state = State::Reading,
+            Ok(false) => v.state = State::Writing,
+            Err(e) => {
+                if reused && is_closed_error(&e) {
+                    self.reconnect(i);
+                } else {
+                    let kind = if v.conn_served == 0 && v.written == 0 {
+                        connect_error_kind(&e, matches!(sock, Sock::Tls(_)))
+                    } else if matches!(sock, Sock::Tls(_)) && e.kind() == io::ErrorKind::InvalidData {
+                        ErrorKind::Tls
+                    } else {
+                        ErrorKind::Reset
+                    };
+                    self.fail(i, kind);
+                }
+            }
+        }
+    }
+
+    /// The server closed a reused keep-alive connection before any byte of
+    /// the response: open a new one and send the same request again.
+    fn reconnect(&mut self, i: usize) {
+        let v = &mut self.vus[i];
+        v.sock = None;
+        v.reconnect_pending = true;
+        v.parser.reset();
+        if let Some(h) = v.hasher.as_deref_mut() {
+            h.reset();
+        }
+        self.open(i);
+    }
+
+    /// Reads what the socket has of the response.
+    fn read_response(&mut self, i: usize, closed: bool) {
+        loop {
+            let v = &mut self.vus[i];
+            let Some(sock) = v.sock.as_mut() else { return };
+            let read = match sock {
+                Sock::Plain(tcp) => match tcp.read(&mut self.buf) {
+                    Ok(0) => ReadOutcome::Eof,
+                    Ok(n) => ReadOutcome::Data(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => ReadOutcome::Error(e),
+                },
+                Sock::Tls(t) => tls_read(t, &mut self.buf),
+            };
+            match read {
+                ReadOutcome::Data(n) => {
+                    let feed = v.parser.feed(&self.buf[..n], v.hasher.as_deref_mut());
+                    match feed {
+                        Ok(Feed::NeedMore) => {
+                            if n < self.buf.len() && !closed && matches!(v.sock, Some(Sock::Plain(_))) {
+                                return;
+                            }
+                        }
+                        Ok(Feed::Done { consumed }) => {
+                            if consumed < n {
+                                return self.fail(i, ErrorKind::Framing);
+                            }
+                            return self.complete(i, closed);
+                        }
+                        Err(e) => return self.fail(i, frame_error_kind(e)),
+                    }
+                }
+                ReadOutcome::WouldBlock => return,
+                ReadOutcome::Eof => {
+                    let reused = v.conn_served > 0;
+                    match v.parser.on_eof() {
+                        Ok(()) => return self.complete(i, true),
+                        Err(FrameError::ClosedBeforeResponse) if reused => return self.reconnect(i),
+                        Err(e) => return self.fail(i, frame_error_kind(e)),
+                    }
+                }
+                ReadOutcome::Error(e) => {
+                    if v.conn_served > 0 && !v.parser.started() && is_closed_error(&e) {
+                        return self.reconnect(i);
+                    }
+                    let kind = if e.kind() == io::ErrorKind::InvalidData {
+                        ErrorKind::Tls
+                    } else {
+                        ErrorKind::Reset
+                    };
+                    return self.fail(i, kind);
+                }
+            }
+        }
+    }
+
+    /// A response is complete: validate, count, and go on.
+    fn complete(&mut self, i: usize, eof_seen: bool) {
+        let now = Instant::now();
+        let counted = self.in_window(now);
+        let v = &mut self.vus[i];
+        let u = &self.shared.plan.urls[v.url as usize];
+        let head = *v.parser.head();
+        let latency = now - v.start;
+        let wire = v.parser.wire_bytes();
+        let body = v.parser.body_bytes();
+        let verdict = if head.status != u.expect_status {
+            Err(ErrorKind::Status)
+        } else {
+            match u.expect {
+                Expect::Status => Ok(()),
+                Expect::Size(size) if body == size => Ok(()),
+                Expect::Checksum { size, xxh3 }
+                    if body == size && v.hasher.as_deref().is_some_and(|h| h.digest() == xxh3) =>
+                {
+                    Ok(())
+                }
+                _ => Err(ErrorKind::WrongBody),
+            }
+        };
+        if counted {
+            let class = &mut self.stats.classes[u.class];
+            match verdict {
+                Ok(()) => class.record_success(latency, wire, body),
+                Err(kind) => class.record_error(kind, latency, wire),
+            }
+        }
+        v.conn_served += 1;
+        if v.conn_left != u32::MAX {
+            v.conn_left -= 1;
+        }
+        let sent_close = matches!(v.variant, Variant::Http11Close | Variant::Http10);
+        let reusable = !eof_seen && !sent_close && head.persistent() && v.conn_left > 0;
+        if reusable {
+            self.next(i);
+        } else if eof_seen {
+            v.sock = None;
+            self.next(i);
+        } else {
+            // Wait (briefly) for the server's close; see `State::Draining`.
+            v.state = State::Draining;
+            v.deadline = now + self.shared.plan.timeout.min(Duration::from_millis(500));
+            self.drain(i);
+        }
+    }
+
+    /// Reads until the server's FIN on a connection that is ending.
+    fn drain(&mut self, i: usize) {
+        loop {
+            let v = &mut self.vus[i];
+            let Some(sock) = v.sock.as_mut() else {
+                return self.next(i);
+            };
+            let r = match sock {
+                Sock::Plain(tcp) => match tcp.read(&mut self.buf) {
+                    Ok(0) => ReadOutcome::Eof,
+                    Ok(n) => ReadOutcome::Data(n),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => ReadOutcome::WouldBlock,
+                    Err(e) => ReadOutcome::Error(e),
+                },
+                Sock::Tls(t) => tls_read(t, &mut self.buf),
+            };
+            match r {
+                ReadOutcome::WouldBlock => return,
+                ReadOutcome::Data(_) => continue, // stray bytes after a close: ignored
+                ReadOutcome::Eof | ReadOutcome::Error(_) => {
+                    v.sock = None;
+                    return self.next(i);
+                }
+            }
+        }
+    }
+
+    /// After a request ended (counted or not): think, then the next one.
+    fn next(&mut self, i: usize) {
+        let think = self.shared.plan.think_time;
+        self.vus[i].state = State::Thinking;
+        if think.is_zero() {
+            self.ready.push(i as u32);
+        } else {
+            let at = Instant::now() + think;
+            self.think.push(Reverse((at, i as u32)));
+        }
+    }
+
+    /// The current request failed: count it, drop the connection, go on.
+    fn fail(&mut self, i: usize, kind: ErrorKind) {
+        let now = Instant::now();
+        let counted = self.in_window(now);
+        let v = &mut self.vus[i];
+        if counted {
+            let class = self.shared.plan.urls[v.url as usize].class;
+            self.stats.classes[class].record_error(kind, now - v.start, v.parser.wire_bytes());
+        }
+        v.sock = None;
+        self.next(i);
+    }
+}
+
+enum ReadOutcome {
+    Data(usize),
+    WouldBlock,
+    Eof,
+    Error(io::Error),
+}
+
+/// Reads decrypted bytes from a TLS connection into `buf`.
+fn tls_read(t: &mut TlsSock, buf: &mut [u8]) -> ReadOutcome {
+    loop {
+        match t.conn.reader().read(buf) {
+            Ok(0) => return ReadOutcome::Eof, // close_notify
+            Ok(n) => return ReadOutcome::Data(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            // TCP closed without close_notify: most servers do that.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return ReadOutcome::Eof,
+            Err(e) => return ReadOutcome::Error(e),
+        }
+        match t.conn.read_tls(&mut t.tcp) {
+            Ok(0) => return ReadOutcome::Eof,
+            Ok(_) => {
+                if let Err(e) = t.conn.process_new_packets() {
+                    let _ = t.conn.write_tls(&mut t.tcp);
+                    return ReadOutcome::Error(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+                // Post-handshake messages (session tickets) may want a reply.
+                while t.conn.wants_write() {
+                    if t.conn.write_tls(&mut t.tcp).is_err() {
+                        break;
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return ReadOutcome::WouldBlock,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return ReadOutcome::Error(e),
+        }
+    }
+}
+
+/// Sends buffered TLS records; `Ok(true)` when all left.
+fn flush_tls(t: &mut TlsSock) -> io::Result<bool> {
+    while t.conn.wants_write() {
+        match t.conn.write_tls(&mut t.tcp) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+fn break_tls(e: io::Error) -> io::Result<bool> {
+    Err(io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Opens a non-blocking TCP connection (connect in progress).
+fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>) -> Result<TcpStream, ErrorKind> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking(), Some(Protocol::TCP))
+        .map_err(|_| ErrorKind::ConnectRefused)?;
+    if let Some(ip) = source {
+        // Let connect() pick the port, so each (source, destination) pair
+        // has the whole ephemeral range (IP_BIND_ADDRESS_NO_PORT).
+        set_bind_address_no_port(&sock);
+        sock.bind(&SocketAddr::new(ip, 0).into())
+            .map_err(|_| ErrorKind::ConnectRefused)?;
+    }
+    match sock.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(connect_error_kind(&e, false)),
+    }
+    Ok(TcpStream::from_std(sock.into()))
+}
+
+/// `IP_BIND_ADDRESS_NO_PORT`: bind the address now, the port at connect.
+fn set_bind_address_no_port(sock: &socket2::Socket) {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt on a socket we own with a pointer to a live c_int.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            &one as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Maps an error seen while connecting (or on a connection's first write).
+fn connect_error_kind(e: &io::Error, tls: bool) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
+        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::UnexpectedEof => {
+            ErrorKind::Reset
+        }
+        io::ErrorKind::InvalidData if tls => ErrorKind::Tls,
+        _ => match e.raw_os_error() {
+            Some(libc::ENETUNREACH | libc::EHOSTUNREACH | libc::EADDRNOTAVAIL) => ErrorKind::ConnectRefused,
+            _ => ErrorKind::Reset,
+        },
+    }
+}
+
+/// Errors that mean "the server had closed this connection".
+fn is_closed_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted
+    )
+}
+
+pub(crate) fn frame_error_kind(e: FrameError) -> ErrorKind {
+    match e {
+        FrameError::Framing => ErrorKind::Framing,
+        FrameError::HeaderTooLarge => ErrorKind::HeaderTooLarge,
+        FrameError::ShortBody => ErrorKind::ShortBody,
+        FrameError::ClosedBeforeResponse => ErrorKind::Reset,
+    }
+}
+
+/// Builds the shared state for a plan (TLS configs, server names, weights).
+pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, crate::plan::PlanError> {
+    plan.validate()?;
+    let needs_tls = plan.urls.iter().any(|u| u.target.scheme == Scheme::Https);
+    let tls = if needs_tls { Some(TlsConfigs::new(&plan.tls)?) } else { None };
+    let server_names = plan
+        .urls
+        .iter()
+        .map(|u| {
+            if u.target.scheme == Scheme::Https {
+                server_name(&u.target.host).map(Some)
+            } else {
+                Ok(None)
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut acc = 0u64;
+    let cumulative = plan
+        .urls
+        .iter()
+        .map(|u| {
+            acc += u.weight as u64;
+            acc
+        })
+        .collect();
+    let budget = match plan.stop {
+        Stop::Requests(n) => n,
+        Stop::After(_) => 0,
+    };
+    Ok(Shared {
+        requests: Requests::build(&plan),
+        tls,
+        server_names,
+        cumulative,
+        stop: AtomicBool::new(false),
+        budget: AtomicU64::new(budget),
+        start,
+        plan,
+    })
+}
