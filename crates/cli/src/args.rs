@@ -57,19 +57,32 @@ pub fn range(s: &str) -> Result<(u32, u32), String> {
     Ok((min, max))
 }
 
+/// Local addresses to spread connections over (one flag value = the list,
+/// which is why it is a type of its own for clap).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Addresses(pub Vec<IpAddr>);
+
 /// `127.0.0.1-127.0.0.8` (an IPv4 range) or `A,B,C` (a list).
-pub fn addresses(s: &str) -> Result<Vec<IpAddr>, String> {
+pub fn addresses(s: &str) -> Result<Addresses, String> {
+    address_list(s).map(Addresses)
+}
+
+fn address_list(s: &str) -> Result<Vec<IpAddr>, String> {
     let bad = || format!("`{s}`: expected FIRST-LAST (IPv4) or a comma-separated list of addresses");
     if let Some((a, b)) = s.split_once('-') {
         let a: Ipv4Addr = a.trim().parse().map_err(|_| bad())?;
         let b: Ipv4Addr = b.trim().parse().map_err(|_| bad())?;
         let (a, b) = (u32::from(a), u32::from(b));
         if a > b || b - a >= 65_536 {
-            return Err(format!("`{s}`: the range must run upwards and hold at most 65536 addresses"));
+            return Err(format!(
+                "`{s}`: the range must run upwards and hold at most 65536 addresses"
+            ));
         }
         return Ok((a..=b).map(|x| IpAddr::V4(Ipv4Addr::from(x))).collect());
     }
-    s.split(',').map(|x| x.trim().parse::<IpAddr>().map_err(|_| bad())).collect()
+    s.split(',')
+        .map(|x| x.trim().parse::<IpAddr>().map_err(|_| bad()))
+        .collect()
 }
 
 /// `Name: value`.
@@ -128,10 +141,10 @@ mod tests {
 
     #[test]
     fn address_ranges() {
-        let a = addresses("127.0.0.1-127.0.0.8").unwrap();
+        let a = addresses("127.0.0.1-127.0.0.8").unwrap().0;
         assert_eq!(a.len(), 8);
         assert_eq!(a[7].to_string(), "127.0.0.8");
-        assert_eq!(addresses("127.0.0.1,::1").unwrap().len(), 2);
+        assert_eq!(addresses("127.0.0.1,::1").unwrap().0.len(), 2);
         assert!(addresses("127.0.0.9-127.0.0.1").is_err());
         assert!(addresses("nope").is_err());
     }

@@ -104,7 +104,7 @@ pub struct HttpArgs {
 
     /// Local addresses to spread connections over: FIRST-LAST or A,B,C.
     #[arg(long, value_parser = args::addresses, value_name = "ADDRS")]
-    source_addresses: Option<Vec<std::net::IpAddr>>,
+    source_addresses: Option<args::Addresses>,
 
     /// Status a successful response must have.
     #[arg(long, default_value_t = 200, value_name = "CODE")]
@@ -191,12 +191,14 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         });
     }
 
-    let source_addresses = a.source_addresses.clone().unwrap_or_default();
+    let source_addresses = a.source_addresses.clone().map(|x| x.0).unwrap_or_default();
     sys::check_capacity(a.threads as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
 
     if a.no_preflight {
         if a.validate != Validate::Status && !a.json {
-            eprintln!("note: --no-preflight: body sizes are not known, so responses are checked for status and framing only");
+            eprintln!(
+                "note: --no-preflight: body sizes are not known, so responses are checked for status and framing only"
+            );
         }
     } else {
         for u in &mut urls {
@@ -300,7 +302,11 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let mut breached = false;
     if let Some(limit) = a.max_error_rate {
         let done = result.requests + result.errors_total;
-        let rate = if done == 0 { 0.0 } else { result.errors_total as f64 * 100.0 / done as f64 };
+        let rate = if done == 0 {
+            0.0
+        } else {
+            result.errors_total as f64 * 100.0 / done as f64
+        };
         if rate > limit {
             eprintln!("benchlab: error rate {rate:.3} % is above --max-error-rate {limit} %");
             breached = true;
@@ -313,5 +319,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             breached = true;
         }
     }
-    Ok(if breached { Outcome::Breached } else { Outcome::Completed })
+    Ok(if breached {
+        Outcome::Breached
+    } else {
+        Outcome::Completed
+    })
 }

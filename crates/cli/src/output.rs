@@ -120,7 +120,10 @@ impl ErrorCounts {
 
     /// Non-zero kinds, in order.
     pub fn nonzero(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
-        ErrorKind::ALL.iter().map(|k| (*k, self.get(*k))).filter(|(_, n)| *n > 0)
+        ErrorKind::ALL
+            .iter()
+            .map(|k| (*k, self.get(*k)))
+            .filter(|(_, n)| *n > 0)
     }
 }
 

@@ -60,15 +60,9 @@ fn timed(args: &[&str]) -> (Value, Duration) {
 /// other bucket 0, and `errors_total` their sum.
 fn assert_errors(v: &Value, expected: &[(&str, u64)]) {
     for kind in KINDS {
-        let want = expected
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map_or(0, |(_, n)| *n);
+        let want = expected.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n);
         let got = u(v, &format!("/errors/{kind}"));
-        assert_eq!(
-            got, want,
-            "errors.{kind}: got {got}, expected {want}\n{v:#}"
-        );
+        assert_eq!(got, want, "errors.{kind}: got {got}, expected {want}\n{v:#}");
     }
     let total: u64 = expected.iter().map(|(_, n)| n).sum();
     assert_eq!(u(v, "/errors_total"), total, "errors_total\n{v:#}");
@@ -104,20 +98,12 @@ fn ok_keep_alive_counts_exact_bytes() {
     assert_completed(&v, 40);
     assert_errors(&v, &[]);
     assert_eq!(u(&v, "/requests"), 40);
-    assert_eq!(
-        u(&v, "/bytes"),
-        40 * len(&ok_response(false, false)),
-        "{v:#}"
-    );
+    assert_eq!(u(&v, "/bytes"), 40 * len(&ok_response(false, false)), "{v:#}");
     assert_eq!(u(&v, "/body_bytes"), 40 * OK_BODY_LEN as u64, "{v:#}");
     assert_eq!(u(&v, "/error_bytes"), 0, "{v:#}");
     assert_eq!(u(&v, "/reconnects"), 0, "{v:#}");
     // 4 persistent connections, plus perhaps one for the preflight.
-    assert!(
-        srv.connections() <= 5,
-        "server saw {} connections",
-        srv.connections()
-    );
+    assert!(srv.connections() <= 5, "server saw {} connections", srv.connections());
     assert!(u(&v, "/connections_opened") <= 5, "{v:#}");
     assert_eq!(srv.close_requests(), 0, "no request should ask to close");
 }
@@ -141,11 +127,7 @@ fn ok_http10_opens_one_connection_per_request() {
     assert_eq!(srv.connections(), 20, "HTTP/1.0: a connection per request");
     assert_eq!(srv.close_requests(), 20);
     assert_eq!(u(&v, "/connections_opened"), 20, "{v:#}");
-    assert_eq!(
-        u(&v, "/bytes"),
-        20 * len(&ok_response(true, false)),
-        "{v:#}"
-    );
+    assert_eq!(u(&v, "/bytes"), 20 * len(&ok_response(true, false)), "{v:#}");
     assert_eq!(u(&v, "/body_bytes"), 20 * OK_BODY_LEN as u64, "{v:#}");
 }
 
@@ -293,14 +275,7 @@ fn idle_close_rst_reconnects_without_errors() {
 #[test]
 fn truncated_body_then_fin_is_short_body() {
     let srv = BadServer::start();
-    let v = http_json(&[
-        "--no-preflight",
-        "-t",
-        "5",
-        "--requests",
-        "20",
-        &srv.url("/truncated"),
-    ]);
+    let v = http_json(&["--no-preflight", "-t", "5", "--requests", "20", &srv.url("/truncated")]);
     assert_completed(&v, 20);
     assert_errors(&v, &[("short_body", 20)]);
     assert_no_success_bytes(&v);
@@ -323,14 +298,7 @@ fn truncated_body_fails_the_preflight() {
 #[test]
 fn reset_mid_body_is_reset() {
     let srv = BadServer::start();
-    let v = http_json(&[
-        "--no-preflight",
-        "-t",
-        "5",
-        "--requests",
-        "20",
-        &srv.url("/reset"),
-    ]);
+    let v = http_json(&["--no-preflight", "-t", "5", "--requests", "20", &srv.url("/reset")]);
     assert_completed(&v, 20);
     assert_errors(&v, &[("reset", 20)]);
     assert_no_success_bytes(&v);
@@ -342,14 +310,7 @@ fn reset_mid_body_is_reset() {
 #[test]
 fn garbage_response_is_framing() {
     let srv = BadServer::start();
-    let v = http_json(&[
-        "--no-preflight",
-        "-t",
-        "5",
-        "--requests",
-        "20",
-        &srv.url("/garbage"),
-    ]);
+    let v = http_json(&["--no-preflight", "-t", "5", "--requests", "20", &srv.url("/garbage")]);
     assert_completed(&v, 20);
     assert_errors(&v, &[("framing", 20)]);
     assert_no_success_bytes(&v);
@@ -376,23 +337,12 @@ fn fin_in_the_middle_of_a_head_is_framing() {
 #[test]
 fn fin_before_any_byte_on_a_new_connection_is_reset() {
     let srv = BadServer::start();
-    let v = http_json(&[
-        "--no-preflight",
-        "-t",
-        "5",
-        "--requests",
-        "20",
-        &srv.url("/close-now"),
-    ]);
+    let v = http_json(&["--no-preflight", "-t", "5", "--requests", "20", &srv.url("/close-now")]);
     assert_completed(&v, 20);
     assert_errors(&v, &[("reset", 20)]);
     assert_no_success_bytes(&v);
     assert_eq!(u(&v, "/error_bytes"), 0, "{v:#}");
-    assert_eq!(
-        u(&v, "/reconnects"),
-        0,
-        "new connections are not reconnects\n{v:#}"
-    );
+    assert_eq!(u(&v, "/reconnects"), 0, "new connections are not reconnects\n{v:#}");
     assert_eq!(srv.requests("/close-now"), 20, "no request may be resent");
 }
 
@@ -400,14 +350,7 @@ fn fin_before_any_byte_on_a_new_connection_is_reset() {
 fn huge_response_head_is_header_too_large() {
     let srv = BadServer::start();
     assert!(huge_head_response().len() > 64 * 1024 + 10_000);
-    let v = http_json(&[
-        "--no-preflight",
-        "-t",
-        "4",
-        "--requests",
-        "12",
-        &srv.url("/huge-head"),
-    ]);
+    let v = http_json(&["--no-preflight", "-t", "4", "--requests", "12", &srv.url("/huge-head")]);
     assert_completed(&v, 12);
     assert_errors(&v, &[("header_too_large", 12)]);
     assert_no_success_bytes(&v);
@@ -416,22 +359,11 @@ fn huge_response_head_is_header_too_large() {
 #[test]
 fn status_500_is_status_and_its_bytes_are_error_bytes() {
     let srv = BadServer::start();
-    let v = http_json(&[
-        "--no-preflight",
-        "-t",
-        "5",
-        "--requests",
-        "20",
-        &srv.url("/500"),
-    ]);
+    let v = http_json(&["--no-preflight", "-t", "5", "--requests", "20", &srv.url("/500")]);
     assert_completed(&v, 20);
     assert_errors(&v, &[("status", 20)]);
     assert_no_success_bytes(&v);
-    assert_eq!(
-        u(&v, "/error_bytes"),
-        20 * len(&status_500_response()),
-        "{v:#}"
-    );
+    assert_eq!(u(&v, "/error_bytes"), 20 * len(&status_500_response()), "{v:#}");
     // A well-framed 500 keeps its connection: 5 VUs, 5 connections.
     assert_eq!(srv.connections(), 5, "the connections should be reused");
 }
@@ -463,11 +395,7 @@ fn status_500_expected_is_success() {
     assert_completed(&v, 20);
     assert_errors(&v, &[]);
     assert_eq!(u(&v, "/bytes"), 20 * len(&status_500_response()), "{v:#}");
-    assert_eq!(
-        u(&v, "/body_bytes"),
-        20 * STATUS_500_BODY_LEN as u64,
-        "{v:#}"
-    );
+    assert_eq!(u(&v, "/body_bytes"), 20 * STATUS_500_BODY_LEN as u64, "{v:#}");
     assert_eq!(u(&v, "/error_bytes"), 0, "{v:#}");
 }
 
@@ -482,30 +410,14 @@ fn vary_size_is_wrong_body_under_size_validation() {
     assert_errors(&v, &[("wrong_body", 10)]);
     assert_eq!(u(&v, "/requests"), 10);
     assert_eq!(u(&v, "/body_bytes"), 10 * VARY_LENS[0] as u64, "{v:#}");
-    assert_eq!(
-        u(&v, "/bytes"),
-        10 * len(&vary_response(VARY_LENS[0])),
-        "{v:#}"
-    );
-    assert_eq!(
-        u(&v, "/error_bytes"),
-        10 * len(&vary_response(VARY_LENS[1])),
-        "{v:#}"
-    );
+    assert_eq!(u(&v, "/bytes"), 10 * len(&vary_response(VARY_LENS[0])), "{v:#}");
+    assert_eq!(u(&v, "/error_bytes"), 10 * len(&vary_response(VARY_LENS[1])), "{v:#}");
 }
 
 #[test]
 fn vary_size_is_fine_under_status_validation() {
     let srv = BadServer::start();
-    let v = http_json(&[
-        "--validate",
-        "status",
-        "-t",
-        "4",
-        "--requests",
-        "20",
-        &srv.url("/vary"),
-    ]);
+    let v = http_json(&["--validate", "status", "-t", "4", "--requests", "20", &srv.url("/vary")]);
     assert_completed(&v, 20);
     assert_errors(&v, &[]);
     assert_eq!(u(&v, "/requests"), 20);
@@ -556,14 +468,8 @@ fn drip_times_out_each_request() {
     assert_completed(&v, 4);
     assert_errors(&v, &[("timeout", 4)]);
     assert_no_success_bytes(&v);
-    assert!(
-        wall >= Duration::from_millis(900),
-        "timed out early: {wall:?}"
-    );
-    assert!(
-        wall < Duration::from_secs(3),
-        "4 parallel 1 s timeouts took {wall:?}"
-    );
+    assert!(wall >= Duration::from_millis(900), "timed out early: {wall:?}");
+    assert!(wall < Duration::from_secs(3), "4 parallel 1 s timeouts took {wall:?}");
 }
 
 #[test]

@@ -16,9 +16,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use common::servers::{
-    Lighttpd, Nginx, NginxLogLine, NginxOpts, SIZE_4K, SIZE_BIG, SSI_BODY, SSI_FILE,
-};
+use common::servers::{Lighttpd, Nginx, NginxLogLine, NginxOpts, SIZE_4K, SIZE_BIG, SSI_BODY, SSI_FILE};
 use common::{free_port, http_json, run_benchlab, u};
 use serde_json::Value;
 
@@ -61,14 +59,8 @@ fn bench(args: &[&str]) -> Value {
     for key in ["duration_s", "requests_per_sec", "bytes_per_sec"] {
         assert!(v[key].is_number(), "{key} is not a number in {v}");
     }
-    assert!(
-        v["per_second"].is_array(),
-        "per_second is not an array in {v}"
-    );
-    assert!(
-        v["client_cpu"].is_object(),
-        "client_cpu is not an object in {v}"
-    );
+    assert!(v["per_second"].is_array(), "per_second is not an array in {v}");
+    assert!(v["client_cpu"].is_object(), "client_cpu is not an object in {v}");
     v
 }
 
@@ -110,11 +102,7 @@ fn assert_bytes_match(v: &Value, lines: &[NginxLogLine]) {
     let bytes: u64 = lines.iter().map(|l| l.bytes_sent).sum();
     let body: u64 = lines.iter().map(|l| l.body_bytes_sent).sum();
     assert_eq!(u(v, "/bytes"), bytes, "bytes != sum of nginx $bytes_sent");
-    assert_eq!(
-        u(v, "/body_bytes"),
-        body,
-        "body_bytes != sum of nginx $body_bytes_sent"
-    );
+    assert_eq!(u(v, "/body_bytes"), body, "body_bytes != sum of nginx $body_bytes_sent");
     assert_eq!(u(v, "/error_bytes"), 0, "error_bytes of an error-free run");
 }
 
@@ -125,11 +113,7 @@ fn class<'a>(v: &'a Value, path: &str) -> &'a Value {
         .iter()
         .filter(|c| c["name"].as_str().is_some_and(|n| n.contains(path)))
         .collect();
-    assert_eq!(
-        found.len(),
-        1,
-        "no single class named after {path}: {classes:#?}"
-    );
+    assert_eq!(found.len(), 1, "no single class named after {path}: {classes:#?}");
     found[0]
 }
 
@@ -165,10 +149,7 @@ fn nginx_exact_request_count_and_bytes() {
     let conns = by_connection(&lines);
     assert_eq!(u(&v, "/connections_opened"), conns.len() as u64);
     assert_eq!(conns.len(), 8, "8 virtual users, keep-alive: 8 connections");
-    assert!(
-        lines.iter().all(|l| !says_close(l)),
-        "no Connection: close expected"
-    );
+    assert!(lines.iter().all(|l| !says_close(l)), "no Connection: close expected");
     assert_eq!(u(&v, "/tls_full_handshakes"), 0);
 
     let c = class(&v, "/4k.html");
@@ -183,15 +164,8 @@ fn nginx_http10_opens_a_connection_per_request() {
     let v = bench(&["--http", "1.0", "--requests", "300", "--threads", "4", &url]);
     let lines = run_lines(&nginx, 1, 300);
 
-    assert!(
-        lines.iter().all(|l| l.version() == "HTTP/1.0"),
-        "{:?}",
-        lines[0]
-    );
-    assert!(
-        lines.iter().all(|l| l.connection_requests == 1),
-        "a reused connection"
-    );
+    assert!(lines.iter().all(|l| l.version() == "HTTP/1.0"), "{:?}", lines[0]);
+    assert!(lines.iter().all(|l| l.connection_requests == 1), "a reused connection");
     assert!(lines
         .iter()
         .all(|l| !l.connection_header.eq_ignore_ascii_case("keep-alive")));
@@ -207,22 +181,10 @@ fn nginx_http10_opens_a_connection_per_request() {
 fn nginx_http10_keepalive_reuses_connections() {
     let nginx = Nginx::start(NginxOpts::default());
     let url = nginx.url("/1k.html");
-    let v = bench(&[
-        "--http",
-        "1.0-keepalive",
-        "--requests",
-        "200",
-        "--threads",
-        "2",
-        &url,
-    ]);
+    let v = bench(&["--http", "1.0-keepalive", "--requests", "200", "--threads", "2", &url]);
     let lines = run_lines(&nginx, 1, 200);
 
-    assert!(
-        lines.iter().all(|l| l.version() == "HTTP/1.0"),
-        "{:?}",
-        lines[0]
-    );
+    assert!(lines.iter().all(|l| l.version() == "HTTP/1.0"), "{:?}", lines[0]);
     assert!(
         lines
             .iter()
@@ -233,11 +195,7 @@ fn nginx_http10_keepalive_reuses_connections() {
             .find(|l| !l.connection_header.eq_ignore_ascii_case("keep-alive"))
     );
     let conns = by_connection(&lines);
-    assert_eq!(
-        conns.len(),
-        2,
-        "2 virtual users, server keeps every connection"
-    );
+    assert_eq!(conns.len(), 2, "2 virtual users, server keeps every connection");
     assert_eq!(u(&v, "/connections_opened"), 2);
     assert_eq!(u(&v, "/requests"), 200);
     assert_eq!(u(&v, "/errors_total"), 0);
@@ -266,12 +224,7 @@ fn nginx_requests_per_connection_exact() {
     let conns = by_connection(&lines);
     assert_eq!(conns.len(), 100);
     for (c, reqs) in &conns {
-        assert_eq!(
-            reqs.len(),
-            4,
-            "connection {c} carried {} requests",
-            reqs.len()
-        );
+        assert_eq!(reqs.len(), 4, "connection {c} carried {} requests", reqs.len());
         for r in &reqs[..3] {
             assert!(!says_close(r), "connection {c}: early request says close");
         }
@@ -304,11 +257,7 @@ fn nginx_requests_per_connection_four_users() {
     // be cut short; every finished one carried 4 and ended with close.
     let mut short = 0;
     for (c, reqs) in &conns {
-        assert!(
-            reqs.len() <= 4,
-            "connection {c} carried {} requests",
-            reqs.len()
-        );
+        assert!(reqs.len() <= 4, "connection {c} carried {} requests", reqs.len());
         if reqs.len() < 4 {
             short += 1;
             assert!(reqs.iter().all(|r| !says_close(r)), "connection {c}");
@@ -379,15 +328,7 @@ fn nginx_requests_per_connection_range() {
 fn nginx_non_persistent_http11_says_close() {
     let nginx = Nginx::start(NginxOpts::default());
     let url = nginx.url("/1k.html");
-    let v = bench(&[
-        "--persistent-percent",
-        "0",
-        "--requests",
-        "100",
-        "--threads",
-        "2",
-        &url,
-    ]);
+    let v = bench(&["--persistent-percent", "0", "--requests", "100", "--threads", "2", &url]);
     let lines = run_lines(&nginx, 1, 100);
     assert!(lines.iter().all(|l| l.version() == "HTTP/1.1"));
     assert!(lines.iter().all(|l| l.connection_requests == 1));
@@ -402,16 +343,7 @@ fn nginx_weighted_urls() {
     let nginx = Nginx::start(NginxOpts::default());
     let u4k = format!("{}@3", nginx.url("/4k.html"));
     let u1k = format!("{}@1", nginx.url("/1k.html"));
-    let v = bench(&[
-        "--requests",
-        "2000",
-        "--threads",
-        "8",
-        "--seed",
-        "42",
-        &u4k,
-        &u1k,
-    ]);
+    let v = bench(&["--requests", "2000", "--threads", "8", "--seed", "42", &u4k, &u1k]);
     let lines = run_lines(&nginx, 2, 2000);
 
     let mut per_path: BTreeMap<&str, Vec<NginxLogLine>> = BTreeMap::new();
@@ -420,28 +352,16 @@ fn nginx_weighted_urls() {
     }
     let n4 = per_path.get("/4k.html").map_or(0, Vec::len);
     let n1 = per_path.get("/1k.html").map_or(0, Vec::len);
-    assert_eq!(
-        n4 + n1,
-        2000,
-        "other paths requested: {:?}",
-        per_path.keys()
-    );
+    assert_eq!(n4 + n1, 2000, "other paths requested: {:?}", per_path.keys());
     // 75 % ± 4 % (4 standard deviations of a binomial with n = 2000).
-    assert!(
-        (1420..=1580).contains(&n4),
-        "{n4} of 2000 requests went to the @3 URL"
-    );
+    assert!((1420..=1580).contains(&n4), "{n4} of 2000 requests went to the @3 URL");
 
     assert_eq!(u(&v, "/requests"), 2000);
     assert_eq!(u(&v, "/errors_total"), 0);
     assert_bytes_match(&v, &lines);
     for (path, reqs) in &per_path {
         let c = class(&v, path);
-        assert_eq!(
-            u(c, "/requests"),
-            reqs.len() as u64,
-            "class {path}: requests"
-        );
+        assert_eq!(u(c, "/requests"), reqs.len() as u64, "class {path}: requests");
         let bytes: u64 = reqs.iter().map(|l| l.bytes_sent).sum();
         let body: u64 = reqs.iter().map(|l| l.body_bytes_sent).sum();
         assert_eq!(u(c, "/bytes"), bytes, "class {path}: bytes");
@@ -484,18 +404,11 @@ fn nginx_chunked_and_read_to_close_framing() {
     let bytes: u64 = lines.iter().map(|l| l.bytes_sent).sum();
     assert_eq!(u(&v, "/requests"), 100);
     assert_eq!(u(&v, "/errors_total"), 0);
-    assert_eq!(
-        u(&v, "/bytes"),
-        bytes,
-        "bytes != sum of $bytes_sent (chunked)"
-    );
+    assert_eq!(u(&v, "/bytes"), bytes, "bytes != sum of $bytes_sent (chunked)");
     // nginx's $body_bytes_sent counts chunk framing; benchlab's body_bytes
     // are decoded.
     assert_eq!(u(&v, "/body_bytes"), 100 * body);
-    assert!(
-        lines.iter().all(|l| l.body_bytes_sent > body),
-        "not chunked?"
-    );
+    assert!(lines.iter().all(|l| l.body_bytes_sent > body), "not chunked?");
 
     let v = bench(&["--http", "1.0", "--requests", "50", "--threads", "2", &url]);
     let all = nginx.access_log_lines_at_least(101 + 1 + 50);
@@ -517,31 +430,31 @@ fn nginx_idle_close_counts_reconnects() {
         ..NginxOpts::default()
     });
     let url = nginx.url("/1k.html");
-    let v = bench(&[
-        "--requests",
-        "4",
-        "--threads",
-        "1",
-        "--think-time",
-        "600ms",
-        &url,
-    ]);
+    let v = bench(&["--requests", "4", "--threads", "1", "--think-time", "600ms", &url]);
     let lines = run_lines(&nginx, 1, 4);
     let conns = by_connection(&lines);
     assert_eq!(conns.len(), 4);
     assert_eq!(u(&v, "/requests"), 4);
-    assert_eq!(
-        u(&v, "/errors_total"),
-        0,
-        "an idle close is not an error: {v}"
-    );
+    assert_eq!(u(&v, "/errors_total"), 0, "an idle close is not an error: {v}");
     assert_eq!(u(&v, "/connections_opened"), 4);
     assert_eq!(u(&v, "/reconnects"), 3);
     assert_bytes_match(&v, &lines);
 }
 
 #[test]
-fn nginx_headers_and_source_addresses() {
+fn nginx_extra_header_reaches_the_server() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let url = nginx.url("/1k.html");
+    let v = bench(&["--requests", "50", "--threads", "2", "-H", "X-Bench: hello", &url]);
+    // The preflight sends the extra headers too.
+    let all = nginx.access_log_lines_at_least(51);
+    assert_eq!(all.len(), 51);
+    assert!(all.iter().all(|l| l.x_bench == "hello"), "{:?}", all[0]);
+    assert_eq!(u(&v, "/requests"), 50);
+}
+
+#[test]
+fn nginx_source_addresses() {
     let nginx = Nginx::start(NginxOpts::default());
     let url = nginx.url("/1k.html");
     let v = bench(&[
@@ -551,20 +464,41 @@ fn nginx_headers_and_source_addresses() {
         "200",
         "--threads",
         "4",
-        "-H",
-        "X-Bench: hello",
         "--source-addresses",
         "127.0.0.1-127.0.0.8",
         &url,
     ]);
     let lines = run_lines(&nginx, 1, 200);
-    assert!(lines.iter().all(|l| l.x_bench == "hello"), "{:?}", lines[0]);
     let addrs: BTreeSet<&str> = lines.iter().map(|l| l.remote_addr.as_str()).collect();
     let want: BTreeSet<String> = (1..=8).map(|i| format!("127.0.0.{i}")).collect();
     let want: BTreeSet<&str> = want.iter().map(String::as_str).collect();
     assert_eq!(addrs, want, "source addresses of 200 connections");
     assert_eq!(u(&v, "/requests"), 200);
     assert_eq!(u(&v, "/errors_total"), 0);
+    assert_eq!(u(&v, "/connections_opened"), 200);
+}
+
+/// nginx ends a connection after `keepalive_requests` (its last response
+/// says `Connection: close`); benchlab just opens the next one: no error,
+/// no reconnect.
+#[test]
+fn nginx_server_limits_requests_per_connection() {
+    let nginx = Nginx::start(NginxOpts {
+        keepalive_requests: 10,
+        ..NginxOpts::default()
+    });
+    let url = nginx.url("/4k.html");
+    let v = bench(&["--requests", "100", "--threads", "1", &url]);
+    let lines = run_lines(&nginx, 1, 100);
+    let conns = by_connection(&lines);
+    assert_eq!(conns.len(), 10);
+    assert!(conns.values().all(|reqs| reqs.len() == 10));
+    assert!(lines.iter().all(|l| !says_close(l)), "benchlab said close");
+    assert_eq!(u(&v, "/requests"), 100);
+    assert_eq!(u(&v, "/errors_total"), 0);
+    assert_eq!(u(&v, "/reconnects"), 0);
+    assert_eq!(u(&v, "/connections_opened"), 10);
+    assert_bytes_match(&v, &lines);
 }
 
 #[test]
@@ -581,9 +515,7 @@ fn lighttpd_exact_request_count_and_bytes() {
         all.len()
     );
     let lines = &all[1..];
-    assert!(lines
-        .iter()
-        .all(|l| l.status == 200 && l.path() == "/4k.html"));
+    assert!(lines.iter().all(|l| l.status == 200 && l.path() == "/4k.html"));
     // %O is all bytes sent (status line, headers, body); %b the body.
     let out: u64 = lines.iter().map(|l| l.bytes_out).sum();
     let body: u64 = lines.iter().map(|l| l.body_bytes).sum();
@@ -622,12 +554,39 @@ fn nginx_tls_full_handshakes() {
     assert_eq!(u(&v, "/connections_opened"), 200);
     assert_eq!(u(&v, "/tls_full_handshakes"), 200);
     assert_eq!(u(&v, "/tls_resumptions"), 0);
-    assert!(
-        lines.iter().all(|l| l.ssl_session_reused == "."),
-        "a resumed session"
-    );
+    assert!(lines.iter().all(|l| l.ssl_session_reused == "."), "a resumed session");
     // TLS counts plaintext: the same bytes nginx logs.
     assert_bytes_match(&v, &lines);
+}
+
+#[test]
+fn nginx_tls_keepalive_big_file() {
+    let nginx = Nginx::start(NginxOpts {
+        tls: true,
+        ..NginxOpts::default()
+    });
+    let url = nginx.url("/big.bin");
+    let v = bench(&[
+        "--insecure",
+        "--requests",
+        "40",
+        "--threads",
+        "4",
+        "--receive-buffer",
+        "4096",
+        "--validate",
+        "checksum",
+        &url,
+    ]);
+    let lines = run_lines(&nginx, 1, 40);
+    assert_eq!(u(&v, "/requests"), 40);
+    assert_eq!(u(&v, "/errors_total"), 0);
+    assert_eq!(by_connection(&lines).len(), 4);
+    assert_eq!(u(&v, "/connections_opened"), 4);
+    assert_eq!(u(&v, "/tls_full_handshakes"), 4);
+    assert_eq!(u(&v, "/tls_resumptions"), 0);
+    assert_bytes_match(&v, &lines);
+    assert_eq!(u(&v, "/body_bytes"), 40 * SIZE_BIG);
 }
 
 #[test]
@@ -659,10 +618,7 @@ fn nginx_tls_resumption() {
     assert!(full >= 1, "the first connection has nothing to resume");
     assert!(resumed >= 190, "only {resumed} of 200 connections resumed");
     let reused = lines.iter().filter(|l| l.ssl_session_reused == "r").count() as u64;
-    assert_eq!(
-        resumed, reused,
-        "tls_resumptions != nginx's $ssl_session_reused = r"
-    );
+    assert_eq!(resumed, reused, "tls_resumptions != nginx's $ssl_session_reused = r");
     assert_bytes_match(&v, &lines);
 }
 
@@ -710,16 +666,8 @@ fn usage_error_exits_2() {
         vec!["http", "--no-such-flag", &url],
     ] {
         let out = run_benchlab(&args);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: stderr: {}",
-            stderr_of(&out)
-        );
-        assert!(
-            !stderr_of(&out).trim().is_empty(),
-            "{args:?}: no message on stderr"
-        );
+        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr: {}", stderr_of(&out));
+        assert!(!stderr_of(&out).trim().is_empty(), "{args:?}: no message on stderr");
     }
 }
 
@@ -729,14 +677,7 @@ fn status_errors_exit_0_or_3() {
     let url = nginx.url("/missing.html");
 
     // Errors alone do not fail the run.
-    let v = bench(&[
-        "--expect-status",
-        "200",
-        "--no-preflight",
-        "--requests",
-        "20",
-        &url,
-    ]);
+    let v = bench(&["--expect-status", "200", "--no-preflight", "--requests", "20", &url]);
     assert_eq!(u(&v, "/requests"), 0);
     assert_eq!(u(&v, "/errors/status"), 20);
     assert_eq!(u(&v, "/errors_total"), 20);
@@ -768,14 +709,7 @@ fn status_errors_exit_0_or_3() {
     }
 
     // --expect-status 404 makes them successes.
-    let v = bench(&[
-        "--expect-status",
-        "404",
-        "--no-preflight",
-        "--requests",
-        "20",
-        &url,
-    ]);
+    let v = bench(&["--expect-status", "404", "--no-preflight", "--requests", "20", &url]);
     assert_eq!(u(&v, "/requests"), 20);
     assert_eq!(u(&v, "/errors_total"), 0);
 }
@@ -786,8 +720,32 @@ fn max_p99_breach_exits_3() {
     let url = nginx.url("/4k.html");
     let out = run_benchlab(&["http", "--max-p99", "1us", "--requests", "50", &url]);
     assert_eq!(out.status.code(), Some(3), "stderr: {}", stderr_of(&out));
-    let out = run_benchlab(&["http", "--max-p99", "10s", "--requests", "50", &url]);
+    // Not breached (no errors is not above 0 %): exit 0, and without
+    // --json a human summary on stdout.
+    let out = run_benchlab(&[
+        "http",
+        "--max-p99",
+        "10s",
+        "--max-error-rate",
+        "0",
+        "--requests",
+        "50",
+        &url,
+    ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr_of(&out));
+    assert!(!out.stdout.is_empty(), "no summary on stdout");
+}
+
+/// Nothing listens: every request is a connect_refused error, and the run
+/// still completes (exit 0).
+#[test]
+fn connect_refused_is_counted() {
+    let url = format!("http://127.0.0.1:{}/4k.html", free_port());
+    let v = bench(&["--no-preflight", "--requests", "10", "--threads", "2", &url]);
+    assert_eq!(u(&v, "/requests"), 0);
+    assert_eq!(u(&v, "/errors/connect_refused"), 10);
+    assert_eq!(u(&v, "/errors_total"), 10);
+    assert_eq!(u(&v, "/bytes"), 0);
 }
 
 #[test]

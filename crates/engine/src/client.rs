@@ -218,7 +218,9 @@ impl Collector {
             if reports < expected {
                 break;
             }
-            let Some((stats, _)) = self.pending.remove(&sec) else { break };
+            let Some((stats, _)) = self.pending.remove(&sec) else {
+                break;
+            };
             let t = stats.total();
             self.ready.push(Second {
                 second: sec,

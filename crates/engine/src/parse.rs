@@ -232,11 +232,18 @@ enum State {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
     /// In the chunk-size hex digits; `digits` seen so far.
-    Size { value: u64, digits: u8 },
+    Size {
+        value: u64,
+        digits: u8,
+    },
     /// In chunk extensions (or whitespace) until the line's LF.
-    Ext { value: u64 },
+    Ext {
+        value: u64,
+    },
     /// Saw CR at the end of the size line, LF must follow.
-    SizeLf { value: u64 },
+    SizeLf {
+        value: u64,
+    },
     /// Inside chunk data.
     Data(u64),
     /// After chunk data: CR LF must follow.
@@ -244,7 +251,10 @@ enum Chunk {
     DataLf,
     /// In the trailer section; `line_start` tells whether at a line start,
     /// `len` counts trailer bytes against [`MAX_HEAD`].
-    Trailer { line_start: bool, len: u32 },
+    Trailer {
+        line_start: bool,
+        len: u32,
+    },
     /// Saw CR on an empty line in the trailer section, LF must follow.
     TrailerEndLf,
 }
@@ -439,14 +449,21 @@ impl ResponseParser {
                 }
                 self.body_bytes += n as u64;
                 i += n;
-                c = if left == n as u64 { Chunk::DataCr } else { Chunk::Data(left - n as u64) };
+                c = if left == n as u64 {
+                    Chunk::DataCr
+                } else {
+                    Chunk::Data(left - n as u64)
+                };
                 continue;
             }
             let b = data[i];
             i += 1;
             c = match c {
                 Chunk::Size { value, digits } => match hex_value(b) {
-                    Some(d) if digits < 15 => Chunk::Size { value: value << 4 | d as u64, digits: digits + 1 },
+                    Some(d) if digits < 15 => Chunk::Size {
+                        value: value << 4 | d as u64,
+                        digits: digits + 1,
+                    },
                     Some(_) => return Err(FrameError::Framing),
                     None if digits == 0 => return Err(FrameError::Framing),
                     None => match b {
@@ -484,8 +501,14 @@ impl ResponseParser {
                             self.state = State::Done;
                             return Ok(i);
                         }
-                        (_, b'\n') => Chunk::Trailer { line_start: true, len: len + 1 },
-                        _ => Chunk::Trailer { line_start: false, len: len + 1 },
+                        (_, b'\n') => Chunk::Trailer {
+                            line_start: true,
+                            len: len + 1,
+                        },
+                        _ => Chunk::Trailer {
+                            line_start: false,
+                            len: len + 1,
+                        },
                     }
                 }
                 Chunk::TrailerEndLf => match b {
@@ -523,7 +546,10 @@ impl ResponseParser {
 #[inline]
 fn end_of_size_line(value: u64) -> Chunk {
     if value == 0 {
-        Chunk::Trailer { line_start: true, len: 0 }
+        Chunk::Trailer {
+            line_start: true,
+            len: 0,
+        }
     } else {
         Chunk::Data(value)
     }
@@ -557,7 +583,9 @@ mod tests {
         for piece in data.chunks(split.max(1)) {
             last = p.feed(piece, None)?;
             if let Feed::Done { consumed } = last {
-                return Ok(Feed::Done { consumed: off + consumed });
+                return Ok(Feed::Done {
+                    consumed: off + consumed,
+                });
             }
             off += piece.len();
         }
@@ -580,7 +608,11 @@ mod tests {
         let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;a=b\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n";
         for split in 1..r.len() {
             let mut p = ResponseParser::new();
-            assert_eq!(feed_all(&mut p, r, split), Ok(Feed::Done { consumed: r.len() }), "split {split}");
+            assert_eq!(
+                feed_all(&mut p, r, split),
+                Ok(Feed::Done { consumed: r.len() }),
+                "split {split}"
+            );
             assert_eq!(p.body_bytes(), 11);
             assert_eq!(p.wire_bytes(), r.len() as u64);
         }
@@ -620,9 +652,15 @@ mod tests {
             (b"xyzzy garbage\r\n\r\n", FrameError::Framing),
             (b"HTTP/1.1 2000 OK\r\n\r\n", FrameError::Framing),
             (b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", FrameError::Framing),
-            (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", FrameError::Framing),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                FrameError::Framing,
+            ),
             (b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n", FrameError::Framing),
-            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", FrameError::Framing),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                FrameError::Framing,
+            ),
         ];
         for (input, want) in cases {
             let mut p = ResponseParser::new();
@@ -651,7 +689,8 @@ mod tests {
         p.feed(b"HTTP/1.1 200", None).unwrap();
         assert_eq!(p.on_eof(), Err(FrameError::Framing));
         let mut p = ResponseParser::new();
-        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", None).unwrap();
+        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", None)
+            .unwrap();
         assert_eq!(p.on_eof(), Err(FrameError::ShortBody));
         assert_eq!(p.body_bytes(), 3);
     }
@@ -675,8 +714,16 @@ mod tests {
         let body = prop::collection::vec(any::<u8>(), 0..3000);
         let chunks = prop::collection::vec(1usize..700, 0..6);
         let headers = prop::collection::vec(("[A-Za-z][A-Za-z0-9-]{0,20}", "[ -~]{0,40}"), 0..8);
-        (body, any::<bool>(), chunks, headers, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
-            |(body, chunked, cuts, headers, crlf, interim, trailers)| {
+        (
+            body,
+            any::<bool>(),
+            chunks,
+            headers,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(body, chunked, cuts, headers, crlf, interim, trailers)| {
                 let eol: &[u8] = if crlf { b"\r\n" } else { b"\n" };
                 let mut r = Vec::new();
                 if interim {
@@ -724,8 +771,7 @@ mod tests {
                     r.extend_from_slice(&body);
                 }
                 (r, body.len() as u64)
-            },
-        )
+            })
     }
 
     proptest! {

@@ -55,7 +55,9 @@ impl Target {
             s => return Err(bad(&format!("scheme `{s}` is not http or https"))),
         };
         if !u.username().is_empty() || u.password().is_some() {
-            return Err(bad("user names and passwords in URLs are not supported; use -H 'Authorization: ...'"));
+            return Err(bad(
+                "user names and passwords in URLs are not supported; use -H 'Authorization: ...'",
+            ));
         }
         let host = match u.host() {
             Some(url::Host::Domain(d)) => d.to_string(),
@@ -238,7 +240,10 @@ impl ClientPlan {
             return bad("the number of OS threads must be at least 1".into());
         }
         if self.receive_buffer < 64 {
-            return bad(format!("receive buffer {} is too small: expected at least 64 bytes", self.receive_buffer));
+            return bad(format!(
+                "receive buffer {} is too small: expected at least 64 bytes",
+                self.receive_buffer
+            ));
         }
         if self.timeout.is_zero() {
             return bad("the request timeout must be above zero".into());
@@ -249,7 +254,9 @@ impl ClientPlan {
         }
         if let Some((min, max)) = c.requests_per_connection {
             if min == 0 || min > max {
-                return bad(format!("requests per connection {min}..{max}: expected 1 <= MIN <= MAX"));
+                return bad(format!(
+                    "requests per connection {min}..{max}: expected 1 <= MIN <= MAX"
+                ));
             }
         }
         for u in &self.urls {
@@ -377,11 +384,15 @@ mod tests {
             std::str::from_utf8(r.get(0, Variant::Http11)).unwrap(),
             format!("GET /x HTTP/1.1\r\nHost: 127.0.0.1:81\r\n{ua}\r\nX-A: b\r\n\r\n")
         );
-        assert!(std::str::from_utf8(r.get(0, Variant::Http11Close)).unwrap().ends_with("Connection: close\r\n\r\n"));
+        assert!(std::str::from_utf8(r.get(0, Variant::Http11Close))
+            .unwrap()
+            .ends_with("Connection: close\r\n\r\n"));
         assert!(std::str::from_utf8(r.get(0, Variant::Http10KeepAlive))
             .unwrap()
             .ends_with("Connection: keep-alive\r\n\r\n"));
-        assert!(std::str::from_utf8(r.get(0, Variant::Http10)).unwrap().starts_with("GET /x HTTP/1.0\r\n"));
+        assert!(std::str::from_utf8(r.get(0, Variant::Http10))
+            .unwrap()
+            .starts_with("GET /x HTTP/1.0\r\n"));
     }
 
     #[test]

@@ -49,10 +49,14 @@ pub fn probe(
 ) -> Result<ProbeResponse, ProbeError> {
     let start = Instant::now();
     let tcp = TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| match e.kind() {
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
-            perr(ErrorKind::ConnectTimeout, format!("no connection to {} within {timeout:?}", target.addr))
-        }
-        _ => perr(ErrorKind::ConnectRefused, format!("cannot connect to {}: {e}", target.addr)),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => perr(
+            ErrorKind::ConnectTimeout,
+            format!("no connection to {} within {timeout:?}", target.addr),
+        ),
+        _ => perr(
+            ErrorKind::ConnectRefused,
+            format!("cannot connect to {}: {e}", target.addr),
+        ),
     })?;
     let _ = tcp.set_read_timeout(Some(timeout));
     let _ = tcp.set_write_timeout(Some(timeout));
@@ -79,13 +83,18 @@ pub fn probe(
             Box::new(rustls::StreamOwned::new(conn, tcp))
         }
     };
-    stream.write_all(req.as_bytes()).map_err(|e| io_kind(e, "sending the request"))?;
+    stream
+        .write_all(req.as_bytes())
+        .map_err(|e| io_kind(e, "sending the request"))?;
     let mut parser = ResponseParser::new();
     let mut hasher = Xxh3::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         if start.elapsed() > timeout {
-            return Err(perr(ErrorKind::Timeout, format!("no whole response within {timeout:?}")));
+            return Err(perr(
+                ErrorKind::Timeout,
+                format!("no whole response within {timeout:?}"),
+            ));
         }
         let n = match stream.read(&mut buf) {
             Ok(n) => n,
@@ -97,7 +106,10 @@ pub fn probe(
             parser.on_eof().map_err(|e| {
                 perr(
                     crate::worker::frame_error_kind(e),
-                    format!("the connection closed after {} bytes of the response", parser.wire_bytes()),
+                    format!(
+                        "the connection closed after {} bytes of the response",
+                        parser.wire_bytes()
+                    ),
                 )
             })?;
             break;
@@ -108,7 +120,10 @@ pub fn probe(
             Err(e) => {
                 return Err(perr(
                     crate::worker::frame_error_kind(e),
-                    format!("the response cannot be framed ({e:?}) after {} bytes", parser.wire_bytes()),
+                    format!(
+                        "the response cannot be framed ({e:?}) after {} bytes",
+                        parser.wire_bytes()
+                    ),
                 ))
             }
         }

@@ -6,7 +6,11 @@ use std::time::Duration;
 /// CPU time (user, system) of the calling thread (`RUSAGE_THREAD`) or of the
 /// whole process.
 pub fn cpu_time(thread_only: bool) -> (Duration, Duration) {
-    let who = if thread_only { libc::RUSAGE_THREAD } else { libc::RUSAGE_SELF };
+    let who = if thread_only {
+        libc::RUSAGE_THREAD
+    } else {
+        libc::RUSAGE_SELF
+    };
     // SAFETY: getrusage writes into the zeroed struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::getrusage(who, &mut ru) };

@@ -77,7 +77,8 @@ fn rustls_pem_certs(pem: &[u8]) -> Vec<CertificateDer<'static>> {
 
 /// The server name for SNI and certificate checks.
 pub fn server_name(host: &str) -> Result<ServerName<'static>, PlanError> {
-    ServerName::try_from(host.to_string()).map_err(|e| PlanError::Invalid(format!("`{host}` is not a TLS server name: {e}")))
+    ServerName::try_from(host.to_string())
+        .map_err(|e| PlanError::Invalid(format!("`{host}` is not a TLS server name: {e}")))
 }
 
 /// `--insecure`: accepts any certificate but still checks the handshake

@@ -26,8 +26,8 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use rustls::pki_types::ServerName;
 use rustls::ClientConnection;
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -83,7 +83,6 @@ struct TlsSock {
     conn: ClientConnection,
 }
 
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Waiting for think time to pass (possibly holding an idle connection).
@@ -114,6 +113,10 @@ struct Vu {
     keepalive: bool,
     /// The next connection opened re-opens one the server closed while idle.
     reconnect_pending: bool,
+    /// The current connection is established (its first bytes were
+    /// written); counted in `connections_opened` then, so refused connects
+    /// are errors, not opened connections.
+    connected: bool,
     url: u32,
     variant: Variant,
     /// Latency start (connect start or first byte written).
@@ -163,6 +166,7 @@ impl Worker {
                 http10: false,
                 keepalive: true,
                 reconnect_pending: false,
+                connected: false,
                 url: 0,
                 variant: Variant::Http11,
                 start: now,
@@ -270,7 +274,12 @@ impl Worker {
                 }
             }
             for ev in events.iter() {
-                self.on_event(ev.token().0, ev.is_readable(), ev.is_writable(), ev.is_read_closed() || ev.is_error());
+                self.on_event(
+                    ev.token().0,
+                    ev.is_readable(),
+                    ev.is_writable(),
+                    ev.is_read_closed() || ev.is_error(),
+                );
             }
         }
         let in_flight = self
@@ -409,10 +418,10 @@ impl Worker {
         v.start = now;
         v.deadline = now + plan.timeout;
         v.state = State::Connecting;
+        v.connected = false;
         if std::mem::take(&mut v.reconnect_pending) {
             self.stats.conn.reconnects += 1;
         }
-        self.stats.conn.connections_opened += 1;
         match connect(target.addr, source) {
             Ok(mut tcp) => {
                 let interest = Interest::READABLE | Interest::WRITABLE;
@@ -421,6 +430,11 @@ impl Worker {
                     return;
                 }
                 let sock = if target.scheme == Scheme::Https {
+                    // TLS writes the handshake's last flight and the request
+                    // separately; without TCP_NODELAY, Nagle holds the request
+                    // until the server's delayed ACK (40 ms). Plain HTTP sends
+                    // each request in one write and does not need it.
+                    let _ = tcp.set_nodelay(true);
                     match self.new_tls(url) {
                         Ok(conn) => Sock::Tls(Box::new(TlsSock { tcp, conn })),
                         Err(()) => {
@@ -504,13 +518,19 @@ impl Worker {
 
     /// Drives a TLS handshake as far as the socket allows.
     fn handshake(&mut self, i: usize) {
-        let Some(Sock::Tls(t)) = self.vus[i].sock.as_mut() else {
+        let v = &mut self.vus[i];
+        let Some(Sock::Tls(t)) = v.sock.as_mut() else {
             return self.fail(i, ErrorKind::Tls);
         };
         loop {
             while t.conn.wants_write() {
                 match t.conn.write_tls(&mut t.tcp) {
-                    Ok(_) => {}
+                    Ok(_) => {
+                        if !v.connected {
+                            v.connected = true;
+                            self.stats.conn.connections_opened += 1;
+                        }
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                     Err(e) => return self.fail(i, connect_error_kind(&e, true)),
                 }
@@ -550,6 +570,10 @@ impl Worker {
             Sock::Plain(tcp) => loop {
                 match tcp.write(&req[v.written..]) {
                     Ok(n) => {
+                        if !v.connected {
+                            v.connected = true;
+                            self.stats.conn.connections_opened += 1;
+                        }
                         v.written += n;
                         if v.written == req.len() {
                             break Ok(true);
@@ -825,8 +849,12 @@ fn break_tls(e: io::Error) -> io::Result<bool> {
 /// Opens a non-blocking TCP connection (connect in progress).
 fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>) -> Result<TcpStream, ErrorKind> {
     use socket2::{Domain, Protocol, Socket, Type};
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking(), Some(Protocol::TCP))
-        .map_err(|_| ErrorKind::ConnectRefused)?;
+    let sock = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM.nonblocking(),
+        Some(Protocol::TCP),
+    )
+    .map_err(|_| ErrorKind::ConnectRefused)?;
     if let Some(ip) = source {
         // Let connect() pick the port, so each (source, destination) pair
         // has the whole ephemeral range (IP_BIND_ADDRESS_NO_PORT).
@@ -863,9 +891,7 @@ fn connect_error_kind(e: &io::Error, tls: bool) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
         io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
-        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::UnexpectedEof => {
-            ErrorKind::Reset
-        }
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
         io::ErrorKind::InvalidData if tls => ErrorKind::Tls,
         _ => match e.raw_os_error() {
             Some(libc::ENETUNREACH | libc::EHOSTUNREACH | libc::EADDRNOTAVAIL) => ErrorKind::ConnectRefused,
@@ -895,7 +921,11 @@ pub(crate) fn frame_error_kind(e: FrameError) -> ErrorKind {
 pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, crate::plan::PlanError> {
     plan.validate()?;
     let needs_tls = plan.urls.iter().any(|u| u.target.scheme == Scheme::Https);
-    let tls = if needs_tls { Some(TlsConfigs::new(&plan.tls)?) } else { None };
+    let tls = if needs_tls {
+        Some(TlsConfigs::new(&plan.tls)?)
+    } else {
+        None
+    };
     let server_names = plan
         .urls
         .iter()

@@ -36,10 +36,7 @@ pub fn wait_for_port(port: u16, within: Duration) {
 
 /// Runs `benchlab` with `args` and returns its whole output.
 pub fn run_benchlab(args: &[&str]) -> Output {
-    Command::new(benchlab_bin())
-        .args(args)
-        .output()
-        .expect("run benchlab")
+    Command::new(benchlab_bin()).args(args).output().expect("run benchlab")
 }
 
 /// Runs `benchlab http ... --json` and parses stdout as JSON; panics with

@@ -82,11 +82,7 @@ fn make_docroot(dir: &Path) -> PathBuf {
 /// took the port between `free_port` and its bind) is retried on a fresh
 /// port; the third failure, or a server that never listens, panics with the
 /// server's error log.
-fn start_on_free_port(
-    name: &str,
-    error_log: &Path,
-    mut command: impl FnMut(u16) -> Command,
-) -> (Child, u16) {
+fn start_on_free_port(name: &str, error_log: &Path, mut command: impl FnMut(u16) -> Command) -> (Child, u16) {
     let log = || fs::read_to_string(error_log).unwrap_or_default();
     for attempt in 1..=3 {
         let port = free_port();
@@ -99,11 +95,7 @@ fn start_on_free_port(
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(status) = child.try_wait().expect("try_wait") {
-                assert!(
-                    attempt < 3,
-                    "{name} exited at start ({status}); error log:\n{}",
-                    log()
-                );
+                assert!(attempt < 3, "{name} exited at start ({status}); error log:\n{}", log());
                 break;
             }
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -111,10 +103,7 @@ fn start_on_free_port(
             }
             if Instant::now() > deadline {
                 kill_and_reap(&mut child);
-                panic!(
-                    "{name} does not listen on 127.0.0.1:{port}; error log:\n{}",
-                    log()
-                );
+                panic!("{name} does not listen on 127.0.0.1:{port}; error log:\n{}", log());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -402,9 +391,8 @@ impl LighttpdLogLine {
             if f[i] == "-" {
                 return 0;
             }
-            f[i].parse().unwrap_or_else(|_| {
-                panic!("field {i} of lighttpd log line {line:?} is not a number")
-            })
+            f[i].parse()
+                .unwrap_or_else(|_| panic!("field {i} of lighttpd log line {line:?} is not a number"))
         };
         LighttpdLogLine {
             status: num(0) as u16,

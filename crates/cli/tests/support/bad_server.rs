@@ -118,9 +118,7 @@ pub fn drip_head() -> Vec<u8> {
 /// `/500`.
 pub fn status_500_response() -> Vec<u8> {
     with_body(
-        &format!(
-            "HTTP/1.1 500 Internal Server Error\r\nContent-Length: {STATUS_500_BODY_LEN}\r\n\r\n"
-        ),
+        &format!("HTTP/1.1 500 Internal Server Error\r\nContent-Length: {STATUS_500_BODY_LEN}\r\n\r\n"),
         STATUS_500_BODY_LEN,
     )
 }
@@ -150,9 +148,7 @@ pub fn chunked_response() -> Vec<u8> {
 /// `/interim`: a `100 Continue` interim response, then the real one.
 pub fn interim_response() -> Vec<u8> {
     with_body(
-        &format!(
-            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: {INTERIM_BODY_LEN}\r\n\r\n"
-        ),
+        &format!("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: {INTERIM_BODY_LEN}\r\n\r\n"),
         INTERIM_BODY_LEN,
     )
 }
@@ -167,10 +163,7 @@ pub fn idle_response() -> Vec<u8> {
 
 /// `/http10-eof`: framed by the close of the connection.
 pub fn http10_eof_response() -> Vec<u8> {
-    with_body(
-        "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n",
-        HTTP10_BODY_LEN,
-    )
+    with_body("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n", HTTP10_BODY_LEN)
 }
 
 /// `/huge-head`: 800 header fields of 100 bytes each, then a 10-byte body.
@@ -186,10 +179,7 @@ pub fn huge_head_response() -> Vec<u8> {
 
 /// `/vary`: the response with a body of `len` bytes.
 pub fn vary_response(len: usize) -> Vec<u8> {
-    with_body(
-        &format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n"),
-        len,
-    )
+    with_body(&format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n"), len)
 }
 
 fn not_found() -> Vec<u8> {
@@ -308,11 +298,7 @@ fn serve(mut s: TcpStream, sh: &Shared) {
         let Some(req) = read_request(&mut s, &mut buf) else {
             return;
         };
-        *sh.requests
-            .lock()
-            .unwrap()
-            .entry(req.path.clone())
-            .or_default() += 1;
+        *sh.requests.lock().unwrap().entry(req.path.clone()).or_default() += 1;
         if req.wants_close {
             sh.close_requests.fetch_add(1, Ordering::SeqCst);
         }
@@ -507,13 +493,7 @@ fn linger_zero(s: &TcpStream) {
         l_linger: c_int,
     }
     extern "C" {
-        fn setsockopt(
-            socket: c_int,
-            level: c_int,
-            name: c_int,
-            value: *const c_void,
-            len: u32,
-        ) -> c_int;
+        fn setsockopt(socket: c_int, level: c_int, name: c_int, value: *const c_void, len: u32) -> c_int;
     }
     #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
     const SOL_SOCKET: c_int = 0xffff;
@@ -539,10 +519,5 @@ fn linger_zero(s: &TcpStream) {
             std::mem::size_of::<Linger>() as u32,
         )
     };
-    assert_eq!(
-        rc,
-        0,
-        "setsockopt(SO_LINGER): {}",
-        std::io::Error::last_os_error()
-    );
+    assert_eq!(rc, 0, "setsockopt(SO_LINGER): {}", std::io::Error::last_os_error());
 }
