@@ -224,7 +224,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             };
             if !a.json {
                 eprintln!(
-                    "preflight: {} → {} , {} body bytes ({} on the wire) in {:.1} ms",
+                    "preflight: {} → {}, {} body bytes ({} on the wire) in {:.1} ms",
                     u.target.url,
                     r.status,
                     r.body_bytes,

@@ -273,6 +273,7 @@ impl Drop for BadServer {
 
 struct Request {
     path: String,
+    http10: bool,
     wants_close: bool,
 }
 
@@ -337,7 +338,7 @@ fn request_starts_within(s: &TcpStream, wait: Duration) -> bool {
 fn respond(s: &mut TcpStream, req: &Request, sh: &Shared) -> std::io::Result<Next> {
     Ok(match req.path.as_str() {
         "/ok" => {
-            s.write_all(&ok_response(req.wants_close, !req.wants_close))?;
+            s.write_all(&ok_response(req.wants_close, req.http10))?;
             Next::KeepAlive
         }
         "/truncated" => {
@@ -459,8 +460,13 @@ fn parse_request(head: &[u8]) -> Option<Request> {
             }
         }
     }
-    let wants_close = close || (version == "HTTP/1.0" && !keep_alive);
-    Some(Request { path, wants_close })
+    let http10 = version == "HTTP/1.0";
+    let wants_close = close || (http10 && !keep_alive);
+    Some(Request {
+        path,
+        http10,
+        wants_close,
+    })
 }
 
 /// Clean close: FIN now, then wait (at most 2 s) for the client to close,
