@@ -354,6 +354,113 @@ fn fin_before_any_byte_on_a_new_connection_is_reset() {
 }
 
 #[test]
+fn rst_before_any_byte_on_a_new_connection_is_reset() {
+    let srv = BadServer::start();
+    let v = http_json(&["--no-preflight", "-t", "5", "--requests", "20", &srv.url("/rst-now")]);
+    assert_completed(&v, 20);
+    assert_errors(&v, &[("reset", 20)]);
+    assert_no_success_bytes(&v);
+    assert_eq!(u(&v, "/error_bytes"), 0, "{v:#}");
+    assert_eq!(u(&v, "/reconnects"), 0, "{v:#}");
+    assert_eq!(srv.requests("/rst-now"), 20, "no request may be resent");
+}
+
+/// conn 1: req 1 ok, req 2 closed unanswered → resent on conn 2 (ok), req 3
+/// closed unanswered → resent on conn 3 …: all 4 succeed, 3 reconnects.
+fn zero_bytes_on_a_reused_connection_reconnects(path: &str) {
+    let srv = BadServer::start();
+    let v = http_json(&["--no-preflight", "-t", "1", "--requests", "4", &srv.url(path)]);
+    assert_completed(&v, 4);
+    assert_errors(&v, &[]);
+    assert_eq!(u(&v, "/requests"), 4);
+    assert_eq!(u(&v, "/reconnects"), 3, "{v:#}");
+    assert_eq!(srv.requests(path), 7, "4 requests + 3 resent");
+    assert_eq!(srv.connections(), 4);
+    assert_eq!(u(&v, "/connections_opened"), 4, "{v:#}");
+    assert_eq!(u(&v, "/bytes"), 4 * len(&ok_response(false, false)), "{v:#}");
+    assert_eq!(u(&v, "/error_bytes"), 0, "{v:#}");
+}
+
+#[test]
+fn fin_with_zero_bytes_on_a_reused_connection_reconnects() {
+    zero_bytes_on_a_reused_connection_reconnects("/close-second");
+}
+
+#[test]
+fn rst_with_zero_bytes_on_a_reused_connection_reconnects() {
+    zero_bytes_on_a_reused_connection_reconnects("/rst-second");
+}
+
+#[test]
+fn rst_mid_body_on_a_reused_connection_is_reset_not_resent() {
+    let srv = BadServer::start();
+    let v = http_json(&[
+        "--no-preflight",
+        "-t",
+        "1",
+        "--requests",
+        "4",
+        &srv.url("/reset-second"),
+    ]);
+    // conn 1: ok, reset; conn 2: ok, reset.
+    assert_completed(&v, 4);
+    assert_errors(&v, &[("reset", 2)]);
+    assert_eq!(u(&v, "/requests"), 2);
+    assert_eq!(u(&v, "/reconnects"), 0, "{v:#}");
+    assert_eq!(srv.requests("/reset-second"), 4, "no request may be resent");
+    assert_eq!(srv.connections(), 2);
+    assert_eq!(u(&v, "/bytes"), 2 * len(&ok_response(false, false)), "{v:#}");
+    assert!(u(&v, "/error_bytes") <= 2 * len(&reset_sent()), "{v:#}");
+}
+
+#[test]
+fn silent_server_is_timeout() {
+    let srv = BadServer::start();
+    let (v, wall) = timed(&[
+        "--no-preflight",
+        "--timeout",
+        "500ms",
+        "-t",
+        "4",
+        "--requests",
+        "4",
+        &srv.url("/silent"),
+    ]);
+    assert_completed(&v, 4);
+    assert_errors(&v, &[("timeout", 4)]);
+    assert_no_success_bytes(&v);
+    assert!(wall >= Duration::from_millis(450), "timed out early: {wall:?}");
+    assert!(wall < Duration::from_millis(2500), "took {wall:?}");
+}
+
+#[test]
+fn bad_chunk_size_is_framing() {
+    let srv = BadServer::start();
+    let v = http_json(&["--no-preflight", "-t", "4", "--requests", "12", &srv.url("/bad-chunk")]);
+    assert_completed(&v, 12);
+    assert_errors(&v, &[("framing", 12)]);
+    assert_no_success_bytes(&v);
+    assert_eq!(u(&v, "/error_bytes"), 12 * len(BAD_CHUNK), "{v:#}");
+}
+
+#[test]
+fn conflicting_content_lengths_are_framing() {
+    let srv = BadServer::start();
+    let v = http_json(&[
+        "--no-preflight",
+        "-t",
+        "4",
+        "--requests",
+        "12",
+        &srv.url("/conflicting-length"),
+    ]);
+    assert_completed(&v, 12);
+    assert_errors(&v, &[("framing", 12)]);
+    assert_no_success_bytes(&v);
+    assert_eq!(u(&v, "/error_bytes"), 12 * len(CONFLICTING_LENGTH), "{v:#}");
+}
+
+#[test]
 fn huge_response_head_is_header_too_large() {
     let srv = BadServer::start();
     assert!(huge_head_response().len() > 64 * 1024 + 10_000);
@@ -494,12 +601,4 @@ fn nothing_listening_is_connect_refused() {
     assert_errors(&v, &[("connect_refused", 5)]);
     assert_no_success_bytes(&v);
     assert_eq!(u(&v, "/error_bytes"), 0, "{v:#}");
-}
-
-#[test]
-#[ignore = "manual: serves the bad server for a minute, for curl"]
-fn serve_for_curl() {
-    let srv = BadServer::start();
-    eprintln!("bad server on {}", srv.url("/"));
-    std::thread::sleep(Duration::from_secs(60));
 }

@@ -13,6 +13,13 @@
 //! | `/garbage` | `xyzzy garbage\r\n\r\n`, then waits for the client to close |
 //! | `/partial-head` | part of a status line and header, then FIN |
 //! | `/close-now` | reads the request and closes (FIN) without a byte of answer |
+//! | `/rst-now` | reads the request and resets (RST) without a byte of answer |
+//! | `/silent` | reads the request and never answers (the client must time out) |
+//! | `/close-second` | like `/ok` for a connection's first request; FIN on its second, no answer |
+//! | `/rst-second` | like `/close-second`, but RST |
+//! | `/reset-second` | like `/ok` first; on the second, head and 300 body bytes, then RST |
+//! | `/bad-chunk` | chunked response whose chunk size is `zz` |
+//! | `/conflicting-length` | two different `Content-Length` fields |
 //! | `/drip` | head (`Content-Length: 100`), then one body byte every 200 ms |
 //! | `/500` | `500 Internal Server Error` with a 50-byte body, keep-alive |
 //! | `/chunked` | chunked body of 1000 bytes with chunk extensions and a trailer |
@@ -45,6 +52,10 @@ pub const RESET_SENT: usize = 300;
 pub const GARBAGE: &[u8] = b"xyzzy garbage\r\n\r\n";
 /// What `/partial-head` sends before its clean close.
 pub const PARTIAL_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Le";
+/// What `/bad-chunk` answers: a chunk size that is not hex.
+pub const BAD_CHUNK: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n";
+/// What `/conflicting-length` answers: two different `Content-Length`s.
+pub const CONFLICTING_LENGTH: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nContent-Length: 20\r\n\r\n0123456789";
 /// Announced body length of `/drip`.
 pub const DRIP_BODY_LEN: usize = 100;
 /// Pause between two bytes of `/drip`.
@@ -295,6 +306,7 @@ fn serve(mut s: TcpStream, sh: &Shared) {
     let _ = s.set_nodelay(true);
     let _ = s.set_read_timeout(Some(READ_LIMIT));
     let mut buf = Vec::with_capacity(4096);
+    let mut served = 0u64;
     loop {
         let Some(req) = read_request(&mut s, &mut buf) else {
             return;
@@ -303,7 +315,8 @@ fn serve(mut s: TcpStream, sh: &Shared) {
         if req.wants_close {
             sh.close_requests.fetch_add(1, Ordering::SeqCst);
         }
-        let next = match respond(&mut s, &req, sh) {
+        served += 1;
+        let next = match respond(&mut s, &req, served, sh) {
             Ok(next) => next,
             Err(_) => return,
         };
@@ -335,7 +348,8 @@ fn request_starts_within(s: &TcpStream, wait: Duration) -> bool {
     matches!(s.peek(&mut one), Ok(n) if n > 0)
 }
 
-fn respond(s: &mut TcpStream, req: &Request, sh: &Shared) -> std::io::Result<Next> {
+/// Answers `req`, the `nth` request (from 1) of this connection.
+fn respond(s: &mut TcpStream, req: &Request, nth: u64, sh: &Shared) -> std::io::Result<Next> {
     Ok(match req.path.as_str() {
         "/ok" => {
             s.write_all(&ok_response(req.wants_close, req.http10))?;
@@ -362,6 +376,36 @@ fn respond(s: &mut TcpStream, req: &Request, sh: &Shared) -> std::io::Result<Nex
             Next::Close
         }
         "/close-now" => Next::Close,
+        "/rst-now" => {
+            linger_zero(s);
+            Next::Gone
+        }
+        "/silent" => Next::KeepAlive, // and wait for the next request
+        "/close-second" | "/rst-second" | "/reset-second" if nth >= 2 => match req.path.as_str() {
+            "/close-second" => Next::Close,
+            "/rst-second" => {
+                linger_zero(s);
+                Next::Gone
+            }
+            _ => {
+                s.write_all(&reset_sent())?;
+                thread::sleep(Duration::from_millis(50));
+                linger_zero(s);
+                Next::Gone
+            }
+        },
+        "/close-second" | "/rst-second" | "/reset-second" => {
+            s.write_all(&ok_response(req.wants_close, req.http10))?;
+            Next::KeepAlive
+        }
+        "/bad-chunk" => {
+            s.write_all(BAD_CHUNK)?;
+            Next::KeepAlive
+        }
+        "/conflicting-length" => {
+            s.write_all(CONFLICTING_LENGTH)?;
+            Next::KeepAlive
+        }
         "/drip" => {
             s.write_all(&drip_head())?;
             for _ in 0..DRIP_BODY_LEN {
