@@ -334,8 +334,25 @@ impl ResponseParser {
     }
 
     /// Consumes bytes of the response. Body bytes are passed to `hasher`
-    /// when one is given (checksum validation).
-    pub fn feed(&mut self, data: &[u8], mut hasher: Option<&mut Xxh3>) -> Result<Feed, FrameError> {
+    /// when one is given (checksum validation). On an error, all of `data`
+    /// counts as received for the failed response (its `error_bytes`).
+    pub fn feed(&mut self, data: &[u8], hasher: Option<&mut Xxh3>) -> Result<Feed, FrameError> {
+        let before = self.wire_bytes();
+        let r = self.feed_inner(data, hasher);
+        if r.is_err() {
+            self.head_buf.clear();
+            self.wire_bytes = before + data.len() as u64;
+        }
+        r
+    }
+
+    /// Counts bytes that arrived after a complete response (never sent for
+    /// it: benchlab does not pipeline), which make the response a failure.
+    pub fn add_stray(&mut self, n: usize) {
+        self.wire_bytes += n as u64;
+    }
+
+    fn feed_inner(&mut self, data: &[u8], mut hasher: Option<&mut Xxh3>) -> Result<Feed, FrameError> {
         let mut pos = 0;
         while pos < data.len() {
             match self.state {

@@ -657,6 +657,7 @@ impl Worker {
                         }
                         Ok(Feed::Done { consumed }) => {
                             if consumed < n {
+                                v.parser.add_stray(n - consumed);
                                 return self.fail(i, ErrorKind::Framing);
                             }
                             return self.complete(i, closed);
