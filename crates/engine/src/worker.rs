@@ -445,7 +445,15 @@ impl Worker {
                 } else {
                     Sock::Plain(tcp)
                 };
+                let plain = matches!(sock, Sock::Plain(_));
                 self.vus[i].sock = Some(sock);
+                if plain {
+                    // On loopback and fast links the handshake is often done
+                    // by now: writing at once saves a wake-up per connection.
+                    // If it is not, the write says EAGAIN and the writable
+                    // edge of the finished connect resumes it.
+                    self.begin_write(i);
+                }
             }
             Err(kind) => self.fail(i, kind),
         }
