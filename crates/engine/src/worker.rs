@@ -735,7 +735,7 @@ impl Worker {
         let sent_close = matches!(v.variant, Variant::Http11Close | Variant::Http10);
         let reusable = !eof_seen && !sent_close && head.persistent() && v.conn_left > 0;
         if reusable {
-            self.next(i);
+            self.next_now(i);
         } else if eof_seen {
             v.sock = None;
             self.next(i);
@@ -780,6 +780,21 @@ impl Worker {
         self.vus[i].state = State::Thinking;
         if think.is_zero() {
             self.ready.push(i as u32);
+        } else {
+            let at = Instant::now() + think;
+            self.think.push(Reverse((at, i as u32)));
+        }
+    }
+
+    /// After a successful or counted response on a path that cannot recurse
+    /// (no failure led here): with no think time, send the next request at
+    /// once, as wrk and the floor do, instead of after the whole event batch
+    /// — the server gets its next request a batch earlier.
+    fn next_now(&mut self, i: usize) {
+        let think = self.shared.plan.think_time;
+        self.vus[i].state = State::Thinking;
+        if think.is_zero() {
+            self.start_request(i);
         } else {
             let at = Instant::now() + think;
             self.think.push(Reverse((at, i as u32)));
