@@ -184,7 +184,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         classes.push(ClassPlan { name: w.url.clone() });
         urls.push(UrlPlan {
             target,
-            weight: w.weight,
+            weight: w.weight as f64,
             class: i,
             expect_status: a.expect_status,
             expect: Expect::Status,

@@ -114,8 +114,9 @@ pub enum Expect {
 #[derive(Debug, Clone)]
 pub struct UrlPlan {
     pub target: Target,
-    /// Relative weight for the uniform-by-weight pick (> 0).
-    pub weight: u32,
+    /// Relative weight for the pick (> 0): a URL's share of requests is its
+    /// weight over the sum (class percentages and Zipf popularity fold in).
+    pub weight: f64,
     /// Index into [`ClientPlan::classes`].
     pub class: usize,
     pub expect_status: u16,
@@ -191,6 +192,10 @@ pub struct ClientPlan {
     /// Only completions in `[from, until)` (offsets from the start) are
     /// counted: the measurement window between ramp-up and ramp-down.
     pub window: (Duration, Duration),
+    /// The client's virtual users begin this long after the start (its
+    /// random WebBench delay); the window and `Stop::After` still count
+    /// from the start, the mix's common instant.
+    pub start_delay: Duration,
     pub think_time: Duration,
     /// Total time allowed for one request, connect included.
     pub timeout: Duration,
@@ -216,6 +221,7 @@ impl ClientPlan {
             os_threads: 1,
             stop: Stop::After(Duration::from_secs(10)),
             window: (Duration::ZERO, Duration::MAX),
+            start_delay: Duration::ZERO,
             think_time: Duration::ZERO,
             timeout: Duration::from_secs(5),
             connection: ConnectionPolicy::default(),
@@ -260,8 +266,8 @@ impl ClientPlan {
             }
         }
         for u in &self.urls {
-            if u.weight == 0 {
-                return bad(format!("{}: weight must be at least 1", u.target.url));
+            if !(u.weight > 0.0 && u.weight.is_finite()) {
+                return bad(format!("{}: weight must be above 0", u.target.url));
             }
             if u.class >= self.classes.len() {
                 return bad(format!("{}: class index {} out of range", u.target.url, u.class));
@@ -350,7 +356,7 @@ mod tests {
         ClientPlan::new(
             vec![UrlPlan {
                 target: t,
-                weight: 1,
+                weight: 1.0,
                 class: 0,
                 expect_status: 200,
                 expect: Expect::Status,

@@ -26,6 +26,12 @@ impl SplitMix64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 
+    /// Uniform in [0, 1), 53 bits.
+    #[inline]
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
     /// True with probability `percent` / 100.
     #[inline]
     pub fn percent(&mut self, percent: u8) -> bool {

@@ -45,7 +45,7 @@ pub(crate) struct Shared {
     pub tls: Option<TlsConfigs>,
     pub server_names: Vec<Option<ServerName<'static>>>,
     /// Cumulative URL weights for the weighted pick.
-    pub cumulative: Vec<u64>,
+    pub cumulative: Vec<f64>,
     pub stop: AtomicBool,
     /// Requests still to be started, for `Stop::Requests`.
     pub budget: AtomicU64,
@@ -215,9 +215,10 @@ impl Worker {
         let mut second: u32 = 0;
         let mut next_snapshot = start + Duration::from_secs(1);
 
+        let begin = start + plan.start_delay;
         let now = Instant::now();
-        if now < start {
-            std::thread::sleep(start - now);
+        if now < begin {
+            std::thread::sleep(begin - now);
         }
         for i in 0..self.vus.len() {
             self.start_request(i);
@@ -363,9 +364,14 @@ impl Worker {
             }
             self.budget -= 1;
         }
-        let total = *self.shared.cumulative.last().unwrap_or(&1);
-        let pick = self.rng.below(total);
-        let url = self.shared.cumulative.partition_point(|&c| c <= pick);
+        let cumulative = &self.shared.cumulative;
+        let url = if cumulative.len() == 1 {
+            0
+        } else {
+            let total = cumulative[cumulative.len() - 1];
+            let pick = self.rng.unit() * total;
+            cumulative.partition_point(|&c| c <= pick).min(cumulative.len() - 1)
+        };
         let v = &mut self.vus[i];
         v.url = url as u32;
         v.parser.reset();
@@ -961,12 +967,12 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut acc = 0u64;
+    let mut acc = 0f64;
     let cumulative = plan
         .urls
         .iter()
         .map(|u| {
-            acc += u.weight as u64;
+            acc += u.weight;
             acc
         })
         .collect();

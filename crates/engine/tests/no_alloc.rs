@@ -69,7 +69,7 @@ fn allocations_for(port: u16, requests: u64) -> (u64, u64) {
     let target = Target::parse(&format!("http://127.0.0.1:{port}/x")).expect("url");
     let url = UrlPlan {
         target,
-        weight: 1,
+        weight: 1.0,
         class: 0,
         expect_status: 200,
         expect: Expect::Size(100),

@@ -1,0 +1,1 @@
+//! benchlab-controller

@@ -1,0 +1,208 @@
+//! The manifest of a file set: one line per document, so workloads can draw
+//! URLs from it and the engine can check every response's size and content.
+//!
+//! Format (UTF-8 text, `\n` line ends), version 1:
+//!
+//! ```text
+//! # benchlab-manifest 1
+//! # kind=specweb99 seed=1 files=360 bytes=51194880
+//! /dir00000/class0_0	102	3a7f1c0d9e2b4a61	class0	0.00136500
+//! ```
+//!
+//! - Lines starting with `#` are comments; the first must be
+//!   `# benchlab-manifest 1`. A `# key=value …` line carries the generator's
+//!   parameters (informative).
+//! - Every other line has five tab-separated fields: URL path (starts with
+//!   `/`, no tab or newline), size in bytes (decimal), XXH3-64 of the
+//!   content (16 lower-case hex digits, seed 0 — the checksum benchlab's
+//!   engine computes for `--validate checksum`), class name (no whitespace),
+//!   and request weight (a decimal number ≥ 0; a workload drawing from the
+//!   manifest with its own weights requests the file with probability
+//!   weight ÷ sum of weights).
+//! - Entries are in generation order; paths are unique.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// First line of every manifest.
+pub const MANIFEST_HEADER: &str = "# benchlab-manifest 1";
+
+/// One document of a file set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// URL path, starting with `/`.
+    pub path: String,
+    pub size: u64,
+    /// XXH3-64 (seed 0) of the content.
+    pub xxh3: u64,
+    pub class: String,
+    /// Request weight (share of requests when drawing by the manifest's weights).
+    pub weight: f64,
+}
+
+/// A file set's manifest.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Manifest {
+    /// Generator parameters (`key=value` pairs of the second comment line).
+    pub params: Vec<(String, String)>,
+    pub entries: Vec<Entry>,
+}
+
+/// A manifest that cannot be read, with the line at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {what}")]
+    Syntax { path: String, line: usize, what: String },
+}
+
+impl Manifest {
+    /// Parses manifest text; `origin` names it in errors (a file path).
+    pub fn parse(text: &str, origin: &str) -> Result<Manifest, ManifestError> {
+        let err = |line: usize, what: String| ManifestError::Syntax {
+            path: origin.to_string(),
+            line,
+            what,
+        };
+        let mut m = Manifest::default();
+        let mut seen_header = false;
+        for (i, raw) in text.lines().enumerate() {
+            let n = i + 1;
+            if raw.is_empty() {
+                continue;
+            }
+            if let Some(comment) = raw.strip_prefix('#') {
+                if !seen_header {
+                    if raw.trim_end() != MANIFEST_HEADER {
+                        return Err(err(n, format!("expected `{MANIFEST_HEADER}` as the first line")));
+                    }
+                    seen_header = true;
+                } else if m.params.is_empty() && comment.contains('=') {
+                    m.params = comment
+                        .split_whitespace()
+                        .filter_map(|kv| kv.split_once('='))
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect();
+                }
+                continue;
+            }
+            if !seen_header {
+                return Err(err(n, format!("expected `{MANIFEST_HEADER}` as the first line")));
+            }
+            let f: Vec<&str> = raw.split('\t').collect();
+            if f.len() != 5 {
+                return Err(err(
+                    n,
+                    format!("expected 5 tab-separated fields (path, size, xxh3, class, weight), found {}", f.len()),
+                ));
+            }
+            if !f[0].starts_with('/') {
+                return Err(err(n, format!("path `{}` must start with /", f[0])));
+            }
+            let size = f[1]
+                .parse::<u64>()
+                .map_err(|_| err(n, format!("size `{}` is not a whole number of bytes", f[1])))?;
+            if f[2].len() != 16 {
+                return Err(err(n, format!("checksum `{}` is not 16 hex digits", f[2])));
+            }
+            let xxh3 = u64::from_str_radix(f[2], 16)
+                .map_err(|_| err(n, format!("checksum `{}` is not 16 hex digits", f[2])))?;
+            if f[3].is_empty() || f[3].contains(char::is_whitespace) {
+                return Err(err(n, format!("class `{}` must be a word", f[3])));
+            }
+            let weight = f[4]
+                .parse::<f64>()
+                .ok()
+                .filter(|w| w.is_finite() && *w >= 0.0)
+                .ok_or_else(|| err(n, format!("weight `{}` is not a number ≥ 0", f[4])))?;
+            m.entries.push(Entry {
+                path: f[0].to_string(),
+                size,
+                xxh3,
+                class: f[3].to_string(),
+                weight,
+            });
+        }
+        if !seen_header {
+            return Err(err(1, format!("empty manifest: expected `{MANIFEST_HEADER}`")));
+        }
+        Ok(m)
+    }
+
+    /// Reads a manifest file.
+    pub fn read(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Manifest::parse(&text, &path.display().to_string())
+    }
+
+    /// The manifest as text (the format above).
+    pub fn to_text(&self) -> String {
+        let mut s = String::with_capacity(64 * (self.entries.len() + 2));
+        s.push_str(MANIFEST_HEADER);
+        s.push('\n');
+        if !self.params.is_empty() {
+            s.push('#');
+            for (k, v) in &self.params {
+                let _ = write!(s, " {k}={v}");
+            }
+            s.push('\n');
+        }
+        for e in &self.entries {
+            write_entry(&mut s, e);
+        }
+        s
+    }
+
+    /// Sum of the request weights.
+    pub fn total_weight(&self) -> f64 {
+        self.entries.iter().map(|e| e.weight).sum()
+    }
+
+    /// Looks an entry up by URL path.
+    pub fn get(&self, path: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.path == path)
+    }
+}
+
+/// Appends one entry line (for generators that stream the manifest).
+pub fn write_entry(s: &mut String, e: &Entry) {
+    let _ = writeln!(s, "{}\t{}\t{:016x}\t{}\t{:.10}", e.path, e.size, e.xxh3, e.class, e.weight);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let m = Manifest {
+            params: vec![("kind".into(), "ct-single".into()), ("seed".into(), "1".into())],
+            entries: vec![Entry {
+                path: "/a.html".into(),
+                size: 4096,
+                xxh3: 0x0123_4567_89ab_cdef,
+                class: "page".into(),
+                weight: 0.5,
+            }],
+        };
+        let text = m.to_text();
+        assert!(text.starts_with("# benchlab-manifest 1\n# kind=ct-single seed=1\n"));
+        assert_eq!(Manifest::parse(&text, "m").unwrap(), m);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = Manifest::parse("# benchlab-manifest 1\n/a\t12\tzz\tc\t1\n", "man").unwrap_err();
+        assert_eq!(e.to_string(), "man:2: checksum `zz` is not 16 hex digits");
+        let e = Manifest::parse("/a\t1\t0000000000000000\tc\t1\n", "man").unwrap_err();
+        assert!(e.to_string().starts_with("man:1: expected `# benchlab-manifest 1`"));
+    }
+}
