@@ -2,8 +2,12 @@
 //! runs it, and presents the result; every number comes from the engine.
 
 mod args;
+mod fileset_cmd;
 mod http;
 mod output;
+mod run_cmd;
+mod serve_cmd;
+mod workload_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,9 +22,22 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a suite: mix after mix of rising load; writes a results directory
+    /// (results.json, summary.csv, clients.csv) after every mix.
+    Run(run_cmd::RunArgs),
+    /// Validate a suite file without running it.
+    Check(run_cmd::CheckArgs),
     /// Load one or more URLs with closed-loop virtual users and report
     /// requests/s, bytes/s, latency and errors (a one-off run, like wrk).
     Http(Box<http::HttpArgs>),
+    /// Serve a directory and the in-process SPICE programs: benchlab's
+    /// reference web server (the demo's target).
+    Serve(serve_cmd::ServeArgs),
+    /// Generate a document tree with its manifest (SPECweb99-like, the c't
+    /// sets, or N pages), or verify a tree against its manifest.
+    Fileset(fileset_cmd::FilesetArgs),
+    /// Make workload files (from a real server's access log).
+    Workload(workload_cmd::WorkloadArgs),
 }
 
 /// How a command ended, mapped to the process exit code.
@@ -47,6 +64,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Http(a) => http::run(*a),
+        Command::Serve(a) => serve_cmd::run(a),
+        Command::Fileset(a) => fileset_cmd::run(a),
+        Command::Run(a) => run_cmd::run(a),
+        Command::Check(a) => run_cmd::check(a),
+        Command::Workload(a) => workload_cmd::run(a),
     };
     match result {
         Ok(Outcome::Completed) => ExitCode::SUCCESS,

@@ -1,1 +1,15 @@
-//! benchlab-controller
+//! # benchlab-controller
+//!
+//! The controller runs a suite: mix after mix of rising load, every
+//! participating client (test system) started at the same instant, only the
+//! measurement window counted, results written as each mix ends. Clients
+//! are driven through one interface ([`ClientDriver`]): in-process clients
+//! over the engine now, remote agents later.
+
+mod driver;
+mod results;
+mod run;
+
+pub use driver::{ClientDriver, LocalClient};
+pub use results::*;
+pub use run::{run_suite, ControllerError, Observer, Quiet, RunOptions};

@@ -38,9 +38,10 @@ pub struct Second {
 /// What a client measured over its whole run.
 #[derive(Debug, Clone)]
 pub struct ClientReport {
-    /// Per class, over the whole run (measurement window only).
+    /// Per class, over the measurement window (the whole run when the
+    /// window is the whole run).
     pub stats: Stats,
-    /// Per-second series, in order.
+    /// Per-second series, in order, of every completion (ramps included).
     pub seconds: Vec<Second>,
     /// Requests unfinished when the run ended.
     pub in_flight: u64,
@@ -186,7 +187,6 @@ impl Collector {
     }
 
     fn add(&mut self, snap: Snapshot) {
-        self.total.add(&snap.stats);
         let entry = self
             .pending
             .entry(snap.second)
@@ -194,6 +194,7 @@ impl Collector {
         entry.0.add(&snap.stats);
         entry.1 += 1;
         if let Some(end) = snap.last {
+            self.total.add(&end.window);
             self.ended += 1;
             self.in_flight += end.in_flight;
             self.cpu_user += end.cpu_user;

@@ -235,7 +235,8 @@ impl Stats {
     }
 }
 
-/// One second (or the last part of one) of one worker thread's counts.
+/// One second (or the last part of one) of one worker thread's counts:
+/// every completion of that second, ramps included.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     /// Index of the worker OS thread within the client.
@@ -248,8 +249,10 @@ pub struct Snapshot {
 }
 
 /// What a worker thread reports once, when it stops.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone)]
 pub struct ThreadEnd {
+    /// Everything that completed inside the measurement window.
+    pub window: Stats,
     /// Requests sent (or being connected) but unfinished when the run ended.
     pub in_flight: u64,
     /// CPU time this OS thread used (user, system).

@@ -134,7 +134,15 @@ pub(crate) struct Worker {
     poll: Poll,
     vus: Vec<Vu>,
     buf: Box<[u8]>,
-    stats: Stats,
+    /// Everything that completed in the current second (ramps included),
+    /// for the per-second series; sent and reset once a second.
+    second: Stats,
+    /// What completed inside the measurement window: the run's totals,
+    /// sent once, when the thread stops.
+    window: Stats,
+    /// Whether the loop's current turn is inside the measurement window
+    /// (for connection events, which need no exact instant).
+    window_open: bool,
     rng: SplitMix64,
     think: BinaryHeap<Reverse<(Instant, u32)>>,
     /// Virtual users whose next request starts on the next loop turn.
@@ -184,7 +192,9 @@ impl Worker {
         Ok(Worker {
             poll: Poll::new()?,
             buf: vec![0u8; plan.receive_buffer].into_boxed_slice(),
-            stats: Stats::new(plan.classes.len()),
+            second: Stats::new(plan.classes.len()),
+            window: Stats::new(plan.classes.len()),
+            window_open: false,
             rng: SplitMix64::new(plan.seed ^ (index as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F)),
             think: BinaryHeap::with_capacity(vus.len() + 1),
             ready: Vec::with_capacity(vus.len()),
@@ -229,6 +239,7 @@ impl Worker {
             if shared.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) {
                 break;
             }
+            self.window_open = self.in_window(now);
             if self.done_vus == self.vus.len() {
                 break;
             }
@@ -299,6 +310,7 @@ impl Worker {
         for v in &mut self.vus {
             v.sock = None;
         }
+        let window = std::mem::replace(&mut self.window, Stats::new(0));
         self.send_snapshot(
             second,
             Some(ThreadEnd {
@@ -306,6 +318,7 @@ impl Worker {
                 cpu_user,
                 cpu_system,
                 elapsed: start.elapsed(),
+                window,
             }),
         );
     }
@@ -314,10 +327,10 @@ impl Worker {
         let snap = Snapshot {
             thread: self.index,
             second,
-            stats: self.stats.clone(),
+            stats: self.second.clone(),
             last,
         };
-        self.stats.reset();
+        self.second.reset();
         // The collector may be gone when the caller dropped it: nothing to do.
         let _ = self.tx.send(snap);
     }
@@ -426,7 +439,9 @@ impl Worker {
         v.state = State::Connecting;
         v.connected = false;
         if std::mem::take(&mut v.reconnect_pending) {
-            self.stats.conn.reconnects += 1;
+            bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                c.reconnects += 1
+            });
         }
         match connect(target.addr, source) {
             Ok(mut tcp) => {
@@ -542,7 +557,9 @@ impl Worker {
                     Ok(_) => {
                         if !v.connected {
                             v.connected = true;
-                            self.stats.conn.connections_opened += 1;
+                            bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                                c.connections_opened += 1
+                            });
                         }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -566,8 +583,12 @@ impl Worker {
             }
         }
         match t.conn.handshake_kind() {
-            Some(rustls::HandshakeKind::Resumed) => self.stats.conn.tls_resumptions += 1,
-            _ => self.stats.conn.tls_full_handshakes += 1,
+            Some(rustls::HandshakeKind::Resumed) => bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                c.tls_resumptions += 1
+            }),
+            _ => bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                c.tls_full_handshakes += 1
+            }),
         }
         self.begin_write(i);
     }
@@ -586,7 +607,9 @@ impl Worker {
                     Ok(n) => {
                         if !v.connected {
                             v.connected = true;
-                            self.stats.conn.connections_opened += 1;
+                            bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                                c.connections_opened += 1
+                            });
                         }
                         v.written += n;
                         if v.written == req.len() {
@@ -727,12 +750,13 @@ impl Worker {
                 _ => Err(ErrorKind::WrongBody),
             }
         };
+        let record = |class: &mut crate::stats::ClassStats| match verdict {
+            Ok(()) => class.record_success(latency, wire, body),
+            Err(kind) => class.record_error(kind, latency, wire),
+        };
+        record(&mut self.second.classes[u.class]);
         if counted {
-            let class = &mut self.stats.classes[u.class];
-            match verdict {
-                Ok(()) => class.record_success(latency, wire, body),
-                Err(kind) => class.record_error(kind, latency, wire),
-            }
+            record(&mut self.window.classes[u.class]);
         }
         v.conn_served += 1;
         if v.conn_left != u32::MAX {
@@ -812,9 +836,11 @@ impl Worker {
         let now = Instant::now();
         let counted = self.in_window(now);
         let v = &mut self.vus[i];
+        let class = self.shared.plan.urls[v.url as usize].class;
+        let (latency, bytes) = (now - v.start, v.parser.wire_bytes());
+        self.second.classes[class].record_error(kind, latency, bytes);
         if counted {
-            let class = self.shared.plan.urls[v.url as usize].class;
-            self.stats.classes[class].record_error(kind, now - v.start, v.parser.wire_bytes());
+            self.window.classes[class].record_error(kind, latency, bytes);
         }
         v.sock = None;
         self.next(i);
@@ -874,6 +900,16 @@ fn flush_tls(t: &mut TlsSock) -> io::Result<bool> {
 
 fn break_tls(e: io::Error) -> io::Result<bool> {
     Err(io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Counts a connection event in the second's counters and, when the window
+/// is open, in the run's.
+#[inline]
+fn bump(second: &mut Stats, window: &mut Stats, window_open: bool, f: fn(&mut crate::stats::ConnCounters)) {
+    f(&mut second.conn);
+    if window_open {
+        f(&mut window.conn);
+    }
 }
 
 /// Opens a non-blocking TCP connection (connect in progress).

@@ -1,1 +1,14 @@
-//! placeholder
+//! # benchlab-model
+//!
+//! Suites, mixes and workloads: the TOML a user writes, parsed and checked
+//! before anything runs. Every error names the file, line and column, what
+//! was found and what was expected (DESIGN.md's vocabulary: suite, mix,
+//! phase, workload, class, file set).
+
+mod error;
+mod suite;
+mod workload;
+
+pub use error::{line_col, ModelError, Source};
+pub use suite::{Mix, MixParams, Phase, Suite};
+pub use workload::{Class, ClassKind, FilesetDraw, Popularity, ResolvedUrl, UrlEntry, UrlSource, Validate, Workload};

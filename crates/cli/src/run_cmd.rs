@@ -1,0 +1,324 @@
+//! `benchlab run SUITE.toml` and `benchlab check SUITE.toml`.
+
+use crate::output::thousands;
+use crate::{CliError, Outcome};
+use benchlab_controller::{run_suite, MixResult, Observer, Results, RunOptions};
+use benchlab_engine::TlsOptions;
+use benchlab_model::{Mix, Suite};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The suite file (TOML; see README "Suites").
+    suite: PathBuf,
+    /// Base URL of the server under test; replaces the suite's `target`
+    /// (mixes that name their own target keep it).
+    #[arg(long, value_name = "URL")]
+    target: Option<String>,
+    /// Results directory [default: results/SUITE-YYYYmmdd-HHMMSS].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Multiply delay, ramps, length and think time (not timeouts) by this,
+    /// e.g. 0.05 to try a suite in minutes.
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    time_scale: f64,
+    /// Directory of a file set the workloads name, NAME=DIR (repeatable).
+    #[arg(long = "fileset", value_parser = fileset_arg, value_name = "NAME=DIR")]
+    filesets: Vec<(String, PathBuf)>,
+    /// Skip the check of each URL before the run.
+    #[arg(long)]
+    no_preflight: bool,
+    /// Accept any TLS certificate.
+    #[arg(long)]
+    insecure: bool,
+    /// Worker OS threads per in-process client [default: cores ÷ clients].
+    #[arg(long, value_name = "N")]
+    os_threads_per_client: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The suite file to validate.
+    suite: PathBuf,
+    /// Also resolve file-set classes against NAME=DIR.
+    #[arg(long = "fileset", value_parser = fileset_arg, value_name = "NAME=DIR")]
+    filesets: Vec<(String, PathBuf)>,
+}
+
+fn fileset_arg(s: &str) -> Result<(String, PathBuf), String> {
+    let (n, d) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: expected NAME=DIR, e.g. specweb99=/srv/fileset"))?;
+    if n.is_empty() || d.is_empty() {
+        return Err(format!("`{s}`: expected NAME=DIR"));
+    }
+    Ok((n.to_string(), PathBuf::from(d)))
+}
+
+fn load(path: &PathBuf) -> Result<Suite, CliError> {
+    Suite::from_file(path).map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// `benchlab check`: parse, validate, and say what would run.
+pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
+    let suite = load(&a.suite)?;
+    println!(
+        "{}: suite `{}` is valid: {} mixes in {} phase(s), {} in all",
+        a.suite.display(),
+        suite.name,
+        suite.mixes.len(),
+        suite.phases.len(),
+        humantime::format_duration(suite.total_length())
+    );
+    for p in &suite.phases {
+        let mixes: Vec<String> = p
+            .mixes
+            .iter()
+            .map(|&i| {
+                let m = &suite.mixes[i];
+                format!("{}×{}", m.clients, m.params.threads_per_client)
+            })
+            .collect();
+        println!(
+            "  phase {}: {} — clients×threads {}",
+            p.name,
+            p.target,
+            mixes.join(", ")
+        );
+    }
+    let mut filesets = suite.filesets.clone();
+    filesets.extend(a.filesets);
+    let mut needed: Vec<&str> = suite.workloads.values().flat_map(|w| w.filesets()).collect();
+    needed.sort();
+    needed.dedup();
+    for name in needed {
+        match filesets.get(name) {
+            Some(dir) => {
+                for w in suite.workloads.values() {
+                    for c in &w.classes {
+                        c.resolve(&suite.target, &filesets).map_err(CliError::Usage)?;
+                    }
+                }
+                println!("  file set {name}: {}", dir.display());
+            }
+            None => println!(
+                "  file set {name}: needed at run time (--fileset {name}=DIR, made by `benchlab fileset generate`)"
+            ),
+        }
+    }
+    for r in &suite.requires {
+        println!("  requires: {r}");
+    }
+    Ok(Outcome::Completed)
+}
+
+/// Shows a progress bar per mix.
+struct Progress {
+    bar: Option<ProgressBar>,
+    tty: bool,
+    window: (Duration, Duration),
+}
+
+impl Observer for Progress {
+    fn mix_started(&mut self, mix: &Mix, phase: &str) {
+        self.window = mix.window();
+        let len = mix.params.length.as_secs().max(1);
+        let msg = format!(
+            "mix {} ({phase}): {} clients × {} threads",
+            mix.number, mix.clients, mix.params.threads_per_client
+        );
+        if self.tty {
+            let bar = ProgressBar::new(len);
+            bar.set_style(
+                ProgressStyle::with_template("{msg} [{bar:30}] {elapsed}/{duration} {prefix}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.set_message(msg);
+            self.bar = Some(bar);
+        } else {
+            eprintln!("{msg}, {}", humantime::format_duration(mix.params.length));
+        }
+    }
+
+    fn second(&mut self, _mix: &Mix, second: u32, requests: u64, errors: u64, _bytes: u64) {
+        if let Some(b) = &self.bar {
+            let t = Duration::from_secs(second as u64);
+            let phase = if t < self.window.0 {
+                "ramp-up"
+            } else if t >= self.window.1 {
+                "ramp-down"
+            } else {
+                "measuring"
+            };
+            b.set_position(second as u64 + 1);
+            b.set_prefix(format!("{} req/s, {errors} errors, {phase}", thousands(requests)));
+        }
+    }
+
+    fn mix_finished(&mut self, r: &MixResult) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+        eprintln!(
+            "mix {}: {} threads, {:.1} req/s, {:.2} MB/s, p99 {} µs, {} errors{}",
+            r.mix,
+            r.threads,
+            r.figures.requests_per_sec,
+            r.figures.bytes_per_sec / 1e6,
+            thousands(r.figures.latency_us.p99),
+            thousands(r.figures.errors_total),
+            if r.partial { " (partial: stopped)" } else { "" }
+        );
+    }
+
+    fn note(&mut self, message: &str) {
+        eprintln!("{message}");
+    }
+}
+
+/// `benchlab run`.
+pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
+    let mut suite = load(&a.suite)?;
+    if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
+        return Err(CliError::Usage(format!(
+            "--time-scale {}: expected a number above 0",
+            a.time_scale
+        )));
+    }
+    if let Some(t) = &a.target {
+        if !(t.starts_with("http://") || t.starts_with("https://")) {
+            return Err(CliError::Usage(format!(
+                "--target `{t}`: expected an http:// or https:// base URL"
+            )));
+        }
+        suite.retarget(t);
+    }
+    if a.time_scale != 1.0 {
+        suite.scale_time(a.time_scale);
+    }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, stamp())));
+    let opts = RunOptions {
+        out: out.clone(),
+        filesets: a.filesets.iter().cloned().collect::<BTreeMap<_, _>>(),
+        os_threads_per_client: a.os_threads_per_client,
+        preflight: !a.no_preflight,
+        tls: TlsOptions {
+            insecure: a.insecure,
+            ..TlsOptions::default()
+        },
+        time_scale: a.time_scale,
+        command: std::env::args().collect(),
+    };
+    eprintln!(
+        "benchlab run: suite `{}`, {} mixes, {} against {} → {}",
+        suite.name,
+        suite.mixes.len(),
+        humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
+        suite.target,
+        out.display()
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = Arc::clone(&stop);
+    // Ctrl-C ends the current mix (kept, marked partial) and the run.
+    let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
+    let mut progress = Progress {
+        bar: None,
+        tty: std::io::stderr().is_terminal(),
+        window: (Duration::ZERO, Duration::ZERO),
+    };
+    let results = run_suite(&suite, &opts, &stop, &mut progress).map_err(|e| CliError::CannotRun(e.to_string()))?;
+    print!("{}", summary_table(&results));
+    println!("results: {}", out.display());
+    Ok(Outcome::Completed)
+}
+
+/// The terminal summary: a row per mix and the peak.
+pub fn summary_table(r: &Results) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\n{:>4}  {:<16} {:>7} {:>8} {:>12} {:>9} {:>9} {:>9} {:>8}",
+        "mix", "phase", "clients", "threads", "requests/s", "MB/s", "p50 µs", "p99 µs", "errors"
+    );
+    for m in &r.mixes {
+        let f = &m.figures;
+        let _ = writeln!(
+            o,
+            "{:>4}  {:<16} {:>7} {:>8} {:>12.1} {:>9.2} {:>9} {:>9} {:>8}{}",
+            m.mix,
+            truncate(&m.phase, 16),
+            m.clients_participating,
+            m.threads,
+            f.requests_per_sec,
+            f.bytes_per_sec / 1e6,
+            thousands(f.latency_us.p50),
+            thousands(f.latency_us.p99),
+            thousands(f.errors_total),
+            if m.partial { "  partial" } else { "" }
+        );
+    }
+    for p in &r.phases {
+        let peak = r
+            .mixes
+            .iter()
+            .filter(|m| m.phase == p.name)
+            .max_by(|a, b| a.figures.requests_per_sec.total_cmp(&b.figures.requests_per_sec));
+        if let Some(m) = peak {
+            let _ = writeln!(
+                o,
+                "peak ({}): {:.1} requests/s, {:.2} MB/s at mix {} ({} threads, {} clients)",
+                p.name,
+                m.figures.requests_per_sec,
+                m.figures.bytes_per_sec / 1e6,
+                m.mix,
+                m.threads,
+                m.clients_participating
+            );
+        }
+    }
+    o
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(std::iter::once('…')).collect()
+    }
+}
+
+/// `YYYYmmdd-HHMMSS` in UTC, for default results directories.
+fn stamp() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

@@ -1,0 +1,401 @@
+//! The results directory of a suite run: `results.json` (schema
+//! `benchlab.results/1`), `summary.csv` (WebBench's summary report, a row
+//! per mix) and `clients.csv` (WebBench's client data report, a row per
+//! mix × client). All three are rewritten atomically (write to a temporary
+//! file, then rename) after every mix, so a crash or Ctrl-C never loses a
+//! finished mix.
+
+use benchlab_engine::{ClassStats, Counters, ErrorKind, LatencySummary};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
+
+/// Latency in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+impl From<LatencySummary> for Latency {
+    fn from(s: LatencySummary) -> Self {
+        Latency {
+            mean: (s.mean * 10.0).round() / 10.0,
+            p50: s.p50,
+            p90: s.p90,
+            p99: s.p99,
+            p999: s.p999,
+            max: s.max,
+        }
+    }
+}
+
+/// Errors by kind, every canonical kind present, in DESIGN.md's order.
+pub type Errors = BTreeMap<String, u64>;
+
+pub fn errors_of(c: &Counters) -> Errors {
+    ErrorKind::ALL
+        .iter()
+        .map(|k| (k.name().to_string(), c.error(*k)))
+        .collect()
+}
+
+/// Counts and rates of a span of requests (a mix, a client, a class).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    pub requests: u64,
+    pub requests_per_sec: f64,
+    pub bytes: u64,
+    pub bytes_per_sec: f64,
+    /// Wire throughput in Mbit/s (10⁶ bits).
+    pub mbit_per_sec: f64,
+    pub body_bytes: u64,
+    pub error_bytes: u64,
+    pub errors: Errors,
+    pub errors_total: u64,
+    pub latency_us: Latency,
+    pub error_latency_us: Latency,
+}
+
+pub fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+impl Figures {
+    pub fn of(s: &ClassStats, window_s: f64) -> Figures {
+        let c = &s.counters;
+        let per = |n: u64| {
+            if window_s > 0.0 {
+                round(n as f64 / window_s, 2)
+            } else {
+                0.0
+            }
+        };
+        Figures {
+            requests: c.requests,
+            requests_per_sec: per(c.requests),
+            bytes: c.bytes,
+            bytes_per_sec: per(c.bytes),
+            mbit_per_sec: if window_s > 0.0 {
+                round(c.bytes as f64 * 8.0 / 1e6 / window_s, 3)
+            } else {
+                0.0
+            },
+            body_bytes: c.body_bytes,
+            error_bytes: c.error_bytes,
+            errors: errors_of(c),
+            errors_total: c.errors_total(),
+            latency_us: LatencySummary::of(&s.latency).into(),
+            error_latency_us: LatencySummary::of(&s.error_latency).into(),
+        }
+    }
+}
+
+/// One client (test system) in one mix: WebBench's client data report row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientResult {
+    /// 1-based.
+    pub client: u32,
+    /// Local address its connections came from, when it had its own.
+    pub address: Option<String>,
+    #[serde(flatten)]
+    pub figures: Figures,
+    pub connections_opened: u64,
+    pub in_flight: u64,
+    /// Seconds after the mix's start at which its load began.
+    pub delay_s: f64,
+    /// Taken out of the mix (it could not connect at all); its errors are
+    /// still counted (WebBench's rule).
+    pub taken_out: bool,
+    pub cpu_s: f64,
+}
+
+/// One class in one mix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassResult {
+    pub name: String,
+    pub kind: String,
+    pub spi: Option<String>,
+    /// Configured share of requests, percent.
+    pub percent: f64,
+    /// Observed share of completed requests (successful + failed), percent.
+    pub observed_percent: f64,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// One second of a mix, all clients merged, ramps included.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecondResult {
+    /// Seconds since the mix's start, from 1.
+    pub second: u32,
+    /// Whether the second lies inside the measurement window.
+    pub in_window: bool,
+    pub requests: u64,
+    pub errors: u64,
+    pub bytes: u64,
+    pub connections_opened: u64,
+    pub latency_p50_us: u64,
+    pub latency_p99_us: u64,
+}
+
+/// Merged HDR histograms in the standard V2 serialisation, base64.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Histograms {
+    pub latency_us: String,
+    pub error_latency_us: String,
+    /// Per class name.
+    pub classes: BTreeMap<String, String>,
+}
+
+/// The parameters a mix ran with (the configuration disclosure).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParamsResult {
+    pub delay_s: f64,
+    pub ramp_up_s: f64,
+    pub ramp_down_s: f64,
+    pub length_s: f64,
+    pub think_time_s: f64,
+    pub threads_per_client: u32,
+    pub receive_buffer: usize,
+    pub http10_percent: u8,
+    pub http10_keepalive: bool,
+    pub persistent_percent: u8,
+    /// `[min, max]`, or null for unlimited.
+    pub requests_per_connection: Option<[u32; 2]>,
+    pub timeout_s: f64,
+    pub workload: String,
+    pub target: String,
+}
+
+/// One mix: WebBench's summary report row, and everything behind it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MixResult {
+    pub mix: usize,
+    pub phase: String,
+    pub clients: u32,
+    /// Clients that took part (not taken out).
+    pub clients_participating: u32,
+    pub threads: u64,
+    /// Stopped early (Ctrl-C): measured up to the stop.
+    pub partial: bool,
+    /// Seconds of the measurement window actually measured.
+    pub window_s: f64,
+    #[serde(flatten)]
+    pub figures: Figures,
+    pub reconnects: u64,
+    pub in_flight: u64,
+    pub connections_opened: u64,
+    pub tls_full_handshakes: u64,
+    pub tls_resumptions: u64,
+    /// CPU the clients' worker threads used (user + system), seconds.
+    pub client_cpu_s: f64,
+    pub params: ParamsResult,
+    pub client_data: Vec<ClientResult>,
+    pub classes: Vec<ClassResult>,
+    pub per_second: Vec<SecondResult>,
+    pub histograms: Histograms,
+}
+
+/// The machine and software that ran the suite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub benchlab_version: String,
+    pub host: String,
+    pub kernel: String,
+    pub cpu: String,
+    pub cores: usize,
+    pub target: String,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_unix: u64,
+    pub command: Vec<String>,
+    pub time_scale: f64,
+}
+
+/// The suite as run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteInfo {
+    pub name: String,
+    pub description: String,
+    pub file: String,
+    pub seed: u64,
+    pub max_clients: Option<u32>,
+    /// The suite file's text, for the configuration disclosure.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub name: String,
+    pub workload: String,
+    pub target: String,
+    /// Mix numbers (1-based).
+    pub mixes: Vec<usize>,
+}
+
+/// `results.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub schema: String,
+    pub suite: SuiteInfo,
+    pub environment: Environment,
+    pub phases: Vec<PhaseResult>,
+    pub mixes: Vec<MixResult>,
+    /// Every mix of the suite ran to its end.
+    pub complete: bool,
+}
+
+/// Writes `bytes` to `path` atomically (temporary file + rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// WebBench's summary report: one row per mix.
+pub fn summary_csv(r: &Results) -> String {
+    let mut o = String::from(
+        "mix,phase,clients,clients_participating,threads,partial,window_s,requests,requests_per_sec,bytes_per_sec,mbytes_per_sec,mbit_per_sec,\
+         latency_mean_us,latency_p50_us,latency_p90_us,latency_p99_us,latency_p999_us,latency_max_us,errors_total",
+    );
+    for k in ErrorKind::ALL {
+        let _ = write!(o, ",errors_{}", k.name());
+    }
+    o.push_str(",reconnects,in_flight,connections_opened\n");
+    for m in &r.mixes {
+        let f = &m.figures;
+        let _ = write!(
+            o,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            m.mix,
+            csv_field(&m.phase),
+            m.clients,
+            m.clients_participating,
+            m.threads,
+            m.partial,
+            m.window_s,
+            f.requests,
+            f.requests_per_sec,
+            f.bytes_per_sec,
+            round(f.bytes_per_sec / 1e6, 3),
+            f.mbit_per_sec,
+            f.latency_us.mean,
+            f.latency_us.p50,
+            f.latency_us.p90,
+            f.latency_us.p99,
+            f.latency_us.p999,
+            f.latency_us.max,
+            f.errors_total
+        );
+        for k in ErrorKind::ALL {
+            let _ = write!(o, ",{}", f.errors.get(k.name()).copied().unwrap_or(0));
+        }
+        let _ = writeln!(o, ",{},{},{}", m.reconnects, m.in_flight, m.connections_opened);
+    }
+    o
+}
+
+/// WebBench's client data report: one row per mix × client.
+pub fn clients_csv(r: &Results) -> String {
+    let mut o = String::from(
+        "mix,client,address,taken_out,requests,requests_per_sec,bytes,bytes_per_sec,latency_mean_us,latency_p50_us,latency_p99_us,errors_total,connections_opened,in_flight,delay_s\n",
+    );
+    for m in &r.mixes {
+        for c in &m.client_data {
+            let f = &c.figures;
+            let _ = writeln!(
+                o,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                m.mix,
+                c.client,
+                c.address.as_deref().unwrap_or(""),
+                c.taken_out,
+                f.requests,
+                f.requests_per_sec,
+                f.bytes,
+                f.bytes_per_sec,
+                f.latency_us.mean,
+                f.latency_us.p50,
+                f.latency_us.p99,
+                f.errors_total,
+                c.connections_opened,
+                c.in_flight,
+                c.delay_s
+            );
+        }
+    }
+    o
+}
+
+/// Writes the three files of a results directory.
+pub fn write_results(dir: &Path, r: &Results) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let json = serde_json::to_vec_pretty(r).map_err(std::io::Error::other)?;
+    write_atomic(&dir.join("results.json"), &json)?;
+    write_atomic(&dir.join("summary.csv"), summary_csv(r).as_bytes())?;
+    write_atomic(&dir.join("clients.csv"), clients_csv(r).as_bytes())
+}
+
+/// Serialises a histogram (V2, base64) for `results.json`.
+pub fn histogram_b64(h: &hdrhistogram::Histogram<u64>) -> String {
+    use hdrhistogram::serialization::{Serializer, V2Serializer};
+    let mut buf = Vec::new();
+    if V2Serializer::new().serialize(h, &mut buf).is_err() {
+        return String::new();
+    }
+    base64_encode(&buf)
+}
+
+/// Standard base64 with padding (RFC 4648), to keep the dependency list short.
+pub fn base64_encode(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut o = String::with_capacity(data.len().div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        o.push(T[(n >> 18) as usize & 63] as char);
+        o.push(T[(n >> 12) as usize & 63] as char);
+        o.push(if c.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        o.push(if c.len() > 2 { T[n as usize & 63] as char } else { '=' });
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_vectors() {
+        assert_eq!(base64_encode(b""), "");
+        assert_eq!(base64_encode(b"f"), "Zg==");
+        assert_eq!(base64_encode(b"fo"), "Zm8=");
+        assert_eq!(base64_encode(b"foo"), "Zm9v");
+        assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn csv_quotes() {
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("x"), "x");
+    }
+}

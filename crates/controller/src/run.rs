@@ -1,0 +1,553 @@
+//! Running a suite: mix after mix, every participating client started at
+//! the same instant (each after its random delay), only the measurement
+//! window counted, all clients stopped at the mix's end, results written
+//! as each mix ends.
+
+use crate::driver::{ClientDriver, LocalClient};
+use crate::results::*;
+use benchlab_engine::{
+    probe, sys, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters, ConnectionPolicy, Expect, SplitMix64,
+    Stats, Stop, Target, TlsOptions, UrlPlan,
+};
+use benchlab_model::{ClassKind, Mix, Suite, Validate};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Errors that stop a suite before or between mixes.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// The target is not what the suite expects (preflight), or a URL or
+    /// file set cannot be resolved.
+    #[error("{0}")]
+    Target(String),
+    #[error("cannot write results to {dir}: {source}")]
+    Write {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start a client: {0}")]
+    Engine(#[from] benchlab_engine::EngineError),
+}
+
+/// How to run a suite (everything not in the suite file).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub out: PathBuf,
+    /// File-set directories by name (`--fileset NAME=DIR`), over the suite's.
+    pub filesets: BTreeMap<String, PathBuf>,
+    /// Worker OS threads per client; default: cores ÷ clients, at least 1.
+    pub os_threads_per_client: Option<usize>,
+    pub preflight: bool,
+    pub tls: TlsOptions,
+    pub time_scale: f64,
+    pub command: Vec<String>,
+}
+
+/// What the caller sees while a suite runs (progress display).
+pub trait Observer {
+    fn mix_started(&mut self, _mix: &Mix, _phase: &str) {}
+    /// A second of the mix completed on every client (merged).
+    fn second(&mut self, _mix: &Mix, _second: u32, _requests: u64, _errors: u64, _bytes: u64) {}
+    fn mix_finished(&mut self, _result: &MixResult) {}
+    fn note(&mut self, _message: &str) {}
+}
+
+/// An observer that shows nothing.
+#[derive(Debug, Default)]
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// A phase's URLs, resolved once and shared by its mixes.
+struct PhasePlan {
+    urls: Vec<UrlPlan>,
+    classes: Vec<ClassPlan>,
+    class_info: Vec<(String, ClassKind, Option<String>, f64)>,
+}
+
+fn resolve_phase(
+    suite: &Suite,
+    workload: &str,
+    target: &str,
+    filesets: &BTreeMap<String, PathBuf>,
+) -> Result<PhasePlan, ControllerError> {
+    let w = suite
+        .workloads
+        .get(workload)
+        .ok_or_else(|| ControllerError::Target(format!("unknown workload `{workload}`")))?;
+    let mut urls = Vec::new();
+    let mut classes = Vec::new();
+    let mut class_info = Vec::new();
+    // Parse each distinct base URL once (resolving its host), then reuse
+    // its address for every URL of the class.
+    let mut bases: BTreeMap<String, Target> = BTreeMap::new();
+    for (ci, c) in w.classes.iter().enumerate() {
+        let resolved = c.resolve(target, filesets).map_err(ControllerError::Target)?;
+        classes.push(ClassPlan { name: c.name.clone() });
+        class_info.push((c.name.clone(), c.kind, c.spi.clone(), c.percent));
+        for r in resolved {
+            let t = target_for(&r.url, &mut bases)?;
+            let validate = c.validate.unwrap_or(if r.size.is_some() {
+                Validate::Size
+            } else {
+                Validate::Status
+            });
+            let expect = match (validate, r.size, r.xxh3) {
+                (Validate::Checksum, Some(size), Some(xxh3)) => Expect::Checksum { size, xxh3 },
+                (Validate::Size | Validate::Checksum, Some(size), _) => Expect::Size(size),
+                _ => Expect::Status,
+            };
+            urls.push(UrlPlan {
+                target: t,
+                weight: c.percent / 100.0 * r.weight,
+                class: ci,
+                expect_status: c.expect_status,
+                expect,
+            });
+        }
+    }
+    Ok(PhasePlan {
+        urls,
+        classes,
+        class_info,
+    })
+}
+
+/// Parses `url`, reusing the resolved address of an already seen origin.
+fn target_for(url: &str, bases: &mut BTreeMap<String, Target>) -> Result<Target, ControllerError> {
+    let origin_end = url
+        .find("://")
+        .and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j))
+        .unwrap_or(url.len());
+    let origin = &url[..origin_end];
+    let path = if origin_end < url.len() {
+        &url[origin_end..]
+    } else {
+        "/"
+    };
+    if let Some(base) = bases.get(origin) {
+        let mut t = base.clone();
+        t.url = url.to_string();
+        t.path = path.to_string();
+        return Ok(t);
+    }
+    let t = Target::parse(url).map_err(|e| ControllerError::Target(e.to_string()))?;
+    bases.insert(origin.to_string(), t.clone());
+    Ok(t)
+}
+
+/// One request per URL of the phase (a sample of 10 per file-set class),
+/// checking status and size before any load.
+fn preflight(plan: &mut PhasePlan, tls: &TlsOptions, observer: &mut dyn Observer) -> Result<(), ControllerError> {
+    let mut per_class: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut checked = 0;
+    for u in &mut plan.urls {
+        let n = per_class.entry(u.class).or_default();
+        if *n >= 10 && !matches!(u.expect, Expect::Status) {
+            continue;
+        }
+        if *n >= 50 {
+            continue;
+        }
+        *n += 1;
+        checked += 1;
+        let r = probe(&u.target, &[], tls, Duration::from_secs(10)).map_err(|e| {
+            ControllerError::Target(format!(
+                "preflight: GET {} failed: {e}; is the target running and is it what the suite expects?",
+                u.target.url
+            ))
+        })?;
+        if r.status != u.expect_status {
+            return Err(ControllerError::Target(format!(
+                "preflight: GET {} returned status {}, expected {} — the target does not serve what the suite expects \
+                 (wrong --target, file set not installed, or SPICE endpoint missing)",
+                u.target.url, r.status, u.expect_status
+            )));
+        }
+        match u.expect {
+            Expect::Size(size) | Expect::Checksum { size, .. } if size != r.body_bytes => {
+                return Err(ControllerError::Target(format!(
+                    "preflight: GET {} returned {} body bytes, the workload expects {size} — \
+                     is the target serving the same file set?",
+                    u.target.url, r.body_bytes
+                )));
+            }
+            Expect::Checksum { xxh3, .. } if xxh3 != r.xxh3 => {
+                return Err(ControllerError::Target(format!(
+                    "preflight: GET {}: the body's checksum differs from the manifest's — is the target serving \
+                     the same file set (same seed)?",
+                    u.target.url
+                )));
+            }
+            _ => {}
+        }
+    }
+    observer.note(&format!("preflight: {checked} URL(s) checked"));
+    Ok(())
+}
+
+fn environment(target: &str, opts: &RunOptions) -> Environment {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default();
+    Environment {
+        benchlab_version: env!("CARGO_PKG_VERSION").to_string(),
+        host: read("/proc/sys/kernel/hostname"),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        cpu,
+        cores: sys::usable_cpus(),
+        target: target.to_string(),
+        started_unix: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        command: opts.command.clone(),
+        time_scale: opts.time_scale,
+    }
+}
+
+fn is_loopback(t: &Target) -> bool {
+    t.addr.ip().is_loopback()
+}
+
+/// Runs every mix of `suite`; returns the results (also written to
+/// `opts.out` after each mix). `stop` (Ctrl-C) ends the current mix early
+/// (kept, marked partial) and skips the rest.
+pub fn run_suite(
+    suite: &Suite,
+    opts: &RunOptions,
+    stop: &Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<Results, ControllerError> {
+    let mut filesets = suite.filesets.clone();
+    filesets.extend(opts.filesets.clone());
+    let text = std::fs::read_to_string(&suite.path).unwrap_or_default();
+    let mut results = Results {
+        schema: RESULTS_SCHEMA.to_string(),
+        suite: SuiteInfo {
+            name: suite.name.clone(),
+            description: suite.description.clone(),
+            file: suite.path.display().to_string(),
+            seed: suite.seed,
+            max_clients: suite.max_clients,
+            text,
+        },
+        environment: environment(&suite.target, opts),
+        phases: suite
+            .phases
+            .iter()
+            .map(|p| PhaseResult {
+                name: p.name.clone(),
+                workload: p.workload.clone(),
+                target: p.target.clone(),
+                mixes: p.mixes.iter().map(|i| i + 1).collect(),
+            })
+            .collect(),
+        mixes: Vec::new(),
+        complete: false,
+    };
+    let write = |r: &Results| {
+        write_results(&opts.out, r).map_err(|source| ControllerError::Write {
+            dir: opts.out.display().to_string(),
+            source,
+        })
+    };
+    write(&results)?;
+
+    // Resolve and check every phase before the first mix, so a wrong target
+    // stops the run in seconds, not after an hour of mixes.
+    let mut phases = Vec::with_capacity(suite.phases.len());
+    for p in &suite.phases {
+        let mut plan = resolve_phase(suite, &p.workload, &p.target, &filesets)?;
+        if opts.preflight {
+            preflight(&mut plan, &opts.tls, observer)?;
+        }
+        phases.push(plan);
+    }
+
+    for mix in &suite.mixes {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let phase = &suite.phases[mix.phase];
+        observer.mix_started(mix, &phase.name);
+        let result = run_mix(suite, mix, &phase.name, &phases[mix.phase], opts, stop, observer)?;
+        observer.mix_finished(&result);
+        results.mixes.push(result);
+        write(&results)?;
+    }
+    results.complete = results.mixes.len() == suite.mixes.len() && results.mixes.iter().all(|m| !m.partial);
+    write(&results)?;
+    Ok(results)
+}
+
+fn run_mix(
+    suite: &Suite,
+    mix: &Mix,
+    phase_name: &str,
+    phase: &PhasePlan,
+    opts: &RunOptions,
+    stop: &Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<MixResult, ControllerError> {
+    let p = &mix.params;
+    let clients = mix.clients as usize;
+    let os_threads = opts
+        .os_threads_per_client
+        .unwrap_or_else(|| (sys::usable_cpus() / clients).max(1))
+        .max(1);
+    let loopback = phase.urls.first().is_some_and(|u| is_loopback(&u.target));
+    let mut rng = SplitMix64::new(suite.seed ^ (mix.number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut drivers: Vec<Box<dyn ClientDriver>> = Vec::with_capacity(clients);
+    let mut delays = Vec::with_capacity(clients);
+    let mut addresses = Vec::with_capacity(clients);
+    sys::check_capacity(
+        mix.threads(),
+        if suite.client_addresses && loopback { clients } else { 0 },
+    )
+    .map_err(ControllerError::Target)?;
+    // Every client starts at the same instant (after its own delay); give
+    // the threads time to be created first.
+    let start_at = Instant::now() + Duration::from_millis(100 + 2 * clients as u64);
+    for c in 0..clients {
+        let delay = if p.delay.is_zero() {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(rng.below(p.delay.as_nanos() as u64 + 1))
+        };
+        let address = (suite.client_addresses && loopback && c < 254)
+            .then(|| IpAddr::V4(Ipv4Addr::new(127, 0, 0, (c + 1) as u8)));
+        let mut plan = ClientPlan::new(phase.urls.clone(), phase.classes.clone());
+        plan.virtual_users = p.threads_per_client;
+        plan.os_threads = os_threads;
+        plan.stop = Stop::After(p.length);
+        plan.window = mix.window();
+        plan.start_delay = delay;
+        plan.think_time = p.think_time;
+        plan.timeout = p.timeout;
+        plan.connection = ConnectionPolicy {
+            http10_percent: p.http10_percent,
+            http10_keepalive: p.http10_keepalive,
+            persistent_percent: p.persistent_percent,
+            requests_per_connection: p.requests_per_connection,
+        };
+        plan.receive_buffer = p.receive_buffer;
+        plan.source_addresses = address.into_iter().collect();
+        plan.tls = opts.tls.clone();
+        plan.seed = rng.next_u64();
+        let mut d: Box<dyn ClientDriver> = Box::new(LocalClient::default());
+        d.start(plan, start_at)?;
+        drivers.push(d);
+        delays.push(delay);
+        addresses.push(address);
+    }
+
+    // Merge seconds across clients as they arrive; report a second once
+    // every client that is still running has delivered it.
+    let mut seconds: BTreeMap<u32, (u64, u64, u64, usize)> = BTreeMap::new();
+    let mut stopped = false;
+    let mut partial = false;
+    loop {
+        if stop.load(Ordering::Relaxed) && !stopped {
+            for d in &mut drivers {
+                d.stop();
+            }
+            stopped = true;
+            partial = true;
+        }
+        let mut all_done = true;
+        for d in &mut drivers {
+            while let Some(s) = d.next_second(Duration::from_millis(if clients > 8 { 5 } else { 50 })) {
+                let e = seconds.entry(s.second).or_default();
+                e.0 += s.counters.requests;
+                e.1 += s.counters.errors_total();
+                e.2 += s.counters.bytes;
+                e.3 += 1;
+            }
+            all_done &= d.is_finished();
+        }
+        while let Some((&sec, &(req, err, bytes, n))) = seconds.iter().next() {
+            if n < clients && !all_done {
+                break;
+            }
+            observer.second(mix, sec, req, err, bytes);
+            seconds.remove(&sec);
+        }
+        if all_done {
+            break;
+        }
+    }
+    let reports: Vec<ClientReport> = drivers.iter_mut().filter_map(|d| d.finish()).collect();
+    Ok(mix_result(
+        mix, phase_name, phase, &reports, &delays, &addresses, partial,
+    ))
+}
+
+fn mix_result(
+    mix: &Mix,
+    phase_name: &str,
+    phase: &PhasePlan,
+    reports: &[ClientReport],
+    delays: &[Duration],
+    addresses: &[Option<IpAddr>],
+    partial: bool,
+) -> MixResult {
+    let p = &mix.params;
+    let (from, until) = mix.window();
+    // The window measured: to its end, or to the stop of a partial mix.
+    let elapsed = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
+    let window_s = (until.min(elapsed).saturating_sub(from)).as_secs_f64();
+    let mut merged = Stats::new(phase.classes.len());
+    let mut client_data = Vec::with_capacity(reports.len());
+    let mut in_flight = 0;
+    let mut cpu = Duration::ZERO;
+    for (i, r) in reports.iter().enumerate() {
+        merged.add(&r.stats);
+        in_flight += r.in_flight;
+        cpu += r.cpu_user + r.cpu_system;
+        let t = r.stats.total();
+        let connect_only = t.counters.error(benchlab_engine::ErrorKind::ConnectRefused)
+            + t.counters.error(benchlab_engine::ErrorKind::ConnectTimeout);
+        let taken_out = t.counters.requests == 0 && connect_only > 0 && connect_only == t.counters.errors_total();
+        client_data.push(ClientResult {
+            client: i as u32 + 1,
+            address: addresses.get(i).copied().flatten().map(|a| a.to_string()),
+            figures: Figures::of(&t, window_s),
+            connections_opened: r.stats.conn.connections_opened,
+            in_flight: r.in_flight,
+            delay_s: round(delays.get(i).copied().unwrap_or_default().as_secs_f64(), 3),
+            taken_out,
+            cpu_s: round((r.cpu_user + r.cpu_system).as_secs_f64(), 3),
+        });
+    }
+    let total: ClassStats = merged.total();
+    let done_all = total.counters.requests + total.counters.errors_total();
+    let classes = merged
+        .classes
+        .iter()
+        .zip(phase.class_info.iter())
+        .map(|(s, (name, kind, spi, percent))| {
+            let done = s.counters.requests + s.counters.errors_total();
+            ClassResult {
+                name: name.clone(),
+                kind: kind.name().to_string(),
+                spi: spi.clone(),
+                percent: *percent,
+                observed_percent: if done_all == 0 {
+                    0.0
+                } else {
+                    round(done as f64 * 100.0 / done_all as f64, 3)
+                },
+                figures: Figures::of(s, window_s),
+            }
+        })
+        .collect();
+    // Per-second series: every client's seconds, merged by index.
+    let mut per_second: BTreeMap<u32, Counters2> = BTreeMap::new();
+    for r in reports {
+        for s in &r.seconds {
+            let e = per_second.entry(s.second).or_default();
+            e.add(&s.counters, &s.conn);
+            // Percentiles of different clients cannot be added, so the
+            // per-second series keeps the slowest client's (the mix's
+            // totals use the exactly merged histograms).
+            e.p50 = e.p50.max(s.latency.p50);
+            e.p99 = e.p99.max(s.latency.p99);
+        }
+    }
+    let per_second = per_second
+        .into_iter()
+        .map(|(sec, c)| {
+            let t0 = Duration::from_secs(sec as u64);
+            SecondResult {
+                second: sec + 1,
+                in_window: t0 >= from && t0 + Duration::from_secs(1) <= until,
+                requests: c.requests,
+                errors: c.errors,
+                bytes: c.bytes,
+                connections_opened: c.conn,
+                latency_p50_us: c.p50,
+                latency_p99_us: c.p99,
+            }
+        })
+        .collect();
+    let histograms = Histograms {
+        latency_us: histogram_b64(&total.latency),
+        error_latency_us: histogram_b64(&total.error_latency),
+        classes: merged
+            .classes
+            .iter()
+            .zip(phase.classes.iter())
+            .map(|(s, c)| (c.name.clone(), histogram_b64(&s.latency)))
+            .collect(),
+    };
+    let conn: ConnCounters = merged.conn;
+    MixResult {
+        mix: mix.number,
+        phase: phase_name.to_string(),
+        clients: mix.clients,
+        clients_participating: client_data.iter().filter(|c| !c.taken_out).count() as u32,
+        threads: mix.threads(),
+        partial,
+        window_s: round(window_s, 3),
+        figures: Figures::of(&total, window_s),
+        reconnects: conn.reconnects,
+        in_flight,
+        connections_opened: conn.connections_opened,
+        tls_full_handshakes: conn.tls_full_handshakes,
+        tls_resumptions: conn.tls_resumptions,
+        client_cpu_s: round(cpu.as_secs_f64(), 3),
+        params: ParamsResult {
+            delay_s: p.delay.as_secs_f64(),
+            ramp_up_s: p.ramp_up.as_secs_f64(),
+            ramp_down_s: p.ramp_down.as_secs_f64(),
+            length_s: p.length.as_secs_f64(),
+            think_time_s: p.think_time.as_secs_f64(),
+            threads_per_client: p.threads_per_client,
+            receive_buffer: p.receive_buffer,
+            http10_percent: p.http10_percent,
+            http10_keepalive: p.http10_keepalive,
+            persistent_percent: p.persistent_percent,
+            requests_per_connection: p.requests_per_connection.map(|(a, b)| [a, b]),
+            timeout_s: p.timeout.as_secs_f64(),
+            workload: p.workload.clone(),
+            target: p.target.clone(),
+        },
+        client_data,
+        classes,
+        per_second,
+        histograms,
+    }
+}
+
+/// Counters of one second, merged over clients.
+#[derive(Debug, Default)]
+struct Counters2 {
+    requests: u64,
+    errors: u64,
+    bytes: u64,
+    conn: u64,
+    p50: u64,
+    p99: u64,
+}
+
+impl Counters2 {
+    fn add(&mut self, c: &benchlab_engine::Counters, conn: &ConnCounters) {
+        self.requests += c.requests;
+        self.errors += c.errors_total();
+        self.bytes += c.bytes;
+        self.conn += conn.connections_opened;
+    }
+}

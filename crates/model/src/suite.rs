@@ -1,0 +1,528 @@
+//! Suites: an ordered list of mixes of rising load, their shared parameters
+//! (WebBench's names), the workloads and the target.
+//!
+//! Every mix parameter has a default in `[defaults]` (or benchlab's own,
+//! below) and any mix may override any of them, the workload and the target
+//! included. Consecutive mixes with the same workload and target form a
+//! *phase*, charted against load on its own.
+
+use crate::error::{ModelError, Source};
+use crate::workload::{RawWorkload, Workload};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// The parameters of one mix (WebBench's, seed 002 and 004), resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MixParams {
+    /// Each client starts after a random wait of at most this.
+    pub delay: Duration,
+    pub ramp_up: Duration,
+    pub ramp_down: Duration,
+    /// The whole mix, ramps included.
+    pub length: Duration,
+    pub think_time: Duration,
+    pub threads_per_client: u32,
+    /// Size of each read from a socket.
+    pub receive_buffer: usize,
+    pub http10_percent: u8,
+    pub http10_keepalive: bool,
+    pub persistent_percent: u8,
+    /// `None` = unlimited.
+    pub requests_per_connection: Option<(u32, u32)>,
+    /// Total time for one request (not scaled by `--time-scale`).
+    pub timeout: Duration,
+    /// Name of the workload (a key of the suite's workloads).
+    pub workload: String,
+    /// Base URL.
+    pub target: String,
+}
+
+/// One mix: a load level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mix {
+    /// 1-based, as in reports.
+    pub number: usize,
+    pub clients: u32,
+    pub params: MixParams,
+    /// Index into [`Suite::phases`].
+    pub phase: usize,
+}
+
+impl Mix {
+    /// Total threads (virtual users) of the mix.
+    pub fn threads(&self) -> u64 {
+        self.clients as u64 * self.params.threads_per_client as u64
+    }
+
+    /// The measurement window, from the mix's start.
+    pub fn window(&self) -> (Duration, Duration) {
+        (
+            self.params.ramp_up,
+            self.params.length.saturating_sub(self.params.ramp_down),
+        )
+    }
+}
+
+/// Consecutive mixes sharing a workload and a target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    pub workload: String,
+    pub target: String,
+    /// Indexes into [`Suite::mixes`].
+    pub mixes: Vec<usize>,
+}
+
+/// A suite, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suite {
+    pub name: String,
+    pub description: String,
+    pub path: PathBuf,
+    /// The suite's target (base URL); mixes may name their own.
+    pub target: String,
+    pub max_clients: Option<u32>,
+    pub seed: u64,
+    /// Give each in-process client its own loopback address (127.0.0.N)
+    /// when the target is on loopback, so the server sees distinct systems.
+    pub client_addresses: bool,
+    /// Named file-set directories (relative paths are to the suite file).
+    pub filesets: BTreeMap<String, PathBuf>,
+    /// What the suite needs of the target, for people (e.g. endpoints).
+    pub requires: Vec<String>,
+    pub workloads: BTreeMap<String, Workload>,
+    pub mixes: Vec<Mix>,
+    pub phases: Vec<Phase>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    name: Option<String>,
+    description: Option<String>,
+    target: Option<String>,
+    max_clients: Option<Spanned<u32>>,
+    seed: Option<u64>,
+    client_addresses: Option<bool>,
+    #[serde(default)]
+    filesets: BTreeMap<String, String>,
+    #[serde(default)]
+    requires: Vec<String>,
+    #[serde(default)]
+    defaults: RawParams,
+    #[serde(default)]
+    workloads: BTreeMap<String, Spanned<RawWorkloadRef>>,
+    #[serde(rename = "mix", default)]
+    mixes: Vec<Spanned<RawParams>>,
+}
+
+/// A workload in the suite: inline classes, or `file = "..."`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkloadRef {
+    file: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
+    #[serde(rename = "class", default)]
+    classes: Vec<Spanned<crate::workload::RawClass>>,
+}
+
+/// Parameters of `[defaults]` and of each `[[mix]]` (a mix also has
+/// `clients`). One struct rather than a flattened one: serde's `flatten`
+/// loses the positions that error messages need.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawParams {
+    clients: Option<Spanned<u32>>,
+    delay: Option<Spanned<String>>,
+    ramp_up: Option<Spanned<String>>,
+    ramp_down: Option<Spanned<String>>,
+    length: Option<Spanned<String>>,
+    think_time: Option<Spanned<String>>,
+    threads_per_client: Option<Spanned<u32>>,
+    receive_buffer: Option<Spanned<usize>>,
+    http10_percent: Option<Spanned<u8>>,
+    http10_keepalive: Option<bool>,
+    persistent_percent: Option<Spanned<u8>>,
+    requests_per_connection: Option<Spanned<toml::Value>>,
+    timeout: Option<Spanned<String>>,
+    workload: Option<Spanned<String>>,
+    target: Option<Spanned<String>>,
+}
+
+/// benchlab's defaults where neither the mix nor `[defaults]` says.
+fn builtin(target: &str) -> MixParams {
+    MixParams {
+        delay: Duration::ZERO,
+        ramp_up: Duration::from_secs(30),
+        ramp_down: Duration::from_secs(30),
+        length: Duration::from_secs(300),
+        think_time: Duration::ZERO,
+        threads_per_client: 1,
+        receive_buffer: 64 * 1024,
+        http10_percent: 0,
+        http10_keepalive: false,
+        persistent_percent: 100,
+        requests_per_connection: None,
+        timeout: Duration::from_secs(5),
+        workload: String::new(),
+        target: target.to_string(),
+    }
+}
+
+fn duration(src: &Source, s: &Spanned<String>, what: &str) -> Result<Duration, ModelError> {
+    humantime::parse_duration(s.get_ref().trim()).map_err(|e| {
+        src.error_at(
+            s.span().start,
+            format!(
+                "{what} `{}`: {e}; expected a duration such as \"30s\", \"500ms\" or \"5m\"",
+                s.get_ref()
+            ),
+        )
+    })
+}
+
+fn percent(src: &Source, p: &Spanned<u8>, what: &str) -> Result<u8, ModelError> {
+    let v = *p.get_ref();
+    if v > 100 {
+        return Err(src.error_at(
+            p.span().start,
+            format!("{what} {v}: expected a percentage from 0 to 100"),
+        ));
+    }
+    Ok(v)
+}
+
+/// `4`, `"4"`, `"2..6"`, `[2, 6]` or `"unlimited"`.
+fn per_connection(src: &Source, v: &Spanned<toml::Value>) -> Result<Option<(u32, u32)>, ModelError> {
+    let at = v.span().start;
+    let bad = || {
+        src.error_at(
+            at,
+            "requests_per_connection: expected N, \"MIN..MAX\", [MIN, MAX] (whole numbers, 1 ≤ MIN ≤ MAX) or \"unlimited\"",
+        )
+    };
+    let num = |x: &toml::Value| {
+        x.as_integer()
+            .filter(|n| *n >= 1 && *n <= u32::MAX as i64)
+            .map(|n| n as u32)
+    };
+    let (min, max) = match v.get_ref() {
+        toml::Value::Integer(_) => {
+            let n = num(v.get_ref()).ok_or_else(bad)?;
+            (n, n)
+        }
+        toml::Value::Array(a) if a.len() == 2 => (num(&a[0]).ok_or_else(bad)?, num(&a[1]).ok_or_else(bad)?),
+        toml::Value::String(s) if s == "unlimited" => return Ok(None),
+        toml::Value::String(s) => {
+            let parse = |x: &str| x.trim().parse::<u32>().ok().filter(|n| *n >= 1);
+            match s.split_once("..") {
+                Some((a, b)) => (parse(a).ok_or_else(bad)?, parse(b).ok_or_else(bad)?),
+                None => {
+                    let n = parse(s).ok_or_else(bad)?;
+                    (n, n)
+                }
+            }
+        }
+        _ => return Err(bad()),
+    };
+    if min > max {
+        return Err(bad());
+    }
+    Ok(Some((min, max)))
+}
+
+/// Applies the parameters given in `raw` over `p`.
+fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelError> {
+    if let Some(v) = &raw.delay {
+        p.delay = duration(src, v, "delay")?;
+    }
+    if let Some(v) = &raw.ramp_up {
+        p.ramp_up = duration(src, v, "ramp_up")?;
+    }
+    if let Some(v) = &raw.ramp_down {
+        p.ramp_down = duration(src, v, "ramp_down")?;
+    }
+    if let Some(v) = &raw.length {
+        p.length = duration(src, v, "length")?;
+        if p.length.is_zero() {
+            return Err(src.error_at(
+                v.span().start,
+                "length is zero: expected the mix's whole length, e.g. \"300s\"",
+            ));
+        }
+    }
+    if let Some(v) = &raw.think_time {
+        p.think_time = duration(src, v, "think_time")?;
+    }
+    if let Some(v) = &raw.timeout {
+        p.timeout = duration(src, v, "timeout")?;
+        if p.timeout.is_zero() {
+            return Err(src.error_at(v.span().start, "timeout is zero: expected e.g. \"5s\""));
+        }
+    }
+    if let Some(v) = &raw.threads_per_client {
+        if *v.get_ref() == 0 {
+            return Err(src.error_at(v.span().start, "threads_per_client is 0: expected at least 1"));
+        }
+        p.threads_per_client = *v.get_ref();
+    }
+    if let Some(v) = &raw.receive_buffer {
+        if *v.get_ref() < 64 {
+            return Err(src.error_at(v.span().start, "receive_buffer: expected at least 64 bytes"));
+        }
+        p.receive_buffer = *v.get_ref();
+    }
+    if let Some(v) = &raw.http10_percent {
+        p.http10_percent = percent(src, v, "http10_percent")?;
+    }
+    if let Some(v) = raw.http10_keepalive {
+        p.http10_keepalive = v;
+    }
+    if let Some(v) = &raw.persistent_percent {
+        p.persistent_percent = percent(src, v, "persistent_percent")?;
+    }
+    if let Some(v) = &raw.requests_per_connection {
+        p.requests_per_connection = per_connection(src, v)?;
+    }
+    if let Some(v) = &raw.workload {
+        p.workload = v.get_ref().clone();
+    }
+    if let Some(v) = &raw.target {
+        p.target = v.get_ref().clone();
+    }
+    Ok(())
+}
+
+impl Suite {
+    /// Reads and checks a suite file (and the workload files it names).
+    pub fn from_file(path: &Path) -> Result<Suite, ModelError> {
+        let src = Source::read(path)?;
+        let raw: RawSuite = src.parse()?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+
+        let mut workloads = BTreeMap::new();
+        for (key, w) in raw.workloads {
+            let at = w.span().start;
+            let w = w.into_inner();
+            let workload = match w.file {
+                Some(file) => {
+                    if !w.classes.is_empty() {
+                        return Err(src.error_at(
+                            at,
+                            format!("workload `{key}` has both `file` and inline classes: expected one of them"),
+                        ));
+                    }
+                    let p = dir.join(&file);
+                    let wsrc = Source::read(&p)
+                        .map_err(|e| src.error_at(at, format!("workload `{key}`: file `{file}`: {}", e.message)))?;
+                    let rw: RawWorkload = wsrc.parse()?;
+                    Workload::check(rw, &wsrc, &key)?
+                }
+                None => {
+                    let rw = RawWorkload {
+                        name: w.name.or(Some(key.clone())),
+                        description: w.description,
+                        classes: w.classes,
+                    };
+                    Workload::check(rw, &src, &key)?
+                }
+            };
+            workloads.insert(key, workload);
+        }
+        if workloads.is_empty() {
+            return Err(src.error("no workload: expected a [workloads.NAME] table (inline classes or file = \"...\")"));
+        }
+
+        let target = raw
+            .target
+            .clone()
+            .unwrap_or_else(|| "http://127.0.0.1:8080".to_string());
+        let mut defaults = builtin(&target);
+        if let Some(c) = &raw.defaults.clients {
+            return Err(src.error_at(c.span().start, "`clients` belongs in each [[mix]], not in [defaults]"));
+        }
+        apply(&src, &raw.defaults, &mut defaults)?;
+        if defaults.workload.is_empty() && workloads.len() == 1 {
+            defaults.workload = workloads.keys().next().cloned().unwrap_or_default();
+        }
+        let max_clients = raw.max_clients.as_ref().map(|m| *m.get_ref());
+        if raw.mixes.is_empty() {
+            return Err(src.error("no [[mix]]: expected at least one mix with `clients = N`"));
+        }
+        let mut mixes: Vec<Mix> = Vec::new();
+        let mut phases: Vec<Phase> = Vec::new();
+        for (i, m) in raw.mixes.iter().enumerate() {
+            let at = m.span().start;
+            let m = m.get_ref();
+            let mut p = defaults.clone();
+            apply(&src, m, &mut p)?;
+            let Some(clients_spanned) = &m.clients else {
+                return Err(src.error_at(at, format!("mix {}: no `clients`: expected `clients = N`", i + 1)));
+            };
+            let clients = *clients_spanned.get_ref();
+            if clients == 0 {
+                return Err(src.error_at(
+                    clients_spanned.span().start,
+                    format!("mix {}: clients = 0: expected at least 1", i + 1),
+                ));
+            }
+            if let Some(max) = max_clients {
+                if clients > max {
+                    return Err(src.error_at(
+                        clients_spanned.span().start,
+                        format!("mix {}: {clients} clients, but max_clients is {max}", i + 1),
+                    ));
+                }
+            }
+            if p.ramp_up + p.ramp_down >= p.length {
+                return Err(src.error_at(
+                    at,
+                    format!(
+                        "mix {}: ramp_up {} + ramp_down {} leave no measurement window in length {}: expected ramps shorter than the mix",
+                        i + 1,
+                        humantime::format_duration(p.ramp_up),
+                        humantime::format_duration(p.ramp_down),
+                        humantime::format_duration(p.length)
+                    ),
+                ));
+            }
+            if p.delay > p.ramp_up {
+                return Err(src.error_at(
+                    at,
+                    format!(
+                        "mix {}: delay {} is longer than ramp_up {}: expected each client's start to fall within ramp-up",
+                        i + 1,
+                        humantime::format_duration(p.delay),
+                        humantime::format_duration(p.ramp_up)
+                    ),
+                ));
+            }
+            if p.workload.is_empty() {
+                return Err(src.error_at(
+                    at,
+                    format!(
+                        "mix {}: no workload: the suite has several, expected `workload = \"NAME\"` in the mix or in [defaults]",
+                        i + 1
+                    ),
+                ));
+            }
+            if !workloads.contains_key(&p.workload) {
+                let known: Vec<&str> = workloads.keys().map(String::as_str).collect();
+                return Err(src.error_at(
+                    m.workload.as_ref().map(|w| w.span().start).unwrap_or(at),
+                    format!(
+                        "mix {}: unknown workload `{}`: expected one of {}",
+                        i + 1,
+                        p.workload,
+                        known.join(", ")
+                    ),
+                ));
+            }
+            if !(p.target.starts_with("http://") || p.target.starts_with("https://")) {
+                return Err(src.error_at(
+                    m.target.as_ref().map(|t| t.span().start).unwrap_or(at),
+                    format!(
+                        "mix {}: target `{}`: expected an http:// or https:// base URL",
+                        i + 1,
+                        p.target
+                    ),
+                ));
+            }
+            let phase = match phases.last() {
+                Some(ph) if ph.workload == p.workload && ph.target == p.target => phases.len() - 1,
+                _ => {
+                    phases.push(Phase {
+                        name: p.workload.clone(),
+                        workload: p.workload.clone(),
+                        target: p.target.clone(),
+                        mixes: Vec::new(),
+                    });
+                    phases.len() - 1
+                }
+            };
+            phases[phase].mixes.push(i);
+            mixes.push(Mix {
+                number: i + 1,
+                clients,
+                params: p,
+                phase,
+            });
+        }
+        // Phases of the same workload against different targets get the
+        // target in their name, so each name is unique.
+        let mut count: BTreeMap<String, usize> = BTreeMap::new();
+        for p in &phases {
+            *count.entry(p.workload.clone()).or_default() += 1;
+        }
+        for p in &mut phases {
+            if count[&p.workload] > 1 {
+                p.name = format!("{} @ {}", p.workload, p.target);
+            }
+        }
+        let filesets = raw
+            .filesets
+            .into_iter()
+            .map(|(k, v)| {
+                let p = PathBuf::from(&v);
+                (k, if p.is_absolute() { p } else { dir.join(p) })
+            })
+            .collect();
+        Ok(Suite {
+            name: raw.name.unwrap_or_else(|| {
+                path.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            }),
+            description: raw.description.unwrap_or_default(),
+            path: path.to_path_buf(),
+            target,
+            max_clients,
+            seed: raw.seed.unwrap_or(1),
+            client_addresses: raw.client_addresses.unwrap_or(true),
+            filesets,
+            requires: raw.requires,
+            workloads,
+            mixes,
+            phases,
+        })
+    }
+
+    /// Scales delay, ramps, length and think time (not timeouts), as
+    /// `--time-scale` asks, so a suite can be tried in minutes.
+    pub fn scale_time(&mut self, factor: f64) {
+        let s = |d: Duration| Duration::from_secs_f64(d.as_secs_f64() * factor);
+        for m in &mut self.mixes {
+            let p = &mut m.params;
+            p.delay = s(p.delay);
+            p.ramp_up = s(p.ramp_up);
+            p.ramp_down = s(p.ramp_down);
+            p.length = s(p.length);
+            p.think_time = s(p.think_time);
+        }
+    }
+
+    /// Replaces the target of every mix whose target is the suite's default
+    /// (`--target`): mixes that name their own target keep it.
+    pub fn retarget(&mut self, new: &str) {
+        let default_target = std::mem::replace(&mut self.target, new.to_string());
+        for m in &mut self.mixes {
+            if m.params.target == default_target {
+                m.params.target = new.to_string();
+            }
+        }
+        for p in &mut self.phases {
+            if p.target == default_target {
+                p.target = new.to_string();
+            }
+        }
+    }
+
+    /// Total run time of all mixes (ramps included).
+    pub fn total_length(&self) -> Duration {
+        self.mixes.iter().map(|m| m.params.length).sum()
+    }
+}

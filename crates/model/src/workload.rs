@@ -1,0 +1,429 @@
+//! Workloads: what is requested. Classes with percentages; a class holds
+//! URLs with weights, or draws from a file set's manifest with a popularity
+//! law (the manifest's own weights, Zipf over its order, or uniform).
+//!
+//! ```toml
+//! name = "mixed"
+//! [[class]]
+//! name = "static"
+//! percent = 70
+//! [class.fileset]
+//! name = "specweb99"          # resolved with `--fileset specweb99=DIR` or the suite's [filesets]
+//! popularity = "manifest"     # manifest | zipf | uniform
+//! top = 700                   # keep the 700 most popular files
+//! [[class]]
+//! name = "adrot"
+//! percent = 30
+//! kind = "dynamic"
+//! spi = "inproc"
+//! [class.fileset]
+//! name = "specweb99"
+//! prefix = "/spice/inproc/adrot"
+//! ```
+
+use crate::error::{ModelError, Source};
+use benchlab_fileset::Manifest;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// What kind of request a class makes (reports group by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ClassKind {
+    #[default]
+    Static,
+    /// Through an SPI (`spi` names it).
+    Dynamic,
+    /// Over TLS connections.
+    Tls,
+}
+
+impl ClassKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClassKind::Static => "static",
+            ClassKind::Dynamic => "dynamic",
+            ClassKind::Tls => "tls",
+        }
+    }
+}
+
+/// What a response of the class is checked against besides its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Validate {
+    Status,
+    Size,
+    Checksum,
+}
+
+/// How a file-set class spreads its requests over the manifest's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Popularity {
+    /// The manifest's request weights (SPECweb99's class × file × Zipf).
+    #[default]
+    Manifest,
+    /// Zipf over the manifest's order: file r (from 1) has weight 1/r^s.
+    Zipf,
+    Uniform,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWorkload {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    #[serde(rename = "class", default)]
+    pub classes: Vec<Spanned<RawClass>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClass {
+    pub name: String,
+    pub percent: Spanned<f64>,
+    #[serde(default)]
+    pub kind: ClassKind,
+    pub spi: Option<String>,
+    pub expect_status: Option<u16>,
+    pub validate: Option<Validate>,
+    /// Base URL for this class (e.g. `https://127.0.0.1:8443` for TLS).
+    pub target: Option<String>,
+    #[serde(rename = "url", default)]
+    pub urls: Vec<Spanned<RawUrl>>,
+    pub fileset: Option<Spanned<RawFileset>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawUrl {
+    /// A path (joined to the target) or a whole `http(s)://` URL.
+    pub path: String,
+    #[serde(default = "one")]
+    pub weight: f64,
+    pub size: Option<u64>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFileset {
+    /// Name of the file set (resolved to a directory at run time).
+    pub name: String,
+    #[serde(default)]
+    pub popularity: Popularity,
+    /// Zipf exponent for `popularity = "zipf"`.
+    pub zipf: Option<f64>,
+    /// Keep only the N most popular files.
+    pub top: Option<usize>,
+    /// Prepended to each manifest path (dynamic classes: `/spice/<spi>/adrot`).
+    #[serde(default)]
+    pub prefix: String,
+    /// Keep only manifest entries of these manifest classes.
+    pub classes: Option<Vec<String>>,
+    /// Query string added to every URL (e.g. `ms=3000` for SPICE sleep).
+    #[serde(default)]
+    pub query: String,
+}
+
+/// A workload, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    pub name: String,
+    pub description: String,
+    pub classes: Vec<Class>,
+}
+
+/// A request class, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Class {
+    pub name: String,
+    pub percent: f64,
+    pub kind: ClassKind,
+    pub spi: Option<String>,
+    pub expect_status: u16,
+    /// `None`: size when known (listed or from a manifest), else status.
+    pub validate: Option<Validate>,
+    pub target: Option<String>,
+    pub source: UrlSource,
+}
+
+/// Where a class's URLs come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UrlSource {
+    List(Vec<UrlEntry>),
+    Fileset(FilesetDraw),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct UrlEntry {
+    pub path: String,
+    pub weight: f64,
+    pub size: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilesetDraw {
+    pub name: String,
+    pub popularity: Popularity,
+    pub zipf: f64,
+    pub top: Option<usize>,
+    pub prefix: String,
+    pub classes: Option<Vec<String>>,
+    pub query: String,
+}
+
+/// One URL of a resolved class: what the engine loads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedUrl {
+    /// Whole URL.
+    pub url: String,
+    /// Share of the class's requests (the class's weights sum to 1).
+    pub weight: f64,
+    pub size: Option<u64>,
+    pub xxh3: Option<u64>,
+}
+
+impl Workload {
+    /// Parses a workload from its own file.
+    pub fn from_file(path: &Path) -> Result<Workload, ModelError> {
+        let src = Source::read(path)?;
+        let raw: RawWorkload = src.parse()?;
+        let default_name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Workload::check(raw, &src, &default_name)
+    }
+
+    /// Checks a parsed workload; errors point into `src`.
+    pub(crate) fn check(raw: RawWorkload, src: &Source, default_name: &str) -> Result<Workload, ModelError> {
+        if raw.classes.is_empty() {
+            return Err(src.error(format!(
+                "workload `{}` has no [[class]]: expected at least one class with a percent and URLs or a fileset",
+                raw.name.as_deref().unwrap_or(default_name)
+            )));
+        }
+        let mut classes = Vec::new();
+        let mut total = 0.0;
+        let mut names = BTreeMap::new();
+        for c in raw.classes {
+            let at = c.span().start;
+            let c = c.into_inner();
+            if names.insert(c.name.clone(), ()).is_some() {
+                return Err(src.error_at(at, format!("class `{}` is defined twice", c.name)));
+            }
+            let p = *c.percent.get_ref();
+            if !(p > 0.0 && p <= 100.0) {
+                return Err(src.error_at(
+                    c.percent.span().start,
+                    format!(
+                        "class `{}`: percent {p} is out of range: expected more than 0 and at most 100",
+                        c.name
+                    ),
+                ));
+            }
+            total += p;
+            if c.kind == ClassKind::Dynamic && c.spi.is_none() {
+                return Err(src.error_at(
+                    at,
+                    format!("class `{}` is dynamic: expected `spi = \"...\"` naming its SPI", c.name),
+                ));
+            }
+            let source = match (c.urls.is_empty(), c.fileset) {
+                (false, Some(f)) => {
+                    return Err(src.error_at(
+                        f.span().start,
+                        format!(
+                            "class `{}` has both [[class.url]] and [class.fileset]: expected one of them",
+                            c.name
+                        ),
+                    ))
+                }
+                (true, None) => {
+                    return Err(src.error_at(
+                        at,
+                        format!(
+                            "class `{}` has no URLs: expected [[class.url]] entries or a [class.fileset]",
+                            c.name
+                        ),
+                    ))
+                }
+                (false, None) => {
+                    let mut list = Vec::with_capacity(c.urls.len());
+                    for u in c.urls {
+                        let uat = u.span().start;
+                        let u = u.into_inner();
+                        if !(u.weight > 0.0 && u.weight.is_finite()) {
+                            return Err(src.error_at(uat, format!("URL `{}`: weight must be above 0", u.path)));
+                        }
+                        if !(u.path.starts_with('/') || u.path.starts_with("http://") || u.path.starts_with("https://"))
+                        {
+                            return Err(src.error_at(
+                                uat,
+                                format!("URL `{}`: expected a path starting with / or an http(s):// URL", u.path),
+                            ));
+                        }
+                        list.push(UrlEntry {
+                            path: u.path,
+                            weight: u.weight,
+                            size: u.size,
+                        });
+                    }
+                    UrlSource::List(list)
+                }
+                (true, Some(f)) => {
+                    let fat = f.span().start;
+                    let f = f.into_inner();
+                    let zipf = f.zipf.unwrap_or(1.0);
+                    if !(zipf.is_finite() && zipf >= 0.0) {
+                        return Err(src.error_at(fat, format!("zipf exponent {zipf}: expected a number ≥ 0")));
+                    }
+                    if f.top == Some(0) {
+                        return Err(src.error_at(fat, "top = 0 keeps no file: expected at least 1"));
+                    }
+                    if !f.prefix.is_empty() && !f.prefix.starts_with('/') {
+                        return Err(src.error_at(fat, format!("prefix `{}` must start with /", f.prefix)));
+                    }
+                    UrlSource::Fileset(FilesetDraw {
+                        name: f.name,
+                        popularity: f.popularity,
+                        zipf,
+                        top: f.top,
+                        prefix: f.prefix.trim_end_matches('/').to_string(),
+                        classes: f.classes,
+                        query: f.query.trim_start_matches('?').to_string(),
+                    })
+                }
+            };
+            classes.push(Class {
+                name: c.name,
+                percent: p,
+                kind: c.kind,
+                spi: c.spi,
+                expect_status: c.expect_status.unwrap_or(200),
+                validate: c.validate,
+                target: c.target,
+                source,
+            });
+        }
+        if (total - 100.0).abs() > 0.01 {
+            let list: Vec<String> = classes.iter().map(|c| format!("{} {}", c.name, c.percent)).collect();
+            return Err(src.error(format!(
+                "class percentages add up to {total}, expected 100 ({})",
+                list.join(" + ")
+            )));
+        }
+        Ok(Workload {
+            name: raw.name.unwrap_or_else(|| default_name.to_string()),
+            description: raw.description.unwrap_or_default(),
+            classes,
+        })
+    }
+
+    /// File sets the workload draws from.
+    pub fn filesets(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self
+            .classes
+            .iter()
+            .filter_map(|c| match &c.source {
+                UrlSource::Fileset(f) => Some(f.name.as_str()),
+                UrlSource::List(_) => None,
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+impl Class {
+    /// The class's URLs against base URL `target` (the class's own target
+    /// wins), with weights summing to 1 and expected sizes/checksums.
+    /// `filesets` maps file-set names to their directories.
+    pub fn resolve(&self, target: &str, filesets: &BTreeMap<String, PathBuf>) -> Result<Vec<ResolvedUrl>, String> {
+        let base = self.target.as_deref().unwrap_or(target).trim_end_matches('/');
+        let join = |p: &str| {
+            if p.starts_with("http://") || p.starts_with("https://") {
+                p.to_string()
+            } else {
+                format!("{base}{p}")
+            }
+        };
+        let mut out = match &self.source {
+            UrlSource::List(list) => list
+                .iter()
+                .map(|u| ResolvedUrl {
+                    url: join(&u.path),
+                    weight: u.weight,
+                    size: u.size,
+                    xxh3: None,
+                })
+                .collect::<Vec<_>>(),
+            UrlSource::Fileset(f) => {
+                let dir = filesets.get(&f.name).ok_or_else(|| {
+                    format!(
+                        "class `{}` draws from file set `{}`, but no directory is given for it: \
+                         pass --fileset {}=DIR (made by `benchlab fileset generate`) or set it in the suite's [filesets]",
+                        self.name, f.name, f.name
+                    )
+                })?;
+                let manifest = Manifest::read(&dir.join("manifest")).map_err(|e| e.to_string())?;
+                let mut entries: Vec<_> = manifest
+                    .entries
+                    .iter()
+                    .filter(|e| f.classes.as_ref().is_none_or(|cs| cs.iter().any(|c| *c == e.class)))
+                    .collect();
+                if entries.is_empty() {
+                    return Err(format!(
+                        "class `{}`: file set `{}` has no matching files",
+                        self.name, f.name
+                    ));
+                }
+                let weight_of = |rank: usize, w: f64| match f.popularity {
+                    Popularity::Manifest => w,
+                    Popularity::Uniform => 1.0,
+                    Popularity::Zipf => 1.0 / ((rank + 1) as f64).powf(f.zipf),
+                };
+                let mut weighted: Vec<(f64, &benchlab_fileset::Entry)> = entries
+                    .drain(..)
+                    .enumerate()
+                    .map(|(r, e)| (weight_of(r, e.weight), e))
+                    .collect();
+                if let Some(top) = f.top {
+                    // Most popular first; ties keep manifest order (stable sort).
+                    weighted.sort_by(|a, b| b.0.total_cmp(&a.0));
+                    weighted.truncate(top);
+                }
+                weighted
+                    .into_iter()
+                    .filter(|(w, _)| *w > 0.0)
+                    .map(|(w, e)| ResolvedUrl {
+                        url: if f.query.is_empty() {
+                            join(&format!("{}{}", f.prefix, e.path))
+                        } else {
+                            join(&format!("{}{}?{}", f.prefix, e.path, f.query))
+                        },
+                        weight: w,
+                        size: Some(e.size),
+                        xxh3: Some(e.xxh3),
+                    })
+                    .collect()
+            }
+        };
+        let total: f64 = out.iter().map(|u| u.weight).sum();
+        if !(total > 0.0) {
+            return Err(format!("class `{}`: its URLs have no weight", self.name));
+        }
+        for u in &mut out {
+            u.weight /= total;
+        }
+        Ok(out)
+    }
+}
