@@ -64,7 +64,8 @@ impl Observer for Quiet {}
 
 /// A phase's URLs, resolved once and shared by its mixes.
 struct PhasePlan {
-    urls: Vec<UrlPlan>,
+    /// Shared by every client of every mix of the phase.
+    urls: Arc<[UrlPlan]>,
     classes: Vec<ClassPlan>,
     class_info: Vec<(String, ClassKind, Option<String>, f64)>,
 }
@@ -111,7 +112,7 @@ fn resolve_phase(
         }
     }
     Ok(PhasePlan {
-        urls,
+        urls: urls.into(),
         classes,
         class_info,
     })
@@ -142,10 +143,10 @@ fn target_for(url: &str, bases: &mut BTreeMap<String, Target>) -> Result<Target,
 
 /// One request per URL of the phase (a sample of 10 per file-set class),
 /// checking status and size before any load.
-fn preflight(plan: &mut PhasePlan, tls: &TlsOptions, observer: &mut dyn Observer) -> Result<(), ControllerError> {
+fn preflight(plan: &PhasePlan, tls: &TlsOptions, observer: &mut dyn Observer) -> Result<(), ControllerError> {
     let mut per_class: BTreeMap<usize, usize> = BTreeMap::new();
     let mut checked = 0;
-    for u in &mut plan.urls {
+    for u in plan.urls.iter() {
         let n = per_class.entry(u.class).or_default();
         if *n >= 10 && !matches!(u.expect, Expect::Status) {
             continue;
@@ -270,9 +271,9 @@ pub fn run_suite(
     // stops the run in seconds, not after an hour of mixes.
     let mut phases = Vec::with_capacity(suite.phases.len());
     for p in &suite.phases {
-        let mut plan = resolve_phase(suite, &p.workload, &p.target, &filesets)?;
+        let plan = resolve_phase(suite, &p.workload, &p.target, &filesets)?;
         if opts.preflight {
-            preflight(&mut plan, &opts.tls, observer)?;
+            preflight(&plan, &opts.tls, observer)?;
         }
         phases.push(plan);
     }
@@ -329,7 +330,7 @@ fn run_mix(
         };
         let address = (suite.client_addresses && loopback && c < 254)
             .then(|| IpAddr::V4(Ipv4Addr::new(127, 0, 0, (c + 1) as u8)));
-        let mut plan = ClientPlan::new(phase.urls.clone(), phase.classes.clone());
+        let mut plan = ClientPlan::new(Arc::clone(&phase.urls), phase.classes.clone());
         plan.virtual_users = p.threads_per_client;
         plan.os_threads = os_threads;
         plan.stop = Stop::After(p.length);

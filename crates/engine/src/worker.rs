@@ -18,7 +18,7 @@
 //! carrying a FIN, is followed by another read, so nothing is missed.
 
 use crate::parse::{Feed, FrameError, ResponseParser};
-use crate::plan::{ClientPlan, Expect, Requests, Scheme, Stop, Variant};
+use crate::plan::{parts_len, ClientPlan, Expect, Requests, Scheme, Stop, Variant};
 use crate::rng::SplitMix64;
 use crate::stats::{ErrorKind, Snapshot, Stats, ThreadEnd};
 use crate::tls::{server_name, TlsConfigs};
@@ -230,6 +230,7 @@ impl Worker {
         if now < begin {
             std::thread::sleep(begin - now);
         }
+        self.window_open = self.in_window(Instant::now());
         for i in 0..self.vus.len() {
             self.start_request(i);
         }
@@ -597,13 +598,19 @@ impl Worker {
     fn write_more(&mut self, i: usize) {
         let reused = self.vus[i].conn_served > 0;
         let v = &mut self.vus[i];
-        let req = self.shared.requests.get(v.url as usize, v.variant);
+        let parts = self
+            .shared
+            .requests
+            .parts(&self.shared.plan.urls, v.url as usize, v.variant);
+        let total = parts_len(&parts);
         let Some(sock) = v.sock.as_mut() else {
             return self.fail(i, ErrorKind::Reset);
         };
         let result: io::Result<bool> = match sock {
             Sock::Plain(tcp) => loop {
-                match tcp.write(&req[v.written..]) {
+                let mut slices = [io::IoSlice::new(&[]); 3];
+                let n = unwritten(&parts, v.written, &mut slices);
+                match tcp.write_vectored(&slices[..n]) {
                     Ok(n) => {
                         if !v.connected {
                             v.connected = true;
@@ -612,7 +619,7 @@ impl Worker {
                             });
                         }
                         v.written += n;
-                        if v.written == req.len() {
+                        if v.written == total {
                             break Ok(true);
                         }
                     }
@@ -622,12 +629,13 @@ impl Worker {
                 }
             },
             Sock::Tls(t) => {
-                if v.written < req.len() {
+                if v.written < total {
                     // rustls buffers the plaintext; it leaves as records below.
-                    if let Err(e) = t.conn.writer().write_all(&req[v.written..]) {
+                    let mut w = t.conn.writer();
+                    if let Err(e) = parts.iter().try_for_each(|p| w.write_all(p)) {
                         break_tls(e)
                     } else {
-                        v.written = req.len();
+                        v.written = total;
                         flush_tls(t)
                     }
                 } else {
@@ -900,6 +908,23 @@ fn flush_tls(t: &mut TlsSock) -> io::Result<bool> {
 
 fn break_tls(e: io::Error) -> io::Result<bool> {
     Err(io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Fills `out` with the parts of a request not yet written (`written`
+/// bytes are); returns how many slices are in use.
+#[inline]
+fn unwritten<'a>(parts: &[&'a [u8]; 3], mut written: usize, out: &mut [io::IoSlice<'a>; 3]) -> usize {
+    let mut n = 0;
+    for p in parts {
+        if written >= p.len() {
+            written -= p.len();
+            continue;
+        }
+        out[n] = io::IoSlice::new(&p[written..]);
+        written = 0;
+        n += 1;
+    }
+    n
 }
 
 /// Counts a connection event in the second's counters and, when the window
