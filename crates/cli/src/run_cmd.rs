@@ -62,7 +62,7 @@ fn fileset_arg(s: &str) -> Result<(String, PathBuf), String> {
     Ok((n.to_string(), PathBuf::from(d)))
 }
 
-fn load(path: &PathBuf) -> Result<Suite, CliError> {
+fn load(path: &std::path::Path) -> Result<Suite, CliError> {
     Suite::from_file(path).map_err(|e| CliError::Usage(e.to_string()))
 }
 

@@ -351,7 +351,10 @@ impl Suite {
         }
         let max_clients = raw.max_clients.as_ref().map(|m| *m.get_ref());
         if raw.mixes.is_empty() {
-            return Err(src.error("no [[mix]]: expected at least one mix with `clients = N`"));
+            return Err(src.error_at(
+                src.text.len(),
+                "no [[mix]]: expected at least one mix with `clients = N`",
+            ));
         }
         let mut mixes: Vec<Mix> = Vec::new();
         let mut phases: Vec<Phase> = Vec::new();

@@ -210,6 +210,7 @@ impl Workload {
                 raw.name.as_deref().unwrap_or(default_name)
             )));
         }
+        let first_class_at = raw.classes[0].span().start;
         let mut classes = Vec::new();
         let mut total = 0.0;
         let mut names = BTreeMap::new();
@@ -315,10 +316,13 @@ impl Workload {
         }
         if (total - 100.0).abs() > 0.01 {
             let list: Vec<String> = classes.iter().map(|c| format!("{} {}", c.name, c.percent)).collect();
-            return Err(src.error(format!(
-                "class percentages add up to {total}, expected 100 ({})",
-                list.join(" + ")
-            )));
+            return Err(src.error_at(
+                first_class_at,
+                format!(
+                    "class percentages add up to {total}, expected 100 ({})",
+                    list.join(" + ")
+                ),
+            ));
         }
         Ok(Workload {
             name: raw.name.unwrap_or_else(|| default_name.to_string()),
@@ -378,7 +382,7 @@ impl Class {
                 let mut entries: Vec<_> = manifest
                     .entries
                     .iter()
-                    .filter(|e| f.classes.as_ref().is_none_or(|cs| cs.iter().any(|c| *c == e.class)))
+                    .filter(|e| f.classes.as_ref().is_none_or(|cs| cs.contains(&e.class)))
                     .collect();
                 if entries.is_empty() {
                     return Err(format!(
@@ -418,12 +422,92 @@ impl Class {
             }
         };
         let total: f64 = out.iter().map(|u| u.weight).sum();
-        if !(total > 0.0) {
+        if total.is_nan() || total <= 0.0 {
             return Err(format!("class `{}`: its URLs have no weight", self.name));
         }
         for u in &mut out {
             u.weight /= total;
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchlab_fileset::{Entry, Manifest};
+
+    fn manifest_dir(weights: &[f64]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().expect("tempdir");
+        let m = Manifest {
+            params: vec![],
+            entries: weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| Entry {
+                    path: format!("/f{i}.html"),
+                    size: 100 + i as u64,
+                    xxh3: i as u64,
+                    class: if i % 2 == 0 { "even".into() } else { "odd".into() },
+                    weight: *w,
+                })
+                .collect(),
+        };
+        std::fs::write(d.path().join("manifest"), m.to_text()).expect("write manifest");
+        d
+    }
+
+    fn class(draw: FilesetDraw) -> Class {
+        Class {
+            name: "c".into(),
+            percent: 100.0,
+            kind: ClassKind::Static,
+            spi: None,
+            expect_status: 200,
+            validate: None,
+            target: None,
+            source: UrlSource::Fileset(draw),
+        }
+    }
+
+    fn draw(popularity: Popularity) -> FilesetDraw {
+        FilesetDraw {
+            name: "set".into(),
+            popularity,
+            zipf: 1.0,
+            top: None,
+            prefix: String::new(),
+            classes: None,
+            query: String::new(),
+        }
+    }
+
+    #[test]
+    fn zipf_top_prefix_and_query() {
+        let d = manifest_dir(&[0.1, 0.2, 0.3, 0.4]);
+        let sets = BTreeMap::from([("set".to_string(), d.path().to_path_buf())]);
+        let mut f = draw(Popularity::Zipf);
+        f.top = Some(2);
+        f.prefix = "/spice/inproc/sleep".into();
+        f.query = "ms=10".into();
+        let urls = class(f).resolve("http://h:1/", &sets).unwrap();
+        // Zipf over manifest order: 1, 1/2 → normalised 2/3, 1/3.
+        assert_eq!(urls.len(), 2);
+        assert_eq!(urls[0].url, "http://h:1/spice/inproc/sleep/f0.html?ms=10");
+        assert!((urls[0].weight - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(urls[1].size, Some(101));
+    }
+
+    #[test]
+    fn manifest_weights_and_class_filter() {
+        let d = manifest_dir(&[0.1, 0.2, 0.3, 0.4]);
+        let sets = BTreeMap::from([("set".to_string(), d.path().to_path_buf())]);
+        let mut f = draw(Popularity::Manifest);
+        f.classes = Some(vec!["odd".into()]);
+        let urls = class(f).resolve("http://h", &sets).unwrap();
+        assert_eq!(urls.iter().map(|u| u.url.as_str()).collect::<Vec<_>>(), ["http://h/f1.html", "http://h/f3.html"]);
+        assert!((urls[0].weight - 0.2 / 0.6).abs() < 1e-12);
+        let missing = class(draw(Popularity::Uniform)).resolve("http://h", &BTreeMap::new()).unwrap_err();
+        assert!(missing.contains("--fileset set=DIR"), "{missing}");
     }
 }
