@@ -5,6 +5,7 @@ mod args;
 mod fileset_cmd;
 mod http;
 mod output;
+mod demo_cmd;
 mod run_cmd;
 mod serve_cmd;
 mod workload_cmd;
@@ -22,6 +23,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The embedded default: a file set, benchlab's reference server, the
+    /// `demo` suite (about a minute) and its results, with nothing to set up.
+    Demo(demo_cmd::DemoArgs),
     /// Run a suite: mix after mix of rising load; writes a results directory
     /// (results.json, summary.csv, clients.csv) after every mix.
     Run(run_cmd::RunArgs),
@@ -66,6 +70,7 @@ fn main() -> ExitCode {
         Command::Http(a) => http::run(*a),
         Command::Serve(a) => serve_cmd::run(a),
         Command::Fileset(a) => fileset_cmd::run(a),
+        Command::Demo(a) => demo_cmd::run(a),
         Command::Run(a) => run_cmd::run(a),
         Command::Check(a) => run_cmd::check(a),
         Command::Workload(a) => workload_cmd::run(a),

@@ -119,11 +119,21 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
     Ok(Outcome::Completed)
 }
 
-/// Shows a progress bar per mix.
-struct Progress {
+/// Shows a progress bar per mix (a line per mix when not on a terminal).
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     tty: bool,
     window: (Duration, Duration),
+}
+
+impl Progress {
+    pub(crate) fn new() -> Progress {
+        Progress {
+            bar: None,
+            tty: std::io::stderr().is_terminal(),
+            window: (Duration::ZERO, Duration::ZERO),
+        }
+    }
 }
 
 impl Observer for Progress {
@@ -231,11 +241,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let s2 = Arc::clone(&stop);
     // Ctrl-C ends the current mix (kept, marked partial) and the run.
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
-    let mut progress = Progress {
-        bar: None,
-        tty: std::io::stderr().is_terminal(),
-        window: (Duration::ZERO, Duration::ZERO),
-    };
+    let mut progress = Progress::new();
     let results = run_suite(&suite, &opts, &stop, &mut progress).map_err(|e| CliError::CannotRun(e.to_string()))?;
     print!("{}", summary_table(&results));
     println!("results: {}", out.display());
@@ -299,7 +305,7 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 /// `YYYYmmdd-HHMMSS` in UTC, for default results directories.
-fn stamp() -> String {
+pub(crate) fn stamp() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
