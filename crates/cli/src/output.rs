@@ -10,29 +10,8 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-/// Latency figures in microseconds.
-#[derive(Debug, Clone, Serialize)]
-pub struct Latency {
-    pub mean: f64,
-    pub p50: u64,
-    pub p90: u64,
-    pub p99: u64,
-    pub p999: u64,
-    pub max: u64,
-}
-
-impl From<LatencySummary> for Latency {
-    fn from(s: LatencySummary) -> Self {
-        Latency {
-            mean: (s.mean * 10.0).round() / 10.0,
-            p50: s.p50,
-            p90: s.p90,
-            p99: s.p99,
-            p999: s.p999,
-            max: s.max,
-        }
-    }
-}
+/// Latency figures in microseconds: the same type as in results.json.
+pub use benchlab_controller::Latency;
 
 /// The load generator's own CPU use.
 #[derive(Debug, Clone, Serialize)]
