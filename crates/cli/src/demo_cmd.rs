@@ -93,5 +93,9 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
     let results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
     print!("{}", summary_table(&results));
     println!("results: {}", out.display());
+    if stop.load(Ordering::Relaxed) {
+        eprintln!("interrupted: the finished mixes and the partial one are in {}", out.display());
+        return Ok(Outcome::Interrupted);
+    }
     Ok(Outcome::Completed)
 }

@@ -5,6 +5,7 @@ mod args;
 mod fileset_cmd;
 mod http;
 mod output;
+mod report_cmd;
 mod demo_cmd;
 mod run_cmd;
 mod serve_cmd;
@@ -42,6 +43,12 @@ enum Command {
     Fileset(fileset_cmd::FilesetArgs),
     /// Make workload files (from a real server's access log).
     Workload(workload_cmd::WorkloadArgs),
+    /// Write report.html (charts, analysis, summary and client data reports,
+    /// configuration) and report.xlsx from one or several results directories.
+    Report(report_cmd::ReportArgs),
+    /// Compare two results directories: ratios per mix, and exit 3 when NEW
+    /// is worse than BASE beyond --max-regression (a CI regression check).
+    Compare(report_cmd::CompareArgs),
 }
 
 /// How a command ended, mapped to the process exit code.
@@ -51,6 +58,8 @@ pub enum Outcome {
     Completed,
     /// A `--max-*` threshold was breached: exit 3.
     Breached,
+    /// Ctrl-C stopped the run; what was measured is kept: exit 130.
+    Interrupted,
 }
 
 /// Errors a command reports before or instead of a result.
@@ -74,10 +83,13 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(a),
         Command::Check(a) => run_cmd::check(a),
         Command::Workload(a) => workload_cmd::run(a),
+        Command::Report(a) => report_cmd::report(a),
+        Command::Compare(a) => report_cmd::compare(a),
     };
     match result {
         Ok(Outcome::Completed) => ExitCode::SUCCESS,
         Ok(Outcome::Breached) => ExitCode::from(3),
+        Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(CliError::Usage(m)) => {
             eprintln!("benchlab: error: {m}");
             ExitCode::from(2)

@@ -245,6 +245,10 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let results = run_suite(&suite, &opts, &stop, &mut progress).map_err(|e| CliError::CannotRun(e.to_string()))?;
     print!("{}", summary_table(&results));
     println!("results: {}", out.display());
+    if stop.load(Ordering::Relaxed) {
+        eprintln!("interrupted: the finished mixes and the partial one are in {}", out.display());
+        return Ok(Outcome::Interrupted);
+    }
     Ok(Outcome::Completed)
 }
 

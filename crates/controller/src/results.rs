@@ -14,7 +14,7 @@ use std::path::Path;
 pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
 
 /// Latency in microseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Latency {
     pub mean: f64,
     pub p50: u64,
@@ -48,7 +48,7 @@ pub fn errors_of(c: &Counters) -> Errors {
 }
 
 /// Counts and rates of a span of requests (a mix, a client, a class).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Figures {
     pub requests: u64,
     pub requests_per_sec: f64,
@@ -100,7 +100,7 @@ impl Figures {
 }
 
 /// One client (test system) in one mix: WebBench's client data report row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClientResult {
     /// 1-based.
     pub client: u32,
@@ -119,7 +119,7 @@ pub struct ClientResult {
 }
 
 /// One class in one mix.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClassResult {
     pub name: String,
     pub kind: String,
@@ -133,7 +133,7 @@ pub struct ClassResult {
 }
 
 /// One second of a mix, all clients merged, ramps included.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SecondResult {
     /// Seconds since the mix's start, from 1.
     pub second: u32,
@@ -148,7 +148,7 @@ pub struct SecondResult {
 }
 
 /// Merged HDR histograms in the standard V2 serialisation, base64.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Histograms {
     pub latency_us: String,
     pub error_latency_us: String,
@@ -157,7 +157,7 @@ pub struct Histograms {
 }
 
 /// The parameters a mix ran with (the configuration disclosure).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParamsResult {
     pub delay_s: f64,
     pub ramp_up_s: f64,
@@ -177,7 +177,7 @@ pub struct ParamsResult {
 }
 
 /// One mix: WebBench's summary report row, and everything behind it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MixResult {
     pub mix: usize,
     pub phase: String,
@@ -206,7 +206,7 @@ pub struct MixResult {
 }
 
 /// The machine and software that ran the suite.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     pub benchlab_version: String,
     pub host: String,
@@ -221,7 +221,7 @@ pub struct Environment {
 }
 
 /// The suite as run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SuiteInfo {
     pub name: String,
     pub description: String,
@@ -232,7 +232,7 @@ pub struct SuiteInfo {
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseResult {
     pub name: String,
     pub workload: String,
@@ -242,7 +242,7 @@ pub struct PhaseResult {
 }
 
 /// `results.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Results {
     pub schema: String,
     pub suite: SuiteInfo,

@@ -67,7 +67,8 @@ struct PhasePlan {
     /// Shared by every client of every mix of the phase.
     urls: Arc<[UrlPlan]>,
     classes: Vec<ClassPlan>,
-    class_info: Vec<(String, ClassKind, Option<String>, f64)>,
+    /// Per class: name, kind, SPI, percent, drawn from a file set.
+    class_info: Vec<(String, ClassKind, Option<String>, f64, bool)>,
 }
 
 fn resolve_phase(
@@ -89,7 +90,8 @@ fn resolve_phase(
     for (ci, c) in w.classes.iter().enumerate() {
         let resolved = c.resolve(target, filesets).map_err(ControllerError::Target)?;
         classes.push(ClassPlan { name: c.name.clone() });
-        class_info.push((c.name.clone(), c.kind, c.spi.clone(), c.percent));
+        let from_fileset = matches!(c.source, benchlab_model::UrlSource::Fileset(_));
+        class_info.push((c.name.clone(), c.kind, c.spi.clone(), c.percent, from_fileset));
         for r in resolved {
             let t = target_for(&r.url, &mut bases)?;
             let validate = c.validate.unwrap_or(if r.size.is_some() {
@@ -141,50 +143,58 @@ fn target_for(url: &str, bases: &mut BTreeMap<String, Target>) -> Result<Target,
     Ok(t)
 }
 
-/// One request per URL of the phase (a sample of 10 per file-set class),
-/// checking status and size before any load.
+/// URLs of a class the preflight requests: every listed URL (up to 1,000),
+/// and for a file-set class 16 spread evenly over the manifest (first and
+/// last included), so a server missing part of a large set is caught.
+fn preflight_sample(urls: &[UrlPlan], class: usize, from_fileset: bool) -> Vec<usize> {
+    let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].class == class).collect();
+    let want = if from_fileset { 16 } else { 1000 };
+    if idx.len() <= want {
+        return idx;
+    }
+    let mut pick: Vec<usize> = (0..want).map(|k| idx[k * (idx.len() - 1) / (want - 1)]).collect();
+    pick.dedup();
+    pick
+}
+
+/// One request per URL of the phase (a sample of a file-set class),
+/// checking status, size and checksum before any load.
 fn preflight(plan: &PhasePlan, tls: &TlsOptions, observer: &mut dyn Observer) -> Result<(), ControllerError> {
-    let mut per_class: BTreeMap<usize, usize> = BTreeMap::new();
     let mut checked = 0;
-    for u in plan.urls.iter() {
-        let n = per_class.entry(u.class).or_default();
-        if *n >= 10 && !matches!(u.expect, Expect::Status) {
-            continue;
-        }
-        if *n >= 50 {
-            continue;
-        }
-        *n += 1;
-        checked += 1;
-        let r = probe(&u.target, &[], tls, Duration::from_secs(10)).map_err(|e| {
-            ControllerError::Target(format!(
-                "preflight: GET {} failed: {e}; is the target running and is it what the suite expects?",
-                u.target.url
-            ))
-        })?;
-        if r.status != u.expect_status {
-            return Err(ControllerError::Target(format!(
-                "preflight: GET {} returned status {}, expected {} — the target does not serve what the suite expects \
-                 (wrong --target, file set not installed, or SPICE endpoint missing)",
-                u.target.url, r.status, u.expect_status
-            )));
-        }
-        match u.expect {
-            Expect::Size(size) | Expect::Checksum { size, .. } if size != r.body_bytes => {
-                return Err(ControllerError::Target(format!(
-                    "preflight: GET {} returned {} body bytes, the workload expects {size} — \
-                     is the target serving the same file set?",
-                    u.target.url, r.body_bytes
-                )));
-            }
-            Expect::Checksum { xxh3, .. } if xxh3 != r.xxh3 => {
-                return Err(ControllerError::Target(format!(
-                    "preflight: GET {}: the body's checksum differs from the manifest's — is the target serving \
-                     the same file set (same seed)?",
+    for (class, info) in plan.class_info.iter().enumerate() {
+        for i in preflight_sample(&plan.urls, class, info.4) {
+            let u = &plan.urls[i];
+            checked += 1;
+            let r = probe(&u.target, &[], tls, Duration::from_secs(10)).map_err(|e| {
+                ControllerError::Target(format!(
+                    "preflight: GET {} failed: {e}; is the target running and is it what the suite expects?",
                     u.target.url
+                ))
+            })?;
+            if r.status != u.expect_status {
+                return Err(ControllerError::Target(format!(
+                    "preflight: GET {} returned status {}, expected {} — the target does not serve what the suite expects \
+                     (wrong --target, file set not installed, or SPICE endpoint missing)",
+                    u.target.url, r.status, u.expect_status
                 )));
             }
-            _ => {}
+            match u.expect {
+                Expect::Size(size) | Expect::Checksum { size, .. } if size != r.body_bytes => {
+                    return Err(ControllerError::Target(format!(
+                        "preflight: GET {} returned {} body bytes, the workload expects {size} — \
+                         is the target serving the same file set?",
+                        u.target.url, r.body_bytes
+                    )));
+                }
+                Expect::Checksum { xxh3, .. } if xxh3 != r.xxh3 => {
+                    return Err(ControllerError::Target(format!(
+                        "preflight: GET {}: the body's checksum differs from the manifest's — is the target serving \
+                         the same file set (same seed)?",
+                        u.target.url
+                    )));
+                }
+                _ => {}
+            }
         }
     }
     observer.note(&format!("preflight: {checked} URL(s) checked"));
@@ -439,7 +449,7 @@ fn mix_result(
         .classes
         .iter()
         .zip(phase.class_info.iter())
-        .map(|(s, (name, kind, spi, percent))| {
+        .map(|(s, (name, kind, spi, percent, _))| {
             let done = s.counters.requests + s.counters.errors_total();
             ClassResult {
                 name: name.clone(),

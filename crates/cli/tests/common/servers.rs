@@ -143,6 +143,10 @@ pub struct NginxOpts {
     pub keepalive_requests: u32,
     /// `keepalive_timeout`, in nginx syntax (`75s`, `300ms`).
     pub keepalive_timeout: String,
+    /// Serve this directory (e.g. a file set from `benchlab fileset
+    /// generate`) instead of a fresh docroot with [`FILES`]. nginx runs as
+    /// root (`user root;`), so the directory needs no particular mode.
+    pub docroot: Option<PathBuf>,
 }
 
 impl Default for NginxOpts {
@@ -151,6 +155,7 @@ impl Default for NginxOpts {
             tls: false,
             keepalive_requests: 1000,
             keepalive_timeout: "75s".to_owned(),
+            docroot: None,
         }
     }
 }
@@ -229,7 +234,10 @@ impl Nginx {
         require("nginx");
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path();
-        let www = make_docroot(d);
+        let www = match &opts.docroot {
+            Some(root) => root.clone(),
+            None => make_docroot(d),
+        };
         for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
             fs::create_dir_all(d.join(format!("tmp_{t}"))).expect("create nginx temp dir");
         }

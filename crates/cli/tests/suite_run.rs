@@ -1,0 +1,824 @@
+//! `benchlab run SUITE` against a real nginx on loopback serving a file set
+//! made by `benchlab fileset generate`: the results directory (results.json,
+//! summary.csv, clients.csv) counted exactly as DESIGN.md's "Counting,
+//! exactly" says and checked against what nginx logged; `--time-scale` on a
+//! shipped suite; Ctrl-C in the middle of a mix; the preflight that refuses a
+//! target serving another file set. Also: `docs/results.schema.json` is
+//! generated from the result types (and kept in sync by a test here) and
+//! every results.json written here validates against it.
+//!
+//! Regenerate the schema after changing the types in
+//! `crates/controller/src/results.rs`:
+//! `BENCHLAB_UPDATE_SCHEMA=1 cargo test -p benchlab --test suite_run results_schema`.
+
+mod common;
+
+use benchlab_controller::{Results, RESULTS_SCHEMA};
+use benchlab_engine::ErrorKind;
+use common::servers::{Nginx, NginxLogLine, NginxOpts};
+use common::{benchlab_bin, run_benchlab};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{mpsc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/// A SPECweb99-like file set of 2 directories (72 files, 10.2 MB) made by
+/// the real binary, in `<tempdir>/set`.
+struct FileSet {
+    _dir: TempDir,
+    path: PathBuf,
+}
+
+fn fileset(seed: u64) -> FileSet {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("set");
+    let seed = seed.to_string();
+    let out = run_benchlab(&[
+        "fileset",
+        "generate",
+        "specweb99",
+        "--dirs",
+        "2",
+        "--seed",
+        &seed,
+        "--out",
+        path.to_str().expect("UTF-8 path"),
+    ]);
+    assert_success("fileset generate", &out);
+    assert!(path.join("manifest").is_file(), "no manifest in {}", path.display());
+    FileSet { _dir: dir, path }
+}
+
+/// An nginx whose document root is `root`.
+fn nginx_serving(root: &Path) -> Nginx {
+    Nginx::start(NginxOpts {
+        docroot: Some(root.to_path_buf()),
+        ..NginxOpts::default()
+    })
+}
+
+fn assert_success(what: &str, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// A suite of mixes of `clients` clients × 2 threads, 3 s each (ramp-up 1 s,
+/// ramp-down 0.5 s: a 1.5 s window), HTTP/1.1 persistent connections, and
+/// two classes drawing from the file set: `small` (the manifest's class0 and
+/// class1 files, 102 B … 9 KiB) 60 % and `large` (class2, 10 … 90 KiB)
+/// 40 %. `small_validate` adds `validate = "..."` to the small class.
+fn two_class_suite(clients: &[u32], small_validate: Option<&str>) -> String {
+    let validate = small_validate
+        .map(|v| format!("validate = \"{v}\"\n"))
+        .unwrap_or_default();
+    let mut t = format!(
+        r#"# Two classes over a SPECweb99-like file set, rising load (benchlab's suite_run test).
+name = "two-classes"
+description = "small files 60 %, large files 40 %"
+target = "http://127.0.0.1:9"
+max_clients = 4
+seed = 11
+
+[defaults]
+length = "3s"
+ramp_up = "1s"
+ramp_down = "0.5s"
+threads_per_client = 2
+persistent_percent = 100
+timeout = "5s"
+
+[workloads.specweb]
+[[workloads.specweb.class]]
+name = "small"
+percent = 60
+{validate}[workloads.specweb.class.fileset]
+name = "specweb99"
+classes = ["class0", "class1"]
+
+[[workloads.specweb.class]]
+name = "large"
+percent = 40
+[workloads.specweb.class.fileset]
+name = "specweb99"
+classes = ["class2"]
+"#
+    );
+    for c in clients {
+        t.push_str(&format!("\n[[mix]]\nclients = {c}\n"));
+    }
+    t
+}
+
+fn write_suite(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("suite.toml");
+    std::fs::write(&p, text).expect("write suite");
+    p
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+fn u(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("no unsigned integer at {pointer}"))
+}
+
+fn f(v: &Value, pointer: &str) -> f64 {
+    v.pointer(pointer)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("no number at {pointer}"))
+}
+
+fn arr<'a>(v: &'a Value, pointer: &str) -> &'a Vec<Value> {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("no array at {pointer}"))
+}
+
+/// A CSV file as rows of header → field (benchlab's CSVs quote nothing in
+/// these tests: phase names without commas).
+fn read_csv(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("CSV header").split(',').collect();
+    lines
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            assert_eq!(
+                fields.len(),
+                header.len(),
+                "{}: row {l:?} has another width",
+                path.display()
+            );
+            header
+                .iter()
+                .zip(fields)
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn csv_u(row: &BTreeMap<String, String>, col: &str) -> u64 {
+    row.get(col)
+        .unwrap_or_else(|| panic!("no column {col}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("column {col} is not a whole number: {row:?}"))
+}
+
+/// The number of URLs the preflight checked (`preflight: N URL(s) checked`).
+fn preflight_count(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("preflight: ")?
+                .strip_suffix(" URL(s) checked")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no preflight line in stderr:\n{stderr}"))
+}
+
+/// Sum of a field over a mix's client_data.
+fn client_sum(mix: &Value, pointer: &str) -> u64 {
+    arr(mix, "/client_data").iter().map(|c| u(c, pointer)).sum()
+}
+
+/// Checks that a mix's per-client and per-class figures add up exactly to
+/// its totals.
+fn assert_sums(mix: &Value) {
+    let n = u(mix, "/mix");
+    for field in [
+        "/requests",
+        "/bytes",
+        "/body_bytes",
+        "/error_bytes",
+        "/errors_total",
+        "/connections_opened",
+        "/in_flight",
+    ] {
+        assert_eq!(
+            client_sum(mix, field),
+            u(mix, field),
+            "mix {n}: Σ client_data{field} ≠ the mix's"
+        );
+    }
+    for k in ErrorKind::ALL {
+        let p = format!("/errors/{}", k.name());
+        assert_eq!(client_sum(mix, &p), u(mix, &p), "mix {n}: Σ client_data{p}");
+    }
+    let classes = arr(mix, "/classes");
+    for field in ["/requests", "/bytes", "/body_bytes", "/errors_total"] {
+        let sum: u64 = classes.iter().map(|c| u(c, field)).sum();
+        assert_eq!(sum, u(mix, field), "mix {n}: Σ classes{field} ≠ the mix's");
+    }
+}
+
+/// Validates `results.json` against `docs/results.schema.json`.
+fn assert_schema_valid(results: &Value) {
+    let path = schema_path();
+    let schema = read_json(&path);
+    let validator = jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let errors: Vec<String> = validator
+        .iter_errors(results)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "results.json does not match {}:\n{}",
+        path.display(),
+        errors.join("\n")
+    );
+}
+
+/// The load tests take turns: two suites loading two nginx at once on a
+/// small machine would change each other's rates from one second to the
+/// next, and the share of requests inside the window with them.
+fn one_load_at_a_time() -> MutexGuard<'static, ()> {
+    static LOAD: Mutex<()> = Mutex::new(());
+    LOAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A child process killed and reaped on drop (a failing assertion must not
+/// leave a benchlab run behind).
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The schema of results.json
+
+fn schema_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json")
+}
+
+/// The schema of `results.json` (`benchlab.results/1`), generated from the
+/// types in `benchlab_controller`'s `results.rs` as they serialise, then
+/// made strict: no property beyond the types', every error kind present,
+/// the `schema` field fixed.
+fn results_schema() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    let mut v: Value = generator.into_root_schema_for::<Results>().into();
+    tighten(&mut v);
+    let root = v.as_object_mut().expect("schema object");
+    root.insert(
+        "title".into(),
+        json!(format!("benchlab results.json ({RESULTS_SCHEMA})")),
+    );
+    root.insert(
+        "description".into(),
+        json!(
+            "The results of `benchlab run SUITE`: the suite as run, the environment, and per mix its summary \
+             figures, client data, classes, per-second series and merged HDR histograms. Counts follow \
+             DESIGN.md's \"Counting, exactly\". Generated from crates/controller/src/results.rs by \
+             crates/cli/tests/suite_run.rs; do not edit by hand."
+        ),
+    );
+    v["properties"]["schema"]["const"] = json!(RESULTS_SCHEMA);
+    v
+}
+
+/// Forbids unknown properties on every struct and spells out the error kinds.
+fn tighten(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            if o.contains_key("properties") && !o.contains_key("additionalProperties") {
+                o.insert("additionalProperties".into(), json!(false));
+            }
+            if let Some(Value::Object(props)) = o.get_mut("properties") {
+                // `errors` of the figures (a map by kind), not the count of a second.
+                if let Some(errors) = props.get_mut("errors").filter(|e| e["type"] == "object") {
+                    let kinds: serde_json::Map<String, Value> = ErrorKind::ALL
+                        .iter()
+                        .map(|k| (k.name().to_string(), json!({"type": "integer", "minimum": 0})))
+                        .collect();
+                    let names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+                    *errors = json!({
+                        "description": "Failed requests by kind; every kind is present.",
+                        "type": "object",
+                        "properties": kinds,
+                        "required": names,
+                        "additionalProperties": false
+                    });
+                }
+            }
+            for (_, x) in o.iter_mut() {
+                tighten(x);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(tighten),
+        _ => {}
+    }
+}
+
+#[test]
+fn results_schema_file_is_in_sync_with_the_types() {
+    let want = results_schema();
+    let path = schema_path();
+    if std::env::var_os("BENCHLAB_UPDATE_SCHEMA").is_some() {
+        let text = serde_json::to_string_pretty(&want).expect("serialise schema") + "\n";
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+    let got = read_json(&path);
+    assert!(
+        got == want,
+        "{} is not what the types in crates/controller/src/results.rs generate: run \
+         BENCHLAB_UPDATE_SCHEMA=1 cargo test -p benchlab --test suite_run results_schema",
+        path.display()
+    );
+    // The schema is itself valid and strict: it refuses a results.json
+    // with an unknown field or without the schema name.
+    let validator = jsonschema::validator_for(&got).expect("a valid JSON Schema");
+    assert!(!validator.is_valid(&json!({"schema": RESULTS_SCHEMA})));
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+
+/// Three mixes (1, 2 and 4 clients × 2 threads), two classes: every figure
+/// adds up exactly, class shares match the workload, only the window is
+/// counted (nginx saw about twice as many requests), each client came from
+/// its own address, and the three files agree.
+#[test]
+fn three_mixes_counted_exactly_against_nginx() {
+    let _turn = one_load_at_a_time();
+    let set = fileset(1);
+    let nginx = nginx_serving(&set.path);
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(work.path(), &two_class_suite(&[1, 2, 4], None));
+    let out_dir = work.path().join("results");
+    let target = nginx.url("");
+    let fileset_arg = format!("specweb99={}", s(&set.path));
+    let started = Instant::now();
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--target",
+        &target,
+        "--fileset",
+        &fileset_arg,
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_success("benchlab run", &out);
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(30), "3 mixes of 3 s took {elapsed:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+
+    // results.json
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    assert_eq!(r["schema"], RESULTS_SCHEMA);
+    assert_eq!(r["complete"], true);
+    assert_eq!(r["suite"]["name"], "two-classes");
+    assert_eq!(r["environment"]["target"], target.as_str());
+    let mixes = arr(&r, "/mixes");
+    assert_eq!(mixes.len(), 3, "mixes: {}", mixes.len());
+    let mut counted_by_address: BTreeMap<String, u64> = BTreeMap::new();
+    let mut all_small = 0;
+    let mut all_done = 0;
+    for (i, m) in mixes.iter().enumerate() {
+        let n = i + 1;
+        let clients = [1u64, 2, 4][i];
+        assert_eq!(u(m, "/mix"), n as u64);
+        assert_eq!(u(m, "/clients"), clients, "mix {n}");
+        assert_eq!(u(m, "/clients_participating"), clients, "mix {n}");
+        assert_eq!(u(m, "/threads"), clients * 2, "mix {n}");
+        assert_eq!(m["partial"], false, "mix {n}");
+        assert!(
+            (f(m, "/window_s") - 1.5).abs() < 1e-9,
+            "mix {n}: window_s {}",
+            m["window_s"]
+        );
+        assert_eq!(u(m, "/params/threads_per_client"), 2);
+        assert!((f(m, "/params/length_s") - 3.0).abs() < 1e-9);
+        assert_eq!(m["params"]["target"], target.as_str());
+        assert_eq!(
+            u(m, "/errors_total"),
+            0,
+            "mix {n}: nginx serves the file set: {}",
+            m["errors"]
+        );
+        assert_sums(m);
+
+        // Each client from its own loopback address, in order.
+        let cd = arr(m, "/client_data");
+        assert_eq!(cd.len() as u64, clients, "mix {n}: client_data rows");
+        for (k, c) in cd.iter().enumerate() {
+            assert_eq!(u(c, "/client"), k as u64 + 1);
+            let addr = format!("127.0.0.{}", k + 1);
+            assert_eq!(c["address"], addr.as_str(), "mix {n} client {}", k + 1);
+            assert_eq!(c["taken_out"], false);
+            assert!(u(c, "/requests") > 0, "mix {n}: client {} made no request", k + 1);
+            *counted_by_address.entry(addr).or_default() += u(c, "/requests") + u(c, "/errors_total");
+        }
+
+        // Class shares: 60 / 40 within binomial noise of the count.
+        let requests = u(m, "/requests");
+        assert!(requests >= 200, "mix {n}: only {requests} requests in 1.5 s");
+        let classes = arr(m, "/classes");
+        assert_eq!(classes.len(), 2);
+        assert_eq!(classes[0]["name"], "small");
+        assert_eq!(classes[1]["name"], "large");
+        assert_eq!(f(&classes[0], "/percent"), 60.0);
+        assert_eq!(f(&classes[1], "/percent"), 40.0);
+        let small = u(&classes[0], "/requests");
+        let observed = small as f64 * 100.0 / requests as f64;
+        let tolerance = 5.0 * 100.0 * (0.6 * 0.4 / requests as f64).sqrt();
+        assert!(
+            (observed - 60.0).abs() <= tolerance,
+            "mix {n}: small class {observed:.2} % of {requests} requests, expected 60 ± {tolerance:.2}"
+        );
+        assert!((f(&classes[0], "/observed_percent") - observed).abs() < 0.001);
+        assert!((f(&classes[0], "/observed_percent") + f(&classes[1], "/observed_percent") - 100.0).abs() < 0.01);
+        all_small += small;
+        all_done += requests;
+        // Each class drew only its own files: 102 B … 9 KiB and 10 … 90 KiB.
+        let mean_body = |c: &Value| u(c, "/body_bytes") as f64 / u(c, "/requests").max(1) as f64;
+        let (ms, ml) = (mean_body(&classes[0]), mean_body(&classes[1]));
+        assert!((102.0..=9216.0).contains(&ms), "mix {n}: small class mean body {ms}");
+        assert!((10240.0..=92160.0).contains(&ml), "mix {n}: large class mean body {ml}");
+        // Headers are counted in bytes, not in body_bytes.
+        let head = (u(m, "/bytes") - u(m, "/body_bytes")) as f64 / requests as f64;
+        assert!(
+            (100.0..1000.0).contains(&head),
+            "mix {n}: {head} header bytes per response"
+        );
+    }
+    let observed = all_small as f64 * 100.0 / all_done as f64;
+    let tolerance = 5.0 * 100.0 * (0.24 / all_done as f64).sqrt();
+    assert!(
+        (observed - 60.0).abs() <= tolerance,
+        "all mixes: small {observed:.2} % ± {tolerance:.2}"
+    );
+
+    // nginx logged the ramps too: more lines than counted, about twice as many.
+    let preflight = preflight_count(&stderr);
+    let counted: u64 = counted_by_address.values().sum();
+    let lines = nginx.access_log_lines_at_least(counted as usize + preflight);
+    assert!(lines.iter().all(|l| l.status == 200), "nginx answered other than 200");
+    assert!(lines.iter().all(|l| l.version() == "HTTP/1.1"));
+    let mut logged_by_address: BTreeMap<String, u64> = BTreeMap::new();
+    for l in &lines {
+        *logged_by_address.entry(l.remote_addr.clone()).or_default() += 1;
+    }
+    // The preflight's requests came from the default source address.
+    *logged_by_address.get_mut("127.0.0.1").expect("lines from 127.0.0.1") -= preflight as u64;
+    let addresses: BTreeSet<&String> = logged_by_address.keys().collect();
+    let want: BTreeSet<String> = (1..=4).map(|k| format!("127.0.0.{k}")).collect();
+    assert_eq!(addresses, want.iter().collect(), "nginx's $remote_addr values");
+    for (addr, &counted) in &counted_by_address {
+        let logged = logged_by_address[addr];
+        assert!(
+            logged > counted,
+            "{addr}: nginx logged {logged}, benchlab counted {counted} in the windows"
+        );
+        let share = counted as f64 / logged as f64;
+        assert!(
+            (0.35..=0.65).contains(&share),
+            "{addr}: counted {counted} of {logged} logged = {share:.3}, the window being 1.5 s of 3 s"
+        );
+    }
+    let logged: u64 = logged_by_address.values().sum();
+    let share = counted as f64 / logged as f64;
+    assert!(
+        (0.35..=0.65).contains(&share),
+        "counted {counted} of {logged} = {share:.3}"
+    );
+    // Mix 3 alone used 127.0.0.3 and 127.0.0.4.
+    let mix3 = &mixes[2]["client_data"];
+    for k in [3usize, 4] {
+        let addr = format!("127.0.0.{k}");
+        let c = &mix3[k - 1];
+        assert!(logged_by_address[&addr] > u(c, "/requests"), "{addr}");
+    }
+
+    // summary.csv: a row per mix, the same counts.
+    let summary = read_csv(&out_dir.join("summary.csv"));
+    assert_eq!(summary.len(), 3, "summary.csv rows");
+    for (row, m) in summary.iter().zip(mixes) {
+        for col in [
+            "mix",
+            "clients",
+            "clients_participating",
+            "threads",
+            "requests",
+            "errors_total",
+            "in_flight",
+        ] {
+            assert_eq!(
+                csv_u(row, col),
+                u(m, &format!("/{col}")),
+                "summary.csv {col} of mix {}",
+                m["mix"]
+            );
+        }
+        assert_eq!(row["partial"], "false");
+        assert_eq!(row["phase"], "specweb");
+    }
+
+    // clients.csv: a row per mix × client, adding up to the mix's totals.
+    let clients = read_csv(&out_dir.join("clients.csv"));
+    assert_eq!(clients.len(), 1 + 2 + 4, "clients.csv rows");
+    for m in mixes {
+        let n = u(m, "/mix");
+        let rows: Vec<_> = clients.iter().filter(|r| csv_u(r, "mix") == n).collect();
+        assert_eq!(rows.len() as u64, u(m, "/clients"));
+        for (col, field) in [
+            ("requests", "/requests"),
+            ("bytes", "/bytes"),
+            ("errors_total", "/errors_total"),
+        ] {
+            let sum: u64 = rows.iter().map(|r| csv_u(r, col)).sum();
+            assert_eq!(sum, u(m, field), "clients.csv Σ {col} of mix {n}");
+        }
+        for (k, row) in rows.iter().enumerate() {
+            assert_eq!(row["address"], format!("127.0.0.{}", k + 1));
+        }
+    }
+
+    // The terminal summary: a row per mix and the peak.
+    assert!(stdout.contains("requests/s"), "no summary table:\n{stdout}");
+    assert!(stdout.contains("peak (specweb): "), "no peak line:\n{stdout}");
+    assert!(stdout.contains(&format!("results: {}", out_dir.display())), "{stdout}");
+    // Read back through the types too.
+    let typed: Results = serde_json::from_value(r).expect("results.json as benchlab_controller::Results");
+    assert_eq!(typed.mixes.len(), 3);
+}
+
+/// `--time-scale 0.01` on the shipped `static` suite (HTTP/1.0 without
+/// keep-alive; here its first two mixes): 300 s mixes run in 3 s, ramps
+/// 30 s → 0.3 s, timeouts unscaled.
+#[test]
+fn shipped_static_suite_with_time_scale() {
+    let _turn = one_load_at_a_time();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/static.toml");
+    let check = run_benchlab(&["check", s(&shipped)]);
+    assert_success("benchlab check suites/static.toml", &check);
+    assert!(String::from_utf8_lossy(&check.stdout).contains("9 mixes"));
+
+    // The same suite, cut after its second mix.
+    let text = std::fs::read_to_string(&shipped).expect("read suites/static.toml");
+    let cut = text.match_indices("[[mix]]").nth(2).expect("a third mix").0;
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(work.path(), &text[..cut]);
+
+    let set = fileset(1);
+    let nginx = nginx_serving(&set.path);
+    let out_dir = work.path().join("results");
+    let fileset_arg = format!("specweb99={}", s(&set.path));
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--time-scale",
+        "0.01",
+        "--target",
+        &nginx.url(""),
+        "--fileset",
+        &fileset_arg,
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_success("benchlab run static --time-scale 0.01", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let preflight = preflight_count(&String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("peak (static): "), "no peak line:\n{stdout}");
+
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    assert_eq!(r["complete"], true);
+    assert_eq!(f(&r, "/environment/time_scale"), 0.01);
+    let mixes = arr(&r, "/mixes");
+    assert_eq!(mixes.len(), 2);
+    for (m, clients) in mixes.iter().zip([1u64, 4]) {
+        assert_eq!(u(m, "/clients"), clients);
+        assert_eq!(u(m, "/threads"), clients * 2);
+        let p = &m["params"];
+        assert!((f(p, "/length_s") - 3.0).abs() < 1e-6, "{p}");
+        assert!((f(p, "/ramp_up_s") - 0.3).abs() < 1e-6, "{p}");
+        assert!((f(p, "/ramp_down_s") - 0.3).abs() < 1e-6, "{p}");
+        assert_eq!(f(p, "/timeout_s"), 10.0, "timeouts are not scaled");
+        assert_eq!(u(p, "/http10_percent"), 100);
+        assert!((f(m, "/window_s") - 2.4).abs() < 1e-6, "window {}", m["window_s"]);
+        assert!(u(m, "/requests") > 0);
+        assert_eq!(u(m, "/errors_total"), 0, "{}", m["errors"]);
+        assert_sums(m);
+    }
+    assert_eq!(read_csv(&out_dir.join("summary.csv")).len(), 2);
+    assert_eq!(read_csv(&out_dir.join("clients.csv")).len(), 1 + 4);
+    // HTTP/1.0 without keep-alive: one request per connection (after the
+    // preflight's requests, which come first).
+    let lines: Vec<NginxLogLine> = nginx.access_log_lines();
+    assert!(lines.len() > preflight);
+    for l in &lines[preflight..] {
+        assert_eq!(l.version(), "HTTP/1.0", "{l:?}");
+        assert_eq!(l.connection_requests, 1, "a reused connection: {l:?}");
+    }
+}
+
+/// Ctrl-C (SIGINT) inside mix 2 of 3: mix 1 is kept whole, mix 2 is kept
+/// as measured up to the stop and marked partial, mix 3 never starts.
+#[test]
+fn ctrl_c_keeps_finished_mixes_and_marks_the_current_one_partial() {
+    let _turn = one_load_at_a_time();
+    let set = fileset(1);
+    let nginx = nginx_serving(&set.path);
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(work.path(), &two_class_suite(&[1, 2, 3], None));
+    let out_dir = work.path().join("results");
+    let fileset_arg = format!("specweb99={}", s(&set.path));
+    let mut child = ChildGuard(
+        Command::new(benchlab_bin())
+            .args(["run", s(&suite), "--target", &nginx.url(""), "--fileset", &fileset_arg])
+            .args(["--out", s(&out_dir)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start benchlab run"),
+    );
+    let (tx, rx) = mpsc::channel::<String>();
+    let stderr = child.0.stderr.take().expect("stderr");
+    let err_reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+            let _ = tx.send(line);
+        }
+        all
+    });
+    let mut stdout = child.0.stdout.take().expect("stdout");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+
+    // Wait for mix 2 to start, then interrupt 1.4 s into it (inside its
+    // window, which runs from 1 s to 2.5 s).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.starts_with("mix 2 (") => break,
+            Ok(_) => {}
+            Err(e) => panic!("mix 2 never started ({e})"),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1400));
+    let pid = child.0.id().to_string();
+    let status = Command::new("kill").args(["-INT", &pid]).status().expect("run kill");
+    assert!(status.success(), "kill -INT {pid}: {status}");
+    let interrupted = Instant::now();
+    let exit = loop {
+        if let Some(st) = child.0.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            interrupted.elapsed() < Duration::from_secs(10),
+            "benchlab still runs 10 s after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stop_took = interrupted.elapsed();
+    let stderr = err_reader.join().expect("stderr reader");
+    let stdout = out_reader.join().expect("stdout reader");
+    assert_eq!(exit.code(), Some(130), "an interrupted run exits 130 (after SIGINT: {exit}):\n{stderr}");
+    assert!(
+        stop_took < Duration::from_secs(3),
+        "took {stop_took:?} to stop after SIGINT"
+    );
+    assert!(!stderr.contains("mix 3 ("), "mix 3 started:\n{stderr}");
+
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    assert_eq!(r["complete"], false);
+    let mixes = arr(&r, "/mixes");
+    assert_eq!(mixes.len(), 2, "mixes in results.json");
+    assert_eq!(mixes[0]["partial"], false);
+    assert!((f(&mixes[0], "/window_s") - 1.5).abs() < 1e-9);
+    assert_eq!(mixes[1]["partial"], true);
+    let w = f(&mixes[1], "/window_s");
+    assert!(w > 0.0 && w < 1.5, "partial mix 2 measured {w} s of its 1.5 s window");
+    assert!(
+        u(&mixes[1], "/requests") > 0,
+        "nothing counted in mix 2's window before the stop"
+    );
+    for m in mixes {
+        assert_sums(m);
+    }
+    let summary = read_csv(&out_dir.join("summary.csv"));
+    assert_eq!(summary.len(), 2, "summary.csv rows");
+    assert_eq!(summary[0]["partial"], "false");
+    assert_eq!(summary[1]["partial"], "true");
+    assert_eq!(read_csv(&out_dir.join("clients.csv")).len(), 1 + 2);
+    assert!(
+        stdout.contains("partial"),
+        "the summary table does not say partial:\n{stdout}"
+    );
+}
+
+/// The preflight stops a run whose target does not serve the file set, naming
+/// the URL and what differed, before any mix.
+#[test]
+fn preflight_refuses_a_target_serving_another_file_set() {
+    let set = fileset(1);
+    let work = tempfile::tempdir().expect("tempdir");
+    let fileset_arg = format!("specweb99={}", s(&set.path));
+
+    // nginx serving an empty directory: 404.
+    let empty = work.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    let nginx = nginx_serving(&empty);
+    let suite = write_suite(work.path(), &two_class_suite(&[1, 2], None));
+    let out_dir = work.path().join("results-404");
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--target",
+        &nginx.url(""),
+        "--fileset",
+        &fileset_arg,
+        "--out",
+        s(&out_dir),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "exit code; stderr:\n{stderr}");
+    let url = nginx.url("/dir00000/class0_0");
+    assert!(
+        stderr.contains(&format!("preflight: GET {url} returned status 404, expected 200")),
+        "stderr:\n{stderr}"
+    );
+    assert!(!stderr.contains("mix 1 ("), "a mix ran:\n{stderr}");
+    assert_eq!(
+        nginx.access_log_lines().len(),
+        1,
+        "requests beyond the failed preflight"
+    );
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    assert!(arr(&r, "/mixes").is_empty());
+    assert_eq!(r["complete"], false);
+    drop(nginx);
+
+    // nginx serving the same layout made with another seed: same sizes,
+    // other bytes, caught by a class that validates checksums.
+    let other = fileset(2);
+    let nginx = nginx_serving(&other.path);
+    let suite = write_suite(work.path(), &two_class_suite(&[1, 2], Some("checksum")));
+    let out_dir = work.path().join("results-seed");
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--target",
+        &nginx.url(""),
+        "--fileset",
+        &fileset_arg,
+        "--out",
+        s(&out_dir),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "exit code; stderr:\n{stderr}");
+    let url = nginx.url("/dir00000/class0_0");
+    assert!(
+        stderr.contains(&format!(
+            "preflight: GET {url}: the body's checksum differs from the manifest's"
+        )),
+        "stderr:\n{stderr}"
+    );
+    assert!(!stderr.contains("mix 1 ("), "a mix ran:\n{stderr}");
+    assert_eq!(
+        nginx.access_log_lines().len(),
+        1,
+        "requests beyond the failed preflight"
+    );
+    assert!(arr(&read_json(&out_dir.join("results.json")), "/mixes").is_empty());
+}
