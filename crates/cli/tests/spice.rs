@@ -1,0 +1,430 @@
+//! The SPICE programs (`spice/`) under real servers (nginx, Apache httpd,
+//! lighttpd) configured from `deploy/spice/`, and run directly as CGI.
+//!
+//! For each server and each SPI (`cgi-c`, `cgi-script`, `fastcgi`), at the
+//! URLs of DESIGN.md's "SPICE URL layout": ad rotation, session and sleep
+//! requests for a 4,096-byte and a 10,000-byte file return exactly the
+//! file's bytes with the right Content-Length (as the static file does);
+//! the session log's counter equals the number of session requests; and
+//! under concurrent load from the real `benchlab http`, no log line is lost,
+//! torn or interleaved.
+
+mod spice_support;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use spice_support::servers::{self, SpiceServer, FASTCGI_PROCS};
+use spice_support::{
+    benchlab_json, expected_ad, file_contents, get, now_s, programs, read_session_log, Response, SessionLog, COOKIE,
+    FILE_10K, FILE_4K, SPIS, USER_AGENT,
+};
+
+/// Requests of the concurrent session load, and its virtual users.
+const LOAD_REQUESTS: u64 = 300;
+const LOAD_THREADS: &str = "16";
+
+/// Checks a 200 response carries exactly `file`'s bytes, framed by an exact
+/// Content-Length (not chunked).
+fn assert_file(r: &Response, file: &str, what: &str) {
+    let want = file_contents(file);
+    assert_eq!(
+        r.status,
+        200,
+        "{what}: status {} (body {:?})",
+        r.status,
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(
+        r.header("transfer-encoding"),
+        None,
+        "{what}: chunked instead of Content-Length"
+    );
+    assert_eq!(
+        r.header("content-length"),
+        Some(want.len().to_string().as_str()),
+        "{what}: Content-Length"
+    );
+    assert!(
+        r.body == want,
+        "{what}: body differs from the file ({} bytes, want {})",
+        r.body.len(),
+        want.len()
+    );
+}
+
+/// Checks the session log after `paths` were requested in this order (one
+/// at a time), and that its times lie between `t0` and now.
+fn assert_log_sequential(srv: &SpiceServer, spi: &str, paths: &[&str], t0: i64) -> SessionLog {
+    let log = read_session_log(&srv.session_log);
+    let what = format!("{} {spi} session log", srv.name);
+    assert_eq!(log.counter, paths.len() as u64, "{what}: counter");
+    let got: Vec<&str> = log.lines.iter().map(|l| l.path.as_str()).collect();
+    assert_eq!(got, paths, "{what}: paths");
+    for l in &log.lines {
+        assert!(
+            l.time >= t0 - 2 && l.time <= now_s() + 2,
+            "{what}: time {} out of the run",
+            l.time
+        );
+    }
+    log
+}
+
+/// Every check of one SPI on one running server.
+fn check_spi(srv: &SpiceServer, spi: &str) {
+    let port = srv.port;
+    let query = "q=7&x=y";
+    let ad = expected_ad(query, COOKIE, USER_AGENT).to_string();
+
+    // One request of each kind for each file.
+    srv.reset_session_log();
+    let t0 = now_s();
+    for file in [FILE_4K, FILE_10K] {
+        let stat = get(port, file);
+        assert_file(&stat, file, &format!("{} static {file}", srv.name));
+
+        let url = format!("/spice/{spi}/adrot{file}?{query}");
+        let r = get(port, &url);
+        let what = format!("{} GET {url}", srv.name);
+        assert_file(&r, file, &what);
+        assert_eq!(
+            r.header("x-ad"),
+            Some(ad.as_str()),
+            "{what}: X-Ad (from query, cookie, user agent)"
+        );
+        assert_eq!(
+            r.header("content-type"),
+            stat.header("content-type"),
+            "{what}: Content-Type as static"
+        );
+
+        let url = format!("/spice/{spi}/session{file}");
+        assert_file(&get(port, &url), file, &format!("{} GET {url}", srv.name));
+
+        let url = format!("/spice/{spi}/sleep{file}?ms=50");
+        let r = get(port, &url);
+        assert_file(&r, file, &format!("{} GET {url}", srv.name));
+        assert!(
+            r.elapsed >= Duration::from_millis(50),
+            "{} GET {url}: answered in {:?}",
+            srv.name,
+            r.elapsed
+        );
+    }
+    assert_log_sequential(srv, spi, &[FILE_4K, FILE_10K], t0);
+
+    for bad in [
+        format!("/spice/{spi}/adrot/missing.html"),
+        format!("/spice/{spi}/session/missing.html"),
+        format!("/spice/{spi}/nokind/a.html"),
+    ] {
+        let r = get(port, &bad);
+        assert_eq!(
+            r.status,
+            404,
+            "{} GET {bad}: {:?}",
+            srv.name,
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    // Missing files are not logged.
+    assert_eq!(
+        read_session_log(&srv.session_log).counter,
+        2,
+        "{} {spi}: a 404 was logged",
+        srv.name
+    );
+
+    // Concurrent session load from the real load generator.
+    srv.reset_session_log();
+    let t0 = now_s();
+    let url = format!("http://127.0.0.1:{port}/spice/{spi}/session{FILE_4K}");
+    let v = benchlab_json(&[
+        "--requests",
+        &LOAD_REQUESTS.to_string(),
+        "--threads",
+        LOAD_THREADS,
+        "--validate",
+        "size",
+        "--timeout",
+        "20s",
+        &url,
+    ]);
+    let what = format!("{} {spi} session load", srv.name);
+    assert_eq!(
+        v["errors_total"].as_u64(),
+        Some(0),
+        "{what}: errors in {v}\n{}",
+        srv.error_log()
+    );
+    assert_eq!(v["requests"].as_u64(), Some(LOAD_REQUESTS), "{what}: requests in {v}");
+    assert_eq!(
+        v["body_bytes"].as_u64(),
+        Some(LOAD_REQUESTS * 4096),
+        "{what}: body bytes in {v}"
+    );
+
+    // benchlab's preflight request is a session request too.
+    let log = read_session_log(&srv.session_log);
+    let expected = LOAD_REQUESTS + 1;
+    assert_eq!(log.counter, expected, "{what}: counter");
+    assert_eq!(log.lines.len() as u64, expected, "{what}: lines after the counter");
+    assert!(
+        log.lines.iter().all(|l| l.path == FILE_4K),
+        "{what}: a line names another file"
+    );
+    // Appended under the lock, in the order the counter was incremented.
+    assert!(
+        log.lines.windows(2).all(|w| w[0].time <= w[1].time),
+        "{what}: times out of order"
+    );
+    assert!(
+        log.lines[0].time >= t0 - 2 && log.lines[log.lines.len() - 1].time <= now_s() + 2,
+        "{what}: times"
+    );
+    let pids: BTreeSet<u32> = log.lines.iter().map(|l| l.pid).collect();
+    if spi == "fastcgi" {
+        assert!(
+            pids.len() <= FASTCGI_PROCS,
+            "{what}: {} FastCGI pids, want at most {FASTCGI_PROCS}",
+            pids.len()
+        );
+        if let Some(known) = &srv.fastcgi_pids {
+            assert!(
+                pids.iter().all(|p| known.contains(p)),
+                "{what}: pids {pids:?} are not spawn-fcgi's {known:?}"
+            );
+        }
+    } else {
+        // A process per CGI request: many different process ids.
+        assert!(pids.len() > 100, "{what}: only {} different CGI pids", pids.len());
+    }
+}
+
+fn check_server(srv: SpiceServer) {
+    for spi in SPIS {
+        check_spi(&srv, spi);
+    }
+}
+
+#[test]
+fn spice_under_nginx() {
+    let srv = servers::nginx();
+    check_server(srv);
+}
+
+#[test]
+fn spice_under_apache() {
+    check_server(servers::apache());
+}
+
+#[test]
+fn spice_under_lighttpd() {
+    check_server(servers::lighttpd());
+}
+
+/// The sleep variant sleeps 3 s unless `ms` says otherwise (c't 1999); the
+/// three SPIs are asked at once, so this costs 3 s.
+#[test]
+fn sleep_defaults_to_three_seconds() {
+    let srv = servers::nginx();
+    let port = srv.port;
+    let handles: Vec<_> = SPIS
+        .iter()
+        .map(|spi| {
+            let url = format!("/spice/{spi}/sleep{FILE_4K}");
+            std::thread::spawn(move || (get(port, &url), url))
+        })
+        .collect();
+    for h in handles {
+        let (r, url) = h.join().unwrap();
+        assert_file(&r, FILE_4K, &url);
+        assert!(
+            r.elapsed >= Duration::from_millis(3000) && r.elapsed < Duration::from_millis(6000),
+            "GET {url} answered in {:?}, want 3 s",
+            r.elapsed
+        );
+    }
+}
+
+/// Runs a CGI program directly with exactly `env` and returns its stdout.
+fn run_cgi(program: &Path, env: &[(&str, &str)]) -> Vec<u8> {
+    let out = Command::new(program)
+        .env_clear()
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", program.display()));
+    assert!(out.status.success(), "{} {env:?}: {}", program.display(), out.status);
+    out.stdout
+}
+
+/// Splits a CGI response into (Status code, head, body).
+fn split_cgi(out: &[u8]) -> (u16, String, Vec<u8>) {
+    let end = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("CGI head ends with an empty line");
+    let head = String::from_utf8_lossy(&out[..end]).into_owned();
+    let status = head
+        .strip_prefix("Status: ")
+        .and_then(|s| s.get(..3))
+        .and_then(|s| s.parse().ok());
+    (status.expect("Status header first"), head, out[end + 4..].to_vec())
+}
+
+/// Both CGI programs, run directly: the same bytes out for the same
+/// request (they are the same SPICE program in two languages), the right
+/// status for every bad request, and a log that C and Python processes
+/// share under load without losing or tearing a line.
+#[test]
+fn cgi_programs_agree_and_reject_bad_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("www");
+    spice_support::make_docroot(&root);
+    let root_s = root.display().to_string();
+    let log = dir.path().join("session.log");
+    let log_s = log.display().to_string();
+    let c = programs().join("cgi-c");
+    let py = programs().join("spice.py");
+    spice_support::chmod(&py, 0o755);
+
+    let cases: &[(&str, &str, &str, u16)] = &[
+        // method, PATH_INFO, QUERY_STRING, status
+        ("GET", "/adrot/a.html", "q=1&r=2", 200),
+        ("GET", "/adrot/dir1/b.html", "", 200),
+        ("GET", "/session/a.html", "", 200),
+        ("GET", "/sleep/dir1/b.html", "ms=30", 200),
+        ("GET", "/sleep/a.html", "a=b&ms=0", 200),
+        ("HEAD", "/adrot/dir1/b.html", "", 200),
+        ("GET", "/adrot/../www/a.html", "", 400),
+        ("GET", "/adrot/dir1/../a.html", "", 400),
+        ("GET", "/adrot/./a.html", "", 400),
+        ("GET", "/adrot/a\tb.html", "", 400),
+        ("GET", "/adrot/a\nb.html", "", 400),
+        ("GET", "/sleep/a.html", "ms=abc", 400),
+        ("GET", "/sleep/a.html", "ms=600001", 400),
+        ("GET", "/sleep/a.html", "ms=", 400),
+        ("GET", "/adrot/missing.html", "", 404),
+        ("GET", "/adrot/dir1", "", 404),
+        ("GET", "/adrot/", "", 404),
+        ("GET", "/adrot", "", 404),
+        ("GET", "/bogus/a.html", "", 404),
+        ("GET", "", "", 404),
+        ("POST", "/adrot/a.html", "", 405),
+    ];
+    for &(method, path_info, qs, status) in cases {
+        let env = [
+            ("REQUEST_METHOD", method),
+            ("PATH_INFO", path_info),
+            ("QUERY_STRING", qs),
+            ("HTTP_COOKIE", COOKIE),
+            ("HTTP_USER_AGENT", USER_AGENT),
+            ("SPICE_ROOT", root_s.as_str()),
+            ("SPICE_SESSION_LOG", log_s.as_str()),
+        ];
+        let start = Instant::now();
+        let out_c = run_cgi(&c, &env);
+        if path_info.starts_with("/sleep/") && qs == "ms=30" {
+            assert!(
+                start.elapsed() >= Duration::from_millis(30),
+                "sleep ms=30 returned early"
+            );
+        }
+        let out_py = run_cgi(&py, &env);
+        let what = format!("{method} {path_info:?} ?{qs}");
+        assert!(
+            out_c == out_py,
+            "{what}: cgi-c and spice.py differ:\n{:?}\n{:?}",
+            String::from_utf8_lossy(&out_c),
+            String::from_utf8_lossy(&out_py)
+        );
+        let (got, head, body) = split_cgi(&out_c);
+        assert_eq!(got, status, "{what}: {head}");
+        if status == 200 {
+            let file = format!("/{}", path_info.splitn(3, '/').nth(2).unwrap());
+            let want = file_contents(&file);
+            assert!(
+                head.contains(&format!("\r\nContent-Length: {}", want.len())),
+                "{what}: {head}"
+            );
+            assert!(head.contains("\r\nContent-Type: text/html"), "{what}: {head}");
+            if method == "HEAD" {
+                assert!(body.is_empty(), "{what}: HEAD sent a body");
+            } else {
+                assert!(body == want, "{what}: body differs from the file");
+            }
+            if path_info.starts_with("/adrot/") {
+                let ad = expected_ad(qs, COOKIE, USER_AGENT);
+                assert!(
+                    head.contains(&format!("\r\nX-Ad: {ad}")),
+                    "{what}: want X-Ad {ad}: {head}"
+                );
+            } else {
+                assert!(!head.contains("X-Ad"), "{what}: {head}");
+            }
+        } else {
+            assert!(
+                head.contains(&format!("\r\nContent-Length: {}", body.len())),
+                "{what}: {head}"
+            );
+        }
+    }
+    // The two session requests (C then Python) and nothing from the rest.
+    let l = read_session_log(&log);
+    assert_eq!(l.counter, 2);
+    assert_eq!(l.lines.len(), 2);
+    assert!(l.lines.iter().all(|x| x.path == "/a.html"));
+
+    // No configuration: 500, from both.
+    for p in [&c, &py] {
+        let (status, _, body) = split_cgi(&run_cgi(p, &[("PATH_INFO", "/adrot/a.html")]));
+        assert_eq!(status, 500, "{}: {}", p.display(), String::from_utf8_lossy(&body));
+    }
+
+    // A log that does not start with a counter is refused, not overwritten.
+    let bad_log = dir.path().join("bad.log");
+    fs::write(&bad_log, "not a counter\n").unwrap();
+    let bad_log_s = bad_log.display().to_string();
+    for p in [&c, &py] {
+        let env = [
+            ("PATH_INFO", "/session/a.html"),
+            ("SPICE_ROOT", root_s.as_str()),
+            ("SPICE_SESSION_LOG", bad_log_s.as_str()),
+        ];
+        let (status, _, _) = split_cgi(&run_cgi(p, &env));
+        assert_eq!(status, 500, "{}", p.display());
+    }
+    assert_eq!(fs::read_to_string(&bad_log).unwrap(), "not a counter\n");
+
+    // C and Python processes appending to one log at once.
+    let shared = dir.path().join("shared.log");
+    let per_thread = 25;
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let program = if i % 2 == 0 { c.clone() } else { py.clone() };
+            let (root_s, shared_s) = (root_s.clone(), shared.display().to_string());
+            std::thread::spawn(move || {
+                for _ in 0..per_thread {
+                    let env = [
+                        ("PATH_INFO", "/session/dir1/b.html"),
+                        ("SPICE_ROOT", root_s.as_str()),
+                        ("SPICE_SESSION_LOG", shared_s.as_str()),
+                    ];
+                    let (status, _, _) = split_cgi(&run_cgi(&program, &env));
+                    assert_eq!(status, 200);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let l = read_session_log(&shared);
+    assert_eq!(l.counter, 8 * per_thread);
+    assert_eq!(l.lines.len() as u64, 8 * per_thread);
+    assert!(l.lines.iter().all(|x| x.path == "/dir1/b.html"));
+}
