@@ -3,7 +3,7 @@
 //! its in-process SPICE programs, the `demo` suite (about a minute), the
 //! results directory and the reports — with nothing to install or start.
 
-use crate::run_cmd::{stamp, summary_table, Progress};
+use crate::run_cmd::{print_report_paths, stamp, summary_table, Progress};
 use crate::{CliError, Outcome};
 use benchlab_controller::{run_suite, RunOptions};
 use benchlab_engine::TlsOptions;
@@ -34,7 +34,10 @@ pub struct DemoArgs {
 
 pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
     if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
-        return Err(CliError::Usage(format!("--time-scale {}: expected a number above 0", a.time_scale)));
+        return Err(CliError::Usage(format!(
+            "--time-scale {}: expected a number above 0",
+            a.time_scale
+        )));
     }
     let cannot = |what: &str, e: &dyn std::fmt::Display| CliError::CannotRun(format!("demo: {what}: {e}"));
     let tmp = tempfile::Builder::new()
@@ -64,7 +67,10 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
         .spawn()
         .map_err(|e| cannot("reference server", &e))?;
     let target = format!("http://{}", server.local_addr());
-    eprintln!("demo: benchlab serve on {target} ({} worker thread(s))", a.server_workers.max(1));
+    eprintln!(
+        "demo: benchlab serve on {target} ({} worker thread(s))",
+        a.server_workers.max(1)
+    );
 
     // 3. The demo suite against it.
     let suite_path = tmp.path().join("demo.toml");
@@ -74,7 +80,10 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
     if a.time_scale != 1.0 {
         suite.scale_time(a.time_scale);
     }
-    let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("results/demo-{}", stamp())));
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("results/demo-{}", stamp())));
     let opts = RunOptions {
         out: out.clone(),
         filesets: BTreeMap::from([("demo".to_string(), fileset.clone())]),
@@ -87,14 +96,18 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
-    let mut progress = Progress::new();
+    let mut progress = Progress::new(out.clone());
     let results = run_suite(&suite, &opts, &stop, &mut progress);
     let _ = server.shutdown();
     let results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
     print!("{}", summary_table(&results));
     println!("results: {}", out.display());
+    print_report_paths(&out, &progress);
     if stop.load(Ordering::Relaxed) {
-        eprintln!("interrupted: the finished mixes and the partial one are in {}", out.display());
+        eprintln!(
+            "interrupted: the finished mixes and the partial one are in {}",
+            out.display()
+        );
         return Ok(Outcome::Interrupted);
     }
     Ok(Outcome::Completed)

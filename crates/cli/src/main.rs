@@ -2,11 +2,11 @@
 //! runs it, and presents the result; every number comes from the engine.
 
 mod args;
+mod demo_cmd;
 mod fileset_cmd;
 mod http;
 mod output;
 mod report_cmd;
-mod demo_cmd;
 mod run_cmd;
 mod serve_cmd;
 mod workload_cmd;

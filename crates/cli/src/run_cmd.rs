@@ -5,6 +5,7 @@ use crate::{CliError, Outcome};
 use benchlab_controller::{run_suite, MixResult, Observer, Results, RunOptions};
 use benchlab_engine::TlsOptions;
 use benchlab_model::{Mix, Suite};
+use benchlab_report::{write_reports, ReportOptions, Run};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -124,14 +125,22 @@ pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     tty: bool,
     window: (Duration, Duration),
+    /// Where the report goes, rewritten after every mix so a long run can be
+    /// watched in a browser.
+    report_dir: PathBuf,
+    /// The last report error, shown once at the end (a report problem never
+    /// stops a run).
+    pub(crate) report_error: Option<String>,
 }
 
 impl Progress {
-    pub(crate) fn new() -> Progress {
+    pub(crate) fn new(report_dir: PathBuf) -> Progress {
         Progress {
             bar: None,
             tty: std::io::stderr().is_terminal(),
             window: (Duration::ZERO, Duration::ZERO),
+            report_dir,
+            report_error: None,
         }
     }
 }
@@ -188,8 +197,36 @@ impl Observer for Progress {
         );
     }
 
+    fn results_written(&mut self, results: &Results) {
+        if results.mixes.is_empty() {
+            return;
+        }
+        let label = self
+            .report_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| results.suite.name.clone());
+        let run = Run {
+            label,
+            dir: self.report_dir.clone(),
+            results: results.clone(),
+        };
+        self.report_error = write_reports(&[run], &self.report_dir, &ReportOptions::default()).err();
+    }
+
     fn note(&mut self, message: &str) {
         eprintln!("{message}");
+    }
+}
+
+/// Prints where the reports are (or why they could not be written).
+pub(crate) fn print_report_paths(out: &std::path::Path, progress: &Progress) {
+    match &progress.report_error {
+        None => {
+            println!("report:  {}", out.join("report.html").display());
+            println!("         {}", out.join("report.xlsx").display());
+        }
+        Some(e) => eprintln!("benchlab: the report could not be written: {e}"),
     }
 }
 
@@ -241,12 +278,16 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let s2 = Arc::clone(&stop);
     // Ctrl-C ends the current mix (kept, marked partial) and the run.
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
-    let mut progress = Progress::new();
+    let mut progress = Progress::new(out.clone());
     let results = run_suite(&suite, &opts, &stop, &mut progress).map_err(|e| CliError::CannotRun(e.to_string()))?;
     print!("{}", summary_table(&results));
     println!("results: {}", out.display());
+    print_report_paths(&out, &progress);
     if stop.load(Ordering::Relaxed) {
-        eprintln!("interrupted: the finished mixes and the partial one are in {}", out.display());
+        eprintln!(
+            "interrupted: the finished mixes and the partial one are in {}",
+            out.display()
+        );
         return Ok(Outcome::Interrupted);
     }
     Ok(Outcome::Completed)

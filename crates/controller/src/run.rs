@@ -54,6 +54,8 @@ pub trait Observer {
     /// A second of the mix completed on every client (merged).
     fn second(&mut self, _mix: &Mix, _second: u32, _requests: u64, _errors: u64, _bytes: u64) {}
     fn mix_finished(&mut self, _result: &MixResult) {}
+    /// The results directory was rewritten (after every mix, and at the end).
+    fn results_written(&mut self, _results: &Results) {}
     fn note(&mut self, _message: &str) {}
 }
 
@@ -298,9 +300,11 @@ pub fn run_suite(
         observer.mix_finished(&result);
         results.mixes.push(result);
         write(&results)?;
+        observer.results_written(&results);
     }
     results.complete = results.mixes.len() == suite.mixes.len() && results.mixes.iter().all(|m| !m.partial);
     write(&results)?;
+    observer.results_written(&results);
     Ok(results)
 }
 

@@ -1,0 +1,286 @@
+//! `benchlab report` and `benchlab compare`: flags → `benchlab_report`
+//! options → report.html and report.xlsx; `compare` also prints its verdict
+//! and exits 3 on a regression, the check a CI pipeline runs.
+
+use crate::{CliError, Outcome};
+use benchlab_report::{compare_runs, load_run, unique_labels, write_reports, ReportOptions, Run};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The analysis flags both commands share.
+#[derive(Debug, Args)]
+pub struct AnalysisArgs {
+    /// System price in dollars for price/performance ($ per request/s at the
+    /// peak): PRICE for every run, or LABEL=PRICE per run (repeatable; LABEL
+    /// is a run's label or its directory's name; with compare also `base` or
+    /// `new`).
+    #[arg(long, value_name = "[LABEL=]PRICE")]
+    price: Vec<String>,
+
+    /// p99 latency limit for the useful peak.
+    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = crate::args::duration)]
+    latency_limit: Duration,
+
+    /// A client whose requests/s is outside ±this share of the mix's median
+    /// client rate is served unequally (the useful peak needs none).
+    #[arg(long, value_name = "PCT", default_value = "20%", value_parser = percent)]
+    fairness_tolerance: f64,
+
+    /// Highest share of failed requests a mix may have to count towards the
+    /// useful peak.
+    #[arg(long, value_name = "PCT", default_value = "1%", value_parser = percent)]
+    max_errors: f64,
+
+    /// A lowest share after the peak below this is flagged as a collapse.
+    #[arg(long, value_name = "PCT", default_value = "50%", value_parser = percent)]
+    collapse_below: f64,
+
+    /// The phase SPICE efficiency compares dynamic phases with [default: the
+    /// first phase whose classes are all static].
+    #[arg(long, value_name = "PHASE")]
+    static_phase: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Writes report.html (one self-contained page: headline, analysis, charts, the \
+summary and client data reports, configuration disclosure; opens in any \
+browser without network) and report.xlsx. Several results directories are \
+shown side by side, one colour per run.
+
+Examples:
+  benchlab report results/static-20250101-120000
+  benchlab report results/nginx results/apache --out cmp --price nginx=4995 --price apache=4995")]
+pub struct ReportArgs {
+    /// Results directories written by `benchlab run` (each holds results.json).
+    #[arg(required = true, value_name = "RESULTS_DIR")]
+    dirs: Vec<PathBuf>,
+
+    /// Where report.html and report.xlsx go [default: the results directory;
+    /// required with several].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    /// Label of each run on charts and tables, in the order of the
+    /// directories (repeat once per directory) [default: the directory's
+    /// name].
+    #[arg(long, value_name = "LABEL")]
+    label: Vec<String>,
+
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Prints, per phase, NEW's peak requests/s and its p99 latency at BASE's peak \
+load against BASE's, writes the report of both runs side by side with ratios \
+per mix, and exits 3 when NEW is worse than BASE beyond --max-regression \
+(peak requests/s lower, or p99 at the peak load higher). Exit status: 0 no \
+regression; 3 regression; 1 unreadable results or nothing in common; 2 bad \
+usage.")]
+pub struct CompareArgs {
+    /// The results directory to compare against (the reference).
+    #[arg(value_name = "BASE")]
+    base: PathBuf,
+
+    /// The results directory under test.
+    #[arg(value_name = "NEW")]
+    new: PathBuf,
+
+    /// Largest allowed regression of the peak requests/s and of the p99 at
+    /// the peak load, e.g. 5% (a bare number is a percentage).
+    #[arg(long, value_name = "PCT", default_value = "5%", value_parser = percent)]
+    max_regression: f64,
+
+    /// Where report.html and report.xlsx go [default: NEW/compare].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+/// `5%`, `5` (a percentage) or `0.5%` → a fraction in [0, 1].
+fn percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix('%').unwrap_or(t).trim();
+    let v: f64 = t
+        .parse()
+        .map_err(|_| format!("`{s}`: expected a percentage such as 5% or 0.5%"))?;
+    if !(0.0..=100.0).contains(&v) {
+        return Err(format!("`{s}`: expected a percentage from 0% to 100%"));
+    }
+    Ok(v / 100.0)
+}
+
+/// `4995`, `$4,995`, `4995.50` → dollars.
+fn dollars(s: &str) -> Result<f64, String> {
+    let t: String = s.trim().trim_start_matches('$').chars().filter(|c| *c != ',').collect();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("price `{s}`: expected dollars such as 4995 or $4,995.00")),
+    }
+}
+
+fn dir_name(p: &Path) -> String {
+    std::fs::canonicalize(p)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default()
+}
+
+/// Builds the report options, resolving `--price LABEL=PRICE` to run labels
+/// (`aliases` names runs by other words, such as `base` and `new`).
+fn options(a: &AnalysisArgs, runs: &[Run], aliases: &[(&str, usize)]) -> Result<ReportOptions, CliError> {
+    let mut o = ReportOptions {
+        fairness_tolerance: a.fairness_tolerance,
+        latency_limit_us: a.latency_limit.as_micros().min(u64::MAX as u128) as u64,
+        max_error_share: a.max_errors,
+        collapse_share: a.collapse_below,
+        static_phase: a.static_phase.clone(),
+        ..ReportOptions::default()
+    };
+    for p in &a.price {
+        // A price may itself contain no `=`; a label may.
+        match p.rsplit_once('=') {
+            None => {
+                if o.price.is_some() {
+                    return Err(CliError::Usage(format!(
+                        "--price {p}: a price for every run was already given"
+                    )));
+                }
+                o.price = Some(dollars(p).map_err(CliError::Usage)?);
+            }
+            Some((label, v)) => {
+                let v = dollars(v).map_err(CliError::Usage)?;
+                let idx = runs
+                    .iter()
+                    .position(|r| r.label == label)
+                    .or_else(|| runs.iter().position(|r| dir_name(&r.dir) == label))
+                    .or_else(|| aliases.iter().find(|(n, _)| *n == label).map(|(_, i)| *i));
+                let Some(i) = idx else {
+                    let labels: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
+                    return Err(CliError::Usage(format!(
+                        "--price {p}: no run labelled {label:?} (runs: {})",
+                        labels.join(", ")
+                    )));
+                };
+                o.prices.insert(runs[i].label.clone(), v);
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn load(dir: &Path) -> Result<Run, CliError> {
+    load_run(dir).map_err(CliError::CannotRun)
+}
+
+fn print_written(files: &[PathBuf]) {
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+}
+
+pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
+    if !a.label.is_empty() && a.label.len() != a.dirs.len() {
+        return Err(CliError::Usage(format!(
+            "--label given {} time(s) for {} results directories: give one per directory, in order",
+            a.label.len(),
+            a.dirs.len()
+        )));
+    }
+    let out = match (&a.out, a.dirs.as_slice()) {
+        (Some(o), _) => o.clone(),
+        (None, [one]) => one.clone(),
+        (None, _) => {
+            return Err(CliError::Usage(
+                "several results directories: say where the report goes with --out DIR".into(),
+            ))
+        }
+    };
+    let mut runs = a.dirs.iter().map(|d| load(d)).collect::<Result<Vec<_>, _>>()?;
+    for (r, l) in runs.iter_mut().zip(&a.label) {
+        r.label = l.clone();
+    }
+    unique_labels(&mut runs);
+    let opts = options(&a.analysis, &runs, &[])?;
+    let files = write_reports(&runs, &out, &opts).map_err(CliError::CannotRun)?;
+    print_written(&files);
+    Ok(Outcome::Completed)
+}
+
+pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
+    let mut base = load(&a.base)?;
+    let mut new = load(&a.new)?;
+    base.label = format!("base: {}", base.label);
+    new.label = format!("new: {}", new.label);
+    let runs = vec![base, new];
+    let mut opts = options(&a.analysis, &runs, &[("base", 0), ("new", 1)])?;
+    opts.compare_max_regression = Some(a.max_regression);
+    let c = compare_runs(&runs[0], &runs[1], a.max_regression);
+    if c.phases.is_empty() {
+        return Err(CliError::CannotRun(format!(
+            "{} and {} have no phase in common: nothing to compare",
+            a.base.display(),
+            a.new.display()
+        )));
+    }
+    let out = a.out.clone().unwrap_or_else(|| a.new.join("compare"));
+    let files = write_reports(&runs, &out, &opts).map_err(CliError::CannotRun)?;
+    let r3 = |r: Option<f64>| r.map(|r| format!("{r:.3}")).unwrap_or_else(|| "n/a".into());
+    for p in &c.phases {
+        println!(
+            "phase {}: peak {} → {} requests/s (×{}); p99 at the peak load {} → {} µs (×{})",
+            p.phase,
+            p.base_peak,
+            p.new_peak,
+            r3(p.peak_ratio),
+            p.base_p99_us,
+            p.new_p99_us,
+            r3(p.p99_ratio)
+        );
+    }
+    for n in &c.notes {
+        println!("note: {n}");
+    }
+    print_written(&files);
+    if c.regressed() {
+        for r in &c.regressions {
+            println!("REGRESSION: {r}");
+        }
+        Ok(Outcome::Breached)
+    } else {
+        println!(
+            "no regression beyond {:.1} % ({} against {})",
+            a.max_regression * 100.0,
+            runs[1].label,
+            runs[0].label
+        );
+        Ok(Outcome::Completed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percents() {
+        assert_eq!(percent("5%"), Ok(0.05));
+        assert_eq!(percent("5"), Ok(0.05));
+        assert_eq!(percent("0.5 %"), Ok(0.005));
+        assert!(percent("150%").is_err());
+        assert!(percent("x").is_err());
+    }
+
+    #[test]
+    fn prices() {
+        assert_eq!(dollars("$4,995"), Ok(4995.0));
+        assert_eq!(dollars("4995.5"), Ok(4995.5));
+        assert!(dollars("-1").is_err());
+        assert!(dollars("free").is_err());
+    }
+}

@@ -1,0 +1,275 @@
+//! `benchlab report` and `benchlab compare` on a results directory made by
+//! the real binary (`benchlab run` against `benchlab serve`): every number of
+//! the summary report table equals results.json, the headline peak and the
+//! client data report too; report.xlsx is written beside report.html;
+//! `compare A A` exits 0 and a copy doctored to a 20 % lower peak (or a
+//! 50 % higher p99 at the peak load) exits 3; bad usage exits 2.
+
+mod report_support;
+
+use report_support::{
+    assert_success, attr, benchlab, copy_results, field, read_json, results_dir, s, scratch, tags, unescape,
+};
+use serde_json::Value;
+use std::path::Path;
+
+/// The summary table's fields and their values in a results.json mix.
+fn expected(m: &Value, f: &str) -> f64 {
+    match f {
+        // summary.csv's MB/s: bytes/s ÷ 10⁶ rounded to 3 decimals.
+        "mbytes_per_sec" => {
+            let b = m["bytes_per_sec"].as_f64().expect("bytes_per_sec");
+            (b / 1e6 * 1000.0).round() / 1000.0
+        }
+        _ => field(m, f)
+            .as_f64()
+            .unwrap_or_else(|| panic!("no number {f} in mix {}", m["mix"])),
+    }
+}
+
+/// Text of a table cell as a number: thousands separators removed.
+fn cell_number(text: &str) -> f64 {
+    let t: String = text.chars().filter(|c| *c != ',').collect();
+    t.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("cell {text:?} is not a number"))
+}
+
+/// Every `<td ... data-field="F">TEXT</td>` of a row, in order.
+fn cells(row: &str) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    let mut rest = row;
+    while let Some(i) = rest.find("<td ") {
+        let after = &rest[i..];
+        let Some(j) = after.find('>') else { break };
+        let tag = &after[..=j];
+        let Some(k) = after.find("</td>") else { break };
+        if let Some(f) = attr(tag, "data-field") {
+            let text = &after[j + 1..k];
+            let text = text.replace("<b>", "").replace("</b>", "");
+            v.push((f.to_string(), unescape(&text)));
+        }
+        rest = &after[k..];
+    }
+    v
+}
+
+/// The rows `<tr data-mix="N">…</tr>` of the table that starts at `start`.
+fn rows(table: &str) -> Vec<(usize, &str)> {
+    let mut v = Vec::new();
+    let mut rest = table;
+    while let Some(i) = rest.find("<tr data-mix=\"") {
+        let after = &rest[i..];
+        let end = after.find("</tr>").expect("row end");
+        let row = &after[..end];
+        let n: usize = attr(row, "data-mix").and_then(|x| x.parse().ok()).expect("mix number");
+        v.push((n, row));
+        rest = &after[end..];
+    }
+    v
+}
+
+fn table<'a>(html: &'a str, class: &str, run: &str) -> &'a str {
+    let open = format!(r#"<table class="{class}" data-run="{run}">"#);
+    let i = html
+        .find(&open)
+        .unwrap_or_else(|| panic!("no {class} table for run {run}"));
+    let end = html[i..].find("</table>").expect("table end") + i;
+    &html[i..end]
+}
+
+fn report(res: &Path, out: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["report", s(res), "--out", s(out)];
+    args.extend_from_slice(extra);
+    let o = benchlab(&args);
+    assert_success("benchlab report", &o);
+    std::fs::read_to_string(out.join("report.html")).expect("report.html written")
+}
+
+#[test]
+fn summary_table_and_headline_equal_results_json() {
+    let res = results_dir("serve-2-workers", 2);
+    let out = scratch("summary");
+    let html = report(&res, &out, &["--price", "4995"]);
+    let json = read_json(&res.join("results.json"));
+    let mixes = json["mixes"].as_array().expect("mixes");
+    assert_eq!(mixes.len(), 5, "the suite has 5 mixes");
+
+    // report.xlsx is written beside it (a zip: "PK").
+    let xlsx = std::fs::read(out.join("report.xlsx")).expect("report.xlsx written");
+    assert!(xlsx.starts_with(b"PK"), "report.xlsx is not an XLSX (zip) file");
+
+    // The summary report: every mix a row, every field equal to results.json.
+    let label = "serve-2-workers";
+    let t = table(&html, "summary", label);
+    let rs = rows(t);
+    assert_eq!(rs.len(), mixes.len(), "one summary row per mix");
+    let mut checked = 0;
+    for (n, row) in rs {
+        let m = mixes.iter().find(|m| m["mix"] == n).expect("mix in results.json");
+        let cs = cells(row);
+        assert_eq!(cs.len(), 20, "mix {n}: every numeric column of the summary row");
+        for (f, text) in cs {
+            let got = cell_number(&text);
+            let want = expected(m, &f);
+            assert_eq!(got, want, "mix {n} {f}: page shows {text:?}, results.json has {want}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 20 * mixes.len());
+
+    // The client data report: requests and requests/s of every client.
+    let t = table(&html, "clients", label);
+    let mut client_rows = 0;
+    for m in mixes {
+        for c in m["client_data"].as_array().expect("client_data") {
+            let open = format!(r#"<tr data-mix="{}" data-client="{}">"#, m["mix"], c["client"]);
+            let i = t.find(&open).unwrap_or_else(|| panic!("no client row {open}"));
+            let row = &t[i..i + t[i..].find("</tr>").expect("row end")];
+            for (f, text) in cells(row) {
+                assert_eq!(
+                    cell_number(&text),
+                    expected(c, &f),
+                    "client {} mix {}: {f}",
+                    c["client"],
+                    m["mix"]
+                );
+            }
+            client_rows += 1;
+        }
+    }
+    assert_eq!(client_rows, 1 + 2 + 3 + 1 + 3);
+
+    // The headline: each phase's peak is the highest requests/s of its mixes.
+    for phase in ["static", "inproc"] {
+        let peak = mixes
+            .iter()
+            .filter(|m| m["phase"] == phase)
+            .map(|m| m["requests_per_sec"].as_f64().expect("rate"))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let open = format!(r#"<tr data-run="{label}" data-phase="{phase}">"#);
+        let i = html
+            .find(&open)
+            .unwrap_or_else(|| panic!("no headline row for {phase}"));
+        let row = &html[i..i + html[i..].find("</tr>").expect("row end")];
+        let cs = cells(row);
+        let shown = cs
+            .iter()
+            .find(|(f, _)| f == "peak_requests_per_sec")
+            .expect("peak cell");
+        assert_eq!(cell_number(&shown.1), peak, "{phase} peak");
+        let price = cs.iter().find(|(f, _)| f == "price_per_rps").expect("price cell");
+        let dollars = cell_number(price.1.trim_start_matches('$'));
+        assert!(
+            (dollars - 4995.0 / peak).abs() < 0.0001 + 1e-4 * (4995.0 / peak),
+            "{phase}: $ per request/s {} for peak {peak}",
+            price.1
+        );
+    }
+
+    // SPICE efficiency of the inproc phase against the static phase.
+    assert!(
+        html.contains(r#"data-phase="inproc" data-at="peak""#),
+        "no SPICE efficiency row at the peak"
+    );
+    assert!(html.contains("latency efficiency"));
+    // The configuration disclosure carries the suite text and the command.
+    assert!(html.contains("name = &quot;report-test&quot;"), "suite text missing");
+    assert!(html.contains("--fileset"), "command missing");
+    // Nothing is fetched: no external URL in src/href.
+    for t in tags(&html, "script").into_iter().chain(tags(&html, "link")) {
+        assert!(attr(t, "src").is_none(), "external script {t}");
+        let href = attr(t, "href").unwrap_or("data:");
+        assert!(href.starts_with("data:"), "external link {t}");
+    }
+}
+
+fn compare(base: &Path, new: &Path, out: &Path, extra: &[&str]) -> (i32, String) {
+    let mut args = vec!["compare", s(base), s(new), "--out", s(out)];
+    args.extend_from_slice(extra);
+    let o = benchlab(&args);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code().unwrap_or(-1), text)
+}
+
+/// Multiplies a field of every mix of `phase` by `k` (and its per-client
+/// values too, so the doctored run stays self-consistent).
+fn doctor(dir: &Path, phase: &str, k_rate: f64, k_p99: f64) {
+    let p = dir.join("results.json");
+    let mut v = read_json(&p);
+    for m in v["mixes"].as_array_mut().expect("mixes") {
+        if m["phase"] != phase {
+            continue;
+        }
+        let r = m["requests_per_sec"].as_f64().expect("rate");
+        m["requests_per_sec"] = Value::from(r * k_rate);
+        let p99 = m["latency_us"]["p99"].as_u64().expect("p99");
+        m["latency_us"]["p99"] = Value::from((p99 as f64 * k_p99).round() as u64);
+    }
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).expect("JSON")).expect("write doctored results");
+}
+
+#[test]
+fn compare_exits_3_on_a_regression_and_0_otherwise() {
+    let res = results_dir("serve-2-workers", 2);
+    let d = scratch("compare");
+    let a = d.join("a");
+    copy_results(&res, &a);
+
+    let (code, text) = compare(&a, &a, &d.join("same"), &[]);
+    assert_eq!(code, 0, "compare A A:\n{text}");
+    assert!(text.contains("no regression beyond 5.0 %"), "{text}");
+    let html = std::fs::read_to_string(d.join("same/report.html")).expect("compare report");
+    assert!(html.contains("No regression beyond 5.0 %"));
+    assert!(html.contains("Ratios per mix"));
+
+    // A 20 % lower peak in the static phase.
+    let slow = d.join("slow");
+    copy_results(&res, &slow);
+    doctor(&slow, "static", 0.8, 1.0);
+    let (code, text) = compare(&a, &slow, &d.join("slow-out"), &[]);
+    assert_eq!(code, 3, "compare with a 20 % lower peak:\n{text}");
+    assert!(text.contains("REGRESSION: phase static: peak"), "{text}");
+    let html = std::fs::read_to_string(d.join("slow-out/report.html")).expect("compare report");
+    assert!(html.contains("verdict bad"), "the page shows the regression");
+    // Within a 25 % limit it passes.
+    let (code, text) = compare(&a, &slow, &d.join("slow-25"), &["--max-regression", "25%"]);
+    assert_eq!(code, 0, "a 20 % lower peak within --max-regression 25%:\n{text}");
+
+    // The same rates but p99 50 % higher everywhere in the inproc phase.
+    let laggy = d.join("laggy");
+    copy_results(&res, &laggy);
+    doctor(&laggy, "inproc", 1.0, 1.5);
+    let (code, text) = compare(&a, &laggy, &d.join("laggy-out"), &[]);
+    assert_eq!(code, 3, "compare with a 50 % higher p99:\n{text}");
+    assert!(text.contains("REGRESSION: phase inproc: p99"), "{text}");
+
+    // A better NEW is no regression.
+    let fast = d.join("fast");
+    copy_results(&res, &fast);
+    doctor(&fast, "static", 1.3, 0.9);
+    let (code, text) = compare(&a, &fast, &d.join("fast-out"), &[]);
+    assert_eq!(code, 0, "a faster NEW:\n{text}");
+}
+
+#[test]
+fn bad_usage_exits_2_and_unreadable_results_exit_1() {
+    let res = results_dir("serve-2-workers", 2);
+    let d = scratch("usage");
+    let o = benchlab(&["report", s(&res), s(&res)]);
+    assert_eq!(o.status.code(), Some(2), "several runs without --out");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
+    let o = benchlab(&["report", s(&res), "--out", s(&d), "--price", "nosuch=100"]);
+    assert_eq!(o.status.code(), Some(2), "--price for an unknown label");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nosuch"));
+    let o = benchlab(&["compare", s(&res), s(&res), "--max-regression", "abc"]);
+    assert_eq!(o.status.code(), Some(2), "bad --max-regression");
+    let missing = d.join("missing");
+    let o = benchlab(&["report", s(&missing)]);
+    assert_eq!(o.status.code(), Some(1), "a directory without results.json");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("results.json"));
+}

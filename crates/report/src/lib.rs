@@ -1,0 +1,166 @@
+//! benchlab's reports: from one or several results directories (several are
+//! shown side by side, as the seeds compare NT with Linux on one chart) it
+//! writes `report.html` — one self-contained page with inline SVG charts,
+//! the analysis in words and numbers, the summary and client data reports as
+//! tables and the full configuration disclosure — and `report.xlsx`.
+//!
+//! Everything shown is computed from `results.json` (schema
+//! `benchlab.results/1`); the analysis definitions live in [`analysis`] as
+//! pure functions and are stated on the page itself.
+
+pub mod analysis;
+mod analyze;
+mod chart;
+mod compare;
+mod html;
+mod xlsx;
+
+pub use analyze::{
+    analyze_run, ClassLatencyRatio, EfficiencyPoint, FlaggedClient, MixFairness, MixUseful, PeakInfo, PhaseAnalysis,
+    PhaseEfficiency, PhaseKind, RunAnalysis,
+};
+pub use compare::{compare_runs, Comparison, MixRatio, PhaseComparison};
+pub use xlsx::write_xlsx;
+
+use benchlab_controller::{Results, RESULTS_SCHEMA};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One run to report: its label on charts and tables, the results directory
+/// it came from, and its `results.json`.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub label: String,
+    pub dir: PathBuf,
+    pub results: Results,
+}
+
+/// The analysis limits and the optional inputs of a report. Defaults are the
+/// ones stated on the page: fairness tolerance ±20 % of the median client
+/// rate, p99 latency limit 1 s, error limit 1 %, collapse below 50 % of the
+/// peak.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportOptions {
+    /// A client is served unequally when its rate is outside ±this fraction
+    /// of the mix's median client rate.
+    pub fairness_tolerance: f64,
+    /// p99 latency limit for the useful peak, microseconds.
+    pub latency_limit_us: u64,
+    /// Highest error share (failed ÷ completed) for the useful peak.
+    pub max_error_share: f64,
+    /// A lowest share after the peak below this is flagged as a collapse.
+    pub collapse_share: f64,
+    /// System price in dollars for every run without its own entry in
+    /// `prices` (price/performance = price ÷ peak requests/s).
+    pub price: Option<f64>,
+    /// System price per run label.
+    pub prices: BTreeMap<String, f64>,
+    /// The phase SPICE efficiency takes as its static baseline; default:
+    /// the first phase whose classes are all static.
+    pub static_phase: Option<String>,
+    /// With exactly two runs (base, new): add the comparison section, with
+    /// this largest allowed regression (a fraction, 0.05 = 5 %).
+    pub compare_max_regression: Option<f64>,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            fairness_tolerance: 0.2,
+            latency_limit_us: 1_000_000,
+            max_error_share: 0.01,
+            collapse_share: 0.5,
+            price: None,
+            prices: BTreeMap::new(),
+            static_phase: None,
+            compare_max_regression: None,
+        }
+    }
+}
+
+impl ReportOptions {
+    /// The system price of the run labelled `label`, if one was given.
+    pub fn price_for(&self, label: &str) -> Option<f64> {
+        self.prices.get(label).copied().or(self.price)
+    }
+}
+
+/// Reads `DIR/results.json` (or the file itself when `dir` names a JSON
+/// file) into a [`Run`] labelled with the directory's name. Refuses another
+/// schema: a report built on misread fields would mislead.
+pub fn load_run(dir: &Path) -> Result<Run, String> {
+    let (dir, file) = if dir.is_file() {
+        (dir.parent().unwrap_or(Path::new(".")).to_path_buf(), dir.to_path_buf())
+    } else {
+        (dir.to_path_buf(), dir.join("results.json"))
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
+    let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+    if schema != RESULTS_SCHEMA {
+        return Err(format!(
+            "{}: schema is {:?}, this benchlab reads {RESULTS_SCHEMA:?}",
+            file.display(),
+            schema
+        ));
+    }
+    let results: Results =
+        serde_json::from_value(v).map_err(|e| format!("{} does not match {RESULTS_SCHEMA}: {e}", file.display()))?;
+    let label = std::fs::canonicalize(&dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| results.suite.name.clone());
+    Ok(Run { label, dir, results })
+}
+
+/// Makes labels unique (charts and the price flag tell runs apart by label)
+/// by appending ` #2`, ` #3` … to repeats.
+pub fn unique_labels(runs: &mut [Run]) {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for r in runs.iter_mut() {
+        let n = seen.entry(r.label.clone()).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            r.label = format!("{} #{}", r.label, n);
+        }
+    }
+}
+
+/// Renders the HTML report of `runs` as a string.
+pub fn render_html(runs: &[Run], opts: &ReportOptions) -> String {
+    let analyses: Vec<RunAnalysis> = runs.iter().map(|r| analyze_run(r, opts)).collect();
+    let comparison = match (opts.compare_max_regression, runs) {
+        (Some(max), [base, new]) => Some(compare_runs(base, new, max)),
+        _ => None,
+    };
+    html::page(runs, &analyses, comparison.as_ref(), opts)
+}
+
+/// Writes `report.html` and `report.xlsx` into `out` (created if needed),
+/// each atomically (temporary file, then rename) so a browser reloading the
+/// page while `benchlab run` rewrites it after a mix never sees half a file.
+/// Returns the files written.
+pub fn write_reports(runs: &[Run], out: &Path, opts: &ReportOptions) -> Result<Vec<PathBuf>, String> {
+    if runs.is_empty() {
+        return Err("no run to report".into());
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let mut written = Vec::new();
+    let html_path = out.join("report.html");
+    let tmp = out.join(".report.html.tmp");
+    std::fs::write(&tmp, render_html(runs, opts)).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &html_path).map_err(|e| format!("cannot write {}: {e}", html_path.display()))?;
+    written.push(html_path);
+
+    let xlsx_path = out.join("report.xlsx");
+    let tmp = out.join(".report.tmp.xlsx");
+    let _ = std::fs::remove_file(&tmp);
+    write_xlsx(runs, &tmp)?;
+    if tmp.is_file() {
+        std::fs::rename(&tmp, &xlsx_path).map_err(|e| format!("cannot write {}: {e}", xlsx_path.display()))?;
+        written.push(xlsx_path);
+    }
+    Ok(written)
+}

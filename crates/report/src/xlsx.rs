@@ -1,0 +1,967 @@
+//! The spreadsheet workbook (XLSX), like WebBench's: the results of one or
+//! more runs in the form people paste into reports and compare by hand.
+//!
+//! Sheets, in this order:
+//!
+//! - **Summary**: `summary.csv`, a row per mix per run (a leading `run`
+//!   column when there are several runs), with two native Excel charts below
+//!   the table: requests/s against threads and throughput (MB/s) against
+//!   threads, one series per run, or per phase of a run that has several.
+//! - **Client Data**: `clients.csv`, a row per mix × client.
+//! - **Per-Class**: a row per mix × class: configured and observed share,
+//!   requests, rates, p50/p99 and errors.
+//! - **Configuration**: the disclosure: suite, environment, phases, each
+//!   mix's parameters and the suite file's text, a line per row.
+//!
+//! The Summary and Client Data sheets are built from the very text of
+//! [`summary_csv`] and [`clients_csv`] (parsed back and typed per column), so
+//! the workbook and the CSV files cannot disagree on a column or a value:
+//! a column added to the CSV appears here without touching this file.
+//!
+//! The output is deterministic: the same runs give the same bytes (the
+//! document's creation time is the first run's start, not the clock).
+
+use crate::Run;
+use benchlab_controller::{clients_csv, round, summary_csv, MixResult, Results};
+use rust_xlsxwriter::{
+    Chart, ChartLegendPosition, ChartType, ColNum, DocProperties, ExcelDateTime, Format, RowNum, Workbook, Worksheet,
+};
+use std::path::Path;
+
+/// Sheet names; the charts' ranges refer to [`SUMMARY`] by name.
+pub const SUMMARY: &str = "Summary";
+pub const CLIENT_DATA: &str = "Client Data";
+pub const PER_CLASS: &str = "Per-Class";
+pub const CONFIGURATION: &str = "Configuration";
+
+/// Excel's limit on the characters of a cell; longer text is cut so one odd
+/// field cannot make the whole workbook fail.
+const MAX_CELL_CHARS: usize = 32_767;
+
+/// Column widths, in characters: wide enough for the header or the widest
+/// value (plus a margin), but never so wide that one long value (a command
+/// line, a description) pushes the rest of the table off screen.
+const MIN_WIDTH: usize = 6;
+const MAX_WIDTH: usize = 60;
+
+/// CSV columns that hold text even when a value looks like a number (a
+/// phase named "2", an address).
+const TEXT_COLUMNS: &[&str] = &["phase", "address"];
+
+/// Chart size in pixels, and the gap between the two charts side by side.
+const CHART_WIDTH: u32 = 640;
+const CHART_HEIGHT: u32 = 380;
+const CHART_GAP: u32 = 20;
+
+/// Writes `runs` as an XLSX workbook at `path` (see the module's doc for the
+/// sheets). The runs keep the order given: it is the order of the rows, of
+/// the chart series and of the configuration sections.
+pub fn write_xlsx(runs: &[Run], path: &Path) -> Result<(), String> {
+    let mut workbook = build(runs)?;
+    workbook
+        .save(path)
+        .map_err(|e| format!("cannot write the workbook {}: {e}", path.display()))
+}
+
+/// The workbook in memory, before saving (tests compare its bytes).
+fn build(runs: &[Run]) -> Result<Workbook, String> {
+    if runs.is_empty() {
+        return Err("no runs to write to the workbook".to_string());
+    }
+    let several = runs.len() > 1;
+    let bold = Format::new().set_bold();
+    let mut workbook = Workbook::new();
+    workbook.set_properties(&properties(runs));
+
+    let summary = workbook.add_worksheet();
+    summary.set_name(SUMMARY).map_err(xlsx_err(SUMMARY))?;
+    write_summary(summary, runs, several, &bold).map_err(|e| format!("{SUMMARY} sheet: {e}"))?;
+
+    let clients = workbook.add_worksheet();
+    clients.set_name(CLIENT_DATA).map_err(xlsx_err(CLIENT_DATA))?;
+    let table = csv_table(runs, several, clients_csv)?;
+    let mut sheet = Sheet::new(clients, &bold);
+    sheet
+        .table(0, &table)
+        .map_err(|e| format!("{CLIENT_DATA} sheet: {e}"))?;
+    sheet.finish(true);
+
+    let classes = workbook.add_worksheet();
+    classes.set_name(PER_CLASS).map_err(xlsx_err(PER_CLASS))?;
+    let mut sheet = Sheet::new(classes, &bold);
+    sheet
+        .table(0, &class_table(runs, several))
+        .map_err(|e| format!("{PER_CLASS} sheet: {e}"))?;
+    sheet.finish(true);
+
+    let config = workbook.add_worksheet();
+    config.set_name(CONFIGURATION).map_err(xlsx_err(CONFIGURATION))?;
+    write_configuration(config, runs, several, &bold).map_err(|e| format!("{CONFIGURATION} sheet: {e}"))?;
+
+    Ok(workbook)
+}
+
+fn xlsx_err(what: &'static str) -> impl Fn(rust_xlsxwriter::XlsxError) -> String {
+    move |e| format!("{what}: {e}")
+}
+
+/// Document properties. The creation time is the first run's start, so that
+/// writing the same results twice gives the same file.
+fn properties(runs: &[Run]) -> DocProperties {
+    let labels: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
+    let mut p = DocProperties::new()
+        .set_title(format!("benchlab results: {}", labels.join(", ")))
+        .set_author("benchlab");
+    let started = runs
+        .first()
+        .and_then(|r| i64::try_from(r.results.environment.started_unix).ok())
+        .and_then(|t| ExcelDateTime::from_timestamp(t).ok())
+        .or_else(|| ExcelDateTime::from_timestamp(0).ok());
+    if let Some(t) = started {
+        p = p.set_creation_datetime(&t);
+    }
+    p
+}
+
+/// One cell's value, typed: numbers are written as numbers so that Excel
+/// can sum, sort and chart them.
+#[derive(Debug, Clone, PartialEq)]
+enum Cell {
+    Blank,
+    Text(String),
+    Num(f64),
+    Bool(bool),
+    /// A Unix time (seconds), shown as a UTC date and time.
+    Time(i64),
+}
+
+impl Cell {
+    fn text(s: impl Into<String>) -> Cell {
+        let s = s.into();
+        if s.is_empty() {
+            Cell::Blank
+        } else {
+            Cell::Text(s)
+        }
+    }
+
+    /// A count. Counts beyond 2⁵³ would lose digits as f64; no run comes near.
+    fn count(n: u64) -> Cell {
+        Cell::Num(n as f64)
+    }
+
+    fn opt_text(s: Option<&str>) -> Cell {
+        s.map_or(Cell::Blank, Cell::text)
+    }
+
+    /// How many characters the value shows, for the column's width.
+    fn shown_chars(&self) -> usize {
+        match self {
+            Cell::Blank => 0,
+            Cell::Text(s) => s.chars().count(),
+            Cell::Num(x) => x.to_string().len(),
+            Cell::Bool(b) => b.to_string().len(),
+            Cell::Time(_) => TIME_FORMAT.len(),
+        }
+    }
+
+    /// A CSV field as written by `summary_csv`/`clients_csv`, typed: empty is
+    /// blank, the text columns stay text, `true`/`false` are booleans, and a
+    /// finite number is a number (Excel cannot hold NaN or infinity, and
+    /// `str::parse` would accept "inf"). Rust prints an f64 with the fewest
+    /// digits that read back to the same value, so the number in the cell is
+    /// exactly the one behind the CSV text.
+    fn of_csv(column: &str, value: &str) -> Cell {
+        if value.is_empty() {
+            return Cell::Blank;
+        }
+        if TEXT_COLUMNS.contains(&column) {
+            return Cell::text(value);
+        }
+        match value {
+            "true" => return Cell::Bool(true),
+            "false" => return Cell::Bool(false),
+            _ => {}
+        }
+        match value.parse::<f64>() {
+            Ok(x) if x.is_finite() && value.bytes().any(|b| b.is_ascii_digit()) => Cell::Num(x),
+            _ => Cell::text(value),
+        }
+    }
+}
+
+const TIME_FORMAT: &str = "yyyy-mm-dd hh:mm:ss";
+
+/// A header row and rows of cells.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    fn column(&self, name: &str) -> Result<ColNum, String> {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .and_then(|i| ColNum::try_from(i).ok())
+            .ok_or_else(|| format!("the summary has no `{name}` column"))
+    }
+}
+
+/// A worksheet being written: remembers each column's widest value, so the
+/// columns can be sized at the end.
+struct Sheet<'a> {
+    ws: &'a mut Worksheet,
+    bold: &'a Format,
+    time: Format,
+    widths: Vec<usize>,
+}
+
+impl<'a> Sheet<'a> {
+    fn new(ws: &'a mut Worksheet, bold: &'a Format) -> Sheet<'a> {
+        Sheet {
+            ws,
+            bold,
+            time: Format::new().set_num_format(TIME_FORMAT),
+            widths: Vec::new(),
+        }
+    }
+
+    fn measure(&mut self, col: ColNum, chars: usize) {
+        let i = usize::from(col);
+        if self.widths.len() <= i {
+            self.widths.resize(i + 1, 0);
+        }
+        self.widths[i] = self.widths[i].max(chars);
+    }
+
+    fn cell(&mut self, row: RowNum, col: ColNum, cell: &Cell) -> Result<(), String> {
+        self.put(row, col, cell, false)?;
+        self.measure(col, cell.shown_chars());
+        Ok(())
+    }
+
+    /// A cell that does not widen its column: a line of the suite's text
+    /// may run on over the empty cells to its right.
+    fn overflowing(&mut self, row: RowNum, col: ColNum, text: &str) -> Result<(), String> {
+        self.put(row, col, &Cell::text(text), false)
+    }
+
+    fn put(&mut self, row: RowNum, col: ColNum, cell: &Cell, bold: bool) -> Result<(), String> {
+        let ws = &mut *self.ws;
+        let r = match cell {
+            Cell::Blank => return Ok(()),
+            Cell::Text(s) if bold => ws.write_string_with_format(row, col, excel_text(s), self.bold),
+            Cell::Text(s) => ws.write_string(row, col, excel_text(s)),
+            Cell::Num(x) => ws.write_number(row, col, *x),
+            Cell::Bool(b) => ws.write_boolean(row, col, *b),
+            Cell::Time(t) => match ExcelDateTime::from_timestamp(*t) {
+                Ok(t) => ws.write_datetime_with_format(row, col, &t, &self.time),
+                // Outside Excel's years 1900–9999: the number of seconds itself.
+                Err(_) => ws.write_number(row, col, *t as f64),
+            },
+        };
+        r.map(|_| ()).map_err(|e| format!("cell ({row}, {col}): {e}"))
+    }
+
+    /// A bold row of column names.
+    fn header<S: AsRef<str>>(&mut self, row: RowNum, names: &[S]) -> Result<(), String> {
+        for (col, name) in (0..).zip(names) {
+            self.put(row, col, &Cell::text(name.as_ref()), true)?;
+            self.measure(col, name.as_ref().chars().count());
+        }
+        Ok(())
+    }
+
+    /// A bold title in the first column, not widening it.
+    fn title(&mut self, row: RowNum, text: &str) -> Result<(), String> {
+        self.put(row, 0, &Cell::text(text), true)
+    }
+
+    /// The table's header at `row`, its rows below. Returns the row after it.
+    fn table(&mut self, row: RowNum, table: &Table) -> Result<RowNum, String> {
+        self.header(row, &table.header)?;
+        let mut r = row;
+        for cells in &table.rows {
+            r = next_row(r)?;
+            for (col, cell) in (0..).zip(cells) {
+                self.cell(r, col, cell)?;
+            }
+        }
+        next_row(r)
+    }
+
+    /// Sizes the columns and, for a table, freezes its header row so it stays
+    /// in view while scrolling.
+    fn finish(self, freeze_header: bool) {
+        for (col, w) in (0..).zip(&self.widths) {
+            let width = (w + 2).clamp(MIN_WIDTH, MAX_WIDTH);
+            // Column widths cannot fail for columns the sheet already holds.
+            let _ = self.ws.set_column_width(col, width as f64);
+        }
+        if freeze_header {
+            let _ = self.ws.set_freeze_panes(1, 0);
+        }
+    }
+}
+
+fn next_row(r: RowNum) -> Result<RowNum, String> {
+    r.checked_add(1).ok_or_else(|| "too many rows".to_string())
+}
+
+/// `s`, cut to Excel's limit on a cell's characters.
+fn excel_text(s: &str) -> &str {
+    match s.char_indices().nth(MAX_CELL_CHARS) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Parses CSV text as `summary_csv`/`clients_csv` write it: comma separated,
+/// a field with a comma, quote or newline in double quotes with its quotes
+/// doubled, a newline after every record.
+fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    let mut records = Vec::new();
+    let mut record = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if quoted {
+            match c {
+                '"' if chars.peek() == Some(&'"') => {
+                    field.push('"');
+                    chars.next();
+                }
+                '"' => quoted = false,
+                _ => field.push(c),
+            }
+            continue;
+        }
+        match c {
+            '"' if field.is_empty() => quoted = true,
+            ',' => record.push(std::mem::take(&mut field)),
+            '\n' => {
+                record.push(std::mem::take(&mut field));
+                records.push(std::mem::take(&mut record));
+            }
+            '\r' => {}
+            _ => field.push(c),
+        }
+    }
+    if !field.is_empty() || !record.is_empty() {
+        record.push(field);
+        records.push(record);
+    }
+    records
+}
+
+/// The rows of every run's CSV (`csv` is `summary_csv` or `clients_csv`),
+/// typed, under the first run's header, with a leading `run` column when
+/// there are several runs.
+fn csv_table(runs: &[Run], several: bool, csv: fn(&Results) -> String) -> Result<Table, String> {
+    let mut table = Table::default();
+    for run in runs {
+        let mut records = parse_csv(&csv(&run.results)).into_iter();
+        let header = records
+            .next()
+            .ok_or_else(|| format!("run {}: the CSV has no header", run.label))?;
+        if table.header.is_empty() {
+            if several {
+                table.header.push("run".to_string());
+            }
+            table.header.extend(header.iter().cloned());
+        }
+        for record in records {
+            let mut cells = Vec::with_capacity(record.len() + 1);
+            if several {
+                cells.push(Cell::text(run.label.as_str()));
+            }
+            cells.extend(
+                header
+                    .iter()
+                    .zip(&record)
+                    .map(|(column, value)| Cell::of_csv(column, value)),
+            );
+            table.rows.push(cells);
+        }
+    }
+    Ok(table)
+}
+
+/// The Summary sheet: the summary table, and below it the two charts.
+fn write_summary(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &Format) -> Result<(), String> {
+    let table = csv_table(runs, several, summary_csv)?;
+    let threads = table.column("threads")?;
+    let rps = table.column("requests_per_sec")?;
+    let mbps = table.column("mbytes_per_sec")?;
+    let series = chart_series(runs, several);
+
+    let mut sheet = Sheet::new(ws, bold);
+    let after = sheet.table(0, &table)?;
+    sheet.finish(true);
+
+    let charts = [
+        (
+            "Requests per second",
+            rps,
+            "Requests/s",
+            "benchlab: requests per second against threads",
+        ),
+        (
+            "Throughput",
+            mbps,
+            "Throughput (MB/s, 10⁶ bytes)",
+            "benchlab: throughput against threads",
+        ),
+    ];
+    if series.is_empty() {
+        // Excel refuses a chart without a series: no mixes, no charts.
+        return Ok(());
+    }
+    let chart_row = after.saturating_add(2);
+    for ((title, col, y_name, alt), x_offset) in charts.into_iter().zip([0, CHART_WIDTH + CHART_GAP]) {
+        let mut chart = Chart::new(ChartType::ScatterStraightWithMarkers);
+        chart.title().set_name(title);
+        chart
+            .x_axis()
+            .set_name("Threads (clients × threads per client)")
+            .set_min(0);
+        chart.y_axis().set_name(y_name).set_min(0);
+        chart.legend().set_position(ChartLegendPosition::Bottom);
+        chart.set_width(CHART_WIDTH).set_height(CHART_HEIGHT).set_alt_text(alt);
+        for s in &series {
+            chart
+                .add_series()
+                .set_name(s.name.as_str())
+                .set_categories((SUMMARY, s.first_row, threads, s.last_row, threads))
+                .set_values((SUMMARY, s.first_row, col, s.last_row, col));
+        }
+        ws.insert_chart_with_offset(chart_row, 0, &chart, x_offset, 0)
+            .map_err(|e| format!("chart {title}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A chart series: a run's consecutive mixes of one phase, as Summary rows.
+#[derive(Debug, Clone, PartialEq)]
+struct Series {
+    name: String,
+    first_row: RowNum,
+    last_row: RowNum,
+}
+
+/// One series per run, or per phase when a run has several (a phase is a
+/// run of consecutive mixes with the same workload and target; different
+/// phases are different curves, not one). Rows follow the Summary table:
+/// runs in order, each run's mixes in order, after the header row.
+fn chart_series(runs: &[Run], several: bool) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
+    let mut row: RowNum = 1;
+    for run in runs {
+        let groups = phase_groups(&run.results.mixes);
+        for (phase, len) in &groups {
+            let name = match (several, groups.len() > 1) {
+                (true, true) => format!("{} · {phase}", run.label),
+                (true, false) => run.label.clone(),
+                (false, true) => phase.to_string(),
+                (false, false) => {
+                    if run.label.is_empty() {
+                        phase.to_string()
+                    } else {
+                        run.label.clone()
+                    }
+                }
+            };
+            let len = RowNum::try_from(*len).unwrap_or(RowNum::MAX);
+            let last = row.saturating_add(len - 1);
+            out.push(Series {
+                name: literal_name(&name),
+                first_row: row,
+                last_row: last,
+            });
+            row = last.saturating_add(1);
+        }
+    }
+    out
+}
+
+/// The phases of a run's mixes in order, consecutive mixes of one phase
+/// together: (phase, number of mixes), each at least 1.
+fn phase_groups(mixes: &[MixResult]) -> Vec<(&str, usize)> {
+    let mut groups: Vec<(&str, usize)> = Vec::new();
+    for m in mixes {
+        match groups.last_mut() {
+            Some((phase, n)) if *phase == m.phase => *n += 1,
+            _ => groups.push((m.phase.as_str(), 1)),
+        }
+    }
+    groups
+}
+
+/// rust_xlsxwriter reads a series name such as `Sheet1!A1` or `=(…)` as a
+/// cell reference; a run label never is one, so such characters are swapped
+/// for look-alikes.
+fn literal_name(name: &str) -> String {
+    let name = name.replace('!', "ǃ");
+    match name.strip_prefix('=') {
+        Some(rest) => format!("＝{rest}"),
+        None => name,
+    }
+}
+
+/// The Per-Class table: a row per run × mix × class.
+fn class_table(runs: &[Run], several: bool) -> Table {
+    let mut header: Vec<String> = Vec::new();
+    if several {
+        header.push("run".into());
+    }
+    header.extend(
+        [
+            "mix",
+            "phase",
+            "class",
+            "kind",
+            "spi",
+            "percent",
+            "observed_percent",
+            "requests",
+            "requests_per_sec",
+            "mbytes_per_sec",
+            "latency_p50_us",
+            "latency_p99_us",
+            "errors_total",
+        ]
+        .map(String::from),
+    );
+    let mut rows = Vec::new();
+    for run in runs {
+        for m in &run.results.mixes {
+            for c in &m.classes {
+                let f = &c.figures;
+                let mut cells = Vec::with_capacity(header.len());
+                if several {
+                    cells.push(Cell::text(run.label.as_str()));
+                }
+                cells.extend([
+                    Cell::count(m.mix as u64),
+                    Cell::text(m.phase.as_str()),
+                    Cell::text(c.name.as_str()),
+                    Cell::text(c.kind.as_str()),
+                    Cell::opt_text(c.spi.as_deref()),
+                    Cell::Num(c.percent),
+                    Cell::Num(c.observed_percent),
+                    Cell::count(f.requests),
+                    Cell::Num(f.requests_per_sec),
+                    // As summary.csv's mbytes_per_sec: MB = 10⁶ bytes, 3 decimals.
+                    Cell::Num(round(f.bytes_per_sec / 1e6, 3)),
+                    Cell::count(f.latency_us.p50),
+                    Cell::count(f.latency_us.p99),
+                    Cell::count(f.errors_total),
+                ]);
+                rows.push(cells);
+            }
+        }
+    }
+    Table { header, rows }
+}
+
+/// The columns of the mix parameters table on the Configuration sheet.
+const PARAM_COLUMNS: &[&str] = &[
+    "mix",
+    "phase",
+    "clients",
+    "threads_per_client",
+    "delay_s",
+    "ramp_up_s",
+    "ramp_down_s",
+    "length_s",
+    "think_time_s",
+    "receive_buffer",
+    "http10_percent",
+    "http10_keepalive",
+    "persistent_percent",
+    "requests_per_connection",
+    "timeout_s",
+    "workload",
+    "target",
+];
+
+fn param_row(m: &MixResult) -> Vec<Cell> {
+    let p = &m.params;
+    // In the suite format's own syntax: N, "MIN..MAX" or "unlimited".
+    let per_connection = match p.requests_per_connection {
+        None => Cell::text("unlimited"),
+        Some([a, b]) if a == b => Cell::count(u64::from(a)),
+        Some([a, b]) => Cell::text(format!("{a}..{b}")),
+    };
+    vec![
+        Cell::count(m.mix as u64),
+        Cell::text(m.phase.as_str()),
+        Cell::count(u64::from(m.clients)),
+        Cell::count(u64::from(p.threads_per_client)),
+        Cell::Num(p.delay_s),
+        Cell::Num(p.ramp_up_s),
+        Cell::Num(p.ramp_down_s),
+        Cell::Num(p.length_s),
+        Cell::Num(p.think_time_s),
+        Cell::count(p.receive_buffer as u64),
+        Cell::count(u64::from(p.http10_percent)),
+        Cell::Bool(p.http10_keepalive),
+        Cell::count(u64::from(p.persistent_percent)),
+        per_connection,
+        Cell::Num(p.timeout_s),
+        Cell::text(p.workload.as_str()),
+        Cell::text(p.target.as_str()),
+    ]
+}
+
+/// The fields of a run's disclosure, as (field, value) rows.
+fn disclosure(run: &Run) -> Vec<(String, Cell)> {
+    let r = &run.results;
+    let (s, e) = (&r.suite, &r.environment);
+    let started = i64::try_from(e.started_unix).map_or(Cell::Blank, Cell::Time);
+    let mut rows: Vec<(String, Cell)> = vec![
+        ("run".into(), Cell::text(run.label.as_str())),
+        ("results directory".into(), Cell::text(run.dir.display().to_string())),
+        ("schema".into(), Cell::text(r.schema.as_str())),
+        ("complete".into(), Cell::Bool(r.complete)),
+        ("suite.name".into(), Cell::text(s.name.as_str())),
+        ("suite.description".into(), Cell::text(s.description.as_str())),
+        ("suite.file".into(), Cell::text(s.file.as_str())),
+        ("suite.seed".into(), Cell::count(s.seed)),
+        (
+            "suite.max_clients".into(),
+            s.max_clients.map_or(Cell::text("none"), |n| Cell::count(u64::from(n))),
+        ),
+        (
+            "environment.benchlab_version".into(),
+            Cell::text(e.benchlab_version.as_str()),
+        ),
+        ("environment.host".into(), Cell::text(e.host.as_str())),
+        ("environment.kernel".into(), Cell::text(e.kernel.as_str())),
+        ("environment.cpu".into(), Cell::text(e.cpu.as_str())),
+        ("environment.cores".into(), Cell::count(e.cores as u64)),
+        ("environment.target".into(), Cell::text(e.target.as_str())),
+        ("environment.started_unix".into(), Cell::count(e.started_unix)),
+        ("environment.started (UTC)".into(), started),
+        ("environment.command".into(), Cell::text(e.command.join(" "))),
+        ("environment.time_scale".into(), Cell::Num(e.time_scale)),
+    ];
+    for p in &r.phases {
+        let mixes: Vec<String> = p.mixes.iter().map(|m| m.to_string()).collect();
+        rows.push((
+            format!("phase {}", p.name),
+            Cell::text(format!(
+                "workload {}; target {}; mixes {}",
+                p.workload,
+                p.target,
+                mixes.join(", ")
+            )),
+        ));
+    }
+    rows
+}
+
+/// The Configuration sheet: per run, the disclosure fields, the mix
+/// parameters table and the suite file's text, a line per row (one cell
+/// would hide the lines and could pass Excel's limit on a cell).
+fn write_configuration(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &Format) -> Result<(), String> {
+    let mut sheet = Sheet::new(ws, bold);
+    sheet.header(0, &["field", "value"])?;
+    let mut row: RowNum = 1;
+    for (i, run) in runs.iter().enumerate() {
+        if several {
+            if i > 0 {
+                row = next_row(row)?;
+            }
+            sheet.title(row, &format!("Run {}", run.label))?;
+            row = next_row(row)?;
+        }
+        for (field, value) in disclosure(run) {
+            sheet.cell(row, 0, &Cell::text(field))?;
+            sheet.cell(row, 1, &value)?;
+            row = next_row(row)?;
+        }
+
+        row = next_row(row)?;
+        sheet.title(row, "Mix parameters")?;
+        row = next_row(row)?;
+        let params = Table {
+            header: PARAM_COLUMNS.iter().map(|c| c.to_string()).collect(),
+            rows: run.results.mixes.iter().map(param_row).collect(),
+        };
+        row = sheet.table(row, &params)?;
+
+        row = next_row(row)?;
+        sheet.title(row, &format!("Suite file {}", run.results.suite.file))?;
+        row = next_row(row)?;
+        for line in run.results.suite.text.lines() {
+            sheet.overflowing(row, 0, line)?;
+            row = next_row(row)?;
+        }
+    }
+    sheet.finish(true);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchlab_controller::{
+        ClassResult, ClientResult, Environment, Figures, Histograms, Latency, ParamsResult, PhaseResult, SuiteInfo,
+    };
+    use std::path::PathBuf;
+
+    fn figures(requests: u64, rps: f64, bps: f64) -> Figures {
+        Figures {
+            requests,
+            requests_per_sec: rps,
+            bytes: requests * 1000,
+            bytes_per_sec: bps,
+            mbit_per_sec: round(bps * 8.0 / 1e6, 3),
+            body_bytes: requests * 900,
+            error_bytes: 0,
+            errors: [("connect".to_string(), 1u64), ("timeout".to_string(), 0)]
+                .into_iter()
+                .collect(),
+            errors_total: 1,
+            latency_us: Latency {
+                mean: 812.3,
+                p50: 700,
+                p90: 1200,
+                p99: 2500,
+                p999: 4000,
+                max: 9000,
+            },
+            error_latency_us: Latency::default(),
+        }
+    }
+
+    fn mix(n: usize, phase: &str, clients: u32, rps: f64) -> MixResult {
+        MixResult {
+            mix: n,
+            phase: phase.to_string(),
+            clients,
+            clients_participating: clients,
+            threads: u64::from(clients) * 2,
+            partial: false,
+            window_s: 1.5,
+            figures: figures(1234, rps, rps * 1000.0 + 0.25),
+            reconnects: 3,
+            in_flight: 2,
+            connections_opened: 40,
+            tls_full_handshakes: 0,
+            tls_resumptions: 0,
+            client_cpu_s: 0.5,
+            params: ParamsResult {
+                delay_s: 0.0,
+                ramp_up_s: 1.0,
+                ramp_down_s: 0.5,
+                length_s: 3.0,
+                think_time_s: 0.0,
+                threads_per_client: 2,
+                receive_buffer: 16384,
+                http10_percent: 0,
+                http10_keepalive: false,
+                persistent_percent: 100,
+                requests_per_connection: Some([1, 8]),
+                timeout_s: 5.0,
+                workload: "demo".into(),
+                target: "http://127.0.0.1:8080".into(),
+            },
+            client_data: (1..=clients)
+                .map(|c| ClientResult {
+                    client: c,
+                    address: (c % 2 == 1).then(|| format!("127.0.0.{}", c + 1)),
+                    figures: figures(600, rps / 2.0, 1e5 / 3.0),
+                    connections_opened: 20,
+                    in_flight: 1,
+                    delay_s: 0.125,
+                    taken_out: c == 2,
+                    cpu_s: 0.25,
+                })
+                .collect(),
+            classes: vec![
+                ClassResult {
+                    name: "static".into(),
+                    kind: "static".into(),
+                    spi: None,
+                    percent: 80.0,
+                    observed_percent: 79.6,
+                    figures: figures(980, rps * 0.8, 123456.78),
+                },
+                ClassResult {
+                    name: "adrot".into(),
+                    kind: "dynamic".into(),
+                    spi: Some("inproc".into()),
+                    percent: 20.0,
+                    observed_percent: 20.4,
+                    figures: figures(254, rps * 0.2, 2345.5),
+                },
+            ],
+            per_second: Vec::new(),
+            histograms: Histograms::default(),
+        }
+    }
+
+    fn results(phases: &[(&str, usize)]) -> Results {
+        let mut mixes = Vec::new();
+        let mut phase_results = Vec::new();
+        for (name, count) in phases {
+            let first = mixes.len() + 1;
+            for i in 0..*count {
+                let n = mixes.len() + 1;
+                mixes.push(mix(n, name, 1 << i, 1000.0 * (i as f64 + 1.0) + 0.33));
+            }
+            phase_results.push(PhaseResult {
+                name: name.to_string(),
+                workload: "demo".into(),
+                target: "http://127.0.0.1:8080".into(),
+                mixes: (first..first + count).collect(),
+            });
+        }
+        Results {
+            schema: benchlab_controller::RESULTS_SCHEMA.into(),
+            suite: SuiteInfo {
+                name: "tiny".into(),
+                description: "a tiny suite, with \"quotes\"".into(),
+                file: "suites/tiny.toml".into(),
+                seed: 7,
+                max_clients: Some(8),
+                text: "name = \"tiny\"\n\n[[mix]]\nclients = 1\n".into(),
+            },
+            environment: Environment {
+                benchlab_version: "0.1.0".into(),
+                host: "box".into(),
+                kernel: "Linux 6".into(),
+                cpu: "a CPU".into(),
+                cores: 2,
+                target: "http://127.0.0.1:8080".into(),
+                started_unix: 1_700_000_000,
+                command: vec!["benchlab".into(), "run".into(), "tiny.toml".into()],
+                time_scale: 1.0,
+            },
+            phases: phase_results,
+            mixes,
+            complete: true,
+        }
+    }
+
+    fn run(label: &str, phases: &[(&str, usize)]) -> Run {
+        Run {
+            label: label.into(),
+            dir: PathBuf::from(format!("results/{label}")),
+            results: results(phases),
+        }
+    }
+
+    fn bytes(runs: &[Run]) -> Vec<u8> {
+        build(runs).expect("builds").save_to_buffer().expect("saves")
+    }
+
+    #[test]
+    fn csv_round_trip_with_quotes() {
+        let text = "a,b,c\n1,\"x,\"\"y\"\"\",\n2,\"multi\nline\",z\n";
+        assert_eq!(
+            parse_csv(text),
+            vec![
+                vec!["a", "b", "c"],
+                vec!["1", "x,\"y\"", ""],
+                vec!["2", "multi\nline", "z"],
+            ]
+        );
+        assert_eq!(parse_csv("a,b"), vec![vec!["a", "b"]]);
+        assert!(parse_csv("").is_empty());
+    }
+
+    #[test]
+    fn csv_fields_are_typed() {
+        assert_eq!(Cell::of_csv("requests", "12"), Cell::Num(12.0));
+        assert_eq!(Cell::of_csv("window_s", "1.5"), Cell::Num(1.5));
+        assert_eq!(Cell::of_csv("partial", "false"), Cell::Bool(false));
+        assert_eq!(Cell::of_csv("phase", "2"), Cell::Text("2".into()));
+        assert_eq!(Cell::of_csv("address", ""), Cell::Blank);
+        assert_eq!(Cell::of_csv("x", "inf"), Cell::Text("inf".into()));
+        assert_eq!(Cell::of_csv("x", "NaN"), Cell::Text("NaN".into()));
+    }
+
+    #[test]
+    fn summary_table_is_summary_csv() {
+        let runs = [run("a", &[("demo", 3)])];
+        let table = csv_table(&runs, false, summary_csv).expect("table");
+        let csv = parse_csv(&summary_csv(&runs[0].results));
+        assert_eq!(table.header, csv[0]);
+        assert_eq!(table.rows.len(), 3);
+        for (cells, record) in table.rows.iter().zip(&csv[1..]) {
+            assert_eq!(cells.len(), record.len());
+            for (cell, text) in cells.iter().zip(record) {
+                match cell {
+                    Cell::Num(x) => assert_eq!(*x, text.parse::<f64>().expect("number")),
+                    Cell::Bool(b) => assert_eq!(b.to_string(), *text),
+                    Cell::Text(s) => assert_eq!(s, text),
+                    Cell::Blank => assert_eq!(text, ""),
+                    Cell::Time(_) => panic!("no times in the summary"),
+                }
+            }
+        }
+        let several =
+            csv_table(&[run("a", &[("demo", 2)]), run("b", &[("demo", 1)])], true, summary_csv).expect("table");
+        assert_eq!(several.header[0], "run");
+        assert_eq!(several.rows.len(), 3);
+        assert_eq!(several.rows[2][0], Cell::Text("b".into()));
+    }
+
+    #[test]
+    fn series_per_run_and_per_phase() {
+        let runs = [run("a", &[("static", 2), ("dynamic", 3)]), run("b", &[("static", 4)])];
+        let s = chart_series(&runs, true);
+        let got: Vec<(&str, RowNum, RowNum)> = s.iter().map(|s| (s.name.as_str(), s.first_row, s.last_row)).collect();
+        assert_eq!(got, vec![("a · static", 1, 2), ("a · dynamic", 3, 5), ("b", 6, 9)]);
+        let one = chart_series(&runs[1..], false);
+        assert_eq!(one.len(), 1);
+        assert_eq!((one[0].first_row, one[0].last_row), (1, 4));
+        assert_eq!(literal_name("x!A1"), "xǃA1");
+    }
+
+    #[test]
+    fn per_class_rows() {
+        let t = class_table(&[run("a", &[("demo", 2)])], false);
+        assert_eq!(t.rows.len(), 4);
+        assert_eq!(t.header.len(), t.rows[0].len());
+        assert_eq!(t.rows[1][4], Cell::Text("inproc".into()));
+        assert_eq!(t.rows[0][4], Cell::Blank);
+        assert_eq!(t.rows[0][9], Cell::Num(0.123));
+    }
+
+    #[test]
+    fn workbook_is_deterministic() {
+        let runs = [run("a", &[("static", 2), ("dynamic", 2)]), run("b", &[("static", 3)])];
+        let first = bytes(&runs);
+        assert_eq!(first, bytes(&runs));
+        assert!(first.starts_with(b"PK"), "a zip file");
+        assert!(bytes(&runs[..1]).starts_with(b"PK"));
+    }
+
+    #[test]
+    fn empty_inputs() {
+        assert!(build(&[]).is_err());
+        let mut r = run("a", &[]);
+        r.results.mixes.clear();
+        assert!(
+            bytes(&[r]).starts_with(b"PK"),
+            "no mixes: tables without rows, no charts"
+        );
+    }
+
+    #[test]
+    fn writes_a_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.xlsx");
+        write_xlsx(&[run("a", &[("demo", 2)])], &path).expect("writes");
+        assert!(std::fs::metadata(&path).expect("exists").len() > 1000);
+        let bad = dir.path().join("no/such/dir/r.xlsx");
+        assert!(write_xlsx(&[run("a", &[("demo", 1)])], &bad).is_err());
+    }
+}
