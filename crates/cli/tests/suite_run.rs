@@ -711,7 +711,11 @@ fn ctrl_c_keeps_finished_mixes_and_marks_the_current_one_partial() {
     let stop_took = interrupted.elapsed();
     let stderr = err_reader.join().expect("stderr reader");
     let stdout = out_reader.join().expect("stdout reader");
-    assert_eq!(exit.code(), Some(130), "an interrupted run exits 130 (after SIGINT: {exit}):\n{stderr}");
+    assert_eq!(
+        exit.code(),
+        Some(130),
+        "an interrupted run exits 130 (after SIGINT: {exit}):\n{stderr}"
+    );
     assert!(
         stop_took < Duration::from_secs(3),
         "took {stop_took:?} to stop after SIGINT"

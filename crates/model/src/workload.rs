@@ -505,9 +505,14 @@ mod tests {
         let mut f = draw(Popularity::Manifest);
         f.classes = Some(vec!["odd".into()]);
         let urls = class(f).resolve("http://h", &sets).unwrap();
-        assert_eq!(urls.iter().map(|u| u.url.as_str()).collect::<Vec<_>>(), ["http://h/f1.html", "http://h/f3.html"]);
+        assert_eq!(
+            urls.iter().map(|u| u.url.as_str()).collect::<Vec<_>>(),
+            ["http://h/f1.html", "http://h/f3.html"]
+        );
         assert!((urls[0].weight - 0.2 / 0.6).abs() < 1e-12);
-        let missing = class(draw(Popularity::Uniform)).resolve("http://h", &BTreeMap::new()).unwrap_err();
+        let missing = class(draw(Popularity::Uniform))
+            .resolve("http://h", &BTreeMap::new())
+            .unwrap_err();
         assert!(missing.contains("--fileset set=DIR"), "{missing}");
     }
 }
