@@ -98,7 +98,10 @@ impl Manifest {
             if f.len() != 5 {
                 return Err(err(
                     n,
-                    format!("expected 5 tab-separated fields (path, size, xxh3, class, weight), found {}", f.len()),
+                    format!(
+                        "expected 5 tab-separated fields (path, size, xxh3, class, weight), found {}",
+                        f.len()
+                    ),
                 ));
             }
             if !f[0].starts_with('/') {
@@ -174,7 +177,11 @@ impl Manifest {
 
 /// Appends one entry line (for generators that stream the manifest).
 pub fn write_entry(s: &mut String, e: &Entry) {
-    let _ = writeln!(s, "{}\t{}\t{:016x}\t{}\t{:.10}", e.path, e.size, e.xxh3, e.class, e.weight);
+    let _ = writeln!(
+        s,
+        "{}\t{}\t{:016x}\t{}\t{:.10}",
+        e.path, e.size, e.xxh3, e.class, e.weight
+    );
 }
 
 #[cfg(test)]
