@@ -3,9 +3,9 @@
 //! its in-process SPICE programs, the `demo` suite (about a minute), the
 //! results directory and the reports — with nothing to install or start.
 
-use crate::run_cmd::{print_report_paths, stamp, summary_table, Progress};
+use crate::run_cmd::{execute, stamp};
 use crate::{CliError, Outcome};
-use benchlab_controller::{run_suite, RunOptions};
+use benchlab_controller::RunOptions;
 use benchlab_engine::TlsOptions;
 use benchlab_fileset::{generate, Kind, Spec};
 use benchlab_model::Suite;
@@ -13,8 +13,6 @@ use clap::Args;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 /// The demo suite, compiled in so the demo needs no file of the repository.
 const DEMO_SUITE: &str = include_str!("../../../suites/demo.toml");
@@ -93,22 +91,7 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
         time_scale: a.time_scale,
         command: std::env::args().collect(),
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = Arc::clone(&stop);
-    let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
-    let mut progress = Progress::new(out.clone());
-    let results = run_suite(&suite, &opts, &stop, &mut progress);
+    let outcome = execute(&suite, &opts);
     let _ = server.shutdown();
-    let results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
-    print!("{}", summary_table(&results));
-    println!("results: {}", out.display());
-    print_report_paths(&out, &progress);
-    if stop.load(Ordering::Relaxed) {
-        eprintln!(
-            "interrupted: the finished mixes and the partial one are in {}",
-            out.display()
-        );
-        return Ok(Outcome::Interrupted);
-    }
-    Ok(Outcome::Completed)
+    outcome
 }

@@ -220,7 +220,7 @@ impl Observer for Progress {
 }
 
 /// Prints where the reports are (or why they could not be written).
-pub(crate) fn print_report_paths(out: &std::path::Path, progress: &Progress) {
+fn print_report_paths(out: &std::path::Path, progress: &Progress) {
     match &progress.report_error {
         None => {
             println!("report:  {}", out.join("report.html").display());
@@ -274,19 +274,25 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         suite.target,
         out.display()
     );
+    execute(&suite, &opts)
+}
+
+/// Runs a prepared suite with a progress display, prints the summary table,
+/// the results and report paths; Ctrl-C ends the current mix (kept, marked
+/// partial) and the run, which then exits 130.
+pub(crate) fn execute(suite: &Suite, opts: &RunOptions) -> Result<Outcome, CliError> {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = Arc::clone(&stop);
-    // Ctrl-C ends the current mix (kept, marked partial) and the run.
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
-    let mut progress = Progress::new(out.clone());
-    let results = run_suite(&suite, &opts, &stop, &mut progress).map_err(|e| CliError::CannotRun(e.to_string()))?;
+    let mut progress = Progress::new(opts.out.clone());
+    let results = run_suite(suite, opts, &stop, &mut progress).map_err(|e| CliError::CannotRun(e.to_string()))?;
     print!("{}", summary_table(&results));
-    println!("results: {}", out.display());
-    print_report_paths(&out, &progress);
+    println!("results: {}", opts.out.display());
+    print_report_paths(&opts.out, &progress);
     if stop.load(Ordering::Relaxed) {
         eprintln!(
             "interrupted: the finished mixes and the partial one are in {}",
-            out.display()
+            opts.out.display()
         );
         return Ok(Outcome::Interrupted);
     }
