@@ -228,6 +228,10 @@ pub struct SuiteInfo {
     pub file: String,
     pub seed: u64,
     pub max_clients: Option<u32>,
+    /// Price of the system under test in dollars (the suite's `price`), for
+    /// price/performance; `--price` of `benchlab report` overrides it.
+    #[serde(default)]
+    pub price: Option<f64>,
     /// The suite file's text, for the configuration disclosure.
     pub text: String,
 }

@@ -255,6 +255,7 @@ pub fn run_suite(
             file: suite.path.display().to_string(),
             seed: suite.seed,
             max_clients: suite.max_clients,
+            price: suite.price,
             text,
         },
         environment: environment(&suite.target, opts),

@@ -85,6 +85,8 @@ pub struct Suite {
     /// The suite's target (base URL); mixes may name their own.
     pub target: String,
     pub max_clients: Option<u32>,
+    /// Price of the system under test in dollars, for price/performance.
+    pub price: Option<f64>,
     pub seed: u64,
     /// Give each in-process client its own loopback address (127.0.0.N)
     /// when the target is on loopback, so the server sees distinct systems.
@@ -105,6 +107,7 @@ struct RawSuite {
     description: Option<String>,
     target: Option<String>,
     max_clients: Option<Spanned<u32>>,
+    price: Option<Spanned<f64>>,
     seed: Option<u64>,
     client_addresses: Option<bool>,
     #[serde(default)]
@@ -350,6 +353,16 @@ impl Suite {
             defaults.workload = workloads.keys().next().cloned().unwrap_or_default();
         }
         let max_clients = raw.max_clients.as_ref().map(|m| *m.get_ref());
+        let price = match &raw.price {
+            Some(p) if !(p.get_ref().is_finite() && *p.get_ref() > 0.0) => {
+                return Err(src.error_at(
+                    p.span().start,
+                    format!("price {}: expected dollars above 0", p.get_ref()),
+                ))
+            }
+            Some(p) => Some(*p.get_ref()),
+            None => None,
+        };
         if raw.mixes.is_empty() {
             return Err(src.error_at(
                 src.text.len(),
@@ -484,6 +497,7 @@ impl Suite {
             path: path.to_path_buf(),
             target,
             max_clients,
+            price,
             seed: raw.seed.unwrap_or(1),
             client_addresses: raw.client_addresses.unwrap_or(true),
             filesets,

@@ -420,7 +420,8 @@ fn pick<'a>(mixes: &[&'a MixResult], at_peak: bool) -> Option<&'a MixResult> {
 pub fn analyze_run(run: &Run, o: &ReportOptions) -> RunAnalysis {
     let r = &run.results;
     let groups = phase_mixes(r);
-    let price = o.price_for(&run.label);
+    // `--price` wins; else the price the suite states.
+    let price = o.price_for(&run.label).or(run.results.suite.price);
     let phases: Vec<PhaseAnalysis> = groups.iter().map(|(n, ms)| analyze_phase(r, n, ms, price, o)).collect();
     let baseline = match &o.static_phase {
         Some(n) => phases.iter().find(|p| &p.name == n),

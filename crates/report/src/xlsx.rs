@@ -830,6 +830,7 @@ mod tests {
                 file: "suites/tiny.toml".into(),
                 seed: 7,
                 max_clients: Some(8),
+                price: None,
                 text: "name = \"tiny\"\n\n[[mix]]\nclients = 1\n".into(),
             },
             environment: Environment {

@@ -135,6 +135,7 @@ fn run_of(phases: &[(&str, Vec<Mix>)]) -> Run {
                 file: "synthetic.toml".into(),
                 seed: 1,
                 max_clients: None,
+                price: None,
                 text: "name = \"synthetic\"\n".into(),
             },
             environment: Environment {
@@ -395,6 +396,26 @@ fn price_per_request_per_second() {
     assert_eq!(a.phases[0].price_per_rps, Some(4995.0 / 1337.0));
     let html = render_html(&[run], &opts);
     assert!(html.contains("$3.74 per request/s"), "price/performance missing");
+}
+
+/// The suite's own `price` is used when `--price` gives none, and
+/// `--price` wins over it.
+#[test]
+fn suite_price_is_the_default() {
+    let mixes = vec![Mix {
+        threads: 8,
+        rate: 1000.0,
+        p99: 1000,
+        mean_latency: 100.0,
+        client_rates: equal_clients(1000.0, 2),
+        kind: "static",
+    }];
+    let mut run = run_of(&[("static", mixes)]);
+    run.results.suite.price = Some(2000.0);
+    let mut opts = ReportOptions::default();
+    assert_eq!(analyze_run(&run, &opts).phases[0].price_per_rps, Some(2.0));
+    opts.price = Some(500.0);
+    assert_eq!(analyze_run(&run, &opts).phases[0].price_per_rps, Some(0.5));
 }
 
 /// What a run can look like while it runs or when the server fails: no mix
