@@ -257,6 +257,30 @@ pub struct Results {
     pub complete: bool,
 }
 
+/// Unix seconds as a UTC calendar time `(year, month, day, hour, minute,
+/// second)` — Howard Hinnant's `civil_from_days` — so results can be dated
+/// (the report's start time, default directory names) without a date crate.
+pub fn utc_civil(unix: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let (days, secs) = ((unix / 86_400) as i64, unix % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        y,
+        m,
+        d,
+        (secs / 3600) as u32,
+        (secs / 60 % 60) as u32,
+        (secs % 60) as u32,
+    )
+}
+
 /// Writes `bytes` to `path` atomically (temporary file + rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
@@ -363,25 +387,8 @@ pub fn histogram_b64(h: &hdrhistogram::Histogram<u64>) -> String {
     if V2Serializer::new().serialize(h, &mut buf).is_err() {
         return String::new();
     }
-    base64_encode(&buf)
-}
-
-/// Standard base64 with padding (RFC 4648), to keep the dependency list short.
-pub fn base64_encode(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut o = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
-        o.push(T[(n >> 18) as usize & 63] as char);
-        o.push(T[(n >> 12) as usize & 63] as char);
-        o.push(if c.len() > 1 {
-            T[(n >> 6) as usize & 63] as char
-        } else {
-            '='
-        });
-        o.push(if c.len() > 2 { T[n as usize & 63] as char } else { '=' });
-    }
-    o
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(&buf)
 }
 
 #[cfg(test)]
@@ -389,12 +396,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64_vectors() {
-        assert_eq!(base64_encode(b""), "");
-        assert_eq!(base64_encode(b"f"), "Zg==");
-        assert_eq!(base64_encode(b"fo"), "Zm8=");
-        assert_eq!(base64_encode(b"foo"), "Zm9v");
-        assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
+    fn civil_dates() {
+        assert_eq!(utc_civil(0), (1970, 1, 1, 0, 0, 0));
+        assert_eq!(utc_civil(951_782_400), (2000, 2, 29, 0, 0, 0));
+        assert_eq!(utc_civil(1_795_370_651), (2026, 11, 22, 18, 4, 11));
     }
 
     #[test]

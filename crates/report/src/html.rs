@@ -78,26 +78,10 @@ fn run_cell(i: usize, label: &str) -> String {
     format!(r#"<td class="run">{}{}</td>"#, swatch(i), esc(label))
 }
 
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm), so
-/// the start time prints without a date crate.
+/// A Unix time as `YYYY-MM-DD HH:MM:SS UTC`.
 fn utc(unix: u64) -> String {
-    let days = (unix / 86_400) as i64;
-    let secs = unix % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    let (y, m, d, h, mi, sec) = benchlab_controller::utc_civil(unix);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{sec:02} UTC")
 }
 
 fn shell_quote(a: &str) -> String {
