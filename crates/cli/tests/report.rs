@@ -5,6 +5,7 @@
 //! `compare A A` exits 0 and a copy doctored to a 20 % lower peak (or a
 //! 50 % higher p99 at the peak load) exits 3; bad usage exits 2.
 
+mod common;
 mod report_support;
 
 use report_support::{

@@ -9,6 +9,7 @@
 //! Chromium is required (`.ci/run` installs the Debian package `chromium`):
 //! without it the test fails, it never skips.
 
+mod common;
 mod report_support;
 
 use report_support::{assert_success, attr, benchlab, read_json, results_dir, s, scratch, tags, unescape};

@@ -1,10 +1,13 @@
 //! `benchlab serve`, the real binary, on 127.0.0.1:0 in a temp dir: raw
 //! bytes over std `TcpStream`s, and `benchlab http` as its load.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use common::Serve;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const A_HTML: &[u8] = b"<html><body>served by benchlab serve</body></html>\n";
@@ -23,74 +26,6 @@ fn docroot() -> tempfile::TempDir {
         .collect();
     std::fs::write(dir.path().join("www/d/big.bin"), big).unwrap();
     dir
-}
-
-/// A running `benchlab serve`, killed when dropped.
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Serve {
-    fn start(dir: &Path, extra: &[&str]) -> Serve {
-        let mut child = Command::new(bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
-            .arg(dir.join("www"))
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let Some(addr) = first
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|a| a.strip_suffix('/'))
-        else {
-            let _ = child.kill();
-            let mut err = String::new();
-            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-            panic!("benchlab serve did not start: stdout {first:?}, stderr {err}");
-        };
-        Serve {
-            addr: addr.parse().unwrap(),
-            child,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// Stops it with a signal (`INT`: Ctrl-C, `TERM`: kill, systemd);
-    /// returns its exit code.
-    fn stop_with(mut self, signal: &str) -> i32 {
-        let ok = Command::new("kill")
-            .args([&format!("-{signal}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
-            }
-            assert!(Instant::now() < deadline, "benchlab serve did not stop on SIG{signal}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
 }
 
 /// Sends `raw` and reads until the server closes: the whole wire reply.
@@ -115,7 +50,7 @@ fn split(reply: &[u8]) -> (String, &[u8]) {
 #[test]
 fn serves_files_byte_identical_with_keep_alive_and_http10_close() {
     let dir = docroot();
-    let serve = Serve::start(dir.path(), &[]);
+    let serve = Serve::start(&dir.path().join("www"), &[]);
     let big = std::fs::read(dir.path().join("www/d/big.bin")).unwrap();
 
     // Three requests on one connection, the last asking to close.
@@ -153,7 +88,7 @@ fn serves_files_byte_identical_with_keep_alive_and_http10_close() {
 fn session_counter_and_lines_are_exact_under_benchlab_http() {
     let dir = docroot();
     let log = dir.path().join("session.log");
-    let serve = Serve::start(dir.path(), &["--session-log", log.to_str().unwrap()]);
+    let serve = Serve::start(&dir.path().join("www"), &["--session-log", log.to_str().unwrap()]);
     let out = Command::new(bin())
         .args([
             "http",
@@ -199,7 +134,7 @@ fn session_counter_and_lines_are_exact_under_benchlab_http() {
 #[test]
 fn sleep_waits_without_blocking_other_connections() {
     let dir = docroot();
-    let serve = Serve::start(dir.path(), &["--workers", "1"]);
+    let serve = Serve::start(&dir.path().join("www"), &["--workers", "1"]);
     let addr = serve.addr;
     let slow = std::thread::spawn(move || {
         let t0 = Instant::now();
@@ -225,7 +160,7 @@ fn sleep_waits_without_blocking_other_connections() {
 fn access_log_has_one_clf_line_per_request_and_ctrl_c_flushes_it() {
     let dir = docroot();
     let log: PathBuf = dir.path().join("access.log");
-    let serve = Serve::start(dir.path(), &["--access-log", log.to_str().unwrap()]);
+    let serve = Serve::start(&dir.path().join("www"), &["--access-log", log.to_str().unwrap()]);
     let out = Command::new(bin())
         .args([
             "http",
@@ -290,7 +225,7 @@ fn bad_flags_exit_2_naming_the_flag() {
 fn sigterm_also_stops_gracefully_and_flushes_the_access_log() {
     let dir = docroot();
     let log = dir.path().join("access.log");
-    let serve = Serve::start(dir.path(), &["--access-log", log.to_str().unwrap()]);
+    let serve = Serve::start(&dir.path().join("www"), &["--access-log", log.to_str().unwrap()]);
     let reply = exchange(serve.addr, "GET /a.html HTTP/1.0\r\n\r\n");
     assert_eq!(split(&reply).1, A_HTML);
     assert_eq!(serve.stop_with("TERM"), 0);

@@ -16,12 +16,12 @@ mod common;
 use benchlab_controller::{Results, RESULTS_SCHEMA};
 use benchlab_engine::ErrorKind;
 use common::servers::{Nginx, NginxLogLine, NginxOpts};
-use common::{benchlab_bin, run_benchlab};
+use common::{assert_success, benchlab_bin, run_benchlab, s};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
@@ -62,20 +62,6 @@ fn nginx_serving(root: &Path) -> Nginx {
         docroot: Some(root.to_path_buf()),
         ..NginxOpts::default()
     })
-}
-
-fn assert_success(what: &str, out: &Output) {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
 }
 
 /// A suite of mixes of `clients` clients × 2 threads, 3 s each (ramp-up 1 s,

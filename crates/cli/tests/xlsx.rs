@@ -6,76 +6,18 @@
 //! (numbers as numbers, compared as the f64 of the same decimal text). The
 //! charts, which calamine does not read, are checked in the package's XML.
 
+mod common;
+
 use benchlab_controller::Results;
 use benchlab_report::{write_xlsx, Run};
 use calamine::{open_workbook, Data, Range, Reader, Xlsx};
-use std::io::{BufRead, BufReader, Read};
+use common::{assert_success, s, Serve};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_benchlab")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
-}
-
-fn assert_success(what: &str, out: &Output) {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A running `benchlab serve`, killed when dropped (also when a test fails).
-struct Serve {
-    child: Child,
-    /// `IP:PORT` it listens on.
-    addr: String,
-}
-
-impl Serve {
-    fn start(root: &Path) -> Serve {
-        let mut child = Command::new(bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--workers", "2", "--root", s(root)])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn benchlab serve");
-        // Its first line tells the port it got: no race for a free port.
-        let mut first = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut first);
-        }
-        let addr = first
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|a| a.strip_suffix('/'))
-            .map(str::to_string);
-        match addr {
-            Some(addr) => Serve { child, addr },
-            None => {
-                let _ = child.kill();
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
-                }
-                let _ = child.wait();
-                panic!("benchlab serve did not start: stdout {first:?}, stderr {err}");
-            }
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Two mixes of 2 s (1 then 2 clients × 2 threads), 80 % static files and
@@ -130,7 +72,7 @@ fn real_results(tmp: &Path) -> PathBuf {
     let suite = tmp.join("tiny.toml");
     std::fs::write(&suite, SUITE).expect("write the suite");
     let results = tmp.join("results");
-    let serve = Serve::start(&fs);
+    let serve = Serve::start(&fs, &["--workers", "2"]);
     let target = format!("http://{}", serve.addr);
     let fileset = format!("specweb99={}", s(&fs));
     let out = Command::new(bin())

@@ -4,9 +4,10 @@
 
 pub mod servers;
 
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Path of the `benchlab` binary Cargo built for these tests.
@@ -79,4 +80,92 @@ pub fn require(program: &str) {
         found,
         "{program} is not installed: run `bash .ci/run` (it installs the test servers)"
     );
+}
+
+/// A path as the `&str` a command line takes.
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// Panics with stdout and stderr unless `out` is a success.
+pub fn assert_success(what: &str, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A running `benchlab serve` on a free loopback port, killed when dropped
+/// (also when a test fails).
+pub struct Serve {
+    pub child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Serve {
+    /// Serves `root` with the extra flags; the port comes from its first
+    /// line (`listening on http://ADDR/`), so there is no race for a port.
+    pub fn start(root: &Path, extra: &[&str]) -> Serve {
+        let mut child = Command::new(benchlab_bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+            .arg(root)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start benchlab serve");
+        let mut first = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = BufReader::new(out).read_line(&mut first);
+        }
+        let addr = first
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|a| a.strip_suffix('/'))
+            .and_then(|a| a.parse().ok());
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            let _ = child.wait();
+            panic!("benchlab serve did not start: stdout {first:?}, stderr {err}");
+        };
+        Serve { child, addr }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Stops it with a signal (`INT`: Ctrl-C, `TERM`: kill, systemd);
+    /// returns its exit code.
+    pub fn stop_with(mut self, signal: &str) -> i32 {
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(ok.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for benchlab serve") {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "benchlab serve did not stop on SIG{signal}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }

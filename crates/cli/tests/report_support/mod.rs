@@ -8,9 +8,8 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
 pub fn bin() -> &'static str {
@@ -21,19 +20,8 @@ pub fn benchlab(args: &[&str]) -> Output {
     Command::new(bin()).args(args).output().expect("run benchlab")
 }
 
-pub fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
-}
-
-pub fn assert_success(what: &str, out: &Output) {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::common::Serve;
+pub use crate::common::{assert_success, s};
 
 /// A scratch directory of this test binary under `target/tmp`, emptied.
 pub fn scratch(name: &str) -> PathBuf {
@@ -47,58 +35,6 @@ pub fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("create scratch dir");
     d
-}
-
-/// `benchlab serve`, killed when dropped.
-struct Serve {
-    child: Child,
-    addr: String,
-}
-
-impl Serve {
-    fn start(root: &Path, workers: u32) -> Serve {
-        let mut child = Command::new(bin())
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--workers",
-                &workers.to_string(),
-                "--root",
-            ])
-            .arg(root)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start benchlab serve");
-        let mut first = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut first);
-        }
-        let Some(addr) = first
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|a| a.strip_suffix('/'))
-        else {
-            let _ = child.kill();
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            panic!("benchlab serve did not start: stdout {first:?}, stderr {err}");
-        };
-        Serve {
-            addr: addr.to_string(),
-            child,
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 const SUITE: &str = r#"# benchlab's report tests: a static phase and an in-process SPICE phase.
@@ -193,7 +129,7 @@ pub fn results_dir(name: &str, workers: u32) -> PathBuf {
     let suite = d.join("report-test.toml");
     std::fs::write(&suite, SUITE).expect("write suite");
     let res = d.join(name);
-    let server = Serve::start(set, workers);
+    let server = Serve::start(set, &["--workers", &workers.to_string()]);
     let target = format!("http://{}", server.addr);
     let fs = format!("specweb99={}", s(set));
     let out = benchlab(&[
