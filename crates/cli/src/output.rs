@@ -224,18 +224,8 @@ impl HttpResult {
     }
 }
 
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
+/// `1234567` → `1,234,567` (one formatter for every summary benchlab prints).
+pub use benchlab_logs::thousands;
 
 /// One line saying what the run will do.
 pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
