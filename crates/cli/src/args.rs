@@ -32,9 +32,23 @@ pub fn weighted_url(s: &str) -> Result<WeightedUrl, String> {
     })
 }
 
-/// A duration such as `10s`, `500ms`, `1m30s`.
+/// A duration such as `10s`, `500ms`, `1m30s`, at most a week (clap adds
+/// the flag's name to the message).
 pub fn duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("`{s}`: {e} (expected a duration such as 10s, 500ms or 2m)"))
+    benchlab_model::parse_duration(s)
+}
+
+/// A `--time-scale` factor within the model's bounds.
+pub fn time_scale(s: &str) -> Result<f64, String> {
+    let f: f64 = s.trim().parse().map_err(|_| {
+        format!(
+            "`{s}`: expected a number from {} to {}",
+            benchlab_model::TIME_SCALE_MIN,
+            benchlab_model::TIME_SCALE_MAX
+        )
+    })?;
+    benchlab_model::check_time_scale(f).map_err(|e| format!("`{s}`: {e}"))?;
+    Ok(f)
 }
 
 /// `N` or `MIN..MAX` requests per connection.

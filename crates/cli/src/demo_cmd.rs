@@ -23,7 +23,7 @@ pub struct DemoArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Multiply the suite's durations by this (0.25: a quarter-minute demo).
-    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    #[arg(long, default_value = "1", value_name = "F", value_parser = crate::args::time_scale)]
     time_scale: f64,
     /// Worker threads of the reference server (the rest of the cores load it).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -31,12 +31,6 @@ pub struct DemoArgs {
 }
 
 pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
-    if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
-        return Err(CliError::Usage(format!(
-            "--time-scale {}: expected a number above 0",
-            a.time_scale
-        )));
-    }
     let cannot = |what: &str, e: &dyn std::fmt::Display| CliError::CannotRun(format!("demo: {what}: {e}"));
     let tmp = tempfile::Builder::new()
         .prefix("benchlab-demo-")
@@ -76,7 +70,7 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
     let mut suite = Suite::from_file(&suite_path).map_err(|e| CliError::CannotRun(e.to_string()))?;
     suite.retarget(&target);
     if a.time_scale != 1.0 {
-        suite.scale_time(a.time_scale);
+        suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
     }
     let out = a
         .out

@@ -28,7 +28,7 @@ pub struct RunArgs {
     out: Option<PathBuf>,
     /// Multiply delay, ramps, length and think time (not timeouts) by this,
     /// e.g. 0.05 to try a suite in minutes.
-    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    #[arg(long, default_value = "1", value_name = "F", value_parser = crate::args::time_scale)]
     time_scale: f64,
     /// Directory of a file set the workloads name, NAME=DIR (repeatable).
     #[arg(long = "fileset", value_parser = fileset_arg, value_name = "NAME=DIR")]
@@ -39,6 +39,9 @@ pub struct RunArgs {
     /// Accept any TLS certificate.
     #[arg(long)]
     insecure: bool,
+    /// Trust the CA certificates in this PEM file as well.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Option<PathBuf>,
     /// Worker OS threads per in-process client [default: cores ÷ clients].
     #[arg(long, value_name = "N")]
     os_threads_per_client: Option<usize>,
@@ -233,12 +236,6 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
 /// `benchlab run`.
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
-    if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
-        return Err(CliError::Usage(format!(
-            "--time-scale {}: expected a number above 0",
-            a.time_scale
-        )));
-    }
     if let Some(t) = &a.target {
         if !(t.starts_with("http://") || t.starts_with("https://")) {
             return Err(CliError::Usage(format!(
@@ -248,7 +245,11 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         suite.retarget(t);
     }
     if a.time_scale != 1.0 {
-        suite.scale_time(a.time_scale);
+        suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
+    }
+    if let Some(path) = &a.ca_file {
+        std::fs::metadata(path)
+            .map_err(|e| CliError::Usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
     }
     let out = a
         .out
@@ -261,6 +262,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         preflight: !a.no_preflight,
         tls: TlsOptions {
             insecure: a.insecure,
+            ca_file: a.ca_file.clone(),
             ..TlsOptions::default()
         },
         time_scale: a.time_scale,

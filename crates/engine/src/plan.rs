@@ -8,6 +8,11 @@
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+/// The longest duration a plan may hold (timeout, think time, start delay,
+/// run length): a week, as the model's limit. Each is added to an `Instant`
+/// in the hot loop, and a huge one would overflow it and panic there.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// Errors in a plan or a URL: a user's bad input, reported before the run.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PlanError {
@@ -48,6 +53,13 @@ impl Target {
             url: url.to_string(),
             why: why.to_string(),
         };
+        // `localhost:8080/a` parses as a URL of scheme `localhost`: say
+        // what is missing instead of calling `localhost` a scheme.
+        if !url.contains("://") {
+            return Err(bad(&format!(
+                "http:// is missing: expected http://{url} (or https://{url} for TLS)"
+            )));
+        }
         let u = url::Url::parse(url).map_err(|e| bad(&format!("{e} (expected http://HOST[:PORT]/PATH)")))?;
         let scheme = match u.scheme() {
             "http" => Scheme::Http,
@@ -283,6 +295,24 @@ impl ClientPlan {
         if let Stop::Requests(0) = self.stop {
             return bad("--requests must be at least 1".into());
         }
+        let run_length = match self.stop {
+            Stop::After(d) => d,
+            Stop::Requests(_) => Duration::ZERO,
+        };
+        for (what, d) in [
+            ("the run length", run_length),
+            ("the request timeout", self.timeout),
+            ("the think time", self.think_time),
+            ("the start delay", self.start_delay),
+        ] {
+            if d > MAX_DURATION {
+                return bad(format!(
+                    "{what} {} s is too long: expected at most {} s (7 days)",
+                    d.as_secs(),
+                    MAX_DURATION.as_secs()
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -408,6 +438,15 @@ mod tests {
         assert!(Target::parse("ftp://x/").is_err());
         assert!(Target::parse("not a url").is_err());
         assert!(Target::parse("http://u:p@127.0.0.1/").is_err());
+        assert_eq!(
+            Target::parse("localhost:8080/a").unwrap_err().to_string(),
+            "`localhost:8080/a` is not a URL benchlab can load: http:// is missing: \
+             expected http://localhost:8080/a (or https://localhost:8080/a for TLS)"
+        );
+        assert!(matches!(
+            Target::parse("http://nosuch.invalid/"),
+            Err(PlanError::Resolve { host, .. }) if host == "nosuch.invalid"
+        ));
     }
 
     #[test]
@@ -435,5 +474,24 @@ mod tests {
         p.connection.requests_per_connection = None;
         p.headers.push(("Bad\r\nName".into(), "v".into()));
         assert!(p.validate().is_err());
+    }
+
+    #[test]
+    fn refuses_durations_that_would_overflow_an_instant() {
+        let mut p = plan("http://127.0.0.1/");
+        p.stop = Stop::After(MAX_DURATION);
+        p.think_time = MAX_DURATION;
+        assert!(p.validate().is_ok());
+        p.stop = Stop::After(Duration::from_secs(u64::MAX));
+        assert_eq!(
+            p.validate().unwrap_err().to_string(),
+            format!(
+                "the run length {} s is too long: expected at most 604800 s (7 days)",
+                u64::MAX
+            )
+        );
+        p.stop = Stop::Requests(5);
+        p.timeout = MAX_DURATION + Duration::from_nanos(1);
+        assert!(p.validate().unwrap_err().to_string().contains("the request timeout"));
     }
 }

@@ -5,10 +5,15 @@
 //! was found and what was expected (DESIGN.md's vocabulary: suite, mix,
 //! phase, workload, class, file set).
 
+mod duration;
 mod error;
 mod suite;
 mod workload;
 
+pub use duration::{
+    check_duration, check_time_scale, duration_range, parse_duration, scale_duration, MAX_DURATION, TIME_SCALE_MAX,
+    TIME_SCALE_MIN,
+};
 pub use error::{line_col, ModelError, Source};
 pub use suite::{Mix, MixParams, Phase, Suite};
 pub use workload::{Class, ClassKind, FilesetDraw, Popularity, ResolvedUrl, UrlEntry, UrlSource, Validate, Workload};

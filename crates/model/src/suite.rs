@@ -177,15 +177,7 @@ fn builtin(target: &str) -> MixParams {
 }
 
 fn duration(src: &Source, s: &Spanned<String>, what: &str) -> Result<Duration, ModelError> {
-    humantime::parse_duration(s.get_ref().trim()).map_err(|e| {
-        src.error_at(
-            s.span().start,
-            format!(
-                "{what} `{}`: {e}; expected a duration such as \"30s\", \"500ms\" or \"5m\"",
-                s.get_ref()
-            ),
-        )
-    })
+    crate::duration::parse_duration(s.get_ref()).map_err(|e| src.error_at(s.span().start, format!("{what} {e}")))
 }
 
 fn percent(src: &Source, p: &Spanned<u8>, what: &str) -> Result<u8, ModelError> {
@@ -509,17 +501,50 @@ impl Suite {
     }
 
     /// Scales delay, ramps, length and think time (not timeouts), as
-    /// `--time-scale` asks, so a suite can be tried in minutes.
-    pub fn scale_time(&mut self, factor: f64) {
-        let s = |d: Duration| Duration::from_secs_f64(d.as_secs_f64() * factor);
-        for m in &mut self.mixes {
+    /// `--time-scale` asks, so a suite can be tried in minutes. The factor
+    /// and every scaled duration are checked (the suite is left as it was
+    /// on error); the message names the flag, the mix and the parameter.
+    pub fn scale_time(&mut self, factor: f64) -> Result<(), String> {
+        use crate::duration::{check_duration, check_time_scale, scale_duration};
+        check_time_scale(factor).map_err(|e| format!("--time-scale {factor}: {e}"))?;
+        let mut scaled = self.mixes.clone();
+        for m in &mut scaled {
+            let n = m.number;
             let p = &mut m.params;
-            p.delay = s(p.delay);
-            p.ramp_up = s(p.ramp_up);
-            p.ramp_down = s(p.ramp_down);
-            p.length = s(p.length);
-            p.think_time = s(p.think_time);
+            for (what, d) in [
+                ("delay", &mut p.delay),
+                ("ramp_up", &mut p.ramp_up),
+                ("ramp_down", &mut p.ramp_down),
+                ("length", &mut p.length),
+                ("think_time", &mut p.think_time),
+            ] {
+                let s = scale_duration(*d, factor)
+                    .filter(|s| check_duration(*s).is_ok())
+                    .ok_or_else(|| {
+                        format!(
+                            "--time-scale {factor}: mix {n}'s {what} {} would become {:.0} s, too long: \
+                             expected every scaled duration {}",
+                            humantime::format_duration(*d),
+                            d.as_secs_f64() * factor,
+                            crate::duration::duration_range()
+                        )
+                    })?;
+                *d = s;
+            }
+            // Rounding to nanoseconds must not close the window that the
+            // unscaled suite had (ramps shorter than the mix).
+            if p.ramp_up + p.ramp_down >= p.length || p.length.is_zero() {
+                return Err(format!(
+                    "--time-scale {factor}: mix {n}'s measurement window vanishes ({} long, ramps {} + {}): \
+                     expected a larger scale",
+                    humantime::format_duration(p.length),
+                    humantime::format_duration(p.ramp_up),
+                    humantime::format_duration(p.ramp_down)
+                ));
+            }
         }
+        self.mixes = scaled;
+        Ok(())
     }
 
     /// Replaces the target of every mix whose target is the suite's default
