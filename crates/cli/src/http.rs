@@ -4,7 +4,8 @@ use crate::args::{self, WeightedUrl};
 use crate::output::{self, HttpResult};
 use crate::{CliError, Outcome};
 use benchlab_engine::{
-    probe, sys, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, Stop, Target, TlsOptions, UrlPlan,
+    probe, sys, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, PlanError, Scheme, Stop, Target, TlsOptions,
+    UrlPlan,
 };
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
@@ -171,6 +172,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         (None, Some(d)) => Stop::After(d),
         (None, None) => Stop::After(Duration::from_secs(10)),
     };
+    if let Some(path) = &a.ca_file {
+        std::fs::metadata(path).map_err(|e| usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
+    }
     let tls = TlsOptions {
         insecure: a.insecure,
         resumption_percent: a.tls_resumption,
@@ -180,7 +184,13 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let mut urls = Vec::with_capacity(a.urls.len());
     let mut classes = Vec::with_capacity(a.urls.len());
     for (i, w) in a.urls.iter().enumerate() {
-        let target = Target::parse(&w.url).map_err(|e| usage(e.to_string()))?;
+        // A URL written wrong is bad usage (exit 2); a host that does not
+        // resolve is a run that cannot be done (exit 1), with the
+        // resolver's own words.
+        let target = Target::parse(&w.url).map_err(|e| match e {
+            PlanError::Resolve { .. } => CliError::CannotRun(format!("{e} (in {})", w.url)),
+            _ => usage(e.to_string()),
+        })?;
         classes.push(ClassPlan { name: w.url.clone() });
         urls.push(UrlPlan {
             target,
@@ -203,14 +213,23 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     } else {
         for u in &mut urls {
             let r = probe(&u.target, &a.headers, &tls, a.timeout).map_err(|e| {
-                CliError::CannotRun(format!(
-                    "preflight: GET {} failed: {e}\n(the run would measure only errors; check the URL and that the server runs, or pass --no-preflight)",
-                    u.target.url
-                ))
+                // A TLS failure says what to try itself.
+                let advice = if e.kind == benchlab_engine::ErrorKind::Tls {
+                    ""
+                } else {
+                    "\n(the run would measure only errors; check the URL and that the server runs, or pass --no-preflight)"
+                };
+                CliError::CannotRun(format!("preflight: GET {} failed: {e}{advice}", u.target.url))
             })?;
             if r.status != a.expect_status {
+                // nginx answers a plain request on its TLS port with 400.
+                let tls_port = if r.status == 400 && u.target.scheme == Scheme::Http {
+                    "; a 400 to http:// can mean that the port speaks TLS: try https://"
+                } else {
+                    ""
+                };
                 return Err(CliError::CannotRun(format!(
-                    "preflight: GET {} returned status {}, expected {} (set --expect-status, or --no-preflight to load it anyway)",
+                    "preflight: GET {} returned status {}, expected {} (set --expect-status, or --no-preflight to load it anyway){tls_port}",
                     u.target.url, r.status, a.expect_status
                 )));
             }
@@ -297,6 +316,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
     } else {
         print!("{}", output::human(&result));
+    }
+    if let Some(why) = &report.tls_error {
+        eprintln!(
+            "benchlab: {} TLS handshake(s) failed; the first: {why}",
+            output::thousands(result.errors.get(benchlab_engine::ErrorKind::Tls))
+        );
     }
 
     let mut breached = false;

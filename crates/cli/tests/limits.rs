@@ -41,8 +41,10 @@ fn time_scale_out_of_range_names_the_flag_and_the_range() {
     let dir = tempfile::tempdir().expect("tempdir");
     let s = suite(dir.path(), "length = \"10s\"\nramp_up = \"1s\"\nramp_down = \"1s\"");
     let s = s.to_str().expect("UTF-8 path");
+    // Never the working directory's results/, should a run get that far.
+    let out_dir = dir.path().join("results").display().to_string();
     for f in ["1e20", "0", "-1", "NaN", "inf", "0.0001", "1001"] {
-        let out = run_benchlab(&["run", s, &format!("--time-scale={f}")]);
+        let out = run_benchlab(&["run", s, &format!("--time-scale={f}"), "--out", &out_dir]);
         assert_usage(
             &format!("run --time-scale {f}"),
             &out,
@@ -55,7 +57,7 @@ fn time_scale_out_of_range_names_the_flag_and_the_range() {
         );
     }
     // demo checks it before it makes its file set and starts its server.
-    let out = run_benchlab(&["demo", "--time-scale", "1e20"]);
+    let out = run_benchlab(&["demo", "--time-scale", "1e20", "--out", &out_dir]);
     assert_usage(
         "demo --time-scale 1e20",
         &out,
@@ -67,7 +69,15 @@ fn time_scale_out_of_range_names_the_flag_and_the_range() {
 fn scaled_durations_over_a_week_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let s = suite(dir.path(), "length = \"1day\"\nramp_up = \"1s\"\nramp_down = \"1s\"");
-    let out = run_benchlab(&["run", s.to_str().expect("UTF-8 path"), "--time-scale", "1000"]);
+    let out_dir = dir.path().join("results").display().to_string();
+    let out = run_benchlab(&[
+        "run",
+        s.to_str().expect("UTF-8 path"),
+        "--time-scale",
+        "1000",
+        "--out",
+        &out_dir,
+    ]);
     assert_usage(
         "run --time-scale 1000 on a 1-day mix",
         &out,

@@ -168,15 +168,24 @@ fn preflight(plan: &PhasePlan, tls: &TlsOptions, observer: &mut dyn Observer) ->
             let u = &plan.urls[i];
             checked += 1;
             let r = probe(&u.target, &[], tls, Duration::from_secs(10)).map_err(|e| {
-                ControllerError::Target(format!(
-                    "preflight: GET {} failed: {e}; is the target running and is it what the suite expects?",
-                    u.target.url
-                ))
+                // A TLS failure says what to try itself.
+                let advice = if e.kind == benchlab_engine::ErrorKind::Tls {
+                    ""
+                } else {
+                    "; is the target running and is it what the suite expects?"
+                };
+                ControllerError::Target(format!("preflight: GET {} failed: {e}{advice}", u.target.url))
             })?;
             if r.status != u.expect_status {
+                // nginx answers a plain request on its TLS port with 400.
+                let tls_port = if r.status == 400 && u.target.scheme == benchlab_engine::Scheme::Http {
+                    "; a 400 to http:// can mean that the port speaks TLS: try https://"
+                } else {
+                    ""
+                };
                 return Err(ControllerError::Target(format!(
                     "preflight: GET {} returned status {}, expected {} — the target does not serve what the suite expects \
-                     (wrong --target, file set not installed, or SPICE endpoint missing)",
+                     (wrong --target, file set not installed, or SPICE endpoint missing){tls_port}",
                     u.target.url, r.status, u.expect_status
                 )));
             }
@@ -406,6 +415,10 @@ fn run_mix(
         }
     }
     let reports: Vec<ClientReport> = drivers.iter_mut().filter_map(|d| d.finish()).collect();
+    // The counts say how many handshakes failed; this says why.
+    if let Some(why) = reports.iter().find_map(|r| r.tls_error.as_deref()) {
+        observer.note(&format!("mix {}: TLS handshakes failed; the first: {why}", mix.number));
+    }
     Ok(mix_result(
         mix, phase_name, phase, &reports, &delays, &addresses, partial,
     ))

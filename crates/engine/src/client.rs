@@ -50,6 +50,9 @@ pub struct ClientReport {
     pub cpu_system: Duration,
     /// From the start to the moment the last worker thread stopped.
     pub elapsed: Duration,
+    /// The first failed TLS handshake, in words: what failed and what to
+    /// try (`None` when every handshake succeeded).
+    pub tls_error: Option<String>,
 }
 
 /// Handle to set a running client's stop flag from anywhere (a Ctrl-C
@@ -147,7 +150,9 @@ impl Client {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        self.collector.into_report()
+        let mut report = self.collector.into_report();
+        report.tls_error = self.shared.tls_error.get().cloned();
+        report
     }
 }
 
@@ -254,6 +259,7 @@ impl Collector {
             cpu_user: self.cpu_user,
             cpu_system: self.cpu_system,
             elapsed: self.elapsed,
+            tls_error: None,
         }
     }
 }

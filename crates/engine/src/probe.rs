@@ -78,8 +78,14 @@ pub fn probe(
         Scheme::Https => {
             let cfgs = TlsConfigs::new(tls).map_err(|e: PlanError| perr(ErrorKind::Tls, e.to_string()))?;
             let name = server_name(&target.host).map_err(|e| perr(ErrorKind::Tls, e.to_string()))?;
-            let conn = rustls::ClientConnection::new(Arc::clone(&cfgs.full), name)
+            let mut conn = rustls::ClientConnection::new(Arc::clone(&cfgs.full), name)
                 .map_err(|e| perr(ErrorKind::Tls, e.to_string()))?;
+            // The handshake first, on its own, so that its failure is told
+            // as one (what failed, what to try) and not as a failed write.
+            let mut tcp = tcp;
+            while conn.is_handshaking() {
+                conn.complete_io(&mut tcp).map_err(|e| tls_failure(e, target, tls))?;
+            }
             Box::new(rustls::StreamOwned::new(conn, tcp))
         }
     };
@@ -89,6 +95,8 @@ pub fn probe(
     let mut parser = ResponseParser::new();
     let mut hasher = Xxh3::new();
     let mut buf = vec![0u8; 64 * 1024];
+    // The first bytes, to tell a TLS server answering http:// apart.
+    let mut first: Option<[u8; 2]> = None;
     loop {
         if start.elapsed() > timeout {
             return Err(perr(
@@ -114,9 +122,20 @@ pub fn probe(
             })?;
             break;
         }
+        if first.is_none() && n >= 2 {
+            first = Some([buf[0], buf[1]]);
+        }
         match parser.feed(&buf[..n], Some(&mut hasher)) {
             Ok(Feed::NeedMore) => {}
             Ok(Feed::Done { .. }) => break,
+            // A TLS record (handshake 0x16 or alert 0x15, version 3.x) where
+            // an HTTP status line belongs: the port speaks TLS.
+            Err(e) if target.scheme == Scheme::Http && matches!(first, Some([0x15 | 0x16, 0x03])) => {
+                return Err(perr(
+                    crate::worker::frame_error_kind(e),
+                    "the server answered in TLS, not plain HTTP: use https:// instead of http://",
+                ))
+            }
             Err(e) => {
                 return Err(perr(
                     crate::worker::frame_error_kind(e),
@@ -139,6 +158,19 @@ pub fn probe(
 
 trait ReadWrite: Read + Write {}
 impl<T: Read + Write> ReadWrite for T {}
+
+/// A failed TLS handshake, told in words (see [`crate::tls::explain`]).
+fn tls_failure(e: io::Error, target: &Target, opts: &TlsOptions) -> ProbeError {
+    if let Some(m) = crate::tls::explain_io(&e, &target.host, opts) {
+        return perr(ErrorKind::Tls, m);
+    }
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => {
+            perr(ErrorKind::Tls, format!("{}: {e}", crate::tls::CLOSED_IN_HANDSHAKE))
+        }
+        _ => io_kind(e, "during the TLS handshake"),
+    }
+}
 
 fn io_kind(e: io::Error, doing: &str) -> ProbeError {
     let kind = match e.kind() {

@@ -120,3 +120,194 @@ impl ServerCertVerifier for AcceptAnyCert {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+/// A TLS handshake the server ended by closing the connection.
+pub const CLOSED_IN_HANDSHAKE: &str = "the server closed the connection during the TLS handshake: \
+     is it a TLS server (if not, use http:// instead of https://), and does it speak TLS 1.2 or 1.3?";
+
+/// What to try when the certificate is not trusted, given the flags used.
+fn trust_hint(opts: &TlsOptions) -> &'static str {
+    if opts.ca_file.is_some() {
+        "check that --ca-file holds the CA certificate that signed the server's certificate, \
+         or pass --insecure to accept any certificate (test servers only)"
+    } else {
+        "pass --ca-file FILE with the CA certificate that signed it, \
+         or --insecure to accept any certificate (test servers only)"
+    }
+}
+
+/// Says in words what failed in a TLS handshake with `host` and what to
+/// try, instead of rustls's `Debug` form (`Other(OtherError(
+/// CaUsedAsEndEntity))`). `opts` are the run's TLS flags, so the hint does
+/// not suggest what was already tried.
+pub fn explain(e: &rustls::Error, host: &str, opts: &TlsOptions) -> String {
+    use rustls::{AlertDescription as A, CertificateError as C, Error as E, InvalidMessage as M};
+    let hint = trust_hint(opts);
+    match e {
+        E::InvalidCertificate(c) => match c {
+            C::UnknownIssuer => format!(
+                "the server's certificate is not signed by a trusted authority \
+                 (self-signed, or signed by a private CA): {hint}"
+            ),
+            C::Expired | C::ExpiredContext { .. } => {
+                let when = match c {
+                    C::ExpiredContext { time, not_after } => format!(" ({} ago)", apart(*not_after, *time)),
+                    _ => String::new(),
+                };
+                format!(
+                    "the server's certificate has expired{when}: renew it, check this machine's clock, \
+                     or pass --insecure to accept it anyway"
+                )
+            }
+            C::NotValidYet | C::NotValidYetContext { .. } => {
+                let when = match c {
+                    C::NotValidYetContext { time, not_before } => {
+                        format!(" (for another {})", apart(*time, *not_before))
+                    }
+                    _ => String::new(),
+                };
+                format!(
+                    "the server's certificate is not valid yet{when}: check this machine's clock, \
+                     or pass --insecure to accept it anyway"
+                )
+            }
+            C::NotValidForName | C::NotValidForNameContext { .. } => {
+                let names = match c {
+                    C::NotValidForNameContext { presented, .. } if !presented.is_empty() => {
+                        // rustls gives `DnsName("localhost")`: keep the name.
+                        let bare: Vec<&str> = presented
+                            .iter()
+                            .map(|p| match (p.find("(\""), p.rfind("\")")) {
+                                (Some(a), Some(b)) if a + 2 <= b => &p[a + 2..b],
+                                _ => p.as_str(),
+                            })
+                            .collect();
+                        format!(" (it names {})", bare.join(", "))
+                    }
+                    _ => String::new(),
+                };
+                format!(
+                    "the server's certificate is not valid for `{host}`, the host in the URL{names}: \
+                     use a name the certificate holds in the URL, or pass --insecure to accept it anyway"
+                )
+            }
+            C::Revoked => "the server's certificate has been revoked".to_string(),
+            C::BadSignature => {
+                "the server's certificate has a bad signature: it was not signed by the issuer it names".to_string()
+            }
+            C::InvalidPurpose | C::InvalidPurposeContext { .. } => {
+                "the server's certificate is not meant for a TLS server (its extended key usage lacks serverAuth): \
+                 issue one for a server, or pass --insecure to accept it anyway"
+                    .to_string()
+            }
+            C::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+                "the server's certificate is a CA certificate (basicConstraints CA:TRUE, as a self-signed one \
+                 from `openssl req -x509` is by default), which a client refuses as a server's own certificate, \
+                 even with that file in --ca-file: pass --insecure to accept it (test servers only), or give the \
+                 server a certificate signed by a CA and pass that CA with --ca-file"
+                    .to_string()
+            }
+            other => format!("the server's certificate was refused ({other:?}): {hint}"),
+        },
+        E::InvalidMessage(M::InvalidContentType | M::UnknownProtocolVersion) | E::PeerSentOversizedRecord => {
+            "the server did not answer in TLS (it looks like plain HTTP): use http:// instead of https://, \
+             or the port where the server speaks TLS"
+                .to_string()
+        }
+        E::AlertReceived(A::HandshakeFailure | A::ProtocolVersion | A::InsufficientSecurity)
+        | E::PeerIncompatible(_) => {
+            format!(
+                "the server and benchlab share no TLS version or cipher suite (benchlab speaks TLS 1.2 and 1.3): {e}"
+            )
+        }
+        E::AlertReceived(a) => format!("the server ended the TLS handshake with the alert `{a:?}`"),
+        E::NoCertificatesPresented => "the server presented no certificate".to_string(),
+        other => format!("the TLS handshake failed: {other}"),
+    }
+}
+
+/// The TLS failure inside an I/O error (rustls's streams wrap their errors
+/// in `io::ErrorKind::InvalidData`), explained; `None` when it holds none.
+pub fn explain_io(e: &std::io::Error, host: &str, opts: &TlsOptions) -> Option<String> {
+    let inner = e.get_ref()?;
+    inner.downcast_ref::<rustls::Error>().map(|t| explain(t, host, opts))
+}
+
+/// How far apart two certificate times are, in words (`3 days`).
+fn apart(earlier: UnixTime, later: UnixTime) -> String {
+    let secs = later.as_secs().saturating_sub(earlier.as_secs());
+    match secs / 86_400 {
+        0 => format!("{} hours", secs / 3600),
+        1 => "1 day".to_string(),
+        d => format!("{d} days"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::{AlertDescription, CertificateError, Error, InvalidMessage, OtherError};
+
+    fn say(e: Error) -> String {
+        explain(&e, "127.0.0.1", &TlsOptions::default())
+    }
+
+    #[test]
+    fn explains_certificate_failures() {
+        let s = say(Error::InvalidCertificate(CertificateError::UnknownIssuer));
+        assert!(
+            s.starts_with("the server's certificate is not signed by a trusted authority"),
+            "{s}"
+        );
+        assert!(s.contains("--ca-file FILE") && s.contains("--insecure"), "{s}");
+        let with_ca = explain(
+            &Error::InvalidCertificate(CertificateError::UnknownIssuer),
+            "h",
+            &TlsOptions {
+                ca_file: Some("ca.pem".into()),
+                ..TlsOptions::default()
+            },
+        );
+        assert!(
+            with_ca.contains("check that --ca-file holds the CA certificate"),
+            "{with_ca}"
+        );
+        let s = say(Error::InvalidCertificate(CertificateError::ExpiredContext {
+            time: UnixTime::since_unix_epoch(std::time::Duration::from_secs(1_000_000 + 3 * 86_400)),
+            not_after: UnixTime::since_unix_epoch(std::time::Duration::from_secs(1_000_000)),
+        }));
+        assert!(
+            s.starts_with("the server's certificate has expired (3 days ago)"),
+            "{s}"
+        );
+        let s = say(Error::InvalidCertificate(CertificateError::NotValidForName));
+        assert!(s.contains("not valid for `127.0.0.1`, the host in the URL:"), "{s}");
+        let s = say(Error::InvalidCertificate(CertificateError::NotValidForNameContext {
+            expected: ServerName::try_from("127.0.0.1").unwrap(),
+            presented: vec!["DnsName(\"localhost\")".into(), "odd".into()],
+        }));
+        assert!(s.contains("the host in the URL (it names localhost, odd):"), "{s}");
+        // webpki's CaUsedAsEndEntity reaches rustls as an opaque OtherError.
+        #[derive(Debug)]
+        struct CaUsedAsEndEntity;
+        impl std::fmt::Display for CaUsedAsEndEntity {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "CaUsedAsEndEntity")
+            }
+        }
+        impl std::error::Error for CaUsedAsEndEntity {}
+        let s = say(Error::InvalidCertificate(CertificateError::Other(OtherError(
+            Arc::new(CaUsedAsEndEntity),
+        ))));
+        assert!(s.starts_with("the server's certificate is a CA certificate"), "{s}");
+        assert!(!s.contains("OtherError"), "{s}");
+    }
+
+    #[test]
+    fn explains_protocol_failures() {
+        let s = say(Error::InvalidMessage(InvalidMessage::InvalidContentType));
+        assert!(s.contains("use http:// instead of https://"), "{s}");
+        let s = say(Error::AlertReceived(AlertDescription::HandshakeFailure));
+        assert!(s.contains("share no TLS version or cipher suite"), "{s}");
+    }
+}

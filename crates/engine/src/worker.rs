@@ -50,6 +50,9 @@ pub(crate) struct Shared {
     /// Requests still to be started, for `Stop::Requests`.
     pub budget: AtomicU64,
     pub start: Instant,
+    /// The first TLS handshake failure of the run, in words (what failed,
+    /// what to try): the counts say how many, this says why.
+    pub tls_error: std::sync::OnceLock<String>,
 }
 
 impl Shared {
@@ -546,6 +549,14 @@ impl Worker {
         }
     }
 
+    /// Keeps the run's first TLS failure in words (only the first is
+    /// explained, so a run of failing handshakes costs nothing more).
+    fn note_tls_error(&self, explain: impl FnOnce() -> String) {
+        if self.shared.tls_error.get().is_none() {
+            let _ = self.shared.tls_error.set(explain());
+        }
+    }
+
     /// Drives a TLS handshake as far as the socket allows.
     fn handshake(&mut self, i: usize) {
         let v = &mut self.vus[i];
@@ -571,11 +582,17 @@ impl Worker {
                 break;
             }
             match t.conn.read_tls(&mut t.tcp) {
-                Ok(0) => return self.fail(i, ErrorKind::Tls),
+                Ok(0) => {
+                    self.note_tls_error(|| crate::tls::CLOSED_IN_HANDSHAKE.to_string());
+                    return self.fail(i, ErrorKind::Tls);
+                }
                 Ok(_) => {
-                    if t.conn.process_new_packets().is_err() {
+                    if let Err(e) = t.conn.process_new_packets() {
                         // Send the alert rustls queued, best effort.
                         let _ = t.conn.write_tls(&mut t.tcp);
+                        let host = &self.shared.plan.urls[v.url as usize].target.host;
+                        let tls = &self.shared.plan.tls;
+                        self.note_tls_error(|| crate::tls::explain(&e, host, tls));
                         return self.fail(i, ErrorKind::Tls);
                     }
                 }
@@ -1049,6 +1066,7 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         stop: AtomicBool::new(false),
         budget: AtomicU64::new(budget),
         start,
+        tls_error: std::sync::OnceLock::new(),
         plan,
     })
 }

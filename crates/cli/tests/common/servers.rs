@@ -147,6 +147,9 @@ pub struct NginxOpts {
     /// generate`) instead of a fresh docroot with [`FILES`]. nginx runs as
     /// root (`user root;`), so the directory needs no particular mode.
     pub docroot: Option<PathBuf>,
+    /// With `tls`: serve this certificate and key (PEM files) instead of a
+    /// fresh self-signed one, e.g. a leaf signed by a test CA, or expired.
+    pub cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl Default for NginxOpts {
@@ -156,6 +159,7 @@ impl Default for NginxOpts {
             keepalive_requests: 1000,
             keepalive_timeout: "75s".to_owned(),
             docroot: None,
+            cert: None,
         }
     }
 }
@@ -242,7 +246,14 @@ impl Nginx {
             fs::create_dir_all(d.join(format!("tmp_{t}"))).expect("create nginx temp dir");
         }
         let mut ssl = String::new();
-        if opts.tls {
+        if let (true, Some((cert, key))) = (opts.tls, &opts.cert) {
+            ssl = format!(
+                "        ssl_certificate {};\n        ssl_certificate_key {};\n        \
+                 ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_session_cache shared:SSL:1m;\n        ssl_session_tickets on;\n",
+                cert.display(),
+                key.display(),
+            );
+        } else if opts.tls {
             require("openssl");
             let status = Command::new("openssl")
                 .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes"])
