@@ -22,7 +22,7 @@ pub struct DemoArgs {
     /// Results directory [default: results/demo-YYYYmmdd-HHMMSS].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Multiply the suite's durations by this (0.25: a quarter-minute demo).
+    /// Multiply the suite's durations by this, 0.001 to 1000 (0.25: a quarter-minute demo).
     #[arg(long, default_value = "1", value_name = "F", value_parser = crate::args::time_scale)]
     time_scale: f64,
     /// Worker threads of the reference server (the rest of the cores load it).

@@ -27,7 +27,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Multiply delay, ramps, length and think time (not timeouts) by this,
-    /// e.g. 0.05 to try a suite in minutes.
+    /// 0.001 to 1000, e.g. 0.05 to try a suite in minutes.
     #[arg(long, default_value = "1", value_name = "F", value_parser = crate::args::time_scale)]
     time_scale: f64,
     /// Directory of a file set the workloads name, NAME=DIR (repeatable).
@@ -237,6 +237,11 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
     if let Some(t) = &a.target {
+        if !t.contains("://") {
+            return Err(CliError::Usage(format!(
+                "--target `{t}`: http:// is missing: expected http://{t} (or https://{t} for TLS)"
+            )));
+        }
         if !(t.starts_with("http://") || t.starts_with("https://")) {
             return Err(CliError::Usage(format!(
                 "--target `{t}`: expected an http:// or https:// base URL"

@@ -348,3 +348,64 @@ fn readme_tls_example_shows_resumptions() {
     );
     assert_eq!(full + resumed, opened, "a handshake per connection opened: {v}");
 }
+
+/// A one-mix suite (2 s, ramps 0.2 s) of `/4k.html` against `target`.
+fn short_suite(dir: &Path, target: &str) -> PathBuf {
+    let text = format!(
+        "name = \"tls\"\ntarget = \"{target}\"\n[defaults]\nlength = \"2s\"\nramp_up = \"200ms\"\n\
+         ramp_down = \"200ms\"\n[workloads.w]\n[[workloads.w.class]]\nname = \"a\"\npercent = 100\n\
+         [[workloads.w.class.url]]\npath = \"/4k.html\"\n[[mix]]\nclients = 1\n"
+    );
+    let p = dir.join("tls.toml");
+    std::fs::write(&p, text).expect("write suite");
+    p
+}
+
+/// `benchlab run` says the same: in its preflight, and per mix when the
+/// preflight is skipped; a host that does not resolve is exit 1 there too,
+/// and `--target` without its scheme says what is missing.
+#[test]
+fn suite_runs_explain_tls_failures_and_bad_targets() {
+    let nginx = Nginx::start(NginxOpts {
+        tls: true,
+        ..NginxOpts::default()
+    });
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = short_suite(work.path(), &nginx.url(""));
+    let out_dir = work.path().join("results");
+    let why = "the server's certificate is a CA certificate";
+
+    let out = run_benchlab(&["run", s(&suite), "--out", s(&out_dir)]);
+    assert_says("run preflight", &out, 1, &format!("failed: tls: {why}"));
+
+    let out = run_benchlab(&["run", s(&suite), "--no-preflight", "--out", s(&out_dir)]);
+    assert_says(
+        "run without preflight",
+        &out,
+        0,
+        &format!("mix 1: TLS handshakes failed; the first: {why}"),
+    );
+
+    let out = run_benchlab(&["run", s(&suite), "--insecure", "--out", s(&out_dir)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("TLS handshakes failed"), "{}", stderr(&out));
+
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--target",
+        "http://nosuch.invalid",
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_says("run, unknown host", &out, 1, "cannot resolve `nosuch.invalid`: ");
+
+    let out = run_benchlab(&["run", s(&suite), "--target", "localhost:8080", "--out", s(&out_dir)]);
+    assert_says(
+        "run --target without scheme",
+        &out,
+        2,
+        "benchlab: error: --target `localhost:8080`: http:// is missing: expected http://localhost:8080 (or \
+         https://localhost:8080 for TLS)\n",
+    );
+}
