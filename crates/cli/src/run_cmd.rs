@@ -37,6 +37,11 @@ pub struct RunArgs {
     /// phases). Only the file sets these phases need are asked for.
     #[arg(long = "phase", value_name = "NAME")]
     phases: Vec<String>,
+    /// Base URL of one phase, PHASE=URL (repeatable): e.g. the CGI phases
+    /// of ct-1999 on another server than its static files. Wins over the
+    /// suite and over --target.
+    #[arg(long = "phase-target", value_parser = phase_target_arg, value_name = "PHASE=URL")]
+    phase_targets: Vec<(String, String)>,
     /// Skip the check of each URL before the run.
     #[arg(long)]
     no_preflight: bool,
@@ -73,10 +78,17 @@ fn fileset_arg(s: &str) -> Result<(String, PathBuf), String> {
     Ok((n.to_string(), PathBuf::from(d)))
 }
 
-fn load(path: &std::path::Path, phases: &[String]) -> Result<Suite, CliError> {
-    let mut suite = Suite::from_file(path).map_err(|e| CliError::Usage(e.to_string()))?;
-    suite.select_phases(phases).map_err(CliError::Usage)?;
-    Ok(suite)
+fn phase_target_arg(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, u)) if !n.is_empty() && (u.starts_with("http://") || u.starts_with("https://")) => {
+            Ok((n.to_string(), u.to_string()))
+        }
+        _ => Err(format!("`{s}`: expected PHASE=URL, e.g. cgi=http://127.0.0.1:8081")),
+    }
+}
+
+fn load(path: &std::path::Path) -> Result<Suite, CliError> {
+    Suite::from_file(path).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// Checks the `--fileset NAME=DIR` flags against the suite, before anything
@@ -158,7 +170,8 @@ fn class_summary(c: &Class, target: &str, dirs: &BTreeMap<String, PathBuf>) -> R
 
 /// `benchlab check`: parse, validate, and say what would run.
 pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
-    let suite = load(&a.suite, &a.phases)?;
+    let mut suite = load(&a.suite)?;
+    suite.select_phases(&a.phases).map_err(CliError::Usage)?;
     let (dirs, _) = fileset_dirs(&suite, &a.filesets)?;
     // Each class of each selected phase whose URLs can be resolved now,
     // resolved before anything is printed (a bad `top` is an error).
@@ -337,7 +350,7 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
 
 /// `benchlab run`.
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
-    let mut suite = load(&a.suite, &a.phases)?;
+    let mut suite = load(&a.suite)?;
     if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
         return Err(CliError::Usage(format!(
             "--time-scale {}: expected a number above 0",
@@ -352,6 +365,10 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         }
         suite.retarget(t);
     }
+    for (phase, url) in &a.phase_targets {
+        suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
+    }
+    suite.select_phases(&a.phases).map_err(CliError::Usage)?;
     if a.time_scale != 1.0 {
         suite.scale_time(a.time_scale);
     }

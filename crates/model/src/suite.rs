@@ -567,6 +567,34 @@ impl Suite {
         }
     }
 
+    /// Gives the phases named `name` (a phase's or a workload's name) and
+    /// their mixes the base URL `target` (`--phase-target NAME=URL`).
+    pub fn retarget_phase(&mut self, name: &str, target: &str) -> Result<(), String> {
+        let hits: Vec<usize> = (0..self.phases.len())
+            .filter(|&i| self.phases[i].name == name || self.phases[i].workload == name)
+            .collect();
+        if hits.is_empty() {
+            let known: Vec<&str> = self.phases.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "--phase-target {name}={target}: suite `{}` has no phase `{name}`: expected one of {}",
+                self.name,
+                known.join(", ")
+            ));
+        }
+        if !is_base_url(target) {
+            return Err(format!(
+                "--phase-target {name}={target}: expected an http:// or https:// base URL"
+            ));
+        }
+        for i in hits {
+            self.phases[i].target = target.to_string();
+            for &m in &self.phases[i].mixes {
+                self.mixes[m].params.target = target.to_string();
+            }
+        }
+        Ok(())
+    }
+
     /// Keeps only the phases named (`--phase`; a workload's name selects
     /// every phase of that workload) and their mixes, which keep their
     /// numbers from the suite file. An empty list keeps everything. Refuses
