@@ -961,6 +961,35 @@ fn phases_their_inputs_and_their_targets() {
         assert_eq!(u(m, "/errors_total"), 0, "{}", m["errors"]);
     }
 
+    // Both phases' targets unreachable: both reported, before any mix, and
+    // no results directory.
+    let out_dir = work.path().join("unreachable");
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--phase",
+        "first",
+        "--phase",
+        "second",
+        "--phase-target",
+        "first=http://127.0.0.1:9",
+        "--phase-target",
+        "second=http://127.0.0.1:9",
+        "--fileset",
+        &fileset_arg,
+        "--out",
+        s(&out_dir),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("phase first: preflight: GET http://127.0.0.1:9/")
+            && stderr.contains("phase second: preflight: GET http://127.0.0.1:9/dir00000/class1_0"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("mix 1 ("), "{stderr}");
+    assert!(!out_dir.exists());
+
     // Phase 2 alone, sent to server a by --phase-target: b sees nothing more.
     let before_b = lb.len();
     let before_a = la.len();
@@ -1101,4 +1130,46 @@ fn mindcraft_check_shows_the_seed_facts_and_refuses_a_short_set() {
     );
     assert!(!stderr.contains("benchlab run:"), "{stderr}");
     assert!(!out_dir.exists());
+}
+
+/// The shipped ct-1999 suite with one set per phase: `--phase` selects the
+/// phases that need only ct-single and ct-10k (the million pages are not
+/// asked for), each class resolves by its c't class, and the CGI phase is
+/// on its own target.
+#[test]
+fn ct_1999_phases_need_only_their_own_sets() {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/ct-1999.toml");
+    let work = tempfile::tempdir().expect("tempdir");
+    let (single, pages) = (work.path().join("single"), work.path().join("pages"));
+    for (kind, dir) in [("ct-single", &single), ("ct-10k", &pages)] {
+        let out = run_benchlab(&["fileset", "generate", kind, "--out", s(dir)]);
+        assert_success("fileset generate", &out);
+    }
+    let out = run_benchlab(&[
+        "check",
+        s(&shipped),
+        "--phase",
+        "one-page",
+        "--phase",
+        "pages-10k",
+        "--phase",
+        "cgi",
+        "--fileset",
+        &format!("ct-single={}", s(&single)),
+        "--fileset",
+        &format!("ct-10k={}", s(&pages)),
+    ]);
+    assert_success("check ct-1999 --phase …", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "9 mixes in 3 phase(s)",
+        "phase cgi: http://127.0.0.1:8081",
+        "phase one-page class page (100 %): 1 URL(s) carrying 50.00 % of file set `ct-single`'s requests, \
+         expected mean response 4,096 bytes",
+        "phase pages-10k class page (100 %): 10,000 URL(s) carrying 100.00 % of file set `ct-10k`'s requests, \
+         expected mean response 4,096 bytes",
+    ] {
+        assert!(stdout.contains(want), "no `{want}` in:\n{stdout}");
+    }
+    assert!(!stdout.contains("file set ct-1m"), "{stdout}");
 }

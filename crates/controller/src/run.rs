@@ -319,10 +319,21 @@ pub fn run_prepared(
 ) -> Result<Results, ControllerError> {
     let phases = prepared.phases;
     // Check every phase before the first mix, so a wrong target stops the
-    // run in seconds, not after an hour of mixes.
+    // run in seconds, not after an hour of mixes; every phase's problem is
+    // reported, not only the first.
     if opts.preflight {
-        for plan in &phases {
-            preflight(plan, &opts.tls, observer)?;
+        let mut problems = Vec::new();
+        for (plan, p) in phases.iter().zip(&suite.phases) {
+            if let Err(e) = preflight(plan, &opts.tls, observer) {
+                problems.push(if suite.phases.len() > 1 {
+                    format!("phase {}: {e}", p.name)
+                } else {
+                    e.to_string()
+                });
+            }
+        }
+        if !problems.is_empty() {
+            return Err(ControllerError::Target(problems.join("\n")));
         }
     }
     let text = std::fs::read_to_string(&suite.path).unwrap_or_default();
