@@ -1173,3 +1173,44 @@ fn ct_1999_phases_need_only_their_own_sets() {
     }
     assert!(!stdout.contains("file set ct-1m"), "{stdout}");
 }
+
+/// Every shipped suite resolves against the file sets its header says to
+/// generate (default parameters): no `top` beyond a set's files, every
+/// class drawing something. (ct-1m is stood in for by ct-10k, whose pages
+/// are its first 10,000: 4 GB is too much for a test.)
+#[test]
+fn shipped_suites_resolve_against_their_default_file_sets() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let mut sets = BTreeMap::new();
+    for kind in ["specweb99", "mindcraft-1998", "ct-single", "ct-10k"] {
+        let dir = work.path().join(kind);
+        let out = run_benchlab(&["fileset", "generate", kind, "--out", s(&dir)]);
+        assert_success("fileset generate", &out);
+        sets.insert(kind, dir);
+    }
+    let suites = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites");
+    for (suite, flags) in [
+        ("static.toml", vec![("specweb99", "specweb99")]),
+        ("spice.toml", vec![("specweb99", "specweb99")]),
+        ("ecommerce.toml", vec![("specweb99", "specweb99")]),
+        ("demo.toml", vec![("demo", "specweb99")]),
+        ("mindcraft-1998.toml", vec![("mindcraft-1998", "mindcraft-1998")]),
+        (
+            "ct-1999.toml",
+            vec![("ct-single", "ct-single"), ("ct-10k", "ct-10k"), ("ct-1m", "ct-10k")],
+        ),
+    ] {
+        let path = suites.join(suite);
+        let mut args = vec!["check".to_string(), s(&path).to_string()];
+        for (name, kind) in flags {
+            args.push("--fileset".into());
+            args.push(format!("{name}={}", s(&sets[kind])));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run_benchlab(&args);
+        assert_success(&format!("benchlab check {suite}"), &out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("needed at run time"), "{suite}:\n{stdout}");
+        assert!(stdout.contains(" URL(s)"), "{suite}:\n{stdout}");
+    }
+}
