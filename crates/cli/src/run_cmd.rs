@@ -20,7 +20,7 @@ pub struct RunArgs {
     /// The suite file (TOML; see README "Suites").
     suite: PathBuf,
     /// Base URL of the server under test; replaces the suite's `target`
-    /// (mixes that name their own target keep it).
+    /// (mixes and workloads that name their own target keep it).
     #[arg(long, value_name = "URL")]
     target: Option<String>,
     /// Results directory [default: results/SUITE-YYYYmmdd-HHMMSS].
