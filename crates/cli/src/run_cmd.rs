@@ -147,7 +147,8 @@ fn fileset_dirs(
 /// by the class's own request weights).
 fn class_summary(c: &Class, target: &str, dirs: &BTreeMap<String, PathBuf>) -> Result<String, CliError> {
     let urls = c.resolve(target, dirs).map_err(CliError::Usage)?;
-    let mut line = format!("{} URL(s)", thousands(urls.len() as u64));
+    let n = urls.len() as u64;
+    let mut line = format!("{} URL{}", thousands(n), if n == 1 { "" } else { "s" });
     if let UrlSource::Fileset(f) = &c.source {
         let share: f64 = urls.iter().filter_map(|u| u.population_share).sum();
         line.push_str(&format!(

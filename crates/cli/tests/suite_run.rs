@@ -1092,7 +1092,7 @@ fn mindcraft_check_shows_the_seed_facts_and_refuses_a_short_set() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     for (class, percent) in [("static", 70), ("adrot", 28), ("session", 2)] {
         let line = format!(
-            "phase mindcraft class {class} ({percent} %): 704 URL(s) carrying 94.32 % of file set \
+            "phase mindcraft class {class} ({percent} %): 704 URLs carrying 94.32 % of file set \
              `mindcraft-1998`'s requests, expected mean response 14,754 bytes"
         );
         assert!(stdout.contains(&line), "no `{line}` in:\n{stdout}");
@@ -1164,9 +1164,9 @@ fn ct_1999_phases_need_only_their_own_sets() {
     for want in [
         "9 mixes in 3 phase(s)",
         "phase cgi: http://127.0.0.1:8081",
-        "phase one-page class page (100 %): 1 URL(s) carrying 50.00 % of file set `ct-single`'s requests, \
+        "phase one-page class page (100 %): 1 URL carrying 50.00 % of file set `ct-single`'s requests, \
          expected mean response 4,096 bytes",
-        "phase pages-10k class page (100 %): 10,000 URL(s) carrying 100.00 % of file set `ct-10k`'s requests, \
+        "phase pages-10k class page (100 %): 10,000 URLs carrying 100.00 % of file set `ct-10k`'s requests, \
          expected mean response 4,096 bytes",
     ] {
         assert!(stdout.contains(want), "no `{want}` in:\n{stdout}");
@@ -1211,6 +1211,6 @@ fn shipped_suites_resolve_against_their_default_file_sets() {
         assert_success(&format!("benchlab check {suite}"), &out);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(!stdout.contains("needed at run time"), "{suite}:\n{stdout}");
-        assert!(stdout.contains(" URL(s)"), "{suite}:\n{stdout}");
+        assert!(stdout.contains(" URLs carrying "), "{suite}:\n{stdout}");
     }
 }
