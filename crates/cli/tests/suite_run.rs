@@ -1214,3 +1214,31 @@ fn shipped_suites_resolve_against_their_default_file_sets() {
         assert!(stdout.contains(" URLs carrying "), "{suite}:\n{stdout}");
     }
 }
+
+/// A run refused at its first mix, after a passing preflight (here: 500
+/// threads under a file-descriptor limit of 256, which the mix checks
+/// before starting any client), leaves no results directory either — not
+/// even the directories of `--out` it made.
+#[test]
+fn refused_at_the_first_mix_leaves_no_directory() {
+    let set = fileset(1);
+    let nginx = nginx_serving(&set.path);
+    let work = tempfile::tempdir().expect("tempdir");
+    let text = two_class_suite(&[1], None).replace("threads_per_client = 2", "threads_per_client = 500");
+    let suite = write_suite(work.path(), &text);
+    let out_dir = work.path().join("new/a/b");
+    let script = format!(
+        "ulimit -n 256 && exec {} run {} --target {} --fileset specweb99={} --out {}",
+        benchlab_bin(),
+        s(&suite),
+        nginx.url(""),
+        s(&set.path),
+        s(&out_dir)
+    );
+    let out = Command::new("sh").args(["-c", &script]).output().expect("run sh");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("preflight: "), "the preflight did not pass:\n{stderr}");
+    assert!(stderr.contains("file descriptors"), "{stderr}");
+    assert!(!work.path().join("new").exists(), "new/ was left behind:\n{stderr}");
+}
