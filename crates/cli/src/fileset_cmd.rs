@@ -39,9 +39,18 @@ enum KindArg {
     /// c't 1999: 10,000 pages of 4,096 bytes.
     #[value(name = "ct-10k")]
     Ct10k,
-    /// c't 1999: 1,000,000 pages of 4,096 bytes (4.1 GB).
+    /// c't 1999: 1,000,000 pages of 4,096 bytes (4.1 GB); its first 10,000
+    /// are ct-10k.
     #[value(name = "ct-1m")]
     Ct1m,
+    /// c't 1999: ct-1m and ct-single in one root with one manifest (4.1 GB),
+    /// for all of suites/ct-1999.toml.
+    #[value(name = "ct-1999")]
+    Ct1999,
+    /// Seed 002's log: 6,400 URLs, the 704 most requested carry 94.3 % of
+    /// the requests, each other one 1 of 100,330; mean response 14,757 bytes.
+    #[value(name = "mindcraft-1998")]
+    Mindcraft1998,
     /// --count pages of --size bytes.
     Custom,
 }
@@ -56,9 +65,20 @@ x file share (3.9 5.9 8.8 17.7 35.3 11.8 7.1 5.0 4.4 %, normalised) x \
 directory Zipf 1/(d+1) (normalised); weights sum to 1, weighted mean size \
 14,726 bytes (DESIGN.md's 14,712 is the same sum before normalising the \
 file shares, which add up to 99.9 %).
-  ct-single   /4k.html (4,096 B) and /8k.html (8,192 B), weight 0.5 each.
+  mindcraft-1998   /dNN/rNNNN.html for request rank r = 1..6400 (100 a \
+directory), in rank order: the log seed 002 describes. Rank r <= 704 is \
+requested floor(13313 / r) times, every other URL once, in 100,330 requests \
+(weight = count / 100,330): the top 704 carry 94.32 %, each other URL \
+0.000997 %. Sizes are SPECweb99's (class `classC`), given so that the top \
+704 and the other 5,696 each follow SPECweb99's request-weighted size mix: \
+mean response 14,757 bytes (14,754 over the top 704). See docs/filesets.md.
+  ct-single   /4k.html (4,096 B) and /8k.html (8,192 B), weight 0.5 each, \
+class `ct-single`.
   ct-10k, ct-1m, custom   /dNNNN/pNNNNNN.html, 1,000 pages per directory, \
-weight 1/count each, class `page`.
+weight 1/count each; class `page` (custom), or `ct-10k` for pages 0-9,999 and \
+`ct-1m` for the rest: ct-10k is ct-1m's first 10,000 pages, byte for byte.
+  ct-1999     ct-1m's pages then ct-single's two files, one manifest, each \
+file with the bytes it has in its own set (same seed); weight 1/1,000,002.
 
 Content is HTML-like text (title, headings, paragraphs, lists, links) drawn \
 word by word from SplitMix64, so it compresses like real pages, not like \
@@ -155,6 +175,8 @@ fn kind(a: &GenerateArgs) -> Result<Kind, CliError> {
         KindArg::CtSingle => Kind::CtSingle,
         KindArg::Ct10k => Kind::Ct10k,
         KindArg::Ct1m => Kind::Ct1m,
+        KindArg::Ct1999 => Kind::Ct1999,
+        KindArg::Mindcraft1998 => Kind::Mindcraft1998,
         KindArg::Custom => Kind::Custom {
             count: a
                 .count

@@ -2,9 +2,9 @@
 
 use crate::output::thousands;
 use crate::{CliError, Outcome};
-use benchlab_controller::{run_suite, MixResult, Observer, Results, RunOptions};
+use benchlab_controller::{prepare, run_prepared, MixResult, Observer, Prepared, Results, RunOptions};
 use benchlab_engine::TlsOptions;
-use benchlab_model::{Mix, Suite};
+use benchlab_model::{Class, Mix, Suite, UrlSource};
 use benchlab_report::{write_reports, ReportOptions, Run};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -20,7 +20,7 @@ pub struct RunArgs {
     /// The suite file (TOML; see README "Suites").
     suite: PathBuf,
     /// Base URL of the server under test; replaces the suite's `target`
-    /// (mixes that name their own target keep it).
+    /// (mixes and workloads that name their own target keep it).
     #[arg(long, value_name = "URL")]
     target: Option<String>,
     /// Results directory [default: results/SUITE-YYYYmmdd-HHMMSS].
@@ -33,6 +33,15 @@ pub struct RunArgs {
     /// Directory of a file set the workloads name, NAME=DIR (repeatable).
     #[arg(long = "fileset", value_parser = fileset_arg, value_name = "NAME=DIR")]
     filesets: Vec<(String, PathBuf)>,
+    /// Run only this phase (repeatable; a workload's name selects its
+    /// phases). Only the file sets these phases need are asked for.
+    #[arg(long = "phase", value_name = "NAME")]
+    phases: Vec<String>,
+    /// Base URL of one phase, PHASE=URL (repeatable): e.g. the CGI phases
+    /// of ct-1999 on another server than its static files. Wins over the
+    /// suite and over --target.
+    #[arg(long = "phase-target", value_parser = phase_target_arg, value_name = "PHASE=URL")]
+    phase_targets: Vec<(String, String)>,
     /// Skip the check of each URL before the run.
     #[arg(long)]
     no_preflight: bool,
@@ -51,9 +60,15 @@ pub struct RunArgs {
 pub struct CheckArgs {
     /// The suite file to validate.
     suite: PathBuf,
-    /// Also resolve file-set classes against NAME=DIR.
+    /// Also resolve file-set classes against NAME=DIR: per class the URLs
+    /// kept, their share of the set's requests and the expected mean
+    /// response size.
     #[arg(long = "fileset", value_parser = fileset_arg, value_name = "NAME=DIR")]
     filesets: Vec<(String, PathBuf)>,
+    /// Check only this phase (repeatable; a workload's name selects its
+    /// phases): only the file sets these phases need are named.
+    #[arg(long = "phase", value_name = "NAME")]
+    phases: Vec<String>,
 }
 
 fn fileset_arg(s: &str) -> Result<(String, PathBuf), String> {
@@ -66,13 +81,125 @@ fn fileset_arg(s: &str) -> Result<(String, PathBuf), String> {
     Ok((n.to_string(), PathBuf::from(d)))
 }
 
+fn phase_target_arg(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((n, u)) if !n.is_empty() && (u.starts_with("http://") || u.starts_with("https://")) => {
+            Ok((n.to_string(), u.to_string()))
+        }
+        _ => Err(format!("`{s}`: expected PHASE=URL, e.g. cgi=http://127.0.0.1:8081")),
+    }
+}
+
 fn load(path: &std::path::Path) -> Result<Suite, CliError> {
     Suite::from_file(path).map_err(|e| CliError::Usage(e.to_string()))
 }
 
+/// Checks the `--fileset NAME=DIR` flags against the suite, before anything
+/// runs: every NAME is a file set the suite draws from, every DIR holds a
+/// manifest. Returns the file-set directories (the flags over the suite's
+/// `[filesets]`) and the file sets the selected phases need that have none,
+/// each with the phases that need it.
+#[allow(clippy::type_complexity)]
+fn fileset_dirs(
+    suite: &Suite,
+    given: &[(String, PathBuf)],
+) -> Result<(BTreeMap<String, PathBuf>, Vec<(String, Vec<String>)>), CliError> {
+    let mut known: Vec<&str> = suite.workloads.values().flat_map(|w| w.filesets()).collect();
+    known.sort();
+    known.dedup();
+    let mut problems = Vec::new();
+    for (name, dir) in given {
+        let flag = format!("--fileset {name}={}", dir.display());
+        if !known.contains(&name.as_str()) {
+            problems.push(format!(
+                "{flag}: suite `{}` draws from no file set `{name}`: expected {}",
+                suite.name,
+                if known.is_empty() {
+                    "no --fileset (the suite lists its URLs)".to_string()
+                } else {
+                    format!("one of {}", known.join(", "))
+                }
+            ));
+        } else if !dir.is_dir() {
+            problems.push(format!(
+                "{flag}: {} is not a directory: expected the --out of `benchlab fileset generate`",
+                dir.display()
+            ));
+        } else if !dir.join(benchlab_fileset::MANIFEST_FILE).is_file() {
+            problems.push(format!(
+                "{flag}: {} has no `manifest`: expected the --out of `benchlab fileset generate`",
+                dir.display()
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(CliError::Usage(problems.join("\n")));
+    }
+    let mut dirs = suite.filesets.clone();
+    dirs.extend(given.iter().cloned());
+    let missing = suite
+        .filesets_needed()
+        .into_iter()
+        .filter(|(name, _)| !dirs.contains_key(name))
+        .collect();
+    Ok((dirs, missing))
+}
+
+/// What one class requests, resolved against its file set: URLs kept, their
+/// share of the file set's requests, the expected mean response (body bytes,
+/// by the class's own request weights).
+fn class_summary(c: &Class, target: &str, dirs: &BTreeMap<String, PathBuf>) -> Result<String, CliError> {
+    let urls = c.resolve(target, dirs).map_err(CliError::Usage)?;
+    let n = urls.len() as u64;
+    let mut line = format!("{} URL{}", thousands(n), if n == 1 { "" } else { "s" });
+    if let UrlSource::Fileset(f) = &c.source {
+        let share: f64 = urls.iter().filter_map(|u| u.population_share).sum();
+        line.push_str(&format!(
+            " carrying {:.2} % of file set `{}`'s requests",
+            share * 100.0,
+            f.name
+        ));
+    }
+    if urls.iter().all(|u| u.size.is_some()) {
+        let mean: f64 = urls.iter().map(|u| u.weight * u.size.unwrap_or(0) as f64).sum();
+        line.push_str(&format!(
+            ", expected mean response {} bytes",
+            thousands(mean.round() as u64)
+        ));
+    } else {
+        line.push_str(", response sizes not known");
+    }
+    Ok(line)
+}
+
 /// `benchlab check`: parse, validate, and say what would run.
 pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
-    let suite = load(&a.suite)?;
+    let mut suite = load(&a.suite)?;
+    suite.select_phases(&a.phases).map_err(CliError::Usage)?;
+    let (dirs, _) = fileset_dirs(&suite, &a.filesets)?;
+    // Each class of each selected phase whose URLs can be resolved now,
+    // resolved before anything is printed (a bad `top` is an error).
+    let mut classes = Vec::new();
+    for p in &suite.phases {
+        let Some(w) = suite.workloads.get(&p.workload) else {
+            continue;
+        };
+        for c in &w.classes {
+            let resolvable = match &c.source {
+                UrlSource::Fileset(f) => dirs.contains_key(&f.name),
+                UrlSource::List(_) => true,
+            };
+            if resolvable {
+                classes.push(format!(
+                    "  phase {} class {} ({} %): {}",
+                    p.name,
+                    c.name,
+                    c.percent,
+                    class_summary(c, &p.target, &dirs)?
+                ));
+            }
+        }
+    }
     println!(
         "{}: suite `{}` is valid: {} mixes in {} phase(s), {} in all",
         a.suite.display(),
@@ -97,25 +224,17 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
             mixes.join(", ")
         );
     }
-    let mut filesets = suite.filesets.clone();
-    filesets.extend(a.filesets);
-    let mut needed: Vec<&str> = suite.workloads.values().flat_map(|w| w.filesets()).collect();
-    needed.sort();
-    needed.dedup();
-    for name in needed {
-        match filesets.get(name) {
-            Some(dir) => {
-                for w in suite.workloads.values() {
-                    for c in &w.classes {
-                        c.resolve(&suite.target, &filesets).map_err(CliError::Usage)?;
-                    }
-                }
-                println!("  file set {name}: {}", dir.display());
-            }
+    for (name, phases) in suite.filesets_needed() {
+        match dirs.get(&name) {
+            Some(dir) => println!("  file set {name}: {}", dir.display()),
             None => println!(
-                "  file set {name}: needed at run time (--fileset {name}=DIR, made by `benchlab fileset generate`)"
+                "  file set {name}: needed at run time by phase {} (--fileset {name}=DIR, made by `benchlab fileset generate`)",
+                phases.join(", ")
             ),
         }
+    }
+    for line in classes {
+        println!("{line}");
     }
     for r in &suite.requires {
         println!("  requires: {r}");
@@ -249,6 +368,10 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         }
         suite.retarget(t);
     }
+    for (phase, url) in &a.phase_targets {
+        suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
+    }
+    suite.select_phases(&a.phases).map_err(CliError::Usage)?;
     if a.time_scale != 1.0 {
         suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
     }
@@ -256,13 +379,37 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         std::fs::metadata(path)
             .map_err(|e| CliError::Usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
     }
+    // Every input of the selected phases, before the banner and before any
+    // request: a run never stops at phase 3 for a file set missing from the
+    // start.
+    let (dirs, missing) = fileset_dirs(&suite, &a.filesets)?;
+    if !missing.is_empty() {
+        let list: Vec<String> = missing
+            .iter()
+            .map(|(name, phases)| format!("--fileset {name}=DIR (phase {})", phases.join(", ")))
+            .collect();
+        return Err(CliError::Usage(format!(
+            "the {} need file sets that were not given: {}; make them with `benchlab fileset generate`{}",
+            if a.phases.is_empty() {
+                "suite's phases"
+            } else {
+                "selected phases"
+            },
+            list.join(", "),
+            if a.phases.is_empty() && suite.phases.len() > 1 {
+                " (or run a subset with --phase NAME)"
+            } else {
+                ""
+            }
+        )));
+    }
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, stamp())));
     let opts = RunOptions {
         out: out.clone(),
-        filesets: a.filesets.iter().cloned().collect::<BTreeMap<_, _>>(),
+        filesets: dirs,
         os_threads_per_client: a.os_threads_per_client,
         preflight: !a.no_preflight,
         tls: TlsOptions {
@@ -273,26 +420,45 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         time_scale: a.time_scale,
         command: std::env::args().collect(),
     };
+    let prepared = prepare(&suite, &opts).map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut targets: Vec<&str> = suite.phases.iter().map(|p| p.target.as_str()).collect();
+    targets.dedup();
+    let selected = if a.phases.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = suite.phases.iter().map(|p| p.name.as_str()).collect();
+        format!(" (phase {})", names.join(", "))
+    };
     eprintln!(
-        "benchlab run: suite `{}`, {} mixes, {} against {} → {}",
+        "benchlab run: suite `{}`{selected}, {} mixes, {} against {} → {}",
         suite.name,
         suite.mixes.len(),
         humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
-        suite.target,
+        targets.join(", "),
         out.display()
     );
-    execute(&suite, &opts)
+    execute_prepared(prepared, &suite, &opts)
 }
 
 /// Runs a prepared suite with a progress display, prints the summary table,
 /// the results and report paths; Ctrl-C ends the current mix (kept, marked
 /// partial) and the run, which then exits 130.
 pub(crate) fn execute(suite: &Suite, opts: &RunOptions) -> Result<Outcome, CliError> {
+    let prepared = prepare(suite, opts).map_err(|e| CliError::CannotRun(e.to_string()))?;
+    execute_prepared(prepared, suite, opts)
+}
+
+fn execute_prepared(prepared: Prepared, suite: &Suite, opts: &RunOptions) -> Result<Outcome, CliError> {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
     let mut progress = Progress::new(opts.out.clone());
-    let results = run_suite(suite, opts, &stop, &mut progress).map_err(|e| CliError::CannotRun(e.to_string()))?;
+    let results =
+        run_prepared(prepared, suite, opts, &stop, &mut progress).map_err(|e| CliError::CannotRun(e.to_string()))?;
+    if results.mixes.is_empty() {
+        eprintln!("interrupted before the first mix: nothing written");
+        return Ok(Outcome::Interrupted);
+    }
     print!("{}", summary_table(&results));
     println!("results: {}", opts.out.display());
     print_report_paths(&opts.out, &progress);

@@ -130,6 +130,27 @@ const CASES: &[Case] = &[
         column: 1,
         phrases: &["no [[mix]]", "expected at least one mix"],
     },
+    // An empty file: at its start, saying so.
+    Case {
+        file: "empty.toml",
+        line: 1,
+        column: 1,
+        phrases: &["the file is empty", "expected a suite"],
+    },
+    // A Latin-1 byte (0xe9): its line and column, and its byte offset.
+    Case {
+        file: "non_utf8.toml",
+        line: 3,
+        column: 19,
+        phrases: &["byte 0xe9 at offset 117 is not UTF-8", "expected a UTF-8 text file"],
+    },
+    // No [workloads.NAME] at all: at the end of the file, where one would go.
+    Case {
+        file: "no_workload.toml",
+        line: 11,
+        column: 1,
+        phrases: &["no workload", "expected a [workloads.NAME] table"],
+    },
     // `clients 1`: TOML syntax, where `=` was expected.
     Case {
         file: "toml_syntax.toml",

@@ -244,6 +244,64 @@ fn is_loopback(t: &Target) -> bool {
     t.addr.ip().is_loopback()
 }
 
+/// A suite's phases resolved to URLs (every file set read), before any
+/// request: what [`run_prepared`] loads.
+pub struct Prepared {
+    phases: Vec<PhasePlan>,
+}
+
+/// Resolves the URLs of every phase of `suite` (its file sets with
+/// `opts.filesets` over the suite's own) without a request. Every problem of
+/// every phase is reported at once, one per line, so a run never stops at
+/// phase 3 for an input that was missing from the start.
+pub fn prepare(suite: &Suite, opts: &RunOptions) -> Result<Prepared, ControllerError> {
+    let mut filesets = suite.filesets.clone();
+    filesets.extend(opts.filesets.clone());
+    let mut phases = Vec::with_capacity(suite.phases.len());
+    let mut problems: Vec<String> = Vec::new();
+    for p in &suite.phases {
+        match resolve_phase(suite, &p.workload, &p.target, &filesets) {
+            Ok(plan) => phases.push(plan),
+            Err(e) => {
+                let e = format!("phase {}: {e}", p.name);
+                if !problems.contains(&e) {
+                    problems.push(e);
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ControllerError::Target(problems.join("\n")));
+    }
+    Ok(Prepared { phases })
+}
+
+/// Directories of `--out` this run made, removed again if the run ends
+/// before its first mix, so a refused run leaves nothing behind.
+struct OutDir {
+    created: Vec<PathBuf>,
+}
+
+impl OutDir {
+    fn create(dir: &std::path::Path) -> std::io::Result<OutDir> {
+        let mut missing = Vec::new();
+        let mut d = Some(dir);
+        while let Some(p) = d.filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+            missing.push(p.to_path_buf());
+            d = p.parent();
+        }
+        std::fs::create_dir_all(dir)?;
+        Ok(OutDir { created: missing })
+    }
+
+    /// Removes the directories made (deepest first), only while empty.
+    fn discard(self) {
+        for d in &self.created {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
 /// Runs every mix of `suite`; returns the results (also written to
 /// `opts.out` after each mix). `stop` (Ctrl-C) ends the current mix early
 /// (kept, marked partial) and skips the rest.
@@ -253,8 +311,40 @@ pub fn run_suite(
     stop: &Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<Results, ControllerError> {
-    let mut filesets = suite.filesets.clone();
-    filesets.extend(opts.filesets.clone());
+    let prepared = prepare(suite, opts)?;
+    run_prepared(prepared, suite, opts, stop, observer)
+}
+
+/// [`run_suite`] with the phases already resolved by [`prepare`]. Every
+/// phase is preflighted before the first mix; nothing is written to
+/// `opts.out` until a mix has run: a run refused before its first mix
+/// leaves no results directory.
+pub fn run_prepared(
+    prepared: Prepared,
+    suite: &Suite,
+    opts: &RunOptions,
+    stop: &Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<Results, ControllerError> {
+    let phases = prepared.phases;
+    // Check every phase before the first mix, so a wrong target stops the
+    // run in seconds, not after an hour of mixes; every phase's problem is
+    // reported, not only the first.
+    if opts.preflight {
+        let mut problems = Vec::new();
+        for (plan, p) in phases.iter().zip(&suite.phases) {
+            if let Err(e) = preflight(plan, &opts.tls, observer) {
+                problems.push(if suite.phases.len() > 1 {
+                    format!("phase {}: {e}", p.name)
+                } else {
+                    e.to_string()
+                });
+            }
+        }
+        if !problems.is_empty() {
+            return Err(ControllerError::Target(problems.join("\n")));
+        }
+    }
     let text = std::fs::read_to_string(&suite.path).unwrap_or_default();
     let mut results = Results {
         schema: RESULTS_SCHEMA.to_string(),
@@ -275,7 +365,7 @@ pub fn run_suite(
                 name: p.name.clone(),
                 workload: p.workload.clone(),
                 target: p.target.clone(),
-                mixes: p.mixes.iter().map(|i| i + 1).collect(),
+                mixes: p.mixes.iter().map(|&i| suite.mixes[i].number).collect(),
             })
             .collect(),
         mixes: Vec::new(),
@@ -287,18 +377,13 @@ pub fn run_suite(
             source,
         })
     };
-    write(&results)?;
-
-    // Resolve and check every phase before the first mix, so a wrong target
-    // stops the run in seconds, not after an hour of mixes.
-    let mut phases = Vec::with_capacity(suite.phases.len());
-    for p in &suite.phases {
-        let plan = resolve_phase(suite, &p.workload, &p.target, &filesets)?;
-        if opts.preflight {
-            preflight(&plan, &opts.tls, observer)?;
-        }
-        phases.push(plan);
-    }
+    // Made now (an unwritable --out is refused before any load), written
+    // after the first mix.
+    let out_dir = OutDir::create(&opts.out).map_err(|source| ControllerError::Write {
+        dir: opts.out.display().to_string(),
+        source,
+    })?;
+    let mut out_dir = Some(out_dir);
 
     for mix in &suite.mixes {
         if stop.load(Ordering::Relaxed) {
@@ -306,11 +391,25 @@ pub fn run_suite(
         }
         let phase = &suite.phases[mix.phase];
         observer.mix_started(mix, &phase.name);
-        let result = run_mix(suite, mix, &phase.name, &phases[mix.phase], opts, stop, observer)?;
+        let result = match run_mix(suite, mix, &phase.name, &phases[mix.phase], opts, stop, observer) {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(d) = out_dir.take() {
+                    d.discard();
+                }
+                return Err(e);
+            }
+        };
         observer.mix_finished(&result);
         results.mixes.push(result);
+        out_dir = None;
         write(&results)?;
         observer.results_written(&results);
+    }
+    if let Some(d) = out_dir {
+        // Stopped (Ctrl-C) before the first mix: nothing to keep.
+        d.discard();
+        return Ok(results);
     }
     results.complete = results.mixes.len() == suite.mixes.len() && results.mixes.iter().all(|m| !m.partial);
     write(&results)?;

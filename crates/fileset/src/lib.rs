@@ -29,8 +29,8 @@ pub use content::fill as fill_content;
 pub use generate::{generate, manifest, GenerateError, Summary, MANIFEST_FILE};
 pub use manifest::{write_entry, Entry, Manifest, ManifestError, MANIFEST_HEADER};
 pub use spec::{
-    specweb_size, specweb_weighted_mean, Kind, Planned, Spec, SpecError, MAX_FILE_SIZE, PAGES_PER_DIR,
-    SPECWEB_BYTES_PER_DIR, SPECWEB_CLASS_PERMILLE, SPECWEB_DEFAULT_DIRS, SPECWEB_FILES_PER_DIR, SPECWEB_FILE_PERMILLE,
-    SPECWEB_MAX_DIRS,
+    specweb_size, specweb_weighted_mean, Kind, Mindcraft, Planned, Spec, SpecError, MAX_FILE_SIZE, MINDCRAFT_HEAD,
+    MINDCRAFT_URLS, MINDCRAFT_ZIPF_C, PAGES_PER_DIR, SPECWEB_BYTES_PER_DIR, SPECWEB_CLASS_PERMILLE,
+    SPECWEB_DEFAULT_DIRS, SPECWEB_FILES_PER_DIR, SPECWEB_FILE_PERMILLE, SPECWEB_MAX_DIRS,
 };
 pub use verify::{verify, Mismatch, Problem, VerifyReport};

@@ -16,12 +16,27 @@
 //!   35 / 50 / 14 / 1 %, file shares 3.9, 5.9, 8.8, 17.7, 35.3, 11.8, 7.1,
 //!   5.0, 4.4 % normalised by their sum (99.9 %), directory `d` weighted
 //!   1/(d+1) normalised over the directories (Zipf, α = 1). Weights sum to 1.
+//! - `mindcraft-1998`: the 6,400-URL population of seed 002's log (see
+//!   [`Mindcraft`] and docs/filesets.md): `/dNN/rNNNN.html` for request
+//!   rank r = 1 … 6,400, in rank order; ranks 1–704 requested ⌊13,313 / r⌋
+//!   times, the other 5,696 once, in a log of 100,330 requests (weight =
+//!   count ÷ 100,330); each URL takes a SPECweb99 size (class `classC`) so
+//!   that the head and the tail each reproduce SPECweb99's request-weighted
+//!   size mix.
 //! - `ct-single` (c't 1999): `/4k.html` (4,096 bytes) and `/8k.html`
-//!   (8,192 bytes), weight ½ each.
+//!   (8,192 bytes), weight ½ each, class `ct-single`.
 //! - `ct-10k`, `ct-1m`, `custom`: `count` pages of `size` bytes (4,096 for the
 //!   c't sets), `/dNNNN/pNNNNNN.html` with 1,000 pages per directory (page
 //!   `i` in directory `i / 1000`), so no directory grows past what a file
-//!   system lists quickly; weight 1/count each, class `page`.
+//!   system lists quickly; weight 1/count each. Class `page` for `custom`;
+//!   for the c't sets `ct-10k` for pages 0–9,999 and `ct-1m` for the rest,
+//!   so ct-10k is exactly the first 10,000 pages of ct-1m (same seed, same
+//!   bytes) and one ct-1m tree serves both tests.
+//! - `ct-1999`: the three c't sets in one root with one manifest: ct-1m's
+//!   pages (indices 0 … 999,999) then ct-single's two files, each with the
+//!   content it has in its own set for the same seed; weight 1/1,000,002
+//!   each. Workloads pick their set by class (`ct-single`, `ct-10k`,
+//!   `ct-10k` + `ct-1m`).
 //!
 //! The content seed of file `i` is the (i+1)-th output of
 //! `SplitMix64::new(seed)`, computed directly (SplitMix64's state after `i`
@@ -64,6 +79,111 @@ pub fn specweb_size(class: u32, k: u32) -> u64 {
     }
 }
 
+/// URLs of the mindcraft-1998 population (seed 002: "6400 unique URLs").
+pub const MINDCRAFT_URLS: u64 = 6400;
+/// Its head: the URLs Mindcraft's WebBench workload kept ("704 URLs").
+pub const MINDCRAFT_HEAD: u64 = 704;
+/// Zipf constant of the head: the URL of rank r ≤ 704 is requested
+/// ⌊13,313 / r⌋ times in the modelled log (rank 704: 18 times); every
+/// other URL once. 13,313 is the constant, between 13,270 and 13,760 (where
+/// the log has more than 100,000 requests and the head carries 94.3–94.5 %),
+/// for which the mean response is closest to SPECweb99's 14,726 bytes.
+pub const MINDCRAFT_ZIPF_C: u64 = 13_313;
+/// Pages of ct-1m (and of the ct-1999 root).
+const CT_1M_PAGES: u64 = 1_000_000;
+/// Pages of ct-10k: the first 10,000 of ct-1m.
+const CT_10K_PAGES: u64 = 10_000;
+
+/// The mindcraft-1998 population: a request count and a SPECweb99 size slot
+/// (class × 9 + file) per URL, in rank order, computed once per [`Spec`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mindcraft {
+    counts: Vec<u32>,
+    slots: Vec<u8>,
+    requests: u64,
+    bytes: u64,
+}
+
+impl Default for Mindcraft {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Mindcraft {
+    pub fn new() -> Mindcraft {
+        let counts: Vec<u32> = (1..=MINDCRAFT_URLS)
+            .map(|r| {
+                if r <= MINDCRAFT_HEAD {
+                    (MINDCRAFT_ZIPF_C / r) as u32
+                } else {
+                    1
+                }
+            })
+            .collect();
+        // Head and tail each take SPECweb99's size mix on their own, so the
+        // 704 URLs a workload keeps have the population's mean response.
+        let head = MINDCRAFT_HEAD as usize;
+        let mut slots = size_slots(&counts[..head]);
+        slots.extend(size_slots(&counts[head..]));
+        let requests = counts.iter().map(|&c| u64::from(c)).sum();
+        let bytes = slots.iter().map(|&s| slot_size(s)).sum();
+        Mindcraft {
+            counts,
+            slots,
+            requests,
+            bytes,
+        }
+    }
+
+    /// Requests in the modelled log (the weights' denominator).
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Requests of the URL at index `i` (rank i + 1).
+    pub fn count(&self, i: u64) -> u64 {
+        u64::from(self.counts[i as usize])
+    }
+
+    /// SPECweb99 class and file number of the URL at index `i`.
+    pub fn slot(&self, i: u64) -> (u32, u32) {
+        let s = u32::from(self.slots[i as usize]);
+        (s / 9, s % 9)
+    }
+}
+
+fn slot_size(s: u8) -> u64 {
+    specweb_size(u32::from(s) / 9, u32::from(s) % 9)
+}
+
+/// Gives each URL (in rank order, most requested first) the SPECweb99 size
+/// whose quota of requests has most left (lowest slot on ties): the quota of
+/// `classC_K` is its SPECweb99 share (class ‰ × file ‰ ÷ 999,000) of the
+/// URLs' requests. Largest counts first, so each size ends within one URL's
+/// count of its share. Integer arithmetic (quotas in 1/999,000 request), so
+/// every machine assigns the same sizes.
+fn size_slots(counts: &[u32]) -> Vec<u8> {
+    let total: i64 = counts.iter().map(|&c| i64::from(c)).sum();
+    let mut left: Vec<i64> = SPECWEB_CLASS_PERMILLE
+        .iter()
+        .flat_map(|&c| SPECWEB_FILE_PERMILLE.iter().map(move |&f| i64::from(c * f) * total))
+        .collect();
+    counts
+        .iter()
+        .map(|&c| {
+            let mut best = 0;
+            for s in 1..left.len() {
+                if left[s] > left[best] {
+                    best = s;
+                }
+            }
+            left[best] -= i64::from(c) * 999_000;
+            best as u8
+        })
+        .collect()
+}
+
 /// The kind of file set and its size parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
@@ -71,6 +191,8 @@ pub enum Kind {
     CtSingle,
     Ct10k,
     Ct1m,
+    Ct1999,
+    Mindcraft1998,
     Custom { count: u64, size: u64 },
 }
 
@@ -82,6 +204,8 @@ impl Kind {
             Kind::CtSingle => "ct-single",
             Kind::Ct10k => "ct-10k",
             Kind::Ct1m => "ct-1m",
+            Kind::Ct1999 => "ct-1999",
+            Kind::Mindcraft1998 => "mindcraft-1998",
             Kind::Custom { .. } => "custom",
         }
     }
@@ -115,6 +239,8 @@ pub struct Spec {
     seed: u64,
     /// Σ 1/(d+1) over the SPECweb99 directories (the Zipf normaliser).
     zipf_norm: f64,
+    /// The mindcraft-1998 population (that kind only).
+    mindcraft: Option<Mindcraft>,
 }
 
 impl Spec {
@@ -139,7 +265,13 @@ impl Spec {
             }
             _ => 0.0,
         };
-        Ok(Spec { kind, seed, zipf_norm })
+        let mindcraft = (kind == Kind::Mindcraft1998).then(Mindcraft::new);
+        Ok(Spec {
+            kind,
+            seed,
+            zipf_norm,
+            mindcraft,
+        })
     }
 
     pub fn kind(&self) -> &Kind {
@@ -155,8 +287,10 @@ impl Spec {
         match self.kind {
             Kind::Specweb99 { dirs } => u64::from(dirs) * SPECWEB_FILES_PER_DIR,
             Kind::CtSingle => 2,
-            Kind::Ct10k => 10_000,
-            Kind::Ct1m => 1_000_000,
+            Kind::Ct10k => CT_10K_PAGES,
+            Kind::Ct1m => CT_1M_PAGES,
+            Kind::Ct1999 => CT_1M_PAGES + 2,
+            Kind::Mindcraft1998 => MINDCRAFT_URLS,
             Kind::Custom { count, .. } => count,
         }
     }
@@ -175,6 +309,8 @@ impl Spec {
         match self.kind {
             Kind::Specweb99 { dirs } => u64::from(dirs) * SPECWEB_BYTES_PER_DIR,
             Kind::CtSingle => 4096 + 8192,
+            Kind::Ct1999 => CT_1M_PAGES * 4096 + 4096 + 8192,
+            Kind::Mindcraft1998 => self.mindcraft.as_ref().map_or(0, |m| m.bytes),
             _ => self.files() * self.page_size().unwrap_or(0),
         }
     }
@@ -214,14 +350,25 @@ impl Spec {
                     weight: share / ((d + 1) as f64 * self.zipf_norm),
                 }
             }
-            Kind::CtSingle => Planned {
-                path: if i == 0 { "/4k.html" } else { "/8k.html" }.to_string(),
-                size: if i == 0 { 4096 } else { 8192 },
-                class: "page",
-                weight: 0.5,
-            },
-            _ => Planned {
-                path: format!("/d{:04}/p{i:06}.html", i / PAGES_PER_DIR),
+            Kind::CtSingle => ct_single(i, 0.5),
+            Kind::Ct1999 if i >= CT_1M_PAGES => ct_single(i - CT_1M_PAGES, 1.0 / self.files() as f64),
+            Kind::Ct1999 => ct_page(i, 4096, 1.0 / self.files() as f64),
+            Kind::Ct10k | Kind::Ct1m => ct_page(i, 4096, 1.0 / self.files() as f64),
+            Kind::Mindcraft1998 => {
+                let m = self
+                    .mindcraft
+                    .as_ref()
+                    .expect("Spec::new builds the mindcraft-1998 population");
+                let (c, k) = m.slot(i);
+                Planned {
+                    path: format!("/d{:02}/r{:04}.html", i / 100, i + 1),
+                    size: specweb_size(c, k),
+                    class: ["class0", "class1", "class2", "class3"][c as usize],
+                    weight: m.count(i) as f64 / m.requests() as f64,
+                }
+            }
+            Kind::Custom { .. } => Planned {
+                path: page_path(i),
                 size: self.page_size().unwrap_or(0),
                 class: "page",
                 weight: 1.0 / self.files() as f64,
@@ -229,8 +376,20 @@ impl Spec {
         }
     }
 
+    /// The mindcraft-1998 population (`None` for the other kinds).
+    pub fn mindcraft(&self) -> Option<&Mindcraft> {
+        self.mindcraft.as_ref()
+    }
+
     /// Content seed of file `i`: the (i+1)-th output of `SplitMix64::new(seed)`.
+    /// In ct-1999 the two ct-single files (after the pages) take the seeds
+    /// of their own set, so every file has the bytes it has in ct-1m or
+    /// ct-single.
     pub fn content_seed(&self, i: u64) -> u64 {
+        let i = match self.kind {
+            Kind::Ct1999 if i >= CT_1M_PAGES => i - CT_1M_PAGES,
+            _ => i,
+        };
         SplitMix64::new(self.seed.wrapping_add(i.wrapping_mul(GAMMA))).next_u64()
     }
 
@@ -238,6 +397,30 @@ impl Spec {
     pub fn content(&self, i: u64, out: &mut Vec<u8>) {
         let size = self.planned(i).size as usize;
         crate::content::fill(self.content_seed(i), size, out);
+    }
+}
+
+fn page_path(i: u64) -> String {
+    format!("/d{:04}/p{i:06}.html", i / PAGES_PER_DIR)
+}
+
+/// Page `i` of ct-10k / ct-1m: class `ct-10k` for the first 10,000.
+fn ct_page(i: u64, size: u64, weight: f64) -> Planned {
+    Planned {
+        path: page_path(i),
+        size,
+        class: if i < CT_10K_PAGES { "ct-10k" } else { "ct-1m" },
+        weight,
+    }
+}
+
+/// File `i` (0 or 1) of ct-single.
+fn ct_single(i: u64, weight: f64) -> Planned {
+    Planned {
+        path: if i == 0 { "/4k.html" } else { "/8k.html" }.to_string(),
+        size: if i == 0 { 4096 } else { 8192 },
+        class: "ct-single",
+        weight,
     }
 }
 
@@ -343,6 +526,73 @@ mod tests {
         let s = spec(Kind::Custom { count: 3, size: 100 });
         assert_eq!((s.files(), s.total_bytes(), s.planned(2).size), (3, 300, 100));
         assert_eq!(s.planned(2).class, "page");
+    }
+
+    /// The c't sets share classes and bytes: ct-10k is ct-1m's first 10,000
+    /// pages, and ct-1999 is ct-1m's pages then ct-single's files, each file
+    /// with the content it has in its own set.
+    #[test]
+    fn ct_sets_fit_in_one_root() {
+        let single = spec(Kind::CtSingle);
+        let (k10, m1, all) = (spec(Kind::Ct10k), spec(Kind::Ct1m), spec(Kind::Ct1999));
+        assert_eq!(all.files(), 1_000_002);
+        assert_eq!(all.total_bytes(), m1.total_bytes() + single.total_bytes());
+        for i in [0, 1, 9_999] {
+            assert_eq!(k10.planned(i).class, "ct-10k");
+            assert_eq!(m1.planned(i).class, "ct-10k");
+            assert_eq!(k10.planned(i).path, m1.planned(i).path);
+            assert_eq!(k10.content_seed(i), m1.content_seed(i));
+        }
+        for i in [0, 9_999, 10_000, 999_999] {
+            let (a, b) = (all.planned(i), m1.planned(i));
+            assert_eq!((a.path, a.size, a.class), (b.path, b.size, b.class));
+            assert_eq!(all.content_seed(i), m1.content_seed(i));
+        }
+        assert_eq!(m1.planned(10_000).class, "ct-1m");
+        for i in 0..2 {
+            let (a, b) = (all.planned(1_000_000 + i), single.planned(i));
+            assert_eq!((a.path, a.size, a.class), (b.path, b.size, b.class));
+            assert_eq!(a.class, "ct-single");
+            assert_eq!(all.content_seed(1_000_000 + i), single.content_seed(i));
+        }
+        let total: f64 = (0..all.files()).map(|i| all.planned(i).weight).sum();
+        assert!((total - 1.0).abs() < 1e-9, "{total}");
+    }
+
+    /// Seed 002's three facts, exactly, from the population (the CLI test
+    /// checks them again from a generated manifest).
+    #[test]
+    fn mindcraft_population_has_the_seed_facts() {
+        let s = spec(Kind::Mindcraft1998);
+        let m = s.mindcraft().unwrap();
+        assert_eq!(s.files(), 6400);
+        assert_eq!(m.requests(), 100_330);
+        assert_eq!(
+            (m.count(0), m.count(703), m.count(704), m.count(6399)),
+            (13_313, 18, 1, 1)
+        );
+        let head: u64 = (0..704).map(|i| m.count(i)).sum();
+        assert_eq!(head, 100_330 - 5_696);
+        // 94.32 % of the requests: at least 94.304 % (what 5,696 URLs under
+        // 0.001 % each leave) and 94 % when rounded.
+        assert!(head * 100_000 >= 94_304 * m.requests() && head * 1000 < 945 * m.requests());
+        // Each URL left out: 1 of 100,330 requests < 0.001 %.
+        assert!(m.requests() > 100_000);
+        let weights: Vec<f64> = (0..6400).map(|i| s.planned(i).weight).collect();
+        assert!(weights.windows(2).all(|w| w[0] >= w[1]), "rank order");
+        // Request-weighted mean response (body bytes), whole log and head.
+        let bytes = |r: std::ops::Range<u64>| -> u64 { r.map(|i| m.count(i) * s.planned(i).size).sum() };
+        let all = bytes(0..6400);
+        // 1,480,618,315 / 100,330 = 14,757.5 bytes; the head's 14,754.2.
+        assert_eq!(all, 1_480_618_315);
+        let mean = all as f64 / m.requests() as f64;
+        assert!((14_757.0..14_758.0).contains(&mean), "{mean}");
+        let head_mean = bytes(0..704) as f64 / head as f64;
+        assert!((14_754.0..14_755.0).contains(&head_mean), "{head_mean}");
+        let planned: u64 = (0..6400).map(|i| s.planned(i).size).sum();
+        assert_eq!(planned, s.total_bytes());
+        assert_eq!(s.planned(0).path, "/d00/r0001.html");
+        assert_eq!(s.planned(6399).path, "/d63/r6400.html");
     }
 
     #[test]

@@ -35,16 +35,48 @@ pub struct Source {
 
 impl Source {
     pub fn read(path: &Path) -> Result<Source, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ModelError {
+        let bytes = std::fs::read(path).map_err(|e| ModelError {
             file: path.to_path_buf(),
             line: None,
             column: None,
             message: format!("cannot read: {e}"),
         })?;
-        Ok(Source {
+        Source::from_bytes(path, bytes)
+    }
+
+    /// The text of `bytes`, refused with the place of the first byte that is
+    /// not UTF-8 (line:column of the valid text before it, and its offset),
+    /// or, for an empty file, at 1:1.
+    pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Source, ModelError> {
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let bytes = e.into_bytes();
+                let valid = String::from_utf8_lossy(&bytes[..at]).into_owned();
+                let (line, column) = line_col(&valid, at);
+                return Err(ModelError {
+                    file: path.to_path_buf(),
+                    line: Some(line),
+                    column: Some(column),
+                    message: format!(
+                        "byte 0x{:02x} at offset {at} is not UTF-8: expected a UTF-8 text file",
+                        bytes[at]
+                    ),
+                });
+            }
+        };
+        let src = Source {
             path: path.to_path_buf(),
             text,
-        })
+        };
+        if src.text.trim().is_empty() {
+            return Err(src.error_at(
+                0,
+                "the file is empty: expected a suite (name, [workloads.NAME], [[mix]]) or a workload ([[class]])",
+            ));
+        }
+        Ok(src)
     }
 
     /// An error at byte offset `at` (from a `toml::Spanned`).
@@ -56,6 +88,11 @@ impl Source {
             column: Some(column),
             message: message.into(),
         }
+    }
+
+    /// An error at the end of the file, where something missing would go.
+    pub fn error_at_end(&self, message: impl Into<String>) -> ModelError {
+        self.error_at(self.text.len(), message)
     }
 
     /// An error with no place in the file.
@@ -116,5 +153,16 @@ mod tests {
         assert_eq!(line_col(t, 0), (1, 1));
         assert_eq!(line_col(t, 6), (2, 1));
         assert_eq!(line_col(t, 9), (2, 4));
+    }
+
+    #[test]
+    fn non_utf8_and_empty_files_have_a_place() {
+        let p = Path::new("s.toml");
+        let e = Source::from_bytes(p, b"name = \"a\"\nx = \"\xe9t\xe9\"\n".to_vec()).unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(6)));
+        assert!(e.message.contains("byte 0xe9 at offset 16"), "{}", e.message);
+        let e = Source::from_bytes(p, b" \n".to_vec()).unwrap_err();
+        assert_eq!((e.line, e.column), (Some(1), Some(1)));
+        assert!(e.message.contains("empty"), "{}", e.message);
     }
 }

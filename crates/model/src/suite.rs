@@ -122,11 +122,13 @@ struct RawSuite {
     mixes: Vec<Spanned<RawParams>>,
 }
 
-/// A workload in the suite: inline classes, or `file = "..."`.
+/// A workload in the suite: inline classes, or `file = "..."`; `target`
+/// gives the mixes that run it their base URL (a phase's own server).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawWorkloadRef {
     file: Option<String>,
+    target: Option<Spanned<String>>,
     name: Option<String>,
     description: Option<String>,
     #[serde(rename = "class", default)]
@@ -230,6 +232,10 @@ fn per_connection(src: &Source, v: &Spanned<toml::Value>) -> Result<Option<(u32,
     Ok(Some((min, max)))
 }
 
+fn is_base_url(t: &str) -> bool {
+    t.starts_with("http://") || t.starts_with("https://")
+}
+
 /// Applies the parameters given in `raw` over `p`.
 fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelError> {
     if let Some(v) = &raw.delay {
@@ -300,9 +306,23 @@ impl Suite {
         let dir = path.parent().unwrap_or(Path::new("."));
 
         let mut workloads = BTreeMap::new();
+        // Base URLs of workloads that name their own (`[workloads.X] target`).
+        let mut workload_targets: BTreeMap<String, String> = BTreeMap::new();
         for (key, w) in raw.workloads {
             let at = w.span().start;
             let w = w.into_inner();
+            if let Some(t) = &w.target {
+                if !is_base_url(t.get_ref()) {
+                    return Err(src.error_at(
+                        t.span().start,
+                        format!(
+                            "workload `{key}`: target `{}`: expected an http:// or https:// base URL",
+                            t.get_ref()
+                        ),
+                    ));
+                }
+                workload_targets.insert(key.clone(), t.get_ref().clone());
+            }
             let workload = match w.file {
                 Some(file) => {
                     if !w.classes.is_empty() {
@@ -312,10 +332,13 @@ impl Suite {
                         ));
                     }
                     let p = dir.join(&file);
-                    let wsrc = Source::read(&p)
-                        .map_err(|e| src.error_at(at, format!("workload `{key}`: file `{file}`: {}", e.message)))?;
+                    let wsrc = Source::read(&p).map_err(|e| match e.line {
+                        // A problem inside the workload file: its own place.
+                        Some(_) => src.error_at(at, format!("workload `{key}`: {e}")),
+                        None => src.error_at(at, format!("workload `{key}`: file `{file}`: {}", e.message)),
+                    })?;
                     let rw: RawWorkload = wsrc.parse()?;
-                    Workload::check(rw, &wsrc, &key)?
+                    Workload::check(rw, &wsrc, &key, wsrc.text.len())?
                 }
                 None => {
                     let rw = RawWorkload {
@@ -323,13 +346,15 @@ impl Suite {
                         description: w.description,
                         classes: w.classes,
                     };
-                    Workload::check(rw, &src, &key)?
+                    Workload::check(rw, &src, &key, at)?
                 }
             };
             workloads.insert(key, workload);
         }
         if workloads.is_empty() {
-            return Err(src.error("no workload: expected a [workloads.NAME] table (inline classes or file = \"...\")"));
+            return Err(
+                src.error_at_end("no workload: expected a [workloads.NAME] table (inline classes or file = \"...\")")
+            );
         }
 
         let target = raw
@@ -368,6 +393,13 @@ impl Suite {
             let m = m.get_ref();
             let mut p = defaults.clone();
             apply(&src, m, &mut p)?;
+            // A workload's own target is more specific than [defaults]'s;
+            // the mix's own is more specific still.
+            if m.target.is_none() {
+                if let Some(t) = workload_targets.get(&p.workload) {
+                    p.target = t.clone();
+                }
+            }
             let Some(clients_spanned) = &m.clients else {
                 return Err(src.error_at(at, format!("mix {}: no `clients`: expected `clients = N`", i + 1)));
             };
@@ -430,7 +462,7 @@ impl Suite {
                     ),
                 ));
             }
-            if !(p.target.starts_with("http://") || p.target.starts_with("https://")) {
+            if !is_base_url(&p.target) {
                 return Err(src.error_at(
                     m.target.as_ref().map(|t| t.span().start).unwrap_or(at),
                     format!(
@@ -561,6 +593,93 @@ impl Suite {
                 p.target = new.to_string();
             }
         }
+    }
+
+    /// Gives the phases named `name` (a phase's or a workload's name) and
+    /// their mixes the base URL `target` (`--phase-target NAME=URL`).
+    pub fn retarget_phase(&mut self, name: &str, target: &str) -> Result<(), String> {
+        let hits: Vec<usize> = (0..self.phases.len())
+            .filter(|&i| self.phases[i].name == name || self.phases[i].workload == name)
+            .collect();
+        if hits.is_empty() {
+            let known: Vec<&str> = self.phases.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "--phase-target {name}={target}: suite `{}` has no phase `{name}`: expected one of {}",
+                self.name,
+                known.join(", ")
+            ));
+        }
+        if !is_base_url(target) {
+            return Err(format!(
+                "--phase-target {name}={target}: expected an http:// or https:// base URL"
+            ));
+        }
+        for i in hits {
+            self.phases[i].target = target.to_string();
+            for &m in &self.phases[i].mixes {
+                self.mixes[m].params.target = target.to_string();
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps only the phases named (`--phase`; a workload's name selects
+    /// every phase of that workload) and their mixes, which keep their
+    /// numbers from the suite file. An empty list keeps everything. Refuses
+    /// every name that is no phase, listing the phases there are.
+    pub fn select_phases(&mut self, names: &[String]) -> Result<(), String> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        let selected = |p: &Phase| names.iter().any(|n| *n == p.name || *n == p.workload);
+        let unknown: Vec<&str> = names
+            .iter()
+            .filter(|n| !self.phases.iter().any(|p| **n == p.name || **n == p.workload))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            let known: Vec<&str> = self.phases.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "--phase {}: suite `{}` has no such phase: expected {}",
+                unknown.join(", --phase "),
+                self.name,
+                known.join(", ")
+            ));
+        }
+        let keep: Vec<bool> = self.phases.iter().map(selected).collect();
+        let mut renumber = vec![usize::MAX; self.phases.len()];
+        let mut phases = Vec::new();
+        for (i, mut p) in std::mem::take(&mut self.phases).into_iter().enumerate() {
+            if keep[i] {
+                renumber[i] = phases.len();
+                p.mixes.clear();
+                phases.push(p);
+            }
+        }
+        self.mixes.retain(|m| keep[m.phase]);
+        for (i, m) in self.mixes.iter_mut().enumerate() {
+            m.phase = renumber[m.phase];
+            phases[m.phase].mixes.push(i);
+        }
+        self.phases = phases;
+        Ok(())
+    }
+
+    /// File sets the phases draw from (after [`Suite::select_phases`], only
+    /// the selected phases'), each with the phases that need it.
+    pub fn filesets_needed(&self) -> BTreeMap<String, Vec<String>> {
+        let mut needed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for p in &self.phases {
+            if let Some(w) = self.workloads.get(&p.workload) {
+                for f in w.filesets() {
+                    let phases = needed.entry(f.to_string()).or_default();
+                    if !phases.contains(&p.name) {
+                        phases.push(p.name.clone());
+                    }
+                }
+            }
+        }
+        needed
     }
 
     /// Total run time of all mixes (ramps included).

@@ -188,6 +188,9 @@ pub struct ResolvedUrl {
     pub weight: f64,
     pub size: Option<u64>,
     pub xxh3: Option<u64>,
+    /// For a URL from a file set: its share of the whole set's requests
+    /// (manifest weight ÷ the manifest's total), whatever the class draws.
+    pub population_share: Option<f64>,
 }
 
 impl Workload {
@@ -199,16 +202,20 @@ impl Workload {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Workload::check(raw, &src, &default_name)
+        Workload::check(raw, &src, &default_name, src.text.len())
     }
 
-    /// Checks a parsed workload; errors point into `src`.
-    pub(crate) fn check(raw: RawWorkload, src: &Source, default_name: &str) -> Result<Workload, ModelError> {
+    /// Checks a parsed workload; errors point into `src`, a workload without
+    /// classes at byte `at` (its table, or the end of its own file).
+    pub(crate) fn check(raw: RawWorkload, src: &Source, default_name: &str, at: usize) -> Result<Workload, ModelError> {
         if raw.classes.is_empty() {
-            return Err(src.error(format!(
-                "workload `{}` has no [[class]]: expected at least one class with a percent and URLs or a fileset",
-                raw.name.as_deref().unwrap_or(default_name)
-            )));
+            return Err(src.error_at(
+                at,
+                format!(
+                    "workload `{}` has no [[class]]: expected at least one class with a percent and URLs or a fileset",
+                    raw.name.as_deref().unwrap_or(default_name)
+                ),
+            ));
         }
         let first_class_at = raw.classes[0].span().start;
         let mut classes = Vec::new();
@@ -368,6 +375,7 @@ impl Class {
                     weight: u.weight,
                     size: u.size,
                     xxh3: None,
+                    population_share: None,
                 })
                 .collect::<Vec<_>>(),
             UrlSource::Fileset(f) => {
@@ -390,6 +398,23 @@ impl Class {
                         self.name, f.name
                     ));
                 }
+                if let Some(top) = f.top.filter(|&t| t > entries.len()) {
+                    // Keeping fewer URLs than asked would silently change the
+                    // workload (e.g. 360 URLs for a suite that means 704).
+                    let of = match &f.classes {
+                        Some(cs) => format!(" of class {}", cs.join(", ")),
+                        None => String::new(),
+                    };
+                    return Err(format!(
+                        "class `{}`: top = {top}, but file set `{}` ({}) has only {} files{of}: \
+                         expected a file set of at least {top} files, or a smaller top",
+                        self.name,
+                        f.name,
+                        dir.display(),
+                        entries.len()
+                    ));
+                }
+                let population = manifest.total_weight();
                 let weight_of = |rank: usize, w: f64| match f.popularity {
                     Popularity::Manifest => w,
                     Popularity::Uniform => 1.0,
@@ -417,6 +442,7 @@ impl Class {
                         weight: w,
                         size: Some(e.size),
                         xxh3: Some(e.xxh3),
+                        population_share: (population > 0.0).then(|| e.weight / population),
                     })
                     .collect()
             }
@@ -514,5 +540,32 @@ mod tests {
             .resolve("http://h", &BTreeMap::new())
             .unwrap_err();
         assert!(missing.contains("--fileset set=DIR"), "{missing}");
+    }
+
+    /// A `top` beyond the files there are is refused naming both numbers
+    /// (it used to keep what there was, silently).
+    #[test]
+    fn top_beyond_the_set_is_refused() {
+        let d = manifest_dir(&[0.1, 0.2, 0.3, 0.4]);
+        let sets = BTreeMap::from([("set".to_string(), d.path().to_path_buf())]);
+        let mut f = draw(Popularity::Manifest);
+        f.top = Some(5);
+        let e = class(f.clone()).resolve("http://h", &sets).unwrap_err();
+        assert!(e.contains("top = 5") && e.contains("has only 4 files"), "{e}");
+        f.classes = Some(vec!["odd".into()]);
+        f.top = Some(3);
+        let e = class(f.clone()).resolve("http://h", &sets).unwrap_err();
+        assert!(
+            e.contains("top = 3") && e.contains("has only 2 files of class odd"),
+            "{e}"
+        );
+        f.top = Some(2);
+        let urls = class(f).resolve("http://h", &sets).unwrap();
+        // Shares of the whole set's requests: 0.2 and 0.4 of 1.0.
+        let shares: Vec<f64> = urls.iter().map(|u| u.population_share.unwrap()).collect();
+        assert!(
+            (shares[0] - 0.4).abs() < 1e-12 && (shares[1] - 0.2).abs() < 1e-12,
+            "{shares:?}"
+        );
     }
 }
