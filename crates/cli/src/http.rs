@@ -224,12 +224,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             };
             if !a.json {
                 eprintln!(
-                    "preflight: {} → {}, {} body bytes ({} on the wire) in {:.1} ms",
+                    "preflight: {} → {}, {} ({} on the wire) in {} ms",
                     u.target.url,
                     r.status,
-                    r.body_bytes,
-                    r.bytes,
-                    r.latency.as_secs_f64() * 1e3
+                    output::plural(r.body_bytes, "body byte", "body bytes"),
+                    output::thousands(r.bytes),
+                    benchlab_format::fixed(r.latency.as_secs_f64() * 1e3, 1)
                 );
             }
         }
@@ -276,12 +276,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         if let Some(s) = client.next_second(Duration::from_millis(250)) {
             if live {
                 eprint!(
-                    "\r  {:>4}s  {:>12} req/s  {:>9.1} MB/s  p50 {} µs  errors {}   ",
+                    "\r  {:>4}s  {:>12} req/s  {:>9} MB/s  p50 {} µs  errors {}   ",
                     s.second + 1,
                     output::thousands(s.counters.requests),
-                    s.counters.bytes as f64 / 1e6,
+                    output::mbytes_per_sec(s.counters.bytes as f64),
                     output::thousands(s.latency.p50),
-                    s.counters.errors_total()
+                    output::thousands(s.counters.errors_total())
                 );
             }
         }

@@ -187,9 +187,9 @@ fn print_written(files: &[PathBuf]) {
 pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
     if !a.label.is_empty() && a.label.len() != a.dirs.len() {
         return Err(CliError::Usage(format!(
-            "--label given {} time(s) for {} results directories: give one per directory, in order",
-            a.label.len(),
-            a.dirs.len()
+            "--label given {} for {}: give one per directory, in order",
+            benchlab_format::plural(a.label.len() as u64, "time", "times"),
+            benchlab_format::plural(a.dirs.len() as u64, "results directory", "results directories")
         )));
     }
     let out = match (&a.out, a.dirs.as_slice()) {

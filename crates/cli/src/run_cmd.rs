@@ -1,10 +1,11 @@
 //! `benchlab run SUITE.toml` and `benchlab check SUITE.toml`.
 
-use crate::output::thousands;
+use crate::output::{mbytes_per_sec, plural, requests_per_sec, share, thousands};
 use crate::{CliError, Outcome};
-use benchlab_controller::{run_suite, MixResult, Observer, Results, RunOptions};
+use benchlab_controller::{run_suite, MixResult, Observer, Results, RunOptions, CLIENT_BOUND_SHARE};
 use benchlab_engine::TlsOptions;
 use benchlab_model::{Mix, Suite};
+use benchlab_report::analysis::client_bound_note;
 use benchlab_report::{write_reports, ReportOptions, Run};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -71,11 +72,11 @@ fn load(path: &std::path::Path) -> Result<Suite, CliError> {
 pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
     let suite = load(&a.suite)?;
     println!(
-        "{}: suite `{}` is valid: {} mixes in {} phase(s), {} in all",
+        "{}: suite `{}` is valid: {} in {}, {} in all",
         a.suite.display(),
         suite.name,
-        suite.mixes.len(),
-        suite.phases.len(),
+        plural(suite.mixes.len() as u64, "mix", "mixes"),
+        plural(suite.phases.len() as u64, "phase", "phases"),
         humantime::format_duration(suite.total_length())
     );
     for p in &suite.phases {
@@ -150,8 +151,10 @@ impl Observer for Progress {
         self.window = mix.window();
         let len = mix.params.length.as_secs().max(1);
         let msg = format!(
-            "mix {} ({phase}): {} clients × {} threads",
-            mix.number, mix.clients, mix.params.threads_per_client
+            "mix {} ({phase}): {} × {}",
+            mix.number,
+            plural(mix.clients.into(), "client", "clients"),
+            plural(mix.params.threads_per_client.into(), "thread", "threads")
         );
         if self.tty {
             let bar = ProgressBar::new(len);
@@ -177,7 +180,11 @@ impl Observer for Progress {
                 "measuring"
             };
             b.set_position(second as u64 + 1);
-            b.set_prefix(format!("{} req/s, {errors} errors, {phase}", thousands(requests)));
+            b.set_prefix(format!(
+                "{} req/s, {}, {phase}",
+                thousands(requests),
+                plural(errors, "error", "errors")
+            ));
         }
     }
 
@@ -185,14 +192,18 @@ impl Observer for Progress {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
+        let cpu = &r.client_cpu;
         eprintln!(
-            "mix {}: {} threads, {:.1} req/s, {:.2} MB/s, p99 {} µs, {} errors{}",
+            "mix {}: {}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
             r.mix,
-            r.threads,
-            r.figures.requests_per_sec,
-            r.figures.bytes_per_sec / 1e6,
+            plural(r.threads, "thread", "threads"),
+            requests_per_sec(r.figures.requests_per_sec),
+            mbytes_per_sec(r.figures.bytes_per_sec),
             thousands(r.figures.latency_us.p99),
-            thousands(r.figures.errors_total),
+            plural(r.figures.errors_total, "error", "errors"),
+            share(cpu.utilisation),
+            plural(cpu.cores as u64, "core", "cores"),
+            if cpu.client_bound { " CLIENT-BOUND" } else { "" },
             if r.partial { " (partial: stopped)" } else { "" }
         );
     }
@@ -267,9 +278,9 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         command: std::env::args().collect(),
     };
     eprintln!(
-        "benchlab run: suite `{}`, {} mixes, {} against {} → {}",
+        "benchlab run: suite `{}`, {}, {} against {} → {}",
         suite.name,
-        suite.mixes.len(),
+        plural(suite.mixes.len() as u64, "mix", "mixes"),
         humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
         suite.target,
         out.display()
@@ -299,29 +310,36 @@ pub(crate) fn execute(suite: &Suite, opts: &RunOptions) -> Result<Outcome, CliEr
     Ok(Outcome::Completed)
 }
 
-/// The terminal summary: a row per mix and the peak.
+/// The terminal summary: a row per mix (client-bound mixes marked), the
+/// peak of each phase and what a client-bound mix means.
 pub fn summary_table(r: &Results) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "\n{:>4}  {:<16} {:>7} {:>8} {:>12} {:>9} {:>9} {:>9} {:>8}",
-        "mix", "phase", "clients", "threads", "requests/s", "MB/s", "p50 µs", "p99 µs", "errors"
+        "\n{:>4}  {:<16} {:>7} {:>8} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10}",
+        "mix", "phase", "clients", "threads", "requests/s", "MB/s", "p50 µs", "p99 µs", "errors", "client CPU"
     );
     for m in &r.mixes {
         let f = &m.figures;
         let _ = writeln!(
             o,
-            "{:>4}  {:<16} {:>7} {:>8} {:>12.1} {:>9.2} {:>9} {:>9} {:>8}{}",
+            "{:>4}  {:<16} {:>7} {:>8} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10}{}{}",
             m.mix,
             truncate(&m.phase, 16),
-            m.clients_participating,
-            m.threads,
-            f.requests_per_sec,
-            f.bytes_per_sec / 1e6,
+            thousands(m.clients_participating.into()),
+            thousands(m.threads),
+            requests_per_sec(f.requests_per_sec),
+            mbytes_per_sec(f.bytes_per_sec),
             thousands(f.latency_us.p50),
             thousands(f.latency_us.p99),
             thousands(f.errors_total),
+            share(m.client_cpu.utilisation),
+            if m.client_cpu.client_bound {
+                "  CLIENT-BOUND"
+            } else {
+                ""
+            },
             if m.partial { "  partial" } else { "" }
         );
     }
@@ -334,15 +352,29 @@ pub fn summary_table(r: &Results) -> String {
         if let Some(m) = peak {
             let _ = writeln!(
                 o,
-                "peak ({}): {:.1} requests/s, {:.2} MB/s at mix {} ({} threads, {} clients)",
+                "peak ({}): {} requests/s, {} MB/s at mix {} ({}, {}){}",
                 p.name,
-                m.figures.requests_per_sec,
-                m.figures.bytes_per_sec / 1e6,
+                requests_per_sec(m.figures.requests_per_sec),
+                mbytes_per_sec(m.figures.bytes_per_sec),
                 m.mix,
-                m.threads,
-                m.clients_participating
+                plural(m.threads, "thread", "threads"),
+                plural(m.clients_participating.into(), "client", "clients"),
+                if m.client_cpu.client_bound {
+                    ", client-bound"
+                } else {
+                    ""
+                }
             );
         }
+    }
+    let bound: Vec<usize> = r
+        .mixes
+        .iter()
+        .filter(|m| m.client_cpu.client_bound)
+        .map(|m| m.mix)
+        .collect();
+    if let Some(note) = client_bound_note(&bound, CLIENT_BOUND_SHARE) {
+        let _ = writeln!(o, "{note}");
     }
     o
 }

@@ -21,8 +21,10 @@
 //! The output is deterministic: the same runs give the same bytes (the
 //! document's creation time is the first run's start, not the clock).
 
+use crate::analysis::client_bound_note;
 use crate::Run;
-use benchlab_controller::{clients_csv, round, summary_csv, MixResult, Results};
+use benchlab_controller::{clients_csv, round, summary_csv, MixResult, Results, CLIENT_BOUND_SHARE};
+use benchlab_format::{column_quantity, column_title};
 use rust_xlsxwriter::{
     Chart, ChartLegendPosition, ChartType, ColNum, DocProperties, ExcelDateTime, Format, RowNum, Workbook, Worksheet,
 };
@@ -216,6 +218,9 @@ struct Sheet<'a> {
     bold: &'a Format,
     time: Format,
     widths: Vec<usize>,
+    /// Per column of the table being written: the number format of its
+    /// quantity (thousands separators, the quantity's decimals).
+    number_formats: Vec<Option<Format>>,
 }
 
 impl<'a> Sheet<'a> {
@@ -225,6 +230,7 @@ impl<'a> Sheet<'a> {
             bold,
             time: Format::new().set_num_format(TIME_FORMAT),
             widths: Vec::new(),
+            number_formats: Vec::new(),
         }
     }
 
@@ -254,7 +260,10 @@ impl<'a> Sheet<'a> {
             Cell::Blank => return Ok(()),
             Cell::Text(s) if bold => ws.write_string_with_format(row, col, excel_text(s), self.bold),
             Cell::Text(s) => ws.write_string(row, col, excel_text(s)),
-            Cell::Num(x) => ws.write_number(row, col, *x),
+            Cell::Num(x) => match self.number_formats.get(usize::from(col)) {
+                Some(Some(f)) => ws.write_number_with_format(row, col, *x, f),
+                _ => ws.write_number(row, col, *x),
+            },
             Cell::Bool(b) => ws.write_boolean(row, col, *b),
             Cell::Time(t) => match ExcelDateTime::from_timestamp(*t) {
                 Ok(t) => ws.write_datetime_with_format(row, col, &t, &self.time),
@@ -279,9 +288,17 @@ impl<'a> Sheet<'a> {
         self.put(row, 0, &Cell::text(text), true)
     }
 
-    /// The table's header at `row`, its rows below. Returns the row after it.
+    /// The table's header at `row` (its columns' names in words, with
+    /// units), its rows below, numbers shown with their quantity's
+    /// separators and decimals. Returns the row after it.
     fn table(&mut self, row: RowNum, table: &Table) -> Result<RowNum, String> {
-        self.header(row, &table.header)?;
+        let titles: Vec<String> = table.header.iter().map(|k| column_title(k)).collect();
+        self.header(row, &titles)?;
+        self.number_formats = table
+            .header
+            .iter()
+            .map(|k| column_quantity(k).map(|q| Format::new().set_num_format(q.excel_format())))
+            .collect();
         let mut r = row;
         for cells in &table.rows {
             r = next_row(r)?;
@@ -289,6 +306,7 @@ impl<'a> Sheet<'a> {
                 self.cell(r, col, cell)?;
             }
         }
+        self.number_formats.clear();
         next_row(r)
     }
 
@@ -400,6 +418,31 @@ fn write_summary(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &Format)
 
     let mut sheet = Sheet::new(ws, bold);
     let after = sheet.table(0, &table)?;
+    // Under the table, after a blank row: which mixes were client-bound.
+    let mut note_row = next_row(after)?;
+    for run in runs {
+        let bound: Vec<usize> = run
+            .results
+            .mixes
+            .iter()
+            .filter(|m| m.client_cpu.client_bound)
+            .map(|m| m.mix)
+            .collect();
+        let text = match client_bound_note(&bound, CLIENT_BOUND_SHARE) {
+            Some(note) => note,
+            None => format!(
+                "No mix was client-bound: the load generator stayed at or below {} of its CPU cores in every mix.",
+                benchlab_format::share(CLIENT_BOUND_SHARE)
+            ),
+        };
+        let text = if several {
+            format!("{}: {text}", run.label)
+        } else {
+            text
+        };
+        sheet.overflowing(note_row, 0, &text)?;
+        note_row = next_row(note_row)?;
+    }
     sheet.finish(true);
 
     let charts = [
@@ -420,7 +463,7 @@ fn write_summary(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &Format)
         // Excel refuses a chart without a series: no mixes, no charts.
         return Ok(());
     }
-    let chart_row = after.saturating_add(2);
+    let chart_row = note_row.saturating_add(1);
     for ((title, col, y_name, alt), x_offset) in charts.into_iter().zip([0, CHART_WIDTH + CHART_GAP]) {
         let mut chart = Chart::new(ChartType::ScatterStraightWithMarkers);
         chart.title().set_name(title);
@@ -669,7 +712,7 @@ fn disclosure(run: &Run) -> Vec<(String, Cell)> {
 /// would hide the lines and could pass Excel's limit on a cell).
 fn write_configuration(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &Format) -> Result<(), String> {
     let mut sheet = Sheet::new(ws, bold);
-    sheet.header(0, &["field", "value"])?;
+    sheet.header(0, &["Field", "Value"])?;
     let mut row: RowNum = 1;
     for (i, run) in runs.iter().enumerate() {
         if several {
@@ -755,6 +798,7 @@ mod tests {
             tls_full_handshakes: 0,
             tls_resumptions: 0,
             client_cpu_s: 0.5,
+            client_cpu: Default::default(),
             params: ParamsResult {
                 delay_s: 0.0,
                 ramp_up_s: 1.0,
