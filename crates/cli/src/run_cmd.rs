@@ -396,3 +396,85 @@ pub(crate) fn stamp() -> String {
     let (y, m, d, h, mi, sec) = benchlab_controller::utc_civil(secs);
     format!("{y:04}{m:02}{d:02}-{h:02}{mi:02}{sec:02}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A results.json of `n` mixes of one phase, mix `bound` client-bound.
+    fn results(n: usize, bound: Option<usize>) -> Results {
+        let latency = json!({"mean": 1603.84, "p50": 1200, "p90": 2000, "p99": 12500, "p999": 20000, "max": 31000});
+        let mixes: Vec<serde_json::Value> = (1..=n)
+            .map(|i| {
+                json!({
+                    "mix": i, "phase": "static", "clients": i, "clients_participating": i, "threads": i,
+                    "partial": false, "window_s": 10.0, "requests": 1_203_060 * i as u64,
+                    "requests_per_sec": 120_306.0 * i as f64, "bytes": 1_000_000, "bytes_per_sec": 282_434_000.0,
+                    "mbit_per_sec": 2259.47, "body_bytes": 900_000, "error_bytes": 0,
+                    "errors": {"timeout": 1200}, "errors_total": 1200,
+                    "latency_us": latency, "error_latency_us": latency,
+                    "reconnects": 0, "in_flight": 1, "connections_opened": 1, "tls_full_handshakes": 0,
+                    "tls_resumptions": 0, "client_cpu_s": 1.9,
+                    "client_cpu": {"user_s": 0.5, "system_s": 1.4, "cores": 2,
+                        "utilisation": if bound == Some(i) { 0.95 } else { 0.5 },
+                        "us_per_request": 1.5, "client_bound": bound == Some(i)},
+                    "params": {"delay_s": 0.0, "ramp_up_s": 1.0, "ramp_down_s": 1.0, "length_s": 12.0,
+                        "think_time_s": 0.0, "threads_per_client": 1, "receive_buffer": 65536,
+                        "http10_percent": 0, "http10_keepalive": false, "persistent_percent": 100,
+                        "requests_per_connection": null, "timeout_s": 5.0, "workload": "w", "target": "http://127.0.0.1:8080"},
+                    "client_data": [], "classes": [], "per_second": [],
+                    "histograms": {"latency_us": "", "error_latency_us": "", "classes": {}}
+                })
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "schema": "benchlab.results/1",
+            "suite": {"name": "s", "description": "", "file": "s.toml", "seed": 1, "max_clients": null, "text": ""},
+            "environment": {"benchlab_version": "0", "host": "h", "kernel": "k", "cpu": "c", "cores": 2,
+                "target": "http://127.0.0.1:8080", "started_unix": 0, "command": [], "time_scale": 1.0},
+            "phases": [{"name": "static", "workload": "w", "target": "http://127.0.0.1:8080", "mixes": (1..=n).collect::<Vec<_>>()}],
+            "mixes": mixes,
+            "complete": true
+        }))
+        .expect("a results.json fixture")
+    }
+
+    #[test]
+    fn summary_table_groups_thousands_and_counts_in_words() {
+        let t = summary_table(&results(2, None));
+        assert!(t.contains("120,306.0"), "{t}");
+        assert!(t.contains("282.43"), "{t}");
+        assert!(t.contains("12,500"), "{t}");
+        assert!(t.contains("1,200"), "{t}");
+        assert!(t.contains("50.0 %"), "{t}");
+        assert!(
+            t.contains("peak (static): 240,612.0 requests/s, 282.43 MB/s at mix 2 (2 threads, 2 clients)"),
+            "{t}"
+        );
+        assert!(!t.contains("CLIENT-BOUND"), "{t}");
+        let one = summary_table(&results(1, None));
+        assert!(one.contains("at mix 1 (1 thread, 1 client)"), "{one}");
+    }
+
+    #[test]
+    fn summary_table_marks_a_client_bound_mix() {
+        let t = summary_table(&results(3, Some(2)));
+        let row = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("2 "))
+            .expect("row of mix 2");
+        assert!(row.contains("95.0 %") && row.ends_with("CLIENT-BOUND"), "{row}");
+        let row1 = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("1 "))
+            .expect("row of mix 1");
+        assert!(!row1.contains("CLIENT-BOUND"), "{row1}");
+        assert!(
+            t.contains("CLIENT-BOUND: mix 2: the load generator used more than 90.0 % of the CPU cores"),
+            "{t}"
+        );
+        let t = summary_table(&results(3, Some(3)));
+        assert!(t.contains("at mix 3 (3 threads, 3 clients), client-bound"), "{t}");
+    }
+}

@@ -4,8 +4,10 @@
 //! summary and client data reports, and the configuration disclosure.
 //!
 //! Table cells that show a results.json value carry `data-field` and print
-//! the value exactly (only thousands separators added), so a test can check
-//! every number against the file and a reader can trust the digits.
+//! the value in benchlab's one number format (`benchlab_format`: thousands
+//! separators, each quantity's fixed decimals), so a test can check every
+//! number against the file and a reader sees a quantity written the same
+//! way everywhere.
 
 use crate::analysis::client_bound_note;
 use crate::analyze::{PhaseAnalysis, RunAnalysis};
@@ -1227,7 +1229,7 @@ fn fairness(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
 }
 
 fn summary(h: &mut String, runs: &[Run]) {
-    h.push_str(r#"<section id="summary"><h2>Summary report</h2><p class="sub">WebBench's summary report, a row per mix, values exactly as in results.json (latency in µs; MB = 10⁶ bytes, Mbit = 10⁶ bits; wire bytes, headers included).</p>"#);
+    h.push_str(r#"<section id="summary"><h2>Summary report</h2><p class="sub">WebBench's summary report, a row per mix, values as in results.json with each quantity's decimals (latency in µs; MB = 10⁶ bytes, Mbit = 10⁶ bits; wire bytes, headers included).</p>"#);
     for (i, r) in runs.iter().enumerate() {
         let _ = write!(
             h,
