@@ -235,11 +235,11 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
         println!(
             "phase {}: peak {} → {} requests/s (×{}); p99 at the peak load {} → {} µs (×{})",
             p.phase,
-            p.base_peak,
-            p.new_peak,
+            benchlab_format::requests_per_sec(p.base_peak),
+            benchlab_format::requests_per_sec(p.new_peak),
             r3(p.peak_ratio),
-            p.base_p99_us,
-            p.new_p99_us,
+            benchlab_format::thousands(p.base_p99_us),
+            benchlab_format::thousands(p.new_p99_us),
             r3(p.p99_ratio)
         );
     }

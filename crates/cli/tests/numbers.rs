@@ -185,12 +185,12 @@ fn terminal_report_and_workbook_use_one_number_format() {
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
+    assert_people_format("benchlab http", &text);
     assert!(
         text.contains("1 URL, 1 thread (virtual user) on 1 OS thread,"),
         "{text}"
     );
     assert!(text.contains("of 1 core,"), "{text}");
-    assert_people_format("benchlab http", &text);
 
     // A suite run: progress lines (stderr) and the summary table (stdout).
     let suite = tmp.path().join("numbers.toml");
@@ -211,10 +211,10 @@ fn terminal_report_and_workbook_use_one_number_format() {
     assert_success("benchlab run", &out);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(stderr.contains("mix 1 (small): 1 client × 1 thread"), "{stderr}");
-    assert!(stdout.contains("client CPU"), "no client CPU column:\n{stdout}");
     assert_people_format("benchlab run (stderr)", &stderr);
     assert_people_format("benchlab run (stdout)", &stdout);
+    assert!(stderr.contains("mix 1 (small): 1 client × 1 thread"), "{stderr}");
+    assert!(stdout.contains("client CPU"), "no client CPU column:\n{stdout}");
 
     // results.json: the generator's CPU per mix.
     let json: Value = serde_json::from_slice(&std::fs::read(res.join("results.json")).expect("results.json"))

@@ -408,8 +408,16 @@ fn workbook_of_a_real_run_matches_the_csv_files() {
     let mut book: Xlsx<_> = open_workbook(&two).expect("calamine opens the workbook");
     let summary = book.worksheet_range("Summary").expect("Summary");
     assert_eq!(cell(&summary, 0, 0), Data::String("Run".into()));
-    assert_eq!(summary.height(), 1 + 2 * 2);
+    // The header, 2 runs × 2 mixes, a blank row and a client-bound line per run.
+    assert_eq!(summary.height(), 1 + 2 * 2 + 1 + 2);
     assert_eq!(cell(&summary, 3, 0), Data::String("tiny again".into()));
+    assert_eq!(cell(&summary, 5, 0), Data::Empty);
+    for (row, label) in [(6, "tiny: "), (7, "tiny again: ")] {
+        match cell(&summary, row, 0) {
+            Data::String(t) => assert!(t.starts_with(label), "{t}"),
+            other => panic!("row {row}: {other:?}"),
+        }
+    }
     for (row, record) in parse_csv(&summary_csv).iter().enumerate().skip(1) {
         for offset in [0, 2] {
             let want: f64 = record[column_of(&header, "requests")].parse().expect("requests");
