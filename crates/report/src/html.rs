@@ -288,8 +288,8 @@ fn headline(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOp
                         r#"<td class="n" data-field="peak_requests_per_sec"><b>{}</b></td><td class="at">mix {}<br><small>{} thr · {} cl</small></td>"#,
                         requests_per_sec(pk.requests_per_sec),
                         pk.mix,
-                        pk.threads,
-                        pk.clients_participating
+                        int(pk.threads),
+                        int(pk.clients_participating.into())
                     );
                 }
                 None => h.push_str("<td>–</td><td></td>"),
@@ -301,8 +301,8 @@ fn headline(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOp
                         r#"<td class="n" data-field="peak_mbytes_per_sec"><b>{}</b></td><td class="at">mix {}<br><small>{} thr · {} cl</small></td>"#,
                         mbs(pk.bytes_per_sec),
                         pk.mix,
-                        pk.threads,
-                        pk.clients_participating
+                        int(pk.threads),
+                        int(pk.clients_participating.into())
                     );
                 }
                 None => h.push_str("<td>–</td><td></td>"),
@@ -322,7 +322,7 @@ fn headline(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOp
                             "{}<br><small>mix {} · {} thr</small>",
                             requests_per_sec(u.requests_per_sec),
                             u.mix,
-                            u.threads
+                            int(u.threads)
                         )
                     })
                     .unwrap_or_else(|| r#"<span class="flag">none qualifies</span>"#.into())
@@ -457,8 +457,8 @@ fn comparison(h: &mut String, c: &Comparison) {
             h,
             r#"<tr><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{} / {}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{} / {}</td></tr>"#,
             esc(&m.phase),
-            m.threads,
-            m.clients,
+            int(m.threads),
+            int(m.clients.into()),
             m.base_mix,
             m.new_mix,
             requests_per_sec(m.base_requests_per_sec),
@@ -1118,9 +1118,9 @@ fn efficiency(h: &mut String, analyses: &[RunAnalysis]) {
                         esc(&e.phase),
                         esc(e.spi.as_deref().unwrap_or("")),
                         pt.static_mix,
-                        pt.static_threads,
+                        int(pt.static_threads),
                         pt.spice_mix,
-                        pt.spice_threads,
+                        int(pt.spice_threads),
                         requests_per_sec(pt.static_rate),
                         requests_per_sec(pt.spice_rate),
                         opt_pct(pt.request),
@@ -1146,7 +1146,7 @@ fn efficiency(h: &mut String, analyses: &[RunAnalysis]) {
                         esc(&p.name),
                         esc(&c.at),
                         c.mix,
-                        c.threads,
+                        int(c.threads),
                         esc(&c.class),
                         esc(c.spi.as_deref().unwrap_or("")),
                         fixed(c.static_latency_mean_us, 1),
@@ -1217,8 +1217,8 @@ fn fairness(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
                     run_cell(i, &a.label),
                     esc(&p.name),
                     f.mix,
-                    f.threads,
-                    f.clients_participating,
+                    int(f.threads),
+                    int(f.clients_participating.into()),
                     sp(&f.rate),
                     sp(&f.latency)
                 );
@@ -1298,7 +1298,7 @@ fn classes(h: &mut String, runs: &[Run]) {
                     h,
                     r#"<tr><td class="n">{}</td><td class="n">{}</td><td>{}</td><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
                     m.mix,
-                    m.threads,
+                    int(m.threads),
                     esc(&c.name),
                     esc(&c.kind),
                     esc(c.spi.as_deref().unwrap_or("")),
@@ -1424,8 +1424,8 @@ fn config(h: &mut String, runs: &[Run]) {
                 h,
                 r#"<tr><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td>{}</td><td>{}</td></tr>"#,
                 m.mix,
-                m.clients,
-                p.threads_per_client,
+                int(m.clients.into()),
+                int(p.threads_per_client.into()),
                 seconds(p.delay_s),
                 seconds(p.ramp_up_s),
                 seconds(p.ramp_down_s),
