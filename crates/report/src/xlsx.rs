@@ -980,6 +980,37 @@ mod tests {
         assert_eq!(t.rows[0][9], Cell::Num(0.123));
     }
 
+    /// The headline of `runs`' report page.
+    fn headline(runs: &[Run]) -> String {
+        let html = crate::render_html(runs, &crate::ReportOptions::default());
+        let h = &html[html.find(r#"id="headline""#).expect("headline")..];
+        h[..h.find("</section>").expect("end of headline")].to_string()
+    }
+
+    #[test]
+    fn client_bound_mixes_are_named_in_the_headline() {
+        let mut r = run("a", &[("demo", 3)]);
+        for m in &mut r.results.mixes {
+            m.client_cpu.cores = 2;
+            m.client_cpu.utilisation = 0.4;
+        }
+        let none = headline(std::slice::from_ref(&r));
+        assert!(none.contains("No mix was client-bound"), "{none}");
+        assert!(!none.contains("CLIENT-BOUND"), "{none}");
+        r.results.mixes[1].client_cpu.utilisation = 0.95;
+        r.results.mixes[1].client_cpu.client_bound = true;
+        r.results.mixes[2].client_cpu.client_bound = true;
+        let flagged = headline(std::slice::from_ref(&r));
+        assert!(flagged.contains(r#"data-client-bound="2,3""#), "{flagged}");
+        assert!(
+            flagged.contains("CLIENT-BOUND: mixes 2 and 3: the load generator used more than 90.0 % of the CPU cores"),
+            "{flagged}"
+        );
+        // Results from before the generator's CPU was recorded: no line.
+        let old = run("b", &[("demo", 2)]);
+        assert!(!headline(&[old]).contains("client-bound"));
+    }
+
     #[test]
     fn workbook_is_deterministic() {
         let runs = [run("a", &[("static", 2), ("dynamic", 2)]), run("b", &[("static", 3)])];
