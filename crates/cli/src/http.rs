@@ -265,6 +265,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         eprintln!("{description}");
     }
     let cpu0 = sys::cpu_time(false);
+    let machine0 = benchlab_controller::machine::CpuTicks::now();
     let started = Instant::now();
     let mut client = Client::start(plan.clone(), started).map_err(|e| CliError::CannotRun(e.to_string()))?;
     let stopper = client.stopper();
@@ -291,8 +292,14 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     }
     let report = client.finish();
     let cpu1 = sys::cpu_time(false);
+    let machine_busy = machine0
+        .zip(benchlab_controller::machine::CpuTicks::now())
+        .and_then(|(a, b)| a.busy_share(b));
     let wall = started.elapsed();
-    let result = HttpResult::new(&plan, &report, os_threads, cpu0, cpu1, wall);
+    let mut result = HttpResult::new(&plan, &report, os_threads, cpu0, cpu1, wall);
+    // A server on this machine (a loopback URL) shares its CPUs.
+    let co_located = plan.urls.iter().any(|u| u.target.addr.ip().is_loopback());
+    result.client_cpu = result.client_cpu.clone().with_machine(machine_busy, co_located);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
     } else {

@@ -323,6 +323,14 @@ pub fn human(r: &HttpResult) -> String {
             ""
         }
     );
+    if let (true, Some(busy)) = (cpu.co_located_saturated && !cpu.client_bound, cpu.machine_busy) {
+        let _ = writeln!(
+            o,
+            "  CO-LOCATED: the server is on this machine and its CPUs were {} busy: benchlab and the server \
+             competed for them, so either may have set these figures; run the load from another machine",
+            share(busy)
+        );
+    }
     if r.classes.len() > 1 {
         let _ = writeln!(o, "  per URL:");
         for c in &r.classes {

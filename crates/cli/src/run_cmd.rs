@@ -2,11 +2,10 @@
 
 use crate::output::{mbytes_per_sec, plural, requests_per_sec, share, thousands};
 use crate::{CliError, Outcome};
-use benchlab_controller::{run_suite, MixResult, Observer, Results, RunOptions, CLIENT_BOUND_SHARE};
+use benchlab_controller::{run_suite, MixResult, Observer, Results, RunOptions};
 use benchlab_engine::TlsOptions;
 use benchlab_model::{Mix, Suite};
-use benchlab_report::analysis::client_bound_note;
-use benchlab_report::{write_reports, ReportOptions, Run};
+use benchlab_report::{generator_notes, write_reports, ReportOptions, Run};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -203,7 +202,13 @@ impl Observer for Progress {
             plural(r.figures.errors_total, "error", "errors"),
             share(cpu.utilisation),
             plural(cpu.cores as u64, "core", "cores"),
-            if cpu.client_bound { " CLIENT-BOUND" } else { "" },
+            if cpu.client_bound {
+                " CLIENT-BOUND"
+            } else if cpu.co_located_saturated {
+                " CO-LOCATED"
+            } else {
+                ""
+            },
             if r.partial { " (partial: stopped)" } else { "" }
         );
     }
@@ -337,6 +342,8 @@ pub fn summary_table(r: &Results) -> String {
             share(m.client_cpu.utilisation),
             if m.client_cpu.client_bound {
                 "  CLIENT-BOUND"
+            } else if m.client_cpu.co_located_saturated {
+                "  CO-LOCATED"
             } else {
                 ""
             },
@@ -361,19 +368,16 @@ pub fn summary_table(r: &Results) -> String {
                 plural(m.clients_participating.into(), "client", "clients"),
                 if m.client_cpu.client_bound {
                     ", client-bound"
+                } else if m.client_cpu.co_located_saturated {
+                    ", co-located on a saturated machine"
                 } else {
                     ""
                 }
             );
         }
     }
-    let bound: Vec<usize> = r
-        .mixes
-        .iter()
-        .filter(|m| m.client_cpu.client_bound)
-        .map(|m| m.mix)
-        .collect();
-    if let Some(note) = client_bound_note(&bound, CLIENT_BOUND_SHARE) {
+    // Only the warnings: a clean run's table says nothing more.
+    for note in generator_notes(r).into_iter().filter(|n| !n.starts_with("No mix")) {
         let _ = writeln!(o, "{note}");
     }
     o
@@ -472,6 +476,19 @@ mod tests {
         assert!(!row1.contains("CLIENT-BOUND"), "{row1}");
         assert!(
             t.contains("CLIENT-BOUND: mix 2: the load generator used more than 90.0 % of the CPU cores"),
+            "{t}"
+        );
+        let mut r = results(3, Some(2));
+        r.mixes[0].client_cpu.machine_busy = Some(0.99);
+        r.mixes[0].client_cpu.co_located_saturated = true;
+        let t = summary_table(&r);
+        let row1 = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("1 "))
+            .expect("row of mix 1");
+        assert!(row1.ends_with("CO-LOCATED"), "{row1}");
+        assert!(
+            t.contains("CO-LOCATED: mix 1: the server ran on the load generator's machine"),
             "{t}"
         );
         let t = summary_table(&results(3, Some(3)));

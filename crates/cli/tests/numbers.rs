@@ -253,6 +253,15 @@ fn terminal_report_and_workbook_use_one_number_format() {
             "mix {}: {cpu}",
             m["mix"]
         );
+        // The machine's busy share, all processes; the server is on it.
+        let busy = f("machine_busy");
+        assert!(busy > 0.0 && busy <= 1.0, "mix {}: {cpu}", m["mix"]);
+        assert_eq!(
+            cpu["co_located_saturated"].as_bool(),
+            Some(busy > 0.9),
+            "mix {}: {cpu}",
+            m["mix"]
+        );
     }
 
     // The HTML report's text.
@@ -260,7 +269,9 @@ fn terminal_report_and_workbook_use_one_number_format() {
     let text = visible_text(&html);
     assert_people_format("report.html", &text);
     assert!(
-        text.contains("No mix was client-bound") || text.contains("CLIENT-BOUND: mix"),
+        text.contains("No mix was client-bound")
+            || text.contains("CLIENT-BOUND: mix")
+            || text.contains("CO-LOCATED: mix"),
         "no client-bound line in the headline"
     );
 
@@ -303,6 +314,11 @@ fn terminal_report_and_workbook_use_one_number_format() {
     let mut json = json;
     json["mixes"][1]["client_cpu"]["utilisation"] = 0.97.into();
     json["mixes"][1]["client_cpu"]["client_bound"] = true.into();
+    // Mix 1: the generator under its cores, the machine saturated.
+    json["mixes"][0]["client_cpu"]["utilisation"] = 0.4.into();
+    json["mixes"][0]["client_cpu"]["client_bound"] = false.into();
+    json["mixes"][0]["client_cpu"]["machine_busy"] = 0.99.into();
+    json["mixes"][0]["client_cpu"]["co_located_saturated"] = true.into();
     std::fs::write(doctored.join("results.json"), serde_json::to_vec(&json).expect("JSON"))
         .expect("write results.json");
     let out = run_benchlab(&["report", s(&doctored), "--out", s(&doctored.join("report"))]);
@@ -315,6 +331,11 @@ fn terminal_report_and_workbook_use_one_number_format() {
             && headline.contains("CLIENT-BOUND: mix 2: the load generator used more than 90.0 %"),
         "the headline does not name the client-bound mix:\n{headline}"
     );
+    assert!(
+        headline.contains(r#"data-co-located="1""#)
+            && headline.contains("CO-LOCATED: mix 1: the server ran on the load generator&#39;s machine"),
+        "the headline does not name the co-located mix:\n{headline}"
+    );
     let mut book: Xlsx<_> =
         open_workbook(doctored.join("report").join("report.xlsx")).expect("calamine opens report.xlsx");
     let summary = book.worksheet_range("Summary").expect("Summary");
@@ -326,6 +347,11 @@ fn terminal_report_and_workbook_use_one_number_format() {
         .find(|t| t.starts_with("CLIENT-BOUND"))
         .expect("no CLIENT-BOUND line on the Summary sheet");
     assert!(note.starts_with("CLIENT-BOUND: mix 2: "), "{note}");
+    assert!(
+        (0..summary.height()).any(|r| matches!(summary.get_value((r as u32, 0)),
+            Some(Data::String(t)) if t.starts_with("CO-LOCATED: mix 1: "))),
+        "no CO-LOCATED line on the Summary sheet"
+    );
     let bound_col = (0..summary.width())
         .find(|&c| summary.get_value((0, c as u32)) == Some(&Data::String(column_title("client_bound"))))
         .expect("a client-bound column");

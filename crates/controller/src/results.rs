@@ -124,6 +124,16 @@ pub struct ClientCpu {
     /// Utilisation above [`CLIENT_BOUND_SHARE`]: the generator was
     /// saturated, so the figures may be its limit, not the server's.
     pub client_bound: bool,
+    /// Share (0–1) of the CPUs this process may run on that were busy over
+    /// the span, by any process (`/proc/stat`); null where it cannot be read.
+    #[serde(default)]
+    pub machine_busy: Option<f64>,
+    /// The target is on this machine (a loopback address) and those CPUs
+    /// were more than [`CLIENT_BOUND_SHARE`] busy: the generator and the
+    /// server competed for them, so either may have set the figures, even
+    /// when the generator itself used less than its cores.
+    #[serde(default)]
+    pub co_located_saturated: bool,
 }
 
 impl ClientCpu {
@@ -160,6 +170,24 @@ impl ClientCpu {
                 round((user + system) * 1e6 / completed as f64, 2)
             },
             client_bound: is_client_bound(utilisation, threshold),
+            machine_busy: None,
+            co_located_saturated: false,
+        }
+    }
+
+    /// Adds how busy the machine was (`busy`, 0–1, all processes) and
+    /// whether the target is on this machine, flagging a co-located mix on
+    /// a saturated machine above [`CLIENT_BOUND_SHARE`].
+    pub fn with_machine(self, busy: Option<f64>, co_located: bool) -> ClientCpu {
+        self.with_machine_threshold(busy, co_located, CLIENT_BOUND_SHARE)
+    }
+
+    /// As [`ClientCpu::with_machine`], flagged above `threshold` instead.
+    pub fn with_machine_threshold(self, busy: Option<f64>, co_located: bool, threshold: f64) -> ClientCpu {
+        ClientCpu {
+            machine_busy: busy.map(|b| round(b, 3)),
+            co_located_saturated: co_located && busy.is_some_and(|b| b > threshold),
+            ..self
         }
     }
 }
@@ -503,6 +531,19 @@ mod tests {
         assert_eq!(light.us_per_request, 0.0);
         assert!(!is_client_bound(0.5, CLIENT_BOUND_SHARE));
         assert!(is_client_bound(0.95, CLIENT_BOUND_SHARE));
+        // Co-located: only a busy machine with the server on it is flagged.
+        let half = ClientCpu::measure(s(1), s(0), s(1), 2, 10);
+        assert!(!half.client_bound);
+        assert!(half.clone().with_machine(Some(0.97), true).co_located_saturated);
+        assert!(!half.clone().with_machine(Some(0.97), false).co_located_saturated);
+        assert!(!half.clone().with_machine(Some(0.85), true).co_located_saturated);
+        assert!(!half.clone().with_machine(None, true).co_located_saturated);
+        assert!(
+            half.clone()
+                .with_machine_threshold(Some(0.5), true, 0.4)
+                .co_located_saturated
+        );
+        assert_eq!(half.with_machine(Some(0.96789), true).machine_busy, Some(0.968));
         // No wall time, no cores: no division by zero.
         let none = ClientCpu::measure(s(0), s(0), s(0), 0, 0);
         assert_eq!((none.cores, none.utilisation, none.client_bound), (1, 0.0, false));

@@ -4,6 +4,7 @@
 //! as each mix ends.
 
 use crate::driver::{ClientDriver, LocalClient};
+use crate::machine::CpuTicks;
 use crate::results::*;
 use benchlab_engine::{
     probe, sys, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters, ConnectionPolicy, Expect, SplitMix64,
@@ -340,6 +341,7 @@ fn run_mix(
     // This thread merges the clients' seconds while they run: its CPU is
     // the generator's too.
     let controller_cpu0 = sys::cpu_time(true);
+    let machine0 = CpuTicks::now();
     // Every client starts at the same instant (after its own delay); give
     // the threads time to be created first.
     let start_at = Instant::now() + Duration::from_millis(100 + 2 * clients as u64);
@@ -421,8 +423,11 @@ fn run_mix(
     let cores = (clients * os_threads.min(p.threads_per_client as usize))
         .min(sys::usable_cpus())
         .max(1);
+    let machine_busy = machine0.zip(CpuTicks::now()).and_then(|(a, b)| a.busy_share(b));
+    // A server on this machine (any loopback URL) shares its CPUs.
+    let co_located = phase.urls.iter().any(|u| is_loopback(&u.target));
     let mut result = mix_result(mix, phase_name, phase, &reports, &delays, &addresses, partial);
-    result.client_cpu = generator_cpu(&reports, controller_cpu, cores);
+    result.client_cpu = generator_cpu(&reports, controller_cpu, cores).with_machine(machine_busy, co_located);
     Ok(result)
 }
 

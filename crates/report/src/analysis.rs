@@ -297,6 +297,27 @@ pub fn client_bound_note(mixes: &[usize], threshold: f64) -> Option<String> {
     ))
 }
 
+/// What it means that `mixes` ran with the server on the same machine
+/// while its CPUs were more than `threshold` (0–1) busy, though the
+/// generator itself stayed under its cores; `None` when no mix did.
+pub fn co_located_note(mixes: &[usize], threshold: f64) -> Option<String> {
+    if mixes.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "CO-LOCATED: {}: the server ran on the load generator's machine and its CPUs were more than {} busy, so \
+         benchlab and the server competed for them and either may have set {}; the peak can move between \
+         identical runs. Run the load from another machine.",
+        mixes_text(mixes),
+        benchlab_format::percent(threshold * 100.0),
+        if mixes.len() == 1 {
+            "its figures"
+        } else {
+            "their figures"
+        }
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,6 +333,13 @@ mod tests {
         assert!(two.starts_with("CLIENT-BOUND: mixes 2, 3 and 5: "), "{two}");
         assert!(two.contains("more than 50.0 %"), "{two}");
         assert_eq!(mixes_text(&[1, 2]), "mixes 1 and 2");
+        assert_eq!(co_located_note(&[], 0.9), None);
+        let c = co_located_note(&[1, 4], 0.9).expect("a note");
+        assert!(
+            c.starts_with("CO-LOCATED: mixes 1 and 4: the server ran on the load generator's machine"),
+            "{c}"
+        );
+        assert!(c.contains("more than 90.0 % busy"), "{c}");
     }
 
     /// Seed 004's Apache 1.3.4 numbers.

@@ -9,12 +9,11 @@
 //! number against the file and a reader sees a quantity written the same
 //! way everywhere.
 
-use crate::analysis::client_bound_note;
 use crate::analyze::{PhaseAnalysis, RunAnalysis};
 use crate::chart::{colour, esc, Chart, Point, Series, VLine, XTicks, DASHES};
 use crate::compare::Comparison;
 use crate::{ReportOptions, Run};
-use benchlab_controller::{MixResult, CLIENT_BOUND_SHARE};
+use benchlab_controller::MixResult;
 use benchlab_format::{
     fixed, mbit_per_sec, mbytes_per_sec, mean_us, plural, requests_per_sec, seconds, share, thousands, yes_no, Quantity,
 };
@@ -358,44 +357,43 @@ fn headline(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOp
     h.push_str("</section>");
 }
 
-/// Says which mixes were client-bound (the load generator past
-/// [`CLIENT_BOUND_SHARE`] of its cores) and what that means, under the
-/// headline; a line saying none was when the generator kept up.
+/// Says under the headline which mixes were client-bound (the load
+/// generator past `CLIENT_BOUND_SHARE` of its cores) or co-located on a
+/// saturated machine, and what that means ([`crate::generator_notes`]).
 fn client_bound(h: &mut String, runs: &[Run]) {
     for r in runs {
-        let bound: Vec<usize> = r
-            .results
-            .mixes
-            .iter()
-            .filter(|m| m.client_cpu.client_bound)
-            .map(|m| m.mix)
-            .collect();
         let label = if runs.len() > 1 {
             format!("{}: ", esc(&r.label))
         } else {
             String::new()
         };
-        let list: Vec<String> = bound.iter().map(|m| m.to_string()).collect();
-        match client_bound_note(&bound, CLIENT_BOUND_SHARE) {
-            Some(note) => {
+        let mixes = |f: fn(&MixResult) -> bool| {
+            r.results
+                .mixes
+                .iter()
+                .filter(|m| f(m))
+                .map(|m| m.mix.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let bound = mixes(|m| m.client_cpu.client_bound);
+        let co_located = mixes(|m| m.client_cpu.co_located_saturated && !m.client_cpu.client_bound);
+        for note in crate::generator_notes(&r.results) {
+            if note.starts_with("No mix") {
                 let _ = write!(
                     h,
-                    r#"<div class="note client-bound" data-run="{}" data-client-bound="{}"><b>{label}</b><span class="flag">{}</span></div>"#,
+                    r#"<p class="sub client-bound" data-run="{}" data-client-bound="">{label}{}</p>"#,
                     esc(&r.label),
-                    list.join(","),
+                    esc(&note)
+                );
+            } else {
+                let _ = write!(
+                    h,
+                    r#"<div class="note client-bound" data-run="{}" data-client-bound="{bound}" data-co-located="{co_located}"><b>{label}</b><span class="flag">{}</span></div>"#,
+                    esc(&r.label),
                     esc(&note)
                 );
             }
-            None if r.results.mixes.iter().any(|m| m.client_cpu.cores > 0) => {
-                let _ = write!(
-                    h,
-                    r#"<p class="sub client-bound" data-run="{}" data-client-bound="">{label}No mix was client-bound: the load generator stayed at or below {} of its CPU cores in every mix.</p>"#,
-                    esc(&r.label),
-                    pct(CLIENT_BOUND_SHARE)
-                );
-            }
-            // Results written before the generator's CPU was recorded.
-            None => {}
         }
     }
 }

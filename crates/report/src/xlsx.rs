@@ -21,9 +21,8 @@
 //! The output is deterministic: the same runs give the same bytes (the
 //! document's creation time is the first run's start, not the clock).
 
-use crate::analysis::client_bound_note;
 use crate::Run;
-use benchlab_controller::{clients_csv, round, summary_csv, MixResult, Results, CLIENT_BOUND_SHARE};
+use benchlab_controller::{clients_csv, round, summary_csv, MixResult, Results};
 use benchlab_format::{column_quantity, column_title};
 use rust_xlsxwriter::{
     Chart, ChartLegendPosition, ChartType, ColNum, DocProperties, ExcelDateTime, Format, RowNum, Workbook, Worksheet,
@@ -421,27 +420,15 @@ fn write_summary(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &Format)
     // Under the table, after a blank row: which mixes were client-bound.
     let mut note_row = next_row(after)?;
     for run in runs {
-        let bound: Vec<usize> = run
-            .results
-            .mixes
-            .iter()
-            .filter(|m| m.client_cpu.client_bound)
-            .map(|m| m.mix)
-            .collect();
-        let text = match client_bound_note(&bound, CLIENT_BOUND_SHARE) {
-            Some(note) => note,
-            None => format!(
-                "No mix was client-bound: the load generator stayed at or below {} of its CPU cores in every mix.",
-                benchlab_format::share(CLIENT_BOUND_SHARE)
-            ),
-        };
-        let text = if several {
-            format!("{}: {text}", run.label)
-        } else {
-            text
-        };
-        sheet.overflowing(note_row, 0, &text)?;
-        note_row = next_row(note_row)?;
+        for note in crate::generator_notes(&run.results) {
+            let text = if several {
+                format!("{}: {note}", run.label)
+            } else {
+                note
+            };
+            sheet.overflowing(note_row, 0, &text)?;
+            note_row = next_row(note_row)?;
+        }
     }
     sheet.finish(true);
 
@@ -1006,6 +993,16 @@ mod tests {
             flagged.contains("CLIENT-BOUND: mixes 2 and 3: the load generator used more than 90.0 % of the CPU cores"),
             "{flagged}"
         );
+        // A co-located mix on a saturated machine, not client-bound itself.
+        r.results.mixes[0].client_cpu.machine_busy = Some(0.99);
+        r.results.mixes[0].client_cpu.co_located_saturated = true;
+        let both = headline(std::slice::from_ref(&r));
+        assert!(both.contains(r#"data-co-located="1""#), "{both}");
+        assert!(
+            both.contains("CO-LOCATED: mix 1: the server ran on the load generator&#39;s machine"),
+            "{both}"
+        );
+        assert!(both.contains("CLIENT-BOUND: mixes 2 and 3"), "{both}");
         // Results from before the generator's CPU was recorded: no line.
         let old = run("b", &[("demo", 2)]);
         assert!(!headline(&[old]).contains("client-bound"));
