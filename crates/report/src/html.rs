@@ -1466,6 +1466,7 @@ fn definitions(h: &mut String, o: &ReportOptions) {
 <li><b>Useful peak</b> (seed 001): the highest requests/s among the mixes where no client is flagged or taken out, p99 latency ≤ <b>{lim}</b> and errors ≤ <b>{err}</b> of completed requests. Change with <code>--latency-limit</code>, <code>--fairness-tolerance</code>, <code>--max-errors</code>.</li>
 <li><b>SPICE efficiency</b> (seed 001): request efficiency = SPICE request rate ÷ static request rate; latency efficiency = static mean latency ÷ SPICE mean latency; at each phase's own peak and at each phase's highest load (most threads). The static baseline is {baseline}.</li>
 <li><b>Price/performance</b> (seed 000): system price ÷ peak requests/s, in dollars per request/s.</li>
+<li><b>Client-bound</b>: the load generator's CPU (user + system time of its worker threads and controller over the mix) above 90 % of the cores it may use (its OS threads, within its affinity mask); its figures may be benchlab's limit, not the server's. <b>Co-located</b>: the server is on the generator's machine (a loopback URL) and that machine's CPUs were above 90 % busy over the mix, by every process; generator and server competed for them.</li>
 <li><b>Comparison</b> (<code>benchlab compare</code>): NEW regressed when, in any phase, its peak requests/s is below BASE's by more than the limit, or its p99 at BASE's peak load (same threads and clients) is above BASE's by more than the limit.</li>
 </ul></section>"#,
         collapse = pct(o.collapse_share),
