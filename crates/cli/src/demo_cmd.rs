@@ -3,6 +3,7 @@
 //! its in-process SPICE programs, the `demo` suite (about a minute), the
 //! results directory and the reports — with nothing to install or start.
 
+use crate::output::plural;
 use crate::run_cmd::{execute, stamp};
 use crate::{CliError, Outcome};
 use benchlab_controller::RunOptions;
@@ -43,9 +44,9 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
     let spec = Spec::new(Kind::Specweb99 { dirs: 2 }, 1).map_err(|e| cannot("file set", &e))?;
     let made = generate(&spec, &fileset, &mut |_, _| {}).map_err(|e| cannot("file set", &e))?;
     eprintln!(
-        "demo: file set specweb99 (2 directories): {} files, {:.1} MB in {}",
-        made.files,
-        made.bytes as f64 / 1e6,
+        "demo: file set specweb99 (2 directories): {}, {} MB in {}",
+        plural(made.files, "file", "files"),
+        benchlab_format::fixed(made.bytes as f64 / 1e6, 1),
         fileset.display()
     );
 
@@ -60,8 +61,8 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
         .map_err(|e| cannot("reference server", &e))?;
     let target = format!("http://{}", server.local_addr());
     eprintln!(
-        "demo: benchlab serve on {target} ({} worker thread(s))",
-        a.server_workers.max(1)
+        "demo: benchlab serve on {target} ({})",
+        plural(a.server_workers.max(1) as u64, "worker thread", "worker threads")
     );
 
     // 3. The demo suite against it.

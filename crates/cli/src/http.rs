@@ -243,12 +243,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             };
             if !a.json {
                 eprintln!(
-                    "preflight: {} → {}, {} body bytes ({} on the wire) in {:.1} ms",
+                    "preflight: {} → {}, {} ({} on the wire) in {} ms",
                     u.target.url,
                     r.status,
-                    r.body_bytes,
-                    r.bytes,
-                    r.latency.as_secs_f64() * 1e3
+                    output::plural(r.body_bytes, "body byte", "body bytes"),
+                    output::thousands(r.bytes),
+                    benchlab_format::fixed(r.latency.as_secs_f64() * 1e3, 1)
                 );
             }
         }
@@ -284,6 +284,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         eprintln!("{description}");
     }
     let cpu0 = sys::cpu_time(false);
+    let machine0 = benchlab_controller::machine::CpuTicks::now();
     let started = Instant::now();
     let mut client = Client::start(plan.clone(), started).map_err(|e| CliError::CannotRun(e.to_string()))?;
     let stopper = client.stopper();
@@ -295,12 +296,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         if let Some(s) = client.next_second(Duration::from_millis(250)) {
             if live {
                 eprint!(
-                    "\r  {:>4}s  {:>12} req/s  {:>9.1} MB/s  p50 {} µs  errors {}   ",
+                    "\r  {:>4}s  {:>12} req/s  {:>9} MB/s  p50 {} µs  errors {}   ",
                     s.second + 1,
                     output::thousands(s.counters.requests),
-                    s.counters.bytes as f64 / 1e6,
+                    output::mbytes_per_sec(s.counters.bytes as f64),
                     output::thousands(s.latency.p50),
-                    s.counters.errors_total()
+                    output::thousands(s.counters.errors_total())
                 );
             }
         }
@@ -310,8 +311,14 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     }
     let report = client.finish();
     let cpu1 = sys::cpu_time(false);
+    let machine_busy = machine0
+        .zip(benchlab_controller::machine::CpuTicks::now())
+        .and_then(|(a, b)| a.busy_share(b));
     let wall = started.elapsed();
-    let result = HttpResult::new(&plan, &report, os_threads, cpu0, cpu1, wall);
+    let mut result = HttpResult::new(&plan, &report, os_threads, cpu0, cpu1, wall);
+    // A server on this machine (a loopback URL) shares its CPUs.
+    let co_located = plan.urls.iter().any(|u| u.target.addr.ip().is_loopback());
+    result.client_cpu = result.client_cpu.clone().with_machine(machine_busy, co_located);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
     } else {

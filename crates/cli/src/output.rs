@@ -13,20 +13,8 @@ use std::time::Duration;
 /// Latency figures in microseconds: the same type as in results.json.
 pub use benchlab_controller::Latency;
 
-/// The load generator's own CPU use.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClientCpu {
-    pub user_s: f64,
-    pub system_s: f64,
-    /// Cores the load could use: min(OS threads, CPUs available).
-    pub cores: usize,
-    /// (user + system) ÷ (wall time × cores), 0–1.
-    pub utilisation: f64,
-    /// CPU microseconds per completed request (successful or failed).
-    pub us_per_request: f64,
-    /// The generator was saturated (utilisation > 0.9): it measured itself.
-    pub client_bound: bool,
-}
+/// The load generator's own CPU use: the same type as a mix's in results.json.
+pub use benchlab_controller::ClientCpu;
 
 /// Counters of one class (one URL for `benchlab http`).
 #[derive(Debug, Clone, Serialize)]
@@ -144,14 +132,9 @@ impl HttpResult {
             Stop::After(d) => report.elapsed.min(d).as_secs_f64(),
             Stop::Requests(_) => report.elapsed.as_secs_f64(),
         };
-        let user = cpu1.0.saturating_sub(cpu0.0).as_secs_f64();
-        let system = cpu1.1.saturating_sub(cpu0.1).as_secs_f64();
+        let user = cpu1.0.saturating_sub(cpu0.0);
+        let system = cpu1.1.saturating_sub(cpu0.1);
         let cores = os_threads.min(sys::usable_cpus()).max(1);
-        let utilisation = if wall.is_zero() {
-            0.0
-        } else {
-            (user + system) / (wall.as_secs_f64() * cores as f64)
-        };
         let done = c.requests + c.errors_total();
         let classes = plan
             .classes
@@ -206,26 +189,15 @@ impl HttpResult {
             tls_resumptions: report.stats.conn.tls_resumptions,
             latency_us: LatencySummary::of(&total.latency).into(),
             error_latency_us: LatencySummary::of(&total.error_latency).into(),
-            client_cpu: ClientCpu {
-                user_s: (user * 1000.0).round() / 1000.0,
-                system_s: (system * 1000.0).round() / 1000.0,
-                cores,
-                utilisation: (utilisation * 1000.0).round() / 1000.0,
-                us_per_request: if done == 0 {
-                    0.0
-                } else {
-                    ((user + system) * 1e6 / done as f64 * 100.0).round() / 100.0
-                },
-                client_bound: utilisation > 0.9,
-            },
+            client_cpu: ClientCpu::measure(user, system, wall, cores, done),
             classes,
             per_second,
         }
     }
 }
 
-/// `1234567` → `1,234,567` (one formatter for every summary benchlab prints).
-pub use benchlab_logs::thousands;
+/// Numbers for people: the one formatter of the terminal, HTML and XLSX.
+pub use benchlab_format::{mbit_per_sec, mbytes_per_sec, mean_us, plural, requests_per_sec, seconds, share, thousands};
 
 /// One line saying what the run will do.
 pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
@@ -243,44 +215,55 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
     };
     let per_conn = match c.requests_per_connection {
         None => String::new(),
-        Some((a, b)) if a == b => format!(", {a} requests per connection"),
-        Some((a, b)) => format!(", {a}..{b} requests per connection"),
+        Some((a, b)) if a == b => format!(", {} per connection", plural(a.into(), "request", "requests")),
+        Some((a, b)) => format!(
+            ", {}..{} requests per connection",
+            thousands(a.into()),
+            thousands(b.into())
+        ),
     };
     let stop = match plan.stop {
         Stop::After(d) => format!("for {}", humantime::format_duration(d)),
         Stop::Requests(n) => format!("for {} requests", thousands(n)),
     };
     format!(
-        "benchlab http: {} URL(s), {} threads (virtual users) on {} OS thread(s), {conn}{per_conn}, {stop}",
-        plan.urls.len(),
-        plan.virtual_users,
-        plan.os_threads.min(plan.virtual_users as usize)
+        "benchlab http: {}, {} on {}, {conn}{per_conn}, {stop}",
+        plural(plan.urls.len() as u64, "URL", "URLs"),
+        plural(
+            plan.virtual_users.into(),
+            "thread (virtual user)",
+            "threads (virtual users)"
+        ),
+        plural(
+            plan.os_threads.min(plan.virtual_users as usize) as u64,
+            "OS thread",
+            "OS threads"
+        )
     )
 }
 
 /// The human summary.
 pub fn human(r: &HttpResult) -> String {
     let mut o = String::new();
-    let mb = |b: f64| b / 1e6;
     let _ = writeln!(
         o,
-        "  requests     {:>14}  {:>12} req/s  in {:.2} s",
+        "  requests     {:>14}  {:>12} req/s  in {} s",
         thousands(r.requests),
-        format!("{:.1}", r.requests_per_sec),
-        r.duration_s
+        requests_per_sec(r.requests_per_sec),
+        seconds(r.duration_s)
     );
     let _ = writeln!(
         o,
-        "  throughput   {:>11.2} MB/s  ({:.1} Mbit/s); bodies {:.2} MB/s",
-        mb(r.bytes_per_sec),
-        r.bytes_per_sec * 8.0 / 1e6,
-        mb(r.body_bytes_per_sec)
+        "  throughput   {:>11} MB/s  ({} Mbit/s); bodies {} MB/s",
+        mbytes_per_sec(r.bytes_per_sec),
+        mbit_per_sec(r.bytes_per_sec * 8.0 / 1e6),
+        mbytes_per_sec(r.body_bytes_per_sec)
     );
     let l = &r.latency_us;
     let _ = writeln!(
         o,
-        "  latency µs   mean {:.1}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
-        l.mean,
+        "  latency µs   mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+        mean_us(l.mean),
         thousands(l.p50),
         thousands(l.p90),
         thousands(l.p99),
@@ -297,10 +280,10 @@ pub fn human(r: &HttpResult) -> String {
             .collect();
         let _ = writeln!(
             o,
-            "  errors       {}  ({}); {} bytes received for them",
+            "  errors       {}  ({}); {} received for them",
             thousands(r.errors_total),
             kinds.join(", "),
-            thousands(r.error_bytes)
+            plural(r.error_bytes, "byte", "bytes")
         );
         if r.errors.get(ErrorKind::WrongBody) > 0 {
             let _ = writeln!(
@@ -311,28 +294,28 @@ pub fn human(r: &HttpResult) -> String {
     }
     let _ = writeln!(
         o,
-        "  connections  {} opened, {} reconnects after idle closes, {} requests in flight at the end",
+        "  connections  {} opened, {} after idle closes, {} in flight at the end",
         thousands(r.connections_opened),
-        thousands(r.reconnects),
-        thousands(r.in_flight)
+        plural(r.reconnects, "reconnect", "reconnects"),
+        plural(r.in_flight, "request", "requests")
     );
     if r.tls_full_handshakes + r.tls_resumptions > 0 {
         let _ = writeln!(
             o,
-            "  TLS          {} full handshakes, {} resumptions",
-            thousands(r.tls_full_handshakes),
-            thousands(r.tls_resumptions)
+            "  TLS          {}, {}",
+            plural(r.tls_full_handshakes, "full handshake", "full handshakes"),
+            plural(r.tls_resumptions, "resumption", "resumptions")
         );
     }
     let cpu = &r.client_cpu;
     let _ = writeln!(
         o,
-        "  client CPU   {:.2} s user + {:.2} s system = {:.0} % of {} core(s), {:.2} µs per request{}",
-        cpu.user_s,
-        cpu.system_s,
-        cpu.utilisation * 100.0,
-        cpu.cores,
-        cpu.us_per_request,
+        "  client CPU   {} s user + {} s system = {} of {}, {} µs per request{}",
+        seconds(cpu.user_s),
+        seconds(cpu.system_s),
+        share(cpu.utilisation),
+        plural(cpu.cores as u64, "core", "cores"),
+        mean_us(cpu.us_per_request),
         if cpu.client_bound {
             "\n  CLIENT-BOUND: the load generator was saturated, so this measured benchlab, not the server; \
              use more --os-threads or cores, or more client machines"
@@ -340,14 +323,22 @@ pub fn human(r: &HttpResult) -> String {
             ""
         }
     );
+    if let (true, Some(busy)) = (cpu.co_located_saturated && !cpu.client_bound, cpu.machine_busy) {
+        let _ = writeln!(
+            o,
+            "  CO-LOCATED: the server is on this machine and its CPUs were {} busy: benchlab and the server \
+             competed for them, so either may have set these figures; run the load from another machine",
+            share(busy)
+        );
+    }
     if r.classes.len() > 1 {
         let _ = writeln!(o, "  per URL:");
         for c in &r.classes {
             let _ = writeln!(
                 o,
-                "    {:>10} req  {:>10.1} req/s  p50 {:>7} µs  p99 {:>7} µs  errors {}  {}",
+                "    {:>10} req  {:>10} req/s  p50 {:>7} µs  p99 {:>7} µs  errors {}  {}",
                 thousands(c.requests),
-                c.requests_per_sec,
+                requests_per_sec(c.requests_per_sec),
                 thousands(c.latency_us.p50),
                 thousands(c.latency_us.p99),
                 thousands(c.errors_total),
@@ -361,12 +352,37 @@ pub fn human(r: &HttpResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use benchlab_engine::{ClassPlan, Target, UrlPlan};
+    use std::sync::Arc;
+
+    fn plan(urls: usize, users: u32, os_threads: usize) -> ClientPlan {
+        let target = Target::parse("http://127.0.0.1:8080/a").expect("a URL");
+        let urls: Vec<UrlPlan> = (0..urls)
+            .map(|_| UrlPlan {
+                target: target.clone(),
+                weight: 1.0,
+                class: 0,
+                expect_status: 200,
+                expect: benchlab_engine::Expect::Status,
+            })
+            .collect();
+        let mut p = ClientPlan::new(Arc::from(urls), vec![ClassPlan { name: "a".into() }]);
+        p.virtual_users = users;
+        p.os_threads = os_threads;
+        p.stop = Stop::Requests(1500);
+        p
+    }
 
     #[test]
-    fn thousands_groups() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
+    fn description_counts_in_the_singular_and_plural() {
+        let one = describe(&plan(1, 1, 4), HttpMode::Http11);
+        assert!(one.contains("1 URL, 1 thread (virtual user) on 1 OS thread,"), "{one}");
+        assert!(one.contains("for 1,500 requests"), "{one}");
+        assert!(!one.contains("(s)"), "{one}");
+        let many = describe(&plan(2, 1200, 2), HttpMode::Http11);
+        assert!(
+            many.contains("2 URLs, 1,200 threads (virtual users) on 2 OS threads,"),
+            "{many}"
+        );
     }
 }

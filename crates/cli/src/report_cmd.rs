@@ -187,9 +187,9 @@ fn print_written(files: &[PathBuf]) {
 pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
     if !a.label.is_empty() && a.label.len() != a.dirs.len() {
         return Err(CliError::Usage(format!(
-            "--label given {} time(s) for {} results directories: give one per directory, in order",
-            a.label.len(),
-            a.dirs.len()
+            "--label given {} for {}: give one per directory, in order",
+            benchlab_format::plural(a.label.len() as u64, "time", "times"),
+            benchlab_format::plural(a.dirs.len() as u64, "results directory", "results directories")
         )));
     }
     let out = match (&a.out, a.dirs.as_slice()) {
@@ -235,11 +235,11 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
         println!(
             "phase {}: peak {} → {} requests/s (×{}); p99 at the peak load {} → {} µs (×{})",
             p.phase,
-            p.base_peak,
-            p.new_peak,
+            benchlab_format::requests_per_sec(p.base_peak),
+            benchlab_format::requests_per_sec(p.new_peak),
             r3(p.peak_ratio),
-            p.base_p99_us,
-            p.new_p99_us,
+            benchlab_format::thousands(p.base_p99_us),
+            benchlab_format::thousands(p.new_p99_us),
             r3(p.p99_ratio)
         );
     }

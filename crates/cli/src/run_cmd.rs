@@ -1,11 +1,11 @@
 //! `benchlab run SUITE.toml` and `benchlab check SUITE.toml`.
 
-use crate::output::thousands;
+use crate::output::{mbytes_per_sec, plural, requests_per_sec, share, thousands};
 use crate::{CliError, Outcome};
 use benchlab_controller::{prepare, run_prepared, MixResult, Observer, Prepared, Results, RunOptions};
 use benchlab_engine::TlsOptions;
 use benchlab_model::{Class, Mix, Suite, UrlSource};
-use benchlab_report::{write_reports, ReportOptions, Run};
+use benchlab_report::{generator_notes, write_reports, ReportOptions, Run};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -151,7 +151,7 @@ fn fileset_dirs(
 fn class_summary(c: &Class, target: &str, dirs: &BTreeMap<String, PathBuf>) -> Result<String, CliError> {
     let urls = c.resolve(target, dirs).map_err(CliError::Usage)?;
     let n = urls.len() as u64;
-    let mut line = format!("{} URL{}", thousands(n), if n == 1 { "" } else { "s" });
+    let mut line = plural(n, "URL", "URLs");
     if let UrlSource::Fileset(f) = &c.source {
         let share: f64 = urls.iter().filter_map(|u| u.population_share).sum();
         line.push_str(&format!(
@@ -201,11 +201,11 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
         }
     }
     println!(
-        "{}: suite `{}` is valid: {} mixes in {} phase(s), {} in all",
+        "{}: suite `{}` is valid: {} in {}, {} in all",
         a.suite.display(),
         suite.name,
-        suite.mixes.len(),
-        suite.phases.len(),
+        plural(suite.mixes.len() as u64, "mix", "mixes"),
+        plural(suite.phases.len() as u64, "phase", "phases"),
         humantime::format_duration(suite.total_length())
     );
     for p in &suite.phases {
@@ -272,8 +272,10 @@ impl Observer for Progress {
         self.window = mix.window();
         let len = mix.params.length.as_secs().max(1);
         let msg = format!(
-            "mix {} ({phase}): {} clients × {} threads",
-            mix.number, mix.clients, mix.params.threads_per_client
+            "mix {} ({phase}): {} × {}",
+            mix.number,
+            plural(mix.clients.into(), "client", "clients"),
+            plural(mix.params.threads_per_client.into(), "thread", "threads")
         );
         if self.tty {
             let bar = ProgressBar::new(len);
@@ -299,7 +301,11 @@ impl Observer for Progress {
                 "measuring"
             };
             b.set_position(second as u64 + 1);
-            b.set_prefix(format!("{} req/s, {errors} errors, {phase}", thousands(requests)));
+            b.set_prefix(format!(
+                "{} req/s, {}, {phase}",
+                thousands(requests),
+                plural(errors, "error", "errors")
+            ));
         }
     }
 
@@ -307,14 +313,24 @@ impl Observer for Progress {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
+        let cpu = &r.client_cpu;
         eprintln!(
-            "mix {}: {} threads, {:.1} req/s, {:.2} MB/s, p99 {} µs, {} errors{}",
+            "mix {}: {}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
             r.mix,
-            r.threads,
-            r.figures.requests_per_sec,
-            r.figures.bytes_per_sec / 1e6,
+            plural(r.threads, "thread", "threads"),
+            requests_per_sec(r.figures.requests_per_sec),
+            mbytes_per_sec(r.figures.bytes_per_sec),
             thousands(r.figures.latency_us.p99),
-            thousands(r.figures.errors_total),
+            plural(r.figures.errors_total, "error", "errors"),
+            share(cpu.utilisation),
+            plural(cpu.cores as u64, "core", "cores"),
+            if cpu.client_bound {
+                " CLIENT-BOUND"
+            } else if cpu.co_located_saturated {
+                " CO-LOCATED"
+            } else {
+                ""
+            },
             if r.partial { " (partial: stopped)" } else { "" }
         );
     }
@@ -430,9 +446,9 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         format!(" (phase {})", names.join(", "))
     };
     eprintln!(
-        "benchlab run: suite `{}`{selected}, {} mixes, {} against {} → {}",
+        "benchlab run: suite `{}`{selected}, {}, {} against {} → {}",
         suite.name,
-        suite.mixes.len(),
+        plural(suite.mixes.len() as u64, "mix", "mixes"),
         humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
         targets.join(", "),
         out.display()
@@ -472,29 +488,38 @@ fn execute_prepared(prepared: Prepared, suite: &Suite, opts: &RunOptions) -> Res
     Ok(Outcome::Completed)
 }
 
-/// The terminal summary: a row per mix and the peak.
+/// The terminal summary: a row per mix (client-bound mixes marked), the
+/// peak of each phase and what a client-bound mix means.
 pub fn summary_table(r: &Results) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "\n{:>4}  {:<16} {:>7} {:>8} {:>12} {:>9} {:>9} {:>9} {:>8}",
-        "mix", "phase", "clients", "threads", "requests/s", "MB/s", "p50 µs", "p99 µs", "errors"
+        "\n{:>4}  {:<16} {:>7} {:>8} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10}",
+        "mix", "phase", "clients", "threads", "requests/s", "MB/s", "p50 µs", "p99 µs", "errors", "client CPU"
     );
     for m in &r.mixes {
         let f = &m.figures;
         let _ = writeln!(
             o,
-            "{:>4}  {:<16} {:>7} {:>8} {:>12.1} {:>9.2} {:>9} {:>9} {:>8}{}",
+            "{:>4}  {:<16} {:>7} {:>8} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10}{}{}",
             m.mix,
             truncate(&m.phase, 16),
-            m.clients_participating,
-            m.threads,
-            f.requests_per_sec,
-            f.bytes_per_sec / 1e6,
+            thousands(m.clients_participating.into()),
+            thousands(m.threads),
+            requests_per_sec(f.requests_per_sec),
+            mbytes_per_sec(f.bytes_per_sec),
             thousands(f.latency_us.p50),
             thousands(f.latency_us.p99),
             thousands(f.errors_total),
+            share(m.client_cpu.utilisation),
+            if m.client_cpu.client_bound {
+                "  CLIENT-BOUND"
+            } else if m.client_cpu.co_located_saturated {
+                "  CO-LOCATED"
+            } else {
+                ""
+            },
             if m.partial { "  partial" } else { "" }
         );
     }
@@ -507,15 +532,26 @@ pub fn summary_table(r: &Results) -> String {
         if let Some(m) = peak {
             let _ = writeln!(
                 o,
-                "peak ({}): {:.1} requests/s, {:.2} MB/s at mix {} ({} threads, {} clients)",
+                "peak ({}): {} requests/s, {} MB/s at mix {} ({}, {}){}",
                 p.name,
-                m.figures.requests_per_sec,
-                m.figures.bytes_per_sec / 1e6,
+                requests_per_sec(m.figures.requests_per_sec),
+                mbytes_per_sec(m.figures.bytes_per_sec),
                 m.mix,
-                m.threads,
-                m.clients_participating
+                plural(m.threads, "thread", "threads"),
+                plural(m.clients_participating.into(), "client", "clients"),
+                if m.client_cpu.client_bound {
+                    ", client-bound"
+                } else if m.client_cpu.co_located_saturated {
+                    ", co-located on a saturated machine"
+                } else {
+                    ""
+                }
             );
         }
+    }
+    // Only the warnings: a clean run's table says nothing more.
+    for note in generator_notes(r).into_iter().filter(|n| !n.starts_with("No mix")) {
+        let _ = writeln!(o, "{note}");
     }
     o
 }
@@ -536,4 +572,99 @@ pub(crate) fn stamp() -> String {
         .unwrap_or(0);
     let (y, m, d, h, mi, sec) = benchlab_controller::utc_civil(secs);
     format!("{y:04}{m:02}{d:02}-{h:02}{mi:02}{sec:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A results.json of `n` mixes of one phase, mix `bound` client-bound.
+    fn results(n: usize, bound: Option<usize>) -> Results {
+        let latency = json!({"mean": 1603.84, "p50": 1200, "p90": 2000, "p99": 12500, "p999": 20000, "max": 31000});
+        let mixes: Vec<serde_json::Value> = (1..=n)
+            .map(|i| {
+                json!({
+                    "mix": i, "phase": "static", "clients": i, "clients_participating": i, "threads": i,
+                    "partial": false, "window_s": 10.0, "requests": 1_203_060 * i as u64,
+                    "requests_per_sec": 120_306.0 * i as f64, "bytes": 1_000_000, "bytes_per_sec": 282_434_000.0,
+                    "mbit_per_sec": 2259.47, "body_bytes": 900_000, "error_bytes": 0,
+                    "errors": {"timeout": 1200}, "errors_total": 1200,
+                    "latency_us": latency, "error_latency_us": latency,
+                    "reconnects": 0, "in_flight": 1, "connections_opened": 1, "tls_full_handshakes": 0,
+                    "tls_resumptions": 0, "client_cpu_s": 1.9,
+                    "client_cpu": {"user_s": 0.5, "system_s": 1.4, "cores": 2,
+                        "utilisation": if bound == Some(i) { 0.95 } else { 0.5 },
+                        "us_per_request": 1.5, "client_bound": bound == Some(i)},
+                    "params": {"delay_s": 0.0, "ramp_up_s": 1.0, "ramp_down_s": 1.0, "length_s": 12.0,
+                        "think_time_s": 0.0, "threads_per_client": 1, "receive_buffer": 65536,
+                        "http10_percent": 0, "http10_keepalive": false, "persistent_percent": 100,
+                        "requests_per_connection": null, "timeout_s": 5.0, "workload": "w", "target": "http://127.0.0.1:8080"},
+                    "client_data": [], "classes": [], "per_second": [],
+                    "histograms": {"latency_us": "", "error_latency_us": "", "classes": {}}
+                })
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "schema": "benchlab.results/1",
+            "suite": {"name": "s", "description": "", "file": "s.toml", "seed": 1, "max_clients": null, "text": ""},
+            "environment": {"benchlab_version": "0", "host": "h", "kernel": "k", "cpu": "c", "cores": 2,
+                "target": "http://127.0.0.1:8080", "started_unix": 0, "command": [], "time_scale": 1.0},
+            "phases": [{"name": "static", "workload": "w", "target": "http://127.0.0.1:8080", "mixes": (1..=n).collect::<Vec<_>>()}],
+            "mixes": mixes,
+            "complete": true
+        }))
+        .expect("a results.json fixture")
+    }
+
+    #[test]
+    fn summary_table_groups_thousands_and_counts_in_words() {
+        let t = summary_table(&results(2, None));
+        assert!(t.contains("120,306.0"), "{t}");
+        assert!(t.contains("282.43"), "{t}");
+        assert!(t.contains("12,500"), "{t}");
+        assert!(t.contains("1,200"), "{t}");
+        assert!(t.contains("50.0 %"), "{t}");
+        assert!(
+            t.contains("peak (static): 240,612.0 requests/s, 282.43 MB/s at mix 2 (2 threads, 2 clients)"),
+            "{t}"
+        );
+        assert!(!t.contains("CLIENT-BOUND"), "{t}");
+        let one = summary_table(&results(1, None));
+        assert!(one.contains("at mix 1 (1 thread, 1 client)"), "{one}");
+    }
+
+    #[test]
+    fn summary_table_marks_a_client_bound_mix() {
+        let t = summary_table(&results(3, Some(2)));
+        let row = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("2 "))
+            .expect("row of mix 2");
+        assert!(row.contains("95.0 %") && row.ends_with("CLIENT-BOUND"), "{row}");
+        let row1 = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("1 "))
+            .expect("row of mix 1");
+        assert!(!row1.contains("CLIENT-BOUND"), "{row1}");
+        assert!(
+            t.contains("CLIENT-BOUND: mix 2: the load generator used more than 90.0 % of the CPU cores"),
+            "{t}"
+        );
+        let mut r = results(3, Some(2));
+        r.mixes[0].client_cpu.machine_busy = Some(0.99);
+        r.mixes[0].client_cpu.co_located_saturated = true;
+        let t = summary_table(&r);
+        let row1 = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("1 "))
+            .expect("row of mix 1");
+        assert!(row1.ends_with("CO-LOCATED"), "{row1}");
+        assert!(
+            t.contains("CO-LOCATED: mix 1: the server ran on the load generator's machine"),
+            "{t}"
+        );
+        let t = summary_table(&results(3, Some(3)));
+        assert!(t.contains("at mix 3 (3 threads, 3 clients), client-bound"), "{t}");
+    }
 }

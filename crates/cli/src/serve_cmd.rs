@@ -86,8 +86,8 @@ pub fn run(a: ServeArgs) -> Result<Outcome, CliError> {
     let _ = out.flush();
     drop(out);
     eprintln!(
-        "benchlab serve: {} worker thread(s); session log {}; Ctrl-C stops",
-        server.workers(),
+        "benchlab serve: {}; session log {}; Ctrl-C stops",
+        benchlab_format::plural(server.workers() as u64, "worker thread", "worker threads"),
         server.session_log().display()
     );
     server.run().map_err(|e| CliError::CannotRun(e.to_string()))?;

@@ -1,13 +1,15 @@
 //! `benchlab report` and `benchlab compare` on a results directory made by
 //! the real binary (`benchlab run` against `benchlab serve`): every number of
-//! the summary report table equals results.json, the headline peak and the
-//! client data report too; report.xlsx is written beside report.html;
+//! the summary report table is results.json's, written with the one number
+//! format (thousands separators, the quantity's decimals), the headline peak
+//! and the client data report too; report.xlsx is written beside report.html;
 //! `compare A A` exits 0 and a copy doctored to a 20 % lower peak (or a
 //! 50 % higher p99 at the peak load) exits 3; bad usage exits 2.
 
 mod common;
 mod report_support;
 
+use benchlab_format as fmt;
 use report_support::{
     assert_success, attr, benchlab, copy_results, field, read_json, results_dir, s, scratch, tags, unescape,
 };
@@ -16,15 +18,24 @@ use std::path::Path;
 
 /// The summary table's fields and their values in a results.json mix.
 fn expected(m: &Value, f: &str) -> f64 {
+    let f = if f == "mbytes_per_sec" { "bytes_per_sec" } else { f };
+    field(m, f)
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number {f} in mix {}", m["mix"]))
+}
+
+/// A field's value as the page must show it: the one number format, with
+/// the quantity's decimals.
+fn shown(m: &Value, f: &str) -> String {
+    let v = expected(m, f);
     match f {
-        // summary.csv's MB/s: bytes/s ÷ 10⁶ rounded to 3 decimals.
-        "mbytes_per_sec" => {
-            let b = m["bytes_per_sec"].as_f64().expect("bytes_per_sec");
-            (b / 1e6 * 1000.0).round() / 1000.0
-        }
-        _ => field(m, f)
-            .as_f64()
-            .unwrap_or_else(|| panic!("no number {f} in mix {}", m["mix"])),
+        "requests_per_sec" | "peak_requests_per_sec" => fmt::requests_per_sec(v),
+        "mbytes_per_sec" => fmt::mbytes_per_sec(v),
+        "mbit_per_sec" => fmt::mbit_per_sec(v),
+        "latency_us.mean" => fmt::mean_us(v),
+        "window_s" | "client_cpu_s" => fmt::seconds(v),
+        "client_cpu.utilisation" => fmt::share(v),
+        _ => fmt::thousands(v as u64),
     }
 }
 
@@ -109,15 +120,19 @@ fn summary_table_and_headline_equal_results_json() {
     for (n, row) in rs {
         let m = mixes.iter().find(|m| m["mix"] == n).expect("mix in results.json");
         let cs = cells(row);
-        assert_eq!(cs.len(), 20, "mix {n}: every numeric column of the summary row");
+        assert_eq!(cs.len(), 21, "mix {n}: every numeric column of the summary row");
         for (f, text) in cs {
-            let got = cell_number(&text);
-            let want = expected(m, &f);
-            assert_eq!(got, want, "mix {n} {f}: page shows {text:?}, results.json has {want}");
+            let want = shown(m, &f);
+            assert_eq!(
+                text,
+                want,
+                "mix {n} {f}: page shows {text:?}, results.json has {}",
+                expected(m, &f)
+            );
             checked += 1;
         }
     }
-    assert_eq!(checked, 20 * mixes.len());
+    assert_eq!(checked, 21 * mixes.len());
 
     // The client data report: requests and requests/s of every client.
     let t = table(&html, "clients", label);
@@ -128,13 +143,7 @@ fn summary_table_and_headline_equal_results_json() {
             let i = t.find(&open).unwrap_or_else(|| panic!("no client row {open}"));
             let row = &t[i..i + t[i..].find("</tr>").expect("row end")];
             for (f, text) in cells(row) {
-                assert_eq!(
-                    cell_number(&text),
-                    expected(c, &f),
-                    "client {} mix {}: {f}",
-                    c["client"],
-                    m["mix"]
-                );
+                assert_eq!(text, shown(c, &f), "client {} mix {}: {f}", c["client"], m["mix"]);
             }
             client_rows += 1;
         }
@@ -158,7 +167,7 @@ fn summary_table_and_headline_equal_results_json() {
             .iter()
             .find(|(f, _)| f == "peak_requests_per_sec")
             .expect("peak cell");
-        assert_eq!(cell_number(&shown.1), peak, "{phase} peak");
+        assert_eq!(shown.1, fmt::requests_per_sec(peak), "{phase} peak");
         let price = cs.iter().find(|(f, _)| f == "price_per_rps").expect("price cell");
         let dollars = cell_number(price.1.trim_start_matches('$'));
         assert!(

@@ -171,15 +171,16 @@ fn csv_u(row: &BTreeMap<String, String>, col: &str) -> u64 {
         .unwrap_or_else(|_| panic!("column {col} is not a whole number: {row:?}"))
 }
 
-/// The number of URLs the preflight checked (`preflight: N URL(s) checked`).
+/// The number of URLs the preflight checked (`preflight: 1,234 URLs checked`).
 fn preflight_count(stderr: &str) -> usize {
     stderr
         .lines()
         .find_map(|l| {
-            l.strip_prefix("preflight: ")?
-                .strip_suffix(" URL(s) checked")?
-                .parse()
-                .ok()
+            let rest = l.strip_prefix("preflight: ")?;
+            let n = rest
+                .strip_suffix(" URLs checked")
+                .or_else(|| rest.strip_suffix(" URL checked"))?;
+            n.replace(',', "").parse().ok()
         })
         .unwrap_or_else(|| panic!("no preflight line in stderr:\n{stderr}"))
 }

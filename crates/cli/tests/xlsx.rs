@@ -3,12 +3,15 @@
 //! and runs a tiny suite of two 2-second mixes against it; the workbook made
 //! from that results directory is read back with calamine and its Summary
 //! and Client Data cells must equal summary.csv and clients.csv exactly
-//! (numbers as numbers, compared as the f64 of the same decimal text). The
-//! charts, which calamine does not read, are checked in the package's XML.
+//! (numbers as numbers, compared as the f64 of the same decimal text, under
+//! headers in words with units instead of the CSV's snake_case names). The
+//! charts and number formats, which calamine does not read, are checked in
+//! the package's XML.
 
 mod common;
 
 use benchlab_controller::Results;
+use benchlab_format::column_title;
 use benchlab_report::{write_xlsx, Run};
 use calamine::{open_workbook, Data, Range, Reader, Xlsx};
 use common::{assert_success, s, Serve};
@@ -127,9 +130,15 @@ fn cell(range: &Range<Data>, row: usize, col: usize) -> Data {
     range.get_value((r, c)).cloned().unwrap_or(Data::Empty)
 }
 
+/// A header that is a machine name (`latency_p50_us`), not words.
+fn is_snake_case(h: &str) -> bool {
+    h.contains('_') || (h.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) && !h.is_empty())
+}
+
 /// Asserts that the sheet's cells from `first_col` on are the CSV's records,
-/// row for row: numbers are numbers equal to the CSV text's f64, booleans
-/// are booleans, text is text, an empty field an empty cell.
+/// row for row: the header is the CSV's column names in words with units,
+/// numbers are numbers equal to the CSV text's f64, booleans are booleans,
+/// text is text, an empty field an empty cell.
 fn assert_sheet_is_csv(sheet: &str, range: &Range<Data>, first_col: usize, csv: &str) {
     let records = parse_csv(csv);
     assert!(records.len() > 1, "{sheet}: the CSV has no rows");
@@ -148,6 +157,12 @@ fn assert_sheet_is_csv(sheet: &str, range: &Range<Data>, first_col: usize, csv: 
                 first_col + i + 1,
                 records[0][i]
             );
+            if row == 0 {
+                let want = column_title(text);
+                assert!(!is_snake_case(&want), "{at}: header {want:?} is not words");
+                assert_eq!(got, Data::String(want), "{at}: header");
+                continue;
+            }
             match &got {
                 Data::Float(x) => {
                     let want: f64 = text.parse().unwrap_or_else(|_| panic!("{at}: a number for {text:?}"));
@@ -240,7 +255,7 @@ fn workbook_of_a_real_run_matches_the_csv_files() {
     let col = |name: &str| {
         class_header
             .iter()
-            .position(|h| *h == Data::String(name.to_string()))
+            .position(|h| *h == Data::String(column_title(name)))
             .unwrap_or_else(|| panic!("Per-Class has no {name} column"))
     };
     for (row, (m, c)) in run
@@ -293,13 +308,53 @@ fn workbook_of_a_real_run_matches_the_csv_files() {
         );
     }
     assert!(
-        first_column.contains(&&Data::String("threads_per_client".into()))
-            || rows
-                .iter()
-                .flatten()
-                .any(|d| *d == Data::String("threads_per_client".into())),
+        rows.iter()
+            .flatten()
+            .any(|d| *d == Data::String("Threads per client".into())),
         "no mix parameters table"
     );
+    // Every header of every table on every sheet is words, not snake_case.
+    let mut book: Xlsx<_> = open_workbook(&path).expect("calamine opens the workbook");
+    for sheet in ["Summary", "Client Data", "Per-Class"] {
+        let range = book.worksheet_range(sheet).expect("sheet");
+        for col in 0..range.width() {
+            if let Data::String(h) = cell(&range, 0, col) {
+                assert!(!is_snake_case(&h), "{sheet}: header {h:?} is not words");
+            }
+        }
+    }
+    let params_header = rows
+        .iter()
+        .find(|r| r.first() == Some(&Data::String("Mix".into())))
+        .expect("the mix parameters header");
+    for h in params_header {
+        if let Data::String(h) = h {
+            assert!(!is_snake_case(h), "Configuration: header {h:?} is not words");
+        }
+    }
+    assert_eq!(
+        rows[0][..2],
+        [Data::String("Field".into()), Data::String("Value".into())]
+    );
+    // Under the summary table, after a blank row: the client-bound line.
+    let summary_rows = parse_csv(&summary_csv).len();
+    match cell(&summary, summary_rows + 1, 0) {
+        Data::String(t) => assert!(
+            t.starts_with("No mix was client-bound")
+                || t.starts_with("CLIENT-BOUND: mix")
+                || t.starts_with("CO-LOCATED: mix"),
+            "{t}"
+        ),
+        other => panic!("no client-bound line under the summary: {other:?}"),
+    }
+    // Counts and rates show thousands separators and their decimals.
+    let styles = zip_member(&path, "xl/styles.xml").expect("styles");
+    for code in ["#,##0", "#,##0.0", "#,##0.00"] {
+        assert!(
+            styles.contains(&format!(r#"formatCode="{code}""#)),
+            "no number format {code} in styles.xml"
+        );
+    }
 
     // Charts: two on the Summary sheet (the first sheet), threads on X,
     // requests/s and MB/s on Y, over the two mix rows.
@@ -354,9 +409,21 @@ fn workbook_of_a_real_run_matches_the_csv_files() {
     write_xlsx(&[run, other], &two).expect("write_xlsx of two runs");
     let mut book: Xlsx<_> = open_workbook(&two).expect("calamine opens the workbook");
     let summary = book.worksheet_range("Summary").expect("Summary");
-    assert_eq!(cell(&summary, 0, 0), Data::String("run".into()));
-    assert_eq!(summary.height(), 1 + 2 * 2);
+    assert_eq!(cell(&summary, 0, 0), Data::String("Run".into()));
+    // The header, 2 runs × 2 mixes, a blank row and the generator's lines
+    // of each run (the same for both: one run twice).
     assert_eq!(cell(&summary, 3, 0), Data::String("tiny again".into()));
+    assert_eq!(cell(&summary, 5, 0), Data::Empty);
+    let notes: Vec<String> = (6..summary.height())
+        .map(|row| match cell(&summary, row, 0) {
+            Data::String(t) => t,
+            other => panic!("row {row}: {other:?}"),
+        })
+        .collect();
+    assert!(!notes.is_empty() && notes.len() % 2 == 0, "{notes:?}");
+    let (first, second) = notes.split_at(notes.len() / 2);
+    assert!(first.iter().all(|t| t.starts_with("tiny: ")), "{notes:?}");
+    assert!(second.iter().all(|t| t.starts_with("tiny again: ")), "{notes:?}");
     for (row, record) in parse_csv(&summary_csv).iter().enumerate().skip(1) {
         for offset in [0, 2] {
             let want: f64 = record[column_of(&header, "requests")].parse().expect("requests");

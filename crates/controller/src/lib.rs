@@ -7,6 +7,7 @@
 //! over the engine now, remote agents later.
 
 mod driver;
+pub mod machine;
 mod results;
 mod run;
 

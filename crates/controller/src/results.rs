@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::time::Duration;
 
 pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
 
@@ -97,6 +98,104 @@ impl Figures {
             error_latency_us: LatencySummary::of(&s.error_latency).into(),
         }
     }
+}
+
+/// The share of its cores above which a load generator counts as saturated
+/// (client-bound): past it, more load mostly measures the generator's own
+/// limit, and a peak can move between identical runs.
+pub const CLIENT_BOUND_SHARE: f64 = 0.9;
+
+/// The load generator's own CPU use over a mix (or a `benchlab http` run):
+/// how much of the cores it may use it took, so a saturated or co-located
+/// generator is seen instead of being mistaken for the server's limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClientCpu {
+    /// User CPU seconds of the load's threads.
+    pub user_s: f64,
+    /// System (kernel) CPU seconds of the load's threads.
+    pub system_s: f64,
+    /// Cores the load could use: min(its OS threads, the CPUs this process
+    /// may run on — its affinity mask, sched_getaffinity — and cgroup quota).
+    pub cores: usize,
+    /// (user + system) ÷ (wall time × cores), 0–1.
+    pub utilisation: f64,
+    /// CPU microseconds per completed request (successful or failed).
+    pub us_per_request: f64,
+    /// Utilisation above [`CLIENT_BOUND_SHARE`]: the generator was
+    /// saturated, so the figures may be its limit, not the server's.
+    pub client_bound: bool,
+    /// Share (0–1) of the CPUs this process may run on that were busy over
+    /// the span, by any process (`/proc/stat`); null where it cannot be read.
+    #[serde(default)]
+    pub machine_busy: Option<f64>,
+    /// The target is on this machine (a loopback address) and those CPUs
+    /// were more than [`CLIENT_BOUND_SHARE`] busy: the generator and the
+    /// server competed for them, so either may have set the figures, even
+    /// when the generator itself used less than its cores.
+    #[serde(default)]
+    pub co_located_saturated: bool,
+}
+
+impl ClientCpu {
+    /// The figures of `user` + `system` CPU over `wall` on `cores` cores for
+    /// `completed` requests, classified against [`CLIENT_BOUND_SHARE`].
+    pub fn measure(user: Duration, system: Duration, wall: Duration, cores: usize, completed: u64) -> ClientCpu {
+        Self::measure_with(user, system, wall, cores, completed, CLIENT_BOUND_SHARE)
+    }
+
+    /// As [`ClientCpu::measure`], flagged above `threshold` (0–1) instead.
+    pub fn measure_with(
+        user: Duration,
+        system: Duration,
+        wall: Duration,
+        cores: usize,
+        completed: u64,
+        threshold: f64,
+    ) -> ClientCpu {
+        let cores = cores.max(1);
+        let (user, system) = (user.as_secs_f64(), system.as_secs_f64());
+        let utilisation = if wall.is_zero() {
+            0.0
+        } else {
+            (user + system) / (wall.as_secs_f64() * cores as f64)
+        };
+        ClientCpu {
+            user_s: round(user, 3),
+            system_s: round(system, 3),
+            cores,
+            utilisation: round(utilisation, 3),
+            us_per_request: if completed == 0 {
+                0.0
+            } else {
+                round((user + system) * 1e6 / completed as f64, 2)
+            },
+            client_bound: is_client_bound(utilisation, threshold),
+            machine_busy: None,
+            co_located_saturated: false,
+        }
+    }
+
+    /// Adds how busy the machine was (`busy`, 0–1, all processes) and
+    /// whether the target is on this machine, flagging a co-located mix on
+    /// a saturated machine above [`CLIENT_BOUND_SHARE`].
+    pub fn with_machine(self, busy: Option<f64>, co_located: bool) -> ClientCpu {
+        self.with_machine_threshold(busy, co_located, CLIENT_BOUND_SHARE)
+    }
+
+    /// As [`ClientCpu::with_machine`], flagged above `threshold` instead.
+    pub fn with_machine_threshold(self, busy: Option<f64>, co_located: bool, threshold: f64) -> ClientCpu {
+        ClientCpu {
+            machine_busy: busy.map(|b| round(b, 3)),
+            co_located_saturated: co_located && busy.is_some_and(|b| b > threshold),
+            ..self
+        }
+    }
+}
+
+/// Whether a generator that used `utilisation` (0–1) of its cores was
+/// saturated, judged against `threshold` (0–1; [`CLIENT_BOUND_SHARE`]).
+pub fn is_client_bound(utilisation: f64, threshold: f64) -> bool {
+    utilisation > threshold
 }
 
 /// One client (test system) in one mix: WebBench's client data report row.
@@ -198,6 +297,12 @@ pub struct MixResult {
     pub tls_resumptions: u64,
     /// CPU the clients' worker threads used (user + system), seconds.
     pub client_cpu_s: f64,
+    /// The load generator's CPU over the mix (every client's worker threads
+    /// and the controller's own thread) as a share of the cores it may use,
+    /// and whether that made the mix client-bound. Absent (zeros) in
+    /// results written before it was recorded.
+    #[serde(default)]
+    pub client_cpu: ClientCpu,
     pub params: ParamsResult,
     pub client_data: Vec<ClientResult>,
     pub classes: Vec<ClassResult>,
@@ -305,7 +410,7 @@ pub fn summary_csv(r: &Results) -> String {
     for k in ErrorKind::ALL {
         let _ = write!(o, ",errors_{}", k.name());
     }
-    o.push_str(",reconnects,in_flight,connections_opened\n");
+    o.push_str(",reconnects,in_flight,connections_opened,client_cpu_percent,client_bound\n");
     for m in &r.mixes {
         let f = &m.figures;
         let _ = write!(
@@ -334,7 +439,15 @@ pub fn summary_csv(r: &Results) -> String {
         for k in ErrorKind::ALL {
             let _ = write!(o, ",{}", f.errors.get(k.name()).copied().unwrap_or(0));
         }
-        let _ = writeln!(o, ",{},{},{}", m.reconnects, m.in_flight, m.connections_opened);
+        let _ = writeln!(
+            o,
+            ",{},{},{},{},{}",
+            m.reconnects,
+            m.in_flight,
+            m.connections_opened,
+            round(m.client_cpu.utilisation * 100.0, 1),
+            m.client_cpu.client_bound
+        );
     }
     o
 }
@@ -400,6 +513,40 @@ mod tests {
         assert_eq!(utc_civil(0), (1970, 1, 1, 0, 0, 0));
         assert_eq!(utc_civil(951_782_400), (2000, 2, 29, 0, 0, 0));
         assert_eq!(utc_civil(1_795_370_651), (2026, 11, 22, 18, 4, 11));
+    }
+
+    #[test]
+    fn client_bound_above_the_threshold() {
+        let s = Duration::from_secs;
+        // 1.8 s of CPU in 1 s on 2 cores: 90 %, not above 90 %.
+        let at = ClientCpu::measure(s(1), Duration::from_millis(800), s(1), 2, 1000);
+        assert_eq!(at.utilisation, 0.9);
+        assert!(!at.client_bound);
+        assert_eq!(at.us_per_request, 1800.0);
+        let above = ClientCpu::measure(s(1), Duration::from_millis(850), s(1), 2, 1000);
+        assert!(above.client_bound);
+        // A forced threshold flags a light load.
+        let light = ClientCpu::measure_with(Duration::from_millis(10), Duration::ZERO, s(1), 4, 0, 0.001);
+        assert!(light.client_bound);
+        assert_eq!(light.us_per_request, 0.0);
+        assert!(!is_client_bound(0.5, CLIENT_BOUND_SHARE));
+        assert!(is_client_bound(0.95, CLIENT_BOUND_SHARE));
+        // Co-located: only a busy machine with the server on it is flagged.
+        let half = ClientCpu::measure(s(1), s(0), s(1), 2, 10);
+        assert!(!half.client_bound);
+        assert!(half.clone().with_machine(Some(0.97), true).co_located_saturated);
+        assert!(!half.clone().with_machine(Some(0.97), false).co_located_saturated);
+        assert!(!half.clone().with_machine(Some(0.85), true).co_located_saturated);
+        assert!(!half.clone().with_machine(None, true).co_located_saturated);
+        assert!(
+            half.clone()
+                .with_machine_threshold(Some(0.5), true, 0.4)
+                .co_located_saturated
+        );
+        assert_eq!(half.with_machine(Some(0.96789), true).machine_busy, Some(0.968));
+        // No wall time, no cores: no division by zero.
+        let none = ClientCpu::measure(s(0), s(0), s(0), 0, 0);
+        assert_eq!((none.cores, none.utilisation, none.client_bound), (1, 0.0, false));
     }
 
     #[test]

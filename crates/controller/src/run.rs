@@ -4,6 +4,7 @@
 //! as each mix ends.
 
 use crate::driver::{ClientDriver, LocalClient};
+use crate::machine::CpuTicks;
 use crate::results::*;
 use benchlab_engine::{
     probe, sys, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters, ConnectionPolicy, Expect, SplitMix64,
@@ -162,7 +163,7 @@ fn preflight_sample(urls: &[UrlPlan], class: usize, from_fileset: bool) -> Vec<u
 /// One request per URL of the phase (a sample of a file-set class),
 /// checking status, size and checksum before any load.
 fn preflight(plan: &PhasePlan, tls: &TlsOptions, observer: &mut dyn Observer) -> Result<(), ControllerError> {
-    let mut checked = 0;
+    let mut checked: u64 = 0;
     for (class, info) in plan.class_info.iter().enumerate() {
         for i in preflight_sample(&plan.urls, class, info.4) {
             let u = &plan.urls[i];
@@ -208,7 +209,10 @@ fn preflight(plan: &PhasePlan, tls: &TlsOptions, observer: &mut dyn Observer) ->
             }
         }
     }
-    observer.note(&format!("preflight: {checked} URL(s) checked"));
+    observer.note(&format!(
+        "preflight: {} checked",
+        benchlab_format::plural(checked, "URL", "URLs")
+    ));
     Ok(())
 }
 
@@ -442,6 +446,10 @@ fn run_mix(
         if suite.client_addresses && loopback { clients } else { 0 },
     )
     .map_err(ControllerError::Target)?;
+    // This thread merges the clients' seconds while they run: its CPU is
+    // the generator's too.
+    let controller_cpu0 = sys::cpu_time(true);
+    let machine0 = CpuTicks::now();
     // Every client starts at the same instant (after its own delay); give
     // the threads time to be created first.
     let start_at = Instant::now() + Duration::from_millis(100 + 2 * clients as u64);
@@ -518,9 +526,43 @@ fn run_mix(
     if let Some(why) = reports.iter().find_map(|r| r.tls_error.as_deref()) {
         observer.note(&format!("mix {}: TLS handshakes failed; the first: {why}", mix.number));
     }
-    Ok(mix_result(
-        mix, phase_name, phase, &reports, &delays, &addresses, partial,
-    ))
+    let controller_cpu = {
+        let (u, s) = sys::cpu_time(true);
+        (u.saturating_sub(controller_cpu0.0), s.saturating_sub(controller_cpu0.1))
+    };
+    // The cores the generator may use: each client's OS threads (never more
+    // than its virtual users), within the CPUs this process may run on.
+    let cores = (clients * os_threads.min(p.threads_per_client as usize))
+        .min(sys::usable_cpus())
+        .max(1);
+    let machine_busy = machine0.zip(CpuTicks::now()).and_then(|(a, b)| a.busy_share(b));
+    // A server on this machine (any loopback URL) shares its CPUs.
+    let co_located = phase.urls.iter().any(|u| is_loopback(&u.target));
+    let mut result = mix_result(mix, phase_name, phase, &reports, &delays, &addresses, partial);
+    result.client_cpu = generator_cpu(&reports, controller_cpu, cores).with_machine(machine_busy, co_located);
+    Ok(result)
+}
+
+/// The generator's CPU over a mix: the CPU time of every client's worker
+/// threads (each measured over its own life, which is the mix) plus the
+/// controller thread's, over the mix's wall time (start to the last worker's
+/// stop). Thread times, not the process's: `benchlab demo` runs the server
+/// under test in this same process, and its CPU is not the generator's.
+fn generator_cpu(reports: &[ClientReport], controller: (Duration, Duration), cores: usize) -> ClientCpu {
+    let (mut user, mut system) = controller;
+    let mut completed = 0;
+    for r in reports {
+        user += r.cpu_user;
+        system += r.cpu_system;
+        // Every completion of the mix, ramps included, as the CPU is.
+        completed += r
+            .seconds
+            .iter()
+            .map(|s| s.counters.requests + s.counters.errors_total())
+            .sum::<u64>();
+    }
+    let wall = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
+    ClientCpu::measure(user, system, wall, cores, completed)
 }
 
 fn mix_result(
@@ -637,6 +679,7 @@ fn mix_result(
         tls_full_handshakes: conn.tls_full_handshakes,
         tls_resumptions: conn.tls_resumptions,
         client_cpu_s: round(cpu.as_secs_f64(), 3),
+        client_cpu: ClientCpu::default(),
         params: ParamsResult {
             delay_s: p.delay.as_secs_f64(),
             ramp_up_s: p.ramp_up.as_secs_f64(),

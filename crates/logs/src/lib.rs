@@ -31,7 +31,7 @@ mod scan;
 mod select;
 
 pub use line::{parse_line, Entry, Malformed};
-pub use report::{rate_line, report, thousands, toml_string, write_workload, Settings};
+pub use report::{rate_line, report, toml_string, write_workload, Settings};
 pub use scan::{
     LogScan, MalformedLine, ScanOptions, UrlStats, BUFFER_SIZE, MALFORMED_EXCERPT_CHARS, MALFORMED_SAMPLE,
     OTHER_STATUS_CLASSES,

@@ -3,6 +3,7 @@
 
 use crate::scan::{LogScan, OTHER_STATUS_CLASSES};
 use crate::select::{percent, Cover, Selection};
+use benchlab_format::thousands;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -136,19 +137,6 @@ fn unsized_note(n: usize) -> String {
         1 => "; 1 kept URL has no size (only 304s or '-')".to_owned(),
         n => format!("; {n} kept URLs have no size (only 304s or '-')"),
     }
-}
-
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// How many top URLs the report lists.
@@ -343,13 +331,5 @@ mod tests {
             assert_eq!(v["p"].as_str(), Some(path), "{doc}");
         }
         assert_eq!(toml_string("/a%22b"), "\"/a%22b\"");
-    }
-
-    #[test]
-    fn thousands_groups() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
     }
 }

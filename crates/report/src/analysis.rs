@@ -264,9 +264,83 @@ pub fn regressed(base_peak: f64, new_peak: f64, base_p99: u64, new_p99: u64, max
     (peak, p99)
 }
 
+/// Mixes as prose: `mix 2`, `mixes 2 and 3`, `mixes 2, 3 and 5`.
+pub fn mixes_text(mixes: &[usize]) -> String {
+    let n: Vec<String> = mixes.iter().map(|m| m.to_string()).collect();
+    match n.as_slice() {
+        [] => "no mix".into(),
+        [one] => format!("mix {one}"),
+        [init @ .., last] => format!("mixes {} and {last}", init.join(", ")),
+    }
+}
+
+/// What it means that `mixes` were client-bound (the load generator used
+/// more than `threshold` (0–1) of the cores it may use), in the words the
+/// terminal, the HTML headline and the workbook all use; `None` when no mix
+/// was.
+pub fn client_bound_note(mixes: &[usize], threshold: f64) -> Option<String> {
+    if mixes.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "CLIENT-BOUND: {}: the load generator used more than {} of the CPU cores it may use, so {} may show \
+         benchlab's limit rather than the server's, and the peak can move between identical runs. Give the \
+         generator more cores (--os-threads-per-client) or more client machines, and do not run it beside the \
+         server.",
+        mixes_text(mixes),
+        benchlab_format::percent(threshold * 100.0),
+        if mixes.len() == 1 {
+            "its figures"
+        } else {
+            "their figures"
+        }
+    ))
+}
+
+/// What it means that `mixes` ran with the server on the same machine
+/// while its CPUs were more than `threshold` (0–1) busy, though the
+/// generator itself stayed under its cores; `None` when no mix did.
+pub fn co_located_note(mixes: &[usize], threshold: f64) -> Option<String> {
+    if mixes.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "CO-LOCATED: {}: the server ran on the load generator's machine and its CPUs were more than {} busy, so \
+         benchlab and the server competed for them and either may have set {}; the peak can move between \
+         identical runs. Run the load from another machine.",
+        mixes_text(mixes),
+        benchlab_format::percent(threshold * 100.0),
+        if mixes.len() == 1 {
+            "its figures"
+        } else {
+            "their figures"
+        }
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_bound_note_names_the_mixes() {
+        assert_eq!(client_bound_note(&[], 0.9), None);
+        let one = client_bound_note(&[3], 0.9).expect("a note");
+        assert!(one.starts_with("CLIENT-BOUND: mix 3: "), "{one}");
+        assert!(one.contains("more than 90.0 % of the CPU cores"), "{one}");
+        assert!(one.contains("its figures"), "{one}");
+        let two = client_bound_note(&[2, 3, 5], 0.5).expect("a note");
+        assert!(two.starts_with("CLIENT-BOUND: mixes 2, 3 and 5: "), "{two}");
+        assert!(two.contains("more than 50.0 %"), "{two}");
+        assert_eq!(mixes_text(&[1, 2]), "mixes 1 and 2");
+        assert_eq!(co_located_note(&[], 0.9), None);
+        let c = co_located_note(&[1, 4], 0.9).expect("a note");
+        assert!(
+            c.starts_with("CO-LOCATED: mixes 1 and 4: the server ran on the load generator's machine"),
+            "{c}"
+        );
+        assert!(c.contains("more than 90.0 % busy"), "{c}");
+    }
 
     /// Seed 004's Apache 1.3.4 numbers.
     #[test]

@@ -4,6 +4,7 @@
 //! `data-x`, `data-y`), so a browser test can read each point back and a
 //! reader's tooltip shows the real number, not a pixel position.
 
+use benchlab_format::group;
 use std::fmt::Write as _;
 
 /// Okabe–Ito, a palette told apart with the common colour-vision
@@ -150,33 +151,6 @@ pub fn tick_label(v: f64) -> String {
         s
     };
     group(&s)
-}
-
-/// Inserts thousands separators into the integer part of a decimal number
-/// written as `s` (keeps every digit: the text still parses to the same
-/// number once the commas are removed).
-pub fn group(s: &str) -> String {
-    let (sign, rest) = match s.strip_prefix('-') {
-        Some(r) => ("-", r),
-        None => ("", s),
-    };
-    let (int, frac) = match rest.find(['.', 'e', 'E']) {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    if int.len() <= 3 || !int.bytes().all(|b| b.is_ascii_digit()) {
-        return s.to_string();
-    }
-    let mut o = String::from(sign);
-    let first = int.len() % 3;
-    for (i, ch) in int.chars().enumerate() {
-        if i > 0 && (i + 3 - first) % 3 == 0 {
-            o.push(',');
-        }
-        o.push(ch);
-    }
-    o.push_str(frac);
-    o
 }
 
 struct Scale {
@@ -499,12 +473,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn grouping_keeps_digits() {
-        assert_eq!(group("19552.8"), "19,552.8");
-        assert_eq!(group("188716424.8"), "188,716,424.8");
-        assert_eq!(group("-1234"), "-1,234");
-        assert_eq!(group("999"), "999");
-        assert_eq!(group("123456"), "123,456");
+    fn tick_labels() {
         assert_eq!(tick_label(20000.0), "20,000");
         assert_eq!(tick_label(2.5), "2.5");
         assert_eq!(tick_label(0.05), "0.05");

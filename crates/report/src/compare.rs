@@ -156,9 +156,9 @@ pub fn compare_runs(base: &Run, new: &Run, max_regression: f64) -> Comparison {
         if peak_regressed {
             regressions.push(format!(
                 "phase {name}: peak {} requests/s (mix {}) → {} requests/s (mix {}), {} — beyond the −{:.1} % limit",
-                br[bi],
+                benchlab_format::requests_per_sec(br[bi]),
                 b.mix,
-                nr[ni],
+                benchlab_format::requests_per_sec(nr[ni]),
                 n.mix,
                 peak_ratio.map(pct).unwrap_or_else(|| "n/a".into()),
                 max_regression * 100.0
@@ -166,11 +166,11 @@ pub fn compare_runs(base: &Run, new: &Run, max_regression: f64) -> Comparison {
         }
         if p99_regressed {
             regressions.push(format!(
-                "phase {name}: p99 at the peak load ({} threads) {} µs (mix {}) → {} µs (mix {}), {} — beyond the +{:.1} % limit",
-                b.threads,
-                bp99,
+                "phase {name}: p99 at the peak load ({}) {} µs (mix {}) → {} µs (mix {}), {} — beyond the +{:.1} % limit",
+                benchlab_format::plural(b.threads, "thread", "threads"),
+                benchlab_format::thousands(bp99),
                 b.mix,
-                np99,
+                benchlab_format::thousands(np99),
                 n99.mix,
                 p99_ratio.map(pct).unwrap_or_else(|| "n/a".into()),
                 max_regression * 100.0

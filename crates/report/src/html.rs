@@ -4,44 +4,42 @@
 //! summary and client data reports, and the configuration disclosure.
 //!
 //! Table cells that show a results.json value carry `data-field` and print
-//! the value exactly (only thousands separators added), so a test can check
-//! every number against the file and a reader can trust the digits.
+//! the value in benchlab's one number format (`benchlab_format`: thousands
+//! separators, each quantity's fixed decimals), so a test can check every
+//! number against the file and a reader sees a quantity written the same
+//! way everywhere.
 
 use crate::analyze::{PhaseAnalysis, RunAnalysis};
-use crate::chart::{colour, esc, group, Chart, Point, Series, VLine, XTicks, DASHES};
+use crate::chart::{colour, esc, Chart, Point, Series, VLine, XTicks, DASHES};
 use crate::compare::Comparison;
 use crate::{ReportOptions, Run};
-use benchlab_controller::{round, MixResult};
+use benchlab_controller::MixResult;
+use benchlab_format::{
+    fixed, mbit_per_sec, mbytes_per_sec, mean_us, plural, requests_per_sec, seconds, share, thousands, yes_no, Quantity,
+};
 use std::fmt::Write as _;
 
-/// A number as results.json has it, with thousands separators.
-fn num(v: f64) -> String {
-    if v.is_finite() {
-        group(&v.to_string())
-    } else {
-        "–".into()
-    }
-}
-
 fn int(v: u64) -> String {
-    group(&v.to_string())
+    thousands(v)
 }
 
+/// A share 0–1 as a percentage.
 fn pct(x: f64) -> String {
-    format!("{:.1} %", x * 100.0)
+    share(x)
 }
 
 fn opt_pct(x: Option<f64>) -> String {
     x.map(pct).unwrap_or_else(|| "–".into())
 }
 
-fn fixed(v: f64, digits: usize) -> String {
-    group(&format!("{v:.digits$}"))
+/// A percentage 0–100 without its sign (under a "… %" column).
+fn pct100(v: f64) -> String {
+    fixed(v, Quantity::Percent.decimals())
 }
 
-/// MB/s (10⁶ bytes) as summary.csv writes it: rounded to 3 decimals.
-fn mbytes(bytes_per_sec: f64) -> f64 {
-    round(bytes_per_sec / 1e6, 3)
+/// Bytes/s as MB/s (10⁶ bytes).
+fn mbs(bytes_per_sec: f64) -> String {
+    mbytes_per_sec(bytes_per_sec)
 }
 
 fn money(v: f64) -> String {
@@ -63,11 +61,11 @@ fn ms(us: f64) -> String {
 }
 
 fn clients_text(n: u32) -> String {
-    if n == 1 {
-        "1 client".into()
-    } else {
-        format!("{n} clients")
-    }
+    plural(n.into(), "client", "clients")
+}
+
+fn threads_text(n: u64) -> String {
+    plural(n, "thread", "threads")
 }
 
 fn swatch(i: usize) -> String {
@@ -217,7 +215,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
             let _ = write!(h, r#"<div class="note"><b>{}:</b> {}</div>"#, esc(&a.label), esc(n));
         }
     }
-    headline(&mut h, analyses, o);
+    headline(&mut h, runs, analyses, o);
     if let Some(c) = cmp {
         comparison(&mut h, c);
     }
@@ -267,7 +265,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
     h
 }
 
-fn headline(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
+fn headline(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions) {
     h.push_str(r#"<section id="headline"><h2>Headline</h2>"#);
     let priced = analyses.iter().flat_map(|a| &a.phases).any(|p| p.price.is_some());
     h.push_str(
@@ -287,10 +285,10 @@ fn headline(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
                     let _ = write!(
                         h,
                         r#"<td class="n" data-field="peak_requests_per_sec"><b>{}</b></td><td class="at">mix {}<br><small>{} thr · {} cl</small></td>"#,
-                        num(pk.requests_per_sec),
+                        requests_per_sec(pk.requests_per_sec),
                         pk.mix,
-                        pk.threads,
-                        pk.clients_participating
+                        int(pk.threads),
+                        int(pk.clients_participating.into())
                     );
                 }
                 None => h.push_str("<td>–</td><td></td>"),
@@ -300,10 +298,10 @@ fn headline(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
                     let _ = write!(
                         h,
                         r#"<td class="n" data-field="peak_mbytes_per_sec"><b>{}</b></td><td class="at">mix {}<br><small>{} thr · {} cl</small></td>"#,
-                        num(mbytes(pk.bytes_per_sec)),
+                        mbs(pk.bytes_per_sec),
                         pk.mix,
-                        pk.threads,
-                        pk.clients_participating
+                        int(pk.threads),
+                        int(pk.clients_participating.into())
                     );
                 }
                 None => h.push_str("<td>–</td><td></td>"),
@@ -321,9 +319,9 @@ fn headline(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
                     .map(|u| {
                         format!(
                             "{}<br><small>mix {} · {} thr</small>",
-                            num(u.requests_per_sec),
+                            requests_per_sec(u.requests_per_sec),
                             u.mix,
-                            u.threads
+                            int(u.threads)
                         )
                     })
                     .unwrap_or_else(|| r#"<span class="flag">none qualifies</span>"#.into())
@@ -349,12 +347,55 @@ fn headline(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
     h.push_str("</table>");
     let _ = write!(
         h,
-        r#"<p class="sub">thr = threads, cl = clients taking part; MB = 10⁶ bytes (wire bytes: headers and body). Useful peak: every client within ±{:.0} % of the median client rate, p99 ≤ {}, errors ≤ {}. Collapse: lowest share after the peak below {}.</p></section>"#,
+        r#"<p class="sub">thr = threads, cl = clients taking part; MB = 10⁶ bytes (wire bytes: headers and body). Useful peak: every client within ±{:.0} % of the median client rate, p99 ≤ {}, errors ≤ {}. Collapse: lowest share after the peak below {}.</p>"#,
         o.fairness_tolerance * 100.0,
         ms(o.latency_limit_us as f64),
         pct(o.max_error_share),
         pct(o.collapse_share)
     );
+    client_bound(h, runs);
+    h.push_str("</section>");
+}
+
+/// Says under the headline which mixes were client-bound (the load
+/// generator past `CLIENT_BOUND_SHARE` of its cores) or co-located on a
+/// saturated machine, and what that means ([`crate::generator_notes`]).
+fn client_bound(h: &mut String, runs: &[Run]) {
+    for r in runs {
+        let label = if runs.len() > 1 {
+            format!("{}: ", esc(&r.label))
+        } else {
+            String::new()
+        };
+        let mixes = |f: fn(&MixResult) -> bool| {
+            r.results
+                .mixes
+                .iter()
+                .filter(|m| f(m))
+                .map(|m| m.mix.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let bound = mixes(|m| m.client_cpu.client_bound);
+        let co_located = mixes(|m| m.client_cpu.co_located_saturated && !m.client_cpu.client_bound);
+        for note in crate::generator_notes(&r.results) {
+            if note.starts_with("No mix") {
+                let _ = write!(
+                    h,
+                    r#"<p class="sub client-bound" data-run="{}" data-client-bound="">{label}{}</p>"#,
+                    esc(&r.label),
+                    esc(&note)
+                );
+            } else {
+                let _ = write!(
+                    h,
+                    r#"<div class="note client-bound" data-run="{}" data-client-bound="{bound}" data-co-located="{co_located}"><b>{label}</b><span class="flag">{}</span></div>"#,
+                    esc(&r.label),
+                    esc(&note)
+                );
+            }
+        }
+    }
 }
 
 fn comparison(h: &mut String, c: &Comparison) {
@@ -394,9 +435,9 @@ fn comparison(h: &mut String, c: &Comparison) {
             h,
             r#"<tr><td>{}</td><td class="n">{} (mix {})</td><td class="n">{} (mix {})</td><td class="n">{}</td><td class="n">{} µs (mix {})</td><td class="n">{} µs (mix {})</td><td class="n">{}</td><td>{verdict}</td></tr>"#,
             esc(&p.phase),
-            num(p.base_peak),
+            requests_per_sec(p.base_peak),
             p.base_peak_mix,
-            num(p.new_peak),
+            requests_per_sec(p.new_peak),
             p.new_peak_mix,
             p.peak_ratio.map(|r| format!("{r:.3}")).unwrap_or_default(),
             int(p.base_p99_us),
@@ -414,12 +455,12 @@ fn comparison(h: &mut String, c: &Comparison) {
             h,
             r#"<tr><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{} / {}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{} / {}</td></tr>"#,
             esc(&m.phase),
-            m.threads,
-            m.clients,
+            int(m.threads),
+            int(m.clients.into()),
             m.base_mix,
             m.new_mix,
-            num(m.base_requests_per_sec),
-            num(m.new_requests_per_sec),
+            requests_per_sec(m.base_requests_per_sec),
+            requests_per_sec(m.new_requests_per_sec),
             r3(m.requests_per_sec),
             r3(m.bytes_per_sec),
             int(m.base_p50_us),
@@ -444,28 +485,28 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
         let errors: u64 = phase_mixes(run, &p.name).iter().map(|m| m.figures.errors_total).sum();
         let _ = write!(
             h,
-            r#"<p>Phase <b>{}</b>: <span class="flag">no request succeeded in any mix</span>; {} requests failed (see the summary report for their kinds).</p>"#,
+            r#"<p>Phase <b>{}</b>: <span class="flag">no request succeeded in any mix</span>; {} failed (see the summary report for their kinds).</p>"#,
             esc(&p.name),
-            int(errors)
+            plural(errors, "request", "requests")
         );
         return;
     }
     let mut s = format!(
-        "Phase <b>{}</b> peaked at <b>{} requests/s</b> at mix {} ({} threads, {})",
+        "Phase <b>{}</b> peaked at <b>{} requests/s</b> at mix {} ({}, {})",
         esc(&p.name),
-        num(pk.requests_per_sec),
+        requests_per_sec(pk.requests_per_sec),
         pk.mix,
-        pk.threads,
+        threads_text(pk.threads),
         clients_text(pk.clients_participating)
     );
     if let Some(t) = &p.peak_throughput {
         let _ = write!(
             s,
-            "; throughput peaked at <b>{} MB/s</b> ({} Mbit/s) at mix {} ({} threads)",
-            num(mbytes(t.bytes_per_sec)),
-            fixed(t.bytes_per_sec * 8.0 / 1e6, 1),
+            "; throughput peaked at <b>{} MB/s</b> ({} Mbit/s) at mix {} ({})",
+            mbs(t.bytes_per_sec),
+            mbit_per_sec(t.bytes_per_sec * 8.0 / 1e6),
             t.mix,
-            t.threads
+            threads_text(t.threads)
         );
     }
     s.push_str(". ");
@@ -473,15 +514,15 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
         (Some(lm), Some(low), Some(last), Some(kept)) => {
             let _ = write!(
                 s,
-                "Past the peak, the last mix (mix {}, {} threads) kept <b>{}</b> of the peak ({} requests/s) and the lowest share was <b>{}</b> (mix {}, {} threads, {} requests/s). ",
+                "Past the peak, the last mix (mix {}, {}) kept <b>{}</b> of the peak ({} requests/s) and the lowest share was <b>{}</b> (mix {}, {}, {} requests/s). ",
                 last.mix,
-                last.threads,
+                threads_text(last.threads),
                 pct(kept),
-                num(last.requests_per_sec),
+                requests_per_sec(last.requests_per_sec),
                 pct(low),
                 lm.mix,
-                lm.threads,
-                num(lm.requests_per_sec)
+                threads_text(lm.threads),
+                requests_per_sec(lm.requests_per_sec)
             );
             if p.collapsed {
                 let _ = write!(
@@ -521,7 +562,7 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
                     f.taken_out.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
                 ));
             }
-            format!("mix {} ({} threads): {}", f.mix, f.threads, parts.join("; "))
+            format!("mix {} ({}): {}", f.mix, threads_text(f.threads), parts.join("; "))
         })
         .collect();
     if unequal.is_empty() {
@@ -543,7 +584,7 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
             let _ = write!(
                 s,
                 "The useful peak equals the peak: {} requests/s at mix {} (clients equal, p99 {} ≤ {}). ",
-                num(u.requests_per_sec),
+                requests_per_sec(u.requests_per_sec),
                 u.mix,
                 ms(u.p99_us as f64),
                 ms(o.latency_limit_us as f64)
@@ -558,10 +599,10 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
                 .unwrap_or_default();
             let _ = write!(
                 s,
-                "The useful peak is lower than the peak: <b>{} requests/s</b> at mix {} ({} threads, p99 {}); the peak mix does not qualify ({}). ",
-                num(u.requests_per_sec),
+                "The useful peak is lower than the peak: <b>{} requests/s</b> at mix {} ({}, p99 {}); the peak mix does not qualify ({}). ",
+                requests_per_sec(u.requests_per_sec),
                 u.mix,
-                u.threads,
+                threads_text(u.threads),
                 ms(u.p99_us as f64),
                 esc(&why)
             );
@@ -583,8 +624,8 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
     } else {
         let _ = write!(
             s,
-            r#"<span class="flag">{} requests failed</span> ({} of all completed in the windows). "#,
-            int(errors),
+            r#"<span class="flag">{} failed</span> ({} of all completed in the windows). "#,
+            plural(errors, "request", "requests"),
             pct(errors as f64 / done.max(1) as f64)
         );
     }
@@ -593,7 +634,7 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
             s,
             "Price/performance: {} ÷ {} requests/s = <b>{} per request/s</b>. ",
             money(price),
-            num(pk.requests_per_sec),
+            requests_per_sec(pk.requests_per_sec),
             money(ppr)
         );
     }
@@ -624,17 +665,17 @@ fn words(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptio
                 if let Some(pt) = pt {
                     let _ = write!(
                         s,
-                        "{what} (static mix {}, {} threads; SPICE mix {}, {} threads), request efficiency <b>{}</b> ({} ÷ {} requests/s) and latency efficiency <b>{}</b> ({} ÷ {} µs mean latency); ",
+                        "{what} (static mix {}, {}; SPICE mix {}, {}), request efficiency <b>{}</b> ({} ÷ {} requests/s) and latency efficiency <b>{}</b> ({} ÷ {} µs mean latency); ",
                         pt.static_mix,
-                        pt.static_threads,
+                        threads_text(pt.static_threads),
                         pt.spice_mix,
-                        pt.spice_threads,
+                        threads_text(pt.spice_threads),
                         opt_pct(pt.request),
-                        num(pt.spice_rate),
-                        num(pt.static_rate),
+                        requests_per_sec(pt.spice_rate),
+                        requests_per_sec(pt.static_rate),
                         opt_pct(pt.latency),
-                        num(pt.static_latency_mean_us),
-                        num(pt.spice_latency_mean_us)
+                        mean_us(pt.static_latency_mean_us),
+                        mean_us(pt.spice_latency_mean_us)
                     );
                 }
             }
@@ -666,7 +707,7 @@ fn words(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptio
                         "{:.2}× {} ({} requests/s)",
                         if *v > 0.0 { bv / v } else { f64::INFINITY },
                         esc(&analyses[*i].label),
-                        num(*v)
+                        requests_per_sec(*v)
                     )
                 })
                 .collect();
@@ -674,7 +715,7 @@ fn words(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptio
                 h,
                 "<p>Side by side: <b>{}</b> has the highest peak, {} requests/s — {}.</p>",
                 esc(&analyses[bi].label),
-                num(bv),
+                requests_per_sec(bv),
                 others.join(", ")
             );
         }
@@ -702,9 +743,9 @@ fn load_ticks(runs: &[Run], phase: &str) -> XTicks {
 
 fn load_tip(run: &str, m: &MixResult, what: &str, value: &str) -> String {
     format!(
-        "{run} · mix {} · {} threads, {} · {what}: {value}",
+        "{run} · mix {} · {}, {} · {what}: {value}",
         m.mix,
-        m.threads,
+        threads_text(m.threads),
         clients_text(m.clients_participating)
     )
 }
@@ -783,7 +824,7 @@ fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOpti
                     r.label.clone(),
                     "",
                     |m| Some((m.figures.requests_per_sec, m.figures.requests_per_sec.to_string())),
-                    |_, y| format!("{} requests/s", num(y)),
+                    |_, y| format!("{} requests/s", requests_per_sec(y)),
                 )
             })
             .collect();
@@ -809,7 +850,7 @@ fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOpti
                     r.label.clone(),
                     "",
                     |m| Some((m.figures.bytes_per_sec, m.figures.bytes_per_sec.to_string())),
-                    |m, y| format!("{} MB/s ({} Mbit/s)", fixed(y / 1e6, 3), num(m.figures.mbit_per_sec)),
+                    |m, y| format!("{} MB/s ({} Mbit/s)", mbs(y), mbit_per_sec(m.figures.mbit_per_sec)),
                 )
             })
             .collect();
@@ -883,9 +924,9 @@ fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOpti
                     |m, y| {
                         let kinds = nonzero_errors(m);
                         if kinds.is_empty() {
-                            format!("{} errors", int(y as u64))
+                            plural(y as u64, "error", "errors")
                         } else {
-                            format!("{} errors ({kinds})", int(y as u64))
+                            format!("{} ({kinds})", plural(y as u64, "error", "errors"))
                         }
                     },
                 )
@@ -929,7 +970,7 @@ fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOpti
                                 .find(|c| &c.name == cname)
                                 .map(|c| (c.figures.requests_per_sec, c.figures.requests_per_sec.to_string()))
                         },
-                        |_, y| format!("{cname}: {} requests/s", num(y)),
+                        |_, y| format!("{cname}: {} requests/s", requests_per_sec(y)),
                     );
                     for p in &mut s.points {
                         p.extra.push(("class", cname.clone()));
@@ -996,14 +1037,14 @@ fn per_second(h: &mut String, runs: &[Run], phase: &str, pi: usize) {
                     data_y: s.requests.to_string(),
                     extra: vec![("mix", m.mix.to_string())],
                     tip: format!(
-                        "{} · mix {} ({} threads) · second {}{} · {} requests, {} errors, p99 {} µs",
+                        "{} · mix {} ({}) · second {}{} · {}, {}, p99 {} µs",
                         r.label,
                         m.mix,
-                        m.threads,
+                        threads_text(m.threads),
                         s.second,
                         if s.in_window { "" } else { " (ramp)" },
-                        int(s.requests),
-                        int(s.errors),
+                        plural(s.requests, "request", "requests"),
+                        plural(s.errors, "error", "errors"),
                         int(s.latency_p99_us)
                     ),
                     hollow: !s.in_window,
@@ -1075,14 +1116,14 @@ fn efficiency(h: &mut String, analyses: &[RunAnalysis]) {
                         esc(&e.phase),
                         esc(e.spi.as_deref().unwrap_or("")),
                         pt.static_mix,
-                        pt.static_threads,
+                        int(pt.static_threads),
                         pt.spice_mix,
-                        pt.spice_threads,
-                        num(pt.static_rate),
-                        num(pt.spice_rate),
+                        int(pt.spice_threads),
+                        requests_per_sec(pt.static_rate),
+                        requests_per_sec(pt.spice_rate),
                         opt_pct(pt.request),
-                        num(pt.static_latency_mean_us),
-                        num(pt.spice_latency_mean_us),
+                        mean_us(pt.static_latency_mean_us),
+                        mean_us(pt.spice_latency_mean_us),
                         opt_pct(pt.latency)
                     );
                 }
@@ -1103,11 +1144,11 @@ fn efficiency(h: &mut String, analyses: &[RunAnalysis]) {
                         esc(&p.name),
                         esc(&c.at),
                         c.mix,
-                        c.threads,
+                        int(c.threads),
                         esc(&c.class),
                         esc(c.spi.as_deref().unwrap_or("")),
                         fixed(c.static_latency_mean_us, 1),
-                        num(c.class_latency_mean_us),
+                        mean_us(c.class_latency_mean_us),
                         opt_pct(c.latency_efficiency)
                     );
                 }
@@ -1148,7 +1189,7 @@ fn fairness(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
                             "client {}: ×{} ({}/s)",
                             c.client,
                             c.ratio.map(|r| format!("{r:.3}")).unwrap_or_else(|| "∞".into()),
-                            num(c.requests_per_sec)
+                            requests_per_sec(c.requests_per_sec)
                         )
                     })
                     .collect();
@@ -1174,8 +1215,8 @@ fn fairness(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
                     run_cell(i, &a.label),
                     esc(&p.name),
                     f.mix,
-                    f.threads,
-                    f.clients_participating,
+                    int(f.threads),
+                    int(f.clients_participating.into()),
                     sp(&f.rate),
                     sp(&f.latency)
                 );
@@ -1186,11 +1227,11 @@ fn fairness(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
 }
 
 fn summary(h: &mut String, runs: &[Run]) {
-    h.push_str(r#"<section id="summary"><h2>Summary report</h2><p class="sub">WebBench's summary report, a row per mix, values exactly as in results.json (latency in µs; MB = 10⁶ bytes, Mbit = 10⁶ bits; wire bytes, headers included).</p>"#);
+    h.push_str(r#"<section id="summary"><h2>Summary report</h2><p class="sub">WebBench's summary report, a row per mix, values as in results.json with each quantity's decimals (latency in µs; MB = 10⁶ bytes, Mbit = 10⁶ bits; wire bytes, headers included).</p>"#);
     for (i, r) in runs.iter().enumerate() {
         let _ = write!(
             h,
-            r#"<h3>{}{}</h3><table class="summary" data-run="{}"><tr><th class="n">mix</th><th>phase</th><th class="n">clients</th><th class="n">taking part</th><th class="n">threads</th><th class="n">window s</th><th class="n">requests</th><th class="n">requests/s</th><th class="n">MB/s</th><th class="n">Mbit/s</th><th class="n">mean µs</th><th class="n">p50 µs</th><th class="n">p90 µs</th><th class="n">p99 µs</th><th class="n">p99.9 µs</th><th class="n">max µs</th><th class="n">errors</th><th>errors by kind</th><th class="n">connections</th><th class="n">reconnects</th><th class="n">in flight</th><th class="n">client CPU s</th></tr>"#,
+            r#"<h3>{}{}</h3><table class="summary" data-run="{}"><tr><th class="n">mix</th><th>phase</th><th class="n">clients</th><th class="n">taking part</th><th class="n">threads</th><th class="n">window s</th><th class="n">requests</th><th class="n">requests/s</th><th class="n">MB/s</th><th class="n">Mbit/s</th><th class="n">mean µs</th><th class="n">p50 µs</th><th class="n">p90 µs</th><th class="n">p99 µs</th><th class="n">p99.9 µs</th><th class="n">max µs</th><th class="n">errors</th><th>errors by kind</th><th class="n">connections</th><th class="n">reconnects</th><th class="n">in flight</th><th class="n">client CPU s</th><th class="n">client CPU % of cores</th><th>client-bound</th></tr>"#,
             swatch(i),
             esc(&r.label),
             esc(&r.label)
@@ -1202,19 +1243,19 @@ fn summary(h: &mut String, runs: &[Run]) {
             let partial = if m.partial { " (partial)" } else { "" };
             let _ = write!(
                 h,
-                r#"<tr data-mix="{}">{}<td>{}{partial}</td>{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}<td>{}</td>{}{}{}{}</tr>"#,
+                r#"<tr data-mix="{}">{}<td>{}{partial}</td>{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}<td>{}</td>{}{}{}{}{}<td>{}</td></tr>"#,
                 m.mix,
                 td("mix", m.mix.to_string()),
                 esc(&m.phase),
                 td("clients", int(m.clients as u64)),
                 td("clients_participating", int(m.clients_participating as u64)),
                 td("threads", int(m.threads)),
-                td("window_s", num(m.window_s)),
+                td("window_s", seconds(m.window_s)),
                 td("requests", int(f.requests)),
-                td("requests_per_sec", num(f.requests_per_sec)),
-                td("mbytes_per_sec", num(mbytes(f.bytes_per_sec))),
-                td("mbit_per_sec", num(f.mbit_per_sec)),
-                td("latency_us.mean", num(l.mean)),
+                td("requests_per_sec", requests_per_sec(f.requests_per_sec)),
+                td("mbytes_per_sec", mbs(f.bytes_per_sec)),
+                td("mbit_per_sec", mbit_per_sec(f.mbit_per_sec)),
+                td("latency_us.mean", mean_us(l.mean)),
                 td("latency_us.p50", int(l.p50)),
                 td("latency_us.p90", int(l.p90)),
                 td("latency_us.p99", int(l.p99)),
@@ -1225,7 +1266,13 @@ fn summary(h: &mut String, runs: &[Run]) {
                 td("connections_opened", int(m.connections_opened)),
                 td("reconnects", int(m.reconnects)),
                 td("in_flight", int(m.in_flight)),
-                td("client_cpu_s", num(m.client_cpu_s)),
+                td("client_cpu_s", seconds(m.client_cpu_s)),
+                td("client_cpu.utilisation", pct(m.client_cpu.utilisation)),
+                if m.client_cpu.client_bound {
+                    r#"<span class="flag">yes</span>"#
+                } else {
+                    yes_no(false)
+                },
             );
         }
         h.push_str("</table>");
@@ -1249,16 +1296,16 @@ fn classes(h: &mut String, runs: &[Run]) {
                     h,
                     r#"<tr><td class="n">{}</td><td class="n">{}</td><td>{}</td><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
                     m.mix,
-                    m.threads,
+                    int(m.threads),
                     esc(&c.name),
                     esc(&c.kind),
                     esc(c.spi.as_deref().unwrap_or("")),
-                    num(c.percent),
-                    num(c.observed_percent),
+                    pct100(c.percent),
+                    pct100(c.observed_percent),
                     int(f.requests),
-                    num(f.requests_per_sec),
-                    num(mbytes(f.bytes_per_sec)),
-                    num(f.latency_us.mean),
+                    requests_per_sec(f.requests_per_sec),
+                    mbs(f.bytes_per_sec),
+                    mean_us(f.latency_us.mean),
                     int(f.latency_us.p50),
                     int(f.latency_us.p99),
                     int(f.errors_total)
@@ -1276,11 +1323,11 @@ fn clients(h: &mut String, runs: &[Run]) {
         let rows: usize = r.results.mixes.iter().map(|m| m.client_data.len()).sum();
         let _ = write!(
             h,
-            r#"<details{}><summary>{}{} — {} rows</summary><table class="clients" data-run="{}"><tr><th class="n">mix</th><th class="n">client</th><th>address</th><th>taken out</th><th class="n">requests</th><th class="n">requests/s</th><th class="n">MB/s</th><th class="n">mean µs</th><th class="n">p50 µs</th><th class="n">p99 µs</th><th class="n">errors</th><th class="n">connections</th><th class="n">in flight</th><th class="n">delay s</th><th class="n">CPU s</th></tr>"#,
+            r#"<details{}><summary>{}{} — {}</summary><table class="clients" data-run="{}"><tr><th class="n">mix</th><th class="n">client</th><th>address</th><th>taken out</th><th class="n">requests</th><th class="n">requests/s</th><th class="n">MB/s</th><th class="n">mean µs</th><th class="n">p50 µs</th><th class="n">p99 µs</th><th class="n">errors</th><th class="n">connections</th><th class="n">in flight</th><th class="n">delay s</th><th class="n">CPU s</th></tr>"#,
             if rows <= 64 { " open" } else { "" },
             swatch(i),
             esc(&r.label),
-            rows,
+            plural(rows as u64, "row", "rows"),
             esc(&r.label)
         );
         for m in &r.results.mixes {
@@ -1297,19 +1344,19 @@ fn clients(h: &mut String, runs: &[Run]) {
                     if c.taken_out {
                         r#"<span class="flag">yes</span>"#
                     } else {
-                        ""
+                        yes_no(false)
                     },
                     int(f.requests),
-                    num(f.requests_per_sec),
-                    num(mbytes(f.bytes_per_sec)),
-                    num(f.latency_us.mean),
+                    requests_per_sec(f.requests_per_sec),
+                    mbs(f.bytes_per_sec),
+                    mean_us(f.latency_us.mean),
                     int(f.latency_us.p50),
                     int(f.latency_us.p99),
                     int(f.errors_total),
                     int(c.connections_opened),
                     int(c.in_flight),
-                    num(c.delay_s),
-                    num(c.cpu_s)
+                    seconds(c.delay_s),
+                    seconds(c.cpu_s)
                 );
             }
         }
@@ -1375,13 +1422,13 @@ fn config(h: &mut String, runs: &[Run]) {
                 h,
                 r#"<tr><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td>{}</td><td>{}</td></tr>"#,
                 m.mix,
-                m.clients,
-                p.threads_per_client,
-                num(p.delay_s),
-                num(p.ramp_up_s),
-                num(p.ramp_down_s),
-                num(p.length_s),
-                num(p.think_time_s),
+                int(m.clients.into()),
+                int(p.threads_per_client.into()),
+                seconds(p.delay_s),
+                seconds(p.ramp_up_s),
+                seconds(p.ramp_down_s),
+                seconds(p.length_s),
+                seconds(p.think_time_s),
                 int(p.receive_buffer as u64),
                 p.http10_percent,
                 if p.http10_keepalive { "on" } else { "off" },
@@ -1391,7 +1438,7 @@ fn config(h: &mut String, runs: &[Run]) {
                     Some([a, b]) => format!("{a}..{b}"),
                     None => "unlimited".into(),
                 },
-                num(p.timeout_s),
+                seconds(p.timeout_s),
                 esc(&p.workload),
                 esc(&p.target)
             );
@@ -1419,6 +1466,7 @@ fn definitions(h: &mut String, o: &ReportOptions) {
 <li><b>Useful peak</b> (seed 001): the highest requests/s among the mixes where no client is flagged or taken out, p99 latency ≤ <b>{lim}</b> and errors ≤ <b>{err}</b> of completed requests. Change with <code>--latency-limit</code>, <code>--fairness-tolerance</code>, <code>--max-errors</code>.</li>
 <li><b>SPICE efficiency</b> (seed 001): request efficiency = SPICE request rate ÷ static request rate; latency efficiency = static mean latency ÷ SPICE mean latency; at each phase's own peak and at each phase's highest load (most threads). The static baseline is {baseline}.</li>
 <li><b>Price/performance</b> (seed 000): system price ÷ peak requests/s, in dollars per request/s.</li>
+<li><b>Client-bound</b>: the load generator's CPU (user + system time of its worker threads and controller over the mix) above 90 % of the cores it may use (its OS threads, within its affinity mask); its figures may be benchlab's limit, not the server's. <b>Co-located</b>: the server is on the generator's machine (a loopback URL) and that machine's CPUs were above 90 % busy over the mix, by every process; generator and server competed for them.</li>
 <li><b>Comparison</b> (<code>benchlab compare</code>): NEW regressed when, in any phase, its peak requests/s is below BASE's by more than the limit, or its p99 at BASE's peak load (same threads and clients) is above BASE's by more than the limit.</li>
 </ul></section>"#,
         collapse = pct(o.collapse_share),

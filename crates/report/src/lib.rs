@@ -22,7 +22,7 @@ pub use analyze::{
 pub use compare::{compare_runs, Comparison, MixRatio, PhaseComparison};
 pub use xlsx::write_xlsx;
 
-use benchlab_controller::{Results, RESULTS_SCHEMA};
+use benchlab_controller::{Results, CLIENT_BOUND_SHARE, RESULTS_SCHEMA};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -82,6 +82,47 @@ impl ReportOptions {
     /// The system price of the run labelled `label`, if one was given.
     pub fn price_for(&self, label: &str) -> Option<f64> {
         self.prices.get(label).copied().or(self.price)
+    }
+}
+
+/// What the load generator's CPU says about a run's figures, in words: a
+/// note naming the client-bound mixes, one naming the mixes whose server
+/// shared the generator's saturated machine (when not already client-bound),
+/// or, when neither happened, a line saying so. Empty for results written
+/// before the generator's CPU was recorded. The terminal, the HTML headline
+/// and the workbook's Summary sheet all show these same lines.
+pub fn generator_notes(results: &Results) -> Vec<String> {
+    if results.mixes.iter().all(|m| m.client_cpu.cores == 0) {
+        return Vec::new();
+    }
+    let bound: Vec<usize> = results
+        .mixes
+        .iter()
+        .filter(|m| m.client_cpu.client_bound)
+        .map(|m| m.mix)
+        .collect();
+    let co_located: Vec<usize> = results
+        .mixes
+        .iter()
+        .filter(|m| m.client_cpu.co_located_saturated && !m.client_cpu.client_bound)
+        .map(|m| m.mix)
+        .collect();
+    let notes: Vec<String> = analysis::client_bound_note(&bound, CLIENT_BOUND_SHARE)
+        .into_iter()
+        .chain(analysis::co_located_note(&co_located, CLIENT_BOUND_SHARE))
+        .collect();
+    if notes.is_empty() {
+        vec![format!(
+            "No mix was client-bound: the load generator stayed at or below {} of its CPU cores in every mix{}.",
+            benchlab_format::share(CLIENT_BOUND_SHARE),
+            if results.mixes.iter().any(|m| m.client_cpu.machine_busy.is_some()) {
+                ", and no server on its machine had to share saturated CPUs with it"
+            } else {
+                ""
+            }
+        )]
+    } else {
+        notes
     }
 }
 

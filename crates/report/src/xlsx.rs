@@ -23,6 +23,7 @@
 
 use crate::Run;
 use benchlab_controller::{clients_csv, round, summary_csv, MixResult, Results};
+use benchlab_format::{column_quantity, column_title};
 use rust_xlsxwriter::{
     Chart, ChartLegendPosition, ChartType, ColNum, DocProperties, ExcelDateTime, Format, RowNum, Workbook, Worksheet,
 };
@@ -216,6 +217,9 @@ struct Sheet<'a> {
     bold: &'a Format,
     time: Format,
     widths: Vec<usize>,
+    /// Per column of the table being written: the number format of its
+    /// quantity (thousands separators, the quantity's decimals).
+    number_formats: Vec<Option<Format>>,
 }
 
 impl<'a> Sheet<'a> {
@@ -225,6 +229,7 @@ impl<'a> Sheet<'a> {
             bold,
             time: Format::new().set_num_format(TIME_FORMAT),
             widths: Vec::new(),
+            number_formats: Vec::new(),
         }
     }
 
@@ -254,7 +259,10 @@ impl<'a> Sheet<'a> {
             Cell::Blank => return Ok(()),
             Cell::Text(s) if bold => ws.write_string_with_format(row, col, excel_text(s), self.bold),
             Cell::Text(s) => ws.write_string(row, col, excel_text(s)),
-            Cell::Num(x) => ws.write_number(row, col, *x),
+            Cell::Num(x) => match self.number_formats.get(usize::from(col)) {
+                Some(Some(f)) => ws.write_number_with_format(row, col, *x, f),
+                _ => ws.write_number(row, col, *x),
+            },
             Cell::Bool(b) => ws.write_boolean(row, col, *b),
             Cell::Time(t) => match ExcelDateTime::from_timestamp(*t) {
                 Ok(t) => ws.write_datetime_with_format(row, col, &t, &self.time),
@@ -279,9 +287,17 @@ impl<'a> Sheet<'a> {
         self.put(row, 0, &Cell::text(text), true)
     }
 
-    /// The table's header at `row`, its rows below. Returns the row after it.
+    /// The table's header at `row` (its columns' names in words, with
+    /// units), its rows below, numbers shown with their quantity's
+    /// separators and decimals. Returns the row after it.
     fn table(&mut self, row: RowNum, table: &Table) -> Result<RowNum, String> {
-        self.header(row, &table.header)?;
+        let titles: Vec<String> = table.header.iter().map(|k| column_title(k)).collect();
+        self.header(row, &titles)?;
+        self.number_formats = table
+            .header
+            .iter()
+            .map(|k| column_quantity(k).map(|q| Format::new().set_num_format(q.excel_format())))
+            .collect();
         let mut r = row;
         for cells in &table.rows {
             r = next_row(r)?;
@@ -289,6 +305,7 @@ impl<'a> Sheet<'a> {
                 self.cell(r, col, cell)?;
             }
         }
+        self.number_formats.clear();
         next_row(r)
     }
 
@@ -400,6 +417,19 @@ fn write_summary(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &Format)
 
     let mut sheet = Sheet::new(ws, bold);
     let after = sheet.table(0, &table)?;
+    // Under the table, after a blank row: which mixes were client-bound.
+    let mut note_row = next_row(after)?;
+    for run in runs {
+        for note in crate::generator_notes(&run.results) {
+            let text = if several {
+                format!("{}: {note}", run.label)
+            } else {
+                note
+            };
+            sheet.overflowing(note_row, 0, &text)?;
+            note_row = next_row(note_row)?;
+        }
+    }
     sheet.finish(true);
 
     let charts = [
@@ -420,7 +450,7 @@ fn write_summary(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &Format)
         // Excel refuses a chart without a series: no mixes, no charts.
         return Ok(());
     }
-    let chart_row = after.saturating_add(2);
+    let chart_row = note_row.saturating_add(1);
     for ((title, col, y_name, alt), x_offset) in charts.into_iter().zip([0, CHART_WIDTH + CHART_GAP]) {
         let mut chart = Chart::new(ChartType::ScatterStraightWithMarkers);
         chart.title().set_name(title);
@@ -669,7 +699,7 @@ fn disclosure(run: &Run) -> Vec<(String, Cell)> {
 /// would hide the lines and could pass Excel's limit on a cell).
 fn write_configuration(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &Format) -> Result<(), String> {
     let mut sheet = Sheet::new(ws, bold);
-    sheet.header(0, &["field", "value"])?;
+    sheet.header(0, &["Field", "Value"])?;
     let mut row: RowNum = 1;
     for (i, run) in runs.iter().enumerate() {
         if several {
@@ -755,6 +785,7 @@ mod tests {
             tls_full_handshakes: 0,
             tls_resumptions: 0,
             client_cpu_s: 0.5,
+            client_cpu: Default::default(),
             params: ParamsResult {
                 delay_s: 0.0,
                 ramp_up_s: 1.0,
@@ -934,6 +965,47 @@ mod tests {
         assert_eq!(t.rows[1][4], Cell::Text("inproc".into()));
         assert_eq!(t.rows[0][4], Cell::Blank);
         assert_eq!(t.rows[0][9], Cell::Num(0.123));
+    }
+
+    /// The headline of `runs`' report page.
+    fn headline(runs: &[Run]) -> String {
+        let html = crate::render_html(runs, &crate::ReportOptions::default());
+        let h = &html[html.find(r#"id="headline""#).expect("headline")..];
+        h[..h.find("</section>").expect("end of headline")].to_string()
+    }
+
+    #[test]
+    fn client_bound_mixes_are_named_in_the_headline() {
+        let mut r = run("a", &[("demo", 3)]);
+        for m in &mut r.results.mixes {
+            m.client_cpu.cores = 2;
+            m.client_cpu.utilisation = 0.4;
+        }
+        let none = headline(std::slice::from_ref(&r));
+        assert!(none.contains("No mix was client-bound"), "{none}");
+        assert!(!none.contains("CLIENT-BOUND"), "{none}");
+        r.results.mixes[1].client_cpu.utilisation = 0.95;
+        r.results.mixes[1].client_cpu.client_bound = true;
+        r.results.mixes[2].client_cpu.client_bound = true;
+        let flagged = headline(std::slice::from_ref(&r));
+        assert!(flagged.contains(r#"data-client-bound="2,3""#), "{flagged}");
+        assert!(
+            flagged.contains("CLIENT-BOUND: mixes 2 and 3: the load generator used more than 90.0 % of the CPU cores"),
+            "{flagged}"
+        );
+        // A co-located mix on a saturated machine, not client-bound itself.
+        r.results.mixes[0].client_cpu.machine_busy = Some(0.99);
+        r.results.mixes[0].client_cpu.co_located_saturated = true;
+        let both = headline(std::slice::from_ref(&r));
+        assert!(both.contains(r#"data-co-located="1""#), "{both}");
+        assert!(
+            both.contains("CO-LOCATED: mix 1: the server ran on the load generator&#39;s machine"),
+            "{both}"
+        );
+        assert!(both.contains("CLIENT-BOUND: mixes 2 and 3"), "{both}");
+        // Results from before the generator's CPU was recorded: no line.
+        let old = run("b", &[("demo", 2)]);
+        assert!(!headline(&[old]).contains("client-bound"));
     }
 
     #[test]

@@ -62,6 +62,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         tls_full_handshakes: 0,
         tls_resumptions: 0,
         client_cpu_s: 0.0,
+        client_cpu: Default::default(),
         params: ParamsResult {
             delay_s: 0.0,
             ramp_up_s: 1.0,
