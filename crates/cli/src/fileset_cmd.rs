@@ -54,8 +54,8 @@ Layouts (the URL path of a file is its path under --out):
 5,119,488 bytes per directory. Request weight = class share (35/50/14/1 %) \
 x file share (3.9 5.9 8.8 17.7 35.3 11.8 7.1 5.0 4.4 %, normalised) x \
 directory Zipf 1/(d+1) (normalised); weights sum to 1, weighted mean size \
-14,726 bytes (DESIGN.md's 14,712 is the same sum before normalising the \
-file shares, which add up to 99.9 %).
+14,726 bytes (the 14,712 sometimes quoted is the same sum before \
+normalising the file shares, which add up to 99.9 %; see docs/filesets.md).
   ct-single   /4k.html (4,096 B) and /8k.html (8,192 B), weight 0.5 each.
   ct-10k, ct-1m, custom   /dNNNN/pNNNNNN.html, 1,000 pages per directory, \
 weight 1/count each, class `page`.

@@ -381,7 +381,7 @@ pub struct SessionLog {
     pub lines: Vec<LogLine>,
 }
 
-/// Reads and checks a session log's format exactly (DESIGN.md): the counter
+/// Reads and checks a session log's format exactly (docs/spice.md): the counter
 /// as 12 digits and `\n`, then `TIME\tPID\tPATH\n` lines with TIME as
 /// `YYYY-MM-DDTHH:MM:SSZ`. Any torn or interleaved line fails.
 pub fn read_session_log(path: &Path) -> SessionLog {
