@@ -2,9 +2,10 @@
 //! fresh machine:
 //!
 //! - no tracked file points outside the repository: no mention of the design
-//!   document that lived beside it, no `../shared` path, no relative
-//!   markdown link (or `#section` anchor) to a file or heading that is not
-//!   in the repository, no `docs/….md` reference to a missing doc;
+//!   document that lived beside it, no path into a directory beside the
+//!   checkout, no relative markdown link (or `#section` anchor) to a file or
+//!   heading that is not in the repository, no `docs/….md` reference to a
+//!   missing doc;
 //! - README's test command is `bash scripts/test.sh`, which `.ci/run` runs
 //!   too; no script stops, starts or reconfigures the machine's services;
 //! - every external program the tests start is installed by
@@ -273,6 +274,25 @@ fn markdown_links_stay_inside_the_repository_and_resolve() {
         "only {checked} relative links found: is the link scanner broken?"
     );
     assert!(problems.is_empty(), "broken markdown links:\n{}", problems.join("\n"));
+}
+
+/// The link scanner itself: what it finds, what it resolves, what it refuses.
+#[test]
+fn link_scanner_finds_links_anchors_and_escapes() {
+    let md = "# Counting, exactly\n\nSee [a](../x.md#b) and ![img](pic.png \"t\").\n\
+              ```sh\n[not](a link)\n```\n## Timing: windows and `--time-scale`\n## Timing: windows and `--time-scale`\n";
+    let links = markdown_links(md);
+    assert_eq!(links, vec![(3, "../x.md#b".to_string()), (3, "pic.png".to_string())]);
+    let heads = anchors(md);
+    assert!(heads.contains("counting-exactly"), "{heads:?}");
+    assert!(heads.contains("timing-windows-and---time-scale"), "{heads:?}");
+    assert!(heads.contains("timing-windows-and---time-scale-1"), "{heads:?}");
+    assert_eq!(
+        resolve(Path::new("docs"), "../spice/README.md"),
+        Some(PathBuf::from("spice/README.md"))
+    );
+    assert_eq!(resolve(Path::new("docs"), &["../../", "elsewhere/x.md"].concat()), None);
+    assert_eq!(resolve(Path::new(""), "/etc/passwd"), None);
 }
 
 #[test]
