@@ -117,6 +117,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
+# Tests name their servers `localhost` as well as 127.0.0.1. Every installed
+# Debian/Ubuntu system has it in /etc/hosts; a bare chroot or container image
+# may not, and then tests fail with "Name or service not known". Say so here
+# rather than change the machine's name resolution.
+if ! getent hosts localhost >/dev/null 2>&1; then
+  echo "the name localhost does not resolve on this machine: add \"127.0.0.1 localhost\" to /etc/hosts" >&2
+  exit 1
+fi
+
 if ! command -v cargo >/dev/null; then
   echo "cargo is not on PATH: install Rust (https://rustup.rs), then run this again" >&2
   exit 1
