@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Client CPU per request: benchlab vs wrk, h2load, ab and the floor (bare C
-# loops from ../shared/tools/floor), against one local nginx serving a
+# loops in bench/floor/), against one local nginx serving a
 # 4096-byte file. See bench/README.md for what it prints and how to read it.
 #
 # Usage: bench/vs-peers.sh [--report FILE.tsv] [-h]
@@ -16,9 +16,8 @@
 #     WARMUP [1]         seconds of unrecorded load before the first run (0: none)
 #     BENCHLAB [target/release/benchlab]
 #     NGINX [nginx on PATH, else /usr/sbin/nginx]
-#     SHARED [../shared]  floor sources are read from $SHARED/tools/floor
-#     FLOOR_DIR          directory with floor.c/floor_close.c (or prebuilt
-#                        floor/floor_close binaries); overrides $SHARED
+#     FLOOR_DIR [bench/floor]  directory with floor.c/floor_close.c (or
+#                        prebuilt floor/floor_close binaries)
 #     OUT_DIR [bench/out] built floor binaries, TSV, report, per-run logs
 #   --report FILE.tsv  re-print the tables of an earlier run, run nothing
 set -euo pipefail
@@ -47,7 +46,6 @@ SERVER_CPUS=${SERVER_CPUS:-1}
 NGINX_WORKERS=${NGINX_WORKERS:-1}
 WARMUP=${WARMUP:-1}
 BENCHLAB=${BENCHLAB:-target/release/benchlab}
-SHARED=${SHARED:-../shared}
 OUT_DIR=${OUT_DIR:-bench/out}
 if [[ -z ${NGINX:-} ]]; then NGINX=$(command -v nginx || echo /usr/sbin/nginx); fi
 
@@ -318,7 +316,7 @@ taskset -c "$SERVER_CPUS" true 2>/dev/null || die "SERVER_CPUS='$SERVER_CPUS' is
 
 # The floor: build from source when the source is here, else take what an
 # earlier build (or a copy) left in $OUT_DIR or $FLOOR_DIR.
-FLOOR_SRC=${FLOOR_DIR:-$SHARED/tools/floor}
+FLOOR_SRC=${FLOOR_DIR:-$ROOT/bench/floor}
 if has_tool floor; then
   for b in floor floor_close; do
     if [[ -f $FLOOR_SRC/$b.c ]]; then
@@ -329,7 +327,7 @@ if has_tool floor; then
     elif [[ -n ${FLOOR_DIR:-} && -x $FLOOR_DIR/$b ]]; then
       cp "$FLOOR_DIR/$b" "$OUT_DIR/$b"
     elif [[ ! -x $OUT_DIR/$b ]]; then
-      drop_tool "no $b: neither $FLOOR_SRC/$b.c nor a prebuilt $OUT_DIR/$b (set FLOOR_DIR= or SHARED=)" floor
+      drop_tool "no $b: neither $FLOOR_SRC/$b.c nor a prebuilt $OUT_DIR/$b (set FLOOR_DIR=)" floor
       break
     fi
   done

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Quick start until `benchlab demo` exists: start a throw-away nginx on a free
-# loopback port serving a 4 KiB page from a temp dir, run `benchlab http`
-# against it (5 s, 64 virtual users), then stop nginx and remove the dir.
+# A quick check against a real server (README.md, "Quick start"): start a
+# throw-away nginx on a free loopback port serving a 4 KiB page from a temp
+# dir, run `benchlab http` against it (5 s, 64 virtual users), then stop that
+# nginx and remove the dir. `benchlab demo` is the full suite on benchlab's
+# own server; this is the one-URL check against someone else's.
 #
 #   bash scripts/quickstart.sh [extra benchlab http flags]
 set -euo pipefail

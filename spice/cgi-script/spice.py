@@ -2,7 +2,7 @@
 """SPICE as a CGI script (spi `cgi-script`): the same work as the C programs
 (../src/spice.c), in a script language, as c't 1999 ran Perl CGI scripts.
 
-URL layout (DESIGN.md, "SPICE URL layout"): the server maps /spice/cgi-script
+URL layout (docs/spice.md, "URL layout"): the server maps /spice/cgi-script
 to this script, so PATH_INFO is "/<kind>/<file path>" with kind adrot,
 session or sleep (?ms=N, default 3000). SPICE_ROOT is the document root,
 SPICE_SESSION_LOG the session log. The body is exactly the file's bytes.

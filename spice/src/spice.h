@@ -1,8 +1,8 @@
 /* SPICE programs: the work shared by every SPI front end (CGI, FastCGI).
  *
  * A SPICE program does the minimum work for its SPI and returns exactly the
- * bytes of the static file its URL names (seed 001). URL layout (DESIGN.md,
- * "SPICE URL layout"), the same on every server:
+ * bytes of the static file its URL names (seed 001). URL layout (docs/spice.md,
+ * "URL layout"), the same on every server:
  *
  *   /spice/<spi>/adrot/<file path>      ad rotation
  *   /spice/<spi>/session/<file path>    session-oriented (locked log file)

@@ -63,8 +63,8 @@ Layouts (the URL path of a file is its path under --out):
 5,119,488 bytes per directory. Request weight = class share (35/50/14/1 %) \
 x file share (3.9 5.9 8.8 17.7 35.3 11.8 7.1 5.0 4.4 %, normalised) x \
 directory Zipf 1/(d+1) (normalised); weights sum to 1, weighted mean size \
-14,726 bytes (DESIGN.md's 14,712 is the same sum before normalising the \
-file shares, which add up to 99.9 %).
+14,726 bytes (the 14,712 sometimes quoted is the same sum before \
+normalising the file shares, which add up to 99.9 %; see docs/filesets.md).
   mindcraft-1998   /dNN/rNNNN.html for request rank r = 1..6400 (100 a \
 directory), in rank order: the log seed 002 describes. Rank r <= 704 is \
 requested floor(13313 / r) times, every other URL once, in 100,330 requests \

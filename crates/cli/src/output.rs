@@ -1,7 +1,7 @@
 //! The result of `benchlab http`: the JSON schema `benchlab.http/1` and the
 //! human summary printed from the same struct, so both always agree.
 //!
-//! Field names and meanings are DESIGN.md's "Counting, exactly" table; the
+//! Field names and meanings are those of docs/counting.md; the
 //! README documents each one.
 
 use crate::http::HttpMode;
@@ -76,7 +76,7 @@ pub struct HttpResult {
 }
 
 /// Errors by kind with every canonical kind present (zeros included), in
-/// DESIGN.md's order, so consumers never meet a missing key.
+/// the order of docs/counting.md, so consumers never meet a missing key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ErrorCounts(pub [u64; ErrorKind::COUNT]);
 

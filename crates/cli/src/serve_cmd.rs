@@ -11,7 +11,7 @@ use std::time::Duration;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 URLs: /<file path> serves the file (a directory: its index.html); the SPICE \
-programs (DESIGN.md, \"SPICE URL layout\") return exactly the same bytes:
+programs (docs/spice.md, \"URL layout\") return exactly the same bytes:
   /spice/inproc/adrot/<file path>            ad rotation: reads query, Cookie, User-Agent; \
 picks an ad (header X-Ad)
   /spice/inproc/session/<file path>          session: locked counter + log line

@@ -1,8 +1,8 @@
 //! benchlab against a misbehaving HTTP/1 server (`support/bad_server.rs`):
 //! every failure must land in its exact error bucket, with exact counts.
 //!
-//! Bucket rules benchlab implements (DESIGN.md, "Connection semantics" and
-//! "Counting, exactly"):
+//! Bucket rules benchlab implements (docs/connections.md and
+//! docs/counting.md):
 //! - connection reset (RST) at any time of a request → `reset`;
 //! - clean close (FIN) after the head but before the body is complete →
 //!   `short_body`;

@@ -6,7 +6,7 @@
 //! a screenshot is saved for a person to look at, in the test's temp dir and
 //! as `target/report-screenshot.png`.
 //!
-//! Chromium is required (`.ci/run` installs the Debian package `chromium`):
+//! Chromium is required (`scripts/test.sh` installs the Debian package `chromium`):
 //! without it the test fails, it never skips.
 
 mod common;
@@ -33,7 +33,7 @@ fn chromium() -> PathBuf {
         }
     }
     panic!(
-        "Chromium is not installed (looked for {} in PATH): run `bash .ci/run` or `apt-get install -y chromium`; \
+        "Chromium is not installed (looked for {} in PATH): run `bash scripts/test.sh` or `apt-get install -y chromium`; \
          this test needs a real browser and does not skip",
         names.join(", ")
     );

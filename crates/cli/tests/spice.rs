@@ -2,7 +2,7 @@
 //! lighttpd) configured from `deploy/spice/`, and run directly as CGI.
 //!
 //! For each server and each SPI (`cgi-c`, `cgi-script`, `fastcgi`), at the
-//! URLs of DESIGN.md's "SPICE URL layout": ad rotation, session and sleep
+//! URLs of docs/spice.md's "URL layout": ad rotation, session and sleep
 //! requests for a 4,096-byte and a 10,000-byte file return exactly the
 //! file's bytes with the right Content-Length (as the static file does);
 //! the session log's counter equals the number of session requests; and

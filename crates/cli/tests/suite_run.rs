@@ -1,7 +1,7 @@
 //! `benchlab run SUITE` against a real nginx on loopback serving a file set
 //! made by `benchlab fileset generate`: the results directory (results.json,
-//! summary.csv, clients.csv) counted exactly as DESIGN.md's "Counting,
-//! exactly" says and checked against what nginx logged; `--time-scale` on a
+//! summary.csv, clients.csv) counted exactly as docs/counting.md
+//! says and checked against what nginx logged; `--time-scale` on a
 //! shipped suite; Ctrl-C in the middle of a mix; the preflight that refuses a
 //! target serving another file set. Also: `docs/results.schema.json` is
 //! generated from the result types (and kept in sync by a test here) and
@@ -283,7 +283,7 @@ fn results_schema() -> Value {
         json!(
             "The results of `benchlab run SUITE`: the suite as run, the environment, and per mix its summary \
              figures, client data, classes, per-second series and merged HDR histograms. Counts follow \
-             DESIGN.md's \"Counting, exactly\". Generated from crates/controller/src/results.rs by \
+             docs/counting.md. Generated from crates/controller/src/results.rs by \
              crates/cli/tests/suite_run.rs; do not edit by hand."
         ),
     );

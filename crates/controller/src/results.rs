@@ -38,7 +38,8 @@ impl From<LatencySummary> for Latency {
     }
 }
 
-/// Errors by kind, every canonical kind present, in DESIGN.md's order.
+/// Errors by kind, every canonical kind present, in the order of
+/// docs/counting.md.
 pub type Errors = BTreeMap<String, u64>;
 
 pub fn errors_of(c: &Counters) -> Errors {

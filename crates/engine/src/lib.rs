@@ -3,7 +3,7 @@
 //! The load engine of benchlab: closed-loop virtual users (WebBench's
 //! "worker threads") multiplexed on a few OS threads, each OS thread an
 //! epoll event loop; hand-written HTTP/1 framing; exact counting by
-//! DESIGN.md's "Counting, exactly"; HDR latency histograms per thread and
+//! docs/counting.md; HDR latency histograms per thread and
 //! class, snapshotted every second and merged exactly.
 //!
 //! The crate has no CLI concerns: a [`ClientPlan`] says what one client

@@ -4,7 +4,7 @@
 //! is the inner loop of the load generator and it must be *exact*:
 //! - it counts every byte as it is framed on the wire (status line, headers,
 //!   1xx interim responses, chunk-size lines, trailers), which `bytes` in
-//!   DESIGN.md's "Counting, exactly" needs and which a parser that hands back
+//!   docs/counting.md needs and which a parser that hands back
 //!   only decoded bodies cannot give;
 //! - it never copies a body: bodies are counted (and, when asked, hashed)
 //!   straight out of the thread's receive buffer, so a 900 KiB response costs
@@ -21,8 +21,8 @@
 use xxhash_rust::xxh3::Xxh3;
 
 /// Largest response head accepted (status line + headers + empty line, and
-/// likewise a trailer section). DESIGN.md: `header_too_large` is a head over
-/// 64 KiB.
+/// likewise a trailer section). docs/counting.md: `header_too_large` is a
+/// head over 64 KiB.
 pub const MAX_HEAD: usize = 64 * 1024;
 
 /// Why a response could not be framed.

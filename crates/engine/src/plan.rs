@@ -136,8 +136,7 @@ pub struct UrlPlan {
 }
 
 /// Which HTTP version and connection behaviour each new connection draws
-/// (DESIGN.md "Connection semantics"; percentages are per connection, as in
-/// WebBench).
+/// (docs/connections.md; percentages are per connection, as in WebBench).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionPolicy {
     /// Share of connections that speak HTTP/1.0, in percent.
@@ -153,7 +152,8 @@ pub struct ConnectionPolicy {
 }
 
 impl Default for ConnectionPolicy {
-    /// DESIGN.md's defaults: HTTP/1.1, 100 % persistent, unlimited requests.
+    /// The defaults of docs/connections.md: HTTP/1.1, 100 % persistent,
+    /// unlimited requests.
     fn default() -> Self {
         ConnectionPolicy {
             http10_percent: 0,
@@ -225,7 +225,8 @@ pub struct ClientPlan {
 }
 
 impl ClientPlan {
-    /// A plan for `urls` with DESIGN.md's defaults and a 10 s run.
+    /// A plan for `urls` with the documented defaults (docs/connections.md,
+    /// docs/counting.md) and a 10 s run.
     pub fn new(urls: impl Into<std::sync::Arc<[UrlPlan]>>, classes: Vec<ClassPlan>) -> Self {
         ClientPlan {
             urls: urls.into(),

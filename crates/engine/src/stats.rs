@@ -1,4 +1,4 @@
-//! What a client counts, exactly as DESIGN.md's "Counting, exactly" table
+//! What a client counts, exactly as docs/counting.md's "The counted fields"
 //! defines it, and how counts from many OS threads and seconds are merged.
 //!
 //! Each worker OS thread owns one [`ThreadStats`]; nothing in it is shared,
@@ -12,7 +12,8 @@ use hdrhistogram::Histogram;
 use std::fmt;
 use std::time::Duration;
 
-/// The canonical error kinds (DESIGN.md), in their documented order.
+/// The canonical error kinds (docs/counting.md, "Error kinds"), in their
+/// documented order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorKind {
     /// The server refused the TCP connection.
@@ -82,7 +83,7 @@ impl fmt::Display for ErrorKind {
 /// values saturate to it (a request cannot last longer than its timeout).
 pub const LATENCY_MAX_US: u64 = 3_600_000_000;
 
-/// A latency histogram: microseconds, 3 significant digits (DESIGN.md).
+/// A latency histogram: microseconds, 3 significant digits (docs/counting.md).
 pub fn new_latency_histogram() -> Histogram<u64> {
     // Bounds are constants that hdrhistogram accepts.
     Histogram::new_with_bounds(1, LATENCY_MAX_US, 3).expect("valid constant histogram bounds")

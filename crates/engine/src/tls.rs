@@ -1,7 +1,7 @@
 //! TLS client configuration (rustls with the *ring* provider).
 //!
 //! Two configurations are built per client: one that never resumes (every
-//! new connection pays a full handshake, DESIGN.md's default) and one with a
+//! new connection pays a full handshake, the default of docs/counting.md) and one with a
 //! session cache, picked for the share of connections the plan wants
 //! resumed. Which kind of handshake really happened is read back from
 //! rustls and counted, so the counts never rest on what was asked for.

@@ -4,7 +4,7 @@
 //! Written by hand on `mio` (a thin epoll wrapper) instead of tokio + hyper,
 //! as wrk and h2load are written on bare epoll: oha, built on tokio and
 //! hyper, spends 1.65× the CPU per request of the bare-syscall floor
-//! (`../shared/tools/floor`), and wrk 1.33×. What the loop does per request
+//! (`bench/floor/`), and wrk 1.33×. What the loop does per request
 //! is what the floor does — one `write`, one `read` (keep-alive), plus
 //! `socket`, `connect`, `epoll_ctl`, a read of EOF and `close` for a new
 //! connection — and in user space only framing, two clock reads and one HDR
@@ -406,7 +406,7 @@ impl Worker {
     }
 
     /// Opens a new connection for virtual user `i` and draws its HTTP
-    /// version and length (DESIGN.md: per connection, at open).
+    /// version and length (docs/connections.md, "Per-connection draws").
     fn open(&mut self, i: usize) {
         let plan = &self.shared.plan;
         let policy = plan.connection;

@@ -10,7 +10,7 @@
 //!   K = 0–8) of (K+1) × 102.4 B, 1 KiB, 10 KiB, 100 KiB. Class 0 sizes are
 //!   rounded to the nearest byte in integer arithmetic,
 //!   `((K+1) × 1024 + 5) / 10` (102, 205, 307, 410, 512, 614, 717, 819, 922),
-//!   so a directory holds 5,119,488 bytes as DESIGN.md states; the other
+//!   so a directory holds 5,119,488 bytes (docs/filesets.md); the other
 //!   classes are exact. The request weight of a file is
 //!   class share × file share × directory Zipf weight: class shares
 //!   35 / 50 / 14 / 1 %, file shares 3.9, 5.9, 8.8, 17.7, 35.3, 11.8, 7.1,
@@ -495,9 +495,9 @@ mod tests {
 
     /// The request-weighted mean response size.
     ///
-    /// DESIGN.md quotes 14,712 bytes, but that figure is Σ share × size with
+    /// 14,712 bytes is sometimes quoted, but that figure is Σ share × size with
     /// the file shares as published, summing to 99.9 %: 0.999 × the true
-    /// mean. Once the shares are normalised (as DESIGN.md also asks, and as
+    /// mean. Once the shares are normalised (as docs/filesets.md does, and as
     /// any draw by weight ÷ total does anyway) the mean is 14,726.36 bytes
     /// (14,726.24 with class 0 sizes rounded down; the exact Zipf shares the
     /// rounded ones come from give 14,726.96). Both figures are pinned here.

@@ -88,7 +88,7 @@ fn main() -> ExitCode {
         sum += 1.0 / ((r + 1) as f64).powf(alpha);
         cdf.push(sum);
     }
-    // Paths and sizes of a SPECweb99-like tree (DESIGN.md): `classC_K` is
+    // Paths and sizes of a SPECweb99-like tree (docs/filesets.md): `classC_K` is
     // (K+1) × 102.4 bytes × 10^C, so 102 B to 900 KiB.
     let paths: Vec<String> = (0..urls)
         .map(|r| format!("/dir{:05}/class{}_{}", r / 36, r % 36 / 9, r % 9))

@@ -1,6 +1,6 @@
 //! # benchlab-logs
 //!
-//! Workloads from a real server log (DESIGN.md, "Workloads and file sets";
+//! Workloads from a real server log (docs/design.md;
 //! seed 002 built its workload the same way: 704 of 6,400 URLs covered 94 %
 //! of the requests). Read a Common or Combined Log Format access log, plain
 //! or gzip; count the successful GETs (2xx and 304) per URL; rank the URLs

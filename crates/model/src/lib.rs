@@ -2,8 +2,8 @@
 //!
 //! Suites, mixes and workloads: the TOML a user writes, parsed and checked
 //! before anything runs. Every error names the file, line and column, what
-//! was found and what was expected (DESIGN.md's vocabulary: suite, mix,
-//! phase, workload, class, file set).
+//! was found and what was expected (the vocabulary of docs/design.md: suite,
+//! mix, phase, workload, class, file set).
 
 mod duration;
 mod error;

@@ -1,6 +1,6 @@
 //! The report's analysis as pure functions over numbers, so every definition
 //! is written once, stated in the report, and property-tested on synthetic
-//! curves with known answers (DESIGN.md, "What the reports must answer").
+//! curves with known answers (docs/design.md, "What the reports answer").
 //!
 //! Shares and ratios are fractions (0.068, not 6.8 %); the page formats them.
 //! A function returns `None` where its answer is undefined (an empty curve, a
@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 /// Where a curve over rising load peaks, and how much of the peak it kept
-/// past it — DESIGN.md's two numbers for the shape past the peak (Apache
+/// past it — the two numbers of docs/design.md for the shape past the peak (Apache
 /// 1.3.4 in seed 004: 1,000 → 68 → 87 requests/s is a lowest share of 0.068
 /// and a share of 0.087 kept at the last mix).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,6 +1,6 @@
 //! The analysis of one run, phase by phase: [`crate::analysis`]'s pure
 //! functions applied to `results.json`. Each phase is analysed on its own
-//! because DESIGN.md charts each phase against load on its own (a static
+//! because each phase is charted against load on its own (docs/design.md) (a static
 //! phase and a CGI phase are two curves, not one).
 
 use crate::analysis::{self, Efficiency, MixPoint, Spread, UsefulLimits};

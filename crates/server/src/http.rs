@@ -199,7 +199,7 @@ pub(crate) fn decode_path(path: &str) -> Result<Cow<'_, str>, &'static str> {
 }
 
 /// Where a request goes: a static file, or one of the in-process SPICE
-/// programs (DESIGN.md, "SPICE URL layout"), each naming a file path.
+/// programs (docs/spice.md, "URL layout"), each naming a file path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Route<'a> {
     Static(&'a str),

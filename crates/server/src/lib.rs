@@ -12,8 +12,8 @@
 //! | `/spice/inproc/sleep/<file path>?ms=3000` | slow back end: waits `ms` (default 3000) without blocking other connections, returns the file |
 //!
 //! Every SPICE answer carries exactly the static file's bytes (seed 001), so
-//! static and dynamic runs compare fairly. The layout is DESIGN.md's "SPICE
-//! URL layout", the same on every server.
+//! static and dynamic runs compare fairly. The layout is docs/spice.md's "URL
+//! layout", the same on every server.
 //!
 //! HTTP/1.0 and 1.1, GET and HEAD, keep-alive, pipelining, `Content-Length`
 //! on every response, small files from memory, large ones with `sendfile`,

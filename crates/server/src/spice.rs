@@ -77,7 +77,7 @@ impl<'h, 'b> AdEnv<'h, 'b> {
 /// rewritten in place (12 digits: a trillion requests).
 pub const COUNTER_DIGITS: usize = 12;
 
-/// The session log (DESIGN.md, "SPICE URL layout"): one file per server,
+/// The session log (docs/spice.md, "The session log"): one file per server,
 /// shared by every SPI's session program on it, so its format is a contract.
 ///
 /// ```text

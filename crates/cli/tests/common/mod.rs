@@ -70,7 +70,7 @@ pub fn u(v: &serde_json::Value, pointer: &str) -> u64 {
 }
 
 /// Panics with a clear message when a program the tests need is missing:
-/// `.ci/run` installs them, so a missing one is a broken setup, never a skip.
+/// `scripts/test.sh` installs them, so a missing one is a broken setup, never a skip.
 pub fn require(program: &str) {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
@@ -78,7 +78,7 @@ pub fn require(program: &str) {
         || Path::new("/usr/sbin").join(program).is_file();
     assert!(
         found,
-        "{program} is not installed: run `bash .ci/run` (it installs the test servers)"
+        "{program} is not installed: run `bash scripts/test.sh` (it installs the test servers)"
     );
 }
 

@@ -40,11 +40,11 @@ pub fn which(program: &str) -> Option<PathBuf> {
 }
 
 /// Panics with a clear message when a program the tests need is missing:
-/// `.ci/run` installs them, so a missing one is a broken setup, never a skip.
+/// `scripts/test.sh` installs them, so a missing one is a broken setup, never a skip.
 pub fn require(program: &str) -> PathBuf {
     which(program).unwrap_or_else(|| {
         panic!(
-            "{program} is not installed: run `bash .ci/run` (it installs the SPICE test packages: \
+            "{program} is not installed: run `bash scripts/test.sh` (it installs the SPICE test packages: \
              nginx-light, apache2, lighttpd, fcgiwrap, spawn-fcgi, libfcgi-dev, python3)"
         )
     })
@@ -60,11 +60,11 @@ pub fn programs() -> &'static Path {
         require("gcc");
         assert!(
             Path::new("/usr/bin/python3").is_file(),
-            "/usr/bin/python3 (spice.py's interpreter) is missing: run `bash .ci/run`"
+            "/usr/bin/python3 (spice.py's interpreter) is missing: run `bash scripts/test.sh`"
         );
         assert!(
             Path::new("/usr/include/fcgiapp.h").is_file(),
-            "libfcgi's headers are missing (Debian: libfcgi-dev): run `bash .ci/run`"
+            "libfcgi's headers are missing (Debian: libfcgi-dev): run `bash scripts/test.sh`"
         );
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("spice-build");
         let res = Command::new("make")
@@ -381,7 +381,7 @@ pub struct SessionLog {
     pub lines: Vec<LogLine>,
 }
 
-/// Reads and checks a session log's format exactly (DESIGN.md): the counter
+/// Reads and checks a session log's format exactly (docs/spice.md): the counter
 /// as 12 digits and `\n`, then `TIME\tPID\tPATH\n` lines with TIME as
 /// `YYYY-MM-DDTHH:MM:SSZ`. Any torn or interleaved line fails.
 pub fn read_session_log(path: &Path) -> SessionLog {

@@ -199,7 +199,7 @@ pub fn apache() -> SpiceServer {
     require("apache2");
     assert!(
         Path::new("/usr/lib/apache2/modules/mod_cgid.so").is_file(),
-        "Apache's modules are not in /usr/lib/apache2/modules: install Debian's apache2 (`bash .ci/run`)"
+        "Apache's modules are not in /usr/lib/apache2/modules: install Debian's apache2 (`bash scripts/test.sh`)"
     );
     let d = dirs();
     let (fastcgi, fastcgi_pids) = spawn_fastcgi(&d);
