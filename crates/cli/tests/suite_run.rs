@@ -913,7 +913,7 @@ fn phases_their_inputs_and_their_targets() {
     let out = run_benchlab(&["check", s(&suite), "--phase", "third"]);
     assert_success("check --phase third", &out);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("1 mixes in 1 phase(s)"), "{stdout}");
+    assert!(stdout.contains("1 mix in 1 phase"), "{stdout}");
     assert!(
         stdout.contains("file set other: needed at run time by phase third"),
         "{stdout}"
@@ -1163,7 +1163,7 @@ fn ct_1999_phases_need_only_their_own_sets() {
     assert_success("check ct-1999 --phase …", &out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     for want in [
-        "9 mixes in 3 phase(s)",
+        "9 mixes in 3 phases",
         "phase cgi: http://127.0.0.1:8081",
         "phase one-page class page (100 %): 1 URL carrying 50.00 % of file set `ct-single`'s requests, \
          expected mean response 4,096 bytes",
