@@ -4,7 +4,7 @@ use crate::args::{self, WeightedUrl};
 use crate::output::{self, HttpResult};
 use crate::{CliError, Outcome};
 use benchlab_engine::{
-    probe, sys, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, Stop, Target, TlsOptions, UrlPlan,
+    probe_from, sys, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, Stop, Target, TlsOptions, UrlPlan,
 };
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
@@ -66,6 +66,11 @@ pub struct HttpArgs {
     /// Run exactly N requests (successful or failed), then stop.
     #[arg(short = 'n', long, value_name = "N")]
     requests: Option<u64>,
+
+    /// Start the virtual users evenly over this span before --duration;
+    /// what completes during it is not counted (a suite's ramp-up rule).
+    #[arg(long, value_parser = args::duration, conflicts_with = "requests", value_name = "DUR")]
+    ramp_up: Option<Duration>,
 
     /// Wait between a response and the next request of a virtual user.
     #[arg(long, value_parser = args::duration, default_value = "0s", value_name = "DUR")]
@@ -171,6 +176,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         (None, Some(d)) => Stop::After(d),
         (None, None) => Stop::After(Duration::from_secs(10)),
     };
+    // The ramp-up comes before the counted --duration.
+    let ramp_up = a.ramp_up.unwrap_or_default();
+    let stop = match stop {
+        Stop::After(d) => Stop::After(d.saturating_add(ramp_up)),
+        s => s,
+    };
     let tls = TlsOptions {
         insecure: a.insecure,
         resumption_percent: a.tls_resumption,
@@ -193,6 +204,8 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
 
     let source_addresses = a.source_addresses.clone().map(|x| x.0).unwrap_or_default();
     sys::check_capacity(a.threads as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
+    let targets: Vec<_> = urls.iter().map(|u| u.target.addr).collect();
+    sys::check_source_addresses(&source_addresses, &targets).map_err(CliError::CannotRun)?;
 
     if a.no_preflight {
         if a.validate != Validate::Status && !a.json {
@@ -201,8 +214,10 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             );
         }
     } else {
-        for u in &mut urls {
-            let r = probe(&u.target, &a.headers, &tls, a.timeout).map_err(|e| {
+        for (i, u) in urls.iter_mut().enumerate() {
+            // From the load's own source addresses, in turn.
+            let source = (!source_addresses.is_empty()).then(|| source_addresses[i % source_addresses.len()]);
+            let r = probe_from(&u.target, source, &a.headers, &tls, a.timeout).map_err(|e| {
                 CliError::CannotRun(format!(
                     "preflight: GET {} failed: {e}\n(the run would measure only errors; check the URL and that the server runs, or pass --no-preflight)",
                     u.target.url
@@ -245,6 +260,8 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     plan.os_threads = a.os_threads.unwrap_or_else(sys::usable_cpus).max(1);
     plan.stop = stop;
     plan.think_time = a.think_time;
+    plan.ramp_up = ramp_up;
+    plan.window = (ramp_up, Duration::MAX);
     plan.timeout = a.timeout;
     plan.connection = ConnectionPolicy {
         http10_percent,
@@ -297,6 +314,10 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
     } else {
         print!("{}", output::human(&result));
+    }
+    // On stderr in both modes, so --json output stays one document.
+    for w in &result.warnings {
+        eprintln!("benchlab: warning: {w}");
     }
 
     let mut breached = false;

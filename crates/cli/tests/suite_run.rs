@@ -14,7 +14,7 @@
 mod common;
 
 use benchlab_controller::{Results, RESULTS_SCHEMA};
-use benchlab_engine::ErrorKind;
+use benchlab_engine::{ConnectionKind, ErrorKind};
 use common::servers::{Nginx, NginxLogLine, NginxOpts};
 use common::{assert_success, benchlab_bin, run_benchlab, s};
 use serde_json::{json, Value};
@@ -212,6 +212,16 @@ fn assert_sums(mix: &Value) {
         let p = format!("/errors/{}", k.name());
         assert_eq!(client_sum(mix, &p), u(mix, &p), "mix {n}: Σ client_data{p}");
     }
+    // Every completed request is counted under one connection kind.
+    let by_kind: u64 = ConnectionKind::ALL
+        .iter()
+        .map(|k| u(mix, &format!("/request_kinds/{}/requests", k.name())))
+        .sum();
+    assert_eq!(
+        by_kind,
+        u(mix, "/requests") + u(mix, "/errors_total"),
+        "mix {n}: Σ request_kinds ≠ requests + errors"
+    );
     let classes = arr(mix, "/classes");
     for field in ["/requests", "/bytes", "/body_bytes", "/errors_total"] {
         let sum: u64 = classes.iter().map(|c| u(c, field)).sum();
@@ -309,6 +319,20 @@ fn tighten(v: &mut Value) {
                         "description": "Failed requests by kind; every kind is present.",
                         "type": "object",
                         "properties": kinds,
+                        "required": names,
+                        "additionalProperties": false
+                    });
+                }
+                // `request_kinds` of a mix: a map by connection kind.
+                if let Some(kinds) = props.get_mut("request_kinds") {
+                    let item = kinds["additionalProperties"].clone();
+                    let names: Vec<&str> = ConnectionKind::ALL.iter().map(|k| k.name()).collect();
+                    let props: serde_json::Map<String, Value> =
+                        names.iter().map(|n| (n.to_string(), item.clone())).collect();
+                    *kinds = json!({
+                        "description": "Requests by HTTP version and connection kind; every kind is present.",
+                        "type": "object",
+                        "properties": props,
                         "required": names,
                         "additionalProperties": false
                     });

@@ -12,4 +12,4 @@ mod run;
 
 pub use driver::{ClientDriver, LocalClient};
 pub use results::*;
-pub use run::{run_suite, ControllerError, Observer, Quiet, RunOptions};
+pub use run::{arrival_warning, run_suite, ControllerError, Observer, Quiet, RunOptions};
