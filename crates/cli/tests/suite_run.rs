@@ -583,6 +583,51 @@ fn three_mixes_counted_exactly_against_nginx() {
     assert_eq!(typed.mixes.len(), 3);
 }
 
+/// A mix with `http10_percent = 30` and unlimited requests per connection:
+/// the persistent HTTP/1.1 connections carry nearly every request, so the
+/// mix reports the shares by connection kind and warns, in results.json and
+/// on the terminal.
+#[test]
+fn mix_warns_when_request_shares_differ_from_the_configured_ones() {
+    let _turn = one_load_at_a_time();
+    let set = fileset(1);
+    let nginx = nginx_serving(&set.path);
+    let work = tempfile::tempdir().expect("tempdir");
+    let text = two_class_suite(&[1], None).replace(
+        "persistent_percent = 100\n",
+        "persistent_percent = 100\nhttp10_percent = 30\n",
+    );
+    let suite = write_suite(work.path(), &text);
+    let out_dir = work.path().join("results");
+    let fileset_arg = format!("specweb99={}", s(&set.path));
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--target",
+        &nginx.url(""),
+        "--fileset",
+        &fileset_arg,
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_success("benchlab run (30 % HTTP/1.0)", &out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: mix 1: requests by connection kind differ"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("requests_per_connection"), "{stderr}");
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    let m = &arr(&r, "/mixes")[0];
+    assert_sums(m);
+    let k = &m["request_kinds"];
+    assert_eq!(f(k, "/http10_close/configured_percent"), 30.0);
+    assert_eq!(f(k, "/http11_persistent/configured_percent"), 70.0);
+    assert!(f(k, "/http10_close/percent") < 25.0, "{k}");
+    assert_eq!(arr(m, "/warnings").len(), 1, "{}", m["warnings"]);
+}
+
 /// `--time-scale 0.01` on the shipped `static` suite (HTTP/1.0 without
 /// keep-alive; here its first two mixes): 300 s mixes run in 3 s, ramps
 /// 30 s → 0.3 s, timeouts unscaled.
@@ -636,6 +681,11 @@ fn shipped_static_suite_with_time_scale() {
         assert!((f(p, "/ramp_down_s") - 0.3).abs() < 1e-6, "{p}");
         assert_eq!(f(p, "/timeout_s"), 10.0, "timeouts are not scaled");
         assert_eq!(u(p, "/http10_percent"), 100);
+        // Every counted request went as HTTP/1.0 on its own connection.
+        let done = u(m, "/requests") + u(m, "/errors_total");
+        assert_eq!(u(m, "/request_kinds/http10_close/requests"), done);
+        assert_eq!(f(m, "/request_kinds/http10_close/configured_percent"), 100.0);
+        assert!(arr(m, "/warnings").is_empty(), "{}", m["warnings"]);
         assert!((f(m, "/window_s") - 2.4).abs() < 1e-6, "window {}", m["window_s"]);
         assert!(u(m, "/requests") > 0);
         assert_eq!(u(m, "/errors_total"), 0, "{}", m["errors"]);
