@@ -278,6 +278,11 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
         Some((a, b)) => format!(", {a}..{b} requests per connection"),
     };
     let stop = match plan.stop {
+        Stop::After(d) if !plan.ramp_up.is_zero() => format!(
+            "for {} after a {} ramp-up (not counted)",
+            humantime::format_duration(d.saturating_sub(plan.ramp_up)),
+            humantime::format_duration(plan.ramp_up)
+        ),
         Stop::After(d) => format!("for {}", humantime::format_duration(d)),
         Stop::Requests(n) => format!("for {} requests", thousands(n)),
     };

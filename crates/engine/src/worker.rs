@@ -1046,11 +1046,19 @@ fn bump(second: &mut Stats, window: &mut Stats, window_open: bool, f: fn(&mut cr
 /// reconnecting meanwhile, still fit in the server's accept queue. More
 /// would not arrive faster where the server is the limit: arrivals then
 /// come at the rate the server accepts, and a deeper queue only makes each
-/// arriving user wait longer in it (measured against nginx: 16, 64 and 256
-/// slots per client got 0.9k, 1.5k and 2.1k of 10,000 users in within
-/// 10 s, with 0, 0 and 149 timeouts). On an idle loopback server one
-/// slot's round trip is well under a millisecond, so 128 slots still let
-/// 100,000 users a second in.
+/// arriving user wait longer in it (measured against nginx on 2 cores,
+/// default `multi_accept off`: 16, 64 and 256 slots per client got 0.9k,
+/// 1.5k and 2.1k of 10,000 users in within 10 s, with no timeout in one
+/// run each, and 149 in another run with 256). On an idle loopback server
+/// one slot's round trip is well under a millisecond, so 128 slots still
+/// let 100,000 users a second in. A window that grows while arrivals are
+/// prompt and halves on a retransmit or a slow first response (as TCP's)
+/// got every user in against nginx with `multi_accept on`, but overshot
+/// against the default: 0.1–0.3 % timeouts.
+///
+/// The wait for a slot is no request's latency: nothing was sent. Each
+/// request's clocks (latency and timeout) start at its connect, as the
+/// docs define latency; users still waiting at the end are reported.
 const ARRIVALS_PER_CLIENT: usize = 128;
 
 /// Arrival slots per OS thread: the client's share, at least 8.
