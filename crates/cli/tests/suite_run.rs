@@ -617,6 +617,10 @@ fn mix_warns_when_request_shares_differ_from_the_configured_ones() {
         "{stderr}"
     );
     assert!(stderr.contains("requests_per_connection"), "{stderr}");
+    assert!(
+        stderr.contains("mix 1: requests by connection kind: HTTP/1.0 close "),
+        "{stderr}"
+    );
     let r = read_json(&out_dir.join("results.json"));
     assert_schema_valid(&r);
     let m = &arr(&r, "/mixes")[0];

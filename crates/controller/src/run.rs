@@ -436,6 +436,27 @@ fn run_mix(
     }
     let reports: Vec<ClientReport> = drivers.iter_mut().filter_map(|d| d.finish()).collect();
     let result = mix_result(mix, phase_name, phase, &reports, &delays, &addresses, partial);
+    // A mix of connection kinds: show the shares it got.
+    let kinds: Vec<String> = benchlab_engine::ConnectionKind::ALL
+        .iter()
+        .filter_map(|k| result.request_kinds.get(k.name()).map(|f| (k, f)))
+        .filter(|(_, f)| f.requests > 0 || f.configured_percent > 0.0)
+        .map(|(k, f)| {
+            format!(
+                "{} {:.2} % (configured {:.0} %)",
+                k.label(),
+                f.percent,
+                f.configured_percent
+            )
+        })
+        .collect();
+    if kinds.len() > 1 {
+        observer.note(&format!(
+            "mix {}: requests by connection kind: {}",
+            mix.number,
+            kinds.join(", ")
+        ));
+    }
     for w in &result.warnings {
         observer.note(&format!("warning: mix {}: {w}", mix.number));
     }
