@@ -4,8 +4,8 @@ use crate::args::{self, WeightedUrl};
 use crate::output::{self, HttpResult};
 use crate::{CliError, Outcome};
 use benchlab_engine::{
-    probe, sys, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, PlanError, Scheme, Stop, Target, TlsOptions,
-    UrlPlan,
+    probe_from, sys, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, PlanError, Scheme, Stop, Target,
+    TlsOptions, UrlPlan,
 };
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
@@ -67,6 +67,11 @@ pub struct HttpArgs {
     /// Run exactly N requests (successful or failed), then stop.
     #[arg(short = 'n', long, value_name = "N")]
     requests: Option<u64>,
+
+    /// Start the virtual users evenly over this span before --duration;
+    /// what completes during it is not counted (a suite's ramp-up rule).
+    #[arg(long, value_parser = args::duration, conflicts_with = "requests", value_name = "DUR")]
+    ramp_up: Option<Duration>,
 
     /// Wait between a response and the next request of a virtual user.
     #[arg(long, value_parser = args::duration, default_value = "0s", value_name = "DUR")]
@@ -175,6 +180,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     if let Some(path) = &a.ca_file {
         std::fs::metadata(path).map_err(|e| usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
     }
+    // The ramp-up comes before the counted --duration.
+    let ramp_up = a.ramp_up.unwrap_or_default();
+    let stop = match stop {
+        Stop::After(d) => Stop::After(d.saturating_add(ramp_up)),
+        s => s,
+    };
     let tls = TlsOptions {
         insecure: a.insecure,
         resumption_percent: a.tls_resumption,
@@ -203,6 +214,8 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
 
     let source_addresses = a.source_addresses.clone().map(|x| x.0).unwrap_or_default();
     sys::check_capacity(a.threads as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
+    let targets: Vec<_> = urls.iter().map(|u| u.target.addr).collect();
+    sys::check_source_addresses(&source_addresses, &targets).map_err(CliError::CannotRun)?;
 
     if a.no_preflight {
         if a.validate != Validate::Status && !a.json {
@@ -211,8 +224,10 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             );
         }
     } else {
-        for u in &mut urls {
-            let r = probe(&u.target, &a.headers, &tls, a.timeout).map_err(|e| {
+        for (i, u) in urls.iter_mut().enumerate() {
+            // From the load's own source addresses, in turn.
+            let source = (!source_addresses.is_empty()).then(|| source_addresses[i % source_addresses.len()]);
+            let r = probe_from(&u.target, source, &a.headers, &tls, a.timeout).map_err(|e| {
                 // A TLS failure says what to try itself.
                 let advice = if e.kind == benchlab_engine::ErrorKind::Tls {
                     ""
@@ -264,6 +279,8 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     plan.os_threads = a.os_threads.unwrap_or_else(sys::usable_cpus).max(1);
     plan.stop = stop;
     plan.think_time = a.think_time;
+    plan.ramp_up = ramp_up;
+    plan.window = (ramp_up, Duration::MAX);
     plan.timeout = a.timeout;
     plan.connection = ConnectionPolicy {
         http10_percent,
@@ -329,6 +346,10 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             "benchlab: {} TLS handshake(s) failed; the first: {why}",
             output::thousands(result.errors.get(benchlab_engine::ErrorKind::Tls))
         );
+    }
+    // On stderr in both modes, so --json output stays one document.
+    for w in &result.warnings {
+        eprintln!("benchlab: warning: {w}");
     }
 
     let mut breached = false;

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 /// Latency figures in microseconds: the same type as in results.json.
 pub use benchlab_controller::Latency;
+use benchlab_controller::{arrival_warning, request_kinds, RequestKinds};
+use benchlab_engine::{share_warning, ConnectionKind};
 
 /// The load generator's own CPU use: the same type as a mix's in results.json.
 pub use benchlab_controller::ClientCpu;
@@ -73,6 +75,17 @@ pub struct HttpResult {
     pub client_cpu: ClientCpu,
     pub classes: Vec<ClassResult>,
     pub per_second: Vec<SecondResult>,
+    /// Seconds at the start over which users started, not counted.
+    pub ramp_up_s: f64,
+    /// Virtual users that got at least one response.
+    pub users_arrived: u64,
+    /// Virtual users still waiting to connect when the run ended.
+    pub users_waiting: u64,
+    /// Requests by HTTP version and connection kind next to the shares
+    /// the flags configure (as in results.json's mixes).
+    pub request_kinds: RequestKinds,
+    /// What benchlab warned about (also printed on stderr).
+    pub warnings: Vec<String>,
 }
 
 /// Errors by kind with every canonical kind present (zeros included), in
@@ -129,13 +142,26 @@ impl HttpResult {
         let total: ClassStats = report.stats.total();
         let c = &total.counters;
         let secs = match plan.stop {
-            Stop::After(d) => report.elapsed.min(d).as_secs_f64(),
+            // The counted window starts after the ramp-up.
+            Stop::After(d) => report.elapsed.min(d).saturating_sub(plan.window.0).as_secs_f64(),
             Stop::Requests(_) => report.elapsed.as_secs_f64(),
         };
         let user = cpu1.0.saturating_sub(cpu0.0);
         let system = cpu1.1.saturating_sub(cpu0.1);
         let cores = os_threads.min(sys::usable_cpus()).max(1);
         let done = c.requests + c.errors_total();
+        let shares = plan.connection.request_shares(&report.stats.conn.requests_by_kind);
+        let mut warnings: Vec<String> = share_warning(
+            &shares,
+            "--requests-per-connection N (1 makes request shares the configured ones)",
+        )
+        .into_iter()
+        .collect();
+        warnings.extend(arrival_warning(
+            report.users_waiting,
+            plan.virtual_users as u64,
+            "use --ramp-up, or fewer --threads",
+        ));
         let classes = plan
             .classes
             .iter()
@@ -192,6 +218,11 @@ impl HttpResult {
             client_cpu: ClientCpu::measure(user, system, wall, cores, done),
             classes,
             per_second,
+            ramp_up_s: plan.ramp_up.as_secs_f64(),
+            users_arrived: report.users_arrived,
+            users_waiting: report.users_waiting,
+            request_kinds: request_kinds(&shares),
+            warnings,
         }
     }
 }
@@ -223,6 +254,11 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
         ),
     };
     let stop = match plan.stop {
+        Stop::After(d) if !plan.ramp_up.is_zero() => format!(
+            "for {} after a {} ramp-up (not counted)",
+            humantime::format_duration(d.saturating_sub(plan.ramp_up)),
+            humantime::format_duration(plan.ramp_up)
+        ),
         Stop::After(d) => format!("for {}", humantime::format_duration(d)),
         Stop::Requests(n) => format!("for {} requests", thousands(n)),
     };
@@ -291,6 +327,30 @@ pub fn human(r: &HttpResult) -> String {
                 "               wrong_body: size/checksum differs from the preflight response; pages whose size varies need --validate status"
             );
         }
+    }
+    let kinds: Vec<String> = ConnectionKind::ALL
+        .iter()
+        .filter_map(|k| r.request_kinds.get(k.name()).map(|f| (k, f)))
+        .filter(|(_, f)| f.requests > 0 || f.configured_percent > 0.0)
+        .map(|(k, f)| {
+            format!(
+                "{} {} ({:.2} %, configured {:.0} %)",
+                k.label(),
+                thousands(f.requests),
+                f.percent,
+                f.configured_percent
+            )
+        })
+        .collect();
+    let _ = writeln!(o, "  HTTP         {}", kinds.join("; "));
+    if r.users_waiting > 0 {
+        let _ = writeln!(
+            o,
+            "  users        {} of {} got a response; {} still waiting to connect at the end",
+            thousands(r.users_arrived),
+            thousands(r.threads as u64),
+            thousands(r.users_waiting)
+        );
     }
     let _ = writeln!(
         o,

@@ -36,7 +36,7 @@ use common::{free_port, http_json, run_benchlab, u};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-const KINDS: [&str; 10] = [
+const KINDS: [&str; 11] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -47,6 +47,7 @@ const KINDS: [&str; 10] = [
     "wrong_body",
     "header_too_large",
     "tls",
+    "bind",
 ];
 
 /// Runs `benchlab http --json ARGS` (exit 0 required) and times it.

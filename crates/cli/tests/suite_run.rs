@@ -14,7 +14,7 @@
 mod common;
 
 use benchlab_controller::{Results, RESULTS_SCHEMA};
-use benchlab_engine::ErrorKind;
+use benchlab_engine::{ConnectionKind, ErrorKind};
 use common::servers::{Nginx, NginxLogLine, NginxOpts};
 use common::{assert_success, benchlab_bin, run_benchlab, s};
 use serde_json::{json, Value};
@@ -213,6 +213,16 @@ fn assert_sums(mix: &Value) {
         let p = format!("/errors/{}", k.name());
         assert_eq!(client_sum(mix, &p), u(mix, &p), "mix {n}: Σ client_data{p}");
     }
+    // Every completed request is counted under one connection kind.
+    let by_kind: u64 = ConnectionKind::ALL
+        .iter()
+        .map(|k| u(mix, &format!("/request_kinds/{}/requests", k.name())))
+        .sum();
+    assert_eq!(
+        by_kind,
+        u(mix, "/requests") + u(mix, "/errors_total"),
+        "mix {n}: Σ request_kinds ≠ requests + errors"
+    );
     let classes = arr(mix, "/classes");
     for field in ["/requests", "/bytes", "/body_bytes", "/errors_total"] {
         let sum: u64 = classes.iter().map(|c| u(c, field)).sum();
@@ -310,6 +320,20 @@ fn tighten(v: &mut Value) {
                         "description": "Failed requests by kind; every kind is present.",
                         "type": "object",
                         "properties": kinds,
+                        "required": names,
+                        "additionalProperties": false
+                    });
+                }
+                // `request_kinds` of a mix: a map by connection kind.
+                if let Some(kinds) = props.get_mut("request_kinds") {
+                    let item = kinds["additionalProperties"].clone();
+                    let names: Vec<&str> = ConnectionKind::ALL.iter().map(|k| k.name()).collect();
+                    let props: serde_json::Map<String, Value> =
+                        names.iter().map(|n| (n.to_string(), item.clone())).collect();
+                    *kinds = json!({
+                        "description": "Requests by HTTP version and connection kind; every kind is present.",
+                        "type": "object",
+                        "properties": props,
                         "required": names,
                         "additionalProperties": false
                     });
@@ -560,6 +584,55 @@ fn three_mixes_counted_exactly_against_nginx() {
     assert_eq!(typed.mixes.len(), 3);
 }
 
+/// A mix with `http10_percent = 30` and unlimited requests per connection:
+/// the persistent HTTP/1.1 connections carry nearly every request, so the
+/// mix reports the shares by connection kind and warns, in results.json and
+/// on the terminal.
+#[test]
+fn mix_warns_when_request_shares_differ_from_the_configured_ones() {
+    let _turn = one_load_at_a_time();
+    let set = fileset(1);
+    let nginx = nginx_serving(&set.path);
+    let work = tempfile::tempdir().expect("tempdir");
+    let text = two_class_suite(&[1], None).replace(
+        "persistent_percent = 100\n",
+        "persistent_percent = 100\nhttp10_percent = 30\n",
+    );
+    let suite = write_suite(work.path(), &text);
+    let out_dir = work.path().join("results");
+    let fileset_arg = format!("specweb99={}", s(&set.path));
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--target",
+        &nginx.url(""),
+        "--fileset",
+        &fileset_arg,
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_success("benchlab run (30 % HTTP/1.0)", &out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: mix 1: requests by connection kind differ"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("requests_per_connection"), "{stderr}");
+    assert!(
+        stderr.contains("mix 1: requests by connection kind: HTTP/1.0 close "),
+        "{stderr}"
+    );
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    let m = &arr(&r, "/mixes")[0];
+    assert_sums(m);
+    let k = &m["request_kinds"];
+    assert_eq!(f(k, "/http10_close/configured_percent"), 30.0);
+    assert_eq!(f(k, "/http11_persistent/configured_percent"), 70.0);
+    assert!(f(k, "/http10_close/percent") < 25.0, "{k}");
+    assert_eq!(arr(m, "/warnings").len(), 1, "{}", m["warnings"]);
+}
+
 /// `--time-scale 0.01` on the shipped `static` suite (HTTP/1.0 without
 /// keep-alive; here its first two mixes): 300 s mixes run in 3 s, ramps
 /// 30 s → 0.3 s, timeouts unscaled.
@@ -613,6 +686,11 @@ fn shipped_static_suite_with_time_scale() {
         assert!((f(p, "/ramp_down_s") - 0.3).abs() < 1e-6, "{p}");
         assert_eq!(f(p, "/timeout_s"), 10.0, "timeouts are not scaled");
         assert_eq!(u(p, "/http10_percent"), 100);
+        // Every counted request went as HTTP/1.0 on its own connection.
+        let done = u(m, "/requests") + u(m, "/errors_total");
+        assert_eq!(u(m, "/request_kinds/http10_close/requests"), done);
+        assert_eq!(f(m, "/request_kinds/http10_close/configured_percent"), 100.0);
+        assert!(arr(m, "/warnings").is_empty(), "{}", m["warnings"]);
         assert!((f(m, "/window_s") - 2.4).abs() < 1e-6, "window {}", m["window_s"]);
         assert!(u(m, "/requests") > 0);
         assert_eq!(u(m, "/errors_total"), 0, "{}", m["errors"]);

@@ -13,4 +13,6 @@ mod run;
 
 pub use driver::{ClientDriver, LocalClient};
 pub use results::*;
-pub use run::{prepare, run_prepared, run_suite, ControllerError, Observer, Prepared, Quiet, RunOptions};
+pub use run::{
+    arrival_warning, prepare, run_prepared, run_suite, ControllerError, Observer, Prepared, Quiet, RunOptions,
+};

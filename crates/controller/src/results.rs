@@ -49,6 +49,39 @@ pub fn errors_of(c: &Counters) -> Errors {
         .collect()
 }
 
+/// Requests of one connection kind (HTTP version × persistence) in a mix
+/// or a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KindFigures {
+    /// Completed requests (successful and failed) on connections of the kind.
+    pub requests: u64,
+    /// Their share of all completed requests, percent.
+    pub percent: f64,
+    /// The share of connections drawn of this kind, percent (the mix's or
+    /// the flags' HTTP/1.0 and persistence percentages).
+    pub configured_percent: f64,
+}
+
+/// Requests by connection kind: `http10_close`, `http10_keepalive`,
+/// `http11_persistent`, `http11_close`, every kind present.
+pub type RequestKinds = BTreeMap<String, KindFigures>;
+
+pub fn request_kinds(shares: &[benchlab_engine::KindShare]) -> RequestKinds {
+    shares
+        .iter()
+        .map(|s| {
+            (
+                s.kind.name().to_string(),
+                KindFigures {
+                    requests: s.requests,
+                    percent: round(s.percent, 3),
+                    configured_percent: round(s.configured_percent, 3),
+                },
+            )
+        })
+        .collect()
+}
+
 /// Counts and rates of a span of requests (a mix, a client, a class).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Figures {
@@ -309,6 +342,21 @@ pub struct MixResult {
     pub classes: Vec<ClassResult>,
     pub per_second: Vec<SecondResult>,
     pub histograms: Histograms,
+    /// Virtual users that got at least one response; fewer than `threads`
+    /// when the target accepted connections slower than users arrived.
+    #[serde(default)]
+    pub users_arrived: u64,
+    /// Virtual users still waiting to connect when the mix ended.
+    #[serde(default)]
+    pub users_waiting: u64,
+    /// Requests by HTTP version and connection kind, next to the shares
+    /// the mix configures.
+    #[serde(default)]
+    pub request_kinds: RequestKinds,
+    /// What benchlab warned about this mix (request shares far from the
+    /// configured ones, users that never arrived).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// The machine and software that ran the suite.

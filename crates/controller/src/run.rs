@@ -7,8 +7,8 @@ use crate::driver::{ClientDriver, LocalClient};
 use crate::machine::CpuTicks;
 use crate::results::*;
 use benchlab_engine::{
-    probe, sys, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters, ConnectionPolicy, Expect, SplitMix64,
-    Stats, Stop, Target, TlsOptions, UrlPlan,
+    probe_from, share_warning, sys, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters, ConnectionPolicy,
+    Expect, SplitMix64, Stats, Stop, Target, TlsOptions, UrlPlan,
 };
 use benchlab_model::{ClassKind, Mix, Suite, Validate};
 use std::collections::BTreeMap;
@@ -162,13 +162,18 @@ fn preflight_sample(urls: &[UrlPlan], class: usize, from_fileset: bool) -> Vec<u
 
 /// One request per URL of the phase (a sample of a file-set class),
 /// checking status, size and checksum before any load.
-fn preflight(plan: &PhasePlan, tls: &TlsOptions, observer: &mut dyn Observer) -> Result<(), ControllerError> {
-    let mut checked: u64 = 0;
+fn preflight(
+    plan: &PhasePlan,
+    source: Option<IpAddr>,
+    tls: &TlsOptions,
+    observer: &mut dyn Observer,
+) -> Result<(), ControllerError> {
+    let mut checked = 0;
     for (class, info) in plan.class_info.iter().enumerate() {
         for i in preflight_sample(&plan.urls, class, info.4) {
             let u = &plan.urls[i];
             checked += 1;
-            let r = probe(&u.target, &[], tls, Duration::from_secs(10)).map_err(|e| {
+            let r = probe_from(&u.target, source, &[], tls, Duration::from_secs(10)).map_err(|e| {
                 // A TLS failure says what to try itself.
                 let advice = if e.kind == benchlab_engine::ErrorKind::Tls {
                     ""
@@ -306,6 +311,29 @@ impl OutDir {
     }
 }
 
+/// The local address client `c` (0-based) loads from: with the suite's
+/// `client_addresses` and a loopback target, 127.0.0.(c + 1) for the first
+/// 254 clients; otherwise the kernel's choice.
+fn client_address(suite: &Suite, phase: &PhasePlan, c: usize) -> Option<IpAddr> {
+    let loopback = phase.urls.first().is_some_and(|u| is_loopback(&u.target));
+    (suite.client_addresses && loopback && c < 254).then(|| IpAddr::V4(Ipv4Addr::new(127, 0, 0, (c + 1) as u8)))
+}
+
+/// Binds every client address a phase's mixes will load from, so one this
+/// machine lacks stops the run before any load, naming it.
+fn check_client_addresses(suite: &Suite, phase_index: usize, phase: &PhasePlan) -> Result<(), ControllerError> {
+    let clients = suite
+        .mixes
+        .iter()
+        .filter(|m| m.phase == phase_index)
+        .map(|m| m.clients as usize)
+        .max()
+        .unwrap_or(0);
+    let sources: Vec<IpAddr> = (0..clients).filter_map(|c| client_address(suite, phase, c)).collect();
+    let targets: Vec<_> = phase.urls.iter().map(|u| u.target.addr).collect();
+    sys::check_source_addresses(&sources, &targets).map_err(ControllerError::Target)
+}
+
 /// Runs every mix of `suite`; returns the results (also written to
 /// `opts.out` after each mix). `stop` (Ctrl-C) ends the current mix early
 /// (kept, marked partial) and skips the rest.
@@ -334,20 +362,28 @@ pub fn run_prepared(
     // Check every phase before the first mix, so a wrong target stops the
     // run in seconds, not after an hour of mixes; every phase's problem is
     // reported, not only the first.
-    if opts.preflight {
-        let mut problems = Vec::new();
-        for (plan, p) in phases.iter().zip(&suite.phases) {
-            if let Err(e) = preflight(plan, &opts.tls, observer) {
-                problems.push(if suite.phases.len() > 1 {
-                    format!("phase {}: {e}", p.name)
-                } else {
-                    e.to_string()
-                });
+    // Every client address a phase loads from is bound first (one this
+    // machine lacks is named), and the preflight comes from the first
+    // client's address, as its load will.
+    let mut problems = Vec::new();
+    for (i, (plan, p)) in phases.iter().zip(&suite.phases).enumerate() {
+        let checked = check_client_addresses(suite, i, plan).and_then(|()| {
+            if opts.preflight {
+                preflight(plan, client_address(suite, plan, 0), &opts.tls, observer)
+            } else {
+                Ok(())
             }
+        });
+        if let Err(e) = checked {
+            problems.push(if suite.phases.len() > 1 {
+                format!("phase {}: {e}", p.name)
+            } else {
+                e.to_string()
+            });
         }
-        if !problems.is_empty() {
-            return Err(ControllerError::Target(problems.join("\n")));
-        }
+    }
+    if !problems.is_empty() {
+        return Err(ControllerError::Target(problems.join("\n")));
     }
     let text = std::fs::read_to_string(&suite.path).unwrap_or_default();
     let mut results = Results {
@@ -459,8 +495,7 @@ fn run_mix(
         } else {
             Duration::from_nanos(rng.below(p.delay.as_nanos() as u64 + 1))
         };
-        let address = (suite.client_addresses && loopback && c < 254)
-            .then(|| IpAddr::V4(Ipv4Addr::new(127, 0, 0, (c + 1) as u8)));
+        let address = client_address(suite, phase, c);
         let mut plan = ClientPlan::new(Arc::clone(&phase.urls), phase.classes.clone());
         plan.virtual_users = p.threads_per_client;
         plan.os_threads = os_threads;
@@ -540,6 +575,30 @@ fn run_mix(
     let co_located = phase.urls.iter().any(|u| is_loopback(&u.target));
     let mut result = mix_result(mix, phase_name, phase, &reports, &delays, &addresses, partial);
     result.client_cpu = generator_cpu(&reports, controller_cpu, cores).with_machine(machine_busy, co_located);
+    // A mix of connection kinds: show the shares it got.
+    let kinds: Vec<String> = benchlab_engine::ConnectionKind::ALL
+        .iter()
+        .filter_map(|k| result.request_kinds.get(k.name()).map(|f| (k, f)))
+        .filter(|(_, f)| f.requests > 0 || f.configured_percent > 0.0)
+        .map(|(k, f)| {
+            format!(
+                "{} {:.2} % (configured {:.0} %)",
+                k.label(),
+                f.percent,
+                f.configured_percent
+            )
+        })
+        .collect();
+    if kinds.len() > 1 {
+        observer.note(&format!(
+            "mix {}: requests by connection kind: {}",
+            mix.number,
+            kinds.join(", ")
+        ));
+    }
+    for w in &result.warnings {
+        observer.note(&format!("warning: mix {}: {w}", mix.number));
+    }
     Ok(result)
 }
 
@@ -664,6 +723,23 @@ fn mix_result(
             .collect(),
     };
     let conn: ConnCounters = merged.conn;
+    let policy = ConnectionPolicy {
+        http10_percent: p.http10_percent,
+        http10_keepalive: p.http10_keepalive,
+        persistent_percent: p.persistent_percent,
+        requests_per_connection: p.requests_per_connection,
+    };
+    let shares = policy.request_shares(&conn.requests_by_kind);
+    let users_arrived = reports.iter().map(|r| r.users_arrived).sum();
+    let users_waiting = reports.iter().map(|r| r.users_waiting).sum();
+    let mut warnings: Vec<String> = share_warning(&shares, "the mix's `requests_per_connection`")
+        .into_iter()
+        .collect();
+    warnings.extend(arrival_warning(
+        users_waiting,
+        mix.threads(),
+        "start users over a longer ramp-up",
+    ));
     MixResult {
         mix: mix.number,
         phase: phase_name.to_string(),
@@ -700,7 +776,27 @@ fn mix_result(
         classes,
         per_second,
         histograms,
+        users_arrived,
+        users_waiting,
+        request_kinds: request_kinds(&shares),
+        warnings,
     }
+}
+
+/// Says when some virtual users were still waiting to connect at the end:
+/// the engine lets a few hundred users per client connect at once, each
+/// holding its slot until its first response, so the target accepted new
+/// connections slower than the users came and the figures are those of
+/// fewer users than asked for. `remedy` is the caller's own advice.
+pub fn arrival_warning(waiting: u64, users: u64, remedy: &str) -> Option<String> {
+    (waiting > 0).then(|| {
+        format!(
+            "{waiting} of {users} virtual users were still waiting to connect when the run ended: the target \
+             accepted new connections slower than they arrived (a few hundred per client connect at once, each \
+             until its first response), so the figures are those of fewer users. The target's accept loop is \
+             the limit (for nginx: `multi_accept on`, more workers); or {remedy}"
+        )
+    })
 }
 
 /// Counters of one second, merged over clients.

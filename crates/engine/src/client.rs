@@ -53,6 +53,11 @@ pub struct ClientReport {
     /// The first failed TLS handshake, in words: what failed and what to
     /// try (`None` when every handshake succeeded).
     pub tls_error: Option<String>,
+    /// Virtual users that got at least one response (the others waited
+    /// to arrive all run: see the engine's arrival slots).
+    pub users_arrived: u64,
+    /// Virtual users still waiting to connect when the run ended.
+    pub users_waiting: u64,
 }
 
 /// Handle to set a running client's stop flag from anywhere (a Ctrl-C
@@ -170,6 +175,8 @@ struct Collector {
     cpu_user: Duration,
     cpu_system: Duration,
     elapsed: Duration,
+    users_arrived: u64,
+    users_waiting: u64,
     /// Per thread: the last second it will report (known once it ended).
     last_second: Vec<Option<u32>>,
 }
@@ -187,6 +194,8 @@ impl Collector {
             cpu_user: Duration::ZERO,
             cpu_system: Duration::ZERO,
             elapsed: Duration::ZERO,
+            users_arrived: 0,
+            users_waiting: 0,
             last_second: vec![None; threads],
         }
     }
@@ -205,6 +214,8 @@ impl Collector {
             self.cpu_user += end.cpu_user;
             self.cpu_system += end.cpu_system;
             self.elapsed = self.elapsed.max(end.elapsed);
+            self.users_arrived += end.users_arrived;
+            self.users_waiting += end.users_waiting;
             if let Some(slot) = self.last_second.get_mut(snap.thread) {
                 *slot = Some(snap.second);
             }
@@ -260,6 +271,8 @@ impl Collector {
             cpu_system: self.cpu_system,
             elapsed: self.elapsed,
             tls_error: None,
+            users_arrived: self.users_arrived,
+            users_waiting: self.users_waiting,
         }
     }
 }

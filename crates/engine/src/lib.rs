@@ -34,10 +34,13 @@ mod tls;
 mod worker;
 
 pub use client::{Client, ClientReport, EngineError, Second, Stopper};
-pub use plan::{ClassPlan, ClientPlan, ConnectionPolicy, Expect, PlanError, Scheme, Stop, Target, TlsOptions, UrlPlan};
-pub use probe::{probe, ProbeError, ProbeResponse};
+pub use plan::{
+    share_warning, ClassPlan, ClientPlan, ConnectionPolicy, Expect, KindShare, PlanError, Scheme, Stop, Target,
+    TlsOptions, UrlPlan,
+};
+pub use probe::{probe, probe_from, ProbeError, ProbeResponse};
 pub use rng::SplitMix64;
 pub use stats::{
-    new_latency_histogram, ClassStats, ConnCounters, Counters, ErrorKind, LatencySummary, Snapshot, Stats, ThreadEnd,
-    LATENCY_MAX_US,
+    new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, Snapshot,
+    Stats, ThreadEnd, LATENCY_MAX_US,
 };

@@ -5,6 +5,7 @@
 //! here, once, into the four byte strings a URL can need (HTTP/1.1 or 1.0,
 //! keeping the connection or closing it), so the loop never formats.
 
+use crate::stats::ConnectionKind;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
@@ -164,6 +165,92 @@ impl Default for ConnectionPolicy {
     }
 }
 
+impl ConnectionPolicy {
+    /// The share of connections of each [`ConnectionKind`] this policy
+    /// draws, in percent. These are per connection: requests follow them
+    /// only when every connection carries the same number of requests.
+    pub fn configured_shares(&self) -> [f64; ConnectionKind::COUNT] {
+        let h10 = f64::from(self.http10_percent) / 100.0;
+        let persistent = f64::from(self.persistent_percent) / 100.0;
+        let mut s = [0.0; ConnectionKind::COUNT];
+        let http10_kind = ConnectionKind::of(true, self.http10_keepalive);
+        s[http10_kind as usize] = h10 * 100.0;
+        s[ConnectionKind::Http11Persistent as usize] = (1.0 - h10) * persistent * 100.0;
+        s[ConnectionKind::Http11Close as usize] = (1.0 - h10) * (1.0 - persistent) * 100.0;
+        s
+    }
+
+    /// Observed shares of requests by kind (0 when none completed) next to
+    /// the configured shares, in `ConnectionKind::ALL`'s order.
+    pub fn request_shares(&self, requests_by_kind: &[u64; ConnectionKind::COUNT]) -> Vec<KindShare> {
+        let total = requests_by_kind.iter().sum::<u64>().max(1);
+        let configured = self.configured_shares();
+        ConnectionKind::ALL
+            .iter()
+            .map(|&kind| KindShare {
+                kind,
+                requests: requests_by_kind[kind as usize],
+                percent: requests_by_kind[kind as usize] as f64 * 100.0 / total as f64,
+                configured_percent: configured[kind as usize],
+            })
+            .collect()
+    }
+}
+
+/// Requests of one [`ConnectionKind`]: how many, their observed share and
+/// the share the connection policy draws.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KindShare {
+    pub kind: ConnectionKind,
+    pub requests: u64,
+    pub percent: f64,
+    pub configured_percent: f64,
+}
+
+impl KindShare {
+    /// Points by which the observed share may differ from the configured
+    /// one before benchlab warns.
+    pub const TOLERANCE_POINTS: f64 = 5.0;
+
+    pub fn off(&self) -> bool {
+        (self.percent - self.configured_percent).abs() > Self::TOLERANCE_POINTS
+    }
+}
+
+/// Says which observed request shares differ from the configured ones by
+/// more than [`KindShare::TOLERANCE_POINTS`] and why; `None` when all are
+/// close. `setting` names the knob that bounds requests per connection
+/// where the caller runs (a flag or a suite key).
+pub fn share_warning(shares: &[KindShare], setting: &str) -> Option<String> {
+    if shares.iter().all(|s| s.requests == 0) {
+        return None;
+    }
+    let off: Vec<String> = shares
+        .iter()
+        .filter(|s| s.off())
+        .map(|s| {
+            format!(
+                "{} {:.2} % of requests (configured {:.0} % of connections)",
+                s.kind.label(),
+                s.percent,
+                s.configured_percent
+            )
+        })
+        .collect();
+    if off.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "requests by connection kind differ from the configured shares by more than {:.0} points: {}. \
+         HTTP version and persistence are drawn per connection (WebBench's rule), and a persistent \
+         connection carries many requests while a closing one carries one, so persistent connections \
+         take most requests. To bring request shares near the configured ones, bound the requests per \
+         persistent connection with {setting}",
+        KindShare::TOLERANCE_POINTS,
+        off.join(", ")
+    ))
+}
+
 /// TLS options for `https://` targets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TlsOptions {
@@ -210,6 +297,9 @@ pub struct ClientPlan {
     /// from the start, the mix's common instant.
     pub start_delay: Duration,
     pub think_time: Duration,
+    /// Virtual users start evenly over this span after `start_delay`
+    /// (zero: all at once, paced only by the arrival slots).
+    pub ramp_up: Duration,
     /// Total time allowed for one request, connect included.
     pub timeout: Duration,
     pub connection: ConnectionPolicy,
@@ -237,6 +327,7 @@ impl ClientPlan {
             window: (Duration::ZERO, Duration::MAX),
             start_delay: Duration::ZERO,
             think_time: Duration::ZERO,
+            ramp_up: Duration::ZERO,
             timeout: Duration::from_secs(5),
             connection: ConnectionPolicy::default(),
             receive_buffer: 64 * 1024,
@@ -464,6 +555,40 @@ mod tests {
         assert!(get(Variant::Http11Close).ends_with("Connection: close\r\n\r\n"));
         assert!(get(Variant::Http10KeepAlive).ends_with("Connection: keep-alive\r\n\r\n"));
         assert!(get(Variant::Http10).starts_with("GET /x HTTP/1.0\r\n"));
+    }
+
+    #[test]
+    fn shares_by_connection_kind() {
+        let policy = ConnectionPolicy {
+            http10_percent: 30,
+            http10_keepalive: false,
+            persistent_percent: 100,
+            requests_per_connection: None,
+        };
+        assert_eq!(policy.configured_shares(), [30.0, 0.0, 70.0, 0.0]);
+        // The issue's run: 2 HTTP/1.0 requests of 5,000.
+        let shares = policy.request_shares(&[2, 0, 4998, 0]);
+        assert_eq!(shares[0].requests, 2);
+        assert!((shares[0].percent - 0.04).abs() < 1e-9);
+        let w = share_warning(&shares, "--requests-per-connection").unwrap();
+        assert!(
+            w.contains("HTTP/1.0 close 0.04 % of requests (configured 30 % of connections)"),
+            "{w}"
+        );
+        assert!(w.contains("HTTP/1.1 persistent 99.96 %"), "{w}");
+        assert!(w.contains("--requests-per-connection"), "{w}");
+        // Within 5 points: no warning.
+        assert_eq!(share_warning(&policy.request_shares(&[27, 0, 73, 0]), "x"), None);
+        let none = policy.request_shares(&[0; 4]);
+        assert_eq!(none.iter().map(|s| s.percent).sum::<f64>(), 0.0);
+        assert_eq!(share_warning(&none, "x"), None);
+        let mixed = ConnectionPolicy {
+            http10_percent: 20,
+            http10_keepalive: true,
+            persistent_percent: 50,
+            requests_per_connection: Some((1, 1)),
+        };
+        assert_eq!(mixed.configured_shares(), [0.0, 20.0, 40.0, 40.0]);
     }
 
     #[test]

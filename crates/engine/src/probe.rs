@@ -7,7 +7,7 @@ use crate::plan::{PlanError, Scheme, Target, TlsOptions};
 use crate::stats::ErrorKind;
 use crate::tls::{server_name, TlsConfigs};
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use xxhash_rust::xxh3::Xxh3;
@@ -47,8 +47,21 @@ pub fn probe(
     tls: &TlsOptions,
     timeout: Duration,
 ) -> Result<ProbeResponse, ProbeError> {
+    probe_from(target, None, headers, tls, timeout)
+}
+
+/// [`probe`] from the local address `source` (the kernel's choice when
+/// `None`): the preflight of a run with source addresses uses them, as its
+/// load will.
+pub fn probe_from(
+    target: &Target,
+    source: Option<IpAddr>,
+    headers: &[(String, String)],
+    tls: &TlsOptions,
+    timeout: Duration,
+) -> Result<ProbeResponse, ProbeError> {
     let start = Instant::now();
-    let tcp = TcpStream::connect_timeout(&target.addr, timeout).map_err(|e| match e.kind() {
+    let tcp = connect_from(target.addr, source, timeout)?.map_err(|e| match e.kind() {
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => perr(
             ErrorKind::ConnectTimeout,
             format!("no connection to {} within {timeout:?}", target.addr),
@@ -154,6 +167,23 @@ pub fn probe(
         xxh3: hasher.digest(),
         latency: start.elapsed(),
     })
+}
+
+/// Connects within `timeout`, bound to `source` when given. A failed bind
+/// is the outer error (kind `bind`); the connect's own result is inside.
+fn connect_from(
+    addr: SocketAddr,
+    source: Option<IpAddr>,
+    timeout: Duration,
+) -> Result<io::Result<TcpStream>, ProbeError> {
+    let Some(ip) = source else {
+        return Ok(TcpStream::connect_timeout(&addr, timeout));
+    };
+    use socket2::{Domain, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)
+        .and_then(|s| s.bind(&SocketAddr::new(ip, 0).into()).map(|()| s))
+        .map_err(|e| perr(ErrorKind::Bind, format!("cannot bind source address {ip}: {e}")))?;
+    Ok(sock.connect_timeout(&addr.into(), timeout).map(|()| sock.into()))
 }
 
 trait ReadWrite: Read + Write {}

@@ -37,11 +37,14 @@ pub enum ErrorKind {
     HeaderTooLarge,
     /// The TLS handshake or record layer failed.
     Tls,
+    /// The client could not bind its source address (or find a free local
+    /// port for it): a failure of the load generator, not of the server.
+    Bind,
 }
 
 impl ErrorKind {
     /// Number of kinds.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
     /// All kinds, in the documented order.
     pub const ALL: [ErrorKind; Self::COUNT] = [
         ErrorKind::ConnectRefused,
@@ -54,6 +57,7 @@ impl ErrorKind {
         ErrorKind::WrongBody,
         ErrorKind::HeaderTooLarge,
         ErrorKind::Tls,
+        ErrorKind::Bind,
     ];
 
     /// The name used in JSON, CSV and reports.
@@ -69,6 +73,7 @@ impl ErrorKind {
             ErrorKind::WrongBody => "wrong_body",
             ErrorKind::HeaderTooLarge => "header_too_large",
             ErrorKind::Tls => "tls",
+            ErrorKind::Bind => "bind",
         }
     }
 }
@@ -176,6 +181,62 @@ impl ClassStats {
     }
 }
 
+/// How a request travelled: its HTTP version and the kind of connection
+/// it went on, as drawn when the connection opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ConnectionKind {
+    /// HTTP/1.0 without keep-alive: one request, then the server closes.
+    Http10Close,
+    /// HTTP/1.0 with `Connection: keep-alive`.
+    Http10KeepAlive,
+    /// HTTP/1.1 on a persistent connection (its last request, when the
+    /// connection's length is bounded, says `Connection: close`).
+    Http11Persistent,
+    /// HTTP/1.1 on a connection that carries one request with
+    /// `Connection: close`.
+    Http11Close,
+}
+
+impl ConnectionKind {
+    pub const COUNT: usize = 4;
+    pub const ALL: [ConnectionKind; Self::COUNT] = [
+        ConnectionKind::Http10Close,
+        ConnectionKind::Http10KeepAlive,
+        ConnectionKind::Http11Persistent,
+        ConnectionKind::Http11Close,
+    ];
+
+    /// The kind of a connection drawn as HTTP/1.0 or not, persistent or not.
+    pub fn of(http10: bool, persistent: bool) -> ConnectionKind {
+        match (http10, persistent) {
+            (true, false) => ConnectionKind::Http10Close,
+            (true, true) => ConnectionKind::Http10KeepAlive,
+            (false, true) => ConnectionKind::Http11Persistent,
+            (false, false) => ConnectionKind::Http11Close,
+        }
+    }
+
+    /// The name used in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConnectionKind::Http10Close => "http10_close",
+            ConnectionKind::Http10KeepAlive => "http10_keepalive",
+            ConnectionKind::Http11Persistent => "http11_persistent",
+            ConnectionKind::Http11Close => "http11_close",
+        }
+    }
+
+    /// The name in words, for the terminal.
+    pub fn label(self) -> &'static str {
+        match self {
+            ConnectionKind::Http10Close => "HTTP/1.0 close",
+            ConnectionKind::Http10KeepAlive => "HTTP/1.0 keep-alive",
+            ConnectionKind::Http11Persistent => "HTTP/1.1 persistent",
+            ConnectionKind::Http11Close => "HTTP/1.1 close",
+        }
+    }
+}
+
 /// Connection-level counters (a connection carries requests of any class).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConnCounters {
@@ -185,10 +246,16 @@ pub struct ConnCounters {
     pub reconnects: u64,
     pub tls_full_handshakes: u64,
     pub tls_resumptions: u64,
+    /// Completed requests (successful and failed) by [`ConnectionKind`]
+    /// (index = position in `ConnectionKind::ALL`).
+    pub requests_by_kind: [u64; ConnectionKind::COUNT],
 }
 
 impl ConnCounters {
     pub fn add(&mut self, o: &ConnCounters) {
+        for (a, b) in self.requests_by_kind.iter_mut().zip(o.requests_by_kind.iter()) {
+            *a += b;
+        }
         self.connections_opened += o.connections_opened;
         self.reconnects += o.reconnects;
         self.tls_full_handshakes += o.tls_full_handshakes;
@@ -261,6 +328,10 @@ pub struct ThreadEnd {
     pub cpu_system: Duration,
     /// When the thread stopped, from the client's start.
     pub elapsed: Duration,
+    /// Virtual users that got at least one response.
+    pub users_arrived: u64,
+    /// Virtual users still waiting for an arrival slot when the run ended.
+    pub users_waiting: u64,
 }
 
 /// Latency summary in microseconds, as the JSON schema names it.
@@ -331,7 +402,8 @@ mod tests {
                 "short_body",
                 "wrong_body",
                 "header_too_large",
-                "tls"
+                "tls",
+                "bind"
             ]
         );
         for (i, k) in ErrorKind::ALL.iter().enumerate() {

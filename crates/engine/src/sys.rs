@@ -1,6 +1,7 @@
 //! The few operating-system facts a load generator must check or report:
 //! its own CPU time, the file-descriptor limit, the ephemeral port range.
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// CPU time (user, system) of the calling thread (`RUSAGE_THREAD`) or of the
@@ -86,6 +87,35 @@ pub fn check_capacity(virtual_users: u64, source_addresses: usize) -> Result<(),
     Ok(())
 }
 
+/// Binds a socket of each target's address family to each of `sources`
+/// (port 0, closed at once), so that a source address this machine does
+/// not have is refused before the load, naming it, instead of failing
+/// every connection of the run.
+pub fn check_source_addresses(sources: &[IpAddr], targets: &[SocketAddr]) -> Result<(), String> {
+    use socket2::{Domain, Socket, Type};
+    let mut families: Vec<bool> = targets.iter().map(|t| t.is_ipv6()).collect();
+    families.sort_unstable();
+    families.dedup();
+    for &ip in sources {
+        for &v6 in &families {
+            if ip.is_ipv6() != v6 {
+                let (theirs, ours) = if v6 { ("IPv6", "IPv4") } else { ("IPv4", "IPv6") };
+                return Err(format!(
+                    "source address {ip} is {ours} but the target is {theirs}: give source addresses of the target's family"
+                ));
+            }
+            let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
+            let bound = Socket::new(domain, Type::STREAM, None).and_then(|s| s.bind(&SocketAddr::new(ip, 0).into()));
+            if let Err(e) = bound {
+                return Err(format!(
+                    "source address {ip} cannot be bound: {e}; is it an address of this machine (`ip addr`)?"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +130,20 @@ mod tests {
         std::hint::black_box(x);
         let (u1, s1) = cpu_time(true);
         assert!(u1 + s1 > u0 + s0);
+    }
+
+    #[test]
+    fn source_addresses_must_be_bindable() {
+        let target: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let here: IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(check_source_addresses(&[here], &[target]), Ok(()));
+        // TEST-NET-1 (RFC 5737) is on no machine.
+        let away: IpAddr = "192.0.2.1".parse().unwrap();
+        let err = check_source_addresses(&[here, away], &[target]).unwrap_err();
+        assert!(err.starts_with("source address 192.0.2.1 cannot be bound"), "{err}");
+        let v6: IpAddr = "::1".parse().unwrap();
+        let err = check_source_addresses(&[v6], &[target]).unwrap_err();
+        assert!(err.contains("::1 is IPv6"), "{err}");
     }
 
     #[test]

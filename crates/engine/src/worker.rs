@@ -20,7 +20,7 @@
 use crate::parse::{Feed, FrameError, ResponseParser};
 use crate::plan::{parts_len, ClientPlan, Expect, Requests, Scheme, Stop, Variant};
 use crate::rng::SplitMix64;
-use crate::stats::{ErrorKind, Snapshot, Stats, ThreadEnd};
+use crate::stats::{ConnectionKind, ErrorKind, Snapshot, Stats, ThreadEnd};
 use crate::tls::{server_name, TlsConfigs};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -98,6 +98,10 @@ enum State {
     /// so the server, not the client, holds TIME_WAIT (as real browsers and
     /// the floor do), then the next request starts.
     Draining,
+    /// Arriving: waiting for one of the OS thread's arrival slots before
+    /// its first connect (see [`Worker::arrivals`]). Nothing is sent yet,
+    /// so no clock runs.
+    Arriving,
     /// No more requests for this virtual user.
     Done,
 }
@@ -122,6 +126,13 @@ struct Vu {
     connected: bool,
     url: u32,
     variant: Variant,
+    /// The next connect is an arrival (the user's first, or the first
+    /// after a failed request) and must take an arrival slot.
+    arriving: bool,
+    /// This user holds an arrival slot until its current request ends.
+    holds_slot: bool,
+    /// This user has had a response (counted once in `users_arrived`).
+    arrived: bool,
     /// Latency start (connect start or first byte written).
     start: Instant,
     deadline: Instant,
@@ -157,6 +168,25 @@ pub(crate) struct Worker {
     budget: u64,
     budget_chunk: u64,
     done_vus: usize,
+    /// Arrival slots in use. A user arrives (its first connect, or the
+    /// first after a failure) holding a slot until that first request
+    /// ends, and at most `arrival_limit` do so at once per OS thread; the
+    /// others wait, in order, in `arrival_queue`. Without this, 10,000
+    /// users connect in the same millisecond: a server's accept queue
+    /// (listen backlog 511 in nginx and Apache) overflows, the kernel
+    /// drops SYNs and handshake ACKs, and users wait for TCP retransmits
+    /// (1 s, 3 s, 7 s) — past their timeout — while the queue sits empty
+    /// between retransmits; their reconnects then arrive together again. A
+    /// slot is held until the request's response (not merely until the
+    /// connect), because the connect completes when the kernel queues the
+    /// connection, before the server accepts it: holding it to the
+    /// response bounds the connections queued unaccepted to the slots.
+    /// Users that have arrived connect freely (HTTP/1.0 connection per
+    /// request, reconnects): their pace is already the server's.
+    arrivals: usize,
+    arrival_limit: usize,
+    arrival_queue: std::collections::VecDeque<u32>,
+    users_arrived: u64,
     next_source: usize,
     tx: Sender<Snapshot>,
 }
@@ -178,6 +208,9 @@ impl Worker {
                 keepalive: true,
                 reconnect_pending: false,
                 connected: false,
+                arriving: true,
+                holds_slot: false,
+                arrived: false,
                 url: 0,
                 variant: Variant::Http11,
                 start: now,
@@ -205,6 +238,10 @@ impl Worker {
             budget: 0,
             budget_chunk,
             done_vus: 0,
+            arrivals: 0,
+            arrival_limit: arrival_limit(plan.os_threads),
+            arrival_queue: std::collections::VecDeque::new(),
+            users_arrived: 0,
             next_source: index,
             vus,
             shared,
@@ -233,9 +270,24 @@ impl Worker {
         if now < begin {
             std::thread::sleep(begin - now);
         }
-        self.window_open = self.in_window(Instant::now());
-        for i in 0..self.vus.len() {
-            self.start_request(i);
+        let now = Instant::now();
+        self.window_open = self.in_window(now);
+        if plan.ramp_up.is_zero() {
+            for i in 0..self.vus.len() {
+                self.start_request(i);
+            }
+        } else {
+            // Users start evenly over the ramp-up, those of all OS threads
+            // interleaved: user j of thread t is the client's user
+            // j × threads + t.
+            let threads = plan.os_threads as u128;
+            let total = plan.virtual_users.max(1) as u128;
+            let ramp = plan.ramp_up.as_nanos();
+            for j in 0..self.vus.len() {
+                let k = j as u128 * threads + self.index as u128;
+                let at = now + Duration::from_nanos((ramp * k / total) as u64);
+                self.think.push(Reverse((at, j as u32)));
+            }
         }
         let mut next_sweep = Instant::now() + sweep_every;
         loop {
@@ -259,7 +311,12 @@ impl Worker {
             std::mem::swap(&mut self.ready, &mut self.ready_now);
             for k in 0..self.ready_now.len() {
                 let vu = self.ready_now[k] as usize;
-                self.start_request(vu);
+                if self.vus[vu].state == State::Arriving {
+                    // Its request was chosen before it waited for a slot.
+                    self.open(vu);
+                } else {
+                    self.start_request(vu);
+                }
             }
             self.ready_now.clear();
             if now >= next_sweep {
@@ -308,6 +365,7 @@ impl Worker {
                 )
             })
             .count() as u64;
+        let users_waiting = self.vus.iter().filter(|v| v.state == State::Arriving).count() as u64;
         let (cpu_user, cpu_system) = crate::sys::cpu_time(true);
         // Close every connection before reporting, so the caller may count
         // on the sockets being gone once the last snapshot arrives.
@@ -322,6 +380,8 @@ impl Worker {
                 cpu_user,
                 cpu_system,
                 elapsed: start.elapsed(),
+                users_arrived: self.users_arrived,
+                users_waiting,
                 window,
             }),
         );
@@ -353,7 +413,7 @@ impl Worker {
                     self.vus[i].sock = None;
                     self.next(i);
                 }
-                State::Thinking | State::Done => {}
+                State::Thinking | State::Arriving | State::Done => {}
             }
         }
     }
@@ -408,6 +468,23 @@ impl Worker {
     /// Opens a new connection for virtual user `i` and draws its HTTP
     /// version and length (docs/connections.md, "Per-connection draws").
     fn open(&mut self, i: usize) {
+        if self.vus[i].arriving {
+            if self.arrivals >= self.arrival_limit {
+                // One called from the queue whose slot was taken meanwhile
+                // keeps its place at the front.
+                if self.vus[i].state == State::Arriving {
+                    self.arrival_queue.push_front(i as u32);
+                } else {
+                    self.vus[i].state = State::Arriving;
+                    self.arrival_queue.push_back(i as u32);
+                }
+                return;
+            }
+            self.arrivals += 1;
+            let v = &mut self.vus[i];
+            v.arriving = false;
+            v.holds_slot = true;
+        }
         let plan = &self.shared.plan;
         let policy = plan.connection;
         let http10 = self.rng.percent(policy.http10_percent);
@@ -545,7 +622,7 @@ impl Worker {
                     v.reconnect_pending = true;
                 }
             }
-            State::Done => {}
+            State::Arriving | State::Done => {}
         }
     }
 
@@ -753,6 +830,7 @@ impl Worker {
 
     /// A response is complete: validate, count, and go on.
     fn complete(&mut self, i: usize, eof_seen: bool) {
+        self.release_slot(i);
         let now = Instant::now();
         let counted = self.in_window(now);
         let v = &mut self.vus[i];
@@ -780,8 +858,14 @@ impl Worker {
             Err(kind) => class.record_error(kind, latency, wire),
         };
         record(&mut self.second.classes[u.class]);
+        let kind = ConnectionKind::of(v.http10, v.keepalive) as usize;
+        self.second.conn.requests_by_kind[kind] += 1;
         if counted {
             record(&mut self.window.classes[u.class]);
+            self.window.conn.requests_by_kind[kind] += 1;
+        }
+        if !std::mem::replace(&mut v.arrived, true) {
+            self.users_arrived += 1;
         }
         v.conn_served += 1;
         if v.conn_left != u32::MAX {
@@ -829,6 +913,18 @@ impl Worker {
         }
     }
 
+    /// Frees user `i`'s arrival slot, if it holds one, for the next user
+    /// waiting (who connects on the next loop turn).
+    fn release_slot(&mut self, i: usize) {
+        if !std::mem::take(&mut self.vus[i].holds_slot) {
+            return;
+        }
+        self.arrivals -= 1;
+        if let Some(next) = self.arrival_queue.pop_front() {
+            self.ready.push(next);
+        }
+    }
+
     /// After a request ended (counted or not): think, then the next one.
     fn next(&mut self, i: usize) {
         let think = self.shared.plan.think_time;
@@ -858,14 +954,22 @@ impl Worker {
 
     /// The current request failed: count it, drop the connection, go on.
     fn fail(&mut self, i: usize, kind: ErrorKind) {
+        self.release_slot(i);
+        // Its next connect arrives anew, as a user who gave up and comes
+        // back: failures that come together (a server's stall) must not
+        // return together.
+        self.vus[i].arriving = true;
         let now = Instant::now();
         let counted = self.in_window(now);
         let v = &mut self.vus[i];
         let class = self.shared.plan.urls[v.url as usize].class;
         let (latency, bytes) = (now - v.start, v.parser.wire_bytes());
         self.second.classes[class].record_error(kind, latency, bytes);
+        let conn_kind = ConnectionKind::of(v.http10, v.keepalive) as usize;
+        self.second.conn.requests_by_kind[conn_kind] += 1;
         if counted {
             self.window.classes[class].record_error(kind, latency, bytes);
+            self.window.conn.requests_by_kind[conn_kind] += 1;
         }
         v.sock = None;
         self.next(i);
@@ -954,6 +1058,31 @@ fn bump(second: &mut Stats, window: &mut Stats, window_open: bool, f: fn(&mut cr
     }
 }
 
+/// Users of one client arriving at once: a quarter of the listen backlog
+/// of 511 that nginx and Apache use by default, so a few clients, or users
+/// reconnecting meanwhile, still fit in the server's accept queue. More
+/// would not arrive faster where the server is the limit: arrivals then
+/// come at the rate the server accepts, and a deeper queue only makes each
+/// arriving user wait longer in it (measured against nginx on 2 cores,
+/// default `multi_accept off`: 16, 64 and 256 slots per client got 0.9k,
+/// 1.5k and 2.1k of 10,000 users in within 10 s, with no timeout in one
+/// run each, and 149 in another run with 256). On an idle loopback server
+/// one slot's round trip is well under a millisecond, so 128 slots still
+/// let 100,000 users a second in. A window that grows while arrivals are
+/// prompt and halves on a retransmit or a slow first response (as TCP's)
+/// got every user in against nginx with `multi_accept on`, but overshot
+/// against the default: 0.1–0.3 % timeouts.
+///
+/// The wait for a slot is no request's latency: nothing was sent. Each
+/// request's clocks (latency and timeout) start at its connect, as the
+/// docs define latency; users still waiting at the end are reported.
+const ARRIVALS_PER_CLIENT: usize = 128;
+
+/// Arrival slots per OS thread: the client's share, at least 8.
+fn arrival_limit(os_threads: usize) -> usize {
+    (ARRIVALS_PER_CLIENT / os_threads.max(1)).max(8)
+}
+
 /// Opens a non-blocking TCP connection (connect in progress).
 fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>) -> Result<TcpStream, ErrorKind> {
     use socket2::{Domain, Protocol, Socket, Type};
@@ -967,8 +1096,9 @@ fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>) -> Result<TcpStre
         // Let connect() pick the port, so each (source, destination) pair
         // has the whole ephemeral range (IP_BIND_ADDRESS_NO_PORT).
         set_bind_address_no_port(&sock);
-        sock.bind(&SocketAddr::new(ip, 0).into())
-            .map_err(|_| ErrorKind::ConnectRefused)?;
+        // A source address this machine cannot bind is the client's
+        // failure, never the server's refusal.
+        sock.bind(&SocketAddr::new(ip, 0).into()).map_err(|_| ErrorKind::Bind)?;
     }
     match sock.connect(&addr.into()) {
         Ok(()) => {}
@@ -1002,7 +1132,11 @@ fn connect_error_kind(e: &io::Error, tls: bool) -> ErrorKind {
         io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
         io::ErrorKind::InvalidData if tls => ErrorKind::Tls,
         _ => match e.raw_os_error() {
-            Some(libc::ENETUNREACH | libc::EHOSTUNREACH | libc::EADDRNOTAVAIL) => ErrorKind::ConnectRefused,
+            Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => ErrorKind::ConnectRefused,
+            // With IP_BIND_ADDRESS_NO_PORT the local port is picked at
+            // connect: EADDRNOTAVAIL there means no free local port (or
+            // source address) on the client's side.
+            Some(libc::EADDRNOTAVAIL) => ErrorKind::Bind,
             _ => ErrorKind::Reset,
         },
     }
@@ -1069,4 +1203,21 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         tls_error: std::sync::OnceLock::new(),
         plan,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unbindable_source_is_a_bind_error() {
+        // Nothing needs to listen: the bind fails before any connect.
+        let target: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let away = "192.0.2.1".parse().unwrap(); // TEST-NET-1: on no machine
+        assert_eq!(connect(target, Some(away)).err(), Some(ErrorKind::Bind));
+        let no_port = io::Error::from_raw_os_error(libc::EADDRNOTAVAIL);
+        assert_eq!(connect_error_kind(&no_port, false), ErrorKind::Bind);
+        let refused = io::Error::from_raw_os_error(libc::ECONNREFUSED);
+        assert_eq!(connect_error_kind(&refused, false), ErrorKind::ConnectRefused);
+    }
 }

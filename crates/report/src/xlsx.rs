@@ -834,6 +834,10 @@ mod tests {
             ],
             per_second: Vec::new(),
             histograms: Histograms::default(),
+            users_arrived: 0,
+            users_waiting: 0,
+            request_kinds: Default::default(),
+            warnings: Vec::new(),
         }
     }
 

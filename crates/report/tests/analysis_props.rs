@@ -104,6 +104,10 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         }],
         per_second: Vec::new(),
         histograms: Histograms::default(),
+        users_arrived: 0,
+        users_waiting: 0,
+        request_kinds: Default::default(),
+        warnings: Vec::new(),
     }
 }
 

@@ -150,6 +150,13 @@ pub struct NginxOpts {
     /// With `tls`: serve this certificate and key (PEM files) instead of a
     /// fresh self-signed one, e.g. a leaf signed by a test CA, or expired.
     pub cert: Option<(PathBuf, PathBuf)>,
+    /// `listen ... backlog=N`; `None` = nginx's default (511 on Linux).
+    pub backlog: Option<u32>,
+    /// `worker_connections`; nginx also gets twice as many files.
+    pub worker_connections: u32,
+    /// `multi_accept on`: accept every queued connection per event-loop
+    /// turn (the default accepts one).
+    pub multi_accept: bool,
 }
 
 impl Default for NginxOpts {
@@ -160,6 +167,9 @@ impl Default for NginxOpts {
             keepalive_timeout: "75s".to_owned(),
             docroot: None,
             cert: None,
+            backlog: None,
+            worker_connections: 1024,
+            multi_accept: false,
         }
     }
 }
@@ -281,11 +291,13 @@ impl Nginx {
 daemon off;
 master_process off;
 worker_processes 1;
+worker_rlimit_nofile {rlimit};
 pid {pid};
 lock_file {lock};
 error_log {error_log} warn;
 events {{
-    worker_connections 1024;
+    worker_connections {worker_connections};
+    multi_accept {multi_accept};
 }}
 http {{
     types {{
@@ -304,7 +316,7 @@ http {{
     keepalive_requests {keepalive_requests};
     keepalive_timeout {keepalive_timeout};
     server {{
-        listen 127.0.0.1:{port}{ssl_flag};
+        listen 127.0.0.1:{port}{ssl_flag}{backlog};
         server_name localhost;
         root {www};
         location ~ \.shtml$ {{
@@ -325,6 +337,10 @@ http {{
                 keepalive_requests = opts.keepalive_requests,
                 keepalive_timeout = opts.keepalive_timeout,
                 ssl_flag = if opts.tls { " ssl" } else { "" },
+                backlog = opts.backlog.map(|b| format!(" backlog={b}")).unwrap_or_default(),
+                worker_connections = opts.worker_connections,
+                rlimit = opts.worker_connections * 2,
+                multi_accept = if opts.multi_accept { "on" } else { "off" },
                 www = www.display(),
             );
             fs::write(d.join("nginx.conf"), conf).expect("write nginx.conf");
