@@ -343,8 +343,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     }
     if let Some(why) = &report.tls_error {
         eprintln!(
-            "benchlab: {} TLS handshake(s) failed; the first: {why}",
-            output::thousands(result.errors.get(benchlab_engine::ErrorKind::Tls))
+            "benchlab: {} failed; the first: {why}",
+            benchlab_format::plural(
+                result.errors.get(benchlab_engine::ErrorKind::Tls),
+                "TLS handshake",
+                "TLS handshakes"
+            )
         );
     }
     // On stderr in both modes, so --json output stays one document.

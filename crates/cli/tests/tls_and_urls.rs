@@ -166,7 +166,7 @@ fn self_signed_ca_certificate_is_explained() {
         "run",
         &out,
         0,
-        &format!("benchlab: 10 TLS handshake(s) failed; the first: {why}\n"),
+        &format!("benchlab: 10 TLS handshakes failed; the first: {why}\n"),
     );
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("(tls 10)"),

@@ -791,10 +791,12 @@ fn mix_result(
 pub fn arrival_warning(waiting: u64, users: u64, remedy: &str) -> Option<String> {
     (waiting > 0).then(|| {
         format!(
-            "{waiting} of {users} virtual users were still waiting to connect when the run ended: the target \
+            "{} of {} virtual users were still waiting to connect when the run ended: the target \
              accepted new connections slower than they arrived (a few hundred per client connect at once, each \
              until its first response), so the figures are those of fewer users. The target's accept loop is \
-             the limit (for nginx: `multi_accept on`, more workers); or {remedy}"
+             the limit (for nginx: `multi_accept on`, more workers); or {remedy}",
+            benchlab_format::thousands(waiting),
+            benchlab_format::thousands(users)
         )
     })
 }
