@@ -263,7 +263,7 @@ fn http_and_https_mixed_up() {
         "https:// to plain HTTP, in the run",
         &out,
         0,
-        "TLS handshake(s) failed; the first: the server did not answer in TLS",
+        "TLS handshakes failed; the first: the server did not answer in TLS",
     );
 
     let tls = Nginx::start(NginxOpts {

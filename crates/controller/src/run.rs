@@ -25,6 +25,10 @@ pub enum ControllerError {
     /// file set cannot be resolved.
     #[error("{0}")]
     Target(String),
+    /// The suite's input is wrong (a workload, a file set, a `top`, a URL):
+    /// the user's to fix, found before any request.
+    #[error("{0}")]
+    Input(String),
     #[error("cannot write results to {dir}: {source}")]
     Write {
         dir: String,
@@ -83,7 +87,7 @@ fn resolve_phase(
     let w = suite
         .workloads
         .get(workload)
-        .ok_or_else(|| ControllerError::Target(format!("unknown workload `{workload}`")))?;
+        .ok_or_else(|| ControllerError::Input(format!("unknown workload `{workload}`")))?;
     let mut urls = Vec::new();
     let mut classes = Vec::new();
     let mut class_info = Vec::new();
@@ -91,7 +95,7 @@ fn resolve_phase(
     // its address for every URL of the class.
     let mut bases: BTreeMap<String, Target> = BTreeMap::new();
     for (ci, c) in w.classes.iter().enumerate() {
-        let resolved = c.resolve(target, filesets).map_err(ControllerError::Target)?;
+        let resolved = c.resolve(target, filesets).map_err(ControllerError::Input)?;
         classes.push(ClassPlan { name: c.name.clone() });
         let from_fileset = matches!(c.source, benchlab_model::UrlSource::Fileset(_));
         class_info.push((c.name.clone(), c.kind, c.spi.clone(), c.percent, from_fileset));
@@ -141,7 +145,12 @@ fn target_for(url: &str, bases: &mut BTreeMap<String, Target>) -> Result<Target,
         t.path = path.to_string();
         return Ok(t);
     }
-    let t = Target::parse(url).map_err(|e| ControllerError::Target(e.to_string()))?;
+    // A host that does not resolve is a run that cannot be made (the
+    // network's or resolver's state), not a mistake in the suite.
+    let t = Target::parse(url).map_err(|e| match e {
+        benchlab_engine::PlanError::Resolve { .. } => ControllerError::Target(e.to_string()),
+        _ => ControllerError::Input(e.to_string()),
+    })?;
     bases.insert(origin.to_string(), t.clone());
     Ok(t)
 }
@@ -268,10 +277,14 @@ pub fn prepare(suite: &Suite, opts: &RunOptions) -> Result<Prepared, ControllerE
     filesets.extend(opts.filesets.clone());
     let mut phases = Vec::with_capacity(suite.phases.len());
     let mut problems: Vec<String> = Vec::new();
+    // Only hosts that did not resolve: the run cannot be made, though the
+    // suite is right (exit 1, not a usage error).
+    let mut only_unreachable = true;
     for p in &suite.phases {
         match resolve_phase(suite, &p.workload, &p.target, &filesets) {
             Ok(plan) => phases.push(plan),
             Err(e) => {
+                only_unreachable &= matches!(e, ControllerError::Target(_));
                 let e = format!("phase {}: {e}", p.name);
                 if !problems.contains(&e) {
                     problems.push(e);
@@ -280,7 +293,12 @@ pub fn prepare(suite: &Suite, opts: &RunOptions) -> Result<Prepared, ControllerE
         }
     }
     if !problems.is_empty() {
-        return Err(ControllerError::Target(problems.join("\n")));
+        let all = problems.join("\n");
+        return Err(if only_unreachable {
+            ControllerError::Target(all)
+        } else {
+            ControllerError::Input(all)
+        });
     }
     Ok(Prepared { phases })
 }
