@@ -486,8 +486,15 @@ fn status_500_is_status_and_its_bytes_are_error_bytes() {
     assert_errors(&v, &[("status", 20)]);
     assert_no_success_bytes(&v);
     assert_eq!(u(&v, "/error_bytes"), 20 * len(&status_500_response()), "{v:#}");
-    // A well-framed 500 keeps its connection: 5 VUs, 5 connections.
-    assert_eq!(srv.connections(), 5, "the connections should be reused");
+    // A well-framed 500 keeps its connection: at most one connection per
+    // VU (a fast VU may finish the 20 before another has connected), and
+    // benchlab counts exactly the connections the server saw.
+    assert!(
+        srv.connections() <= 5,
+        "the connections should be reused: {}",
+        srv.connections()
+    );
+    assert_eq!(u(&v, "/connections_opened"), srv.connections(), "{v:#}");
 }
 
 #[test]
