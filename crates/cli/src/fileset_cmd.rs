@@ -5,6 +5,7 @@
 
 use crate::{CliError, Outcome};
 use benchlab_fileset::{self as fileset, Kind, Spec, MANIFEST_FILE, SPECWEB_DEFAULT_DIRS};
+use benchlab_format::{fixed, mbytes_per_sec, plural, seconds, thousands};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -223,16 +224,16 @@ fn progress_bar(files: u64, verb: &str) -> ProgressBar {
 
 /// The bar's message: MB so far and the rates.
 fn progress_message(files: u64, bytes: u64, elapsed: Duration) -> String {
-    format!("{:.1} MB, {}", bytes as f64 / 1e6, rates(files, bytes, elapsed))
+    format!("{} MB, {}", fixed(bytes as f64 / 1e6, 1), rates(files, bytes, elapsed))
 }
 
 /// Files/s and MB/s (MB = 10⁶ bytes, as everywhere in benchlab).
 fn rates(files: u64, bytes: u64, elapsed: Duration) -> String {
     let secs = elapsed.as_secs_f64().max(1e-9);
     format!(
-        "{:.0} files/s, {:.1} MB/s",
-        files as f64 / secs,
-        bytes as f64 / 1e6 / secs
+        "{} files/s, {} MB/s",
+        thousands((files as f64 / secs).round() as u64),
+        mbytes_per_sec(bytes as f64 / secs)
     )
 }
 
@@ -248,14 +249,14 @@ fn generate(a: GenerateArgs) -> Result<Outcome, CliError> {
     bar.finish_and_clear();
     let s = summary.map_err(|e| CliError::CannotRun(format!("fileset generate: {e}")))?;
     println!(
-        "{} seed {}: wrote {} files, {} bytes ({:.1} MB) and {} in {:.2} s: {}",
+        "{} seed {}: wrote {}, {} bytes ({} MB) and {} in {} s: {}",
         spec.kind().name(),
         spec.seed(),
-        s.files,
-        s.bytes,
-        s.bytes as f64 / 1e6,
+        plural(s.files, "file", "files"),
+        thousands(s.bytes),
+        fixed(s.bytes as f64 / 1e6, 1),
         a.out.join(MANIFEST_FILE).display(),
-        s.elapsed.as_secs_f64(),
+        seconds(s.elapsed.as_secs_f64()),
         rates(s.files, s.bytes, s.elapsed)
     );
     Ok(Outcome::Completed)
@@ -272,10 +273,10 @@ fn verify(a: VerifyArgs) -> Result<Outcome, CliError> {
     bar.finish_and_clear();
     let r = report.map_err(|e| CliError::CannotRun(format!("fileset verify: {e}")))?;
     let totals = format!(
-        "{} files, {} bytes in {:.2} s ({})",
-        r.files,
-        r.bytes,
-        r.elapsed.as_secs_f64(),
+        "{}, {} bytes in {} s ({})",
+        plural(r.files, "file", "files"),
+        thousands(r.bytes),
+        seconds(r.elapsed.as_secs_f64()),
         rates(r.files, r.bytes, r.elapsed)
     );
     if r.mismatches == 0 {
@@ -296,8 +297,8 @@ fn verify(a: VerifyArgs) -> Result<Outcome, CliError> {
     };
     Err(CliError::CannotRun(format!(
         "fileset verify: {} of {} files differ from {}{shown}; checked {totals}",
-        r.mismatches,
-        r.files,
+        thousands(r.mismatches),
+        thousands(r.files),
         r.manifest.display()
     )))
 }
