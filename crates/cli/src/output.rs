@@ -223,7 +223,7 @@ impl HttpResult {
                     thousands(o.late_sends),
                     thousands(o.sends),
                     o.late_tolerance_us / 1000,
-                    o.rate
+                    rate_text(o.rate)
                 ));
             }
         }
@@ -302,6 +302,18 @@ impl HttpResult {
 /// Numbers for people: the one formatter of the terminal, HTML and XLSX.
 pub use benchlab_format::{mbit_per_sec, mbytes_per_sec, mean_us, plural, requests_per_sec, seconds, share, thousands};
 
+/// A `--rate` as the user would write it, with thousands separators
+/// (`2,000`, `0.5`, `1,234.5`).
+pub fn rate_text(r: f64) -> String {
+    if r.fract() == 0.0 && r < u64::MAX as f64 {
+        thousands(r as u64)
+    } else {
+        let whole = thousands(r.trunc() as u64);
+        let frac = format!("{:.6}", r.fract());
+        format!("{whole}{}", frac.trim_start_matches('0').trim_end_matches('0'))
+    }
+}
+
 /// One line saying what the run will do.
 pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
     let c = plan.connection;
@@ -342,7 +354,7 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
         ),
         Load::Open(o) => format!(
             "open loop at {} requests/s ({} arrivals, at most {} in flight)",
-            o.rate,
+            rate_text(o.rate),
             o.arrival.name(),
             thousands(o.max_in_flight.into())
         ),
@@ -401,7 +413,7 @@ pub fn human(r: &HttpResult) -> String {
         let _ = writeln!(
             o,
             "  open loop    --rate {} {}: {} sent ({} /s), {} late (> {} ms), {} waited for --max-in-flight {}",
-            ol.rate,
+            rate_text(ol.rate),
             ol.arrival,
             thousands(ol.sends),
             requests_per_sec(ol.sends_per_sec),
@@ -536,6 +548,27 @@ mod tests {
         p.os_threads = os_threads;
         p.stop = Stop::Requests(1500);
         p
+    }
+
+    #[test]
+    fn rates_are_written_with_separators() {
+        assert_eq!(rate_text(2000.0), "2,000");
+        assert_eq!(rate_text(0.5), "0.5");
+        assert_eq!(rate_text(1234.25), "1,234.25");
+        let mut p = plan(1, 10, 2);
+        p.stop = Stop::After(Duration::from_secs(3));
+        p.load = Load::Open(OpenLoop {
+            rate: 12_000.0,
+            arrival: benchlab_engine::Arrival::Poisson,
+            max_in_flight: 1500,
+        });
+        let d = describe(&p, HttpMode::Http11);
+        assert!(
+            d.contains(
+                "1 URL, open loop at 12,000 requests/s (poisson arrivals, at most 1,500 in flight) on 2 OS threads,"
+            ),
+            "{d}"
+        );
     }
 
     #[test]

@@ -687,6 +687,35 @@ mod tests {
     }
 
     #[test]
+    fn validates_open_loops() {
+        let mut p = plan("http://127.0.0.1/");
+        let open = OpenLoop {
+            rate: 100.0,
+            arrival: Arrival::Poisson,
+            max_in_flight: 50,
+        };
+        p.load = Load::Open(open);
+        assert!(p.validate().is_ok());
+        assert_eq!(p.slots(), 50);
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 2e7] {
+            p.load = Load::Open(OpenLoop { rate: bad, ..open });
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains("expected requests per second above 0"), "{bad}: {e}");
+        }
+        p.load = Load::Open(OpenLoop {
+            max_in_flight: 0,
+            ..open
+        });
+        assert!(p.validate().is_err());
+        p.load = Load::Open(open);
+        p.stop = Stop::Requests(10);
+        assert!(p.validate().unwrap_err().to_string().contains("runs for a duration"));
+        p.stop = Stop::After(Duration::from_secs(1));
+        p.think_time = Duration::from_millis(5);
+        assert!(p.validate().unwrap_err().to_string().contains("no think time"));
+    }
+
+    #[test]
     fn refuses_durations_that_would_overflow_an_instant() {
         let mut p = plan("http://127.0.0.1/");
         p.stop = Stop::After(MAX_DURATION);

@@ -1447,6 +1447,64 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
 mod tests {
     use super::*;
 
+    fn schedule(arrival: Arrival, rate: f64, threads: usize, index: usize, seed: u64) -> Schedule {
+        let o = OpenLoop {
+            rate,
+            arrival,
+            max_in_flight: 1,
+        };
+        let begin = Instant::now();
+        Schedule::new(o, begin, threads, index, seed)
+    }
+
+    /// Offsets from `begin` of the first `n` sends, in nanoseconds.
+    fn offsets(s: &mut Schedule, n: usize) -> Vec<u128> {
+        (0..n)
+            .map(|_| {
+                let at = (s.next - s.begin).as_nanos();
+                s.advance();
+                at
+            })
+            .collect()
+    }
+
+    #[test]
+    fn constant_arrivals_interleave_the_threads_exactly() {
+        // 1,000/s over 2 threads: thread 0 at 0, 2, 4 ms…, thread 1 at 1, 3, 5 ms….
+        let t0 = offsets(&mut schedule(Arrival::Constant, 1000.0, 2, 0, 1), 3);
+        let t1 = offsets(&mut schedule(Arrival::Constant, 1000.0, 2, 1, 1), 3);
+        assert_eq!(t0, [0, 2_000_000, 4_000_000]);
+        assert_eq!(t1, [1_000_000, 3_000_000, 5_000_000]);
+        // No drift over a long run: the millionth send is exactly on time.
+        let mut s = schedule(Arrival::Constant, 1000.0, 1, 0, 1);
+        s.taken = 999_999;
+        s.advance();
+        assert_eq!((s.next - s.begin).as_nanos(), 1_000_000_000_000);
+    }
+
+    #[test]
+    fn poisson_arrivals_are_seeded_and_keep_the_mean_rate() {
+        let a = offsets(&mut schedule(Arrival::Poisson, 500.0, 1, 0, 7), 50_000);
+        let b = offsets(&mut schedule(Arrival::Poisson, 500.0, 1, 0, 7), 50_000);
+        assert_eq!(a, b, "the same seed gives the same schedule");
+        let c = offsets(&mut schedule(Arrival::Poisson, 500.0, 1, 0, 8), 50_000);
+        assert_ne!(a, c);
+        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+        // 50,000 gaps of mean 2 ms: 100 s, within 2 % (the sum's relative
+        // standard deviation is 1/√50,000 ≈ 0.45 %).
+        let secs = a[a.len() - 1] as f64 / 1e9;
+        assert!((secs - 100.0).abs() < 2.0, "{secs}");
+        // Exponential gaps: about e⁻¹ of them longer than the mean.
+        let long = a.windows(2).filter(|w| w[1] - w[0] > 2_000_000).count() as f64 / 49_999.0;
+        assert!((long - (-1f64).exp()).abs() < 0.02, "{long}");
+        // Two threads at half the rate each: the same rate together.
+        let t0 = offsets(&mut schedule(Arrival::Poisson, 500.0, 2, 0, 7), 25_000);
+        let t1 = offsets(&mut schedule(Arrival::Poisson, 500.0, 2, 1, 7), 25_000);
+        assert_ne!(t0, t1, "each thread draws its own gaps");
+        let secs = t0[t0.len() - 1] as f64 / 1e9;
+        assert!((secs - 100.0).abs() < 3.0, "{secs}");
+    }
+
     #[test]
     fn an_unbindable_source_is_a_bind_error() {
         // Nothing needs to listen: the bind fails before any connect.
