@@ -214,11 +214,14 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
             .iter()
             .map(|&i| {
                 let m = &suite.mixes[i];
-                format!("{}×{}", m.clients, m.params.threads_per_client)
+                match m.params.rate {
+                    Some(r) => format!("{}×{}/s", m.clients, crate::output::rate_text(r)),
+                    None => format!("{}×{}", m.clients, m.params.threads_per_client),
+                }
             })
             .collect();
         println!(
-            "  phase {}: {} — clients×threads {}",
+            "  phase {}: {} — clients×threads (or ×rate) {}",
             p.name,
             p.target,
             mixes.join(", ")
@@ -271,11 +274,18 @@ impl Observer for Progress {
     fn mix_started(&mut self, mix: &Mix, phase: &str) {
         self.window = mix.window();
         let len = mix.params.length.as_secs().max(1);
+        let load = match mix.params.rate {
+            Some(r) => format!(
+                "open loop at {} requests/s ({} arrivals)",
+                crate::output::rate_text(r),
+                mix.params.arrival.name()
+            ),
+            None => plural(mix.params.threads_per_client.into(), "thread", "threads"),
+        };
         let msg = format!(
-            "mix {} ({phase}): {} × {}",
+            "mix {} ({phase}): {} × {load}",
             mix.number,
             plural(mix.clients.into(), "client", "clients"),
-            plural(mix.params.threads_per_client.into(), "thread", "threads")
         );
         if self.tty {
             let bar = ProgressBar::new(len);

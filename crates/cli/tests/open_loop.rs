@@ -170,3 +170,89 @@ fn bad_open_loop_flags_are_usage_errors() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// Two mixes of 3 s (window 2 s): a closed loop, then an open loop at 300
+/// requests/s shared by 2 clients, Poisson in the second.
+const SUITE: &str = r#"
+name = "open"
+description = "an open-loop mix"
+seed = 3
+
+[defaults]
+ramp_up = "500ms"
+ramp_down = "500ms"
+length = "3s"
+threads_per_client = 2
+max_in_flight = 50
+
+[workloads.w]
+[[workloads.w.class]]
+name = "a"
+percent = 100
+[[workloads.w.class.url]]
+path = "/a.txt"
+
+[[mix]]
+clients = 1
+[[mix]]
+clients = 2
+rate = 300
+[[mix]]
+clients = 2
+rate = 300
+arrival = "poisson"
+"#;
+
+#[test]
+fn a_suite_mix_runs_an_open_loop_at_its_rate() {
+    let dir = site();
+    let serve = Serve::start(&dir.path().join("www"), &[]);
+    let suite = dir.path().join("open.toml");
+    std::fs::write(&suite, SUITE).expect("write the suite");
+    let res = dir.path().join("results");
+    let out = run_benchlab(&[
+        "run",
+        suite.to_str().expect("UTF-8"),
+        "--target",
+        &format!("http://{}", serve.addr),
+        "--out",
+        res.to_str().expect("UTF-8"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("mix 2 (w): 2 clients × open loop at 300 requests/s (constant arrivals)"),
+        "{stderr}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(res.join("results.json")).expect("results.json")).expect("JSON");
+    let mixes = json["mixes"].as_array().expect("mixes");
+    assert!(mixes[0].get("open_loop").is_none(), "a closed mix has no open_loop");
+    assert_eq!(u(&mixes[0], "/threads"), 2);
+    let m = &mixes[1];
+    assert_eq!(u(m, "/threads"), 0);
+    assert_eq!(m["open_loop"]["arrival"], "constant");
+    assert_eq!(m["open_loop"]["rate"].as_f64(), Some(300.0));
+    assert_eq!(u(m, "/open_loop/max_in_flight"), 50);
+    // The window is 2 s: 600 intended sends in it, all clients together.
+    let sends = u(m, "/open_loop/sends");
+    assert!((594..=606).contains(&sends), "sends {sends}: {m}");
+    let done = u(m, "/requests") + u(m, "/errors_total");
+    assert!((588..=606).contains(&done), "completed {done}");
+    assert!(m["open_loop"]["latency_as_sent_us"]["p50"].as_u64().is_some());
+    let p = &mixes[2];
+    assert_eq!(p["open_loop"]["arrival"], "poisson");
+    // 600 expected, standard deviation √600 ≈ 24.
+    let sends = u(p, "/open_loop/sends");
+    assert!((500..=700).contains(&sends), "poisson sends {sends}");
+
+    // results.json still matches its schema.
+    let schema: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json"))
+            .expect("schema"),
+    )
+    .expect("schema JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}

@@ -418,10 +418,10 @@ impl ClientPlan {
         }
         if let Load::Open(o) = self.load {
             if !(o.rate > 0.0 && o.rate <= OpenLoop::MAX_RATE) {
+                // MAX_RATE, written for people.
                 return bad(format!(
-                    "rate {}: expected requests per second above 0 and at most {}",
-                    o.rate,
-                    OpenLoop::MAX_RATE
+                    "rate {}: expected requests per second above 0 and at most 10,000,000",
+                    o.rate
                 ));
             }
             if o.max_in_flight == 0 {
