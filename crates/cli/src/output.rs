@@ -305,13 +305,7 @@ pub use benchlab_format::{mbit_per_sec, mbytes_per_sec, mean_us, plural, request
 /// A `--rate` as the user would write it, with thousands separators
 /// (`2,000`, `0.5`, `1,234.5`).
 pub fn rate_text(r: f64) -> String {
-    if r.fract() == 0.0 && r < u64::MAX as f64 {
-        thousands(r as u64)
-    } else {
-        let whole = thousands(r.trunc() as u64);
-        let frac = format!("{:.6}", r.fract());
-        format!("{whole}{}", frac.trim_start_matches('0').trim_end_matches('0'))
-    }
+    benchlab_format::rate(r)
 }
 
 /// One line saying what the run will do.

@@ -324,10 +324,18 @@ impl Observer for Progress {
             b.finish_and_clear();
         }
         let cpu = &r.client_cpu;
+        let load = match &r.open_loop {
+            Some(o) => format!(
+                "{} of {} sent late, as-sent p99 {} µs",
+                thousands(o.late_sends),
+                thousands(o.sends),
+                thousands(o.latency_as_sent_us.p99)
+            ),
+            None => plural(r.threads, "thread", "threads"),
+        };
         eprintln!(
-            "mix {}: {}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
+            "mix {}: {load}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
             r.mix,
-            plural(r.threads, "thread", "threads"),
             requests_per_sec(r.figures.requests_per_sec),
             mbytes_per_sec(r.figures.bytes_per_sec),
             thousands(r.figures.latency_us.p99),

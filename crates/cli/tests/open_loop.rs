@@ -224,6 +224,10 @@ fn a_suite_mix_runs_an_open_loop_at_its_rate() {
         stderr.contains("mix 2 (w): 2 clients × open loop at 300 requests/s (constant arrivals)"),
         "{stderr}"
     );
+    assert!(
+        stderr.contains("mix 2: ") && stderr.contains(" sent late, as-sent p99 "),
+        "{stderr}"
+    );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(res.join("results.json")).expect("results.json")).expect("JSON");
     let mixes = json["mixes"].as_array().expect("mixes");

@@ -791,14 +791,21 @@ fn mix_result(
     });
     if let Some(o) = &open_loop {
         if o.late_sends > 0 {
+            let cap = if o.max_in_flight_hit > 0 {
+                format!(
+                    " ({} found max_in_flight requests outstanding and waited)",
+                    benchlab_format::thousands(o.max_in_flight_hit)
+                )
+            } else {
+                String::new()
+            };
             warnings.push(format!(
-                "{} of {} sends left more than {} ms after their intended time: the schedule of rate {} was not kept \
-                 ({} found max_in_flight requests outstanding and waited); latency still counts from the intended times",
+                "{} of {} sends left more than {} ms after their intended time: the schedule of rate {} was not \
+                 kept{cap}; latency still counts from the intended times",
                 benchlab_format::thousands(o.late_sends),
                 benchlab_format::thousands(o.sends),
                 o.late_tolerance_us / 1000,
-                o.rate,
-                benchlab_format::thousands(o.max_in_flight_hit)
+                benchlab_format::rate(o.rate),
             ));
         }
     }
