@@ -53,6 +53,11 @@ next. They are not OS threads (wrk's -t): thousands of them run on \
 --os-threads event loops. wrk -t4 -c400 corresponds to --threads 400 \
 --os-threads 4.
 
+--rate R replaces the users with an open loop: R requests a second leave on \
+a schedule whatever the server does, latency counts from each intended send \
+time (a stall is not hidden), and the latency as sent is shown beside it \
+(wrk2's -R).
+
 Exit status: 0 the run completed (whatever the server did); 1 the run could \
 not be done (preflight failed, system limits); 2 bad usage; 3 a --max-* \
 threshold was breached.")]
