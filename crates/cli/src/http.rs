@@ -4,8 +4,8 @@ use crate::args::{self, WeightedUrl};
 use crate::output::{self, HttpResult};
 use crate::{CliError, Outcome};
 use benchlab_engine::{
-    probe_from, sys, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, PlanError, Scheme, Stop, Target,
-    TlsOptions, UrlPlan,
+    probe_from, sys, Arrival, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, Load, OpenLoop, PlanError,
+    Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
@@ -23,6 +23,15 @@ pub enum HttpMode {
     /// HTTP/1.1 (persistent connections per --persistent-percent).
     #[value(name = "1.1")]
     Http11,
+}
+
+/// How an open loop (`--rate`) spaces its sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    /// Exactly 1/R apart.
+    Constant,
+    /// A Poisson process of rate R (exponential gaps), drawn from --seed.
+    Poisson,
 }
 
 /// What each response is checked against besides its framing.
@@ -44,6 +53,11 @@ next. They are not OS threads (wrk's -t): thousands of them run on \
 --os-threads event loops. wrk -t4 -c400 corresponds to --threads 400 \
 --os-threads 4.
 
+--rate R replaces the users with an open loop: R requests a second leave on \
+a schedule whatever the server does, latency counts from each intended send \
+time (a stall is not hidden), and the latency as sent is shown beside it \
+(wrk2's -R).
+
 Exit status: 0 the run completed (whatever the server did); 1 the run could \
 not be done (preflight failed, system limits); 2 bad usage; 3 a --max-* \
 threshold was breached.")]
@@ -55,6 +69,21 @@ pub struct HttpArgs {
     /// Virtual users (WebBench worker threads), not OS threads.
     #[arg(short = 't', long, default_value_t = 10, value_name = "N")]
     threads: u32,
+
+    /// Open loop: send R requests a second on a schedule, whatever the
+    /// server does, and count latency from each intended send time
+    /// (instead of --threads closed-loop users).
+    #[arg(long, value_name = "R", conflicts_with_all = ["threads", "requests", "ramp_up"])]
+    rate: Option<f64>,
+
+    /// How --rate spaces its sends.
+    #[arg(long, value_enum, default_value = "constant", requires = "rate")]
+    arrival: ArrivalArg,
+
+    /// With --rate: requests outstanding at most; a send due while all are
+    /// busy waits (and is reported).
+    #[arg(long, default_value_t = 1000, value_name = "N", requires = "rate")]
+    max_in_flight: u32,
 
     /// Event-loop OS threads the virtual users run on [default: the number of cores].
     #[arg(long, value_name = "N")]
@@ -159,6 +188,29 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     if a.threads == 0 {
         return Err(usage("--threads must be at least 1".into()));
     }
+    let load = match a.rate {
+        None => Load::Closed,
+        Some(r) if !(r > 0.0 && r <= OpenLoop::MAX_RATE) => {
+            return Err(usage(format!(
+                "--rate {r}: expected requests per second above 0 and at most {}",
+                output::thousands(OpenLoop::MAX_RATE as u64)
+            )))
+        }
+        Some(_) if a.max_in_flight == 0 => return Err(usage("--max-in-flight must be at least 1".into())),
+        Some(_) if !a.think_time.is_zero() => {
+            return Err(usage(
+                "--think-time applies to --threads users; an open loop (--rate) has none".into(),
+            ))
+        }
+        Some(rate) => Load::Open(OpenLoop {
+            rate,
+            arrival: match a.arrival {
+                ArrivalArg::Constant => Arrival::Constant,
+                ArrivalArg::Poisson => Arrival::Poisson,
+            },
+            max_in_flight: a.max_in_flight,
+        }),
+    };
     if a.requests == Some(0) {
         return Err(usage("--requests must be at least 1".into()));
     }
@@ -213,7 +265,11 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     }
 
     let source_addresses = a.source_addresses.clone().map(|x| x.0).unwrap_or_default();
-    sys::check_capacity(a.threads as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
+    let slots = match load {
+        Load::Closed => a.threads,
+        Load::Open(o) => o.max_in_flight,
+    };
+    sys::check_capacity(slots as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
     let targets: Vec<_> = urls.iter().map(|u| u.target.addr).collect();
     sys::check_source_addresses(&source_addresses, &targets).map_err(CliError::CannotRun)?;
 
@@ -276,6 +332,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     };
     let mut plan = ClientPlan::new(urls, classes);
     plan.virtual_users = a.threads;
+    plan.load = load;
     plan.os_threads = a.os_threads.unwrap_or_else(sys::usable_cpus).max(1);
     plan.stop = stop;
     plan.think_time = a.think_time;
@@ -294,7 +351,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     plan.tls = tls;
     plan.seed = a.seed;
     plan.validate().map_err(|e| usage(e.to_string()))?;
-    let os_threads = plan.os_threads.min(plan.virtual_users as usize);
+    let os_threads = plan.os_threads.min(plan.slots() as usize);
     let description = output::describe(&plan, a.http);
 
     if !a.json {

@@ -5,7 +5,9 @@
 //! README documents each one.
 
 use crate::http::HttpMode;
-use benchlab_engine::{sys, ClassStats, ClientPlan, ClientReport, Counters, ErrorKind, LatencySummary, Stop};
+use benchlab_engine::{
+    sys, ClassStats, ClientPlan, ClientReport, Counters, ErrorKind, LatencySummary, Load, OpenLoop, Stop,
+};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -52,6 +54,9 @@ pub struct HttpResult {
     pub schema: &'static str,
     pub benchlab_version: &'static str,
     pub urls: Vec<String>,
+    /// `closed` (--threads users) or `open` (--rate).
+    pub mode: &'static str,
+    /// Closed-loop users; 0 in an open loop.
     pub threads: u32,
     pub os_threads: usize,
     /// Seconds over which requests were counted (start to the last worker's stop).
@@ -84,8 +89,33 @@ pub struct HttpResult {
     /// Requests by HTTP version and connection kind next to the shares
     /// the flags configure (as in results.json's mixes).
     pub request_kinds: RequestKinds,
+    /// Open loop only (absent in a closed loop): the schedule and how it
+    /// was kept. `latency_us` then counts from intended send times.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopResult>,
     /// What benchlab warned about (also printed on stderr).
     pub warnings: Vec<String>,
+}
+
+/// The open-loop fields of `benchlab http --rate --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenLoopResult {
+    /// Requests per second asked for (--rate).
+    pub rate: f64,
+    /// `constant` or `poisson`.
+    pub arrival: &'static str,
+    pub max_in_flight: u32,
+    /// Requests the schedule sent, and their rate over the counted window.
+    pub sends: u64,
+    pub sends_per_sec: f64,
+    /// Sends that left more than `late_tolerance_us` after their intended time.
+    pub late_sends: u64,
+    pub late_tolerance_us: u64,
+    /// Sends that found --max-in-flight requests outstanding and waited.
+    pub max_in_flight_hit: u64,
+    /// Latency of successful requests from their actual send (as a closed
+    /// loop counts it), next to `latency_us` from their intended send.
+    pub latency_as_sent_us: Latency,
 }
 
 /// Errors by kind with every canonical kind present (zeros included), in
@@ -157,6 +187,47 @@ impl HttpResult {
         )
         .into_iter()
         .collect();
+        let conn = &report.stats.conn;
+        let open_loop = match plan.load {
+            Load::Closed => None,
+            Load::Open(o) => Some(OpenLoopResult {
+                rate: o.rate,
+                arrival: o.arrival.name(),
+                max_in_flight: o.max_in_flight,
+                sends: conn.sends,
+                sends_per_sec: rate(conn.sends, secs),
+                late_sends: conn.late_sends,
+                late_tolerance_us: OpenLoop::LATE_TOLERANCE.as_micros() as u64,
+                max_in_flight_hit: conn.in_flight_waits,
+                latency_as_sent_us: total
+                    .latency_as_sent
+                    .as_ref()
+                    .map(LatencySummary::of)
+                    .unwrap_or_default()
+                    .into(),
+            }),
+        };
+        if let Some(o) = &open_loop {
+            // A stray late send is the machine's noise, not a missed schedule.
+            if o.late_sends * 100 > o.sends || o.max_in_flight_hit > 0 {
+                let cap = if o.max_in_flight_hit > 0 {
+                    format!(
+                        "; {} found --max-in-flight {} requests outstanding and waited",
+                        thousands(o.max_in_flight_hit),
+                        thousands(o.max_in_flight.into())
+                    )
+                } else {
+                    String::new()
+                };
+                warnings.push(format!(
+                    "{} of {} sends left more than {} ms after their intended time: the schedule of --rate {} was not kept{cap} (latency still counts from the intended times)",
+                    thousands(o.late_sends),
+                    thousands(o.sends),
+                    o.late_tolerance_us / 1000,
+                    rate_text(o.rate)
+                ));
+            }
+        }
         warnings.extend(arrival_warning(
             report.users_waiting,
             plan.virtual_users as u64,
@@ -196,7 +267,8 @@ impl HttpResult {
             schema: "benchlab.http/1",
             benchlab_version: env!("CARGO_PKG_VERSION"),
             urls: plan.urls.iter().map(|u| u.target.url.clone()).collect(),
-            threads: plan.virtual_users,
+            mode: if open_loop.is_some() { "open" } else { "closed" },
+            threads: if open_loop.is_some() { 0 } else { plan.virtual_users },
             os_threads,
             duration_s: (secs * 1000.0).round() / 1000.0,
             requests: c.requests,
@@ -222,6 +294,7 @@ impl HttpResult {
             users_arrived: report.users_arrived,
             users_waiting: report.users_waiting,
             request_kinds: request_kinds(&shares),
+            open_loop,
             warnings,
         }
     }
@@ -229,6 +302,12 @@ impl HttpResult {
 
 /// Numbers for people: the one formatter of the terminal, HTML and XLSX.
 pub use benchlab_format::{mbit_per_sec, mbytes_per_sec, mean_us, plural, requests_per_sec, seconds, share, thousands};
+
+/// A `--rate` as the user would write it, with thousands separators
+/// (`2,000`, `0.5`, `1,234.5`).
+pub fn rate_text(r: f64) -> String {
+    benchlab_format::rate(r)
+}
 
 /// One line saying what the run will do.
 pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
@@ -262,16 +341,24 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
         Stop::After(d) => format!("for {}", humantime::format_duration(d)),
         Stop::Requests(n) => format!("for {} requests", thousands(n)),
     };
-    format!(
-        "benchlab http: {}, {} on {}, {conn}{per_conn}, {stop}",
-        plural(plan.urls.len() as u64, "URL", "URLs"),
-        plural(
+    let load = match plan.load {
+        Load::Closed => plural(
             plan.virtual_users.into(),
             "thread (virtual user)",
-            "threads (virtual users)"
+            "threads (virtual users)",
         ),
+        Load::Open(o) => format!(
+            "open loop at {} requests/s ({} arrivals, at most {} in flight)",
+            rate_text(o.rate),
+            o.arrival.name(),
+            thousands(o.max_in_flight.into())
+        ),
+    };
+    format!(
+        "benchlab http: {}, {load} on {}, {conn}{per_conn}, {stop}",
+        plural(plan.urls.len() as u64, "URL", "URLs"),
         plural(
-            plan.os_threads.min(plan.virtual_users as usize) as u64,
+            plan.os_threads.min(plan.slots() as usize) as u64,
             "OS thread",
             "OS threads"
         )
@@ -306,6 +393,31 @@ pub fn human(r: &HttpResult) -> String {
         thousands(l.p999),
         thousands(l.max)
     );
+    if let Some(ol) = &r.open_loop {
+        let l = &ol.latency_as_sent_us;
+        let _ = writeln!(
+            o,
+            "  as sent µs   mean {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (latency above: from intended send times)",
+            mean_us(l.mean),
+            thousands(l.p50),
+            thousands(l.p90),
+            thousands(l.p99),
+            thousands(l.p999),
+            thousands(l.max)
+        );
+        let _ = writeln!(
+            o,
+            "  open loop    --rate {} {}: {} sent ({} /s), {} late (> {} ms), {} waited for --max-in-flight {}",
+            rate_text(ol.rate),
+            ol.arrival,
+            thousands(ol.sends),
+            requests_per_sec(ol.sends_per_sec),
+            thousands(ol.late_sends),
+            ol.late_tolerance_us / 1000,
+            thousands(ol.max_in_flight_hit),
+            thousands(ol.max_in_flight.into())
+        );
+    }
     if r.errors_total == 0 {
         let _ = writeln!(o, "  errors       0");
     } else {
@@ -431,6 +543,27 @@ mod tests {
         p.os_threads = os_threads;
         p.stop = Stop::Requests(1500);
         p
+    }
+
+    #[test]
+    fn rates_are_written_with_separators() {
+        assert_eq!(rate_text(2000.0), "2,000");
+        assert_eq!(rate_text(0.5), "0.5");
+        assert_eq!(rate_text(1234.25), "1,234.25");
+        let mut p = plan(1, 10, 2);
+        p.stop = Stop::After(Duration::from_secs(3));
+        p.load = Load::Open(OpenLoop {
+            rate: 12_000.0,
+            arrival: benchlab_engine::Arrival::Poisson,
+            max_in_flight: 1500,
+        });
+        let d = describe(&p, HttpMode::Http11);
+        assert!(
+            d.contains(
+                "1 URL, open loop at 12,000 requests/s (poisson arrivals, at most 1,500 in flight) on 2 OS threads,"
+            ),
+            "{d}"
+        );
     }
 
     #[test]

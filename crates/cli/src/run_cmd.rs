@@ -214,11 +214,14 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
             .iter()
             .map(|&i| {
                 let m = &suite.mixes[i];
-                format!("{}×{}", m.clients, m.params.threads_per_client)
+                match m.params.rate {
+                    Some(r) => format!("{}×{}/s", m.clients, crate::output::rate_text(r)),
+                    None => format!("{}×{}", m.clients, m.params.threads_per_client),
+                }
             })
             .collect();
         println!(
-            "  phase {}: {} — clients×threads {}",
+            "  phase {}: {} — clients×threads (or ×rate) {}",
             p.name,
             p.target,
             mixes.join(", ")
@@ -271,11 +274,18 @@ impl Observer for Progress {
     fn mix_started(&mut self, mix: &Mix, phase: &str) {
         self.window = mix.window();
         let len = mix.params.length.as_secs().max(1);
+        let load = match mix.params.rate {
+            Some(r) => format!(
+                "open loop at {} requests/s ({} arrivals)",
+                crate::output::rate_text(r),
+                mix.params.arrival.name()
+            ),
+            None => plural(mix.params.threads_per_client.into(), "thread", "threads"),
+        };
         let msg = format!(
-            "mix {} ({phase}): {} × {}",
+            "mix {} ({phase}): {} × {load}",
             mix.number,
             plural(mix.clients.into(), "client", "clients"),
-            plural(mix.params.threads_per_client.into(), "thread", "threads")
         );
         if self.tty {
             let bar = ProgressBar::new(len);
@@ -314,10 +324,18 @@ impl Observer for Progress {
             b.finish_and_clear();
         }
         let cpu = &r.client_cpu;
+        let load = match &r.open_loop {
+            Some(o) => format!(
+                "{} of {} sent late, as-sent p99 {} µs",
+                thousands(o.late_sends),
+                thousands(o.sends),
+                thousands(o.latency_as_sent_us.p99)
+            ),
+            None => plural(r.threads, "thread", "threads"),
+        };
         eprintln!(
-            "mix {}: {}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
+            "mix {}: {load}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
             r.mix,
-            plural(r.threads, "thread", "threads"),
             requests_per_sec(r.figures.requests_per_sec),
             mbytes_per_sec(r.figures.bytes_per_sec),
             thousands(r.figures.latency_us.p99),

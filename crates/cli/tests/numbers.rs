@@ -192,6 +192,31 @@ fn terminal_report_and_workbook_use_one_number_format() {
     );
     assert!(text.contains("of 1 core,"), "{text}");
 
+    // The open loop's lines: a rate of 1,000+ and a small cap, so sends
+    // wait and a warning with counts is printed too.
+    let slow = serve.url("/spice/inproc/sleep/dir00000/class1_8?ms=50");
+    let out = run_benchlab(&[
+        "http",
+        "-d",
+        "1s",
+        "--rate",
+        "1500",
+        "--max-in-flight",
+        "2",
+        "--os-threads",
+        "1",
+        &slow,
+    ]);
+    assert_success("benchlab http --rate", &out);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_people_format("benchlab http --rate", &text);
+    assert!(text.contains("open loop at 1,500 requests/s"), "{text}");
+    assert!(text.contains("--rate 1,500 constant:"), "{text}");
+
     // A suite run: progress lines (stderr) and the summary table (stdout).
     let suite = tmp.path().join("numbers.toml");
     std::fs::write(&suite, SUITE).expect("write the suite");

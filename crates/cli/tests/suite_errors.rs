@@ -19,6 +19,39 @@ struct Case {
 }
 
 const CASES: &[Case] = &[
+    // Open-loop mixes: a rate of 0, at the value.
+    Case {
+        file: "rate_zero.toml",
+        line: 18,
+        column: 8,
+        phrases: &["rate 0: expected requests per second above 0 and at most 10,000,000"],
+    },
+    // Both `threads_per_client` and `rate` in one mix.
+    Case {
+        file: "rate_and_threads.toml",
+        line: 18,
+        column: 22,
+        phrases: &["mix 1: both `rate` and `threads_per_client`: expected one"],
+    },
+    Case {
+        file: "rate_in_defaults.toml",
+        line: 8,
+        column: 8,
+        phrases: &["`rate` belongs in each [[mix]]"],
+    },
+    Case {
+        file: "arrival_unknown.toml",
+        line: 19,
+        column: 11,
+        phrases: &["arrival `burst`: expected \"constant\" or \"poisson\""],
+    },
+    // [defaults]' think time reaches an open-loop mix.
+    Case {
+        file: "rate_with_think_time.toml",
+        line: 19,
+        column: 8,
+        phrases: &["mix 1: `rate` with think_time 1s: an open loop has no think time"],
+    },
     // `rampup = "2s"`: the key itself, with the keys that are allowed.
     Case {
         file: "unknown_key_defaults.toml",

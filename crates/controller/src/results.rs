@@ -354,9 +354,37 @@ pub struct MixResult {
     #[serde(default)]
     pub request_kinds: RequestKinds,
     /// What benchlab warned about this mix (request shares far from the
-    /// configured ones, users that never arrived).
+    /// configured ones, users that never arrived, late sends).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// An open-loop mix (`rate = R`): its schedule and how it was kept;
+    /// absent for a closed loop. `latency_us` then counts from each
+    /// request's intended send time (docs/counting.md, "Open loop").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopResult>,
+}
+
+/// The open loop of a mix: asked for, and done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OpenLoopResult {
+    /// Requests per second the mix asked for, all clients together.
+    pub rate: f64,
+    /// `constant` or `poisson`.
+    pub arrival: String,
+    /// Requests in flight at most, per client.
+    pub max_in_flight: u32,
+    /// Requests the schedules sent inside the window, and their rate.
+    pub sends: u64,
+    pub sends_per_sec: f64,
+    /// Sends inside the window that left more than `late_tolerance_us`
+    /// after their intended time.
+    pub late_sends: u64,
+    pub late_tolerance_us: u64,
+    /// Sends that found `max_in_flight` requests outstanding and waited.
+    pub max_in_flight_hit: u64,
+    /// Latency of successful requests from their actual send, next to the
+    /// mix's `latency_us` from their intended send.
+    pub latency_as_sent_us: Latency,
 }
 
 /// The machine and software that ran the suite.

@@ -7,8 +7,8 @@ use crate::driver::{ClientDriver, LocalClient};
 use crate::machine::CpuTicks;
 use crate::results::*;
 use benchlab_engine::{
-    probe_from, share_warning, sys, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters, ConnectionPolicy,
-    Expect, SplitMix64, Stats, Stop, Target, TlsOptions, UrlPlan,
+    probe_from, share_warning, sys, Arrival, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters,
+    ConnectionPolicy, Expect, LatencySummary, Load, OpenLoop, SplitMix64, Stats, Stop, Target, TlsOptions, UrlPlan,
 };
 use benchlab_model::{ClassKind, Mix, Suite, Validate};
 use std::collections::BTreeMap;
@@ -496,7 +496,7 @@ fn run_mix(
     let mut delays = Vec::with_capacity(clients);
     let mut addresses = Vec::with_capacity(clients);
     sys::check_capacity(
-        mix.threads(),
+        mix.clients as u64 * mix.slots_per_client() as u64,
         if suite.client_addresses && loopback { clients } else { 0 },
     )
     .map_err(ControllerError::Target)?;
@@ -516,6 +516,17 @@ fn run_mix(
         let address = client_address(suite, phase, c);
         let mut plan = ClientPlan::new(Arc::clone(&phase.urls), phase.classes.clone());
         plan.virtual_users = p.threads_per_client;
+        if let Some(rate) = p.rate {
+            // The mix's rate, shared evenly by its clients.
+            plan.load = Load::Open(OpenLoop {
+                rate: rate / clients as f64,
+                arrival: match p.arrival {
+                    benchlab_model::Arrival::Constant => Arrival::Constant,
+                    benchlab_model::Arrival::Poisson => Arrival::Poisson,
+                },
+                max_in_flight: p.max_in_flight,
+            });
+        }
         plan.os_threads = os_threads;
         plan.stop = Stop::After(p.length);
         plan.window = mix.window();
@@ -585,7 +596,7 @@ fn run_mix(
     };
     // The cores the generator may use: each client's OS threads (never more
     // than its virtual users), within the CPUs this process may run on.
-    let cores = (clients * os_threads.min(p.threads_per_client as usize))
+    let cores = (clients * os_threads.min(mix.slots_per_client() as usize))
         .min(sys::usable_cpus())
         .max(1);
     let machine_busy = machine0.zip(CpuTicks::now()).and_then(|(a, b)| a.busy_share(b));
@@ -758,6 +769,47 @@ fn mix_result(
         mix.threads(),
         "start users over a longer ramp-up",
     ));
+    let open_loop = p.rate.map(|rate| OpenLoopResult {
+        rate,
+        arrival: p.arrival.name().to_string(),
+        max_in_flight: p.max_in_flight,
+        sends: conn.sends,
+        sends_per_sec: if window_s > 0.0 {
+            round(conn.sends as f64 / window_s, 1)
+        } else {
+            0.0
+        },
+        late_sends: conn.late_sends,
+        late_tolerance_us: OpenLoop::LATE_TOLERANCE.as_micros() as u64,
+        max_in_flight_hit: conn.in_flight_waits,
+        latency_as_sent_us: total
+            .latency_as_sent
+            .as_ref()
+            .map(LatencySummary::of)
+            .unwrap_or_default()
+            .into(),
+    });
+    if let Some(o) = &open_loop {
+        // A stray late send is the machine's noise, not a missed schedule.
+        if o.late_sends * 100 > o.sends || o.max_in_flight_hit > 0 {
+            let cap = if o.max_in_flight_hit > 0 {
+                format!(
+                    " ({} found max_in_flight requests outstanding and waited)",
+                    benchlab_format::thousands(o.max_in_flight_hit)
+                )
+            } else {
+                String::new()
+            };
+            warnings.push(format!(
+                "{} of {} sends left more than {} ms after their intended time: the schedule of rate {} was not \
+                 kept{cap}; latency still counts from the intended times",
+                benchlab_format::thousands(o.late_sends),
+                benchlab_format::thousands(o.sends),
+                o.late_tolerance_us / 1000,
+                benchlab_format::rate(o.rate),
+            ));
+        }
+    }
     MixResult {
         mix: mix.number,
         phase: phase_name.to_string(),
@@ -798,6 +850,7 @@ fn mix_result(
         users_waiting,
         request_kinds: request_kinds(&shares),
         warnings,
+        open_loop,
     }
 }
 

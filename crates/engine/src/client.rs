@@ -84,8 +84,8 @@ impl Client {
     /// Validates `plan` and starts its worker threads; load begins at
     /// `start_at` (which may be in the future, for a common start).
     pub fn start(plan: ClientPlan, start_at: Instant) -> Result<Client, EngineError> {
-        let os_threads = plan.os_threads.min(plan.virtual_users as usize).max(1);
-        let vus = plan.virtual_users;
+        let os_threads = plan.os_threads.min(plan.slots() as usize).max(1);
+        let vus = plan.slots();
         let classes = plan.classes.len();
         let mut plan = plan;
         plan.os_threads = os_threads;

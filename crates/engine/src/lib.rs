@@ -35,8 +35,8 @@ mod worker;
 
 pub use client::{Client, ClientReport, EngineError, Second, Stopper};
 pub use plan::{
-    share_warning, ClassPlan, ClientPlan, ConnectionPolicy, Expect, KindShare, PlanError, Scheme, Stop, Target,
-    TlsOptions, UrlPlan,
+    share_warning, Arrival, ClassPlan, ClientPlan, ConnectionPolicy, Expect, KindShare, Load, OpenLoop, PlanError,
+    Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
 pub use probe::{probe, probe_from, ProbeError, ProbeResponse};
 pub use rng::SplitMix64;

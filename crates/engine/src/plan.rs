@@ -272,6 +272,59 @@ pub enum Stop {
     Requests(u64),
 }
 
+/// How requests are started: the load model of a client (as oha's
+/// `QueryLimit` separates a closed loop of N users from a rate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// [`ClientPlan::virtual_users`] closed-loop users: each sends its
+    /// next request when the previous one ended (and its think time
+    /// passed), so a slow server slows the load down.
+    Closed,
+    /// Requests sent on a schedule whatever the server does
+    /// (docs/counting.md, "Open loop").
+    Open(OpenLoop),
+}
+
+/// An open-loop schedule: `rate` requests a second, spaced by `arrival`,
+/// with at most `max_in_flight` outstanding.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpenLoop {
+    /// Requests per second over the whole client (its OS threads share it).
+    pub rate: f64,
+    pub arrival: Arrival,
+    /// Requests outstanding at most (connecting, writing or reading); a
+    /// scheduled send finding them all busy waits, and is counted.
+    pub max_in_flight: u32,
+}
+
+impl OpenLoop {
+    /// The highest rate a plan may ask for: a request every 100 ns.
+    pub const MAX_RATE: f64 = 10_000_000.0;
+    /// How much later than intended a send may leave and still be on time:
+    /// the event loop's timer has millisecond resolution (`epoll_wait`), and
+    /// a loaded machine adds scheduling noise of the same order.
+    pub const LATE_TOLERANCE: Duration = Duration::from_millis(2);
+}
+
+/// How an open loop spaces its sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Exactly 1/rate apart.
+    Constant,
+    /// A Poisson process: exponential gaps of mean 1/rate, drawn from the
+    /// plan's seed (the same seed gives the same schedule).
+    Poisson,
+}
+
+impl Arrival {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
 /// A request class: requests are counted and timed per class.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassPlan {
@@ -284,8 +337,11 @@ pub struct ClientPlan {
     /// Shared, so the clients of a mix hold one copy of a large URL list.
     pub urls: std::sync::Arc<[UrlPlan]>,
     pub classes: Vec<ClassPlan>,
-    /// Closed-loop virtual users (WebBench's worker threads).
+    /// Closed-loop virtual users (WebBench's worker threads); unused by an
+    /// open loop.
     pub virtual_users: u32,
+    /// Closed loop (the users above) or open loop (a rate).
+    pub load: Load,
     /// Event-loop OS threads the virtual users are spread over.
     pub os_threads: usize,
     pub stop: Stop,
@@ -322,6 +378,7 @@ impl ClientPlan {
             urls: urls.into(),
             classes,
             virtual_users: 10,
+            load: Load::Closed,
             os_threads: 1,
             stop: Stop::After(Duration::from_secs(10)),
             window: (Duration::ZERO, Duration::MAX),
@@ -338,6 +395,15 @@ impl ClientPlan {
         }
     }
 
+    /// Request slots the client's OS threads share: its virtual users in a
+    /// closed loop, the cap on requests in flight in an open one.
+    pub fn slots(&self) -> u32 {
+        match self.load {
+            Load::Closed => self.virtual_users,
+            Load::Open(o) => o.max_in_flight,
+        }
+    }
+
     /// Checks the plan; every error names what was expected.
     pub fn validate(&self) -> Result<(), PlanError> {
         let bad = |s: String| Err(PlanError::Invalid(s));
@@ -349,6 +415,24 @@ impl ClientPlan {
         }
         if self.os_threads == 0 {
             return bad("the number of OS threads must be at least 1".into());
+        }
+        if let Load::Open(o) = self.load {
+            if !(o.rate > 0.0 && o.rate <= OpenLoop::MAX_RATE) {
+                // MAX_RATE, written for people.
+                return bad(format!(
+                    "rate {}: expected requests per second above 0 and at most 10,000,000",
+                    o.rate
+                ));
+            }
+            if o.max_in_flight == 0 {
+                return bad("the cap on requests in flight must be at least 1".into());
+            }
+            if matches!(self.stop, Stop::Requests(_)) {
+                return bad("an open loop (a rate) runs for a duration, not a number of requests".into());
+            }
+            if !self.think_time.is_zero() || !self.ramp_up.is_zero() {
+                return bad("an open loop (a rate) has no think time and no ramp-up of users".into());
+            }
         }
         if self.receive_buffer < 64 {
             return bad(format!(
@@ -600,6 +684,35 @@ mod tests {
         p.connection.requests_per_connection = None;
         p.headers.push(("Bad\r\nName".into(), "v".into()));
         assert!(p.validate().is_err());
+    }
+
+    #[test]
+    fn validates_open_loops() {
+        let mut p = plan("http://127.0.0.1/");
+        let open = OpenLoop {
+            rate: 100.0,
+            arrival: Arrival::Poisson,
+            max_in_flight: 50,
+        };
+        p.load = Load::Open(open);
+        assert!(p.validate().is_ok());
+        assert_eq!(p.slots(), 50);
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 2e7] {
+            p.load = Load::Open(OpenLoop { rate: bad, ..open });
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains("expected requests per second above 0"), "{bad}: {e}");
+        }
+        p.load = Load::Open(OpenLoop {
+            max_in_flight: 0,
+            ..open
+        });
+        assert!(p.validate().is_err());
+        p.load = Load::Open(open);
+        p.stop = Stop::Requests(10);
+        assert!(p.validate().unwrap_err().to_string().contains("runs for a duration"));
+        p.stop = Stop::After(Duration::from_secs(1));
+        p.think_time = Duration::from_millis(5);
+        assert!(p.validate().unwrap_err().to_string().contains("no think time"));
     }
 
     #[test]

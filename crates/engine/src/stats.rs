@@ -138,6 +138,11 @@ pub struct ClassStats {
     pub latency: Histogram<u64>,
     /// Latency of failed requests, µs.
     pub error_latency: Histogram<u64>,
+    /// Open loop only: latency of successful requests from when each was
+    /// actually sent (connect start or first byte written), while
+    /// `latency` counts from when it was meant to be sent. `None` in a
+    /// closed loop, where the two are the same.
+    pub latency_as_sent: Option<Histogram<u64>>,
 }
 
 impl Default for ClassStats {
@@ -146,6 +151,7 @@ impl Default for ClassStats {
             counters: Counters::default(),
             latency: new_latency_histogram(),
             error_latency: new_latency_histogram(),
+            latency_as_sent: None,
         }
     }
 }
@@ -157,6 +163,14 @@ impl ClassStats {
         self.counters.bytes += bytes;
         self.counters.body_bytes += body_bytes;
         self.latency.saturating_record(latency.as_micros() as u64);
+    }
+
+    /// An open-loop request's latency from its actual send.
+    #[inline]
+    pub(crate) fn record_as_sent(&mut self, latency: Duration) {
+        if let Some(h) = self.latency_as_sent.as_mut() {
+            h.saturating_record(latency.as_micros() as u64);
+        }
     }
 
     #[inline]
@@ -172,12 +186,18 @@ impl ClassStats {
         // Both histograms have the same bounds, so adding cannot fail.
         let _ = self.latency.add(&o.latency);
         let _ = self.error_latency.add(&o.error_latency);
+        if let Some(h) = &o.latency_as_sent {
+            let _ = self.latency_as_sent.get_or_insert_with(new_latency_histogram).add(h);
+        }
     }
 
     fn reset(&mut self) {
         self.counters = Counters::default();
         self.latency.reset();
         self.error_latency.reset();
+        if let Some(h) = self.latency_as_sent.as_mut() {
+            h.reset();
+        }
     }
 }
 
@@ -249,6 +269,14 @@ pub struct ConnCounters {
     /// Completed requests (successful and failed) by [`ConnectionKind`]
     /// (index = position in `ConnectionKind::ALL`).
     pub requests_by_kind: [u64; ConnectionKind::COUNT],
+    /// Open loop: requests the schedule sent (counted when sent).
+    pub sends: u64,
+    /// Open loop: sends that left more than `OpenLoop::LATE_TOLERANCE`
+    /// after their intended time.
+    pub late_sends: u64,
+    /// Open loop: sends that found every request slot busy (the cap on
+    /// requests in flight) and had to wait for one.
+    pub in_flight_waits: u64,
 }
 
 impl ConnCounters {
@@ -260,6 +288,9 @@ impl ConnCounters {
         self.reconnects += o.reconnects;
         self.tls_full_handshakes += o.tls_full_handshakes;
         self.tls_resumptions += o.tls_resumptions;
+        self.sends += o.sends;
+        self.late_sends += o.late_sends;
+        self.in_flight_waits += o.in_flight_waits;
     }
 }
 
@@ -277,6 +308,15 @@ impl Stats {
             classes: (0..classes).map(|_| ClassStats::default()).collect(),
             conn: ConnCounters::default(),
         }
+    }
+
+    /// Counters for an open loop: each class keeps the as-sent histogram too.
+    pub(crate) fn open_loop(classes: usize) -> Self {
+        let mut s = Stats::new(classes);
+        for c in &mut s.classes {
+            c.latency_as_sent = Some(new_latency_histogram());
+        }
+        s
     }
 
     /// All classes merged into one.

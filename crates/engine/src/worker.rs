@@ -18,7 +18,7 @@
 //! carrying a FIN, is followed by another read, so nothing is missed.
 
 use crate::parse::{Feed, FrameError, ResponseParser};
-use crate::plan::{parts_len, ClientPlan, Expect, Requests, Scheme, Stop, Variant};
+use crate::plan::{parts_len, Arrival, ClientPlan, Expect, Load, OpenLoop, Requests, Scheme, Stop, Variant};
 use crate::rng::SplitMix64;
 use crate::stats::{ConnectionKind, ErrorKind, Snapshot, Stats, ThreadEnd};
 use crate::tls::{server_name, TlsConfigs};
@@ -135,6 +135,9 @@ struct Vu {
     arrived: bool,
     /// Latency start (connect start or first byte written).
     start: Instant,
+    /// Open loop: when the schedule meant this request to be sent; its
+    /// latency counts from here (`start` gives the as-sent latency).
+    intended: Option<Instant>,
     deadline: Instant,
     written: usize,
     parser: ResponseParser,
@@ -188,7 +191,131 @@ pub(crate) struct Worker {
     arrival_queue: std::collections::VecDeque<u32>,
     users_arrived: u64,
     next_source: usize,
+    /// Open loop: the schedule, and the request slots not in flight —
+    /// those holding an idle connection (reused first, most recent on
+    /// top) and those without one. A closed loop has none of these.
+    schedule: Option<Schedule>,
+    /// Open loop: a timerfd that wakes the loop at the next send's
+    /// intended time to the microsecond; `epoll_wait`'s timeout has
+    /// millisecond resolution (rounded up), which would make every send
+    /// about half a millisecond late and add that to every latency.
+    timer: Option<Timer>,
+    idle: Vec<u32>,
+    free: Vec<u32>,
     tx: Sender<Snapshot>,
+}
+
+/// A non-blocking `CLOCK_MONOTONIC` timerfd registered with the poll.
+struct Timer(std::os::fd::OwnedFd);
+
+/// The poll token of the open loop's timer (no slot has this index).
+const TIMER: Token = Token(usize::MAX);
+
+impl Timer {
+    fn new(poll: &Poll) -> io::Result<Timer> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: timerfd_create returns a new descriptor we then own, or -1.
+        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is a valid descriptor nothing else owns.
+        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        poll.registry()
+            .register(&mut mio::unix::SourceFd(&owned.as_raw_fd()), TIMER, Interest::READABLE)?;
+        Ok(Timer(owned))
+    }
+
+    /// Fires once, `after` from now (at least 1 ns: zero would disarm it).
+    fn arm(&self, after: Duration) {
+        use std::os::fd::AsRawFd;
+        let after = after.max(Duration::from_nanos(1));
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec {
+                tv_sec: after.as_secs() as libc::time_t,
+                tv_nsec: after.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: a valid timerfd and a live itimerspec; the old value is not asked for.
+        unsafe { libc::timerfd_settime(self.0.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+    }
+
+    /// Reads the expiration count, so the next expiry raises a new edge.
+    fn clear(&self) {
+        use std::os::fd::AsRawFd;
+        let mut n = 0u64;
+        // SAFETY: reads 8 bytes into a live u64 from a descriptor we own.
+        unsafe { libc::read(self.0.as_raw_fd(), &mut n as *mut u64 as *mut libc::c_void, 8) };
+    }
+}
+
+/// An OS thread's share of an open-loop schedule: the intended time of its
+/// next send. Sends are taken from it only when a request slot is free, so
+/// sends that wait (behind the cap on requests in flight) cost no memory:
+/// the schedule simply stays behind the clock.
+struct Schedule {
+    /// The next send's intended time.
+    next: Instant,
+    begin: Instant,
+    arrival: Arrival,
+    rate: f64,
+    /// Constant arrivals: sends taken so far by this thread, and the
+    /// spacing of the client's sends; thread t of n takes sends t, t+n, …
+    /// of the client's sequence, so the threads interleave exactly.
+    taken: u64,
+    threads: u64,
+    index: u64,
+    /// Poisson arrivals: this thread's own draws and offset from `begin`.
+    rng: SplitMix64,
+    at_secs: f64,
+    /// The send at `next` already found every slot busy (counted once).
+    waited: bool,
+}
+
+impl Schedule {
+    fn new(o: OpenLoop, begin: Instant, threads: usize, index: usize, seed: u64) -> Schedule {
+        let mut s = Schedule {
+            next: begin,
+            begin,
+            arrival: o.arrival,
+            rate: o.rate,
+            taken: 0,
+            threads: threads as u64,
+            index: index as u64,
+            // Apart from the URL draws' stream, so that changing the
+            // arrival process leaves the URL sequence alone.
+            rng: SplitMix64::new(seed ^ 0x0A11_4A1C_5EED ^ (index as u64 + 1).wrapping_mul(0x9FB2_1C65_1E98_DF25)),
+            at_secs: 0.0,
+            waited: false,
+        };
+        s.next = s.at(0);
+        s
+    }
+
+    /// The intended time of this thread's `k`-th send from now on.
+    fn at(&mut self, k: u64) -> Instant {
+        match self.arrival {
+            Arrival::Constant => {
+                let n = k * self.threads + self.index;
+                self.begin + Duration::from_secs_f64(n as f64 / self.rate)
+            }
+            Arrival::Poisson => {
+                // The threads' processes are independent, each at rate/n:
+                // their union is a Poisson process at the client's rate.
+                let per_thread = self.rate / self.threads as f64;
+                let u = self.rng.unit();
+                self.at_secs += -(1.0 - u).ln() / per_thread;
+                self.begin + Duration::from_secs_f64(self.at_secs)
+            }
+        }
+    }
+
+    fn advance(&mut self) {
+        self.taken += 1;
+        self.next = self.at(self.taken);
+        self.waited = false;
+    }
 }
 
 const SWEEP_MAX: Duration = Duration::from_millis(10);
@@ -198,6 +325,10 @@ impl Worker {
         let plan = &shared.plan;
         let now = Instant::now();
         let checksum = plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. }));
+        let open = match plan.load {
+            Load::Open(o) => Some(o),
+            Load::Closed => None,
+        };
         let vus = (0..vus)
             .map(|_| Vu {
                 state: State::Thinking,
@@ -208,12 +339,15 @@ impl Worker {
                 keepalive: true,
                 reconnect_pending: false,
                 connected: false,
-                arriving: true,
+                // An open loop's connections follow its schedule, which
+                // paces them; arrival slots pace closed-loop users only.
+                arriving: open.is_none(),
                 holds_slot: false,
                 arrived: false,
                 url: 0,
                 variant: Variant::Http11,
                 start: now,
+                intended: None,
                 deadline: now,
                 written: 0,
                 parser: ResponseParser::new(),
@@ -228,8 +362,16 @@ impl Worker {
         Ok(Worker {
             poll: Poll::new()?,
             buf: vec![0u8; plan.receive_buffer].into_boxed_slice(),
-            second: Stats::new(plan.classes.len()),
-            window: Stats::new(plan.classes.len()),
+            second: if open.is_some() {
+                Stats::open_loop(plan.classes.len())
+            } else {
+                Stats::new(plan.classes.len())
+            },
+            window: if open.is_some() {
+                Stats::open_loop(plan.classes.len())
+            } else {
+                Stats::new(plan.classes.len())
+            },
             window_open: false,
             rng: SplitMix64::new(plan.seed ^ (index as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F)),
             think: BinaryHeap::with_capacity(vus.len() + 1),
@@ -243,6 +385,15 @@ impl Worker {
             arrival_queue: std::collections::VecDeque::new(),
             users_arrived: 0,
             next_source: index,
+            schedule: None,
+            timer: None,
+            idle: Vec::new(),
+            // Popped from the end: slot 0 first.
+            free: if open.is_some() {
+                (0..vus.len() as u32).rev().collect()
+            } else {
+                Vec::new()
+            },
             vus,
             shared,
             index,
@@ -272,7 +423,13 @@ impl Worker {
         }
         let now = Instant::now();
         self.window_open = self.in_window(now);
-        if plan.ramp_up.is_zero() {
+        if let Load::Open(o) = plan.load {
+            // The schedule starts at the client's begin instant, not at
+            // this thread's wake-up: a late start shows as late sends.
+            self.schedule = Some(Schedule::new(o, begin, plan.os_threads, self.index, plan.seed));
+            // Without a timer the loop still runs, on epoll's coarser timeout.
+            self.timer = Timer::new(&self.poll).ok();
+        } else if plan.ramp_up.is_zero() {
             for i in 0..self.vus.len() {
                 self.start_request(i);
             }
@@ -298,6 +455,9 @@ impl Worker {
             self.window_open = self.in_window(now);
             if self.done_vus == self.vus.len() {
                 break;
+            }
+            if self.schedule.is_some() {
+                self.dispatch(now, end);
             }
             while let Some(Reverse((at, vu))) = self.think.peek().copied() {
                 if at > now {
@@ -336,17 +496,38 @@ impl Worker {
             if let Some(Reverse((at, _))) = self.think.peek() {
                 wake = wake.min(*at);
             }
-            let timeout = if self.ready.is_empty() {
+            let mut timeout = if self.ready.is_empty() {
                 wake.saturating_duration_since(now)
             } else {
                 Duration::ZERO
             };
+            if let Some(s) = &self.schedule {
+                // With every slot busy, a completion (an event) wakes us.
+                if (!self.idle.is_empty() || !self.free.is_empty()) && s.next < wake {
+                    let until = s.next.saturating_duration_since(now);
+                    match &self.timer {
+                        Some(t) if until > Duration::ZERO && timeout > Duration::ZERO => {
+                            t.arm(until);
+                            // The timer wakes the poll; its own timeout
+                            // only backs the timer up.
+                            timeout = timeout.min(until + Duration::from_millis(1));
+                        }
+                        _ => timeout = timeout.min(until),
+                    }
+                }
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;
                 }
             }
             for ev in events.iter() {
+                if ev.token() == TIMER {
+                    if let Some(t) = &self.timer {
+                        t.clear();
+                    }
+                    continue;
+                }
                 self.on_event(
                     ev.token().0,
                     ev.is_readable(),
@@ -397,6 +578,50 @@ impl Worker {
         self.second.reset();
         // The collector may be gone when the caller dropped it: nothing to do.
         let _ = self.tx.send(snap);
+    }
+
+    /// Open loop: sends every request whose intended time has come, each on
+    /// an idle connection if one is open, else on a new one, while request
+    /// slots are free; the rest wait for a slot (counted once each).
+    fn dispatch(&mut self, now: Instant, end: Option<Instant>) {
+        loop {
+            let Some(s) = self.schedule.as_mut() else { return };
+            let intended = s.next;
+            if intended > now || end.is_some_and(|e| intended >= e) {
+                return;
+            }
+            let Some(i) = self.idle.pop().or_else(|| self.free.pop()) else {
+                if !std::mem::replace(&mut s.waited, true) {
+                    bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                        c.in_flight_waits += 1
+                    });
+                }
+                return;
+            };
+            s.advance();
+            let late = now.saturating_duration_since(intended) > OpenLoop::LATE_TOLERANCE;
+            bump(&mut self.second, &mut self.window, self.window_open, |c| c.sends += 1);
+            if late {
+                bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                    c.late_sends += 1
+                });
+            }
+            self.vus[i as usize].intended = Some(intended);
+            self.start_request(i as usize);
+        }
+    }
+
+    /// Open loop: slot `i`'s request ended; it waits for the schedule,
+    /// keeping its connection if it has one.
+    fn release(&mut self, i: usize) {
+        let v = &mut self.vus[i];
+        v.state = State::Thinking;
+        v.intended = None;
+        if v.sock.is_some() {
+            self.idle.push(i as u32);
+        } else {
+            self.free.push(i as u32);
+        }
     }
 
     /// Times out requests past their deadline.
@@ -836,7 +1061,10 @@ impl Worker {
         let v = &mut self.vus[i];
         let u = &self.shared.plan.urls[v.url as usize];
         let head = *v.parser.head();
-        let latency = now - v.start;
+        // From the intended send in an open loop (what a user of a server
+        // that stalls waits), from the actual send otherwise.
+        let as_sent = now - v.start;
+        let latency = v.intended.map_or(as_sent, |t| now - t);
         let wire = v.parser.wire_bytes();
         let body = v.parser.body_bytes();
         let verdict = if head.status != u.expect_status {
@@ -854,7 +1082,10 @@ impl Worker {
             }
         };
         let record = |class: &mut crate::stats::ClassStats| match verdict {
-            Ok(()) => class.record_success(latency, wire, body),
+            Ok(()) => {
+                class.record_success(latency, wire, body);
+                class.record_as_sent(as_sent);
+            }
             Err(kind) => class.record_error(kind, latency, wire),
         };
         record(&mut self.second.classes[u.class]);
@@ -927,6 +1158,9 @@ impl Worker {
 
     /// After a request ended (counted or not): think, then the next one.
     fn next(&mut self, i: usize) {
+        if self.schedule.is_some() {
+            return self.release(i);
+        }
         let think = self.shared.plan.think_time;
         self.vus[i].state = State::Thinking;
         if think.is_zero() {
@@ -942,6 +1176,9 @@ impl Worker {
     /// once, as wrk and the floor do, instead of after the whole event batch
     /// — the server gets its next request a batch earlier.
     fn next_now(&mut self, i: usize) {
+        if self.schedule.is_some() {
+            return self.release(i);
+        }
         let think = self.shared.plan.think_time;
         self.vus[i].state = State::Thinking;
         if think.is_zero() {
@@ -957,13 +1194,14 @@ impl Worker {
         self.release_slot(i);
         // Its next connect arrives anew, as a user who gave up and comes
         // back: failures that come together (a server's stall) must not
-        // return together.
-        self.vus[i].arriving = true;
+        // return together. (An open loop's schedule paces its connects.)
+        self.vus[i].arriving = self.schedule.is_none();
         let now = Instant::now();
         let counted = self.in_window(now);
         let v = &mut self.vus[i];
         let class = self.shared.plan.urls[v.url as usize].class;
-        let (latency, bytes) = (now - v.start, v.parser.wire_bytes());
+        let as_sent = now - v.start;
+        let (latency, bytes) = (v.intended.map_or(as_sent, |t| now - t), v.parser.wire_bytes());
         self.second.classes[class].record_error(kind, latency, bytes);
         let conn_kind = ConnectionKind::of(v.http10, v.keepalive) as usize;
         self.second.conn.requests_by_kind[conn_kind] += 1;
@@ -1208,6 +1446,64 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn schedule(arrival: Arrival, rate: f64, threads: usize, index: usize, seed: u64) -> Schedule {
+        let o = OpenLoop {
+            rate,
+            arrival,
+            max_in_flight: 1,
+        };
+        let begin = Instant::now();
+        Schedule::new(o, begin, threads, index, seed)
+    }
+
+    /// Offsets from `begin` of the first `n` sends, in nanoseconds.
+    fn offsets(s: &mut Schedule, n: usize) -> Vec<u128> {
+        (0..n)
+            .map(|_| {
+                let at = (s.next - s.begin).as_nanos();
+                s.advance();
+                at
+            })
+            .collect()
+    }
+
+    #[test]
+    fn constant_arrivals_interleave_the_threads_exactly() {
+        // 1,000/s over 2 threads: thread 0 at 0, 2, 4 ms…, thread 1 at 1, 3, 5 ms….
+        let t0 = offsets(&mut schedule(Arrival::Constant, 1000.0, 2, 0, 1), 3);
+        let t1 = offsets(&mut schedule(Arrival::Constant, 1000.0, 2, 1, 1), 3);
+        assert_eq!(t0, [0, 2_000_000, 4_000_000]);
+        assert_eq!(t1, [1_000_000, 3_000_000, 5_000_000]);
+        // No drift over a long run: the millionth send is exactly on time.
+        let mut s = schedule(Arrival::Constant, 1000.0, 1, 0, 1);
+        s.taken = 999_999;
+        s.advance();
+        assert_eq!((s.next - s.begin).as_nanos(), 1_000_000_000_000);
+    }
+
+    #[test]
+    fn poisson_arrivals_are_seeded_and_keep_the_mean_rate() {
+        let a = offsets(&mut schedule(Arrival::Poisson, 500.0, 1, 0, 7), 50_000);
+        let b = offsets(&mut schedule(Arrival::Poisson, 500.0, 1, 0, 7), 50_000);
+        assert_eq!(a, b, "the same seed gives the same schedule");
+        let c = offsets(&mut schedule(Arrival::Poisson, 500.0, 1, 0, 8), 50_000);
+        assert_ne!(a, c);
+        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+        // 50,000 gaps of mean 2 ms: 100 s, within 2 % (the sum's relative
+        // standard deviation is 1/√50,000 ≈ 0.45 %).
+        let secs = a[a.len() - 1] as f64 / 1e9;
+        assert!((secs - 100.0).abs() < 2.0, "{secs}");
+        // Exponential gaps: about e⁻¹ of them longer than the mean.
+        let long = a.windows(2).filter(|w| w[1] - w[0] > 2_000_000).count() as f64 / 49_999.0;
+        assert!((long - (-1f64).exp()).abs() < 0.02, "{long}");
+        // Two threads at half the rate each: the same rate together.
+        let t0 = offsets(&mut schedule(Arrival::Poisson, 500.0, 2, 0, 7), 25_000);
+        let t1 = offsets(&mut schedule(Arrival::Poisson, 500.0, 2, 1, 7), 25_000);
+        assert_ne!(t0, t1, "each thread draws its own gaps");
+        let secs = t0[t0.len() - 1] as f64 / 1e9;
+        assert!((secs - 100.0).abs() < 3.0, "{secs}");
+    }
 
     #[test]
     fn an_unbindable_source_is_a_bind_error() {

@@ -303,8 +303,33 @@ fn spell_out(key: &str) -> String {
     format!("{first}{}{unit}", chars.as_str())
 }
 
+/// A rate as the user wrote it (`--rate`, a mix's `rate`), with thousands
+/// separators and no trailing zeros: `2,000`, `0.5`, `1,234.25`.
+pub fn rate(r: f64) -> String {
+    if r.fract() == 0.0 && r >= 0.0 && r < u64::MAX as f64 {
+        thousands(r as u64)
+    } else {
+        let frac = format!("{:.6}", r.fract().abs());
+        format!(
+            "{}{}",
+            thousands(r.trunc().abs() as u64),
+            frac.trim_start_matches('0').trim_end_matches('0')
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::rate;
+
+    #[test]
+    fn rates_as_written() {
+        assert_eq!(rate(2000.0), "2,000");
+        assert_eq!(rate(0.5), "0.5");
+        assert_eq!(rate(1234.25), "1,234.25");
+        assert_eq!(rate(10_000_000.0), "10,000,000");
+    }
+
     use super::*;
 
     #[test]

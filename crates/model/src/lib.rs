@@ -15,5 +15,5 @@ pub use duration::{
     TIME_SCALE_MIN,
 };
 pub use error::{line_col, ModelError, Source};
-pub use suite::{Mix, MixParams, Phase, Suite};
+pub use suite::{Arrival, Mix, MixParams, Phase, Suite, MAX_RATE};
 pub use workload::{Class, ClassKind, FilesetDraw, Popularity, ResolvedUrl, UrlEntry, UrlSource, Validate, Workload};

@@ -25,6 +25,14 @@ pub struct MixParams {
     pub length: Duration,
     pub think_time: Duration,
     pub threads_per_client: u32,
+    /// An open-loop mix (`rate = R` instead of threads): the mix's
+    /// requests per second, shared evenly by its clients. `None`: a closed
+    /// loop of `threads_per_client` users per client.
+    pub rate: Option<f64>,
+    /// How an open-loop mix spaces its sends.
+    pub arrival: Arrival,
+    /// Requests in flight at most, per client, in an open-loop mix.
+    pub max_in_flight: u32,
     /// Size of each read from a socket.
     pub receive_buffer: usize,
     pub http10_percent: u8,
@@ -40,6 +48,27 @@ pub struct MixParams {
     pub target: String,
 }
 
+/// How an open-loop mix spaces its sends (docs/counting.md, "Open loop").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Exactly 1/rate apart.
+    Constant,
+    /// A seeded Poisson process of the rate.
+    Poisson,
+}
+
+impl Arrival {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+/// The highest `rate` a mix may ask for (the engine's limit per client).
+pub const MAX_RATE: f64 = 10_000_000.0;
+
 /// One mix: a load level.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mix {
@@ -52,9 +81,21 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// Total threads (virtual users) of the mix.
+    /// Total threads (virtual users) of the mix; 0 for an open loop.
     pub fn threads(&self) -> u64 {
-        self.clients as u64 * self.params.threads_per_client as u64
+        match self.params.rate {
+            Some(_) => 0,
+            None => self.clients as u64 * self.params.threads_per_client as u64,
+        }
+    }
+
+    /// Request slots of one client: its threads, or its cap on requests in
+    /// flight in an open loop (each may hold a connection).
+    pub fn slots_per_client(&self) -> u32 {
+        match self.params.rate {
+            Some(_) => self.params.max_in_flight,
+            None => self.params.threads_per_client,
+        }
     }
 
     /// The measurement window, from the mix's start.
@@ -148,6 +189,9 @@ struct RawParams {
     length: Option<Spanned<String>>,
     think_time: Option<Spanned<String>>,
     threads_per_client: Option<Spanned<u32>>,
+    rate: Option<Spanned<f64>>,
+    arrival: Option<Spanned<String>>,
+    max_in_flight: Option<Spanned<u32>>,
     receive_buffer: Option<Spanned<usize>>,
     http10_percent: Option<Spanned<u8>>,
     http10_keepalive: Option<bool>,
@@ -167,6 +211,9 @@ fn builtin(target: &str) -> MixParams {
         length: Duration::from_secs(300),
         think_time: Duration::ZERO,
         threads_per_client: 1,
+        rate: None,
+        arrival: Arrival::Constant,
+        max_in_flight: 1000,
         receive_buffer: 64 * 1024,
         http10_percent: 0,
         http10_keepalive: false,
@@ -271,6 +318,35 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
         }
         p.threads_per_client = *v.get_ref();
     }
+    if let Some(v) = &raw.rate {
+        let r = *v.get_ref();
+        if !(r > 0.0 && r <= MAX_RATE) {
+            return Err(src.error_at(
+                v.span().start,
+                // MAX_RATE, written for people.
+                format!("rate {r}: expected requests per second above 0 and at most 10,000,000"),
+            ));
+        }
+        p.rate = Some(r);
+    }
+    if let Some(v) = &raw.arrival {
+        p.arrival = match v.get_ref().as_str() {
+            "constant" => Arrival::Constant,
+            "poisson" => Arrival::Poisson,
+            other => {
+                return Err(src.error_at(
+                    v.span().start,
+                    format!("arrival `{other}`: expected \"constant\" or \"poisson\""),
+                ))
+            }
+        };
+    }
+    if let Some(v) = &raw.max_in_flight {
+        if *v.get_ref() == 0 {
+            return Err(src.error_at(v.span().start, "max_in_flight is 0: expected at least 1"));
+        }
+        p.max_in_flight = *v.get_ref();
+    }
     if let Some(v) = &raw.receive_buffer {
         if *v.get_ref() < 64 {
             return Err(src.error_at(v.span().start, "receive_buffer: expected at least 64 bytes"));
@@ -365,6 +441,12 @@ impl Suite {
         if let Some(c) = &raw.defaults.clients {
             return Err(src.error_at(c.span().start, "`clients` belongs in each [[mix]], not in [defaults]"));
         }
+        if let Some(r) = &raw.defaults.rate {
+            return Err(src.error_at(
+                r.span().start,
+                "`rate` belongs in each [[mix]] that runs an open loop, not in [defaults]",
+            ));
+        }
         apply(&src, &raw.defaults, &mut defaults)?;
         if defaults.workload.is_empty() && workloads.len() == 1 {
             defaults.workload = workloads.keys().next().cloned().unwrap_or_default();
@@ -398,6 +480,27 @@ impl Suite {
             if m.target.is_none() {
                 if let Some(t) = workload_targets.get(&p.workload) {
                     p.target = t.clone();
+                }
+            }
+            if let (Some(r), Some(t)) = (&m.rate, &m.threads_per_client) {
+                return Err(src.error_at(
+                    t.span().start.min(r.span().start),
+                    format!(
+                        "mix {}: both `rate` and `threads_per_client`: expected one (`rate` runs an open loop, threads a closed one)",
+                        i + 1
+                    ),
+                ));
+            }
+            if let Some(r) = &m.rate {
+                if !p.think_time.is_zero() {
+                    return Err(src.error_at(
+                        r.span().start,
+                        format!(
+                            "mix {}: `rate` with think_time {}: an open loop has no think time; set think_time = \"0s\" in this mix",
+                            i + 1,
+                            humantime::format_duration(p.think_time)
+                        ),
+                    ));
                 }
             }
             let Some(clients_spanned) = &m.clients else {

@@ -838,6 +838,7 @@ mod tests {
             users_waiting: 0,
             request_kinds: Default::default(),
             warnings: Vec::new(),
+            open_loop: None,
         }
     }
 

@@ -108,6 +108,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         users_waiting: 0,
         request_kinds: Default::default(),
         warnings: Vec::new(),
+        open_loop: None,
     }
 }
 
