@@ -1321,3 +1321,153 @@ fn refused_at_the_first_mix_leaves_no_directory() {
     assert!(stderr.contains("file descriptors"), "{stderr}");
     assert!(!work.path().join("new").exists(), "new/ was left behind:\n{stderr}");
 }
+
+// ---------------------------------------------------------------------------
+// Automatic peak search
+
+#[path = "support/pool_server.rs"]
+mod pool_server;
+
+/// wrk's requests/s against `url`: `connections` connections on 2 threads
+/// for `seconds`.
+fn wrk_rate(url: &str, connections: u32, seconds: u32) -> f64 {
+    common::require("wrk");
+    let out = Command::new("wrk")
+        .args([
+            "-t2",
+            &format!("-c{connections}"),
+            &format!("-d{seconds}s"),
+            "--timeout",
+            "5s",
+            url,
+        ])
+        .output()
+        .expect("run wrk");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "wrk failed: {text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Requests/sec in wrk's output:\n{text}"))
+}
+
+/// `run --find-peak` against a server of known capacity: 8 workers of
+/// 40 ms each, 200 requests/s, whatever the CPU (the workers sleep). The
+/// search starts at the suite's 2 threads, doubles until requests/s stops
+/// rising (2, 4, 8, 16, 32: 16 and 32 no higher than 8), then bisects
+/// between 4 and 8. Its peak is within 10 % of the capacity and of what
+/// wrk measures on the same server; every mix it ran is in results.json in
+/// load order, marked with its step, and in the terminal table.
+#[test]
+fn find_peak_finds_the_capacity_of_a_fixed_pool() {
+    let _turn = one_load_at_a_time();
+    let (workers, service_ms) = (8u32, 40u32);
+    let capacity = workers as f64 * 1000.0 / service_ms as f64;
+    let server = pool_server::PoolServer::start(workers as usize, Duration::from_millis(service_ms.into()));
+    let wrk = wrk_rate(&server.url(), 64, 3);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(
+        dir.path(),
+        &format!(
+            r#"name = "pool"
+target = "{}"
+seed = 5
+
+[defaults]
+length = "2.5s"
+ramp_up = "0.5s"
+ramp_down = "0.5s"
+threads_per_client = 2
+timeout = "5s"
+
+[workloads.one]
+[[workloads.one.class]]
+name = "ok"
+percent = 100
+[[workloads.one.class.url]]
+path = "/"
+size = 2
+
+[[mix]]
+clients = 1
+[[mix]]
+clients = 1
+threads_per_client = 50
+"#,
+            server.url().trim_end_matches('/')
+        ),
+    );
+    let out_dir = dir.path().join("out");
+    let out = run_benchlab(&["run", s(&suite), "--find-peak", "--out", s(&out_dir)]);
+    assert_success("run --find-peak", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    let mixes = arr(&r, "/mixes");
+    let threads: Vec<u64> = mixes.iter().map(|m| u(m, "/threads")).collect();
+    // Load order, numbered from 1; the suite's second mix is not run.
+    assert!(threads.windows(2).all(|w| w[0] < w[1]), "{threads:?}\n{stderr}");
+    for (i, m) in mixes.iter().enumerate() {
+        assert_eq!(u(m, "/mix"), i as u64 + 1);
+    }
+    assert_eq!(&threads[..1], [2], "{threads:?}");
+    assert!(threads.contains(&16) && !threads.contains(&50), "{threads:?}");
+    let mut steps: Vec<u64> = mixes.iter().map(|m| u(m, "/search/step")).collect();
+    steps.sort_unstable();
+    assert_eq!(steps, (1..=mixes.len() as u64).collect::<Vec<_>>());
+    let bisected: Vec<u64> = mixes
+        .iter()
+        .filter(|m| m["search"]["kind"] == "bisect")
+        .map(|m| u(m, "/threads"))
+        .collect();
+    assert!(
+        !bisected.is_empty() && bisected.iter().all(|&t| t > 4 && t < 16),
+        "bisected at {bisected:?}, all {threads:?}\n{stderr}"
+    );
+    let phase = &r["phases"][0];
+    assert_eq!(
+        arr(phase, "/mixes")
+            .iter()
+            .map(|v| v.as_u64().unwrap_or(0))
+            .collect::<Vec<_>>(),
+        (1..=mixes.len() as u64).collect::<Vec<_>>()
+    );
+    let search = &phase["search"];
+    let stopped = search["stopped"].as_str().unwrap_or("");
+    assert!(stopped.contains("stopped rising"), "{search}");
+    let peak = f(search, "/peak_requests_per_sec");
+    let peak_mix = u(search, "/peak_mix") as usize;
+    assert_eq!(f(&mixes[peak_mix - 1], "/requests_per_sec"), peak);
+    let best = mixes.iter().map(|m| f(m, "/requests_per_sec")).fold(0.0, f64::max);
+    assert_eq!(peak, best);
+    assert!(u(search, "/useful_peak_mix") >= 1, "{search}");
+    let within = |a: f64, b: f64| (a - b).abs() <= 0.1 * b;
+    assert!(
+        within(peak, capacity),
+        "peak {peak} requests/s is not within 10 % of the capacity {capacity}"
+    );
+    assert!(
+        within(wrk, capacity),
+        "wrk measured {wrk} requests/s, capacity {capacity}"
+    );
+    assert!(
+        within(peak, wrk),
+        "peak {peak} requests/s is not within 10 % of wrk's {wrk}"
+    );
+    // The terminal table: every mix marked, and the search's verdict.
+    let rows = stdout.lines().filter(|l| l.contains("search step")).count();
+    assert_eq!(rows, mixes.len(), "{stdout}");
+    assert!(
+        stdout.contains("peak search (one): requests/s stopped rising"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "peak {} requests/s at mix {peak_mix}",
+            benchlab_format::requests_per_sec(peak)
+        )),
+        "{stdout}"
+    );
+    assert!(out_dir.join("report.html").is_file());
+}

@@ -357,6 +357,42 @@ pub struct MixResult {
     /// configured ones, users that never arrived).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Set when `--find-peak` chose this mix's load: the order in which the
+    /// search ran it and why. Absent for a suite's own mixes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchStepResult>,
+}
+
+/// How the peak search came to run a mix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SearchStepResult {
+    /// 1-based order in which the search of the phase ran it (mixes are
+    /// listed in load order, so this differs after a bisection).
+    pub step: u32,
+    /// `grow` (the start or a doubling) or `bisect` (around the knee).
+    pub kind: crate::peak::StepKind,
+}
+
+/// A phase's peak search (`--find-peak`): its rules and what it found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PhaseSearchResult {
+    /// A load rises when its requests/s is above the best before it by more
+    /// than this, percent.
+    pub tolerance_percent: f64,
+    /// p99 latency limit, microseconds.
+    pub max_p99_us: u64,
+    /// Error limit: failed ÷ completed requests, percent.
+    pub max_error_percent: f64,
+    /// Highest threads per client the search may run.
+    pub max_threads_per_client: u64,
+    /// Why growing stopped (empty when the run was interrupted first).
+    pub stopped: String,
+    /// The mix (number, in load order) with the highest requests/s.
+    pub peak_mix: Option<usize>,
+    pub peak_requests_per_sec: Option<f64>,
+    /// The mix with the highest requests/s within both limits.
+    pub useful_peak_mix: Option<usize>,
+    pub useful_peak_requests_per_sec: Option<f64>,
 }
 
 /// The machine and software that ran the suite.
@@ -397,6 +433,9 @@ pub struct PhaseResult {
     pub target: String,
     /// Mix numbers (1-based).
     pub mixes: Vec<usize>,
+    /// Set when `--find-peak` chose the phase's mixes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<PhaseSearchResult>,
 }
 
 /// `results.json`.

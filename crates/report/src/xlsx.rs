@@ -838,6 +838,7 @@ mod tests {
             users_waiting: 0,
             request_kinds: Default::default(),
             warnings: Vec::new(),
+            search: None,
         }
     }
 
@@ -855,6 +856,7 @@ mod tests {
                 workload: "demo".into(),
                 target: "http://127.0.0.1:8080".into(),
                 mixes: (first..first + count).collect(),
+                search: None,
             });
         }
         Results {

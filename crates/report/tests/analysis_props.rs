@@ -108,6 +108,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         users_waiting: 0,
         request_kinds: Default::default(),
         warnings: Vec::new(),
+        search: None,
     }
 }
 
@@ -127,6 +128,7 @@ fn run_of(phases: &[(&str, Vec<Mix>)]) -> Run {
             workload: name.to_string(),
             target: "http://127.0.0.1:8080".into(),
             mixes: nums,
+            search: None,
         });
     }
     Run {
