@@ -76,12 +76,12 @@ pub struct PeakArgs {
     pub peak_tolerance: f64,
     /// --find-peak: p99 latency limit; a load over it stops the growth and
     /// does not count towards the useful peak.
-    #[arg(long = "peak-max-p99", value_parser = crate::args::duration, default_value = "1s", value_name = "DUR", requires = "find_peak")]
-    pub max_p99: Duration,
+    #[arg(long, value_parser = crate::args::duration, default_value = "1s", value_name = "DUR", requires = "find_peak")]
+    pub peak_max_p99: Duration,
     /// --find-peak: error limit (failed ÷ completed requests); a load over
     /// it stops the growth and does not count towards the useful peak.
-    #[arg(long = "peak-max-error-rate", value_parser = crate::args::percent_f64, default_value = "1", value_name = "PCT", requires = "find_peak")]
-    pub max_error_rate: f64,
+    #[arg(long, value_parser = crate::args::percent_f64, default_value = "1", value_name = "PCT", requires = "find_peak")]
+    pub peak_max_error_rate: f64,
     /// --find-peak: the highest load (threads per client for `run`, virtual
     /// users for `http`) the search may run.
     #[arg(
@@ -90,7 +90,7 @@ pub struct PeakArgs {
         value_name = "N",
         requires = "find_peak"
     )]
-    pub max_threads: u32,
+    pub peak_max_threads: u32,
     /// --find-peak: bisection steps at most once growing stops.
     #[arg(
         long = "peak-bisect-steps",
@@ -98,7 +98,7 @@ pub struct PeakArgs {
         value_name = "N",
         requires = "find_peak"
     )]
-    pub bisect_steps: u32,
+    pub peak_bisect_steps: u32,
 }
 
 impl PeakArgs {
@@ -107,15 +107,15 @@ impl PeakArgs {
         if !self.find_peak {
             return Ok(None);
         }
-        if self.max_threads == 0 {
+        if self.peak_max_threads == 0 {
             return Err(CliError::Usage("--peak-max-threads must be at least 1".into()));
         }
         Ok(Some(SearchLimits {
             tolerance: self.peak_tolerance / 100.0,
-            max_p99_us: u64::try_from(self.max_p99.as_micros()).unwrap_or(u64::MAX),
-            max_error_share: self.max_error_rate / 100.0,
-            max_load: u64::from(self.max_threads),
-            bisect_steps: self.bisect_steps,
+            max_p99_us: u64::try_from(self.peak_max_p99.as_micros()).unwrap_or(u64::MAX),
+            max_error_share: self.peak_max_error_rate / 100.0,
+            max_load: u64::from(self.peak_max_threads),
+            bisect_steps: self.peak_bisect_steps,
         }))
     }
 }
