@@ -693,10 +693,7 @@ pub fn summary_table(r: &Results) -> String {
 }
 
 pub(crate) fn search_kind(k: benchlab_controller::peak::StepKind) -> &'static str {
-    match k {
-        benchlab_controller::peak::StepKind::Grow => "grow",
-        benchlab_controller::peak::StepKind::Bisect => "bisect",
-    }
+    k.name()
 }
 
 fn truncate(s: &str, n: usize) -> String {

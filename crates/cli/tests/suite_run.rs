@@ -1469,7 +1469,17 @@ threads_per_client = 50
         )),
         "{stdout}"
     );
-    assert!(out_dir.join("report.html").is_file());
+    // summary.csv and the report mark them too.
+    let rows = read_csv(&out_dir.join("summary.csv"));
+    for (row, m) in rows.iter().zip(mixes) {
+        assert_eq!(csv_u(row, "search_step"), u(m, "/search/step"));
+        assert_eq!(
+            Some(&row["search_kind"]),
+            m["search"]["kind"].as_str().map(String::from).as_ref()
+        );
+    }
+    let html = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+    assert_eq!(html.matches("(search step ").count(), mixes.len());
     eprintln!("run --find-peak: peak {peak}, wrk {wrk}, capacity {capacity}; {threads:?}; {stopped}");
 }
 

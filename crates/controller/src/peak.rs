@@ -68,6 +68,16 @@ pub enum StepKind {
     Bisect,
 }
 
+impl StepKind {
+    /// As in results.json and summary.csv: `grow` or `bisect`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepKind::Grow => "grow",
+            StepKind::Bisect => "bisect",
+        }
+    }
+}
+
 /// The search's state: the steps run and whether growing has stopped.
 #[derive(Debug, Clone)]
 pub struct PeakSearch {

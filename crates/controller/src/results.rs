@@ -498,7 +498,7 @@ pub fn summary_csv(r: &Results) -> String {
     for k in ErrorKind::ALL {
         let _ = write!(o, ",errors_{}", k.name());
     }
-    o.push_str(",reconnects,in_flight,connections_opened,client_cpu_percent,client_bound\n");
+    o.push_str(",reconnects,in_flight,connections_opened,client_cpu_percent,client_bound,search_step,search_kind\n");
     for m in &r.mixes {
         let f = &m.figures;
         let _ = write!(
@@ -527,9 +527,14 @@ pub fn summary_csv(r: &Results) -> String {
         for k in ErrorKind::ALL {
             let _ = write!(o, ",{}", f.errors.get(k.name()).copied().unwrap_or(0));
         }
+        // Empty for a suite's own mixes; `--find-peak`'s order and kind.
+        let (step, kind) = match &m.search {
+            Some(s) => (s.step.to_string(), s.kind.name()),
+            None => (String::new(), ""),
+        };
         let _ = writeln!(
             o,
-            ",{},{},{},{},{}",
+            ",{},{},{},{},{},{step},{kind}",
             m.reconnects,
             m.in_flight,
             m.connections_opened,

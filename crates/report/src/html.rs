@@ -1240,7 +1240,11 @@ fn summary(h: &mut String, runs: &[Run]) {
             let f = &m.figures;
             let l = &f.latency_us;
             let td = |field: &str, v: String| format!(r#"<td class="n" data-field="{field}">{v}</td>"#);
-            let partial = if m.partial { " (partial)" } else { "" };
+            let mut partial = if m.partial { " (partial)" } else { "" }.to_string();
+            // A mix the peak search chose says so, and when it ran.
+            if let Some(s) = &m.search {
+                partial.push_str(&format!(" (search step {}, {})", s.step, s.kind.name()));
+            }
             let _ = write!(
                 h,
                 r#"<tr data-mix="{}">{}<td>{}{partial}</td>{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}<td>{}</td>{}{}{}{}{}<td>{}</td></tr>"#,

@@ -47,7 +47,7 @@ const MAX_WIDTH: usize = 60;
 
 /// CSV columns that hold text even when a value looks like a number (a
 /// phase named "2", an address).
-const TEXT_COLUMNS: &[&str] = &["phase", "address"];
+const TEXT_COLUMNS: &[&str] = &["phase", "address", "search_kind"];
 
 /// Chart size in pixels, and the gap between the two charts side by side.
 const CHART_WIDTH: u32 = 640;
