@@ -378,12 +378,14 @@ impl Observer for Progress {
             b.finish_and_clear();
         }
         let cpu = &r.client_cpu;
-        if let Some(st) = &r.search {
-            eprint!("search step {} ({}): ", st.step, search_kind(st.kind));
-        }
+        // A search's mixes are renumbered in load order as they come, so
+        // its progress names the step, not a number that will change.
+        let name = match &r.search {
+            Some(st) => format!("search step {} ({})", st.step, search_kind(st.kind)),
+            None => format!("mix {}", r.mix),
+        };
         eprintln!(
-            "mix {}: {}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
-            r.mix,
+            "{name}: {}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
             plural(r.threads, "thread", "threads"),
             requests_per_sec(r.figures.requests_per_sec),
             mbytes_per_sec(r.figures.bytes_per_sec),
@@ -661,11 +663,19 @@ pub fn summary_table(r: &Results) -> String {
         let Some(s) = &p.search else { continue };
         let at = |mix: Option<usize>, rate: Option<f64>| match (mix, rate) {
             (Some(m), Some(rate)) => {
-                let threads = r.mixes.iter().find(|x| x.mix == m).map_or(0, |x| x.threads);
+                let mix = r.mixes.iter().find(|x| x.mix == m);
+                let cpu = mix.map(|x| &x.client_cpu);
                 format!(
-                    "{} requests/s at mix {m} ({})",
+                    "{} requests/s at mix {m} ({}){}",
                     requests_per_sec(rate),
-                    plural(threads, "thread", "threads")
+                    plural(mix.map_or(0, |x| x.threads), "thread", "threads"),
+                    if cpu.is_some_and(|c| c.client_bound) {
+                        ", client-bound"
+                    } else if cpu.is_some_and(|c| c.co_located_saturated) {
+                        ", co-located on a saturated machine"
+                    } else {
+                        ""
+                    }
                 )
             }
             _ => "none".to_string(),
