@@ -1534,3 +1534,55 @@ fn http_find_peak_stops_at_the_latency_limit() {
     }
     eprintln!("http --find-peak: peak {peak}, useful {useful} at {useful_threads}, wrk {wrk}, capacity {capacity}; {threads:?}; {stopped}");
 }
+
+/// `--find-peak`'s flags: each wrong use is a usage error (exit 2) naming
+/// the flag, before any request (the URL here has no server).
+#[test]
+fn find_peak_flag_errors_are_usage_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(
+        dir.path(),
+        r#"name = "tiny"
+target = "http://127.0.0.1:9"
+[workloads.one]
+[[workloads.one.class]]
+name = "ok"
+percent = 100
+[[workloads.one.class.url]]
+path = "/"
+[[mix]]
+clients = 1
+"#,
+    );
+    let url = "http://127.0.0.1:9/";
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["http", url, "--find-peak", "--duration", "5s"],
+            "--find-peak cannot be combined with --duration",
+        ),
+        (
+            &["http", url, "--find-peak", "-n", "10"],
+            "--find-peak cannot be combined with --requests",
+        ),
+        (
+            &["http", url, "--find-peak", "--max-p99", "1s"],
+            "the search's limit is --peak-max-p99",
+        ),
+        (
+            &["http", url, "--find-peak", "--step-duration", "0s"],
+            "--step-duration must be above zero",
+        ),
+        (&["http", url, "--peak-tolerance", "3"], "--find-peak"),
+        (
+            &["run", s(&suite), "--find-peak", "--peak-max-threads", "0"],
+            "--peak-max-threads must be at least 1",
+        ),
+    ];
+    for (args, phrase) in cases {
+        let out = run_benchlab(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(phrase), "{args:?}: expected {phrase:?} in:\n{err}");
+    }
+    assert!(!dir.path().join("results").exists());
+}
