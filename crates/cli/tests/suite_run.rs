@@ -1480,6 +1480,11 @@ threads_per_client = 50
     }
     let html = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
     assert_eq!(html.matches("(search step ").count(), mixes.len());
+    assert!(
+        html.contains("found by the automatic peak search")
+            && html.contains("it stopped because requests/s stopped rising"),
+        "the report does not say how the search ended"
+    );
     eprintln!("run --find-peak: peak {peak}, wrk {wrk}, capacity {capacity}; {threads:?}; {stopped}");
 }
 

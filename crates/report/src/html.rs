@@ -638,6 +638,34 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
             money(ppr)
         );
     }
+    // A phase whose mixes `--find-peak` chose: how the search ended.
+    if let Some(ps) = run
+        .results
+        .phases
+        .iter()
+        .find(|x| x.name == p.name)
+        .and_then(|x| x.search.as_ref())
+    {
+        let at = |mix: Option<usize>, rate: Option<f64>| match (mix, rate) {
+            (Some(m), Some(r)) => format!("{} requests/s at mix {m}", requests_per_sec(r)),
+            _ => "none".to_string(),
+        };
+        let _ = write!(
+            s,
+            "These mixes were found by the automatic peak search (threads doubled, then bisected around the knee; \
+             marked “search step” in the summary report): it stopped because {}; its peak {}, its useful peak \
+             (p99 ≤ {}, errors ≤ {} %) {}. ",
+            if ps.stopped.is_empty() {
+                "it was interrupted".to_string()
+            } else {
+                esc(&ps.stopped)
+            },
+            at(ps.peak_mix, ps.peak_requests_per_sec),
+            ms(ps.max_p99_us as f64),
+            ps.max_error_percent,
+            at(ps.useful_peak_mix, ps.useful_peak_requests_per_sec)
+        );
+    }
     let _ = write!(h, "<p>{s}</p>");
 }
 
