@@ -326,7 +326,8 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let os_threads = plan.os_threads.min(plan.virtual_users as usize);
     let description = output::describe(&plan, a.http);
 
-    if !a.json {
+    // A search says its own schedule (the description's length is not it).
+    if !a.json && search.is_none() {
         eprintln!("{description}");
     }
     let interrupt = Arc::new(Interrupt::default());
@@ -499,6 +500,23 @@ fn find_peak(
     } else {
         Duration::from_millis(500)
     };
+    if !a.json {
+        let d = output::describe(&plan, a.http);
+        // The description up to its length: URLs, users, threads, HTTP.
+        let what = d.rsplit_once(", for ").map_or(d.as_str(), |(w, _)| w);
+        eprintln!(
+            "{what}; --find-peak: from {} virtual users, doubled, then bisected around the knee; each load {} \
+             ramp-up (not counted) + {} counted; stops when requests/s rises less than {} % twice, p99 > {} ms, \
+             errors > {} % or at {} virtual users",
+            a.threads,
+            humantime::format_duration(ramp_up),
+            humantime::format_duration(a.step_duration),
+            limits.tolerance * 100.0,
+            limits.max_p99_us as f64 / 1000.0,
+            limits.max_error_share * 100.0,
+            limits.max_load
+        );
+    }
     let mut search = PeakSearch::new(u64::from(a.threads), limits.clone());
     let mut steps: Vec<PeakStep> = Vec::new();
     let os_threads_max = plan.os_threads;

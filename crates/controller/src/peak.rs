@@ -139,9 +139,10 @@ impl PeakSearch {
             ));
         } else if self.flat_run() >= 2 {
             self.stopped = Some(format!(
-                "requests/s stopped rising (two loads in a row within {:.1} % of {:.1})",
-                l.tolerance * 100.0,
-                best_before
+                "requests/s stopped rising (two loads in a row not more than {} % above the best before them, {} \
+                 requests/s)",
+                benchlab_format::fixed(l.tolerance * 100.0, 1),
+                benchlab_format::requests_per_sec(best_before)
             ));
         } else if step.load >= l.max_load {
             self.stopped = Some(format!("reached the highest load allowed, {}", l.max_load));
