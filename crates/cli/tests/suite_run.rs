@@ -1489,17 +1489,20 @@ threads_per_client = 50
 }
 
 /// `http --find-peak` over virtual users in short steps, against the same
-/// kind of server (8 workers × 40 ms: 200 requests/s), with a p99 limit of
-/// 120 ms: 32 users wait about 160 ms, so growing stops at the limit (not
-/// later than 32 users); the useful peak is a load within it, and both
-/// peaks are within 10 % of the capacity and of wrk's rate.
+/// kind of server (8 workers × 40 ms: 200 requests/s) that refuses a
+/// request with 503 when 8 already wait: 16 users never make 9 wait, 32
+/// do, so growing stops at the error limit at 32 users, whatever the
+/// machine's timing (2, 4, 8 rise; 16 is no higher). The useful peak is a
+/// load within the limit; both peaks are within 10 % of the capacity and
+/// of wrk's rate.
 #[test]
-fn http_find_peak_stops_at_the_latency_limit() {
+fn http_find_peak_stops_at_the_error_limit() {
     let _turn = one_load_at_a_time();
     let (workers, service_ms) = (8u32, 40u32);
     let capacity = workers as f64 * 1000.0 / service_ms as f64;
-    let server = pool_server::PoolServer::start(workers as usize, Duration::from_millis(service_ms.into()));
-    let wrk = wrk_rate(&server.url(), 32, 2);
+    let server = pool_server::PoolServer::with_queue(workers as usize, Duration::from_millis(service_ms.into()), 8);
+    // wrk with 16 connections: no 503.
+    let wrk = wrk_rate(&server.url(), 16, 2);
     let out = run_benchlab(&[
         "http",
         &server.url(),
@@ -1508,8 +1511,8 @@ fn http_find_peak_stops_at_the_latency_limit() {
         "2",
         "--step-duration",
         "1.5s",
-        "--peak-max-p99",
-        "120ms",
+        "--os-threads",
+        "1",
         "--json",
     ]);
     assert_success("http --find-peak", &out);
@@ -1521,23 +1524,29 @@ fn http_find_peak_stops_at_the_latency_limit() {
     assert!(threads.windows(2).all(|w| w[0] < w[1]), "{threads:?}");
     assert_eq!(threads[0], 2);
     let stopped = r["stopped"].as_str().unwrap_or("");
-    assert!(stopped.starts_with("p99 "), "{stopped}\n{stderr}");
-    let top = *threads.iter().max().unwrap_or(&0);
-    assert!((16..=32).contains(&top), "{threads:?}");
+    assert!(
+        stopped.starts_with("errors ") && stopped.ends_with(" at 32"),
+        "{stopped}\n{stderr}"
+    );
+    assert_eq!(threads.iter().max(), Some(&32), "{threads:?}");
     assert!(steps.iter().any(|s| s["kind"] == "bisect"), "{threads:?}");
     for s in steps {
         assert!(f(s, "/duration_s") >= 1.4, "{s}");
+        // Only 32 users meet a full queue.
+        assert_eq!(u(s, "/errors_total") > 0, u(s, "/threads") == 32, "{s}");
     }
     let peak = f(&r, "/peak_requests_per_sec");
     let useful = f(&r, "/useful_peak_requests_per_sec");
     let useful_threads = u(&r, "/useful_peak_threads");
-    assert!(useful_threads < top, "{r}");
+    assert!(useful_threads < 32, "{r}");
     let within = |a: f64, b: f64| (a - b).abs() <= 0.1 * b;
     for (what, rate) in [("peak", peak), ("useful peak", useful)] {
         assert!(within(rate, capacity), "{what} {rate} not within 10 % of {capacity}");
         assert!(within(rate, wrk), "{what} {rate} not within 10 % of wrk's {wrk}");
     }
-    eprintln!("http --find-peak: peak {peak}, useful {useful} at {useful_threads}, wrk {wrk}, capacity {capacity}; {threads:?}; {stopped}");
+    eprintln!(
+        "http --find-peak: peak {peak}, useful {useful} at {useful_threads}, wrk {wrk}, capacity {capacity}; {threads:?}; {stopped}"
+    );
 }
 
 /// `--find-peak`'s flags: each wrong use is a usage error (exit 2) naming

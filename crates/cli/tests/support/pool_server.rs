@@ -4,7 +4,10 @@
 //! not depend on this machine's CPU), then answered with a 2-byte body,
 //! keep-alive. One thread per connection reads the requests; a request
 //! waits for a free permit, as a request waits for a free worker in a
-//! pooled server. Listens on `127.0.0.1:0`; stops accepting when dropped.
+//! pooled server. With a queue limit, a request that finds that many
+//! already waiting is refused at once with 503 (an overloaded server's
+//! errors, at a load known in advance). Listens on `127.0.0.1:0`; stops
+//! accepting when dropped.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -13,23 +16,40 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
-/// Free permits, taken and given back around each request's service time.
+/// Free permits and requests waiting for one.
+struct State {
+    free: usize,
+    waiting: usize,
+}
+
+/// Permits, taken and given back around each request's service time.
 struct Pool {
-    free: Mutex<usize>,
+    state: Mutex<State>,
     freed: Condvar,
+    max_waiting: usize,
 }
 
 impl Pool {
-    fn serve(&self, service: Duration) {
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+    /// Serves a request (`true`), or refuses it (`false`) when the queue
+    /// is full.
+    fn serve(&self, service: Duration) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.free == 0 {
+            if st.waiting >= self.max_waiting {
+                return false;
+            }
+            st.waiting += 1;
+            while st.free == 0 {
+                st = self.freed.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+            st.waiting -= 1;
         }
-        *free -= 1;
-        drop(free);
+        st.free -= 1;
+        drop(st);
         thread::sleep(service);
-        *self.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).free += 1;
         self.freed.notify_one();
+        true
     }
 }
 
@@ -41,12 +61,22 @@ pub struct PoolServer {
 impl PoolServer {
     /// `workers` permits of `service` each: capacity `workers ÷ service`.
     pub fn start(workers: usize, service: Duration) -> PoolServer {
+        PoolServer::with_queue(workers, service, usize::MAX)
+    }
+
+    /// As [`PoolServer::start`], refusing a request with 503 when
+    /// `max_waiting` requests already wait for a permit.
+    pub fn with_queue(workers: usize, service: Duration, max_waiting: usize) -> PoolServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the pool server");
         let port = listener.local_addr().expect("local address").port();
         let stop = Arc::new(AtomicBool::new(false));
         let pool = Arc::new(Pool {
-            free: Mutex::new(workers),
+            state: Mutex::new(State {
+                free: workers,
+                waiting: 0,
+            }),
             freed: Condvar::new(),
+            max_waiting,
         });
         let s = Arc::clone(&stop);
         thread::spawn(move || {
@@ -93,9 +123,9 @@ fn connection(mut conn: TcpStream, pool: &Pool, service: Duration) {
         buf.drain(..end + 4);
         let http10 = head.lines().next().is_some_and(|l| l.trim_end().ends_with("http/1.0"));
         let close = head.contains("connection: close") || (http10 && !head.contains("connection: keep-alive"));
-        pool.serve(service);
+        let status = if pool.serve(service) { "200 OK" } else { "503 Busy" };
         let answer = format!(
-            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n{}\r\nok",
+            "HTTP/1.1 {status}\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n{}\r\nok",
             if close { "Connection: close\r\n" } else { "" }
         );
         if conn.write_all(answer.as_bytes()).is_err() || close {
