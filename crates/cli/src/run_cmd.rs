@@ -817,4 +817,49 @@ mod tests {
         let t = summary_table(&results(3, Some(3)));
         assert!(t.contains("at mix 3 (3 threads, 3 clients), client-bound"), "{t}");
     }
+
+    #[test]
+    fn summary_table_marks_the_search_mixes_and_says_how_it_ended() {
+        use benchlab_controller::peak::StepKind;
+        use benchlab_controller::{PhaseSearchResult, SearchStepResult};
+        let mut r = results(3, Some(3));
+        for (m, (step, kind)) in
+            r.mixes
+                .iter_mut()
+                .zip([(1, StepKind::Grow), (3, StepKind::Bisect), (2, StepKind::Grow)])
+        {
+            m.search = Some(SearchStepResult { step, kind });
+        }
+        r.phases[0].search = Some(PhaseSearchResult {
+            tolerance_percent: 5.0,
+            max_p99_us: 1_000_000,
+            max_error_percent: 1.0,
+            max_threads_per_client: 4096,
+            stopped: "requests/s stopped rising".into(),
+            peak_mix: Some(3),
+            peak_requests_per_sec: Some(360_918.0),
+            useful_peak_mix: None,
+            useful_peak_requests_per_sec: None,
+        });
+        let t = summary_table(&r);
+        let row = |n: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(n))
+                .unwrap_or_else(|| panic!("no row {n} in {t}"))
+                .to_string()
+        };
+        assert!(row("1 ").ends_with("  search step 1 (grow)"), "{t}");
+        assert!(row("2 ").ends_with("  search step 3 (bisect)"), "{t}");
+        assert!(row("3 ").ends_with("CLIENT-BOUND  search step 2 (grow)"), "{t}");
+        assert!(
+            t.contains(
+                "peak search (static): requests/s stopped rising; peak 360,918.0 requests/s at mix 3 (3 threads), \
+                 client-bound; useful peak (p99 ≤ 1000 ms, errors ≤ 1 %) none"
+            ),
+            "{t}"
+        );
+        // Without a search: no marks, no search line.
+        let plain = summary_table(&results(2, None));
+        assert!(!plain.contains("search"), "{plain}");
+    }
 }
