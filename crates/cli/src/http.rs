@@ -529,7 +529,12 @@ fn find_peak(
         p.stop = Stop::After(a.step_duration.saturating_add(ramp_up));
         p.ramp_up = ramp_up;
         p.window = (ramp_up, Duration::MAX);
-        sys::check_capacity(load, p.source_addresses.len()).map_err(CliError::CannotRun)?;
+        // A load this system cannot hold ends the growth, not the search.
+        if let Err(why) = sys::check_capacity(load, p.source_addresses.len()) {
+            eprintln!("benchlab: peak search: {why}");
+            search.stop_growing(format!("{load} virtual users cannot be run here"));
+            continue;
+        }
         let os_threads = os_threads_max.min(p.virtual_users as usize);
         let (result, _) = run_once(&p, os_threads, false, interrupt)?;
         let done = result.requests + result.errors_total;

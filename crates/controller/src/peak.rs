@@ -167,6 +167,12 @@ impl PeakSearch {
         self.steps.iter().map(|s| s.rate).fold(0.0, f64::max)
     }
 
+    /// Stops growing for a reason of the caller's (a load the system cannot
+    /// hold); the bisection goes on below it.
+    pub fn stop_growing(&mut self, reason: String) {
+        self.stopped.get_or_insert(reason);
+    }
+
     /// The next load to run, or `None` when the search is over.
     pub fn next_load(&mut self) -> Option<(u64, StepKind)> {
         let Some(last) = self.steps.last() else {
@@ -329,6 +335,23 @@ mod tests {
         assert_eq!(e.next_load(), None);
         assert_eq!(e.steps()[e.peak().expect("peak")].load, 4);
         assert_eq!(e.steps()[e.useful_peak().expect("useful")].load, 3);
+    }
+
+    #[test]
+    fn a_load_the_system_cannot_hold_stops_the_growth() {
+        let mut s = PeakSearch::new(4, SearchLimits::default());
+        assert_eq!(s.next_load(), Some((4, StepKind::Grow)));
+        s.record(Step {
+            load: 4,
+            rate: 100.0,
+            p99_us: 1,
+            error_share: 0.0,
+        });
+        assert_eq!(s.next_load(), Some((8, StepKind::Grow)));
+        // 8 cannot be run: not recorded, growing stops, nothing to bisect.
+        s.stop_growing("too many".into());
+        assert_eq!(s.stop_reason(), Some("too many"));
+        assert_eq!(s.next_load(), None);
     }
 
     #[test]

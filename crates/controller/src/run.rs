@@ -494,10 +494,23 @@ fn run_inner(
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
-                step += 1;
                 let mut mix = base.clone();
                 mix.number = results.mixes.len() + 1;
                 mix.params.threads_per_client = u32::try_from(load).unwrap_or(u32::MAX);
+                // A load this system cannot hold ends the growth, not the
+                // run: the loads below it are measured.
+                let loopback = phases[pi].urls.first().is_some_and(|u| is_loopback(&u.target));
+                let own = if suite.client_addresses && loopback {
+                    mix.clients as usize
+                } else {
+                    0
+                };
+                if let Err(why) = sys::check_capacity(mix.threads(), own) {
+                    observer.note(&format!("peak search ({}): {why}", phase.name));
+                    peak.stop_growing(format!("{} threads per client cannot be run here", load));
+                    continue;
+                }
+                step += 1;
                 observer.mix_started(&mix, &phase.name);
                 let mut result = match run_mix(suite, &mix, &phase.name, &phases[pi], opts, stop, observer) {
                     Ok(r) => r,
