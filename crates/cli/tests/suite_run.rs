@@ -1365,6 +1365,7 @@ fn find_peak_finds_the_capacity_of_a_fixed_pool() {
     let capacity = workers as f64 * 1000.0 / service_ms as f64;
     let server = pool_server::PoolServer::start(workers as usize, Duration::from_millis(service_ms.into()));
     let wrk = wrk_rate(&server.url(), 64, 3);
+    server.wait_idle();
     let dir = tempfile::tempdir().expect("tempdir");
     let suite = write_suite(
         dir.path(),
@@ -1503,6 +1504,9 @@ fn http_find_peak_stops_at_the_error_limit() {
     let server = pool_server::PoolServer::with_queue(workers as usize, Duration::from_millis(service_ms.into()), 8);
     // wrk with 16 connections: no 503.
     let wrk = wrk_rate(&server.url(), 16, 2);
+    // wrk leaves up to 16 requests behind; the preflight would meet a full
+    // queue.
+    server.wait_idle();
     let out = run_benchlab(&[
         "http",
         &server.url(),
@@ -1599,4 +1603,102 @@ clients = 1
         assert!(err.contains(phrase), "{args:?}: expected {phrase:?} in:\n{err}");
     }
     assert!(!dir.path().join("results").exists());
+}
+
+/// Ctrl-C during `run --find-peak`: the current mix is kept (partial), the
+/// search ends, results.json says so (not complete, the phase's search
+/// interrupted) and the run exits 130.
+#[test]
+fn ctrl_c_ends_the_peak_search_and_keeps_its_mixes() {
+    let _turn = one_load_at_a_time();
+    let server = pool_server::PoolServer::start(8, Duration::from_millis(40));
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(
+        work.path(),
+        &format!(
+            r#"name = "pool"
+target = "{}"
+[defaults]
+length = "2.5s"
+ramp_up = "0.5s"
+ramp_down = "0.5s"
+threads_per_client = 2
+[workloads.one]
+[[workloads.one.class]]
+name = "ok"
+percent = 100
+[[workloads.one.class.url]]
+path = "/"
+[[mix]]
+clients = 1
+"#,
+            server.url().trim_end_matches('/')
+        ),
+    );
+    let out_dir = work.path().join("results");
+    let mut child = ChildGuard(
+        Command::new(benchlab_bin())
+            .args(["run", s(&suite), "--find-peak", "--out", s(&out_dir)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start benchlab run"),
+    );
+    let (tx, rx) = mpsc::channel::<String>();
+    let stderr = child.0.stderr.take().expect("stderr");
+    let err_reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+            let _ = tx.send(line);
+        }
+        all
+    });
+    let mut stdout = child.0.stdout.take().expect("stdout");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    // The third load (8 threads) starts; interrupt it inside its window.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) if line.starts_with("mix 3 (") => break,
+            Ok(_) => {}
+            Err(e) => panic!("the third load never started ({e})"),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    let pid = child.0.id().to_string();
+    let status = Command::new("kill").args(["-INT", &pid]).status().expect("run kill");
+    assert!(status.success());
+    let interrupted = Instant::now();
+    let exit = loop {
+        if let Some(st) = child.0.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            interrupted.elapsed() < Duration::from_secs(10),
+            "still runs 10 s after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = err_reader.join().expect("stderr reader");
+    let stdout = out_reader.join().expect("stdout reader");
+    assert_eq!(exit.code(), Some(130), "{stderr}");
+    assert!(!stderr.contains("mix 4 ("), "a fourth load started:\n{stderr}");
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    assert_eq!(r["complete"], false);
+    let mixes = arr(&r, "/mixes");
+    let got: Vec<(u64, bool, u64)> = mixes
+        .iter()
+        .map(|m| (u(m, "/threads"), m["partial"] == true, u(m, "/search/step")))
+        .collect();
+    assert_eq!(got, [(2, false, 1), (4, false, 2), (8, true, 3)], "{stderr}");
+    assert_eq!(r["phases"][0]["search"]["stopped"], "", "{}", r["phases"][0]);
+    assert!(stdout.contains("peak search (one): interrupted;"), "{stdout}");
 }

@@ -48,7 +48,8 @@ impl Pool {
         drop(st);
         thread::sleep(service);
         self.state.lock().unwrap_or_else(|p| p.into_inner()).free += 1;
-        self.freed.notify_one();
+        // Every waiter re-checks; `wait_idle` waits on the same condition.
+        self.freed.notify_all();
         true
     }
 }
@@ -56,6 +57,8 @@ impl Pool {
 pub struct PoolServer {
     pub port: u16,
     stop: Arc<AtomicBool>,
+    pool: Arc<Pool>,
+    workers: usize,
 }
 
 impl PoolServer {
@@ -79,17 +82,32 @@ impl PoolServer {
             max_waiting,
         });
         let s = Arc::clone(&stop);
+        let p = Arc::clone(&pool);
         thread::spawn(move || {
             for conn in listener.incoming() {
                 if s.load(Ordering::Relaxed) {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let pool = Arc::clone(&pool);
+                let pool = Arc::clone(&p);
                 thread::spawn(move || connection(conn, &pool, service));
             }
         });
-        PoolServer { port, stop }
+        PoolServer {
+            port,
+            stop,
+            pool,
+            workers,
+        }
+    }
+
+    /// Blocks until no request is served or waiting (what a previous load
+    /// left behind has drained), so the next load starts on an idle pool.
+    pub fn wait_idle(&self) {
+        let mut st = self.pool.state.lock().unwrap_or_else(|p| p.into_inner());
+        while st.free < self.workers || st.waiting > 0 {
+            st = self.pool.freed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     pub fn url(&self) -> String {
