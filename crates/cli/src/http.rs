@@ -3,12 +3,15 @@
 use crate::args::{self, WeightedUrl};
 use crate::output::{self, HttpResult};
 use crate::{CliError, Outcome};
+use benchlab_controller::peak::{PeakSearch, SearchLimits, Step, StepKind};
 use benchlab_engine::{
     probe_from, sys, Arrival, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, Load, OpenLoop, PlanError,
     Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
 use clap::{Args, ValueEnum};
+use serde::Serialize;
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// HTTP version and connection behaviour of the run's connections.
@@ -73,7 +76,7 @@ pub struct HttpArgs {
     /// Open loop: send R requests a second on a schedule, whatever the
     /// server does, and count latency from each intended send time
     /// (instead of --threads closed-loop users).
-    #[arg(long, value_name = "R", conflicts_with_all = ["threads", "requests", "ramp_up"])]
+    #[arg(long, value_name = "R", conflicts_with_all = ["threads", "requests", "ramp_up", "find_peak"])]
     rate: Option<f64>,
 
     /// How --rate spaces its sends.
@@ -180,11 +183,37 @@ pub struct HttpArgs {
     /// Seed of the URL and connection draws (a run is reproducible).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+
+    #[command(flatten)]
+    peak: crate::run_cmd::PeakArgs,
+
+    /// --find-peak: how long each load is counted, after its --ramp-up
+    /// (default 0.5 s with --find-peak: users start over it, not counted).
+    #[arg(long, value_parser = args::duration, default_value = "3s", value_name = "DUR", requires = "find_peak")]
+    step_duration: Duration,
 }
 
 /// Builds the plan, checks the target and the system, runs, prints.
 pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let usage = CliError::Usage;
+    let search = a.peak.limits()?;
+    if search.is_some() {
+        let conflicting = [
+            (a.requests.is_some(), "--requests"),
+            (a.duration.is_some(), "--duration (each load runs --step-duration)"),
+            (a.max_p99.is_some(), "--max-p99 (the search's limit is --peak-max-p99)"),
+            (
+                a.max_error_rate.is_some(),
+                "--max-error-rate (the search's limit is --peak-max-error-rate)",
+            ),
+        ];
+        if let Some((_, flag)) = conflicting.iter().find(|(given, _)| *given) {
+            return Err(usage(format!("--find-peak cannot be combined with {flag}")));
+        }
+        if a.step_duration.is_zero() {
+            return Err(usage("--step-duration must be above zero".into()));
+        }
+    }
     if a.threads == 0 {
         return Err(usage("--threads must be at least 1".into()));
     }
@@ -354,45 +383,20 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let os_threads = plan.os_threads.min(plan.slots() as usize);
     let description = output::describe(&plan, a.http);
 
-    if !a.json {
+    // A search says its own schedule (the description's length is not it).
+    if !a.json && search.is_none() {
         eprintln!("{description}");
     }
-    let cpu0 = sys::cpu_time(false);
-    let machine0 = benchlab_controller::machine::CpuTicks::now();
-    let started = Instant::now();
-    let mut client = Client::start(plan.clone(), started).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    let stopper = client.stopper();
-    // Ctrl-C stops the load; what was measured is still reported.
-    let _ = ctrlc::set_handler(move || stopper.stop());
-
+    let interrupt = Arc::new(Interrupt::default());
+    let i2 = Arc::clone(&interrupt);
+    // Ctrl-C stops the load (and a search); what was measured is still
+    // reported.
+    let _ = ctrlc::set_handler(move || i2.stop());
+    if let Some(limits) = search {
+        return find_peak(&a, plan, &limits, ramp_up, &interrupt);
+    }
     let live = !a.json && std::io::stderr().is_terminal();
-    while !client.is_finished() {
-        if let Some(s) = client.next_second(Duration::from_millis(250)) {
-            if live {
-                eprint!(
-                    "\r  {:>4}s  {:>12} req/s  {:>9} MB/s  p50 {} µs  errors {}   ",
-                    s.second + 1,
-                    output::thousands(s.counters.requests),
-                    output::mbytes_per_sec(s.counters.bytes as f64),
-                    output::thousands(s.latency.p50),
-                    output::thousands(s.counters.errors_total())
-                );
-            }
-        }
-    }
-    if live {
-        eprintln!();
-    }
-    let report = client.finish();
-    let cpu1 = sys::cpu_time(false);
-    let machine_busy = machine0
-        .zip(benchlab_controller::machine::CpuTicks::now())
-        .and_then(|(a, b)| a.busy_share(b));
-    let wall = started.elapsed();
-    let mut result = HttpResult::new(&plan, &report, os_threads, cpu0, cpu1, wall);
-    // A server on this machine (a loopback URL) shares its CPUs.
-    let co_located = plan.urls.iter().any(|u| u.target.addr.ip().is_loopback());
-    result.client_cpu = result.client_cpu.clone().with_machine(machine_busy, co_located);
+    let (result, report) = run_once(&plan, os_threads, live, &interrupt)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
     } else {
@@ -438,4 +442,259 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     } else {
         Outcome::Completed
     })
+}
+
+/// Ctrl-C: stops the client that runs now and the search.
+#[derive(Default)]
+struct Interrupt {
+    stopped: std::sync::atomic::AtomicBool,
+    current: std::sync::Mutex<Option<benchlab_engine::Stopper>>,
+}
+
+impl Interrupt {
+    fn stop(&self) {
+        self.stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(s) = self.current.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            s.stop();
+        }
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Runs `plan` once: the result (the generator's CPU and the machine's
+/// included) and the client's report. `live`: a line per second on stderr.
+fn run_once(
+    plan: &ClientPlan,
+    os_threads: usize,
+    live: bool,
+    interrupt: &Interrupt,
+) -> Result<(HttpResult, benchlab_engine::ClientReport), CliError> {
+    let cpu0 = sys::cpu_time(false);
+    let machine0 = benchlab_controller::machine::CpuTicks::now();
+    let started = Instant::now();
+    let mut client = Client::start(plan.clone(), started).map_err(|e| CliError::CannotRun(e.to_string()))?;
+    *interrupt.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.stopper());
+    if interrupt.is_stopped() {
+        client.stopper().stop();
+    }
+    while !client.is_finished() {
+        if let Some(s) = client.next_second(Duration::from_millis(250)) {
+            if live {
+                eprint!(
+                    "\r  {:>4}s  {:>12} req/s  {:>9} MB/s  p50 {} µs  errors {}   ",
+                    s.second + 1,
+                    output::thousands(s.counters.requests),
+                    output::mbytes_per_sec(s.counters.bytes as f64),
+                    output::thousands(s.latency.p50),
+                    output::thousands(s.counters.errors_total())
+                );
+            }
+        }
+    }
+    if live {
+        eprintln!();
+    }
+    let report = client.finish();
+    let cpu1 = sys::cpu_time(false);
+    let machine_busy = machine0
+        .zip(benchlab_controller::machine::CpuTicks::now())
+        .and_then(|(a, b)| a.busy_share(b));
+    let wall = started.elapsed();
+    let mut result = HttpResult::new(plan, &report, os_threads, cpu0, cpu1, wall);
+    // A server on this machine (a loopback URL) shares its CPUs.
+    let co_located = plan.urls.iter().any(|u| u.target.addr.ip().is_loopback());
+    result.client_cpu = result.client_cpu.clone().with_machine(machine_busy, co_located);
+    *interrupt.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    Ok((result, report))
+}
+
+/// One load of `http --find-peak` and how the search came to run it.
+#[derive(Debug, Serialize)]
+struct PeakStep {
+    step: u32,
+    kind: StepKind,
+    #[serde(flatten)]
+    result: HttpResult,
+}
+
+/// `benchlab http --find-peak --json` (schema `benchlab.http-peak/1`).
+#[derive(Debug, Serialize)]
+struct PeakSearchJson {
+    schema: &'static str,
+    tolerance_percent: f64,
+    max_p99_us: u64,
+    max_error_percent: f64,
+    max_threads: u64,
+    step_duration_s: f64,
+    ramp_up_s: f64,
+    /// Why growing stopped; empty when interrupted.
+    stopped: String,
+    /// Virtual users of the peak and the useful peak (within both limits).
+    peak_threads: Option<u64>,
+    peak_requests_per_sec: Option<f64>,
+    useful_peak_threads: Option<u64>,
+    useful_peak_requests_per_sec: Option<f64>,
+    /// Every load run, in load order.
+    steps: Vec<PeakStep>,
+}
+
+/// `http --find-peak`: the plan run at the loads [`PeakSearch`] picks, each
+/// for its ramp-up (users started, not counted) and --step-duration; a line
+/// per load as it ends, then the loads in load order and the peaks.
+fn find_peak(
+    a: &HttpArgs,
+    plan: ClientPlan,
+    limits: &SearchLimits,
+    ramp_up: Duration,
+    interrupt: &Interrupt,
+) -> Result<Outcome, CliError> {
+    // Short steps need users started before the count begins.
+    let ramp_up = if a.ramp_up.is_some() {
+        ramp_up
+    } else {
+        Duration::from_millis(500)
+    };
+    if !a.json {
+        let d = output::describe(&plan, a.http);
+        // The description up to its length: URLs, users, threads, HTTP.
+        let what = d.rsplit_once(", for ").map_or(d.as_str(), |(w, _)| w);
+        eprintln!(
+            "{what}; --find-peak: from {} virtual users, doubled, then bisected around the knee; each load {} \
+             ramp-up (not counted) + {} counted; stops when requests/s rises less than {} % twice, p99 > {} ms, \
+             errors > {} % or at {} virtual users",
+            a.threads,
+            humantime::format_duration(ramp_up),
+            humantime::format_duration(a.step_duration),
+            limits.tolerance * 100.0,
+            limits.max_p99_us as f64 / 1000.0,
+            limits.max_error_share * 100.0,
+            limits.max_load
+        );
+    }
+    let mut search = PeakSearch::new(u64::from(a.threads), limits.clone());
+    let mut steps: Vec<PeakStep> = Vec::new();
+    let os_threads_max = plan.os_threads;
+    while let Some((load, kind)) = search.next_load() {
+        if interrupt.is_stopped() {
+            break;
+        }
+        let mut p = plan.clone();
+        p.virtual_users = u32::try_from(load).unwrap_or(u32::MAX);
+        p.stop = Stop::After(a.step_duration.saturating_add(ramp_up));
+        p.ramp_up = ramp_up;
+        p.window = (ramp_up, Duration::MAX);
+        // A load this system cannot hold ends the growth, not the search.
+        if let Err(why) = sys::check_capacity(load, p.source_addresses.len()) {
+            eprintln!("benchlab: peak search: {why}");
+            search.stop_growing(format!("{load} virtual users cannot be run here"));
+            continue;
+        }
+        let os_threads = os_threads_max.min(p.virtual_users as usize);
+        let (result, _) = run_once(&p, os_threads, false, interrupt)?;
+        let done = result.requests + result.errors_total;
+        search.record(Step {
+            load,
+            rate: result.requests_per_sec,
+            p99_us: result.latency_us.p99,
+            error_share: if done == 0 {
+                0.0
+            } else {
+                result.errors_total as f64 / done as f64
+            },
+        });
+        let step = steps.len() as u32 + 1;
+        if !a.json {
+            eprintln!(
+                "search step {step} ({}): {} → {} req/s, p99 {} µs, {}",
+                crate::run_cmd::search_kind(kind),
+                output::plural(load, "virtual user", "virtual users"),
+                output::requests_per_sec(result.requests_per_sec),
+                output::thousands(result.latency_us.p99),
+                output::plural(result.errors_total, "error", "errors")
+            );
+        }
+        for w in &result.warnings {
+            eprintln!("benchlab: warning: {} virtual users: {w}", load);
+        }
+        steps.push(PeakStep { step, kind, result });
+    }
+    let at = |i: Option<usize>| i.map(|i| (search.steps()[i].load, search.steps()[i].rate));
+    let (peak, useful) = (at(search.peak()), at(search.useful_peak()));
+    steps.sort_by_key(|s| (s.result.threads, s.step));
+    let out = PeakSearchJson {
+        schema: "benchlab.http-peak/1",
+        tolerance_percent: limits.tolerance * 100.0,
+        max_p99_us: limits.max_p99_us,
+        max_error_percent: limits.max_error_share * 100.0,
+        max_threads: limits.max_load,
+        step_duration_s: a.step_duration.as_secs_f64(),
+        ramp_up_s: ramp_up.as_secs_f64(),
+        stopped: search.stop_reason().unwrap_or_default().to_string(),
+        peak_threads: peak.map(|p| p.0),
+        peak_requests_per_sec: peak.map(|p| p.1),
+        useful_peak_threads: useful.map(|p| p.0),
+        useful_peak_requests_per_sec: useful.map(|p| p.1),
+        steps,
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    } else {
+        print!("{}", peak_table(&out));
+    }
+    Ok(if interrupt.is_stopped() {
+        Outcome::Interrupted
+    } else {
+        Outcome::Completed
+    })
+}
+
+/// The loads of a search in load order, then why it stopped and its peaks.
+fn peak_table(r: &PeakSearchJson) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\n{:>8} {:>12} {:>9} {:>9} {:>9} {:>8}  search",
+        "threads", "requests/s", "MB/s", "p50 µs", "p99 µs", "errors"
+    );
+    for s in &r.steps {
+        let x = &s.result;
+        let _ = writeln!(
+            o,
+            "{:>8} {:>12} {:>9} {:>9} {:>9} {:>8}  step {} ({})",
+            output::thousands(x.threads.into()),
+            output::requests_per_sec(x.requests_per_sec),
+            output::mbytes_per_sec(x.bytes_per_sec),
+            output::thousands(x.latency_us.p50),
+            output::thousands(x.latency_us.p99),
+            output::thousands(x.errors_total),
+            s.step,
+            crate::run_cmd::search_kind(s.kind)
+        );
+    }
+    let at = |p: Option<(u64, f64)>| match p {
+        Some((t, rate)) => format!(
+            "{} requests/s at {}",
+            output::requests_per_sec(rate),
+            output::plural(t, "virtual user", "virtual users")
+        ),
+        None => "none".into(),
+    };
+    let _ = writeln!(
+        o,
+        "peak search: {}; peak {}; useful peak (p99 ≤ {} ms, errors ≤ {} %) {}",
+        if r.stopped.is_empty() {
+            "interrupted"
+        } else {
+            &r.stopped
+        },
+        at(r.peak_threads.zip(r.peak_requests_per_sec)),
+        r.max_p99_us as f64 / 1000.0,
+        r.max_error_percent,
+        at(r.useful_peak_threads.zip(r.useful_peak_requests_per_sec))
+    );
+    o
 }

@@ -2,7 +2,10 @@
 
 use crate::output::{mbytes_per_sec, plural, requests_per_sec, share, thousands};
 use crate::{CliError, Outcome};
-use benchlab_controller::{prepare, run_prepared, MixResult, Observer, Prepared, Results, RunOptions};
+use benchlab_controller::peak::SearchLimits;
+use benchlab_controller::{
+    prepare, run_prepared, run_prepared_search, MixResult, Observer, Prepared, Results, RunOptions,
+};
 use benchlab_engine::TlsOptions;
 use benchlab_model::{Class, Mix, Suite, UrlSource};
 use benchlab_report::{generator_notes, write_reports, ReportOptions, Run};
@@ -54,6 +57,67 @@ pub struct RunArgs {
     /// Worker OS threads per in-process client [default: cores ÷ clients].
     #[arg(long, value_name = "N")]
     os_threads_per_client: Option<usize>,
+    #[command(flatten)]
+    peak: PeakArgs,
+}
+
+/// `--find-peak` and its rules (README "Automatic peak search").
+#[derive(Debug, Args)]
+pub struct PeakArgs {
+    /// Search for the peak instead of running the suite's mixes: per phase,
+    /// its first mix's threads per client doubled until requests/s stops
+    /// rising or a limit is broken, then bisected around the knee.
+    #[arg(long)]
+    pub find_peak: bool,
+    /// --find-peak: a load rises when its requests/s is above the best
+    /// before it by more than this; two loads in a row that do not rise
+    /// stop the growth.
+    #[arg(long, value_parser = crate::args::percent_f64, default_value = "5", value_name = "PCT", requires = "find_peak")]
+    pub peak_tolerance: f64,
+    /// --find-peak: p99 latency limit; a load over it stops the growth and
+    /// does not count towards the useful peak.
+    #[arg(long, value_parser = crate::args::duration, default_value = "1s", value_name = "DUR", requires = "find_peak")]
+    pub peak_max_p99: Duration,
+    /// --find-peak: error limit (failed ÷ completed requests); a load over
+    /// it stops the growth and does not count towards the useful peak.
+    #[arg(long, value_parser = crate::args::percent_f64, default_value = "1", value_name = "PCT", requires = "find_peak")]
+    pub peak_max_error_rate: f64,
+    /// --find-peak: the highest load (threads per client for `run`, virtual
+    /// users for `http`) the search may run.
+    #[arg(
+        long = "peak-max-threads",
+        default_value_t = 4096,
+        value_name = "N",
+        requires = "find_peak"
+    )]
+    pub peak_max_threads: u32,
+    /// --find-peak: bisection steps at most once growing stops.
+    #[arg(
+        long = "peak-bisect-steps",
+        default_value_t = 3,
+        value_name = "N",
+        requires = "find_peak"
+    )]
+    pub peak_bisect_steps: u32,
+}
+
+impl PeakArgs {
+    /// The search's limits, or `None` without --find-peak.
+    pub fn limits(&self) -> Result<Option<SearchLimits>, CliError> {
+        if !self.find_peak {
+            return Ok(None);
+        }
+        if self.peak_max_threads == 0 {
+            return Err(CliError::Usage("--peak-max-threads must be at least 1".into()));
+        }
+        Ok(Some(SearchLimits {
+            tolerance: self.peak_tolerance / 100.0,
+            max_p99_us: u64::try_from(self.peak_max_p99.as_micros()).unwrap_or(u64::MAX),
+            max_error_share: self.peak_max_error_rate / 100.0,
+            max_load: u64::from(self.peak_max_threads),
+            bisect_steps: self.peak_bisect_steps,
+        }))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -324,6 +388,12 @@ impl Observer for Progress {
             b.finish_and_clear();
         }
         let cpu = &r.client_cpu;
+        // A search's mixes are renumbered in load order as they come, so
+        // its progress names the step, not a number that will change.
+        let name = match &r.search {
+            Some(st) => format!("search step {} ({})", st.step, search_kind(st.kind)),
+            None => format!("mix {}", r.mix),
+        };
         let load = match &r.open_loop {
             Some(o) => format!(
                 "{} of {} sent late, as-sent p99 {} µs",
@@ -334,8 +404,7 @@ impl Observer for Progress {
             None => plural(r.threads, "thread", "threads"),
         };
         eprintln!(
-            "mix {}: {load}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
-            r.mix,
+            "{name}: {load}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
             requests_per_sec(r.figures.requests_per_sec),
             mbytes_per_sec(r.figures.bytes_per_sec),
             thousands(r.figures.latency_us.p99),
@@ -389,6 +458,7 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
 /// `benchlab run`.
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
+    let search = a.peak.limits()?;
     if let Some(t) = &a.target {
         if !t.contains("://") {
             return Err(CliError::Usage(format!(
@@ -406,6 +476,15 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
     }
     suite.select_phases(&a.phases).map_err(CliError::Usage)?;
+    // The search grows virtual users; an open-loop mix has none to grow.
+    if search.is_some() {
+        if let Some(m) = suite.mixes.iter().find(|m| m.params.rate.is_some()) {
+            return Err(CliError::Usage(format!(
+                "--find-peak: mix {} is an open loop (`rate = …`); the peak search grows threads, so it needs closed-loop mixes",
+                m.number
+            )));
+        }
+    }
     if a.time_scale != 1.0 {
         suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
     }
@@ -466,15 +545,40 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         let names: Vec<&str> = suite.phases.iter().map(|p| p.name.as_str()).collect();
         format!(" (phase {})", names.join(", "))
     };
-    eprintln!(
-        "benchlab run: suite `{}`{selected}, {}, {} against {} → {}",
-        suite.name,
-        plural(suite.mixes.len() as u64, "mix", "mixes"),
-        humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
-        targets.join(", "),
-        out.display()
-    );
-    execute_prepared(prepared, &suite, &opts)
+    if let Some(l) = &search {
+        let starts: Vec<String> = suite
+            .phases
+            .iter()
+            .filter_map(|p| p.mixes.first().map(|&i| (p, &suite.mixes[i])))
+            .map(|(p, m)| format!("{} from {}×{}", p.name, m.clients, m.params.threads_per_client))
+            .collect();
+        eprintln!(
+            "benchlab run --find-peak: suite `{}`{selected}, clients×threads {} (threads doubled, then bisected; \
+             stops when requests/s rises less than {} % twice, p99 > {} ms, errors > {} % or {} threads per client), \
+             mixes of {} against {} → {}",
+            suite.name,
+            starts.join(", "),
+            l.tolerance * 100.0,
+            l.max_p99_us as f64 / 1000.0,
+            l.max_error_share * 100.0,
+            l.max_load,
+            humantime::format_duration(Duration::from_millis(
+                suite.mixes.first().map_or(0, |m| m.params.length.as_millis() as u64)
+            )),
+            targets.join(", "),
+            out.display()
+        );
+    } else {
+        eprintln!(
+            "benchlab run: suite `{}`{selected}, {}, {} against {} → {}",
+            suite.name,
+            plural(suite.mixes.len() as u64, "mix", "mixes"),
+            humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
+            targets.join(", "),
+            out.display()
+        );
+    }
+    execute_prepared(prepared, &suite, &opts, search.as_ref())
 }
 
 /// Runs a prepared suite with a progress display, prints the summary table,
@@ -482,16 +586,24 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
 /// partial) and the run, which then exits 130.
 pub(crate) fn execute(suite: &Suite, opts: &RunOptions) -> Result<Outcome, CliError> {
     let prepared = prepare(suite, opts).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    execute_prepared(prepared, suite, opts)
+    execute_prepared(prepared, suite, opts, None)
 }
 
-fn execute_prepared(prepared: Prepared, suite: &Suite, opts: &RunOptions) -> Result<Outcome, CliError> {
+fn execute_prepared(
+    prepared: Prepared,
+    suite: &Suite,
+    opts: &RunOptions,
+    search: Option<&SearchLimits>,
+) -> Result<Outcome, CliError> {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
     let mut progress = Progress::new(opts.out.clone());
-    let results =
-        run_prepared(prepared, suite, opts, &stop, &mut progress).map_err(|e| CliError::CannotRun(e.to_string()))?;
+    let results = match search {
+        Some(limits) => run_prepared_search(prepared, suite, opts, limits, &stop, &mut progress),
+        None => run_prepared(prepared, suite, opts, &stop, &mut progress),
+    }
+    .map_err(|e| CliError::CannotRun(e.to_string()))?;
     if results.mixes.is_empty() {
         eprintln!("interrupted before the first mix: nothing written");
         return Ok(Outcome::Interrupted);
@@ -523,7 +635,7 @@ pub fn summary_table(r: &Results) -> String {
         let f = &m.figures;
         let _ = writeln!(
             o,
-            "{:>4}  {:<16} {:>7} {:>8} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10}{}{}",
+            "{:>4}  {:<16} {:>7} {:>8} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10}{}{}{}",
             m.mix,
             truncate(&m.phase, 16),
             thousands(m.clients_participating.into()),
@@ -541,7 +653,11 @@ pub fn summary_table(r: &Results) -> String {
             } else {
                 ""
             },
-            if m.partial { "  partial" } else { "" }
+            if m.partial { "  partial" } else { "" },
+            m.search
+                .as_ref()
+                .map(|s| format!("  search step {} ({})", s.step, search_kind(s.kind)))
+                .unwrap_or_default()
         );
     }
     for p in &r.phases {
@@ -570,11 +686,51 @@ pub fn summary_table(r: &Results) -> String {
             );
         }
     }
+    for p in &r.phases {
+        let Some(s) = &p.search else { continue };
+        let at = |mix: Option<usize>, rate: Option<f64>| match (mix, rate) {
+            (Some(m), Some(rate)) => {
+                let mix = r.mixes.iter().find(|x| x.mix == m);
+                let cpu = mix.map(|x| &x.client_cpu);
+                format!(
+                    "{} requests/s at mix {m} ({}){}",
+                    requests_per_sec(rate),
+                    plural(mix.map_or(0, |x| x.threads), "thread", "threads"),
+                    if cpu.is_some_and(|c| c.client_bound) {
+                        ", client-bound"
+                    } else if cpu.is_some_and(|c| c.co_located_saturated) {
+                        ", co-located on a saturated machine"
+                    } else {
+                        ""
+                    }
+                )
+            }
+            _ => "none".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "peak search ({}): {}; peak {}; useful peak (p99 ≤ {} ms, errors ≤ {} %) {}",
+            p.name,
+            if s.stopped.is_empty() {
+                "interrupted"
+            } else {
+                &s.stopped
+            },
+            at(s.peak_mix, s.peak_requests_per_sec),
+            s.max_p99_us as f64 / 1000.0,
+            s.max_error_percent,
+            at(s.useful_peak_mix, s.useful_peak_requests_per_sec)
+        );
+    }
     // Only the warnings: a clean run's table says nothing more.
     for note in generator_notes(r).into_iter().filter(|n| !n.starts_with("No mix")) {
         let _ = writeln!(o, "{note}");
     }
     o
+}
+
+pub(crate) fn search_kind(k: benchlab_controller::peak::StepKind) -> &'static str {
+    k.name()
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -687,5 +843,50 @@ mod tests {
         );
         let t = summary_table(&results(3, Some(3)));
         assert!(t.contains("at mix 3 (3 threads, 3 clients), client-bound"), "{t}");
+    }
+
+    #[test]
+    fn summary_table_marks_the_search_mixes_and_says_how_it_ended() {
+        use benchlab_controller::peak::StepKind;
+        use benchlab_controller::{PhaseSearchResult, SearchStepResult};
+        let mut r = results(3, Some(3));
+        for (m, (step, kind)) in
+            r.mixes
+                .iter_mut()
+                .zip([(1, StepKind::Grow), (3, StepKind::Bisect), (2, StepKind::Grow)])
+        {
+            m.search = Some(SearchStepResult { step, kind });
+        }
+        r.phases[0].search = Some(PhaseSearchResult {
+            tolerance_percent: 5.0,
+            max_p99_us: 1_000_000,
+            max_error_percent: 1.0,
+            max_threads_per_client: 4096,
+            stopped: "requests/s stopped rising".into(),
+            peak_mix: Some(3),
+            peak_requests_per_sec: Some(360_918.0),
+            useful_peak_mix: None,
+            useful_peak_requests_per_sec: None,
+        });
+        let t = summary_table(&r);
+        let row = |n: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(n))
+                .unwrap_or_else(|| panic!("no row {n} in {t}"))
+                .to_string()
+        };
+        assert!(row("1 ").ends_with("  search step 1 (grow)"), "{t}");
+        assert!(row("2 ").ends_with("  search step 3 (bisect)"), "{t}");
+        assert!(row("3 ").ends_with("CLIENT-BOUND  search step 2 (grow)"), "{t}");
+        assert!(
+            t.contains(
+                "peak search (static): requests/s stopped rising; peak 360,918.0 requests/s at mix 3 (3 threads), \
+                 client-bound; useful peak (p99 ≤ 1000 ms, errors ≤ 1 %) none"
+            ),
+            "{t}"
+        );
+        // Without a search: no marks, no search line.
+        let plain = summary_table(&results(2, None));
+        assert!(!plain.contains("search"), "{plain}");
     }
 }

@@ -1321,3 +1321,384 @@ fn refused_at_the_first_mix_leaves_no_directory() {
     assert!(stderr.contains("file descriptors"), "{stderr}");
     assert!(!work.path().join("new").exists(), "new/ was left behind:\n{stderr}");
 }
+
+// ---------------------------------------------------------------------------
+// Automatic peak search
+
+#[path = "support/pool_server.rs"]
+mod pool_server;
+
+/// wrk's requests/s against `url`: `connections` connections on 2 threads
+/// for `seconds`.
+fn wrk_rate(url: &str, connections: u32, seconds: u32) -> f64 {
+    common::require("wrk");
+    let out = Command::new("wrk")
+        .args([
+            "-t2",
+            &format!("-c{connections}"),
+            &format!("-d{seconds}s"),
+            "--timeout",
+            "5s",
+            url,
+        ])
+        .output()
+        .expect("run wrk");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "wrk failed: {text}");
+    text.lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Requests/sec in wrk's output:\n{text}"))
+}
+
+/// `run --find-peak` against a server of known capacity: 8 workers of
+/// 40 ms each, 200 requests/s, whatever the CPU (the workers sleep). The
+/// search starts at the suite's 2 threads, doubles until requests/s stops
+/// rising (2, 4, 8, 16, 32: 16 and 32 no higher than 8), then bisects
+/// between 4 and 8. Its peak is within 10 % of the capacity and of what
+/// wrk measures on the same server; every mix it ran is in results.json in
+/// load order, marked with its step, and in the terminal table.
+#[test]
+fn find_peak_finds_the_capacity_of_a_fixed_pool() {
+    let _turn = one_load_at_a_time();
+    let (workers, service_ms) = (8u32, 40u32);
+    let capacity = workers as f64 * 1000.0 / service_ms as f64;
+    let server = pool_server::PoolServer::start(workers as usize, Duration::from_millis(service_ms.into()));
+    let wrk = wrk_rate(&server.url(), 64, 3);
+    server.wait_idle();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(
+        dir.path(),
+        &format!(
+            r#"name = "pool"
+target = "{}"
+seed = 5
+
+[defaults]
+length = "2.5s"
+ramp_up = "0.5s"
+ramp_down = "0.5s"
+threads_per_client = 2
+timeout = "5s"
+
+[workloads.one]
+[[workloads.one.class]]
+name = "ok"
+percent = 100
+[[workloads.one.class.url]]
+path = "/"
+size = 2
+
+[[mix]]
+clients = 1
+[[mix]]
+clients = 1
+threads_per_client = 50
+"#,
+            server.url().trim_end_matches('/')
+        ),
+    );
+    let out_dir = dir.path().join("out");
+    let out = run_benchlab(&["run", s(&suite), "--find-peak", "--out", s(&out_dir)]);
+    assert_success("run --find-peak", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    let mixes = arr(&r, "/mixes");
+    let threads: Vec<u64> = mixes.iter().map(|m| u(m, "/threads")).collect();
+    // Load order, numbered from 1; the suite's second mix is not run.
+    assert!(threads.windows(2).all(|w| w[0] < w[1]), "{threads:?}\n{stderr}");
+    for (i, m) in mixes.iter().enumerate() {
+        assert_eq!(u(m, "/mix"), i as u64 + 1);
+    }
+    assert_eq!(&threads[..1], [2], "{threads:?}");
+    assert!(threads.contains(&16) && !threads.contains(&50), "{threads:?}");
+    let mut steps: Vec<u64> = mixes.iter().map(|m| u(m, "/search/step")).collect();
+    steps.sort_unstable();
+    assert_eq!(steps, (1..=mixes.len() as u64).collect::<Vec<_>>());
+    let bisected: Vec<u64> = mixes
+        .iter()
+        .filter(|m| m["search"]["kind"] == "bisect")
+        .map(|m| u(m, "/threads"))
+        .collect();
+    assert!(
+        !bisected.is_empty() && bisected.iter().all(|&t| t > 4 && t < 16),
+        "bisected at {bisected:?}, all {threads:?}\n{stderr}"
+    );
+    let phase = &r["phases"][0];
+    assert_eq!(
+        arr(phase, "/mixes")
+            .iter()
+            .map(|v| v.as_u64().unwrap_or(0))
+            .collect::<Vec<_>>(),
+        (1..=mixes.len() as u64).collect::<Vec<_>>()
+    );
+    let search = &phase["search"];
+    let stopped = search["stopped"].as_str().unwrap_or("");
+    assert!(stopped.contains("stopped rising"), "{search}");
+    let peak = f(search, "/peak_requests_per_sec");
+    let peak_mix = u(search, "/peak_mix") as usize;
+    assert_eq!(f(&mixes[peak_mix - 1], "/requests_per_sec"), peak);
+    let best = mixes.iter().map(|m| f(m, "/requests_per_sec")).fold(0.0, f64::max);
+    assert_eq!(peak, best);
+    assert!(u(search, "/useful_peak_mix") >= 1, "{search}");
+    let within = |a: f64, b: f64| (a - b).abs() <= 0.1 * b;
+    assert!(
+        within(peak, capacity),
+        "peak {peak} requests/s is not within 10 % of the capacity {capacity}"
+    );
+    assert!(
+        within(wrk, capacity),
+        "wrk measured {wrk} requests/s, capacity {capacity}"
+    );
+    assert!(
+        within(peak, wrk),
+        "peak {peak} requests/s is not within 10 % of wrk's {wrk}"
+    );
+    // The terminal table: every mix marked, and the search's verdict.
+    let rows = stdout.lines().filter(|l| l.contains("search step")).count();
+    assert_eq!(rows, mixes.len(), "{stdout}");
+    assert!(
+        stdout.contains("peak search (one): requests/s stopped rising"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "peak {} requests/s at mix {peak_mix}",
+            benchlab_format::requests_per_sec(peak)
+        )),
+        "{stdout}"
+    );
+    // summary.csv and the report mark them too.
+    let rows = read_csv(&out_dir.join("summary.csv"));
+    for (row, m) in rows.iter().zip(mixes) {
+        assert_eq!(csv_u(row, "search_step"), u(m, "/search/step"));
+        assert_eq!(
+            Some(&row["search_kind"]),
+            m["search"]["kind"].as_str().map(String::from).as_ref()
+        );
+    }
+    let html = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+    assert_eq!(html.matches("(search step ").count(), mixes.len());
+    assert!(
+        html.contains("found by the automatic peak search")
+            && html.contains("it stopped because requests/s stopped rising"),
+        "the report does not say how the search ended"
+    );
+    eprintln!("run --find-peak: peak {peak}, wrk {wrk}, capacity {capacity}; {threads:?}; {stopped}");
+}
+
+/// `http --find-peak` over virtual users in short steps, against the same
+/// kind of server (8 workers × 40 ms: 200 requests/s) that refuses a
+/// request with 503 when 8 already wait: 16 users never make 9 wait, 32
+/// do, so growing stops at the error limit at 32 users, whatever the
+/// machine's timing (2, 4, 8 rise; 16 is no higher). The useful peak is a
+/// load within the limit; both peaks are within 10 % of the capacity and
+/// of wrk's rate.
+#[test]
+fn http_find_peak_stops_at_the_error_limit() {
+    let _turn = one_load_at_a_time();
+    let (workers, service_ms) = (8u32, 40u32);
+    let capacity = workers as f64 * 1000.0 / service_ms as f64;
+    let server = pool_server::PoolServer::with_queue(workers as usize, Duration::from_millis(service_ms.into()), 8);
+    // wrk with 16 connections: no 503.
+    let wrk = wrk_rate(&server.url(), 16, 2);
+    // wrk leaves up to 16 requests behind; the preflight would meet a full
+    // queue.
+    server.wait_idle();
+    let out = run_benchlab(&[
+        "http",
+        &server.url(),
+        "--find-peak",
+        "--threads",
+        "2",
+        "--step-duration",
+        "1.5s",
+        "--os-threads",
+        "1",
+        "--json",
+    ]);
+    assert_success("http --find-peak", &out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(r["schema"], "benchlab.http-peak/1");
+    let steps = arr(&r, "/steps");
+    let threads: Vec<u64> = steps.iter().map(|s| u(s, "/threads")).collect();
+    assert!(threads.windows(2).all(|w| w[0] < w[1]), "{threads:?}");
+    assert_eq!(threads[0], 2);
+    let stopped = r["stopped"].as_str().unwrap_or("");
+    assert!(
+        stopped.starts_with("errors ") && stopped.ends_with(" at 32"),
+        "{stopped}\n{stderr}"
+    );
+    assert_eq!(threads.iter().max(), Some(&32), "{threads:?}");
+    assert!(steps.iter().any(|s| s["kind"] == "bisect"), "{threads:?}");
+    for s in steps {
+        assert!(f(s, "/duration_s") >= 1.4, "{s}");
+        // Only 32 users meet a full queue.
+        assert_eq!(u(s, "/errors_total") > 0, u(s, "/threads") == 32, "{s}");
+    }
+    let peak = f(&r, "/peak_requests_per_sec");
+    let useful = f(&r, "/useful_peak_requests_per_sec");
+    let useful_threads = u(&r, "/useful_peak_threads");
+    assert!(useful_threads < 32, "{r}");
+    let within = |a: f64, b: f64| (a - b).abs() <= 0.1 * b;
+    for (what, rate) in [("peak", peak), ("useful peak", useful)] {
+        assert!(within(rate, capacity), "{what} {rate} not within 10 % of {capacity}");
+        assert!(within(rate, wrk), "{what} {rate} not within 10 % of wrk's {wrk}");
+    }
+    eprintln!(
+        "http --find-peak: peak {peak}, useful {useful} at {useful_threads}, wrk {wrk}, capacity {capacity}; {threads:?}; {stopped}"
+    );
+}
+
+/// `--find-peak`'s flags: each wrong use is a usage error (exit 2) naming
+/// the flag, before any request (the URL here has no server).
+#[test]
+fn find_peak_flag_errors_are_usage_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(
+        dir.path(),
+        r#"name = "tiny"
+target = "http://127.0.0.1:9"
+[workloads.one]
+[[workloads.one.class]]
+name = "ok"
+percent = 100
+[[workloads.one.class.url]]
+path = "/"
+[[mix]]
+clients = 1
+"#,
+    );
+    let url = "http://127.0.0.1:9/";
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["http", url, "--find-peak", "--duration", "5s"],
+            "--find-peak cannot be combined with --duration",
+        ),
+        (
+            &["http", url, "--find-peak", "-n", "10"],
+            "--find-peak cannot be combined with --requests",
+        ),
+        (
+            &["http", url, "--find-peak", "--max-p99", "1s"],
+            "the search's limit is --peak-max-p99",
+        ),
+        (
+            &["http", url, "--find-peak", "--step-duration", "0s"],
+            "--step-duration must be above zero",
+        ),
+        (&["http", url, "--peak-tolerance", "3"], "--find-peak"),
+        (
+            &["run", s(&suite), "--find-peak", "--peak-max-threads", "0"],
+            "--peak-max-threads must be at least 1",
+        ),
+    ];
+    for (args, phrase) in cases {
+        let out = run_benchlab(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(phrase), "{args:?}: expected {phrase:?} in:\n{err}");
+    }
+    assert!(!dir.path().join("results").exists());
+}
+
+/// Ctrl-C during `run --find-peak`: the current mix is kept (partial), the
+/// search ends, results.json says so (not complete, the phase's search
+/// interrupted) and the run exits 130.
+#[test]
+fn ctrl_c_ends_the_peak_search_and_keeps_its_mixes() {
+    let _turn = one_load_at_a_time();
+    let server = pool_server::PoolServer::start(8, Duration::from_millis(40));
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(
+        work.path(),
+        &format!(
+            r#"name = "pool"
+target = "{}"
+[defaults]
+length = "2.5s"
+ramp_up = "0.5s"
+ramp_down = "0.5s"
+threads_per_client = 2
+[workloads.one]
+[[workloads.one.class]]
+name = "ok"
+percent = 100
+[[workloads.one.class.url]]
+path = "/"
+[[mix]]
+clients = 1
+"#,
+            server.url().trim_end_matches('/')
+        ),
+    );
+    let out_dir = work.path().join("results");
+    let mut child = ChildGuard(
+        Command::new(benchlab_bin())
+            .args(["run", s(&suite), "--find-peak", "--out", s(&out_dir)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start benchlab run"),
+    );
+    let (tx, rx) = mpsc::channel::<String>();
+    let stderr = child.0.stderr.take().expect("stderr");
+    let err_reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+            let _ = tx.send(line);
+        }
+        all
+    });
+    let mut stdout = child.0.stdout.take().expect("stdout");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    // The third load (8 threads) starts; interrupt it inside its window.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) if line.starts_with("mix 3 (") => break,
+            Ok(_) => {}
+            Err(e) => panic!("the third load never started ({e})"),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    let pid = child.0.id().to_string();
+    let status = Command::new("kill").args(["-INT", &pid]).status().expect("run kill");
+    assert!(status.success());
+    let interrupted = Instant::now();
+    let exit = loop {
+        if let Some(st) = child.0.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            interrupted.elapsed() < Duration::from_secs(10),
+            "still runs 10 s after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = err_reader.join().expect("stderr reader");
+    let stdout = out_reader.join().expect("stdout reader");
+    assert_eq!(exit.code(), Some(130), "{stderr}");
+    assert!(!stderr.contains("mix 4 ("), "a fourth load started:\n{stderr}");
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    assert_eq!(r["complete"], false);
+    let mixes = arr(&r, "/mixes");
+    let got: Vec<(u64, bool, u64)> = mixes
+        .iter()
+        .map(|m| (u(m, "/threads"), m["partial"] == true, u(m, "/search/step")))
+        .collect();
+    assert_eq!(got, [(2, false, 1), (4, false, 2), (8, true, 3)], "{stderr}");
+    assert_eq!(r["phases"][0]["search"]["stopped"], "", "{}", r["phases"][0]);
+    assert!(stdout.contains("peak search (one): interrupted;"), "{stdout}");
+}

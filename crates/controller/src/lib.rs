@@ -8,11 +8,13 @@
 
 mod driver;
 pub mod machine;
+pub mod peak;
 mod results;
 mod run;
 
 pub use driver::{ClientDriver, LocalClient};
 pub use results::*;
 pub use run::{
-    arrival_warning, prepare, run_prepared, run_suite, ControllerError, Observer, Prepared, Quiet, RunOptions,
+    arrival_warning, prepare, run_prepared, run_prepared_search, run_suite, ControllerError, Observer, Prepared, Quiet,
+    RunOptions,
 };

@@ -362,6 +362,10 @@ pub struct MixResult {
     /// request's intended send time (docs/counting.md, "Open loop").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopResult>,
+    /// Set when `--find-peak` chose this mix's load: the order in which the
+    /// search ran it and why. Absent for a suite's own mixes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchStepResult>,
 }
 
 /// The open loop of a mix: asked for, and done.
@@ -385,6 +389,38 @@ pub struct OpenLoopResult {
     /// Latency of successful requests from their actual send, next to the
     /// mix's `latency_us` from their intended send.
     pub latency_as_sent_us: Latency,
+}
+
+/// How the peak search came to run a mix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SearchStepResult {
+    /// 1-based order in which the search of the phase ran it (mixes are
+    /// listed in load order, so this differs after a bisection).
+    pub step: u32,
+    /// `grow` (the start or a doubling) or `bisect` (around the knee).
+    pub kind: crate::peak::StepKind,
+}
+
+/// A phase's peak search (`--find-peak`): its rules and what it found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PhaseSearchResult {
+    /// A load rises when its requests/s is above the best before it by more
+    /// than this, percent.
+    pub tolerance_percent: f64,
+    /// p99 latency limit, microseconds.
+    pub max_p99_us: u64,
+    /// Error limit: failed ÷ completed requests, percent.
+    pub max_error_percent: f64,
+    /// Highest threads per client the search may run.
+    pub max_threads_per_client: u64,
+    /// Why growing stopped (empty when the run was interrupted first).
+    pub stopped: String,
+    /// The mix (number, in load order) with the highest requests/s.
+    pub peak_mix: Option<usize>,
+    pub peak_requests_per_sec: Option<f64>,
+    /// The mix with the highest requests/s within both limits.
+    pub useful_peak_mix: Option<usize>,
+    pub useful_peak_requests_per_sec: Option<f64>,
 }
 
 /// The machine and software that ran the suite.
@@ -425,6 +461,9 @@ pub struct PhaseResult {
     pub target: String,
     /// Mix numbers (1-based).
     pub mixes: Vec<usize>,
+    /// Set when `--find-peak` chose the phase's mixes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<PhaseSearchResult>,
 }
 
 /// `results.json`.
@@ -487,7 +526,7 @@ pub fn summary_csv(r: &Results) -> String {
     for k in ErrorKind::ALL {
         let _ = write!(o, ",errors_{}", k.name());
     }
-    o.push_str(",reconnects,in_flight,connections_opened,client_cpu_percent,client_bound\n");
+    o.push_str(",reconnects,in_flight,connections_opened,client_cpu_percent,client_bound,search_step,search_kind\n");
     for m in &r.mixes {
         let f = &m.figures;
         let _ = write!(
@@ -516,9 +555,14 @@ pub fn summary_csv(r: &Results) -> String {
         for k in ErrorKind::ALL {
             let _ = write!(o, ",{}", f.errors.get(k.name()).copied().unwrap_or(0));
         }
+        // Empty for a suite's own mixes; `--find-peak`'s order and kind.
+        let (step, kind) = match &m.search {
+            Some(s) => (s.step.to_string(), s.kind.name()),
+            None => (String::new(), ""),
+        };
         let _ = writeln!(
             o,
-            ",{},{},{},{},{}",
+            ",{},{},{},{},{},{step},{kind}",
             m.reconnects,
             m.in_flight,
             m.connections_opened,

@@ -5,6 +5,7 @@
 
 use crate::driver::{ClientDriver, LocalClient};
 use crate::machine::CpuTicks;
+use crate::peak::{PeakSearch, SearchLimits, Step};
 use crate::results::*;
 use benchlab_engine::{
     probe_from, share_warning, sys, Arrival, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters,
@@ -376,6 +377,34 @@ pub fn run_prepared(
     stop: &Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<Results, ControllerError> {
+    run_inner(prepared, suite, opts, None, stop, observer)
+}
+
+/// [`run_prepared`] with `--find-peak`: per phase, the phase's first mix is
+/// run at the loads [`PeakSearch`] picks (its threads per client as the
+/// start, its clients kept), instead of the suite's mixes. Each phase's
+/// mixes are kept in load order (renumbered after every mix), each marked
+/// with the step that ran it, and the phase's result says why growing
+/// stopped and where the peak and the useful peak are.
+pub fn run_prepared_search(
+    prepared: Prepared,
+    suite: &Suite,
+    opts: &RunOptions,
+    limits: &SearchLimits,
+    stop: &Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<Results, ControllerError> {
+    run_inner(prepared, suite, opts, Some(limits), stop, observer)
+}
+
+fn run_inner(
+    prepared: Prepared,
+    suite: &Suite,
+    opts: &RunOptions,
+    search: Option<&SearchLimits>,
+    stop: &Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<Results, ControllerError> {
     let phases = prepared.phases;
     // Check every phase before the first mix, so a wrong target stops the
     // run in seconds, not after an hour of mixes; every phase's problem is
@@ -423,7 +452,12 @@ pub fn run_prepared(
                 name: p.name.clone(),
                 workload: p.workload.clone(),
                 target: p.target.clone(),
-                mixes: p.mixes.iter().map(|&i| suite.mixes[i].number).collect(),
+                mixes: if search.is_some() {
+                    Vec::new()
+                } else {
+                    p.mixes.iter().map(|&i| suite.mixes[i].number).collect()
+                },
+                search: None,
             })
             .collect(),
         mixes: Vec::new(),
@@ -443,6 +477,90 @@ pub fn run_prepared(
     })?;
     let mut out_dir = Some(out_dir);
 
+    if let Some(limits) = search {
+        let mut searched = 0;
+        for (pi, phase) in suite.phases.iter().enumerate() {
+            let Some(&first) = phase.mixes.first() else {
+                continue;
+            };
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let base = &suite.mixes[first];
+            let from = results.mixes.len();
+            let mut peak = PeakSearch::new(u64::from(base.params.threads_per_client), limits.clone());
+            let mut step = 0;
+            while let Some((load, kind)) = peak.next_load() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let mut mix = base.clone();
+                mix.number = results.mixes.len() + 1;
+                mix.params.threads_per_client = u32::try_from(load).unwrap_or(u32::MAX);
+                // A load this system cannot hold ends the growth, not the
+                // run: the loads below it are measured.
+                let loopback = phases[pi].urls.first().is_some_and(|u| is_loopback(&u.target));
+                let own = if suite.client_addresses && loopback {
+                    mix.clients as usize
+                } else {
+                    0
+                };
+                if let Err(why) = sys::check_capacity(mix.threads(), own) {
+                    observer.note(&format!("peak search ({}): {why}", phase.name));
+                    peak.stop_growing(format!("{} threads per client cannot be run here", load));
+                    continue;
+                }
+                step += 1;
+                observer.mix_started(&mix, &phase.name);
+                let mut result = match run_mix(suite, &mix, &phase.name, &phases[pi], opts, stop, observer) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        if let Some(d) = out_dir.take() {
+                            d.discard();
+                        }
+                        return Err(e);
+                    }
+                };
+                result.search = Some(SearchStepResult { step, kind });
+                let f = &result.figures;
+                let done = f.requests + f.errors_total;
+                peak.record(Step {
+                    load,
+                    rate: f.requests_per_sec,
+                    p99_us: f.latency_us.p99,
+                    error_share: if done == 0 {
+                        0.0
+                    } else {
+                        f.errors_total as f64 / done as f64
+                    },
+                });
+                observer.mix_finished(&result);
+                let partial = result.partial;
+                results.mixes.push(result);
+                in_load_order(&mut results.mixes, from);
+                results.phases[pi].mixes = results.mixes[from..].iter().map(|m| m.mix).collect();
+                results.phases[pi].search = Some(search_result(&peak, limits, &results.mixes[from..]));
+                out_dir = None;
+                write(&results)?;
+                observer.results_written(&results);
+                if partial {
+                    break;
+                }
+            }
+            if !stop.load(Ordering::Relaxed) {
+                searched += 1;
+            }
+        }
+        if let Some(d) = out_dir {
+            d.discard();
+            return Ok(results);
+        }
+        let phases_to_search = suite.phases.iter().filter(|p| !p.mixes.is_empty()).count();
+        results.complete = searched == phases_to_search && results.mixes.iter().all(|m| !m.partial);
+        write(&results)?;
+        observer.results_written(&results);
+        return Ok(results);
+    }
     for mix in &suite.mixes {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -473,6 +591,40 @@ pub fn run_prepared(
     write(&results)?;
     observer.results_written(&results);
     Ok(results)
+}
+
+/// Sorts the mixes from index `from` on (one phase's search) by load, the
+/// earlier step first on equal loads, and renumbers them from `from + 1`.
+fn in_load_order(mixes: &mut [MixResult], from: usize) {
+    let phase = &mut mixes[from..];
+    phase.sort_by_key(|m| (m.threads, m.search.as_ref().map_or(0, |s| s.step)));
+    for (i, m) in phase.iter_mut().enumerate() {
+        m.mix = from + i + 1;
+    }
+}
+
+/// What a phase's search found, its steps mapped to the mixes (`mixes`: the
+/// phase's, each with its step).
+fn search_result(peak: &PeakSearch, limits: &SearchLimits, mixes: &[MixResult]) -> PhaseSearchResult {
+    let mix_of = |i: usize| {
+        mixes
+            .iter()
+            .find(|m| m.search.as_ref().is_some_and(|s| s.step as usize == i + 1))
+            .map(|m| (m.mix, m.figures.requests_per_sec))
+    };
+    let peak_mix = peak.peak().and_then(mix_of);
+    let useful = peak.useful_peak().and_then(mix_of);
+    PhaseSearchResult {
+        tolerance_percent: round(limits.tolerance * 100.0, 3),
+        max_p99_us: limits.max_p99_us,
+        max_error_percent: round(limits.max_error_share * 100.0, 3),
+        max_threads_per_client: limits.max_load,
+        stopped: peak.stop_reason().unwrap_or_default().to_string(),
+        peak_mix: peak_mix.map(|p| p.0),
+        peak_requests_per_sec: peak_mix.map(|p| p.1),
+        useful_peak_mix: useful.map(|p| p.0),
+        useful_peak_requests_per_sec: useful.map(|p| p.1),
+    }
 }
 
 fn run_mix(
@@ -851,6 +1003,7 @@ fn mix_result(
         request_kinds: request_kinds(&shares),
         warnings,
         open_loop,
+        search: None,
     }
 }
 

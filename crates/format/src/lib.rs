@@ -225,6 +225,8 @@ pub fn column_title(key: &str) -> String {
         "client_cpu_cores" => "Client cores",
         "client_cpu_us_per_request" => "Client CPU per request (µs)",
         "client_bound" => "Client-bound",
+        "search_step" => "Peak search step",
+        "search_kind" => "Peak search: grow or bisect",
         "percent" => "Configured share (%)",
         "observed_percent" => "Observed share (%)",
         "threads_per_client" => "Threads per client",
@@ -268,6 +270,8 @@ pub fn column_quantity(key: &str) -> Option<Quantity> {
         | "partial"
         | "taken_out"
         | "client_bound"
+        | "search_step"
+        | "search_kind"
         | "workload"
         | "target"
         | "requests_per_connection"

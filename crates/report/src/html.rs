@@ -638,6 +638,34 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
             money(ppr)
         );
     }
+    // A phase whose mixes `--find-peak` chose: how the search ended.
+    if let Some(ps) = run
+        .results
+        .phases
+        .iter()
+        .find(|x| x.name == p.name)
+        .and_then(|x| x.search.as_ref())
+    {
+        let at = |mix: Option<usize>, rate: Option<f64>| match (mix, rate) {
+            (Some(m), Some(r)) => format!("{} requests/s at mix {m}", requests_per_sec(r)),
+            _ => "none".to_string(),
+        };
+        let _ = write!(
+            s,
+            "These mixes were found by the automatic peak search (threads doubled, then bisected around the knee; \
+             marked “search step” in the summary report): it stopped because {}; its peak {}, its useful peak \
+             (p99 ≤ {}, errors ≤ {} %) {}. ",
+            if ps.stopped.is_empty() {
+                "it was interrupted".to_string()
+            } else {
+                esc(&ps.stopped)
+            },
+            at(ps.peak_mix, ps.peak_requests_per_sec),
+            ms(ps.max_p99_us as f64),
+            ps.max_error_percent,
+            at(ps.useful_peak_mix, ps.useful_peak_requests_per_sec)
+        );
+    }
     let _ = write!(h, "<p>{s}</p>");
 }
 
@@ -1240,7 +1268,11 @@ fn summary(h: &mut String, runs: &[Run]) {
             let f = &m.figures;
             let l = &f.latency_us;
             let td = |field: &str, v: String| format!(r#"<td class="n" data-field="{field}">{v}</td>"#);
-            let partial = if m.partial { " (partial)" } else { "" };
+            let mut partial = if m.partial { " (partial)" } else { "" }.to_string();
+            // A mix the peak search chose says so, and when it ran.
+            if let Some(s) = &m.search {
+                partial.push_str(&format!(" (search step {}, {})", s.step, s.kind.name()));
+            }
             let _ = write!(
                 h,
                 r#"<tr data-mix="{}">{}<td>{}{partial}</td>{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}<td>{}</td>{}{}{}{}{}<td>{}</td></tr>"#,

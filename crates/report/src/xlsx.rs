@@ -47,7 +47,7 @@ const MAX_WIDTH: usize = 60;
 
 /// CSV columns that hold text even when a value looks like a number (a
 /// phase named "2", an address).
-const TEXT_COLUMNS: &[&str] = &["phase", "address"];
+const TEXT_COLUMNS: &[&str] = &["phase", "address", "search_kind"];
 
 /// Chart size in pixels, and the gap between the two charts side by side.
 const CHART_WIDTH: u32 = 640;
@@ -839,6 +839,7 @@ mod tests {
             request_kinds: Default::default(),
             warnings: Vec::new(),
             open_loop: None,
+            search: None,
         }
     }
 
@@ -856,6 +857,7 @@ mod tests {
                 workload: "demo".into(),
                 target: "http://127.0.0.1:8080".into(),
                 mixes: (first..first + count).collect(),
+                search: None,
             });
         }
         Results {

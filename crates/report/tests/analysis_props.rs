@@ -109,6 +109,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         request_kinds: Default::default(),
         warnings: Vec::new(),
         open_loop: None,
+        search: None,
     }
 }
 
@@ -128,6 +129,7 @@ fn run_of(phases: &[(&str, Vec<Mix>)]) -> Run {
             workload: name.to_string(),
             target: "http://127.0.0.1:8080".into(),
             mixes: nums,
+            search: None,
         });
     }
     Run {
