@@ -160,6 +160,7 @@ fn bad_open_loop_flags_are_usage_errors() {
             "an open loop (--rate) has none",
         ),
         (vec!["--rate", "10", "-n", "5"], "cannot be used with"),
+        (vec!["--rate", "10", "--find-peak"], "cannot be used with"),
     ] {
         let mut all = vec!["http"];
         all.extend(args.iter());
