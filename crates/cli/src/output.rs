@@ -5,16 +5,14 @@
 //! README documents each one.
 
 use crate::http::HttpMode;
-use benchlab_engine::{
-    sys, ClassStats, ClientPlan, ClientReport, Counters, ErrorKind, LatencySummary, Load, OpenLoop, Stop,
-};
+use benchlab_engine::{sys, ClassStats, ClientPlan, ClientReport, Counters, ErrorKind, LatencySummary, Load, Stop};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::Duration;
 
 /// Latency figures in microseconds: the same type as in results.json.
 pub use benchlab_controller::Latency;
-use benchlab_controller::{arrival_warning, request_kinds, RequestKinds};
+use benchlab_controller::{arrival_warning, request_kinds, OpenLoopResult, RequestKinds};
 use benchlab_engine::{share_warning, ConnectionKind};
 
 /// The load generator's own CPU use: the same type as a mix's in results.json.
@@ -97,27 +95,6 @@ pub struct HttpResult {
     pub warnings: Vec<String>,
 }
 
-/// The open-loop fields of `benchlab http --rate --json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct OpenLoopResult {
-    /// Requests per second asked for (--rate).
-    pub rate: f64,
-    /// `constant` or `poisson`.
-    pub arrival: &'static str,
-    pub max_in_flight: u32,
-    /// Requests the schedule sent, and their rate over the counted window.
-    pub sends: u64,
-    pub sends_per_sec: f64,
-    /// Sends that left more than `late_tolerance_us` after their intended time.
-    pub late_sends: u64,
-    pub late_tolerance_us: u64,
-    /// Sends that found --max-in-flight requests outstanding and waited.
-    pub max_in_flight_hit: u64,
-    /// Latency of successful requests from their actual send (as a closed
-    /// loop counts it), next to `latency_us` from their intended send.
-    pub latency_as_sent_us: Latency,
-}
-
 /// Errors by kind with every canonical kind present (zeros included), in
 /// the order of docs/counting.md, so consumers never meet a missing key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,44 +167,20 @@ impl HttpResult {
         let conn = &report.stats.conn;
         let open_loop = match plan.load {
             Load::Closed => None,
-            Load::Open(o) => Some(OpenLoopResult {
-                rate: o.rate,
-                arrival: o.arrival.name(),
-                max_in_flight: o.max_in_flight,
-                sends: conn.sends,
-                sends_per_sec: rate(conn.sends, secs),
-                late_sends: conn.late_sends,
-                late_tolerance_us: OpenLoop::LATE_TOLERANCE.as_micros() as u64,
-                max_in_flight_hit: conn.in_flight_waits,
-                latency_as_sent_us: total
-                    .latency_as_sent
-                    .as_ref()
-                    .map(LatencySummary::of)
-                    .unwrap_or_default()
-                    .into(),
-            }),
+            Load::Open(o) => Some(OpenLoopResult::measure(
+                o.rate,
+                o.arrival.name(),
+                o.max_in_flight,
+                conn,
+                &total,
+                secs,
+            )),
         };
-        if let Some(o) = &open_loop {
-            // A stray late send is the machine's noise, not a missed schedule.
-            if o.late_sends * 100 > o.sends || o.max_in_flight_hit > 0 {
-                let cap = if o.max_in_flight_hit > 0 {
-                    format!(
-                        "; {} found --max-in-flight {} requests outstanding and waited",
-                        thousands(o.max_in_flight_hit),
-                        thousands(o.max_in_flight.into())
-                    )
-                } else {
-                    String::new()
-                };
-                warnings.push(format!(
-                    "{} of {} sends left more than {} ms after their intended time: the schedule of --rate {} was not kept{cap} (latency still counts from the intended times)",
-                    thousands(o.late_sends),
-                    thousands(o.sends),
-                    o.late_tolerance_us / 1000,
-                    rate_text(o.rate)
-                ));
-            }
-        }
+        warnings.extend(
+            open_loop
+                .as_ref()
+                .and_then(|o| o.late_warning("--rate", "--max-in-flight")),
+        );
         warnings.extend(arrival_warning(
             report.users_waiting,
             plan.virtual_users as u64,
@@ -524,7 +477,7 @@ pub fn human(r: &HttpResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use benchlab_engine::{ClassPlan, Target, UrlPlan};
+    use benchlab_engine::{ClassPlan, OpenLoop, Target, UrlPlan};
     use std::sync::Arc;
 
     fn plan(urls: usize, users: u32, os_threads: usize) -> ClientPlan {

@@ -391,6 +391,69 @@ pub struct OpenLoopResult {
     pub latency_as_sent_us: Latency,
 }
 
+impl OpenLoopResult {
+    /// The open loop as measured: what was asked (`rate` for all clients
+    /// together, `arrival`, `max_in_flight` per client) and what the
+    /// counters and the as-sent histogram of the window say.
+    pub fn measure(
+        rate: f64,
+        arrival: &str,
+        max_in_flight: u32,
+        conn: &benchlab_engine::ConnCounters,
+        total: &ClassStats,
+        window_s: f64,
+    ) -> OpenLoopResult {
+        OpenLoopResult {
+            rate,
+            arrival: arrival.to_string(),
+            max_in_flight,
+            sends: conn.sends,
+            sends_per_sec: if window_s > 0.0 {
+                round(conn.sends as f64 / window_s, 1)
+            } else {
+                0.0
+            },
+            late_sends: conn.late_sends,
+            late_tolerance_us: benchlab_engine::OpenLoop::LATE_TOLERANCE.as_micros() as u64,
+            max_in_flight_hit: conn.in_flight_waits,
+            latency_as_sent_us: total
+                .latency_as_sent
+                .as_ref()
+                .map(LatencySummary::of)
+                .unwrap_or_default()
+                .into(),
+        }
+    }
+
+    /// Says when the schedule was not kept: more than 1 % of sends late
+    /// (a stray late send is the machine's noise, not a missed schedule),
+    /// or any send that waited for the in-flight cap. `rate_setting` and
+    /// `cap_setting` name the knobs where the caller runs (a flag or a
+    /// suite key).
+    pub fn late_warning(&self, rate_setting: &str, cap_setting: &str) -> Option<String> {
+        if self.late_sends * 100 <= self.sends && self.max_in_flight_hit == 0 {
+            return None;
+        }
+        let cap = if self.max_in_flight_hit > 0 {
+            format!(
+                "; {} found {cap_setting} {} requests outstanding and waited",
+                benchlab_format::thousands(self.max_in_flight_hit),
+                benchlab_format::thousands(self.max_in_flight.into())
+            )
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "{} of {} sends left more than {} ms after their intended time: the schedule of {rate_setting} {} was \
+             not kept{cap} (latency still counts from the intended times)",
+            benchlab_format::thousands(self.late_sends),
+            benchlab_format::thousands(self.sends),
+            self.late_tolerance_us / 1000,
+            benchlab_format::rate(self.rate)
+        ))
+    }
+}
+
 /// How the peak search came to run a mix.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchStepResult {

@@ -9,7 +9,7 @@ use crate::peak::{PeakSearch, SearchLimits, Step};
 use crate::results::*;
 use benchlab_engine::{
     probe_from, share_warning, sys, Arrival, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters,
-    ConnectionPolicy, Expect, LatencySummary, Load, OpenLoop, SplitMix64, Stats, Stop, Target, TlsOptions, UrlPlan,
+    ConnectionPolicy, Expect, Load, OpenLoop, SplitMix64, Stats, Stop, Target, TlsOptions, UrlPlan,
 };
 use benchlab_model::{ClassKind, Mix, Suite, Validate};
 use std::collections::BTreeMap;
@@ -921,47 +921,10 @@ fn mix_result(
         mix.threads(),
         "start users over a longer ramp-up",
     ));
-    let open_loop = p.rate.map(|rate| OpenLoopResult {
-        rate,
-        arrival: p.arrival.name().to_string(),
-        max_in_flight: p.max_in_flight,
-        sends: conn.sends,
-        sends_per_sec: if window_s > 0.0 {
-            round(conn.sends as f64 / window_s, 1)
-        } else {
-            0.0
-        },
-        late_sends: conn.late_sends,
-        late_tolerance_us: OpenLoop::LATE_TOLERANCE.as_micros() as u64,
-        max_in_flight_hit: conn.in_flight_waits,
-        latency_as_sent_us: total
-            .latency_as_sent
-            .as_ref()
-            .map(LatencySummary::of)
-            .unwrap_or_default()
-            .into(),
-    });
-    if let Some(o) = &open_loop {
-        // A stray late send is the machine's noise, not a missed schedule.
-        if o.late_sends * 100 > o.sends || o.max_in_flight_hit > 0 {
-            let cap = if o.max_in_flight_hit > 0 {
-                format!(
-                    " ({} found max_in_flight requests outstanding and waited)",
-                    benchlab_format::thousands(o.max_in_flight_hit)
-                )
-            } else {
-                String::new()
-            };
-            warnings.push(format!(
-                "{} of {} sends left more than {} ms after their intended time: the schedule of rate {} was not \
-                 kept{cap}; latency still counts from the intended times",
-                benchlab_format::thousands(o.late_sends),
-                benchlab_format::thousands(o.sends),
-                o.late_tolerance_us / 1000,
-                benchlab_format::rate(o.rate),
-            ));
-        }
-    }
+    let open_loop = p
+        .rate
+        .map(|rate| OpenLoopResult::measure(rate, p.arrival.name(), p.max_in_flight, &conn, &total, window_s));
+    warnings.extend(open_loop.as_ref().and_then(|o| o.late_warning("rate", "max_in_flight")));
     MixResult {
         mix: mix.number,
         phase: phase_name.to_string(),
