@@ -594,17 +594,13 @@ fn find_peak(
         }
         let os_threads = os_threads_max.min(p.virtual_users as usize);
         let (result, _) = run_once(&p, os_threads, false, interrupt)?;
-        let done = result.requests + result.errors_total;
-        search.record(Step {
+        search.record(Step::of(
             load,
-            rate: result.requests_per_sec,
-            p99_us: result.latency_us.p99,
-            error_share: if done == 0 {
-                0.0
-            } else {
-                result.errors_total as f64 / done as f64
-            },
-        });
+            result.requests_per_sec,
+            result.latency_us.p99,
+            result.requests,
+            result.errors_total,
+        ));
         let step = steps.len() as u32 + 1;
         if !a.json {
             eprintln!(

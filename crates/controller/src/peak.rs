@@ -58,6 +58,20 @@ pub struct Step {
     pub error_share: f64,
 }
 
+impl Step {
+    /// A load's figures: `requests` successful and `errors` failed
+    /// requests in its window.
+    pub fn of(load: u64, rate: f64, p99_us: u64, requests: u64, errors: u64) -> Step {
+        let done = requests + errors;
+        Step {
+            load,
+            rate,
+            p99_us,
+            error_share: if done == 0 { 0.0 } else { errors as f64 / done as f64 },
+        }
+    }
+}
+
 /// How the search came to run a load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -523,17 +523,13 @@ fn run_inner(
                 };
                 result.search = Some(SearchStepResult { step, kind });
                 let f = &result.figures;
-                let done = f.requests + f.errors_total;
-                peak.record(Step {
+                peak.record(Step::of(
                     load,
-                    rate: f.requests_per_sec,
-                    p99_us: f.latency_us.p99,
-                    error_share: if done == 0 {
-                        0.0
-                    } else {
-                        f.errors_total as f64 / done as f64
-                    },
-                });
+                    f.requests_per_sec,
+                    f.latency_us.p99,
+                    f.requests,
+                    f.errors_total,
+                ));
                 observer.mix_finished(&result);
                 let partial = result.partial;
                 results.mixes.push(result);

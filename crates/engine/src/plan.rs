@@ -301,8 +301,8 @@ impl OpenLoop {
     /// The highest rate a plan may ask for: a request every 100 ns.
     pub const MAX_RATE: f64 = 10_000_000.0;
     /// How much later than intended a send may leave and still be on time:
-    /// the event loop's timer has millisecond resolution (`epoll_wait`), and
-    /// a loaded machine adds scheduling noise of the same order.
+    /// the event loop wakes on a microsecond timer (timerfd), but a loaded
+    /// machine adds scheduling noise of about a millisecond.
     pub const LATE_TOLERANCE: Duration = Duration::from_millis(2);
 }
 
