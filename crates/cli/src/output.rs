@@ -256,12 +256,6 @@ impl HttpResult {
 /// Numbers for people: the one formatter of the terminal, HTML and XLSX.
 pub use benchlab_format::{mbit_per_sec, mbytes_per_sec, mean_us, plural, requests_per_sec, seconds, share, thousands};
 
-/// A `--rate` as the user would write it, with thousands separators
-/// (`2,000`, `0.5`, `1,234.5`).
-pub fn rate_text(r: f64) -> String {
-    benchlab_format::rate(r)
-}
-
 /// One line saying what the run will do.
 pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
     let c = plan.connection;
@@ -302,7 +296,7 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
         ),
         Load::Open(o) => format!(
             "open loop at {} requests/s ({} arrivals, at most {} in flight)",
-            rate_text(o.rate),
+            benchlab_format::rate(o.rate),
             o.arrival.name(),
             thousands(o.max_in_flight.into())
         ),
@@ -361,7 +355,7 @@ pub fn human(r: &HttpResult) -> String {
         let _ = writeln!(
             o,
             "  open loop    --rate {} {}: {} sent ({} /s), {} late (> {} ms), {} waited for --max-in-flight {}",
-            rate_text(ol.rate),
+            benchlab_format::rate(ol.rate),
             ol.arrival,
             thousands(ol.sends),
             requests_per_sec(ol.sends_per_sec),
@@ -500,9 +494,9 @@ mod tests {
 
     #[test]
     fn rates_are_written_with_separators() {
-        assert_eq!(rate_text(2000.0), "2,000");
-        assert_eq!(rate_text(0.5), "0.5");
-        assert_eq!(rate_text(1234.25), "1,234.25");
+        assert_eq!(benchlab_format::rate(2000.0), "2,000");
+        assert_eq!(benchlab_format::rate(0.5), "0.5");
+        assert_eq!(benchlab_format::rate(1234.25), "1,234.25");
         let mut p = plan(1, 10, 2);
         p.stop = Stop::After(Duration::from_secs(3));
         p.load = Load::Open(OpenLoop {

@@ -279,7 +279,7 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
             .map(|&i| {
                 let m = &suite.mixes[i];
                 match m.params.rate {
-                    Some(r) => format!("{}×{}/s", m.clients, crate::output::rate_text(r)),
+                    Some(r) => format!("{}×{}/s", m.clients, benchlab_format::rate(r)),
                     None => format!("{}×{}", m.clients, m.params.threads_per_client),
                 }
             })
@@ -341,7 +341,7 @@ impl Observer for Progress {
         let load = match mix.params.rate {
             Some(r) => format!(
                 "open loop at {} requests/s ({} arrivals)",
-                crate::output::rate_text(r),
+                benchlab_format::rate(r),
                 mix.params.arrival.name()
             ),
             None => plural(mix.params.threads_per_client.into(), "thread", "threads"),
