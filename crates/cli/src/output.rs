@@ -174,6 +174,8 @@ impl HttpResult {
                 conn,
                 &total,
                 secs,
+                // One client: its peak is exact.
+                &[report.peak_connections],
             )),
         };
         warnings.extend(
@@ -413,8 +415,12 @@ pub fn human(r: &HttpResult) -> String {
     }
     let _ = writeln!(
         o,
-        "  connections  {} opened, {} after idle closes, {} in flight at the end",
+        "  connections  {} opened{}, {} after idle closes, {} in flight at the end",
         thousands(r.connections_opened),
+        match &r.open_loop {
+            Some(ol) => format!(", at most {} open at once", thousands(ol.peak_connections)),
+            None => String::new(),
+        },
         plural(r.reconnects, "reconnect", "reconnects"),
         plural(r.in_flight, "request", "requests")
     );

@@ -396,10 +396,17 @@ impl Observer for Progress {
         };
         let load = match &r.open_loop {
             Some(o) => format!(
-                "{} of {} sent late, as-sent p99 {} µs",
+                "{} of {} sent late, as-sent p99 {} µs, {} {} connections open at once",
                 thousands(o.late_sends),
                 thousands(o.sends),
-                thousands(o.latency_as_sent_us.p99)
+                thousands(o.latency_as_sent_us.p99),
+                // Summed over clients that may peak at different moments.
+                if o.peak_connections_upper_bound {
+                    "at most"
+                } else {
+                    "peak"
+                },
+                thousands(o.peak_connections)
             ),
             None => plural(r.threads, "thread", "threads"),
         };

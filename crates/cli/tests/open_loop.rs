@@ -107,6 +107,13 @@ fn a_stall_shows_in_the_corrected_latency_but_not_the_as_sent() {
     let as_sent = u(&r, "/latency_as_sent_us/p99");
     assert!(as_sent < 1_000_000, "as-sent p99 {as_sent} µs: {r}");
     assert!(u(&r, "/latency_as_sent_us/max") >= 1_500_000, "{r}");
+    // The 4 requests caught by the stall held 4 connections open at once,
+    // and the cap allowed no more.
+    assert_eq!(u(&r, "/peak_connections"), 4, "{r}");
+    assert_eq!(
+        r["peak_connections_upper_bound"], false,
+        "one client's peak is exact: {r}"
+    );
     // About 400 sends fell behind, and the cap was what held them: many
     // found every slot busy when they came due (those due while a burst
     // was going out after the stall found a slot and are late only).
@@ -137,11 +144,60 @@ fn a_slow_server_makes_sends_late() {
     assert!(sends <= 60, "sends {sends}: at most 5 + 2 s × 25/s could leave: {r}");
     assert!(u(&r, "/late_sends") + 5 >= sends, "{r}");
     assert!(u(&r, "/max_in_flight_hit") >= 10, "{r}");
-    assert!(u(&r, "/connections_opened") <= 5, "{r}");
+    // Each of the 5 request slots opened one keep-alive connection when it
+    // was first needed and kept it; all 5 were busy at once.
+    assert_eq!(u(&r, "/connections_opened"), 5, "{r}");
+    assert_eq!(u(&r, "/peak_connections"), 5, "{r}");
+    assert_eq!(r["client_peak_connections"], serde_json::json!([5]), "{r}");
+    // The cap being hit is said, naming it.
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("waited") && warnings.contains("--max-in-flight 5 requests outstanding"),
+        "{warnings}"
+    );
     // Latency from the intended times grows with the backlog; as sent it
     // stays near the server's 200 ms.
     assert!(u(&r, "/latency_us/max") > u(&r, "/latency_as_sent_us/max"), "{r}");
     assert!(u(&r, "/latency_as_sent_us/p50") < 1_000_000, "{r}");
+}
+
+/// A fast server at a low rate needs about one connection: each response
+/// is back long before the next send, so the idle connection is reused.
+/// The terminal says how many were opened and how many were open at once.
+#[test]
+fn a_fast_server_at_a_low_rate_needs_few_connections() {
+    let dir = site();
+    let serve = Serve::start(&dir.path().join("www"), &[]);
+    let out = run_benchlab(&[
+        "http",
+        "--rate",
+        "20",
+        "--os-threads",
+        "1",
+        "-d",
+        "2s",
+        &serve.url("/a.txt"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("connections "))
+        .unwrap_or_else(|| panic!("no connections line:\n{text}"));
+    // "connections  N opened, at most M open at once, …"
+    let number_before = |word: &str| -> u64 {
+        let head = line.split(word).next().unwrap_or("");
+        let n = head.split_whitespace().last().unwrap_or("");
+        n.replace(',', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("no number before {word:?} in {line:?}"))
+    };
+    let opened = number_before(" opened");
+    let peak = number_before(" open at once");
+    // 40 sends 50 ms apart: a response slower than 50 ms (a busy machine)
+    // opens a second connection, but never more than a few.
+    assert!((1..=opened).contains(&peak), "{line}");
+    assert!(peak <= 3, "{line}");
 }
 
 #[test]
@@ -226,7 +282,9 @@ fn a_suite_mix_runs_an_open_loop_at_its_rate() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("mix 2: ") && stderr.contains(" sent late, as-sent p99 "),
+        stderr.contains("mix 2: ")
+            && stderr.contains(" sent late, as-sent p99 ")
+            && stderr.contains(" connections open at once"),
         "{stderr}"
     );
     let json: serde_json::Value =
@@ -245,6 +303,26 @@ fn a_suite_mix_runs_an_open_loop_at_its_rate() {
     let done = u(m, "/requests") + u(m, "/errors_total");
     assert!((588..=606).contains(&done), "completed {done}");
     assert!(m["open_loop"]["latency_as_sent_us"]["p50"].as_u64().is_some());
+    // Two clients: the mix's peak is the sum of theirs, an upper bound.
+    let peaks: Vec<u64> = m["open_loop"]["client_peak_connections"]
+        .as_array()
+        .expect("client_peak_connections")
+        .iter()
+        .map(|p| p.as_u64().expect("a count"))
+        .collect();
+    assert_eq!(peaks.len(), 2, "{m}");
+    assert!(peaks.iter().all(|&p| (1..=50).contains(&p)), "{peaks:?}");
+    assert_eq!(u(m, "/open_loop/peak_connections"), peaks.iter().sum::<u64>());
+    assert_eq!(m["open_loop"]["peak_connections_upper_bound"], true);
+    // The as-sent histograms are kept beside the corrected ones, for the
+    // mix and per class; a closed mix has none.
+    for mix in &mixes[1..] {
+        let h = &mix["histograms"];
+        assert!(h["latency_as_sent_us"].as_str().is_some_and(|b| !b.is_empty()), "{h}");
+        assert!(h["classes_as_sent"]["a"].as_str().is_some_and(|b| !b.is_empty()), "{h}");
+    }
+    let closed = &mixes[0]["histograms"];
+    assert!(closed.get("latency_as_sent_us").is_none() && closed.get("classes_as_sent").is_none());
     let p = &mixes[2];
     assert_eq!(p["open_loop"]["arrival"], "poisson");
     // 600 expected, standard deviation √600 ≈ 24.

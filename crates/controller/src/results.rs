@@ -283,10 +283,20 @@ pub struct SecondResult {
 /// Merged HDR histograms in the standard V2 serialisation, base64.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Histograms {
+    /// Successful requests; in an open loop from each one's intended send
+    /// time (corrected for coordinated omission).
     pub latency_us: String,
     pub error_latency_us: String,
     /// Per class name.
     pub classes: BTreeMap<String, String>,
+    /// Open loop only: successful requests from their actual send (the
+    /// figures of `open_loop.latency_as_sent_us`), all clients merged
+    /// bucket by bucket. Absent for a closed loop, where it is `latency_us`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_as_sent_us: Option<String>,
+    /// Open loop only: the as-sent histogram per class name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub classes_as_sent: BTreeMap<String, String>,
 }
 
 /// The parameters a mix ran with (the configuration disclosure).
@@ -389,12 +399,28 @@ pub struct OpenLoopResult {
     /// Latency of successful requests from their actual send, next to the
     /// mix's `latency_us` from their intended send.
     pub latency_as_sent_us: Latency,
+    /// The most connections open at the same time, over the whole run
+    /// (ramps included). One client's is exact to a loop turn of its event
+    /// loops; a mix of several clients reports the sum of their peaks,
+    /// which is an upper bound (clients may peak at different moments):
+    /// `peak_connections_upper_bound` says which.
+    #[serde(default)]
+    pub peak_connections: u64,
+    /// `peak_connections` is the sum of several clients' peaks (an upper
+    /// bound), not one client's exact peak.
+    #[serde(default)]
+    pub peak_connections_upper_bound: bool,
+    /// Each client's exact peak, in the order of `client_data` (client 1
+    /// first).
+    #[serde(default)]
+    pub client_peak_connections: Vec<u64>,
 }
 
 impl OpenLoopResult {
     /// The open loop as measured: what was asked (`rate` for all clients
     /// together, `arrival`, `max_in_flight` per client) and what the
-    /// counters and the as-sent histogram of the window say.
+    /// counters and the as-sent histogram of the window say, and
+    /// `client_peaks`, each client's most connections open at once.
     pub fn measure(
         rate: f64,
         arrival: &str,
@@ -402,6 +428,7 @@ impl OpenLoopResult {
         conn: &benchlab_engine::ConnCounters,
         total: &ClassStats,
         window_s: f64,
+        client_peaks: &[u64],
     ) -> OpenLoopResult {
         OpenLoopResult {
             rate,
@@ -422,6 +449,9 @@ impl OpenLoopResult {
                 .map(LatencySummary::of)
                 .unwrap_or_default()
                 .into(),
+            peak_connections: client_peaks.iter().sum(),
+            peak_connections_upper_bound: client_peaks.len() > 1,
+            client_peak_connections: client_peaks.to_vec(),
         }
     }
 

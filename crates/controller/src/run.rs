@@ -889,16 +889,7 @@ fn mix_result(
             }
         })
         .collect();
-    let histograms = Histograms {
-        latency_us: histogram_b64(&total.latency),
-        error_latency_us: histogram_b64(&total.error_latency),
-        classes: merged
-            .classes
-            .iter()
-            .zip(phase.classes.iter())
-            .map(|(s, c)| (c.name.clone(), histogram_b64(&s.latency)))
-            .collect(),
-    };
+    let histograms = histograms(&merged, &phase.classes);
     let conn: ConnCounters = merged.conn;
     let policy = ConnectionPolicy {
         http10_percent: p.http10_percent,
@@ -917,9 +908,10 @@ fn mix_result(
         mix.threads(),
         "start users over a longer ramp-up",
     ));
+    let peaks: Vec<u64> = reports.iter().map(|r| r.peak_connections).collect();
     let open_loop = p
         .rate
-        .map(|rate| OpenLoopResult::measure(rate, p.arrival.name(), p.max_in_flight, &conn, &total, window_s));
+        .map(|rate| OpenLoopResult::measure(rate, p.arrival.name(), p.max_in_flight, &conn, &total, window_s, &peaks));
     warnings.extend(open_loop.as_ref().and_then(|o| o.late_warning("rate", "max_in_flight")));
     MixResult {
         mix: mix.number,
@@ -966,6 +958,28 @@ fn mix_result(
     }
 }
 
+/// A mix's histograms from its clients' merged counts (`classes`: the
+/// phase's, in order). The as-sent ones exist only where the clients kept
+/// them (an open loop).
+fn histograms(merged: &Stats, classes: &[ClassPlan]) -> Histograms {
+    let total = merged.total();
+    let per_class = |h: fn(&ClassStats) -> Option<&hdrhistogram::Histogram<u64>>| {
+        merged
+            .classes
+            .iter()
+            .zip(classes)
+            .filter_map(|(s, c)| h(s).map(|h| (c.name.clone(), histogram_b64(h))))
+            .collect()
+    };
+    Histograms {
+        latency_us: histogram_b64(&total.latency),
+        error_latency_us: histogram_b64(&total.error_latency),
+        classes: per_class(|s| Some(&s.latency)),
+        latency_as_sent_us: total.latency_as_sent.as_ref().map(histogram_b64),
+        classes_as_sent: per_class(|s| s.latency_as_sent.as_ref()),
+    }
+}
+
 /// Says when some virtual users were still waiting to connect at the end:
 /// the engine lets a few hundred users per client connect at once, each
 /// holding its slot until its first response, so the target accepted new
@@ -1001,5 +1015,67 @@ impl Counters2 {
         self.errors += c.errors_total();
         self.bytes += c.bytes;
         self.conn += conn.connections_opened;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchlab_engine::new_latency_histogram;
+
+    fn decode(b64: &str) -> hdrhistogram::Histogram<u64> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).expect("base64");
+        hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .expect("a V2 histogram")
+    }
+
+    /// One client's open-loop counts of two classes: as-sent latencies
+    /// `values` in class 0 and `values × 10` in class 1.
+    fn client(values: std::ops::RangeInclusive<u64>) -> Stats {
+        let mut s = Stats::new(2);
+        for (k, class) in s.classes.iter_mut().enumerate() {
+            let mut h = new_latency_histogram();
+            for v in values.clone() {
+                h.record(v * 10u64.pow(k as u32)).expect("in range");
+                class.latency.record(v * 1000).expect("in range");
+            }
+            class.latency_as_sent = Some(h);
+        }
+        s
+    }
+
+    #[test]
+    fn the_as_sent_histograms_merge_clients_exactly() {
+        let classes = [ClassPlan { name: "a".into() }, ClassPlan { name: "b".into() }];
+        // Merged as mix_result merges its clients' reports.
+        let mut merged = Stats::new(2);
+        merged.add(&client(1..=1000));
+        merged.add(&client(3000..=3500));
+        let h = histograms(&merged, &classes);
+        let all = decode(h.latency_as_sent_us.as_deref().expect("an open loop keeps it"));
+        let mut want = new_latency_histogram();
+        for v in (1..=1000).chain(3000..=3500) {
+            want.record(v).expect("in range");
+            want.record(v * 10).expect("in range");
+        }
+        assert_eq!(all.len(), 2 * 1501);
+        assert_eq!(
+            all, want,
+            "the mix's as-sent histogram is every client's, bucket by bucket"
+        );
+        assert_eq!(h.classes_as_sent.keys().collect::<Vec<_>>(), ["a", "b"]);
+        let b = decode(&h.classes_as_sent["b"]);
+        assert_eq!((b.len(), b.min(), b.max()), (1501, 10, b.highest_equivalent(35_000)));
+        // The corrected one is a different histogram.
+        assert_eq!(decode(&h.latency_us).min(), 1000);
+        // A closed loop keeps no as-sent histogram: none is written.
+        let mut closed = Stats::new(2);
+        closed.classes[0].latency.record(7).expect("in range");
+        let h = histograms(&closed, &classes);
+        assert!(h.latency_as_sent_us.is_none() && h.classes_as_sent.is_empty());
+        let json = serde_json::to_value(&h).expect("JSON");
+        assert!(json.get("latency_as_sent_us").is_none() && json.get("classes_as_sent").is_none());
     }
 }

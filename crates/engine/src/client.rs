@@ -58,6 +58,11 @@ pub struct ClientReport {
     pub users_arrived: u64,
     /// Virtual users still waiting to connect when the run ended.
     pub users_waiting: u64,
+    /// Open loop: the most connections this client had open at the same
+    /// time, all its OS threads together, over the whole run (0 in a
+    /// closed loop, which does not track it). Exact to a loop turn: each
+    /// thread adds its change once a turn, after its sends.
+    pub peak_connections: u64,
 }
 
 /// Handle to set a running client's stop flag from anywhere (a Ctrl-C
@@ -157,6 +162,7 @@ impl Client {
         }
         let mut report = self.collector.into_report();
         report.tls_error = self.shared.tls_error.get().cloned();
+        report.peak_connections = self.shared.peak_connections.load(Ordering::Relaxed);
         report
     }
 }
@@ -273,6 +279,7 @@ impl Collector {
             tls_error: None,
             users_arrived: self.users_arrived,
             users_waiting: self.users_waiting,
+            peak_connections: 0,
         }
     }
 }

@@ -53,6 +53,11 @@ pub(crate) struct Shared {
     /// The first TLS handshake failure of the run, in words (what failed,
     /// what to try): the counts say how many, this says why.
     pub tls_error: std::sync::OnceLock<String>,
+    /// Open loop: connections open now, all OS threads together (each
+    /// thread adds the change of its own count once per loop turn), and
+    /// the most there were at once.
+    pub open_connections: AtomicU64,
+    pub peak_connections: AtomicU64,
 }
 
 impl Shared {
@@ -202,6 +207,14 @@ pub(crate) struct Worker {
     timer: Option<Timer>,
     idle: Vec<u32>,
     free: Vec<u32>,
+    /// Open loop: slots in `idle` whose connection the server closed (they
+    /// hold none now). Every slot is free, idle or busy, and a busy one
+    /// always holds a connection between loop turns, so this thread's open
+    /// connections are `slots − free − idle_closed`.
+    idle_closed: u32,
+    /// This thread's open connections as last added to
+    /// `Shared::open_connections`.
+    published: u64,
     tx: Sender<Snapshot>,
 }
 
@@ -388,6 +401,8 @@ impl Worker {
             schedule: None,
             timer: None,
             idle: Vec::new(),
+            idle_closed: 0,
+            published: 0,
             // Popped from the end: slot 0 first.
             free: if open.is_some() {
                 (0..vus.len() as u32).rev().collect()
@@ -580,17 +595,47 @@ impl Worker {
         let _ = self.tx.send(snap);
     }
 
+    /// Open loop: sends what is due, then adds the change in this thread's
+    /// open connections to the client's count and its peak. Once a loop
+    /// turn, after the sends: connections are opened only here, so the
+    /// count after them is this turn's highest.
+    fn dispatch(&mut self, now: Instant, end: Option<Instant>) {
+        self.send_due(now, end);
+        let open = (self.vus.len() - self.free.len()) as u64 - u64::from(self.idle_closed);
+        if open != self.published {
+            let shared = &self.shared;
+            let all = if open > self.published {
+                shared
+                    .open_connections
+                    .fetch_add(open - self.published, Ordering::Relaxed)
+                    + (open - self.published)
+            } else {
+                let gone = self.published - open;
+                shared
+                    .open_connections
+                    .fetch_sub(gone, Ordering::Relaxed)
+                    .saturating_sub(gone)
+            };
+            shared.peak_connections.fetch_max(all, Ordering::Relaxed);
+            self.published = open;
+        }
+    }
+
     /// Open loop: sends every request whose intended time has come, each on
     /// an idle connection if one is open, else on a new one, while request
     /// slots are free; the rest wait for a slot (counted once each).
-    fn dispatch(&mut self, now: Instant, end: Option<Instant>) {
+    fn send_due(&mut self, now: Instant, end: Option<Instant>) {
         loop {
             let Some(s) = self.schedule.as_mut() else { return };
             let intended = s.next;
             if intended > now || end.is_some_and(|e| intended >= e) {
                 return;
             }
-            let Some(i) = self.idle.pop().or_else(|| self.free.pop()) else {
+            let from_idle = self.idle.pop();
+            if from_idle.is_some_and(|i| self.vus[i as usize].sock.is_none()) {
+                self.idle_closed -= 1;
+            }
+            let Some(i) = from_idle.or_else(|| self.free.pop()) else {
                 if !std::mem::replace(&mut s.waited, true) {
                     bump(&mut self.second, &mut self.window, self.window_open, |c| {
                         c.in_flight_waits += 1
@@ -845,6 +890,10 @@ impl Worker {
                     let v = &mut self.vus[i];
                     v.sock = None;
                     v.reconnect_pending = true;
+                    // An open loop's slot stays in `idle` without it.
+                    if self.schedule.is_some() {
+                        self.idle_closed += 1;
+                    }
                 }
             }
             State::Arriving | State::Done => {}
@@ -1439,6 +1488,8 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         budget: AtomicU64::new(budget),
         start,
         tls_error: std::sync::OnceLock::new(),
+        open_connections: AtomicU64::new(0),
+        peak_connections: AtomicU64::new(0),
         plan,
     })
 }
