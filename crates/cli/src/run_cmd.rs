@@ -59,6 +59,11 @@ pub struct RunArgs {
     os_threads_per_client: Option<usize>,
     #[command(flatten)]
     peak: PeakArgs,
+    /// --find-peak: threads per client of every phase's first load
+    /// [default: the phase's first mix's threads per client]; its clients
+    /// and other settings stay the first mix's.
+    #[arg(long, value_name = "N", requires = "find_peak")]
+    peak_start_threads: Option<u32>,
 }
 
 /// `--find-peak` and its rules (README "Automatic peak search").
@@ -466,6 +471,14 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
     let search = a.peak.limits()?;
+    if let (Some(n), Some(l)) = (a.peak_start_threads, &search) {
+        if n == 0 || u64::from(n) > l.max_load {
+            return Err(CliError::Usage(format!(
+                "--peak-start-threads {n}: expected 1 to --peak-max-threads ({})",
+                l.max_load
+            )));
+        }
+    }
     if let Some(t) = &a.target {
         if !t.contains("://") {
             return Err(CliError::Usage(format!(
@@ -557,7 +570,10 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             .phases
             .iter()
             .filter_map(|p| p.mixes.first().map(|&i| (p, &suite.mixes[i])))
-            .map(|(p, m)| format!("{} from {}×{}", p.name, m.clients, m.params.threads_per_client))
+            .map(|(p, m)| {
+                let threads = a.peak_start_threads.unwrap_or(m.params.threads_per_client);
+                format!("{} from {}×{threads}", p.name, m.clients)
+            })
             .collect();
         eprintln!(
             "benchlab run --find-peak: suite `{}`{selected}, clients×threads {} (threads doubled, then bisected; \
@@ -585,7 +601,12 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             out.display()
         );
     }
-    execute_prepared(prepared, &suite, &opts, search.as_ref())
+    execute_prepared(
+        prepared,
+        &suite,
+        &opts,
+        search.as_ref().map(|l| (l, a.peak_start_threads)),
+    )
 }
 
 /// Runs a prepared suite with a progress display, prints the summary table,
@@ -600,14 +621,14 @@ fn execute_prepared(
     prepared: Prepared,
     suite: &Suite,
     opts: &RunOptions,
-    search: Option<&SearchLimits>,
+    search: Option<(&SearchLimits, Option<u32>)>,
 ) -> Result<Outcome, CliError> {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
     let mut progress = Progress::new(opts.out.clone());
     let results = match search {
-        Some(limits) => run_prepared_search(prepared, suite, opts, limits, &stop, &mut progress),
+        Some((limits, start)) => run_prepared_search(prepared, suite, opts, limits, start, &stop, &mut progress),
         None => run_prepared(prepared, suite, opts, &stop, &mut progress),
     }
     .map_err(|e| CliError::CannotRun(e.to_string()))?;
@@ -865,6 +886,7 @@ mod tests {
             m.search = Some(SearchStepResult { step, kind });
         }
         r.phases[0].search = Some(PhaseSearchResult {
+            start_threads_per_client: 1,
             tolerance_percent: 5.0,
             max_p99_us: 1_000_000,
             max_error_percent: 1.0,

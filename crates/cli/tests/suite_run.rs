@@ -1553,6 +1553,136 @@ fn http_find_peak_stops_at_the_error_limit() {
     );
 }
 
+/// The thrashing server of the p99-limit tests: up to 4 requests in
+/// service take 20 ms each, a fifth and every request after it 500 ms. Up
+/// to 4 users, requests/s doubles with the users (50, 100, 200) at a p99
+/// near 20 ms; 8 users keep the server full, so every request counted
+/// takes at least 500 ms (a sleep's floor, whatever the machine's load)
+/// and requests/s falls to 16. A p99 limit of 250 ms therefore stops the
+/// growth at 8 users and nowhere else, and the peak is 4 users' load, with
+/// a margin of 230 ms on the fast side and 250 ms on the slow. (A pool of
+/// workers does not do this: its p99 rises only past its knee, where
+/// requests/s is flat and the peak among equal rates is noise.) No
+/// bisection: a load after the slow one would meet its last requests
+/// still in service.
+fn thrashing_server() -> pool_server::PoolServer {
+    pool_server::PoolServer::thrashing(4, Duration::from_millis(20), Duration::from_millis(500))
+}
+
+/// `http --find-peak` stops at `--peak-max-p99`, end to end.
+#[test]
+fn http_find_peak_stops_at_the_latency_limit() {
+    let _turn = one_load_at_a_time();
+    let server = thrashing_server();
+    let out = run_benchlab(&[
+        "http",
+        &server.url(),
+        "--find-peak",
+        "--threads",
+        "1",
+        "--peak-max-p99",
+        "250ms",
+        "--peak-bisect-steps",
+        "0",
+        "--step-duration",
+        "1.5s",
+        "--os-threads",
+        "1",
+        "--json",
+    ]);
+    assert_success("http --find-peak", &out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let steps = arr(&r, "/steps");
+    let threads: Vec<u64> = steps.iter().map(|s| u(s, "/threads")).collect();
+    assert_eq!(threads, [1, 2, 4, 8], "{stderr}");
+    let stopped = r["stopped"].as_str().unwrap_or("");
+    assert!(
+        stopped.starts_with("p99 ") && stopped.contains("over the limit of 250.0 ms at 8"),
+        "{stopped}\n{stderr}"
+    );
+    for s in steps {
+        let p99 = u(s, "/latency_us/p99");
+        assert_eq!(p99 > 250_000, u(s, "/threads") == 8, "{s}");
+    }
+    assert_eq!(u(&r, "/peak_threads"), 4, "{r}");
+    assert_eq!(u(&r, "/useful_peak_threads"), 4, "{r}");
+    assert_eq!(u(&r, "/max_p99_us"), 250_000);
+}
+
+/// `run --find-peak --peak-start-threads 2`: the search starts at 2
+/// threads per client, not at the suite's first mix's 1, keeps that mix's
+/// clients, and stops at `--peak-max-p99` against the thrashing server:
+/// loads 2, 4 and 8, the peak at 4 (mix 2).
+#[test]
+fn run_find_peak_starts_where_asked_and_stops_at_the_latency_limit() {
+    let _turn = one_load_at_a_time();
+    let server = thrashing_server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = write_suite(
+        dir.path(),
+        &format!(
+            r#"name = "thrash"
+target = "{}"
+seed = 5
+
+[defaults]
+length = "2.25s"
+ramp_up = "0.5s"
+ramp_down = "0.25s"
+threads_per_client = 1
+timeout = "5s"
+
+[workloads.one]
+[[workloads.one.class]]
+name = "ok"
+percent = 100
+[[workloads.one.class.url]]
+path = "/"
+size = 2
+
+[[mix]]
+clients = 1
+"#,
+            server.url().trim_end_matches('/')
+        ),
+    );
+    let out_dir = dir.path().join("out");
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--find-peak",
+        "--peak-start-threads",
+        "2",
+        "--peak-max-p99",
+        "250ms",
+        "--peak-bisect-steps",
+        "0",
+        "--os-threads-per-client",
+        "1",
+        "--out",
+        s(&out_dir),
+    ]);
+    assert_success("run --find-peak --peak-start-threads 2", &out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("clients×threads one from 1×2 "), "{stderr}");
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    let mixes = arr(&r, "/mixes");
+    let threads: Vec<u64> = mixes.iter().map(|m| u(m, "/threads")).collect();
+    assert_eq!(threads, [2, 4, 8], "{stderr}");
+    let search = &r["phases"][0]["search"];
+    assert_eq!(u(search, "/start_threads_per_client"), 2, "{search}");
+    let stopped = search["stopped"].as_str().unwrap_or("");
+    assert!(
+        stopped.starts_with("p99 ") && stopped.contains("over the limit of 250.0 ms at 8"),
+        "{stopped}\n{stderr}"
+    );
+    assert_eq!(u(search, "/peak_mix"), 2, "{search}");
+    assert_eq!(u(search, "/useful_peak_mix"), 2, "{search}");
+    assert_eq!(u(search, "/max_p99_us"), 250_000);
+}
+
 /// `--find-peak`'s flags: each wrong use is a usage error (exit 2) naming
 /// the flag, before any request (the URL here has no server).
 #[test]
@@ -1573,7 +1703,7 @@ clients = 1
 "#,
     );
     let url = "http://127.0.0.1:9/";
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["http", url, "--find-peak", "--duration", "5s"],
             "--find-peak cannot be combined with --duration",
@@ -1595,6 +1725,23 @@ clients = 1
             &["run", s(&suite), "--find-peak", "--peak-max-threads", "0"],
             "--peak-max-threads must be at least 1",
         ),
+        (
+            &["run", s(&suite), "--find-peak", "--peak-start-threads", "0"],
+            "--peak-start-threads 0: expected 1 to --peak-max-threads (4096)",
+        ),
+        (
+            &[
+                "run",
+                s(&suite),
+                "--find-peak",
+                "--peak-max-threads",
+                "8",
+                "--peak-start-threads",
+                "16",
+            ],
+            "--peak-start-threads 16: expected 1 to --peak-max-threads (8)",
+        ),
+        (&["run", s(&suite), "--peak-start-threads", "4"], "--find-peak"),
     ];
     for (args, phrase) in cases {
         let out = run_benchlab(args);

@@ -497,6 +497,10 @@ pub struct SearchStepResult {
 /// A phase's peak search (`--find-peak`): its rules and what it found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseSearchResult {
+    /// Threads per client of the search's first load: `--peak-start-threads`,
+    /// or the phase's first mix's.
+    #[serde(default)]
+    pub start_threads_per_client: u64,
     /// A load rises when its requests/s is above the best before it by more
     /// than this, percent.
     pub tolerance_percent: f64,

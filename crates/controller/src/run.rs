@@ -381,8 +381,9 @@ pub fn run_prepared(
 }
 
 /// [`run_prepared`] with `--find-peak`: per phase, the phase's first mix is
-/// run at the loads [`PeakSearch`] picks (its threads per client as the
-/// start, its clients kept), instead of the suite's mixes. Each phase's
+/// run at the loads [`PeakSearch`] picks (from `start_threads` per client,
+/// or the mix's own threads per client without it; its clients kept),
+/// instead of the suite's mixes. Each phase's
 /// mixes are kept in load order (renumbered after every mix), each marked
 /// with the step that ran it, and the phase's result says why growing
 /// stopped and where the peak and the useful peak are.
@@ -391,17 +392,18 @@ pub fn run_prepared_search(
     suite: &Suite,
     opts: &RunOptions,
     limits: &SearchLimits,
+    start_threads: Option<u32>,
     stop: &Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<Results, ControllerError> {
-    run_inner(prepared, suite, opts, Some(limits), stop, observer)
+    run_inner(prepared, suite, opts, Some((limits, start_threads)), stop, observer)
 }
 
 fn run_inner(
     prepared: Prepared,
     suite: &Suite,
     opts: &RunOptions,
-    search: Option<&SearchLimits>,
+    search: Option<(&SearchLimits, Option<u32>)>,
     stop: &Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<Results, ControllerError> {
@@ -477,7 +479,7 @@ fn run_inner(
     })?;
     let mut out_dir = Some(out_dir);
 
-    if let Some(limits) = search {
+    if let Some((limits, start_threads)) = search {
         let mut searched = 0;
         for (pi, phase) in suite.phases.iter().enumerate() {
             let Some(&first) = phase.mixes.first() else {
@@ -488,7 +490,8 @@ fn run_inner(
             }
             let base = &suite.mixes[first];
             let from = results.mixes.len();
-            let mut peak = PeakSearch::new(u64::from(base.params.threads_per_client), limits.clone());
+            let start = start_threads.unwrap_or(base.params.threads_per_client);
+            let mut peak = PeakSearch::new(u64::from(start), limits.clone());
             let mut step = 0;
             while let Some((load, kind)) = peak.next_load() {
                 if stop.load(Ordering::Relaxed) {
@@ -535,7 +538,7 @@ fn run_inner(
                 results.mixes.push(result);
                 in_load_order(&mut results.mixes, from);
                 results.phases[pi].mixes = results.mixes[from..].iter().map(|m| m.mix).collect();
-                results.phases[pi].search = Some(search_result(&peak, limits, &results.mixes[from..]));
+                results.phases[pi].search = Some(search_result(&peak, start, limits, &results.mixes[from..]));
                 out_dir = None;
                 write(&results)?;
                 observer.results_written(&results);
@@ -601,7 +604,7 @@ fn in_load_order(mixes: &mut [MixResult], from: usize) {
 
 /// What a phase's search found, its steps mapped to the mixes (`mixes`: the
 /// phase's, each with its step).
-fn search_result(peak: &PeakSearch, limits: &SearchLimits, mixes: &[MixResult]) -> PhaseSearchResult {
+fn search_result(peak: &PeakSearch, start: u32, limits: &SearchLimits, mixes: &[MixResult]) -> PhaseSearchResult {
     let mix_of = |i: usize| {
         mixes
             .iter()
@@ -611,6 +614,7 @@ fn search_result(peak: &PeakSearch, limits: &SearchLimits, mixes: &[MixResult]) 
     let peak_mix = peak.peak().and_then(mix_of);
     let useful = peak.useful_peak().and_then(mix_of);
     PhaseSearchResult {
+        start_threads_per_client: u64::from(start),
         tolerance_percent: round(limits.tolerance * 100.0, 3),
         max_p99_us: limits.max_p99_us,
         max_error_percent: round(limits.max_error_share * 100.0, 3),

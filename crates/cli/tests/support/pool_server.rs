@@ -6,7 +6,11 @@
 //! waits for a free permit, as a request waits for a free worker in a
 //! pooled server. With a queue limit, a request that finds that many
 //! already waiting is refused at once with 503 (an overloaded server's
-//! errors, at a load known in advance). Listens on `127.0.0.1:0`; stops
+//! errors, at a load known in advance). A thrashing server instead serves
+//! every request at once, fast while few are in service and slowly once
+//! more are (a server past its working set): its latency jumps at a
+//! concurrency known in advance while its rate falls, for a p99 limit that
+//! stops the search at one load only. Listens on `127.0.0.1:0`; stops
 //! accepting when dropped.
 
 use std::io::{Read, Write};
@@ -16,10 +20,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
-/// Free permits and requests waiting for one.
+/// Free permits and requests waiting for one (a pool), or requests in
+/// service (a thrashing server).
 struct State {
     free: usize,
     waiting: usize,
+    active: usize,
 }
 
 /// Permits, taken and given back around each request's service time.
@@ -27,6 +33,9 @@ struct Pool {
     state: Mutex<State>,
     freed: Condvar,
     max_waiting: usize,
+    /// A thrashing server: requests arriving while more than this many
+    /// are in service (themselves included) take this long instead.
+    thrash: Option<(usize, Duration)>,
 }
 
 impl Pool {
@@ -34,6 +43,15 @@ impl Pool {
     /// is full.
     fn serve(&self, service: Duration) -> bool {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((fast_up_to, slow)) = self.thrash {
+            st.active += 1;
+            let n = st.active;
+            drop(st);
+            thread::sleep(if n > fast_up_to { slow } else { service });
+            self.state.lock().unwrap_or_else(|p| p.into_inner()).active -= 1;
+            self.freed.notify_all();
+            return true;
+        }
         if st.free == 0 {
             if st.waiting >= self.max_waiting {
                 return false;
@@ -70,6 +88,20 @@ impl PoolServer {
     /// As [`PoolServer::start`], refusing a request with 503 when
     /// `max_waiting` requests already wait for a permit.
     pub fn with_queue(workers: usize, service: Duration, max_waiting: usize) -> PoolServer {
+        PoolServer::new(workers, service, max_waiting, None)
+    }
+
+    /// A thrashing server: every request is served at once, in `fast`
+    /// while at most `fast_up_to` are in service (counted as it arrives,
+    /// itself included), in `slow` otherwise. A closed loop of up to
+    /// `fast_up_to` users gets `fast` every time, at a rate that grows
+    /// with the users; one more user and, within a round, every request
+    /// arrives to a full server and takes `slow`.
+    pub fn thrashing(fast_up_to: usize, fast: Duration, slow: Duration) -> PoolServer {
+        PoolServer::new(fast_up_to, fast, usize::MAX, Some((fast_up_to, slow)))
+    }
+
+    fn new(workers: usize, service: Duration, max_waiting: usize, thrash: Option<(usize, Duration)>) -> PoolServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the pool server");
         let port = listener.local_addr().expect("local address").port();
         let stop = Arc::new(AtomicBool::new(false));
@@ -77,9 +109,11 @@ impl PoolServer {
             state: Mutex::new(State {
                 free: workers,
                 waiting: 0,
+                active: 0,
             }),
             freed: Condvar::new(),
             max_waiting,
+            thrash,
         });
         let s = Arc::clone(&stop);
         let p = Arc::clone(&pool);
@@ -105,7 +139,7 @@ impl PoolServer {
     /// left behind has drained), so the next load starts on an idle pool.
     pub fn wait_idle(&self) {
         let mut st = self.pool.state.lock().unwrap_or_else(|p| p.into_inner());
-        while st.free < self.workers || st.waiting > 0 {
+        while st.free < self.workers || st.waiting > 0 || st.active > 0 {
             st = self.pool.freed.wait(st).unwrap_or_else(|p| p.into_inner());
         }
     }
