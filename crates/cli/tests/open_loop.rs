@@ -40,6 +40,8 @@ fn keeps_the_rate_when_the_server_keeps_up() {
     assert_eq!(u(&r, "/errors_total"), 0, "{r}");
     let per_sec = r["requests_per_sec"].as_f64().expect("requests_per_sec");
     assert!((per_sec - 400.0).abs() <= 4.0, "achieved {per_sec}/s, asked 400/s");
+    let sends_per_sec = r["sends_per_sec"].as_f64().expect("sends_per_sec");
+    assert!((sends_per_sec - 400.0).abs() <= 4.0, "sent {sends_per_sec}/s, asked 400/s");
     assert_eq!(u(&r, "/max_in_flight_hit"), 0, "{r}");
     assert_eq!(u(&r, "/late_tolerance_us"), 2000);
     // A fast server needs few connections: idle ones are reused.
