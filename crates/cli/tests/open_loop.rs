@@ -41,7 +41,10 @@ fn keeps_the_rate_when_the_server_keeps_up() {
     let per_sec = r["requests_per_sec"].as_f64().expect("requests_per_sec");
     assert!((per_sec - 400.0).abs() <= 4.0, "achieved {per_sec}/s, asked 400/s");
     let sends_per_sec = r["sends_per_sec"].as_f64().expect("sends_per_sec");
-    assert!((sends_per_sec - 400.0).abs() <= 4.0, "sent {sends_per_sec}/s, asked 400/s");
+    assert!(
+        (sends_per_sec - 400.0).abs() <= 4.0,
+        "sent {sends_per_sec}/s, asked 400/s"
+    );
     assert_eq!(u(&r, "/max_in_flight_hit"), 0, "{r}");
     assert_eq!(u(&r, "/late_tolerance_us"), 2000);
     // A fast server needs few connections: idle ones are reused.
@@ -200,6 +203,26 @@ fn a_fast_server_at_a_low_rate_needs_few_connections() {
     // opens a second connection, but never more than a few.
     assert!((1..=opened).contains(&peak), "{line}");
     assert!(peak <= 3, "{line}");
+}
+
+/// A server that closes idle keep-alive connections after 20 ms, sent to
+/// every 200 ms by two OS threads in turn: each send finds its thread's
+/// idle connection closed and opens a new one, so connections are opened
+/// one after another and never more than one is open. A count that took
+/// each thread's closed idle connection for an open one would see one per
+/// thread at once: 2.
+#[test]
+fn connections_the_server_closed_while_idle_are_not_counted_open() {
+    let dir = site();
+    let serve = Serve::start(&dir.path().join("www"), &["--keepalive-timeout", "20ms"]);
+    let r = http_json(&["--rate", "5", "--os-threads", "2", "-d", "2s", &serve.url("/a.txt")]);
+    assert_eq!(u(&r, "/errors_total"), 0, "{r}");
+    // 10 sends, 5 per thread; every one after a thread's first re-opens
+    // a connection the server closed.
+    assert_eq!(u(&r, "/sends"), 10, "{r}");
+    assert_eq!(u(&r, "/connections_opened"), 10, "{r}");
+    assert_eq!(u(&r, "/reconnects"), 8, "{r}");
+    assert_eq!(u(&r, "/peak_connections"), 1, "{r}");
 }
 
 #[test]
