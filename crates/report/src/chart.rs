@@ -3,6 +3,10 @@
 //! value exactly as `results.json` has it (`data-chart`, `data-run`,
 //! `data-x`, `data-y`), so a browser test can read each point back and a
 //! reader's tooltip shows the real number, not a pixel position.
+//!
+//! [`Chart::render`] works in four steps: [`Frame::of`] picks the scales
+//! and lays out ticks and legend, then the axes, the series and the legend
+//! are written, each by its own function.
 
 use benchlab_format::group;
 use std::fmt::Write as _;
@@ -60,6 +64,36 @@ pub struct VLine {
     pub label: String,
 }
 
+/// A labelled horizontal line in plotted units: a limit or a threshold.
+#[derive(Debug, Clone)]
+pub struct HLine {
+    pub y: f64,
+    pub label: String,
+    /// CSS colour of line and label.
+    pub colour: &'static str,
+    /// `data-line`: what the line is (`latency-limit`, `collapse`), so a
+    /// test finds it.
+    pub kind: &'static str,
+    /// `data-run` of a line that belongs to one run (a run's collapse
+    /// threshold), empty otherwise.
+    pub run: String,
+    /// `data-y`: the value in results.json's unit.
+    pub data_y: String,
+}
+
+/// A ring around one plotted point with a label: the peak of a run.
+#[derive(Debug, Clone)]
+pub struct Mark {
+    /// Chart units, as the point's `x` and `y` (y before `y_div`).
+    pub x: f64,
+    pub y: f64,
+    pub colour: usize,
+    pub label: String,
+    /// `data-run`, `data-mix` of the marked point.
+    pub run: String,
+    pub mix: usize,
+}
+
 /// How the x axis is ticked.
 #[derive(Debug, Clone)]
 pub enum XTicks {
@@ -79,13 +113,38 @@ pub struct Chart {
     /// Plotted y = value ÷ this (bytes/s shown in MB/s, µs shown in ms).
     pub y_div: f64,
     pub y_log: bool,
+    /// A logarithmic x axis (loads that double from mix to mix); used only
+    /// when every x is positive.
+    pub x_log: bool,
     pub x_ticks: XTicks,
     pub series: Vec<Series>,
     pub vlines: Vec<VLine>,
-    /// A horizontal limit line (in plotted units) with its label.
-    pub hline: Option<(f64, String)>,
+    pub hlines: Vec<HLine>,
+    pub marks: Vec<Mark>,
     /// Counts: y ticks are whole numbers.
     pub integer_y: bool,
+}
+
+impl Chart {
+    /// An empty chart with linear axes; callers fill in the series and
+    /// markers.
+    pub fn new(id: String, title: String, x_label: String, y_label: &str, x_ticks: XTicks) -> Chart {
+        Chart {
+            id,
+            title,
+            x_label,
+            y_label: y_label.to_string(),
+            y_div: 1.0,
+            y_log: false,
+            x_log: false,
+            x_ticks,
+            series: Vec::new(),
+            vlines: Vec::new(),
+            hlines: Vec::new(),
+            marks: Vec::new(),
+            integer_y: false,
+        }
+    }
 }
 
 const W: f64 = 630.0;
@@ -94,7 +153,12 @@ const LEFT: f64 = 84.0;
 const RIGHT: f64 = 24.0;
 const TOP: f64 = 40.0;
 const AXIS_BELOW: f64 = 64.0;
+/// Extra room below the axis per further level of staggered x labels.
+const TICK_LEVEL: f64 = 28.0;
 const LEGEND_ROW: f64 = 20.0;
+/// Levels of x labels (and of vertical marker labels) before one is left
+/// out.
+const MAX_LEVELS: usize = 4;
 
 /// Escapes text for HTML and SVG (element content and quoted attributes).
 pub fn esc(s: &str) -> String {
@@ -173,112 +237,245 @@ impl Scale {
     }
 }
 
+fn f(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// Width in pixels of a label at the tick font (about 7 px a character).
+fn text_width(s: &str, px_per_char: f64) -> f64 {
+    px_per_char * s.chars().count() as f64
+}
+
+/// Greedy levels for labels centred or starting at `px` with widths `w`:
+/// each goes on the first level where it clears the previous label of that
+/// level; `None` when none of `MAX_LEVELS` has room.
+fn stagger(items: &[(f64, f64)], gap: f64) -> Vec<Option<usize>> {
+    let mut ends = [f64::NEG_INFINITY; MAX_LEVELS];
+    items
+        .iter()
+        .map(|(start, width)| {
+            let level = (0..MAX_LEVELS).find(|l| *start >= ends[*l] + gap)?;
+            ends[level] = start + width;
+            Some(level)
+        })
+        .collect()
+}
+
+/// One x tick as drawn: value, label lines and the level it sits on.
+struct XTick {
+    v: f64,
+    a: String,
+    b: String,
+    level: usize,
+}
+
+/// Everything laid out before drawing: scales, ticks, legend rows, height.
+struct Frame<'a> {
+    xs: Scale,
+    ys: Scale,
+    y_ticks: Vec<f64>,
+    x_ticks: Vec<XTick>,
+    /// Room below the plot for the x labels (grows with staggered levels).
+    axis_below: f64,
+    legend: Vec<Vec<(f64, &'a Series)>>,
+    h: f64,
+}
+
+impl<'a> Frame<'a> {
+    fn of(c: &'a Chart) -> Frame<'a> {
+        let (x0, x1, y0, y1) = (LEFT, W - RIGHT, TOP + PLOT_H, TOP);
+        let xs = x_scale(c, x0, x1);
+        let (ys, y_ticks) = y_scale(c, y0, y1);
+        let x_ticks = x_ticks(c, &xs);
+        let levels = x_ticks.iter().map(|t| t.level + 1).max().unwrap_or(1);
+        let axis_below = AXIS_BELOW + TICK_LEVEL * (levels - 1) as f64;
+        let legend = legend_rows(c);
+        let legend_h = if legend.iter().all(Vec::is_empty) {
+            0.0
+        } else {
+            legend.len() as f64 * LEGEND_ROW + 8.0
+        };
+        Frame {
+            xs,
+            ys,
+            y_ticks,
+            x_ticks,
+            axis_below,
+            legend,
+            h: TOP + PLOT_H + axis_below + legend_h,
+        }
+    }
+}
+
 fn plotted(c: &Chart) -> impl Iterator<Item = &Point> {
     c.series.iter().flat_map(|s| s.points.iter())
 }
 
-fn f(v: f64) -> String {
-    format!("{v:.1}")
+/// The x scale: from 0 (linear) or just below the smallest load (log) to a
+/// little past the largest value of points, ticks and markers.
+fn x_scale(c: &Chart, px_lo: f64, px_hi: f64) -> Scale {
+    let tick_xs: Vec<f64> = match &c.x_ticks {
+        XTicks::At(t) => t.iter().map(|t| t.0).collect(),
+        XTicks::Nice => Vec::new(),
+    };
+    let all: Vec<f64> = plotted(c)
+        .map(|p| p.x)
+        .chain(tick_xs)
+        .chain(c.vlines.iter().map(|v| v.x))
+        .collect();
+    let hi_raw = all.iter().copied().fold(0.0, f64::max);
+    let lo_raw = all.iter().copied().fold(f64::INFINITY, f64::min);
+    if c.x_log && lo_raw > 0.0 && lo_raw.is_finite() {
+        // A half step of a doubling either side keeps the end points off
+        // the axes.
+        return Scale {
+            lo: lo_raw / 1.4,
+            hi: hi_raw * 1.4,
+            log: true,
+            px_lo,
+            px_hi,
+        };
+    }
+    let hi = if hi_raw <= 0.0 { 1.0 } else { hi_raw * 1.04 };
+    Scale {
+        lo: 0.0,
+        hi,
+        log: false,
+        px_lo,
+        px_hi,
+    }
+}
+
+/// The y scale and its ticks: decades (with 2 and 5 when few) on a log
+/// axis, "nice" steps from 0 on a linear one.
+fn y_scale(c: &Chart, px_lo: f64, px_hi: f64) -> (Scale, Vec<f64>) {
+    let ys: Vec<f64> = plotted(c)
+        .map(|p| p.y / c.y_div)
+        .filter(|v| v.is_finite() && (!c.y_log || *v > 0.0))
+        .collect();
+    let mut y_max = ys.iter().copied().fold(0.0, f64::max);
+    for l in &c.hlines {
+        if !c.y_log || l.y > 0.0 {
+            y_max = y_max.max(l.y);
+        }
+    }
+    let (lo, hi, ticks) = if c.y_log {
+        let y_min = ys.iter().copied().fold(f64::INFINITY, f64::min);
+        let (lo_e, hi_e) = if ys.is_empty() {
+            (0.0, 1.0)
+        } else {
+            let lo = y_min.log10().floor();
+            let hi = y_max.log10().ceil().max(lo + 1.0);
+            (lo, hi)
+        };
+        let mut ticks = Vec::new();
+        let decades = (hi_e - lo_e) as i32;
+        for e in (lo_e as i32)..=(hi_e as i32) {
+            let base = 10f64.powi(e);
+            ticks.push(base);
+            if decades <= 3 && e < hi_e as i32 {
+                ticks.push(2.0 * base);
+                ticks.push(5.0 * base);
+            }
+        }
+        (10f64.powf(lo_e), 10f64.powf(hi_e), ticks)
+    } else {
+        let mut step = nice_step(if y_max > 0.0 { y_max / 5.0 } else { 0.2 });
+        if c.integer_y {
+            step = step.max(1.0).round();
+        }
+        let hi = ((y_max / step).ceil() * step).max(step);
+        let n = (hi / step).round() as usize;
+        (0.0, hi, (0..=n).map(|i| i as f64 * step).collect())
+    };
+    (
+        Scale {
+            lo,
+            hi,
+            log: c.y_log,
+            px_lo,
+            px_hi,
+        },
+        ticks,
+    )
+}
+
+/// Every given x tick keeps its label: labels too close to the previous
+/// one move down a level instead of disappearing.
+fn x_ticks(c: &Chart, xs: &Scale) -> Vec<XTick> {
+    match &c.x_ticks {
+        XTicks::At(t) => {
+            let items: Vec<(f64, f64)> = t
+                .iter()
+                .map(|(v, a, b)| {
+                    let w = text_width(a, 7.0).max(text_width(b, 6.0)) + 6.0;
+                    (xs.px(*v) - w / 2.0, w)
+                })
+                .collect();
+            t.iter()
+                .zip(stagger(&items, 4.0))
+                .filter_map(|((v, a, b), level)| {
+                    Some(XTick {
+                        v: *v,
+                        a: a.clone(),
+                        b: b.clone(),
+                        level: level?,
+                    })
+                })
+                .collect()
+        }
+        XTicks::Nice => {
+            let step = nice_step(xs.hi / 8.0);
+            let n = (xs.hi / step).floor() as usize;
+            (0..=n)
+                .map(|i| XTick {
+                    v: i as f64 * step,
+                    a: tick_label(i as f64 * step),
+                    b: String::new(),
+                    level: 0,
+                })
+                .collect()
+        }
+    }
+}
+
+/// Legend entries left to right, wrapping.
+fn legend_rows(c: &Chart) -> Vec<Vec<(f64, &Series)>> {
+    let mut rows: Vec<Vec<(f64, &Series)>> = vec![Vec::new()];
+    let mut x = LEFT;
+    for s in c.series.iter().filter(|s| s.in_legend) {
+        let w = 40.0 + 7.0 * s.name.chars().count() as f64 + 18.0;
+        if x + w > W - RIGHT && x > LEFT {
+            rows.push(Vec::new());
+            x = LEFT;
+        }
+        if let Some(r) = rows.last_mut() {
+            r.push((x, s));
+        }
+        x += w;
+    }
+    rows
+}
+
+fn dash_attr(dash: &str) -> String {
+    if dash.is_empty() {
+        String::new()
+    } else {
+        format!(r#" stroke-dasharray="{dash}""#)
+    }
 }
 
 impl Chart {
     /// Writes the chart as one `<figure>` holding an `<svg>`.
     pub fn render(&self) -> String {
-        let legend: Vec<&Series> = self.series.iter().filter(|s| s.in_legend).collect();
-        // Legend layout: entries left to right, wrapping.
-        let mut rows: Vec<Vec<(f64, &Series)>> = vec![Vec::new()];
-        let mut x = LEFT;
-        for s in &legend {
-            let w = 40.0 + 7.0 * s.name.chars().count() as f64 + 18.0;
-            if x + w > W - RIGHT && x > LEFT {
-                rows.push(Vec::new());
-                x = LEFT;
-            }
-            if let Some(r) = rows.last_mut() {
-                r.push((x, s));
-            }
-            x += w;
-        }
-        let legend_h = if legend.is_empty() {
-            0.0
-        } else {
-            rows.len() as f64 * LEGEND_ROW + 8.0
-        };
-        let h = TOP + PLOT_H + AXIS_BELOW + legend_h;
-        let (x0, x1, y0, y1) = (LEFT, W - RIGHT, TOP + PLOT_H, TOP);
-
-        // Ranges.
-        let xs: Vec<f64> = plotted(self).map(|p| p.x).collect();
-        let x_max_data = xs.iter().copied().fold(0.0, f64::max);
-        let x_max_ticks = match &self.x_ticks {
-            XTicks::At(t) => t.iter().map(|t| t.0).fold(0.0, f64::max),
-            XTicks::Nice => 0.0,
-        };
-        let x_hi_raw = x_max_data
-            .max(x_max_ticks)
-            .max(self.vlines.iter().map(|v| v.x).fold(0.0, f64::max));
-        let x_hi = if x_hi_raw <= 0.0 { 1.0 } else { x_hi_raw * 1.04 };
-        let xs_scale = Scale {
-            lo: 0.0,
-            hi: x_hi,
-            log: false,
-            px_lo: x0,
-            px_hi: x1,
-        };
-        let ys: Vec<f64> = plotted(self)
-            .map(|p| p.y / self.y_div)
-            .filter(|v| v.is_finite() && (!self.y_log || *v > 0.0))
-            .collect();
-        let mut y_max = ys.iter().copied().fold(0.0, f64::max);
-        if let Some((l, _)) = &self.hline {
-            if !self.y_log || *l > 0.0 {
-                y_max = y_max.max(*l);
-            }
-        }
-        let (y_lo, y_hi, y_ticks): (f64, f64, Vec<f64>) = if self.y_log {
-            let y_min = ys.iter().copied().fold(f64::INFINITY, f64::min);
-            let (lo_e, hi_e) = if ys.is_empty() {
-                (0.0, 1.0)
-            } else {
-                let lo = y_min.log10().floor();
-                let hi = y_max.log10().ceil().max(lo + 1.0);
-                (lo, hi)
-            };
-            let mut ticks = Vec::new();
-            let decades = (hi_e - lo_e) as i32;
-            for e in (lo_e as i32)..=(hi_e as i32) {
-                let base = 10f64.powi(e);
-                ticks.push(base);
-                if decades <= 3 && e < hi_e as i32 {
-                    ticks.push(2.0 * base);
-                    ticks.push(5.0 * base);
-                }
-            }
-            (10f64.powf(lo_e), 10f64.powf(hi_e), ticks)
-        } else {
-            let mut step = nice_step(if y_max > 0.0 { y_max / 5.0 } else { 0.2 });
-            if self.integer_y {
-                step = step.max(1.0).round();
-            }
-            let hi = ((y_max / step).ceil() * step).max(step);
-            let n = (hi / step).round() as usize;
-            (0.0, hi, (0..=n).map(|i| i as f64 * step).collect())
-        };
-        let ys_scale = Scale {
-            lo: y_lo,
-            hi: y_hi,
-            log: self.y_log,
-            px_lo: y0,
-            px_hi: y1,
-        };
-
+        let fr = Frame::of(self);
         let mut o = String::new();
         let _ = write!(
             o,
             r#"<figure class="chart" id="{id}"><svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{title}">"#,
             id = esc(&self.id),
             w = W,
-            h = f(h),
+            h = f(fr.h),
             title = esc(&self.title)
         );
         let _ = write!(
@@ -287,9 +484,20 @@ impl Chart {
             f(LEFT),
             esc(&self.title)
         );
-        // Grid and y ticks.
-        for t in &y_ticks {
-            let py = ys_scale.px(*t);
+        self.axes(&mut o, &fr);
+        self.markers(&mut o, &fr);
+        self.draw_series(&mut o, &fr);
+        self.peak_marks(&mut o, &fr);
+        self.legend(&mut o, &fr);
+        o.push_str("</svg></figure>");
+        o
+    }
+
+    /// Grid, ticks and their labels, the axes and the axis titles.
+    fn axes(&self, o: &mut String, fr: &Frame) {
+        let (x0, x1, y0, y1) = (LEFT, W - RIGHT, TOP + PLOT_H, TOP);
+        for t in &fr.y_ticks {
+            let py = fr.ys.px(*t);
             let _ = write!(
                 o,
                 r##"<line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#e3e3e3"/><text x="{}" y="{}" text-anchor="end" class="tick">{}</text>"##,
@@ -301,49 +509,28 @@ impl Chart {
                 py = f(py)
             );
         }
-        // X ticks.
-        let x_ticks: Vec<(f64, String, String)> = match &self.x_ticks {
-            XTicks::At(t) => {
-                let mut kept: Vec<(f64, String, String)> = Vec::new();
-                let mut last_px = f64::NEG_INFINITY;
-                for (v, a, b) in t {
-                    let px = xs_scale.px(*v);
-                    let wide = 7.0 * a.chars().count().max(b.chars().count()) as f64 + 6.0;
-                    if px - last_px >= wide.max(22.0) {
-                        kept.push((*v, a.clone(), b.clone()));
-                        last_px = px;
-                    }
-                }
-                kept
-            }
-            XTicks::Nice => {
-                let step = nice_step(x_hi / 8.0);
-                let n = (x_hi / step).floor() as usize;
-                (0..=n)
-                    .map(|i| (i as f64 * step, tick_label(i as f64 * step), String::new()))
-                    .collect()
-            }
-        };
-        for (v, a, b) in &x_ticks {
-            let px = f(xs_scale.px(*v));
+        for t in &fr.x_ticks {
+            let px = f(fr.xs.px(t.v));
+            let down = t.level as f64 * TICK_LEVEL;
+            // A label moved down a level keeps a thin leader to its tick.
             let _ = write!(
                 o,
-                r##"<line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="#555"/><text x="{px}" y="{}" text-anchor="middle" class="tick">{}</text>"##,
+                r##"<line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="{}"/><text x="{px}" y="{}" text-anchor="middle" class="tick">{}</text>"##,
                 f(y0),
-                f(y0 + 5.0),
-                f(y0 + 18.0),
-                esc(a)
+                f(y0 + 5.0 + down),
+                if t.level == 0 { "#555" } else { "#bbb" },
+                f(y0 + 18.0 + down),
+                esc(&t.a)
             );
-            if !b.is_empty() {
+            if !t.b.is_empty() {
                 let _ = write!(
                     o,
                     r#"<text x="{px}" y="{}" text-anchor="middle" class="tick2">{}</text>"#,
-                    f(y0 + 31.0),
-                    esc(b)
+                    f(y0 + 31.0 + down),
+                    esc(&t.b)
                 );
             }
         }
-        // Axes and their labels.
         let _ = write!(
             o,
             r##"<line x1="{x0}" y1="{y0}" x2="{x1}" y2="{y0}" stroke="#333"/><line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y1}" stroke="#333"/>"##,
@@ -356,7 +543,7 @@ impl Chart {
             o,
             r#"<text x="{}" y="{}" text-anchor="middle" class="alabel">{}</text>"#,
             f((x0 + x1) / 2.0),
-            f(y0 + 50.0),
+            f(y0 + fr.axis_below - 14.0),
             esc(&self.x_label)
         );
         let _ = write!(
@@ -365,66 +552,94 @@ impl Chart {
             f((y0 + y1) / 2.0),
             esc(&self.y_label)
         );
-        // Markers.
-        for v in &self.vlines {
-            let px = f(xs_scale.px(v.x));
+    }
+
+    /// Vertical markers (labels staggered so neighbours never overlap) and
+    /// horizontal limit and threshold lines.
+    fn markers(&self, o: &mut String, fr: &Frame) {
+        let (x0, x1, y0, y1) = (LEFT, W - RIGHT, TOP + PLOT_H, TOP);
+        let items: Vec<(f64, f64)> = self
+            .vlines
+            .iter()
+            .map(|v| (fr.xs.px(v.x) + 3.0, text_width(&v.label, 5.6)))
+            .collect();
+        for (v, level) in self.vlines.iter().zip(stagger(&items, 4.0)) {
+            let px = fr.xs.px(v.x);
             let _ = write!(
                 o,
-                r##"<line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="#999" stroke-dasharray="3 3"/><text x="{}" y="{}" class="vlabel">{}</text>"##,
+                r##"<line x1="{p}" y1="{}" x2="{p}" y2="{}" stroke="#999" stroke-dasharray="3 3"/>"##,
                 f(y0),
                 f(y1),
-                f(xs_scale.px(v.x) + 3.0),
-                f(y1 + 10.0),
-                esc(&v.label)
+                p = f(px)
             );
-        }
-        if let Some((l, label)) = &self.hline {
-            if !self.y_log || *l > 0.0 {
-                let py = f(ys_scale.px(*l));
+            // A label no level has room for is left out; the line and its
+            // points' tooltips still tell the mix.
+            if let Some(level) = level {
                 let _ = write!(
                     o,
-                    r##"<line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#c00" stroke-dasharray="6 3"/><text x="{}" y="{}" text-anchor="end" class="vlabel" fill="#c00">{}</text>"##,
-                    f(x0),
-                    f(x1),
-                    f(x1 - 2.0),
-                    f(ys_scale.px(*l) - 4.0),
-                    esc(label)
+                    r#"<text x="{}" y="{}" class="vlabel">{}</text>"#,
+                    f(px + 3.0),
+                    f(y1 + 10.0 + 11.0 * level as f64),
+                    esc(&v.label)
                 );
             }
         }
-        // Series: lines first, then points on top.
+        for (i, l) in self.hlines.iter().enumerate() {
+            if self.y_log && l.y <= 0.0 {
+                continue;
+            }
+            let py = fr.ys.px(l.y);
+            let run = if l.run.is_empty() {
+                String::new()
+            } else {
+                format!(r#" data-run="{}""#, esc(&l.run))
+            };
+            // Several lines' labels alternate above and below their line.
+            let ty = if i % 2 == 0 { py - 4.0 } else { py + 12.0 };
+            let _ = write!(
+                o,
+                r##"<g class="hline" data-line="{}"{run} data-y="{}"><line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="{c}" stroke-dasharray="6 3"/><text x="{}" y="{}" text-anchor="end" class="vlabel" fill="{c}">{}</text></g>"##,
+                l.kind,
+                esc(&l.data_y),
+                f(x0),
+                f(x1),
+                f(x1 - 2.0),
+                f(ty),
+                esc(&l.label),
+                c = l.colour,
+                py = f(py)
+            );
+        }
+    }
+
+    /// Lines first, then the points on top.
+    fn draw_series(&self, o: &mut String, fr: &Frame) {
+        let shown = |p: &Point| !self.y_log || p.y / self.y_div > 0.0;
         for s in &self.series {
             let pts: Vec<String> = s
                 .points
                 .iter()
-                .filter(|p| !self.y_log || p.y / self.y_div > 0.0)
-                .map(|p| format!("{},{}", f(xs_scale.px(p.x)), f(ys_scale.px(p.y / self.y_div))))
+                .filter(|p| shown(p))
+                .map(|p| format!("{},{}", f(fr.xs.px(p.x)), f(fr.ys.px(p.y / self.y_div))))
                 .collect();
             if pts.len() > 1 {
-                let dash = if s.dash.is_empty() {
-                    String::new()
-                } else {
-                    format!(r#" stroke-dasharray="{}""#, s.dash)
-                };
                 let _ = write!(
                     o,
-                    r#"<polyline fill="none" stroke="{}" stroke-width="2"{dash} points="{}"/>"#,
+                    r#"<polyline fill="none" stroke="{}" stroke-width="2"{} points="{}"/>"#,
                     colour(s.colour),
+                    dash_attr(s.dash),
                     pts.join(" ")
                 );
             }
         }
         for s in &self.series {
-            for p in &s.points {
-                if self.y_log && p.y / self.y_div <= 0.0 {
-                    continue;
-                }
+            for p in s.points.iter().filter(|p| shown(p)) {
                 let fill = if p.hollow { "#fff" } else { colour(s.colour) };
                 let _ = write!(
                     o,
                     r#"<circle cx="{}" cy="{}" r="{}" fill="{fill}" stroke="{}" data-chart="{}" data-run="{}" data-x="{}" data-y="{}""#,
-                    f(xs_scale.px(p.x)),
-                    f(ys_scale.px(p.y / self.y_div)),
+                    f(fr.xs.px(p.x)),
+                    f(fr.ys.px(p.y / self.y_div)),
                     s.radius,
                     colour(s.colour),
                     esc(&s.chart_key),
@@ -438,22 +653,43 @@ impl Chart {
                 let _ = write!(o, r#" data-tip="{}"/>"#, esc(&p.tip));
             }
         }
-        // Legend.
-        for (ri, row) in rows.iter().enumerate() {
-            let ly = TOP + PLOT_H + AXIS_BELOW + 6.0 + ri as f64 * LEGEND_ROW;
+    }
+
+    /// A ring and a label at each marked point (a run's peak).
+    fn peak_marks(&self, o: &mut String, fr: &Frame) {
+        for (i, m) in self.marks.iter().enumerate() {
+            let (px, py) = (fr.xs.px(m.x), fr.ys.px(m.y / self.y_div));
+            // Labels of several runs' peaks step down so they do not sit on
+            // one another.
+            let ty = (py - 12.0 - 13.0 * i as f64).max(TOP + 10.0);
+            let anchor = if px > (LEFT + W - RIGHT) / 2.0 { "end" } else { "start" };
+            let _ = write!(
+                o,
+                r#"<g class="peak-mark" data-run="{}" data-mix="{}"><circle cx="{}" cy="{}" r="8" fill="none" stroke="{c}" stroke-width="2"/><text x="{}" y="{}" text-anchor="{anchor}" class="plabel" fill="{c}">{}</text></g>"#,
+                esc(&m.run),
+                m.mix,
+                f(px),
+                f(py),
+                f(px),
+                f(ty),
+                esc(&m.label),
+                c = colour(m.colour)
+            );
+        }
+    }
+
+    fn legend(&self, o: &mut String, fr: &Frame) {
+        for (ri, row) in fr.legend.iter().enumerate() {
+            let ly = TOP + PLOT_H + fr.axis_below + 6.0 + ri as f64 * LEGEND_ROW;
             for (lx, s) in row {
-                let dash = if s.dash.is_empty() {
-                    String::new()
-                } else {
-                    format!(r#" stroke-dasharray="{}""#, s.dash)
-                };
                 let _ = write!(
                     o,
-                    r#"<g class="legend"><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{c}" stroke-width="2.5"{dash}/><rect x="{}" y="{}" width="7" height="7" fill="{c}"/><text x="{}" y="{}" class="ltext">{}</text></g>"#,
+                    r#"<g class="legend"><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{c}" stroke-width="2.5"{}/><rect x="{}" y="{}" width="7" height="7" fill="{c}"/><text x="{}" y="{}" class="ltext">{}</text></g>"#,
                     f(*lx),
                     f(ly + 6.0),
                     f(lx + 30.0),
                     f(ly + 6.0),
+                    dash_attr(s.dash),
                     f(lx + 11.5),
                     f(ly + 2.5),
                     f(lx + 36.0),
@@ -463,8 +699,6 @@ impl Chart {
                 );
             }
         }
-        o.push_str("</svg></figure>");
-        o
     }
 }
 
@@ -484,5 +718,70 @@ mod tests {
         assert_eq!(nice_step(3900.0), 5000.0);
         assert_eq!(nice_step(1.0), 1.0);
         assert_eq!(nice_step(0.3), 0.5);
+    }
+
+    fn point(x: f64, y: f64) -> Point {
+        Point {
+            x,
+            y,
+            data_x: x.to_string(),
+            data_y: y.to_string(),
+            extra: Vec::new(),
+            tip: String::new(),
+            hollow: false,
+        }
+    }
+
+    fn doubling_chart(x_log: bool) -> (Chart, Vec<u64>) {
+        let loads: Vec<u64> = (0..11).map(|i| 1u64 << i).collect();
+        let ticks = loads
+            .iter()
+            .map(|t| (*t as f64, t.to_string(), format!("{} cl", t.div_ceil(4))))
+            .collect();
+        let mut c = Chart::new("c".into(), "t".into(), "x".into(), "y", XTicks::At(ticks));
+        c.x_log = x_log;
+        c.series.push(Series {
+            name: "a".into(),
+            chart_key: "k".into(),
+            run: "a".into(),
+            colour: 0,
+            dash: "",
+            points: loads.iter().map(|t| point(*t as f64, 1.0)).collect(),
+            in_legend: true,
+            radius: 3.0,
+        });
+        (c, loads)
+    }
+
+    /// 11 mixes doubling from 1 to 1,024 threads: on the log axis every
+    /// load keeps its label, on one level (the old linear axis lost the 4,
+    /// 8, 16 and 32 thread labels).
+    #[test]
+    fn every_load_of_a_doubling_axis_is_labelled() {
+        let (c, loads) = doubling_chart(true);
+        let svg = c.render();
+        for t in &loads {
+            assert!(
+                svg.contains(&format!(r#"class="tick">{t}</text>"#)),
+                "no label for {t} threads"
+            );
+        }
+        assert!(
+            Frame::of(&c).x_ticks.iter().all(|t| t.level == 0),
+            "log axis needs no stagger"
+        );
+        let (linear, _) = doubling_chart(false);
+        assert!(
+            Frame::of(&linear).x_ticks.len() < loads.len(),
+            "a linear axis cannot fit them: the reason for the log axis"
+        );
+    }
+
+    #[test]
+    fn stagger_moves_overlapping_labels_down() {
+        let levels = stagger(&[(0.0, 50.0), (20.0, 50.0), (40.0, 50.0), (100.0, 50.0)], 4.0);
+        assert_eq!(levels, vec![Some(0), Some(1), Some(2), Some(0)]);
+        let crowded: Vec<(f64, f64)> = (0..6).map(|i| (i as f64, 50.0)).collect();
+        assert_eq!(stagger(&crowded, 4.0)[MAX_LEVELS], None);
     }
 }
