@@ -1300,7 +1300,7 @@ mod tests {
 
     #[test]
     fn empty_inputs() {
-        assert!(build(&[]).is_err());
+        assert!(build(&[], &crate::ReportOptions::default()).is_err());
         let mut r = run("a", &[]);
         r.results.mixes.clear();
         assert!(
@@ -1317,5 +1317,18 @@ mod tests {
         assert!(std::fs::metadata(&path).expect("exists").len() > 1000);
         let bad = dir.path().join("no/such/dir/r.xlsx");
         assert!(write_xlsx(&[run("a", &[("demo", 1)])], &bad).is_err());
+    }
+
+    #[test]
+    fn column_names_and_ratio_formulas() {
+        assert_eq!(col_name(0), "A");
+        assert_eq!(col_name(25), "Z");
+        assert_eq!(col_name(27), "AB");
+        assert_eq!(
+            ratio_cell(1, (9, Some(50.0)), (2, Some(200.0))),
+            Cell::Formula("=J2/C2".into(), 0.25)
+        );
+        assert_eq!(ratio_cell(1, (9, Some(50.0)), (2, Some(0.0))), Cell::Blank);
+        assert_eq!(ratio_cell(1, (9, None), (2, Some(1.0))), Cell::Blank);
     }
 }
