@@ -92,7 +92,17 @@ fn phase_words(h: &mut String, run: &Run, p: &PhaseAnalysis, o: &ReportOptions) 
                     f.taken_out.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
                 ));
             }
-            format!("mix {} ({}): {}", f.mix, threads_text(f.threads), parts.join("; "))
+            let load = match run
+                .results
+                .mixes
+                .iter()
+                .find(|m| m.mix == f.mix)
+                .and_then(|m| m.open_loop.as_ref())
+            {
+                Some(ol) => format!("offered {} requests/s", requests_per_sec(ol.rate)),
+                None => threads_text(f.threads),
+            };
+            format!("mix {} ({load}): {}", f.mix, parts.join("; "))
         })
         .collect();
     if unequal.is_empty() {
