@@ -9,7 +9,7 @@
 //! are written, each by its own function.
 
 use benchlab_format::group;
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
 /// Okabe–Ito, a palette told apart with the common colour-vision
 /// deficiencies; yellow last because it is faint on white.
@@ -34,8 +34,10 @@ pub struct Point {
     /// `data-x` / `data-y`: the values as results.json has them.
     pub data_x: String,
     pub data_y: String,
-    /// More `data-*` attributes (name without the prefix, value).
-    pub extra: Vec<(&'static str, String)>,
+    /// `data-mix`: the mix the value belongs to.
+    pub mix: Option<usize>,
+    /// `data-class`: the URL class of a per-class value.
+    pub class: Option<String>,
     pub tip: String,
     /// Drawn hollow (e.g. a ramp second outside the measurement window).
     pub hollow: bool,
@@ -457,248 +459,153 @@ fn legend_rows(c: &Chart) -> Vec<Vec<(f64, &Series)>> {
     rows
 }
 
-fn dash_attr(dash: &str) -> String {
-    if dash.is_empty() {
-        String::new()
-    } else {
-        format!(r#" stroke-dasharray="{dash}""#)
-    }
+/// A series' dash pattern, or none for a solid line.
+fn dash(d: &str) -> Option<&str> {
+    (!d.is_empty()).then_some(d)
 }
 
 impl Chart {
     /// Writes the chart as one `<figure>` holding an `<svg>`.
-    pub fn render(&self) -> String {
+    pub fn render(&self) -> Markup {
         let fr = Frame::of(self);
-        let mut o = String::new();
-        let _ = write!(
-            o,
-            r#"<figure class="chart" id="{id}"><svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{title}">"#,
-            id = esc(&self.id),
-            w = W,
-            h = f(fr.h),
-            title = esc(&self.title)
-        );
-        let _ = write!(
-            o,
-            r#"<text x="{}" y="22" class="ctitle">{}</text>"#,
-            f(LEFT),
-            esc(&self.title)
-        );
-        self.axes(&mut o, &fr);
-        self.markers(&mut o, &fr);
-        self.draw_series(&mut o, &fr);
-        self.peak_marks(&mut o, &fr);
-        self.legend(&mut o, &fr);
-        o.push_str("</svg></figure>");
-        o
+        let (w, h) = (W, f(fr.h));
+        html! {
+            figure.chart id=(self.id) {
+                svg xmlns="http://www.w3.org/2000/svg" width=(w) height=(h) viewBox={ "0 0 " (w) " " (h) } role="img" aria-label=(self.title) {
+                    text x=(f(LEFT)) y="22" class="ctitle" { (self.title) }
+                    (self.axes(&fr))
+                    (self.markers(&fr))
+                    (self.draw_series(&fr))
+                    (self.peak_marks(&fr))
+                    (self.legend(&fr))
+                }
+            }
+        }
     }
 
     /// Grid, ticks and their labels, the axes and the axis titles.
-    fn axes(&self, o: &mut String, fr: &Frame) {
+    fn axes(&self, fr: &Frame) -> Markup {
         let (x0, x1, y0, y1) = (LEFT, W - RIGHT, TOP + PLOT_H, TOP);
-        for t in &fr.y_ticks {
-            let py = fr.ys.px(*t);
-            let _ = write!(
-                o,
-                r##"<line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="#e3e3e3"/><text x="{}" y="{}" text-anchor="end" class="tick">{}</text>"##,
-                f(x0),
-                f(x1),
-                f(x0 - 6.0),
-                f(py + 4.0),
-                tick_label(*t),
-                py = f(py)
-            );
-        }
-        for t in &fr.x_ticks {
-            let px = f(fr.xs.px(t.v));
-            let down = t.level as f64 * TICK_LEVEL;
-            // A label moved down a level keeps a thin leader to its tick.
-            let _ = write!(
-                o,
-                r##"<line x1="{px}" y1="{}" x2="{px}" y2="{}" stroke="{}"/><text x="{px}" y="{}" text-anchor="middle" class="tick">{}</text>"##,
-                f(y0),
-                f(y0 + 5.0 + down),
-                if t.level == 0 { "#555" } else { "#bbb" },
-                f(y0 + 18.0 + down),
-                esc(&t.a)
-            );
-            if !t.b.is_empty() {
-                let _ = write!(
-                    o,
-                    r#"<text x="{px}" y="{}" text-anchor="middle" class="tick2">{}</text>"#,
-                    f(y0 + 31.0 + down),
-                    esc(&t.b)
-                );
+        html! {
+            @for t in &fr.y_ticks {
+                @let py = f(fr.ys.px(*t));
+                line x1=(f(x0)) y1=(py) x2=(f(x1)) y2=(py) stroke="#e3e3e3" {}
+                text x=(f(x0 - 6.0)) y=(f(fr.ys.px(*t) + 4.0)) text-anchor="end" class="tick" { (tick_label(*t)) }
             }
+            @for t in &fr.x_ticks {
+                @let px = f(fr.xs.px(t.v));
+                @let down = t.level as f64 * TICK_LEVEL;
+                // A label moved down a level keeps a thin leader to its tick.
+                line x1=(px) y1=(f(y0)) x2=(px) y2=(f(y0 + 5.0 + down)) stroke=(if t.level == 0 { "#555" } else { "#bbb" }) {}
+                text x=(px) y=(f(y0 + 18.0 + down)) text-anchor="middle" class="tick" { (t.a) }
+                @if !t.b.is_empty() {
+                    text x=(px) y=(f(y0 + 31.0 + down)) text-anchor="middle" class="tick2" { (t.b) }
+                }
+            }
+            line x1=(f(x0)) y1=(f(y0)) x2=(f(x1)) y2=(f(y0)) stroke="#333" {}
+            line x1=(f(x0)) y1=(f(y0)) x2=(f(x0)) y2=(f(y1)) stroke="#333" {}
+            text x=(f((x0 + x1) / 2.0)) y=(f(y0 + fr.axis_below - 14.0)) text-anchor="middle" class="alabel" { (self.x_label) }
+            text transform={ "translate(16," (f((y0 + y1) / 2.0)) ") rotate(-90)" } text-anchor="middle" class="alabel" { (self.y_label) }
         }
-        let _ = write!(
-            o,
-            r##"<line x1="{x0}" y1="{y0}" x2="{x1}" y2="{y0}" stroke="#333"/><line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y1}" stroke="#333"/>"##,
-            x0 = f(x0),
-            x1 = f(x1),
-            y0 = f(y0),
-            y1 = f(y1)
-        );
-        let _ = write!(
-            o,
-            r#"<text x="{}" y="{}" text-anchor="middle" class="alabel">{}</text>"#,
-            f((x0 + x1) / 2.0),
-            f(y0 + fr.axis_below - 14.0),
-            esc(&self.x_label)
-        );
-        let _ = write!(
-            o,
-            r#"<text transform="translate(16,{}) rotate(-90)" text-anchor="middle" class="alabel">{}</text>"#,
-            f((y0 + y1) / 2.0),
-            esc(&self.y_label)
-        );
     }
 
     /// Vertical markers (labels staggered so neighbours never overlap) and
     /// horizontal limit and threshold lines.
-    fn markers(&self, o: &mut String, fr: &Frame) {
+    fn markers(&self, fr: &Frame) -> Markup {
         let (x0, x1, y0, y1) = (LEFT, W - RIGHT, TOP + PLOT_H, TOP);
         let items: Vec<(f64, f64)> = self
             .vlines
             .iter()
             .map(|v| (fr.xs.px(v.x) + 3.0, text_width(&v.label, 5.6)))
             .collect();
-        for (v, level) in self.vlines.iter().zip(stagger(&items, 4.0)) {
-            let px = fr.xs.px(v.x);
-            let _ = write!(
-                o,
-                r##"<line x1="{p}" y1="{}" x2="{p}" y2="{}" stroke="#999" stroke-dasharray="3 3"/>"##,
-                f(y0),
-                f(y1),
-                p = f(px)
-            );
-            // A label no level has room for is left out; the line and its
-            // points' tooltips still tell the mix.
-            if let Some(level) = level {
-                let _ = write!(
-                    o,
-                    r#"<text x="{}" y="{}" class="vlabel">{}</text>"#,
-                    f(px + 3.0),
-                    f(y1 + 10.0 + 11.0 * level as f64),
-                    esc(&v.label)
-                );
+        let levels = stagger(&items, 4.0);
+        html! {
+            @for (v, level) in self.vlines.iter().zip(levels) {
+                @let px = fr.xs.px(v.x);
+                line x1=(f(px)) y1=(f(y0)) x2=(f(px)) y2=(f(y1)) stroke="#999" stroke-dasharray="3 3" {}
+                // A label no level has room for is left out; the line and
+                // its points' tooltips still tell the mix.
+                @if let Some(level) = level {
+                    text x=(f(px + 3.0)) y=(f(y1 + 10.0 + 11.0 * level as f64)) class="vlabel" { (v.label) }
+                }
             }
-        }
-        for (i, l) in self.hlines.iter().enumerate() {
-            if self.y_log && l.y <= 0.0 {
-                continue;
+            @for (i, l) in self.hlines.iter().enumerate() {
+                @if !self.y_log || l.y > 0.0 {
+                    @let py = fr.ys.px(l.y);
+                    // Several lines' labels alternate above and below their line.
+                    @let ty = if i % 2 == 0 { py - 4.0 } else { py + 12.0 };
+                    g class="hline" data-line=(l.kind) data-run=[(!l.run.is_empty()).then_some(&l.run)] data-y=(l.data_y) {
+                        line x1=(f(x0)) y1=(f(py)) x2=(f(x1)) y2=(f(py)) stroke=(l.colour) stroke-dasharray="6 3" {}
+                        text x=(f(x1 - 2.0)) y=(f(ty)) text-anchor="end" class="vlabel" style={ "fill:" (l.colour) } { (l.label) }
+                    }
+                }
             }
-            let py = fr.ys.px(l.y);
-            let run = if l.run.is_empty() {
-                String::new()
-            } else {
-                format!(r#" data-run="{}""#, esc(&l.run))
-            };
-            // Several lines' labels alternate above and below their line.
-            let ty = if i % 2 == 0 { py - 4.0 } else { py + 12.0 };
-            let _ = write!(
-                o,
-                r##"<g class="hline" data-line="{}"{run} data-y="{}"><line x1="{}" y1="{py}" x2="{}" y2="{py}" stroke="{c}" stroke-dasharray="6 3"/><text x="{}" y="{}" text-anchor="end" class="vlabel" fill="{c}">{}</text></g>"##,
-                l.kind,
-                esc(&l.data_y),
-                f(x0),
-                f(x1),
-                f(x1 - 2.0),
-                f(ty),
-                esc(&l.label),
-                c = l.colour,
-                py = f(py)
-            );
         }
     }
 
     /// Lines first, then the points on top.
-    fn draw_series(&self, o: &mut String, fr: &Frame) {
+    fn draw_series(&self, fr: &Frame) -> Markup {
         let shown = |p: &Point| !self.y_log || p.y / self.y_div > 0.0;
-        for s in &self.series {
-            let pts: Vec<String> = s
-                .points
-                .iter()
-                .filter(|p| shown(p))
-                .map(|p| format!("{},{}", f(fr.xs.px(p.x)), f(fr.ys.px(p.y / self.y_div))))
-                .collect();
-            if pts.len() > 1 {
-                let _ = write!(
-                    o,
-                    r#"<polyline fill="none" stroke="{}" stroke-width="2"{} points="{}"/>"#,
-                    colour(s.colour),
-                    dash_attr(s.dash),
-                    pts.join(" ")
-                );
-            }
-        }
-        for s in &self.series {
-            for p in s.points.iter().filter(|p| shown(p)) {
-                let fill = if p.hollow { "#fff" } else { colour(s.colour) };
-                let _ = write!(
-                    o,
-                    r#"<circle cx="{}" cy="{}" r="{}" fill="{fill}" stroke="{}" data-chart="{}" data-run="{}" data-x="{}" data-y="{}""#,
-                    f(fr.xs.px(p.x)),
-                    f(fr.ys.px(p.y / self.y_div)),
-                    s.radius,
-                    colour(s.colour),
-                    esc(&s.chart_key),
-                    esc(&s.run),
-                    esc(&p.data_x),
-                    esc(&p.data_y)
-                );
-                for (k, v) in &p.extra {
-                    let _ = write!(o, r#" data-{k}="{}""#, esc(v));
+        let xy = |p: &Point| (f(fr.xs.px(p.x)), f(fr.ys.px(p.y / self.y_div)));
+        html! {
+            @for s in &self.series {
+                @let pts: Vec<String> = s.points.iter().filter(|p| shown(p)).map(|p| { let (x, y) = xy(p); format!("{x},{y}") }).collect();
+                @if pts.len() > 1 {
+                    polyline fill="none" stroke=(colour(s.colour)) stroke-width="2" stroke-dasharray=[dash(s.dash)] points=(pts.join(" ")) {}
                 }
-                let _ = write!(o, r#" data-tip="{}"/>"#, esc(&p.tip));
+            }
+            @for s in &self.series {
+                @for p in s.points.iter().filter(|p| shown(p)) {
+                    @let (cx, cy) = xy(p);
+                    (point(s, p, &cx, &cy))
+                }
             }
         }
     }
 
     /// A ring and a label at each marked point (a run's peak).
-    fn peak_marks(&self, o: &mut String, fr: &Frame) {
-        for (i, m) in self.marks.iter().enumerate() {
-            let (px, py) = (fr.xs.px(m.x), fr.ys.px(m.y / self.y_div));
-            // Labels of several runs' peaks step down so they do not sit on
-            // one another.
-            let ty = (py - 12.0 - 13.0 * i as f64).max(TOP + 10.0);
-            let anchor = if px > (LEFT + W - RIGHT) / 2.0 { "end" } else { "start" };
-            let _ = write!(
-                o,
-                r#"<g class="peak-mark" data-run="{}" data-mix="{}"><circle cx="{}" cy="{}" r="8" fill="none" stroke="{c}" stroke-width="2"/><text x="{}" y="{}" text-anchor="{anchor}" class="plabel" fill="{c}">{}</text></g>"#,
-                esc(&m.run),
-                m.mix,
-                f(px),
-                f(py),
-                f(px),
-                f(ty),
-                esc(&m.label),
-                c = colour(m.colour)
-            );
+    fn peak_marks(&self, fr: &Frame) -> Markup {
+        html! {
+            @for (i, m) in self.marks.iter().enumerate() {
+                @let (px, py) = (fr.xs.px(m.x), fr.ys.px(m.y / self.y_div));
+                // Labels of several runs' peaks step down so they do not sit
+                // on one another.
+                @let ty = (py - 12.0 - 13.0 * i as f64).max(TOP + 10.0);
+                @let anchor = if px > (LEFT + W - RIGHT) / 2.0 { "end" } else { "start" };
+                @let c = colour(m.colour);
+                g class="peak-mark" data-run=(m.run) data-mix=(m.mix) {
+                    circle cx=(f(px)) cy=(f(py)) r="8" fill="none" stroke=(c) stroke-width="2" {}
+                    text x=(f(px)) y=(f(ty)) text-anchor=(anchor) class="plabel" style={ "fill:" (c) } { (m.label) }
+                }
+            }
         }
     }
 
-    fn legend(&self, o: &mut String, fr: &Frame) {
-        for (ri, row) in fr.legend.iter().enumerate() {
-            let ly = TOP + PLOT_H + fr.axis_below + 6.0 + ri as f64 * LEGEND_ROW;
-            for (lx, s) in row {
-                let _ = write!(
-                    o,
-                    r#"<g class="legend"><line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{c}" stroke-width="2.5"{}/><rect x="{}" y="{}" width="7" height="7" fill="{c}"/><text x="{}" y="{}" class="ltext">{}</text></g>"#,
-                    f(*lx),
-                    f(ly + 6.0),
-                    f(lx + 30.0),
-                    f(ly + 6.0),
-                    dash_attr(s.dash),
-                    f(lx + 11.5),
-                    f(ly + 2.5),
-                    f(lx + 36.0),
-                    f(ly + 10.5),
-                    esc(&s.name),
-                    c = colour(s.colour)
-                );
+    fn legend(&self, fr: &Frame) -> Markup {
+        html! {
+            @for (ri, row) in fr.legend.iter().enumerate() {
+                @let ly = TOP + PLOT_H + fr.axis_below + 6.0 + ri as f64 * LEGEND_ROW;
+                @for (lx, s) in row {
+                    @let c = colour(s.colour);
+                    g class="legend" {
+                        line x1=(f(*lx)) y1=(f(ly + 6.0)) x2=(f(lx + 30.0)) y2=(f(ly + 6.0)) stroke=(c) stroke-width="2.5" stroke-dasharray=[dash(s.dash)] {}
+                        rect x=(f(lx + 11.5)) y=(f(ly + 2.5)) width="7" height="7" fill=(c) {}
+                        text x=(f(lx + 36.0)) y=(f(ly + 10.5)) class="ltext" { (s.name) }
+                    }
+                }
             }
         }
+    }
+}
+
+/// One plotted point: a `<circle>` with the value as results.json has it
+/// in `data-x`/`data-y`, its mix and class, and its tooltip.
+fn point(s: &Series, p: &Point, cx: &str, cy: &str) -> Markup {
+    let c = colour(s.colour);
+    html! {
+        circle cx=(cx) cy=(cy) r=(s.radius) fill=(if p.hollow { "#fff" } else { c }) stroke=(c)
+            data-chart=(s.chart_key) data-run=(s.run) data-x=(p.data_x) data-y=(p.data_y)
+            data-mix=[p.mix] data-class=[p.class.as_deref()] data-tip=(p.tip) {}
     }
 }
 
@@ -726,7 +633,8 @@ mod tests {
             y,
             data_x: x.to_string(),
             data_y: y.to_string(),
-            extra: Vec::new(),
+            mix: None,
+            class: None,
             tip: String::new(),
             hollow: false,
         }
@@ -759,7 +667,7 @@ mod tests {
     #[test]
     fn every_load_of_a_doubling_axis_is_labelled() {
         let (c, loads) = doubling_chart(true);
-        let svg = c.render();
+        let svg = c.render().into_string();
         for t in &loads {
             assert!(
                 svg.contains(&format!(r#"class="tick">{t}</text>"#)),

@@ -122,7 +122,8 @@ fn load_series(
                 y,
                 data_x,
                 data_y: raw,
-                extra: vec![("mix", m.mix.to_string())],
+                mix: Some(m.mix),
+                class: None,
                 tip: load_tip(&run.label, m, axis, key, &tip(m, y)),
                 hollow: m.partial,
             })
@@ -238,7 +239,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
             rate,
         );
         peak_and_threshold(&mut c, runs, analyses, phase, axis, o, false);
-        h.push_str(&c.render());
+        h.push_str(&c.render().into_string());
         let thr: Vec<Series> = runs
             .iter()
             .enumerate()
@@ -264,7 +265,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
             thr,
         );
         peak_and_threshold(&mut c, runs, analyses, phase, axis, o, true);
-        h.push_str(&c.render());
+        h.push_str(&c.render().into_string());
         let mut lat = Vec::new();
         let mut max_p99 = 0u64;
         for (ri, r) in runs.iter().enumerate() {
@@ -304,7 +305,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
             lat,
         );
         latency_limit(&mut c, max_p99, o);
-        h.push_str(&c.render());
+        h.push_str(&c.render().into_string());
         let err: Vec<Series> = runs
             .iter()
             .enumerate()
@@ -337,7 +338,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
             err,
         );
         c.integer_y = true;
-        h.push_str(&c.render());
+        h.push_str(&c.render().into_string());
         // Per-class rates and latency, when a phase has several classes.
         let multi = runs
             .iter()
@@ -371,7 +372,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
                         |_, y| format!("{cname}: {} requests/s", requests_per_sec(y)),
                     );
                     for p in &mut s.points {
-                        p.extra.push(("class", cname.clone()));
+                        p.class = Some(cname.clone());
                     }
                     cls.push(s);
                     // p50 and p99 of the class: one dash per class, the p50
@@ -398,7 +399,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
                             s.name = format!("{} {cname} p50 (small) / p99", r.label);
                         }
                         for p in &mut s.points {
-                            p.extra.push(("class", cname.clone()));
+                            p.class = Some(cname.clone());
                         }
                         cls_lat.push(s);
                     }
@@ -413,7 +414,8 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
                     false,
                     cls,
                 )
-                .render(),
+                .render()
+                .into_string(),
             );
             let mut c = mk(
                 "class-latency",
@@ -424,7 +426,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
                 cls_lat,
             );
             latency_limit(&mut c, max_p99, o);
-            h.push_str(&c.render());
+            h.push_str(&c.render().into_string());
         }
         let line = Timeline::of(runs, phase, axis);
         line.requests(h, runs, pi);
@@ -546,7 +548,8 @@ impl Timeline {
                             y: v as f64,
                             data_x: s.second.to_string(),
                             data_y: v.to_string(),
-                            extra: vec![("mix", m.mix.to_string())],
+                            mix: Some(m.mix),
+                            class: None,
                             tip: format!(
                                 "{} · mix {} ({}) · second {}{} · {}",
                                 r.label,
@@ -603,7 +606,7 @@ impl Timeline {
             series,
         );
         c.integer_y = true;
-        h.push_str(&c.render());
+        h.push_str(&c.render().into_string());
     }
 
     /// p50 and p99 of each second (seconds without a successful request
@@ -641,7 +644,7 @@ impl Timeline {
         c.y_div = 1000.0;
         c.y_log = true;
         latency_limit(&mut c, max_p99, o);
-        h.push_str(&c.render());
+        h.push_str(&c.render().into_string());
     }
 
     /// Failed requests and new connections in each second: a server that
@@ -676,7 +679,7 @@ impl Timeline {
             series,
         );
         c.integer_y = true;
-        h.push_str(&c.render());
+        h.push_str(&c.render().into_string());
     }
 }
 
@@ -726,7 +729,8 @@ fn distribution(h: &mut String, runs: &[Run], phase: &str, pi: usize, axis: Load
                         y: v as f64,
                         data_x: q.to_string(),
                         data_y: v.to_string(),
-                        extra: vec![("mix", m.mix.to_string())],
+                        mix: Some(m.mix),
+                        class: None,
                         tip: format!(
                             "{} · mix {} ({}) · {} of requests within {} µs",
                             r.label,
@@ -776,7 +780,7 @@ fn distribution(h: &mut String, runs: &[Run], phase: &str, pi: usize, axis: Load
         c.series = series;
         c.y_div = 1000.0;
         c.y_log = true;
-        h.push_str(&c.render());
+        h.push_str(&c.render().into_string());
     }
 }
 

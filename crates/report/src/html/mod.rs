@@ -237,7 +237,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
     }
     h.push_str("</p>");
     h.push_str(
-        r##"<nav><a href="#headline">Headline</a><a href="#analysis">Analysis</a><a href="#charts">Charts</a><a href="#efficiency">SPICE efficiency</a><a href="#fairness">Fairness</a><a href="#summary">Summary report</a><a href="#open-loop">Open loop</a><a href="#classes">Classes</a><a href="#clients">Client data report</a><a href="#config">Configuration</a><a href="#definitions">Definitions</a></nav>"##,
+        r##"<nav><a href="#headline">Headline</a><a href="#analysis">Analysis</a><a href="#charts">Charts</a><a href="#efficiency">SPICE efficiency</a><a href="#fairness">Fairness</a><a href="#summary">Summary report</a>{open_loop_link}<a href="#classes">Classes</a><a href="#clients">Client data report</a><a href="#config">Configuration</a><a href="#definitions">Definitions</a></nav>"##,
     );
     for a in analyses {
         for n in &a.notes {
