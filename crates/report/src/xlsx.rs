@@ -1280,7 +1280,7 @@ mod tests {
         let both = headline(std::slice::from_ref(&r));
         assert!(both.contains(r#"data-co-located="1""#), "{both}");
         assert!(
-            both.contains("CO-LOCATED: mix 1: the server ran on the load generator&#39;s machine"),
+            both.contains("CO-LOCATED: mix 1: the server ran on the load generator's machine"),
             "{both}"
         );
         assert!(both.contains("CLIENT-BOUND: mixes 2 and 3"), "{both}");

@@ -543,7 +543,9 @@ fn headline_states_time_scale_and_client_bound() {
     let head = &head[..head.find("</section>").expect("end")];
     assert!(head.contains(r#"data-time-scale="0.1""#) && head.contains("Time scale 0.1"));
     assert!(
-        head.contains(r#"<b>1,000.0</b> <span class="flag" data-flag="client-bound">CLIENT-BOUND</span>"#),
+        head.contains(
+            r#"mix 3<br><small>16 thr · 2 cl</small><br><span class="flag" data-flag="client-bound">CLIENT-BOUND</span>"#
+        ),
         "the client-bound peak is flagged where it stands"
     );
 }

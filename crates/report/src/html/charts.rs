@@ -195,14 +195,23 @@ fn peak_and_threshold(
     }
 }
 
-pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions) {
-    h.push_str(r#"<section id="charts"><h2>Charts</h2><p class="sub">Each phase is charted on its own: against load (total threads — virtual users — with the number of clients, the test systems, below; or the offered rate of an open loop), second by second through its mixes, and as each mix's response-time distribution. A ring marks each run's peak; a dashed line in the run's colour is the share of that peak below which the analysis calls a collapse. Hover a point for its exact value. Hollow points: partial mixes or ramp seconds.</p>"#);
-    for (pi, phase) in phase_names(analyses).iter().enumerate() {
-        let _ = write!(
-            h,
-            r#"<h3 id="phase-{pi}">Phase {}</h3><div class="charts">"#,
-            esc(phase)
-        );
+pub(super) fn charts(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions) -> Markup {
+    html! {
+        section #charts {
+            h2 { "Charts" }
+            p.sub { "Each phase is charted on its own: against load (total threads — virtual users — with the number of clients, the test systems, below; or the offered rate of an open loop), second by second through its mixes, and as each mix's response-time distribution. A ring marks each run's peak; a dashed line in the run's colour is the share of that peak below which the analysis calls a collapse. Hover a point for its exact value. Hollow points: partial mixes or ramp seconds." }
+            @for (pi, phase) in phase_names(analyses).iter().enumerate() {
+                h3 id={ "phase-" (pi) } { "Phase " (phase) }
+                div.charts { @for c in phase_charts(runs, analyses, o, pi, phase) { (c) } }
+            }
+        }
+    }
+}
+
+/// Every chart of one phase, in order.
+fn phase_charts(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions, pi: usize, phase: &str) -> Vec<Markup> {
+    let mut h: Vec<Markup> = Vec::new();
+    {
         let axis = LoadAxis::of(runs, phase);
         let ticks = axis.ticks(runs, phase);
         let x_log = axis.log(runs, phase);
@@ -239,7 +248,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
             rate,
         );
         peak_and_threshold(&mut c, runs, analyses, phase, axis, o, false);
-        h.push_str(&c.render().into_string());
+        h.push(c.render());
         let thr: Vec<Series> = runs
             .iter()
             .enumerate()
@@ -265,7 +274,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
             thr,
         );
         peak_and_threshold(&mut c, runs, analyses, phase, axis, o, true);
-        h.push_str(&c.render().into_string());
+        h.push(c.render());
         let mut lat = Vec::new();
         let mut max_p99 = 0u64;
         for (ri, r) in runs.iter().enumerate() {
@@ -305,7 +314,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
             lat,
         );
         latency_limit(&mut c, max_p99, o);
-        h.push_str(&c.render().into_string());
+        h.push(c.render());
         let err: Vec<Series> = runs
             .iter()
             .enumerate()
@@ -338,7 +347,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
             err,
         );
         c.integer_y = true;
-        h.push_str(&c.render().into_string());
+        h.push(c.render());
         // Per-class rates and latency, when a phase has several classes.
         let multi = runs
             .iter()
@@ -405,8 +414,8 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
                     }
                 }
             }
-            h.push_str(
-                &mk(
+            h.push(
+                mk(
                     "classes",
                     format!("Requests per second by class — {phase}"),
                     "requests/s (successful)",
@@ -414,8 +423,7 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
                     false,
                     cls,
                 )
-                .render()
-                .into_string(),
+                .render(),
             );
             let mut c = mk(
                 "class-latency",
@@ -426,16 +434,15 @@ pub(super) fn charts(h: &mut String, runs: &[Run], analyses: &[RunAnalysis], o: 
                 cls_lat,
             );
             latency_limit(&mut c, max_p99, o);
-            h.push_str(&c.render().into_string());
+            h.push(c.render());
         }
         let line = Timeline::of(runs, phase, axis);
-        line.requests(h, runs, pi);
-        line.latency(h, runs, pi, o);
-        line.errors_and_connections(h, runs, pi);
-        distribution(h, runs, phase, pi, axis);
-        h.push_str("</div>");
+        h.push(line.requests(runs, pi));
+        h.push(line.latency(runs, pi, o));
+        h.push(line.errors_and_connections(runs, pi));
+        h.extend(distribution(runs, phase, pi, axis));
     }
-    h.push_str("</section>");
+    h
 }
 
 /// The p99 latency limit as a line, when the curves come within a decade
@@ -578,7 +585,7 @@ impl Timeline {
     }
 
     /// Requests completed in each second: warm-up and collapse show.
-    fn requests(&self, h: &mut String, runs: &[Run], pi: usize) {
+    fn requests(&self, runs: &[Run], pi: usize) -> Markup {
         let mut series = Vec::new();
         for (ri, r) in runs.iter().enumerate() {
             series.extend(self.series(
@@ -606,12 +613,12 @@ impl Timeline {
             series,
         );
         c.integer_y = true;
-        h.push_str(&c.render().into_string());
+        c.render()
     }
 
     /// p50 and p99 of each second (seconds without a successful request
     /// have no latency and are not plotted).
-    fn latency(&self, h: &mut String, runs: &[Run], pi: usize, o: &ReportOptions) {
+    fn latency(&self, runs: &[Run], pi: usize, o: &ReportOptions) -> Markup {
         let mut series = Vec::new();
         let mut max_p99 = 0;
         for (ri, r) in runs.iter().enumerate() {
@@ -644,12 +651,12 @@ impl Timeline {
         c.y_div = 1000.0;
         c.y_log = true;
         latency_limit(&mut c, max_p99, o);
-        h.push_str(&c.render().into_string());
+        c.render()
     }
 
     /// Failed requests and new connections in each second: a server that
     /// refuses or drops connections under load shows here.
-    fn errors_and_connections(&self, h: &mut String, runs: &[Run], pi: usize) {
+    fn errors_and_connections(&self, runs: &[Run], pi: usize) -> Markup {
         let mut series = Vec::new();
         for (ri, r) in runs.iter().enumerate() {
             series.extend(self.series(
@@ -679,7 +686,7 @@ impl Timeline {
             series,
         );
         c.integer_y = true;
-        h.push_str(&c.render().into_string());
+        c.render()
     }
 }
 
@@ -707,7 +714,8 @@ pub(crate) fn decode_histogram(b64: &str) -> Option<hdrhistogram::Histogram<u64>
 /// run: latency at each quantile from the mix's stored HDR histogram, on
 /// HdrHistogram's percentile axis (x = 1/(1−q), logarithmic, so the tail
 /// gets the room).
-fn distribution(h: &mut String, runs: &[Run], phase: &str, pi: usize, axis: LoadAxis) {
+fn distribution(runs: &[Run], phase: &str, pi: usize, axis: LoadAxis) -> Vec<Markup> {
+    let mut h = Vec::new();
     for (ri, r) in runs.iter().enumerate() {
         let mut series = Vec::new();
         let mut top = 0.0f64;
@@ -780,8 +788,9 @@ fn distribution(h: &mut String, runs: &[Run], phase: &str, pi: usize, axis: Load
         c.series = series;
         c.y_div = 1000.0;
         c.y_log = true;
-        h.push_str(&c.render().into_string());
+        h.push(c.render());
     }
+    h
 }
 
 const PALETTE_LEN: usize = crate::chart::PALETTE.len();

@@ -10,14 +10,14 @@
 //! way everywhere.
 
 use crate::analyze::{PhaseAnalysis, RunAnalysis};
-use crate::chart::{colour, esc, Chart, Point, Series, VLine, XTicks, DASHES};
+use crate::chart::{colour, Chart, Point, Series, VLine, XTicks, DASHES};
 use crate::compare::Comparison;
 use crate::{ReportOptions, Run};
 use benchlab_controller::MixResult;
 use benchlab_format::{
     fixed, mbit_per_sec, mbytes_per_sec, mean_us, plural, requests_per_sec, seconds, share, thousands, yes_no, Quantity,
 };
-use std::fmt::Write as _;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 mod charts;
 mod comparison;
@@ -97,12 +97,12 @@ fn load_short(pk: &crate::PeakInfo) -> String {
     }
 }
 
-fn swatch(i: usize) -> String {
-    format!(r#"<span class="sw" style="background:{}"></span>"#, colour(i))
+fn swatch(i: usize) -> Markup {
+    html! { span.sw style={ "background:" (colour(i)) } {} }
 }
 
-fn run_cell(i: usize, label: &str) -> String {
-    format!(r#"<td class="run">{}{}</td>"#, swatch(i), esc(label))
+fn run_cell(i: usize, label: &str) -> Markup {
+    html! { td.run { (swatch(i)) (label) } }
 }
 
 /// A Unix time as `YYYY-MM-DD HH:MM:SS UTC`.
@@ -203,66 +203,84 @@ const SCRIPT: &str = r#"
 
 /// The whole page.
 pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o: &ReportOptions) -> String {
-    let mut h = String::with_capacity(256 * 1024);
-    let suites: Vec<&str> = {
-        let mut v: Vec<&str> = Vec::new();
-        for r in runs {
-            if !v.contains(&r.results.suite.name.as_str()) {
-                v.push(&r.results.suite.name);
-            }
+    let mut suites: Vec<&str> = Vec::new();
+    for r in runs {
+        if !suites.contains(&r.results.suite.name.as_str()) {
+            suites.push(&r.results.suite.name);
         }
-        v
-    };
+    }
     let title = match cmp {
         Some(c) => format!("benchlab compare — {} vs {}", c.base, c.new),
         None => format!("benchlab report — {}", suites.join(", ")),
     };
-    let _ = write!(
-        h,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,"><title>{}</title><style>{STYLE}</style></head><body><main>"#,
-        esc(&title)
-    );
-    let _ = write!(h, "<h1>{}</h1>", esc(&title));
-    let _ = write!(h, r#"<p class="sub">"#);
-    for (i, r) in runs.iter().enumerate() {
-        let _ = write!(
-            h,
-            r#"<span style="margin-right:18px">{}<b>{}</b> — suite {}, {}, target {}</span>"#,
-            swatch(i),
-            esc(&r.label),
-            esc(&r.results.suite.name),
-            esc(&utc(r.results.environment.started_unix)),
-            esc(&r.results.environment.target)
-        );
-    }
-    h.push_str("</p>");
-    h.push_str(
-        r##"<nav><a href="#headline">Headline</a><a href="#analysis">Analysis</a><a href="#charts">Charts</a><a href="#efficiency">SPICE efficiency</a><a href="#fairness">Fairness</a><a href="#summary">Summary report</a>{open_loop_link}<a href="#classes">Classes</a><a href="#clients">Client data report</a><a href="#config">Configuration</a><a href="#definitions">Definitions</a></nav>"##,
-    );
-    for a in analyses {
-        for n in &a.notes {
-            let _ = write!(h, r#"<div class="note"><b>{}:</b> {}</div>"#, esc(&a.label), esc(n));
+    let nav: Vec<(&str, &str)> = [
+        ("headline", "Headline"),
+        ("analysis", "Analysis"),
+        ("charts", "Charts"),
+        ("efficiency", "SPICE efficiency"),
+        ("fairness", "Fairness"),
+        ("summary", "Summary report"),
+        ("open-loop", "Open loop"),
+        ("classes", "Classes"),
+        ("clients", "Client data report"),
+        ("config", "Configuration"),
+        ("definitions", "Definitions"),
+    ]
+    .into_iter()
+    .filter(|(id, _)| *id != "open-loop" || tables::any_open_loop(runs))
+    .collect();
+    let markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                link rel="icon" href="data:,";
+                title { (title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                main {
+                    h1 { (title) }
+                    p.sub {
+                        @for (i, r) in runs.iter().enumerate() {
+                            span style="margin-right:18px" {
+                                (swatch(i)) b { (r.label) } " — suite " (r.results.suite.name) ", "
+                                (utc(r.results.environment.started_unix)) ", target " (r.results.environment.target)
+                            }
+                        }
+                    }
+                    nav { @for (id, text) in &nav { a href={ "#" (id) } { (text) } } }
+                    @for a in analyses {
+                        @for n in &a.notes { div.note { b { (a.label) ":" } " " (n) } }
+                    }
+                    (headline(runs, analyses, o))
+                    @if let Some(c) = cmp { (comparison(c)) }
+                    (words(runs, analyses, o))
+                    (charts(runs, analyses, o))
+                    (efficiency(analyses))
+                    (fairness(analyses, o))
+                    (summary(runs))
+                    (open_loop(runs))
+                    (classes(runs))
+                    (clients(runs))
+                    (config(runs))
+                    (definitions(o))
+                }
+                div #tip {}
+                script type="application/json" id="benchlab-data" { (PreEscaped(embedded_data(runs, analyses, cmp, o))) }
+                script { (PreEscaped(SCRIPT)) }
+            }
         }
-    }
-    headline(&mut h, runs, analyses, o);
-    if let Some(c) = cmp {
-        comparison(&mut h, c);
-    }
-    words(&mut h, runs, analyses, o);
-    charts(&mut h, runs, analyses, o);
-    efficiency(&mut h, analyses);
-    fairness(&mut h, analyses, o);
-    summary(&mut h, runs);
-    open_loop(&mut h, runs);
-    classes(&mut h, runs);
-    clients(&mut h, runs);
-    config(&mut h, runs);
-    definitions(&mut h, o);
-    h.push_str(r#"</main><div id="tip"></div>"#);
-    // Wide tables scroll inside their own box, not the whole page.
-    let mut h = h
-        .replace("<table", r#"<div class="tw"><table"#)
-        .replace("</table>", "</table></div>");
+    };
+    markup.into_string()
+}
+
+/// Everything the page shows, as JSON inside it (`benchlab.report/1`): the
+/// options, each run's results.json and its analysis, the comparison. `<`
+/// escaped inside JSON strings keeps `</script>` in any value from ending
+/// the element; the JSON stays valid.
+fn embedded_data(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o: &ReportOptions) -> String {
     let data = serde_json::json!({
         "schema": "benchlab.report/1",
         "options": {
@@ -283,16 +301,9 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
         })).collect::<Vec<_>>(),
         "comparison": cmp,
     });
-    // `<` escaped inside JSON strings keeps `</script>` in any value from
-    // ending the element; the JSON stays valid.
-    let json = serde_json::to_string(&data)
+    serde_json::to_string(&data)
         .unwrap_or_else(|_| "null".into())
-        .replace('<', "\\u003c");
-    let _ = write!(
-        h,
-        r#"<script type="application/json" id="benchlab-data">{json}</script><script>{SCRIPT}</script></body></html>"#
-    );
-    h
+        .replace('<', "\\u003c")
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! The tables: SPICE efficiency, fairness, the summary, class and client
-//! data reports, the configuration disclosure and the definitions.
+//! The tables: SPICE efficiency, fairness, the summary, open-loop, class
+//! and client data reports, the configuration disclosure and the
+//! definitions.
 
 use super::*;
 
@@ -7,468 +8,460 @@ use super::*;
 /// sentence (shown beside the efficiency table and in the analysis).
 pub(super) const CLOSED_LOOP_LATENCY: &str = "In a closed loop each thread waits for its answer before it sends again, so a mix's mean latency is about its threads ÷ its requests/s: at each one's peak the latency ratio mostly restates how many threads each peak took, and the equal-load row, with the same threads on both sides, is the one that compares the two paths.";
 
-pub(super) fn efficiency(h: &mut String, analyses: &[RunAnalysis]) {
-    h.push_str(r#"<section id="efficiency"><h2>SPICE efficiency</h2>"#);
+/// A cell showing a results.json field (`data-field`), right-aligned.
+fn field(name: &str, value: impl maud::Render) -> Markup {
+    html! { td.n data-field=(name) { (value) } }
+}
+
+pub(super) fn efficiency(analyses: &[RunAnalysis]) -> Markup {
     let any = analyses.iter().any(|a| !a.efficiency.is_empty());
     let mixed = analyses
         .iter()
         .any(|a| a.phases.iter().any(|p| !p.class_latency.is_empty()));
-    if !any && !mixed {
-        h.push_str("<p>Not applicable: SPICE efficiency needs a phase of static requests and a phase of dynamic (SPICE) requests, or dynamic classes beside static ones.</p></section>");
-        return;
-    }
-    h.push_str("<p>Seed 001's definitions: request efficiency = SPICE request rate ÷ static request rate; latency efficiency = static latency ÷ SPICE latency, with the <b>mean</b> latency (seed 001 measured the average). Below 100 % the dynamic path is slower. Evaluated at each one's peak (each phase's own highest requests/s), at the highest load (each phase's mix with the most threads) and at equal load (the static and the SPICE mix with the same threads, the most both ran).</p>");
-    h.push_str(&format!("<p class=\"note\">{}</p>", CLOSED_LOOP_LATENCY));
-    if any {
-        h.push_str(r#"<table><tr><th>run</th><th>phase</th><th>SPI</th><th>at</th><th class="n">static mix (threads)</th><th class="n">SPICE mix (threads)</th><th class="n">static req/s</th><th class="n">SPICE req/s</th><th class="n">request efficiency</th><th class="n">static mean latency µs</th><th class="n">SPICE mean latency µs</th><th class="n">latency efficiency</th></tr>"#);
-        for (i, a) in analyses.iter().enumerate() {
-            for e in &a.efficiency {
-                for (at, pt) in [
-                    ("peak", &e.at_peak),
-                    ("highest load", &e.at_highest_load),
-                    ("equal load", &e.at_equal_load),
-                ] {
-                    let Some(pt) = pt else { continue };
-                    let _ = write!(
-                        h,
-                        r#"<tr data-run="{}" data-phase="{}" data-at="{at}">{}<td>{}</td><td>{}</td><td>{at}</td><td class="n">{} ({})</td><td class="n">{} ({})</td><td class="n">{}</td><td class="n">{}</td><td class="n" data-field="request_efficiency"><b>{}</b></td><td class="n">{}</td><td class="n">{}</td><td class="n" data-field="latency_efficiency"><b>{}</b></td></tr>"#,
-                        esc(&a.label),
-                        esc(&e.phase),
-                        run_cell(i, &a.label),
-                        esc(&e.phase),
-                        esc(e.spi.as_deref().unwrap_or("")),
-                        pt.static_mix,
-                        int(pt.static_threads),
-                        pt.spice_mix,
-                        int(pt.spice_threads),
-                        requests_per_sec(pt.static_rate),
-                        requests_per_sec(pt.spice_rate),
-                        opt_pct(pt.request),
-                        mean_us(pt.static_latency_mean_us),
-                        mean_us(pt.spice_latency_mean_us),
-                        opt_pct(pt.latency)
-                    );
+    html! {
+        section #efficiency {
+            h2 { "SPICE efficiency" }
+            @if !any && !mixed {
+                p { "Not applicable: SPICE efficiency needs a phase of static requests and a phase of dynamic (SPICE) requests, or dynamic classes beside static ones." }
+            } @else {
+                p {
+                    "Seed 001's definitions: request efficiency = SPICE request rate ÷ static request rate; latency efficiency = static latency ÷ SPICE latency, with the "
+                    b { "mean" } " latency (seed 001 measured the average). Below 100 % the dynamic path is slower. Evaluated at each one's peak (each phase's own highest requests/s), at the highest load (each phase's mix with the most threads) and at equal load (the static and the SPICE mix with the same threads, the most both ran)."
+                }
+                p.note { (CLOSED_LOOP_LATENCY) }
+                @if any {
+                    div.tw { table {
+                        tr {
+                            th { "run" } th { "phase" } th { "SPI" } th { "at" } th.n { "static mix (threads)" } th.n { "SPICE mix (threads)" }
+                            th.n { "static req/s" } th.n { "SPICE req/s" } th.n { "request efficiency" } th.n { "static mean latency µs" }
+                            th.n { "SPICE mean latency µs" } th.n { "latency efficiency" }
+                        }
+                        @for (i, a) in analyses.iter().enumerate() {
+                            @for e in &a.efficiency {
+                                @for (at, pt) in [("peak", &e.at_peak), ("highest load", &e.at_highest_load), ("equal load", &e.at_equal_load)] {
+                                    @if let Some(pt) = pt {
+                                        tr data-run=(a.label) data-phase=(e.phase) data-at=(at) {
+                                            (run_cell(i, &a.label))
+                                            td { (e.phase) }
+                                            td { (e.spi.as_deref().unwrap_or("")) }
+                                            td { (at) }
+                                            td.n { (pt.static_mix) " (" (int(pt.static_threads)) ")" }
+                                            td.n { (pt.spice_mix) " (" (int(pt.spice_threads)) ")" }
+                                            td.n { (requests_per_sec(pt.static_rate)) }
+                                            td.n { (requests_per_sec(pt.spice_rate)) }
+                                            td.n data-field="request_efficiency" { b { (opt_pct(pt.request)) } }
+                                            td.n { (mean_us(pt.static_latency_mean_us)) }
+                                            td.n { (mean_us(pt.spice_latency_mean_us)) }
+                                            td.n data-field="latency_efficiency" { b { (opt_pct(pt.latency)) } }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    } }
+                }
+                @if mixed {
+                    h3 { "Dynamic classes within mixed phases" }
+                    p { "Where static and dynamic classes share a mix, only the latency efficiency is defined: static classes' mean latency (request-weighted) ÷ the dynamic class's mean latency in the same mix. The classes' request rates follow their configured shares, so a request efficiency would only restate them." }
+                    div.tw { table {
+                        tr {
+                            th { "run" } th { "phase" } th { "at" } th.n { "mix (threads)" } th { "class" } th { "SPI" }
+                            th.n { "static mean latency µs" } th.n { "class mean latency µs" } th.n { "latency efficiency" }
+                        }
+                        @for (i, a) in analyses.iter().enumerate() {
+                            @for p in &a.phases {
+                                @for c in &p.class_latency {
+                                    tr {
+                                        (run_cell(i, &a.label))
+                                        td { (p.name) }
+                                        td { (c.at) }
+                                        td.n { (c.mix) " (" (int(c.threads)) ")" }
+                                        td { (c.class) }
+                                        td { (c.spi.as_deref().unwrap_or("")) }
+                                        td.n { (fixed(c.static_latency_mean_us, 1)) }
+                                        td.n { (mean_us(c.class_latency_mean_us)) }
+                                        td.n { b { (opt_pct(c.latency_efficiency)) } }
+                                    }
+                                }
+                            }
+                        }
+                    } }
                 }
             }
         }
-        h.push_str("</table>");
     }
-    if mixed {
-        h.push_str("<h3>Dynamic classes within mixed phases</h3><p>Where static and dynamic classes share a mix, only the latency efficiency is defined: static classes' mean latency (request-weighted) ÷ the dynamic class's mean latency in the same mix. The classes' request rates follow their configured shares, so a request efficiency would only restate them.</p>");
-        h.push_str(r#"<table><tr><th>run</th><th>phase</th><th>at</th><th class="n">mix (threads)</th><th>class</th><th>SPI</th><th class="n">static mean latency µs</th><th class="n">class mean latency µs</th><th class="n">latency efficiency</th></tr>"#);
-        for (i, a) in analyses.iter().enumerate() {
-            for p in &a.phases {
-                for c in &p.class_latency {
-                    let _ = write!(
-                        h,
-                        r#"<tr>{}<td>{}</td><td>{}</td><td class="n">{} ({})</td><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n"><b>{}</b></td></tr>"#,
-                        run_cell(i, &a.label),
-                        esc(&p.name),
-                        esc(&c.at),
-                        c.mix,
-                        int(c.threads),
-                        esc(&c.class),
-                        esc(c.spi.as_deref().unwrap_or("")),
-                        fixed(c.static_latency_mean_us, 1),
-                        mean_us(c.class_latency_mean_us),
-                        opt_pct(c.latency_efficiency)
-                    );
-                }
-            }
-        }
-        h.push_str("</table>");
-    }
-    h.push_str("</section>");
 }
 
-pub(super) fn fairness(h: &mut String, analyses: &[RunAnalysis], o: &ReportOptions) {
-    let _ = write!(
-        h,
-        r#"<section id="fairness"><h2>Fairness across clients and the useful peak</h2><p class="sub">Per mix, the spread of the participating clients' requests/s and mean latency: min ÷ mean, max ÷ mean and the coefficient of variation (standard deviation ÷ mean). A client is flagged when its rate is outside ±{:.0} % of the mix's median client rate (its ratio to the median is shown). A mix counts towards the useful peak when no client is flagged or taken out, p99 ≤ {} and errors ≤ {}.</p>"#,
-        o.fairness_tolerance * 100.0,
-        ms(o.latency_limit_us as f64),
-        pct(o.max_error_share)
-    );
-    h.push_str(r#"<table><tr><th>run</th><th>phase</th><th class="n">mix</th><th class="n">threads</th><th class="n">clients</th><th class="n">client req/s: mean</th><th class="n">min ÷ mean</th><th class="n">max ÷ mean</th><th class="n">CV</th><th class="n">client mean latency µs: mean</th><th class="n">min ÷ mean</th><th class="n">max ÷ mean</th><th class="n">CV</th><th>flagged clients: ×rate ÷ median</th><th>useful peak?</th></tr>"#);
-    for (i, a) in analyses.iter().enumerate() {
-        for p in &a.phases {
-            for (f, u) in p.fairness.iter().zip(&p.useful) {
-                let sp = |s: &Option<crate::analysis::Spread>| match s {
-                    Some(s) => format!(
-                        r#"<td class="n">{}</td><td class="n">{:.3}</td><td class="n">{:.3}</td><td class="n">{:.3}</td>"#,
-                        fixed(s.mean, 1),
-                        s.min_ratio,
-                        s.max_ratio,
-                        s.cv
-                    ),
-                    None => r#"<td class="n">–</td><td></td><td></td><td></td>"#.into(),
-                };
-                let mut flagged: Vec<String> = f
-                    .flagged
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "client {}: ×{} ({}/s)",
-                            c.client,
-                            c.ratio.map(|r| format!("{r:.3}")).unwrap_or_else(|| "∞".into()),
-                            requests_per_sec(c.requests_per_sec)
-                        )
-                    })
-                    .collect();
-                for c in &f.taken_out {
-                    flagged.push(format!("client {c}: taken out"));
-                }
-                let flagged = if flagged.is_empty() {
-                    String::new()
-                } else {
-                    let lines: Vec<String> = flagged.iter().map(|l| esc(l)).collect();
-                    format!(r#"<span class="flag">{}</span>"#, lines.join("<br>"))
-                };
-                let useful = if u.reasons.is_empty() {
-                    r#"<span class="ok">yes</span>"#.to_string()
-                } else {
-                    format!("no: {}", esc(&u.reasons.join(", ")))
-                };
-                let _ = write!(
-                    h,
-                    r#"<tr data-run="{}" data-mix="{}">{}<td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td>{}{}<td>{flagged}</td><td>{useful}</td></tr>"#,
-                    esc(&a.label),
-                    f.mix,
-                    run_cell(i, &a.label),
-                    esc(&p.name),
-                    f.mix,
-                    int(f.threads),
-                    int(f.clients_participating.into()),
-                    sp(&f.rate),
-                    sp(&f.latency)
-                );
+/// Mean, min ÷ mean, max ÷ mean and CV of a spread, as four cells.
+fn spread_cells(s: &Option<crate::analysis::Spread>) -> Markup {
+    html! {
+        @match s {
+            Some(s) => {
+                td.n { (fixed(s.mean, 1)) }
+                td.n { (format!("{:.3}", s.min_ratio)) }
+                td.n { (format!("{:.3}", s.max_ratio)) }
+                td.n { (format!("{:.3}", s.cv)) }
             }
+            None => { td.n { "–" } td {} td {} td {} }
         }
     }
-    h.push_str("</table></section>");
 }
 
-pub(super) fn summary(h: &mut String, runs: &[Run]) {
-    h.push_str(r#"<section id="summary"><h2>Summary report</h2><p class="sub">WebBench's summary report, a row per mix, values as in results.json with each quantity's decimals (latency in µs; MB = 10⁶ bytes, Mbit = 10⁶ bits; wire bytes, headers included).</p>"#);
-    for (i, r) in runs.iter().enumerate() {
-        let _ = write!(
-            h,
-            r#"<h3>{}{}</h3><table class="summary" data-run="{}"><tr><th class="n">mix</th><th>phase</th><th class="n">clients</th><th class="n">taking part</th><th class="n">threads</th><th class="n">window s</th><th class="n">requests</th><th class="n">requests/s</th><th class="n">MB/s</th><th class="n">Mbit/s</th><th class="n">mean µs</th><th class="n">p50 µs</th><th class="n">p90 µs</th><th class="n">p99 µs</th><th class="n">p99.9 µs</th><th class="n">max µs</th><th class="n">errors</th><th>errors by kind</th><th class="n">connections</th><th class="n">reconnects</th><th class="n">in flight</th><th class="n">client CPU s</th><th class="n">client CPU % of cores</th><th>client-bound</th></tr>"#,
-            swatch(i),
-            esc(&r.label),
-            esc(&r.label)
-        );
-        for m in &r.results.mixes {
-            let f = &m.figures;
-            let l = &f.latency_us;
-            let td = |field: &str, v: String| format!(r#"<td class="n" data-field="{field}">{v}</td>"#);
-            let mut partial = if m.partial { " (partial)" } else { "" }.to_string();
-            // A mix the peak search chose says so, and when it ran.
-            if let Some(s) = &m.search {
-                partial.push_str(&format!(" (search step {}, {})", s.step, s.kind.name()));
+pub(super) fn fairness(analyses: &[RunAnalysis], o: &ReportOptions) -> Markup {
+    html! {
+        section #fairness {
+            h2 { "Fairness across clients and the useful peak" }
+            p.sub {
+                "Per mix, the spread of the participating clients' requests/s and mean latency: min ÷ mean, max ÷ mean and the coefficient of variation (standard deviation ÷ mean). A client is flagged when its rate is outside ±"
+                (fixed(o.fairness_tolerance * 100.0, 0)) " % of the mix's median client rate (its ratio to the median is shown). A mix counts towards the useful peak when no client is flagged or taken out, p99 ≤ "
+                (ms(o.latency_limit_us as f64)) " and errors ≤ " (pct(o.max_error_share)) "."
             }
-            // An open loop's load is its rate: its threads column reads 0.
-            if let Some(ol) = &m.open_loop {
-                partial.push_str(&format!(
-                    " (open loop, offered {} requests/s)",
-                    requests_per_sec(ol.rate)
-                ));
-            }
-            let _ = write!(
-                h,
-                r#"<tr data-mix="{}">{}<td>{}{partial}</td>{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}<td>{}</td>{}{}{}{}{}<td>{}</td></tr>"#,
-                m.mix,
-                td("mix", m.mix.to_string()),
-                esc(&m.phase),
-                td("clients", int(m.clients as u64)),
-                td("clients_participating", int(m.clients_participating as u64)),
-                td("threads", int(m.threads)),
-                td("window_s", seconds(m.window_s)),
-                td("requests", int(f.requests)),
-                td("requests_per_sec", requests_per_sec(f.requests_per_sec)),
-                td("mbytes_per_sec", mbs(f.bytes_per_sec)),
-                td("mbit_per_sec", mbit_per_sec(f.mbit_per_sec)),
-                td("latency_us.mean", mean_us(l.mean)),
-                td("latency_us.p50", int(l.p50)),
-                td("latency_us.p90", int(l.p90)),
-                td("latency_us.p99", int(l.p99)),
-                td("latency_us.p999", int(l.p999)),
-                td("latency_us.max", int(l.max)),
-                td("errors_total", int(f.errors_total)),
-                esc(&nonzero_errors(m)),
-                td("connections_opened", int(m.connections_opened)),
-                td("reconnects", int(m.reconnects)),
-                td("in_flight", int(m.in_flight)),
-                td("client_cpu_s", seconds(m.client_cpu_s)),
-                td("client_cpu.utilisation", pct(m.client_cpu.utilisation)),
-                if m.client_cpu.client_bound {
-                    r#"<span class="flag">yes</span>"#
-                } else {
-                    yes_no(false)
-                },
-            );
+            div.tw { table {
+                tr {
+                    th { "run" } th { "phase" } th.n { "mix" } th.n { "threads" } th.n { "clients" } th.n { "client req/s: mean" }
+                    th.n { "min ÷ mean" } th.n { "max ÷ mean" } th.n { "CV" } th.n { "client mean latency µs: mean" }
+                    th.n { "min ÷ mean" } th.n { "max ÷ mean" } th.n { "CV" } th { "flagged clients: ×rate ÷ median" } th { "useful peak?" }
+                }
+                @for (i, a) in analyses.iter().enumerate() {
+                    @for p in &a.phases {
+                        @for (f, u) in p.fairness.iter().zip(&p.useful) {
+                            @let flagged: Vec<String> = f.flagged.iter().map(|c| format!(
+                                "client {}: ×{} ({}/s)",
+                                c.client,
+                                c.ratio.map(|r| format!("{r:.3}")).unwrap_or_else(|| "∞".into()),
+                                requests_per_sec(c.requests_per_sec)
+                            ))
+                            .chain(f.taken_out.iter().map(|c| format!("client {c}: taken out")))
+                            .collect();
+                            tr data-run=(a.label) data-mix=(f.mix) {
+                                (run_cell(i, &a.label))
+                                td { (p.name) }
+                                td.n { (f.mix) }
+                                td.n { (int(f.threads)) }
+                                td.n { (int(f.clients_participating.into())) }
+                                (spread_cells(&f.rate))
+                                (spread_cells(&f.latency))
+                                td {
+                                    @if !flagged.is_empty() {
+                                        span.flag { @for (k, l) in flagged.iter().enumerate() { @if k > 0 { br; } (l) } }
+                                    }
+                                }
+                                td {
+                                    @if u.reasons.is_empty() { span.ok { "yes" } } @else { "no: " (u.reasons.join(", ")) }
+                                }
+                            }
+                        }
+                    }
+                }
+            } }
         }
-        h.push_str("</table>");
     }
-    h.push_str("</section>");
+}
+
+pub(super) fn summary(runs: &[Run]) -> Markup {
+    html! {
+        section #summary {
+            h2 { "Summary report" }
+            p.sub { "WebBench's summary report, a row per mix, values as in results.json with each quantity's decimals (latency in µs; MB = 10⁶ bytes, Mbit = 10⁶ bits; wire bytes, headers included)." }
+            @for (i, r) in runs.iter().enumerate() {
+                h3 { (swatch(i)) (r.label) }
+                div.tw { table.summary data-run=(r.label) {
+                    tr {
+                        th.n { "mix" } th { "phase" } th.n { "clients" } th.n { "taking part" } th.n { "threads" } th.n { "window s" }
+                        th.n { "requests" } th.n { "requests/s" } th.n { "MB/s" } th.n { "Mbit/s" } th.n { "mean µs" } th.n { "p50 µs" }
+                        th.n { "p90 µs" } th.n { "p99 µs" } th.n { "p99.9 µs" } th.n { "max µs" } th.n { "errors" } th { "errors by kind" }
+                        th.n { "connections" } th.n { "reconnects" } th.n { "in flight" } th.n { "client CPU s" }
+                        th.n { "client CPU % of cores" } th { "client-bound" }
+                    }
+                    @for m in &r.results.mixes {
+                        @let f = &m.figures;
+                        @let l = &f.latency_us;
+                        tr data-mix=(m.mix) {
+                            (field("mix", m.mix))
+                            td {
+                                (m.phase)
+                                @if m.partial { " (partial)" }
+                                // A mix the peak search chose says so, and when it ran.
+                                @if let Some(s) = &m.search { " (search step " (s.step) ", " (s.kind.name()) ")" }
+                                // An open loop's load is its rate: its threads column reads 0.
+                                @if let Some(ol) = &m.open_loop { " (open loop, offered " (requests_per_sec(ol.rate)) " requests/s)" }
+                            }
+                            (field("clients", int(m.clients as u64)))
+                            (field("clients_participating", int(m.clients_participating as u64)))
+                            (field("threads", int(m.threads)))
+                            (field("window_s", seconds(m.window_s)))
+                            (field("requests", int(f.requests)))
+                            (field("requests_per_sec", requests_per_sec(f.requests_per_sec)))
+                            (field("mbytes_per_sec", mbs(f.bytes_per_sec)))
+                            (field("mbit_per_sec", mbit_per_sec(f.mbit_per_sec)))
+                            (field("latency_us.mean", mean_us(l.mean)))
+                            (field("latency_us.p50", int(l.p50)))
+                            (field("latency_us.p90", int(l.p90)))
+                            (field("latency_us.p99", int(l.p99)))
+                            (field("latency_us.p999", int(l.p999)))
+                            (field("latency_us.max", int(l.max)))
+                            (field("errors_total", int(f.errors_total)))
+                            td { (nonzero_errors(m)) }
+                            (field("connections_opened", int(m.connections_opened)))
+                            (field("reconnects", int(m.reconnects)))
+                            (field("in_flight", int(m.in_flight)))
+                            (field("client_cpu_s", seconds(m.client_cpu_s)))
+                            (field("client_cpu.utilisation", pct(m.client_cpu.utilisation)))
+                            td { @if m.client_cpu.client_bound { span.flag { "yes" } } @else { (yes_no(false)) } }
+                        }
+                    }
+                } }
+            }
+        }
+    }
 }
 
 /// The open-loop mixes (`rate = R`): the load is the offered rate, so the
 /// table shows what was offered, what was achieved, how well the schedule
 /// was kept (late sends, waits at the in-flight cap) and latency both ways:
 /// corrected (from each request's intended send time) beside as-sent.
-pub(super) fn open_loop(h: &mut String, runs: &[Run]) {
-    if !runs
-        .iter()
+pub(super) fn open_loop(runs: &[Run]) -> Markup {
+    if !any_open_loop(runs) {
+        return html! {};
+    }
+    html! {
+        section #open-loop {
+            h2 { "Open loop" }
+            p.sub {
+                "Mixes run at a rate (" code { "rate = R" } ") instead of threads: requests are sent on a schedule whatever the server does, so a stall shows in the latency (coordinated omission avoided). Corrected latency counts from each request's intended send time; as-sent latency from when it actually left. A send is late when it left more than the tolerance after its time; a wait at the in-flight cap means the cap, not the schedule, held a request back."
+            }
+            @for (i, r) in runs.iter().enumerate() {
+                h3 { (swatch(i)) (r.label) }
+                div.tw { table.open-loop data-run=(r.label) {
+                    tr {
+                        th.n { "mix" } th { "phase" } th { "arrival" } th.n { "offered requests/s" } th.n { "sends/s" }
+                        th.n { "achieved requests/s" } th.n { "late sends" } th.n { "late share" } th.n { "max in flight (per client)" }
+                        th.n { "waits at the cap" } th.n { "corrected p50 µs" } th.n { "as-sent p50 µs" } th.n { "corrected p99 µs" }
+                        th.n { "as-sent p99 µs" } th.n { "connections opened" }
+                    }
+                    @for m in &r.results.mixes {
+                        @if let Some(ol) = &m.open_loop {
+                            @let late = if ol.sends > 0 { ol.late_sends as f64 / ol.sends as f64 } else { 0.0 };
+                            tr data-mix=(m.mix) {
+                                (field("mix", m.mix))
+                                td { (m.phase) }
+                                td { (ol.arrival) }
+                                (field("open_loop.rate", requests_per_sec(ol.rate)))
+                                (field("open_loop.sends_per_sec", requests_per_sec(ol.sends_per_sec)))
+                                (field("requests_per_sec", requests_per_sec(m.figures.requests_per_sec)))
+                                td.n data-field="open_loop.late_sends" {
+                                    @if ol.late_sends > 0 { span.flag { (int(ol.late_sends)) } } @else { (int(ol.late_sends)) }
+                                }
+                                (field("late_share", pct(late)))
+                                (field("open_loop.max_in_flight", int(ol.max_in_flight.into())))
+                                (field("open_loop.max_in_flight_hit", int(ol.max_in_flight_hit)))
+                                (field("latency_us.p50", int(m.figures.latency_us.p50)))
+                                (field("open_loop.latency_as_sent_us.p50", int(ol.latency_as_sent_us.p50)))
+                                (field("latency_us.p99", int(m.figures.latency_us.p99)))
+                                (field("open_loop.latency_as_sent_us.p99", int(ol.latency_as_sent_us.p99)))
+                                // To show beside it once results.json has it (h-olr):
+                                // open_loop.peak_connections, the most connections open at once.
+                                (field("connections_opened", int(m.connections_opened)))
+                            }
+                        }
+                    }
+                } }
+            }
+        }
+    }
+}
+
+/// Whether any run has an open-loop mix (the page then has an open-loop
+/// section, and the navigation a link to it).
+pub(super) fn any_open_loop(runs: &[Run]) -> bool {
+    runs.iter()
         .any(|r| r.results.mixes.iter().any(|m| m.open_loop.is_some()))
-    {
-        return;
-    }
-    h.push_str(r#"<section id="open-loop"><h2>Open loop</h2><p class="sub">Mixes run at a rate (<code>rate = R</code>) instead of threads: requests are sent on a schedule whatever the server does, so a stall shows in the latency (coordinated omission avoided). Corrected latency counts from each request's intended send time; as-sent latency from when it actually left. A send is late when it left more than the tolerance after its time; a wait at the in-flight cap means the cap, not the schedule, held a request back.</p>"#);
-    for (i, r) in runs.iter().enumerate() {
-        let _ = write!(
-            h,
-            r#"<h3>{}{}</h3><table class="open-loop" data-run="{}"><tr><th class="n">mix</th><th>phase</th><th>arrival</th><th class="n">offered requests/s</th><th class="n">sends/s</th><th class="n">achieved requests/s</th><th class="n">late sends</th><th class="n">late share</th><th class="n">max in flight (per client)</th><th class="n">waits at the cap</th><th class="n">corrected p50 µs</th><th class="n">as-sent p50 µs</th><th class="n">corrected p99 µs</th><th class="n">as-sent p99 µs</th><th class="n">connections opened</th></tr>"#,
-            swatch(i),
-            esc(&r.label),
-            esc(&r.label)
-        );
-        for m in &r.results.mixes {
-            let Some(ol) = &m.open_loop else { continue };
-            let td = |field: &str, v: String| format!(r#"<td class="n" data-field="{field}">{v}</td>"#);
-            let late = if ol.sends > 0 {
-                ol.late_sends as f64 / ol.sends as f64
-            } else {
-                0.0
-            };
-            let late_cell = if ol.late_sends > 0 {
-                format!(r#"<span class="flag">{}</span>"#, int(ol.late_sends))
-            } else {
-                int(ol.late_sends)
-            };
-            let _ = write!(
-                h,
-                r#"<tr data-mix="{}">{}<td>{}</td><td>{}</td>{}{}{}<td class="n" data-field="open_loop.late_sends">{late_cell}</td>{}{}{}{}{}{}{}{}</tr>"#,
-                m.mix,
-                td("mix", m.mix.to_string()),
-                esc(&m.phase),
-                esc(&ol.arrival),
-                td("open_loop.rate", requests_per_sec(ol.rate)),
-                td("open_loop.sends_per_sec", requests_per_sec(ol.sends_per_sec)),
-                td("requests_per_sec", requests_per_sec(m.figures.requests_per_sec)),
-                td("late_share", pct(late)),
-                td("open_loop.max_in_flight", int(ol.max_in_flight.into())),
-                td("open_loop.max_in_flight_hit", int(ol.max_in_flight_hit)),
-                td("latency_us.p50", int(m.figures.latency_us.p50)),
-                td("open_loop.latency_as_sent_us.p50", int(ol.latency_as_sent_us.p50)),
-                td("latency_us.p99", int(m.figures.latency_us.p99)),
-                td("open_loop.latency_as_sent_us.p99", int(ol.latency_as_sent_us.p99)),
-                // To show beside it once results.json has it (h-olr):
-                // open_loop.peak_connections, the most connections open at once.
-                td("connections_opened", int(m.connections_opened)),
-            );
-        }
-        h.push_str("</table>");
-    }
-    h.push_str("</section>");
 }
 
-pub(super) fn classes(h: &mut String, runs: &[Run]) {
-    h.push_str(r#"<section id="classes"><h2>Classes</h2><p class="sub">Per mix and URL class: configured and observed share of requests, rates and latency.</p>"#);
-    for (i, r) in runs.iter().enumerate() {
-        let _ = write!(
-            h,
-            r#"<h3>{}{}</h3><table><tr><th class="n">mix</th><th class="n">threads</th><th>class</th><th>kind</th><th>SPI</th><th class="n">configured %</th><th class="n">observed %</th><th class="n">requests</th><th class="n">requests/s</th><th class="n">MB/s</th><th class="n">mean µs</th><th class="n">p50 µs</th><th class="n">p99 µs</th><th class="n">errors</th></tr>"#,
-            swatch(i),
-            esc(&r.label)
-        );
-        for m in &r.results.mixes {
-            for c in &m.classes {
-                let f = &c.figures;
-                let _ = write!(
-                    h,
-                    r#"<tr><td class="n">{}</td><td class="n">{}</td><td>{}</td><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
-                    m.mix,
-                    int(m.threads),
-                    esc(&c.name),
-                    esc(&c.kind),
-                    esc(c.spi.as_deref().unwrap_or("")),
-                    pct100(c.percent),
-                    pct100(c.observed_percent),
-                    int(f.requests),
-                    requests_per_sec(f.requests_per_sec),
-                    mbs(f.bytes_per_sec),
-                    mean_us(f.latency_us.mean),
-                    int(f.latency_us.p50),
-                    int(f.latency_us.p99),
-                    int(f.errors_total)
-                );
+pub(super) fn classes(runs: &[Run]) -> Markup {
+    html! {
+        section #classes {
+            h2 { "Classes" }
+            p.sub { "Per mix and URL class: configured and observed share of requests, rates and latency." }
+            @for (i, r) in runs.iter().enumerate() {
+                h3 { (swatch(i)) (r.label) }
+                div.tw { table {
+                    tr {
+                        th.n { "mix" } th.n { "threads" } th { "class" } th { "kind" } th { "SPI" } th.n { "configured %" }
+                        th.n { "observed %" } th.n { "requests" } th.n { "requests/s" } th.n { "MB/s" } th.n { "mean µs" }
+                        th.n { "p50 µs" } th.n { "p99 µs" } th.n { "errors" }
+                    }
+                    @for m in &r.results.mixes {
+                        @for c in &m.classes {
+                            @let f = &c.figures;
+                            tr {
+                                td.n { (m.mix) }
+                                td.n { (int(m.threads)) }
+                                td { (c.name) }
+                                td { (c.kind) }
+                                td { (c.spi.as_deref().unwrap_or("")) }
+                                td.n { (pct100(c.percent)) }
+                                td.n { (pct100(c.observed_percent)) }
+                                td.n { (int(f.requests)) }
+                                td.n { (requests_per_sec(f.requests_per_sec)) }
+                                td.n { (mbs(f.bytes_per_sec)) }
+                                td.n { (mean_us(f.latency_us.mean)) }
+                                td.n { (int(f.latency_us.p50)) }
+                                td.n { (int(f.latency_us.p99)) }
+                                td.n { (int(f.errors_total)) }
+                            }
+                        }
+                    }
+                } }
             }
         }
-        h.push_str("</table>");
     }
-    h.push_str("</section>");
 }
 
-pub(super) fn clients(h: &mut String, runs: &[Run]) {
-    h.push_str(r#"<section id="clients"><h2>Client data report</h2><p class="sub">WebBench's client data report, a row per mix × client: a server that treats clients unequally shows here.</p>"#);
-    for (i, r) in runs.iter().enumerate() {
-        let rows: usize = r.results.mixes.iter().map(|m| m.client_data.len()).sum();
-        let _ = write!(
-            h,
-            r#"<details{}><summary>{}{} — {}</summary><table class="clients" data-run="{}"><tr><th class="n">mix</th><th class="n">client</th><th>address</th><th>taken out</th><th class="n">requests</th><th class="n">requests/s</th><th class="n">MB/s</th><th class="n">mean µs</th><th class="n">p50 µs</th><th class="n">p99 µs</th><th class="n">errors</th><th class="n">connections</th><th class="n">in flight</th><th class="n">delay s</th><th class="n">CPU s</th></tr>"#,
-            if rows <= 64 { " open" } else { "" },
-            swatch(i),
-            esc(&r.label),
-            plural(rows as u64, "row", "rows"),
-            esc(&r.label)
-        );
-        for m in &r.results.mixes {
-            for c in &m.client_data {
-                let f = &c.figures;
-                let _ = write!(
-                    h,
-                    r#"<tr data-mix="{}" data-client="{}"><td class="n">{}</td><td class="n">{}</td><td>{}</td><td>{}</td><td class="n" data-field="requests">{}</td><td class="n" data-field="requests_per_sec">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td></tr>"#,
-                    m.mix,
-                    c.client,
-                    m.mix,
-                    c.client,
-                    esc(c.address.as_deref().unwrap_or("")),
-                    if c.taken_out {
-                        r#"<span class="flag">yes</span>"#
-                    } else {
-                        yes_no(false)
-                    },
-                    int(f.requests),
-                    requests_per_sec(f.requests_per_sec),
-                    mbs(f.bytes_per_sec),
-                    mean_us(f.latency_us.mean),
-                    int(f.latency_us.p50),
-                    int(f.latency_us.p99),
-                    int(f.errors_total),
-                    int(c.connections_opened),
-                    int(c.in_flight),
-                    seconds(c.delay_s),
-                    seconds(c.cpu_s)
-                );
+pub(super) fn clients(runs: &[Run]) -> Markup {
+    html! {
+        section #clients {
+            h2 { "Client data report" }
+            p.sub { "WebBench's client data report, a row per mix × client: a server that treats clients unequally shows here." }
+            @for (i, r) in runs.iter().enumerate() {
+                @let rows: usize = r.results.mixes.iter().map(|m| m.client_data.len()).sum();
+                details open[rows <= 64] {
+                    summary { (swatch(i)) (r.label) " — " (plural(rows as u64, "row", "rows")) }
+                    div.tw { table.clients data-run=(r.label) {
+                        tr {
+                            th.n { "mix" } th.n { "client" } th { "address" } th { "taken out" } th.n { "requests" } th.n { "requests/s" }
+                            th.n { "MB/s" } th.n { "mean µs" } th.n { "p50 µs" } th.n { "p99 µs" } th.n { "errors" } th.n { "connections" }
+                            th.n { "in flight" } th.n { "delay s" } th.n { "CPU s" }
+                        }
+                        @for m in &r.results.mixes {
+                            @for c in &m.client_data {
+                                @let f = &c.figures;
+                                tr data-mix=(m.mix) data-client=(c.client) {
+                                    td.n { (m.mix) }
+                                    td.n { (c.client) }
+                                    td { (c.address.as_deref().unwrap_or("")) }
+                                    td { @if c.taken_out { span.flag { "yes" } } @else { (yes_no(false)) } }
+                                    (field("requests", int(f.requests)))
+                                    (field("requests_per_sec", requests_per_sec(f.requests_per_sec)))
+                                    td.n { (mbs(f.bytes_per_sec)) }
+                                    td.n { (mean_us(f.latency_us.mean)) }
+                                    td.n { (int(f.latency_us.p50)) }
+                                    td.n { (int(f.latency_us.p99)) }
+                                    td.n { (int(f.errors_total)) }
+                                    td.n { (int(c.connections_opened)) }
+                                    td.n { (int(c.in_flight)) }
+                                    td.n { (seconds(c.delay_s)) }
+                                    td.n { (seconds(c.cpu_s)) }
+                                }
+                            }
+                        }
+                    } }
+                }
             }
         }
-        h.push_str("</table></details>");
     }
-    h.push_str("</section>");
 }
 
-pub(super) fn config(h: &mut String, runs: &[Run]) {
-    h.push_str(r#"<section id="config"><h2>Configuration disclosure</h2><p class="sub">Everything needed to reproduce each run: the command, the machine, the suite file as run and the parameters of every mix.</p>"#);
-    for (i, r) in runs.iter().enumerate() {
-        let e = &r.results.environment;
-        let s = &r.results.suite;
-        let _ = write!(h, "<h3>{}{}</h3><table>", swatch(i), esc(&r.label));
-        let cmd: Vec<String> = e.command.iter().map(|a| shell_quote(a)).collect();
-        let rows: Vec<(&str, String)> = vec![
-            ("results directory", r.dir.display().to_string()),
-            ("command", cmd.join(" ")),
-            ("benchlab version", e.benchlab_version.clone()),
-            ("host", e.host.clone()),
-            ("kernel", e.kernel.clone()),
-            ("CPU", e.cpu.clone()),
-            ("cores", e.cores.to_string()),
-            ("target", e.target.clone()),
-            ("started", utc(e.started_unix)),
-            ("time scale", e.time_scale.to_string()),
-            ("suite", format!("{} — {}", s.name, s.description)),
-            ("suite file", s.file.clone()),
-            ("seed", s.seed.to_string()),
-            (
-                "max clients",
-                s.max_clients.map(|c| c.to_string()).unwrap_or_else(|| "–".into()),
-            ),
-            (
-                "complete",
-                if r.results.complete {
-                    "yes: every mix ran to its end".into()
-                } else {
-                    "no".into()
-                },
-            ),
-        ];
-        for (k, v) in rows {
-            let _ = write!(h, "<tr><th>{k}</th><td><code>{}</code></td></tr>", esc(&v));
+pub(super) fn config(runs: &[Run]) -> Markup {
+    html! {
+        section #config {
+            h2 { "Configuration disclosure" }
+            p.sub { "Everything needed to reproduce each run: the command, the machine, the suite file as run and the parameters of every mix." }
+            @for (i, r) in runs.iter().enumerate() {
+                @let e = &r.results.environment;
+                @let s = &r.results.suite;
+                @let cmd: Vec<String> = e.command.iter().map(|a| shell_quote(a)).collect();
+                @let rows: Vec<(&str, String)> = vec![
+                    ("results directory", r.dir.display().to_string()),
+                    ("command", cmd.join(" ")),
+                    ("benchlab version", e.benchlab_version.clone()),
+                    ("host", e.host.clone()),
+                    ("kernel", e.kernel.clone()),
+                    ("CPU", e.cpu.clone()),
+                    ("cores", e.cores.to_string()),
+                    ("target", e.target.clone()),
+                    ("started", utc(e.started_unix)),
+                    ("time scale", e.time_scale.to_string()),
+                    ("suite", format!("{} — {}", s.name, s.description)),
+                    ("suite file", s.file.clone()),
+                    ("seed", s.seed.to_string()),
+                    ("max clients", s.max_clients.map(|c| c.to_string()).unwrap_or_else(|| "–".into())),
+                    ("complete", if r.results.complete { "yes: every mix ran to its end".into() } else { "no".into() }),
+                ];
+                h3 { (swatch(i)) (r.label) }
+                div.tw { table { @for (k, v) in &rows { tr { th { (k) } td { code { (v) } } } } } }
+                div.tw { table {
+                    tr { th { "phase" } th { "workload" } th { "target" } th { "mixes" } }
+                    @for p in &r.results.phases {
+                        tr {
+                            td { (p.name) } td { (p.workload) } td { (p.target) }
+                            td { (p.mixes.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")) }
+                        }
+                    }
+                } }
+                div.tw { table {
+                    tr {
+                        th.n { "mix" } th.n { "clients" } th.n { "threads/client" } th.n { "delay s" } th.n { "ramp-up s" }
+                        th.n { "ramp-down s" } th.n { "length s" } th.n { "think s" } th.n { "receive buffer" } th.n { "HTTP/1.0 %" }
+                        th { "1.0 keep-alive" } th.n { "persistent %" } th { "requests/connection" } th.n { "timeout s" }
+                        th { "workload" } th { "target" }
+                    }
+                    @for m in &r.results.mixes {
+                        @let p = &m.params;
+                        tr {
+                            td.n { (m.mix) }
+                            td.n { (int(m.clients.into())) }
+                            td.n { (int(p.threads_per_client.into())) }
+                            td.n { (seconds(p.delay_s)) }
+                            td.n { (seconds(p.ramp_up_s)) }
+                            td.n { (seconds(p.ramp_down_s)) }
+                            td.n { (seconds(p.length_s)) }
+                            td.n { (seconds(p.think_time_s)) }
+                            td.n { (int(p.receive_buffer as u64)) }
+                            td.n { (p.http10_percent) }
+                            td { @if p.http10_keepalive { "on" } @else { "off" } }
+                            td.n { (p.persistent_percent) }
+                            td {
+                                @match p.requests_per_connection {
+                                    Some([a, b]) if a == b => (a),
+                                    Some([a, b]) => { (a) ".." (b) }
+                                    None => "unlimited",
+                                }
+                            }
+                            td.n { (seconds(p.timeout_s)) }
+                            td { (p.workload) }
+                            td { (p.target) }
+                        }
+                    }
+                } }
+                details { summary { "Suite file as run (" (s.file) ")" } pre { (s.text) } }
+            }
         }
-        h.push_str("</table>");
-        h.push_str(r#"<table><tr><th>phase</th><th>workload</th><th>target</th><th>mixes</th></tr>"#);
-        for p in &r.results.phases {
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&p.name),
-                esc(&p.workload),
-                esc(&p.target),
-                p.mixes.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(", ")
-            );
-        }
-        h.push_str("</table>");
-        h.push_str(r#"<table><tr><th class="n">mix</th><th class="n">clients</th><th class="n">threads/client</th><th class="n">delay s</th><th class="n">ramp-up s</th><th class="n">ramp-down s</th><th class="n">length s</th><th class="n">think s</th><th class="n">receive buffer</th><th class="n">HTTP/1.0 %</th><th>1.0 keep-alive</th><th class="n">persistent %</th><th>requests/connection</th><th class="n">timeout s</th><th>workload</th><th>target</th></tr>"#);
-        for m in &r.results.mixes {
-            let p = &m.params;
-            let _ = write!(
-                h,
-                r#"<tr><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td>{}</td><td class="n">{}</td><td>{}</td><td>{}</td></tr>"#,
-                m.mix,
-                int(m.clients.into()),
-                int(p.threads_per_client.into()),
-                seconds(p.delay_s),
-                seconds(p.ramp_up_s),
-                seconds(p.ramp_down_s),
-                seconds(p.length_s),
-                seconds(p.think_time_s),
-                int(p.receive_buffer as u64),
-                p.http10_percent,
-                if p.http10_keepalive { "on" } else { "off" },
-                p.persistent_percent,
-                match p.requests_per_connection {
-                    Some([a, b]) if a == b => a.to_string(),
-                    Some([a, b]) => format!("{a}..{b}"),
-                    None => "unlimited".into(),
-                },
-                seconds(p.timeout_s),
-                esc(&p.workload),
-                esc(&p.target)
-            );
-        }
-        h.push_str("</table>");
-        let _ = write!(
-            h,
-            "<details><summary>Suite file as run ({})</summary><pre>{}</pre></details>",
-            esc(&s.file),
-            esc(&s.text)
-        );
     }
-    h.push_str("</section>");
 }
 
-pub(super) fn definitions(h: &mut String, o: &ReportOptions) {
-    let _ = write!(
-        h,
-        r#"<section id="definitions"><h2>Definitions</h2><ul>
-<li><b>Requests/s</b>: successful requests completed inside the measurement window (after ramp-up, before ramp-down) ÷ the window's length. Failed requests are errors, not requests. <b>Throughput</b>: wire bytes of successful responses (status line, headers, body) per second; MB = 10⁶ bytes, Mbit = 10⁶ bits.</li>
-<li><b>Latency</b>: from the start of connect (new connection) or the first byte written (reused connection) to the last byte of the response, successful requests only; percentiles from exactly merged HDR histograms.</li>
-<li><b>Peak</b>: the mix with the highest requests/s in a phase (the lightest such mix on ties); peak throughput is the mix with the highest bytes/s.</li>
-<li><b>Shape past the peak</b>: the share of the peak kept at the last mix (last ÷ peak) and the lowest share after the peak (lowest later mix ÷ peak). Seed 004's Apache 1.3.4: 1,000 → 68 → 87 requests/s is 6.8 % lowest, 8.7 % at the last mix. A lowest share below <b>{collapse}</b> is flagged as a collapse.</li>
-<li><b>Fairness</b>: per mix, each participating client's requests/s ÷ the median client rate; a client outside <b>±{tol:.0} %</b> is flagged (with three or more clients, one client served at a fraction f of the others shows f). Also min ÷ mean, max ÷ mean and coefficient of variation of client rates and client mean latencies. Clients taken out (could not connect at all) are listed apart.</li>
-<li><b>Useful peak</b> (seed 001): the highest requests/s among the mixes where no client is flagged or taken out, p99 latency ≤ <b>{lim}</b> and errors ≤ <b>{err}</b> of completed requests. Change with <code>--latency-limit</code>, <code>--fairness-tolerance</code>, <code>--max-errors</code>.</li>
-<li><b>SPICE efficiency</b> (seed 001): request efficiency = SPICE request rate ÷ static request rate; latency efficiency = static mean latency ÷ SPICE mean latency; at each phase's own peak and at each phase's highest load (most threads). The static baseline is {baseline}.</li>
-<li><b>Price/performance</b> (seed 000): system price ÷ peak requests/s, in dollars per request/s.</li>
-<li><b>Client-bound</b>: the load generator's CPU (user + system time of its worker threads and controller over the mix) above 90 % of the cores it may use (its OS threads, within its affinity mask); its figures may be benchlab's limit, not the server's. <b>Co-located</b>: the server is on the generator's machine (a loopback URL) and that machine's CPUs were above 90 % busy over the mix, by every process; generator and server competed for them.</li>
-<li><b>Comparison</b> (<code>benchlab compare</code>): NEW regressed when, in any phase, its peak requests/s is below BASE's by more than the limit, or its p99 at BASE's peak load (same threads and clients) is above BASE's by more than the limit.</li>
-</ul></section>"#,
-        collapse = pct(o.collapse_share),
-        tol = o.fairness_tolerance * 100.0,
-        lim = ms(o.latency_limit_us as f64),
-        err = pct(o.max_error_share),
-        baseline = match &o.static_phase {
-            Some(p) => format!("phase <code>{}</code> (<code>--static-phase</code>)", esc(p)),
-            None => "the first phase whose classes are all static".into(),
+pub(super) fn definitions(o: &ReportOptions) -> Markup {
+    html! {
+        section #definitions {
+            h2 { "Definitions" }
+            ul {
+                li { b { "Requests/s" } ": successful requests completed inside the measurement window (after ramp-up, before ramp-down) ÷ the window's length. Failed requests are errors, not requests. " b { "Throughput" } ": wire bytes of successful responses (status line, headers, body) per second; MB = 10⁶ bytes, Mbit = 10⁶ bits." }
+                li { b { "Latency" } ": from the start of connect (new connection) or the first byte written (reused connection) to the last byte of the response, successful requests only; percentiles from exactly merged HDR histograms. In an open loop, from each request's intended send time (corrected); as-sent latency from its actual send." }
+                li { b { "Peak" } ": the mix with the highest requests/s in a phase (the lightest such mix on ties); peak throughput is the mix with the highest bytes/s. Ringed on the requests/s and throughput charts." }
+                li { b { "Shape past the peak" } ": the share of the peak kept at the last mix (last ÷ peak) and the lowest share after the peak (lowest later mix ÷ peak). Seed 004's Apache 1.3.4: 1,000 → 68 → 87 requests/s is 6.8 % lowest, 8.7 % at the last mix. A lowest share below " b { (pct(o.collapse_share)) } " is flagged as a collapse (" code { "--collapse-below" } "; the dashed line in each run's colour on the requests/s and throughput charts)." }
+                li { b { "Fairness" } ": per mix, each participating client's requests/s ÷ the median client rate; a client outside " b { "±" (fixed(o.fairness_tolerance * 100.0, 0)) " %" } " is flagged (with three or more clients, one client served at a fraction f of the others shows f). Also min ÷ mean, max ÷ mean and coefficient of variation of client rates and client mean latencies. Clients taken out (could not connect at all) are listed apart." }
+                li { b { "Useful peak" } " (seed 001): the highest requests/s among the mixes where no client is flagged or taken out, p99 latency ≤ " b { (ms(o.latency_limit_us as f64)) } " and errors ≤ " b { (pct(o.max_error_share)) } " of completed requests. Change with " code { "--latency-limit" } ", " code { "--fairness-tolerance" } ", " code { "--max-errors" } "." }
+                li { b { "SPICE efficiency" } " (seed 001): request efficiency = SPICE request rate ÷ static request rate; latency efficiency = static mean latency ÷ SPICE mean latency; at each phase's own peak, at each phase's highest load (most threads) and at equal load (the same threads on both sides). The static baseline is "
+                    @match &o.static_phase {
+                        Some(p) => { "phase " code { (p) } " (" code { "--static-phase" } ")" }
+                        None => "the first phase whose classes are all static",
+                    }
+                    "." }
+                li { b { "Response-time distribution" } ": each mix's latency at each percentile, read from its stored HDR histogram; the x axis is 1 ÷ (1 − percentile) on a log scale (HdrHistogram's percentile plot), so 90 %, 99 %, 99.9 % are evenly spaced and the tail gets the room." }
+                li { b { "Price/performance" } " (seed 000): system price ÷ peak requests/s, in dollars per request/s." }
+                li { b { "Client-bound" } ": the load generator's CPU (user + system time of its worker threads and controller over the mix) above 90 % of the cores it may use (its OS threads, within its affinity mask); its figures may be benchlab's limit, not the server's. " b { "Co-located" } ": the server is on the generator's machine (a loopback URL) and that machine's CPUs were above 90 % busy over the mix, by every process; generator and server competed for them." }
+                li { b { "Comparison" } " (" code { "benchlab compare" } "): NEW regressed when, in any phase, its peak requests/s is below BASE's by more than the limit, or its p99 at BASE's peak load (same threads and clients) is above BASE's by more than the limit." }
+            }
         }
-    );
+    }
 }
