@@ -212,7 +212,7 @@ fn expected_points(
         // The distribution curve: HdrHistogram's plotter's quantiles, ten a
         // decade of 1/(1-q) up to 99.999 %, those the count can tell apart.
         let hist = histogram(m["histograms"]["latency_us"].as_str().expect("latency histogram"));
-        if hist.len() > 0 {
+        if !hist.is_empty() {
             for k in 0..=50 {
                 let q = 1.0 - 10f64.powf(-(k as f64) / 10.0);
                 if (1.0 - q) * hist.len() as f64 >= 1.0 - 1e-9 {

@@ -723,7 +723,7 @@ fn distribution(runs: &[Run], phase: &str, pi: usize, axis: LoadAxis) -> Vec<Mar
             let Some(hist) = decode_histogram(&m.histograms.latency_us) else {
                 continue;
             };
-            if hist.len() == 0 {
+            if hist.is_empty() {
                 continue;
             }
             let points: Vec<Point> = curve_quantiles(hist.len())
