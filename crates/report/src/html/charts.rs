@@ -141,6 +141,21 @@ fn load_series(
     }
 }
 
+/// One series per run (named by its label) of one value per mix.
+fn per_run(
+    runs: &[Run],
+    phase: &str,
+    axis: LoadAxis,
+    key: &str,
+    value: impl Fn(&MixResult) -> Option<(f64, String)>,
+    tip: impl Fn(&MixResult, f64) -> String,
+) -> Vec<Series> {
+    runs.iter()
+        .enumerate()
+        .map(|(ri, r)| load_series((ri, r), phase, axis, key, r.label.clone(), "", &value, &tip))
+        .collect()
+}
+
 /// Each run's peak ringed on a chart against load, and the share of that
 /// peak below which the analysis calls a collapse (`--collapse-below`)
 /// drawn as a line in the run's colour.
@@ -223,22 +238,14 @@ fn phase_charts(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions, pi: u
             c.series = series;
             c
         };
-        let rate: Vec<Series> = runs
-            .iter()
-            .enumerate()
-            .map(|(ri, r)| {
-                load_series(
-                    (ri, r),
-                    phase,
-                    axis,
-                    "requests_per_sec",
-                    r.label.clone(),
-                    "",
-                    |m| Some((m.figures.requests_per_sec, m.figures.requests_per_sec.to_string())),
-                    |_, y| format!("{} requests/s", requests_per_sec(y)),
-                )
-            })
-            .collect();
+        let rate = per_run(
+            runs,
+            phase,
+            axis,
+            "requests_per_sec",
+            |m| Some((m.figures.requests_per_sec, m.figures.requests_per_sec.to_string())),
+            |_, y| format!("{} requests/s", requests_per_sec(y)),
+        );
         let mut c = mk(
             "rate",
             format!("Requests per second — {phase}"),
@@ -249,22 +256,14 @@ fn phase_charts(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions, pi: u
         );
         peak_and_threshold(&mut c, runs, analyses, phase, axis, o, false);
         h.push(c.render());
-        let thr: Vec<Series> = runs
-            .iter()
-            .enumerate()
-            .map(|(ri, r)| {
-                load_series(
-                    (ri, r),
-                    phase,
-                    axis,
-                    "bytes_per_sec",
-                    r.label.clone(),
-                    "",
-                    |m| Some((m.figures.bytes_per_sec, m.figures.bytes_per_sec.to_string())),
-                    |m, y| format!("{} MB/s ({} Mbit/s)", mbs(y), mbit_per_sec(m.figures.mbit_per_sec)),
-                )
-            })
-            .collect();
+        let thr = per_run(
+            runs,
+            phase,
+            axis,
+            "bytes_per_sec",
+            |m| Some((m.figures.bytes_per_sec, m.figures.bytes_per_sec.to_string())),
+            |m, y| format!("{} MB/s ({} Mbit/s)", mbs(y), mbit_per_sec(m.figures.mbit_per_sec)),
+        );
         let mut c = mk(
             "throughput",
             format!("Throughput — {phase}"),
@@ -315,29 +314,21 @@ fn phase_charts(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions, pi: u
         );
         latency_limit(&mut c, max_p99, o);
         h.push(c.render());
-        let err: Vec<Series> = runs
-            .iter()
-            .enumerate()
-            .map(|(ri, r)| {
-                load_series(
-                    (ri, r),
-                    phase,
-                    axis,
-                    "errors_total",
-                    r.label.clone(),
-                    "",
-                    |m| Some((m.figures.errors_total as f64, m.figures.errors_total.to_string())),
-                    |m, y| {
-                        let kinds = nonzero_errors(m);
-                        if kinds.is_empty() {
-                            plural(y as u64, "error", "errors")
-                        } else {
-                            format!("{} ({kinds})", plural(y as u64, "error", "errors"))
-                        }
-                    },
-                )
-            })
-            .collect();
+        let err = per_run(
+            runs,
+            phase,
+            axis,
+            "errors_total",
+            |m| Some((m.figures.errors_total as f64, m.figures.errors_total.to_string())),
+            |m, y| {
+                let kinds = nonzero_errors(m);
+                if kinds.is_empty() {
+                    plural(y as u64, "error", "errors")
+                } else {
+                    format!("{} ({kinds})", plural(y as u64, "error", "errors"))
+                }
+            },
+        );
         let mut c = mk(
             "errors",
             format!("Errors — {phase}"),
