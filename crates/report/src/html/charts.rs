@@ -672,7 +672,7 @@ impl Timeline {
         let mut c = self.chart(
             "errors-time",
             pi,
-            "Errors and connections opened in each second",
+            "Errors and new connections per second",
             "count in the second",
             series,
         );
@@ -742,6 +742,9 @@ fn distribution(runs: &[Run], phase: &str, pi: usize, axis: LoadAxis) -> Vec<Mar
                     }
                 })
                 .collect();
+            // To draw beside it once results.json has it (h-olr): an open-loop
+            // mix's as-sent curve from `histograms.latency_as_sent_us`,
+            // chart key "histograms.latency_as_sent_us", dashed.
             series.push(Series {
                 name: format!("mix {} ({})", m.mix, axis.short(m)),
                 chart_key: "histograms.latency_us".into(),
