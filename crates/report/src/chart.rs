@@ -676,4 +676,43 @@ mod tests {
         let crowded: Vec<(f64, f64)> = (0..6).map(|i| (i as f64, 50.0)).collect();
         assert_eq!(stagger(&crowded, 4.0)[MAX_LEVELS], None);
     }
+
+    /// Eleven short mixes side by side on the per-second chart: no two mix
+    /// labels on one line overlap (the old chart wrote them all on one).
+    #[test]
+    fn mix_labels_never_overlap() {
+        let mut c = Chart::new("p".into(), "t".into(), "x".into(), "y", XTicks::Nice);
+        c.series.push(Series {
+            name: "a".into(),
+            chart_key: "k".into(),
+            run: "a".into(),
+            colour: 0,
+            dash: "",
+            points: (0..44).map(|s| point(s as f64 + 0.5, 1.0)).collect(),
+            in_legend: true,
+            radius: 2.0,
+        });
+        c.vlines = (0..11)
+            .map(|k| VLine {
+                x: 4.0 * k as f64,
+                label: format!("mix {}: {} thr", k + 1, 1 << k),
+            })
+            .collect();
+        let fr = Frame::of(&c);
+        let items: Vec<(f64, f64)> = c
+            .vlines
+            .iter()
+            .map(|v| (fr.xs.px(v.x) + 3.0, text_width(&v.label, 5.6)))
+            .collect();
+        let levels = stagger(&items, 4.0);
+        assert!(levels.iter().all(Option::is_some), "every label placed: {levels:?}");
+        for (i, a) in items.iter().enumerate() {
+            for (j, b) in items.iter().enumerate().skip(i + 1) {
+                if levels[i] == levels[j] {
+                    assert!(a.0 + a.1 <= b.0, "labels {i} and {j} overlap on level {:?}", levels[i]);
+                }
+            }
+        }
+        assert!(levels.iter().any(|l| *l != Some(0)), "some labels had to move down");
+    }
 }

@@ -8,6 +8,11 @@
 //! separators, each quantity's fixed decimals), so a test can check every
 //! number against the file and a reader sees a quantity written the same
 //! way everywhere.
+//!
+//! The page is written with maud templates, which escape every value
+//! (labels, suite text, error kinds) unless it is marked pre-escaped — only
+//! the style sheet, the script and the embedded JSON are. One module per
+//! section: [`headline`], [`comparison`], [`words`], [`charts`], [`tables`].
 
 use crate::analyze::{PhaseAnalysis, RunAnalysis};
 use crate::chart::{colour, Chart, Point, Series, VLine, XTicks, DASHES};
