@@ -350,5 +350,10 @@ fn open_loop_mixes_are_shown_by_their_rate() {
         }
     }
     assert!(t.contains(r#"data-field="open_loop.latency_as_sent_us.p99""#));
+    // The fairness and class tables give the rate in their threads column.
+    let fair = &html[html.find(r#"id="fairness""#).expect("fairness")..];
+    assert!(fair[..fair.find("</section>").expect("end")].contains("200.0/s offered"));
+    let classes = &html[html.find(r#"id="classes""#).expect("classes")..];
+    assert!(classes[..classes.find("</section>").expect("end")].contains("400.0/s offered"));
     assert!(t.contains(r#"data-field="open_loop.max_in_flight_hit""#));
 }

@@ -264,7 +264,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
                     (words(runs, analyses, o))
                     (charts(runs, analyses, o))
                     (efficiency(analyses))
-                    (fairness(analyses, o))
+                    (fairness(runs, analyses, o))
                     (summary(runs))
                     (open_loop(runs))
                     (classes(runs))

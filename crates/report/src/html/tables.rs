@@ -92,6 +92,21 @@ pub(super) fn efficiency(analyses: &[RunAnalysis]) -> Markup {
     }
 }
 
+/// A mix's load in a table's threads column: its threads, or the offered
+/// rate of an open loop (whose threads are 0).
+fn mix_load(run: &Run, mix: usize, threads: u64) -> String {
+    match run
+        .results
+        .mixes
+        .iter()
+        .find(|m| m.mix == mix)
+        .and_then(|m| m.open_loop.as_ref())
+    {
+        Some(ol) => format!("{}/s offered", requests_per_sec(ol.rate)),
+        None => int(threads),
+    }
+}
+
 /// Mean, min ÷ mean, max ÷ mean and CV of a spread, as four cells.
 fn spread_cells(s: &Option<crate::analysis::Spread>) -> Markup {
     html! {
@@ -107,7 +122,7 @@ fn spread_cells(s: &Option<crate::analysis::Spread>) -> Markup {
     }
 }
 
-pub(super) fn fairness(analyses: &[RunAnalysis], o: &ReportOptions) -> Markup {
+pub(super) fn fairness(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions) -> Markup {
     html! {
         section #fairness {
             h2 { "Fairness across clients and the useful peak" }
@@ -137,7 +152,7 @@ pub(super) fn fairness(analyses: &[RunAnalysis], o: &ReportOptions) -> Markup {
                                 (run_cell(i, &a.label))
                                 td { (p.name) }
                                 td.n { (f.mix) }
-                                td.n { (int(f.threads)) }
+                                td.n { (mix_load(&runs[i], f.mix, f.threads)) }
                                 td.n { (int(f.clients_participating.into())) }
                                 (spread_cells(&f.rate))
                                 (spread_cells(&f.latency))
@@ -296,7 +311,7 @@ pub(super) fn classes(runs: &[Run]) -> Markup {
                             @let f = &c.figures;
                             tr {
                                 td.n { (m.mix) }
-                                td.n { (int(m.threads)) }
+                                td.n { (mix_load(r, m.mix, m.threads)) }
                                 td { (c.name) }
                                 td { (c.kind) }
                                 td { (c.spi.as_deref().unwrap_or("")) }
