@@ -358,7 +358,7 @@ fn terminal_report_and_workbook_use_one_number_format() {
     );
     assert!(
         headline.contains(r#"data-co-located="1""#)
-            && headline.contains("CO-LOCATED: mix 1: the server ran on the load generator&#39;s machine"),
+            && headline.contains("CO-LOCATED: mix 1: the server ran on the load generator's machine"),
         "the headline does not name the co-located mix:\n{headline}"
     );
     let mut book: Xlsx<_> =

@@ -283,3 +283,77 @@ fn bad_usage_exits_2_and_unreadable_results_exit_1() {
     assert_eq!(o.status.code(), Some(1), "a directory without results.json");
     assert!(String::from_utf8_lossy(&o.stderr).contains("results.json"));
 }
+
+/// An open-loop run's page: the load is the offered rate, not threads (0):
+/// the load charts plot each mix at its `open_loop.rate` on an axis that
+/// says so, the words name the offered rate where they named threads, and
+/// the open-loop table shows offered and achieved rate, late sends, waits
+/// at the in-flight cap and as-sent p50/p99 beside corrected latency, each
+/// cell results.json's value in the one number format.
+#[test]
+fn open_loop_mixes_are_shown_by_their_rate() {
+    let res = report_support::results_dir_of("open-loop", report_support::OPEN_LOOP_SUITE, 2);
+    let out = scratch("open-loop-report");
+    let html = report(&res, &out, &[]);
+    let json = read_json(&res.join("results.json"));
+    let mixes = json["mixes"].as_array().expect("mixes");
+    assert_eq!(mixes.len(), 2);
+    assert!(
+        html.contains("load: offered rate, requests/s (clients below)"),
+        "the load axis is the offered rate"
+    );
+    assert!(
+        !html.contains("load: total threads"),
+        "no thread axis for an all-open-loop phase"
+    );
+    let rate_chart = &html[html.find(r#"id="rate-0""#).expect("rate chart")..];
+    let rate_chart = &rate_chart[..rate_chart.find("</figure>").expect("end")];
+    for m in mixes {
+        let offered = m["open_loop"]["rate"].as_f64().expect("open_loop.rate");
+        let point = tags(rate_chart, "circle")
+            .into_iter()
+            .find(|c| attr(c, "data-mix") == Some(m["mix"].to_string().as_str()))
+            .expect("a point per mix");
+        assert_eq!(attr(point, "data-x"), Some(offered.to_string().as_str()));
+        assert!(
+            html.contains(&format!("offered {} requests/s", fmt::requests_per_sec(offered))),
+            "mix {}: its load in words",
+            m["mix"]
+        );
+    }
+    let analysis = &html[html.find(r#"id="analysis""#).expect("analysis")..];
+    let analysis = &analysis[..analysis.find("</section>").expect("end")];
+    assert!(
+        !analysis.contains(" threads"),
+        "no threads in an open loop's words: {analysis}"
+    );
+    let t = table(&html, "open-loop", "open-loop");
+    let got = rows(t);
+    assert_eq!(got.len(), 2, "a row per open-loop mix");
+    for (n, row) in got {
+        let m = &mixes[n - 1];
+        let ol = &m["open_loop"];
+        for (f, text) in cells(row) {
+            let want = match f.as_str() {
+                "mix" => n.to_string(),
+                "open_loop.rate" | "open_loop.sends_per_sec" => {
+                    fmt::requests_per_sec(field(m, &f).as_f64().expect("rate"))
+                }
+                "requests_per_sec" => fmt::requests_per_sec(expected(m, &f)),
+                "late_share" => {
+                    fmt::share(ol["late_sends"].as_f64().expect("late") / ol["sends"].as_f64().expect("sends").max(1.0))
+                }
+                _ => fmt::thousands(field(m, &f).as_u64().unwrap_or_else(|| panic!("{f} in {m}"))),
+            };
+            let text = text.replace(r#"<span class="flag">"#, "").replace("</span>", "");
+            assert_eq!(text, want, "mix {n} {f}");
+        }
+    }
+    assert!(t.contains(r#"data-field="open_loop.latency_as_sent_us.p99""#));
+    // The fairness and class tables give the rate in their threads column.
+    let fair = &html[html.find(r#"id="fairness""#).expect("fairness")..];
+    assert!(fair[..fair.find("</section>").expect("end")].contains("200.0/s offered"));
+    let classes = &html[html.find(r#"id="classes""#).expect("classes")..];
+    assert!(classes[..classes.find("</section>").expect("end")].contains("400.0/s offered"));
+    assert!(t.contains(r#"data-field="open_loop.max_in_flight_hit""#));
+}

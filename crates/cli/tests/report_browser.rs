@@ -2,7 +2,10 @@
 //! real runs side by side (benchlab serve with 2 workers and with 1), the
 //! test reads every plotted point back from the DOM Chromium dumps after its
 //! scripts ran and compares them, chart by chart and run by run, with
-//! results.json; the page must log nothing to the console (no script error);
+//! results.json (the response-time distributions with the latency at each
+//! plotted quantile of the mix's stored HDR histogram, decoded here); each
+//! run's peak is ringed on the requests/s chart and its collapse threshold
+//! drawn; the page must log nothing to the console (no script error);
 //! a screenshot is saved for a person to look at, in the test's temp dir and
 //! as `target/report-screenshot.png`.
 //!
@@ -167,6 +170,17 @@ fn expected_points(
                 );
             }
         }
+        if multi_class_phases.contains(phase) {
+            for c in m["classes"].as_array().expect("classes") {
+                let name = c["name"].as_str().expect("class name").to_string();
+                for p in ["p50", "p99"] {
+                    let v = num(&c["latency_us"][p], "class latency");
+                    if v > 0.0 {
+                        put(&format!("classes.latency_us.{p}"), name.clone(), threads, v);
+                    }
+                }
+            }
+        }
         for sec in m["per_second"].as_array().expect("per_second") {
             let second = num(&sec["second"], "second");
             put(
@@ -175,8 +189,54 @@ fn expected_points(
                 second,
                 num(&sec["requests"], "requests"),
             );
+            put(
+                "per_second.errors",
+                format!("{second}"),
+                second,
+                num(&sec["errors"], "errors"),
+            );
+            put(
+                "per_second.connections_opened",
+                format!("{second}"),
+                second,
+                num(&sec["connections_opened"], "connections"),
+            );
+            for key in ["latency_p50_us", "latency_p99_us"] {
+                // A second without a successful request has no latency.
+                let v = num(&sec[key], key);
+                if v > 0.0 {
+                    put(&format!("per_second.{key}"), format!("{second}"), second, v);
+                }
+            }
+        }
+        // The distribution curve: HdrHistogram's plotter's quantiles, ten a
+        // decade of 1/(1-q) up to 99.999 %, those the count can tell apart.
+        let hist = histogram(m["histograms"]["latency_us"].as_str().expect("latency histogram"));
+        if !hist.is_empty() {
+            for k in 0..=50 {
+                let q = 1.0 - 10f64.powf(-(k as f64) / 10.0);
+                if (1.0 - q) * hist.len() as f64 >= 1.0 - 1e-9 {
+                    put(
+                        "histograms.latency_us",
+                        q.to_string(),
+                        q,
+                        hist.value_at_quantile(q) as f64,
+                    );
+                }
+            }
         }
     }
+}
+
+/// A results.json histogram (HDR V2, base64), decoded.
+fn histogram(b64: &str) -> hdrhistogram::Histogram<u64> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .expect("histogram is base64");
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .expect("histogram is HDR V2")
 }
 
 fn parse_f64(s: &str, what: &str) -> f64 {
@@ -261,8 +321,10 @@ fn every_plotted_point_matches_results_json_and_the_page_has_no_script_error() {
         let mix: u64 = attr(c, "data-mix").and_then(|m| m.parse().ok()).expect("data-mix");
         let x = parse_f64(attr(c, "data-x").expect("data-x"), "data-x");
         let y = parse_f64(attr(c, "data-y").expect("data-y"), "data-y");
-        let extra = if chart == "per_second.requests" {
+        let extra = if chart.starts_with("per_second.") {
             format!("{x}")
+        } else if chart == "histograms.latency_us" {
+            attr(c, "data-x").expect("data-x").to_string()
         } else {
             attr(c, "data-class").map(unescape).unwrap_or_default()
         };
@@ -271,10 +333,13 @@ fn every_plotted_point_matches_results_json_and_the_page_has_no_script_error() {
             got.insert(key.clone(), (x, y)).is_none(),
             "point plotted twice: {key:?}"
         );
-        fills
-            .entry(run)
-            .or_default()
-            .insert(attr(c, "stroke").unwrap_or("").to_string());
+        // The distribution charts colour mixes, one chart per run.
+        if chart != "histograms.latency_us" {
+            fills
+                .entry(run)
+                .or_default()
+                .insert(attr(c, "stroke").unwrap_or("").to_string());
+        }
     }
     let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).take(10).collect();
     let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).take(10).collect();
@@ -288,8 +353,9 @@ fn every_plotted_point_matches_results_json_and_the_page_has_no_script_error() {
     let charts: BTreeSet<&str> = want.keys().map(|k| k.0.as_str()).collect();
     assert_eq!(
         charts.len(),
-        8,
-        "requests/s, bytes/s, errors, p50, p90, p99, classes, per second: {charts:?}"
+        15,
+        "requests/s, bytes/s, errors, p50, p90, p99, class requests/s, class p50 and p99, \
+         per second: requests, p50, p99, errors, connections; distribution: {charts:?}"
     );
 
     // Runs in distinct colours, one colour per run.
@@ -301,8 +367,9 @@ fn every_plotted_point_matches_results_json_and_the_page_has_no_script_error() {
     // Readable: labelled axes with units and legends on every chart.
     let figures = dom.matches(r#"<figure class="chart""#).count();
     assert_eq!(
-        figures, 12,
-        "6 charts per phase (requests/s, MB/s, latency, errors, classes, per second)"
+        figures, 22,
+        "11 charts per phase: requests/s, MB/s, latency, errors, classes, class latency, \
+         requests, latency and errors/connections per second, a distribution per run"
     );
     for (i, fig) in dom.split(r#"<figure class="chart""#).skip(1).enumerate() {
         let fig = &fig[..fig.find("</figure>").expect("figure end")];
@@ -316,10 +383,58 @@ fn every_plotted_point_matches_results_json_and_the_page_has_no_script_error() {
         "failed requests in the window",
         "load: total threads (clients below)",
         "requests completed in the second",
+        "count in the second",
+        "percentile (log scale of 1 ÷ (1 − percentile))",
     ] {
         assert!(dom.contains(label), "axis label {label:?} missing");
     }
     assert!(dom.contains("$ per request/s"), "price/performance column missing");
+
+    // Each run's peak ringed on each phase's requests/s chart, at the mix of
+    // the highest requests/s in results.json, and its collapse threshold
+    // (the default 50 %) drawn at half that rate.
+    for ((label, _), j) in runs.iter().zip(&jsons) {
+        for (pi, phase) in ["static", "inproc"].iter().enumerate() {
+            let mixes: Vec<&Value> = j["mixes"]
+                .as_array()
+                .expect("mixes")
+                .iter()
+                .filter(|m| m["phase"] == *phase)
+                .collect();
+            let mut peak = mixes[0];
+            for m in &mixes {
+                if num(&m["requests_per_sec"], "rate") > num(&peak["requests_per_sec"], "rate") {
+                    peak = m;
+                }
+            }
+            let chart = &dom[dom.find(&format!(r#"id="rate-{pi}""#)).expect("rate chart")..];
+            let chart = &chart[..chart.find("</figure>").expect("chart end")];
+            let ring = tags(chart, "g")
+                .into_iter()
+                .find(|g| {
+                    attr(g, "class") == Some("peak-mark") && attr(g, "data-run").map(unescape).as_deref() == Some(label)
+                })
+                .unwrap_or_else(|| panic!("{label}: no peak ring on the {phase} requests/s chart"));
+            assert_eq!(
+                attr(ring, "data-mix"),
+                Some(peak["mix"].to_string().as_str()),
+                "{label} {phase} peak"
+            );
+            let line = tags(chart, "g")
+                .into_iter()
+                .find(|g| {
+                    attr(g, "data-line") == Some("collapse")
+                        && attr(g, "data-run").map(unescape).as_deref() == Some(label)
+                })
+                .unwrap_or_else(|| panic!("{label}: no collapse line on the {phase} requests/s chart"));
+            let at = parse_f64(attr(line, "data-y").expect("data-y"), "collapse line");
+            assert_eq!(
+                at,
+                num(&peak["requests_per_sec"], "rate") * 0.5,
+                "{label} {phase} threshold"
+            );
+        }
+    }
 
     // The embedded data parses and holds both runs.
     let start = dom.find(r#"id="benchlab-data">"#).expect("data element") + r#"id="benchlab-data">"#.len();

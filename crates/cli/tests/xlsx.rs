@@ -225,6 +225,78 @@ fn column_of(header: &[String], name: &str) -> usize {
         .unwrap_or_else(|| panic!("summary.csv has no {name} column"))
 }
 
+/// The Analysis sheet of a one-phase run: headers in words with units, the
+/// peak and where it is, both shares past the peak as formulas over the
+/// rates beside them (their cached values the ratios themselves), booleans
+/// as TRUE/FALSE cells, all from results.json.
+fn assert_analysis_sheet<R: std::io::Read + std::io::Seek>(book: &mut Xlsx<R>, run: &Run) {
+    let range = book.worksheet_range("Analysis").expect("Analysis");
+    let header: Vec<String> = (0..range.width())
+        .map(|c| match cell(&range, 0, c) {
+            Data::String(h) => h,
+            other => panic!("Analysis header {c}: {other:?}"),
+        })
+        .collect();
+    for h in &header {
+        assert!(!is_snake_case(h), "Analysis: header {h:?} is not words");
+    }
+    let at = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no Analysis column {name:?}: {header:?}"))
+    };
+    let mixes = &run.results.mixes;
+    let peak = mixes.iter().fold(&mixes[0], |p, m| {
+        if m.figures.requests_per_sec > p.figures.requests_per_sec {
+            m
+        } else {
+            p
+        }
+    });
+    let last = mixes.last().expect("mixes");
+    let peak_rps = peak.figures.requests_per_sec;
+    assert_eq!(cell(&range, 1, at("Peak (requests/s)")), Data::Float(peak_rps));
+    assert_eq!(cell(&range, 1, at("Peak at mix")), Data::Float(peak.mix as f64));
+    assert_eq!(cell(&range, 1, at("Peak at threads")), Data::Float(peak.threads as f64));
+    assert_eq!(
+        cell(&range, 1, at("p99 latency at peak (µs)")),
+        Data::Float(peak.figures.latency_us.p99 as f64)
+    );
+    assert_eq!(
+        cell(&range, 1, at("Kept at last mix (share of peak)")),
+        Data::Float(last.figures.requests_per_sec / peak_rps)
+    );
+    assert_eq!(
+        cell(&range, 1, at("Collapse threshold (share of peak)")),
+        Data::Float(0.5)
+    );
+    let collapsed = cell(&range, 1, at("Collapse (lowest share below threshold)"));
+    let lowest_share = last.figures.requests_per_sec / peak_rps;
+    assert_eq!(collapsed, Data::Bool(peak.mix != last.mix && lowest_share < 0.5));
+    assert!(
+        matches!(
+            cell(&range, 1, at("Clients served equally in every mix")),
+            Data::Bool(_)
+        ),
+        "fairness as TRUE/FALSE"
+    );
+    assert!(matches!(cell(&range, 1, at("Peak client-bound")), Data::Bool(_)));
+    // The shares are formulas over the cells beside them.
+    let formulas = book.worksheet_formula("Analysis").expect("Analysis formulas");
+    let f = |col: usize| formulas.get_value((1, col as u32)).cloned().unwrap_or_default();
+    let kept = f(at("Kept at last mix (share of peak)"));
+    assert_eq!(
+        kept,
+        format!(
+            "{}2/{}2",
+            col_letters(at("Last mix (requests/s)")),
+            col_letters(at("Peak (requests/s)"))
+        ),
+        "kept share as a formula"
+    );
+}
+
 #[test]
 fn workbook_of_a_real_run_matches_the_csv_files() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -241,8 +313,9 @@ fn workbook_of_a_real_run_matches_the_csv_files() {
     let mut book: Xlsx<_> = open_workbook(&path).expect("calamine opens the workbook");
     assert_eq!(
         book.sheet_names(),
-        ["Summary", "Client Data", "Per-Class", "Configuration"]
+        ["Analysis", "Summary", "Client Data", "Per-Class", "Configuration"]
     );
+    assert_analysis_sheet(&mut book, &run);
     let summary = book.worksheet_range("Summary").expect("Summary");
     assert_sheet_is_csv("Summary", &summary, 0, &summary_csv);
     let clients = book.worksheet_range("Client Data").expect("Client Data");
@@ -356,23 +429,32 @@ fn workbook_of_a_real_run_matches_the_csv_files() {
         );
     }
 
-    // Charts: two on the Summary sheet (the first sheet), threads on X,
+    // Charts: one on the Analysis sheet (the first sheet), peak and useful
+    // peak by run and phase; two on the Summary sheet, threads on X,
     // requests/s and MB/s on Y, over the two mix rows.
-    let drawing_rels = zip_member(&path, "xl/worksheets/_rels/sheet1.xml.rels").expect("Summary has a drawing");
+    let drawing_rels = zip_member(&path, "xl/worksheets/_rels/sheet1.xml.rels").expect("Analysis has a drawing");
     assert!(drawing_rels.contains("../drawings/drawing1.xml"), "{drawing_rels}");
-    let charts = zip_member(&path, "xl/drawings/_rels/drawing1.xml.rels").expect("the drawing's charts");
+    let analysis_chart = zip_member(&path, "xl/charts/chart1.xml").expect("the Analysis chart");
+    assert!(analysis_chart.contains("<c:barChart>"), "Analysis: a column chart");
     assert!(
-        charts.contains("../charts/chart1.xml") && charts.contains("../charts/chart2.xml"),
+        analysis_chart.contains("Analysis!$C$2<") && analysis_chart.contains("Analysis!$P$2<"),
+        "Analysis chart: peak (C) and useful peak (P) of the one phase:\n{analysis_chart}"
+    );
+    let drawing_rels = zip_member(&path, "xl/worksheets/_rels/sheet2.xml.rels").expect("Summary has a drawing");
+    assert!(drawing_rels.contains("../drawings/drawing2.xml"), "{drawing_rels}");
+    let charts = zip_member(&path, "xl/drawings/_rels/drawing2.xml.rels").expect("the drawing's charts");
+    assert!(
+        charts.contains("../charts/chart2.xml") && charts.contains("../charts/chart3.xml"),
         "{charts}"
     );
-    assert!(zip_member(&path, "xl/charts/chart3.xml").is_none(), "exactly 2 charts");
+    assert!(zip_member(&path, "xl/charts/chart4.xml").is_none(), "exactly 3 charts");
     let range = |name: &str| {
         let c = col_letters(column_of(&header, name));
         format!("Summary!${c}$2:${c}$3")
     };
     for (chart, y, y_title) in [
-        ("xl/charts/chart1.xml", "requests_per_sec", "Requests/s"),
-        ("xl/charts/chart2.xml", "mbytes_per_sec", "MB/s"),
+        ("xl/charts/chart2.xml", "requests_per_sec", "Requests/s"),
+        ("xl/charts/chart3.xml", "mbytes_per_sec", "MB/s"),
     ] {
         let xml = zip_member(&path, chart).unwrap_or_else(|| panic!("no {chart}"));
         assert!(xml.contains("<c:scatterChart>"), "{chart}: not a scatter chart");
@@ -433,8 +515,11 @@ fn workbook_of_a_real_run_matches_the_csv_files() {
     }
     let clients = book.worksheet_range("Client Data").expect("Client Data");
     assert_eq!(clients.height(), 1 + 2 * (parse_csv(&clients_csv).len() - 1));
-    let xml = zip_member(&two, "xl/charts/chart1.xml").expect("chart1");
+    let xml = zip_member(&two, "xl/charts/chart2.xml").expect("chart2");
     assert_eq!(xml.matches("<c:ser>").count(), 2, "a series per run");
+    let analysis = book.worksheet_range("Analysis").expect("Analysis");
+    assert_eq!(cell(&analysis, 1, 0), Data::String("tiny".into()));
+    assert_eq!(cell(&analysis, 2, 0), Data::String("tiny again".into()));
     let c = col_letters(1 + column_of(&header, "threads"));
     assert!(xml.contains(&format!("Summary!${c}$4:${c}$5")), "the second run's rows");
 }

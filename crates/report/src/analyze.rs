@@ -32,6 +32,10 @@ pub struct PeakInfo {
     pub bytes_per_sec: f64,
     pub latency_mean_us: f64,
     pub p99_us: u64,
+    /// The offered rate of an open-loop mix (its threads are 0: the
+    /// schedule sets the load).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_rate: Option<f64>,
 }
 
 impl PeakInfo {
@@ -45,6 +49,7 @@ impl PeakInfo {
             bytes_per_sec: m.figures.bytes_per_sec,
             latency_mean_us: m.figures.latency_us.mean,
             p99_us: m.figures.latency_us.p99,
+            offered_rate: m.open_loop.as_ref().map(|ol| ol.rate),
         }
     }
 }
@@ -144,6 +149,10 @@ pub struct PhaseEfficiency {
     pub spi: Option<String>,
     pub at_peak: Option<EfficiencyPoint>,
     pub at_highest_load: Option<EfficiencyPoint>,
+    /// At equal load: the static and the SPICE mix with the same threads
+    /// (the most threads both phases ran), so neither side is charged for
+    /// running more users than the other.
+    pub at_equal_load: Option<EfficiencyPoint>,
 }
 
 /// In a phase that mixes static and dynamic classes, a dynamic class's mean
@@ -415,6 +424,20 @@ fn pick<'a>(mixes: &[&'a MixResult], at_peak: bool) -> Option<&'a MixResult> {
     Some(mixes[i])
 }
 
+/// The static and the SPICE mix at the same load: the most threads both
+/// phases ran (closed loops), or the highest offered rate both ran (open
+/// loops); the first static mix at that load.
+fn equal_load<'a>(statics: &[&'a MixResult], spice: &[&'a MixResult]) -> Option<(&'a MixResult, &'a MixResult)> {
+    let load = |m: &MixResult| match &m.open_loop {
+        Some(ol) => (1, ol.rate),
+        None => (0, m.threads as f64),
+    };
+    spice
+        .iter()
+        .filter_map(|sp| statics.iter().find(|st| load(st) == load(sp)).map(|st| (*st, *sp)))
+        .max_by(|a, b| load(a.1).1.total_cmp(&load(b.1).1))
+}
+
 /// Analyses every phase of `run`, then SPICE efficiency of each dynamic
 /// phase against the static baseline.
 pub fn analyze_run(run: &Run, o: &ReportOptions) -> RunAnalysis {
@@ -448,6 +471,7 @@ pub fn analyze_run(run: &Run, o: &ReportOptions) -> RunAnalysis {
                 spi: p.spi.clone(),
                 at_peak: point(true),
                 at_highest_load: point(false),
+                at_equal_load: equal_load(static_mixes, ms).map(|(st, sp)| efficiency_point(st, sp)),
             });
         }
     }

@@ -20,7 +20,7 @@ pub use analyze::{
     PhaseEfficiency, PhaseKind, RunAnalysis,
 };
 pub use compare::{compare_runs, Comparison, MixRatio, PhaseComparison};
-pub use xlsx::write_xlsx;
+pub use xlsx::{write_xlsx, write_xlsx_with};
 
 use benchlab_controller::{Results, CLIENT_BOUND_SHARE, RESULTS_SCHEMA};
 use std::collections::BTreeMap;
@@ -198,7 +198,7 @@ pub fn write_reports(runs: &[Run], out: &Path, opts: &ReportOptions) -> Result<V
     let xlsx_path = out.join("report.xlsx");
     let tmp = out.join(".report.tmp.xlsx");
     let _ = std::fs::remove_file(&tmp);
-    write_xlsx(runs, &tmp)?;
+    write_xlsx_with(runs, &tmp, opts)?;
     if tmp.is_file() {
         std::fs::rename(&tmp, &xlsx_path).map_err(|e| format!("cannot write {}: {e}", xlsx_path.display()))?;
         written.push(xlsx_path);

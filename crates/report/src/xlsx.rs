@@ -3,6 +3,12 @@
 //!
 //! Sheets, in this order:
 //!
+//! - **Analysis**: the page's headline and analysis as cells, a row per run
+//!   and phase — the peak and where, the shape past the peak (both shares,
+//!   as formulas over the rates beside them), the collapse flag against the
+//!   threshold, the useful peak, fairness, price/performance (a formula) —
+//!   then SPICE efficiency (at each one's peak, the highest load and equal
+//!   load; the ratios as formulas), with a chart of peak and useful peak.
 //! - **Summary**: `summary.csv`, a row per mix per run (a leading `run`
 //!   column when there are several runs), with two native Excel charts below
 //!   the table: requests/s against threads and throughput (MB/s) against
@@ -21,15 +27,17 @@
 //! The output is deterministic: the same runs give the same bytes (the
 //! document's creation time is the first run's start, not the clock).
 
-use crate::Run;
+use crate::{analyze_run, ReportOptions, Run, RunAnalysis};
 use benchlab_controller::{clients_csv, round, summary_csv, MixResult, Results};
 use benchlab_format::{column_quantity, column_title};
 use rust_xlsxwriter::{
-    Chart, ChartLegendPosition, ChartType, ColNum, DocProperties, ExcelDateTime, Format, RowNum, Workbook, Worksheet,
+    Chart, ChartLegendPosition, ChartType, ColNum, DocProperties, ExcelDateTime, Format, Formula, RowNum, Workbook,
+    Worksheet,
 };
 use std::path::Path;
 
 /// Sheet names; the charts' ranges refer to [`SUMMARY`] by name.
+pub const ANALYSIS: &str = "Analysis";
 pub const SUMMARY: &str = "Summary";
 pub const CLIENT_DATA: &str = "Client Data";
 pub const PER_CLASS: &str = "Per-Class";
@@ -55,17 +63,24 @@ const CHART_HEIGHT: u32 = 380;
 const CHART_GAP: u32 = 20;
 
 /// Writes `runs` as an XLSX workbook at `path` (see the module's doc for the
-/// sheets). The runs keep the order given: it is the order of the rows, of
-/// the chart series and of the configuration sections.
+/// sheets) with the report's default analysis limits. The runs keep the
+/// order given: it is the order of the rows, of the chart series and of the
+/// configuration sections.
 pub fn write_xlsx(runs: &[Run], path: &Path) -> Result<(), String> {
-    let mut workbook = build(runs)?;
+    write_xlsx_with(runs, path, &ReportOptions::default())
+}
+
+/// [`write_xlsx`] with the analysis limits of `opts` (collapse threshold,
+/// fairness tolerance, prices …), as the page uses them.
+pub fn write_xlsx_with(runs: &[Run], path: &Path, opts: &ReportOptions) -> Result<(), String> {
+    let mut workbook = build(runs, opts)?;
     workbook
         .save(path)
         .map_err(|e| format!("cannot write the workbook {}: {e}", path.display()))
 }
 
 /// The workbook in memory, before saving (tests compare its bytes).
-fn build(runs: &[Run]) -> Result<Workbook, String> {
+fn build(runs: &[Run], opts: &ReportOptions) -> Result<Workbook, String> {
     if runs.is_empty() {
         return Err("no runs to write to the workbook".to_string());
     }
@@ -73,6 +88,11 @@ fn build(runs: &[Run]) -> Result<Workbook, String> {
     let bold = Format::new().set_bold();
     let mut workbook = Workbook::new();
     workbook.set_properties(&properties(runs));
+
+    let analyses: Vec<RunAnalysis> = runs.iter().map(|r| analyze_run(r, opts)).collect();
+    let analysis = workbook.add_worksheet();
+    analysis.set_name(ANALYSIS).map_err(xlsx_err(ANALYSIS))?;
+    write_analysis(analysis, runs, &analyses, opts, &bold).map_err(|e| format!("{ANALYSIS} sheet: {e}"))?;
 
     let summary = workbook.add_worksheet();
     summary.set_name(SUMMARY).map_err(xlsx_err(SUMMARY))?;
@@ -134,6 +154,9 @@ enum Cell {
     Bool(bool),
     /// A Unix time (seconds), shown as a UTC date and time.
     Time(i64),
+    /// A formula (`=J2/C2`) and the value it gives, stored as its cached
+    /// result so readers that do not calculate still see the number.
+    Formula(String, f64),
 }
 
 impl Cell {
@@ -163,6 +186,7 @@ impl Cell {
             Cell::Num(x) => x.to_string().len(),
             Cell::Bool(b) => b.to_string().len(),
             Cell::Time(_) => TIME_FORMAT.len(),
+            Cell::Formula(_, x) => x.to_string().len().min(10),
         }
     }
 
@@ -264,6 +288,13 @@ impl<'a> Sheet<'a> {
                 _ => ws.write_number(row, col, *x),
             },
             Cell::Bool(b) => ws.write_boolean(row, col, *b),
+            Cell::Formula(f, x) => {
+                let formula = Formula::new(f.as_str()).set_result(x.to_string());
+                match self.number_formats.get(usize::from(col)) {
+                    Some(Some(fmt)) => ws.write_formula_with_format(row, col, formula, fmt),
+                    _ => ws.write_formula(row, col, formula),
+                }
+            }
             Cell::Time(t) => match ExcelDateTime::from_timestamp(*t) {
                 Ok(t) => ws.write_datetime_with_format(row, col, &t, &self.time),
                 // Outside Excel's years 1900–9999: the number of seconds itself.
@@ -405,6 +436,246 @@ fn csv_table(runs: &[Run], several: bool, csv: fn(&Results) -> String) -> Result
         }
     }
     Ok(table)
+}
+
+/// Column letters of a 0-based column (`0` → `A`, `27` → `AB`).
+fn col_name(col: ColNum) -> String {
+    let mut n = u32::from(col) + 1;
+    let mut s = Vec::new();
+    while n > 0 {
+        let r = (n - 1) % 26;
+        s.push(char::from(b'A' + r as u8));
+        n = (n - 1) / 26;
+    }
+    s.iter().rev().collect()
+}
+
+/// The A1 name of a cell.
+fn a1(row: RowNum, col: ColNum) -> String {
+    format!("{}{}", col_name(col), row + 1)
+}
+
+/// `num ÷ den` as a formula over two cells of the row, with its value; blank
+/// where either number is missing or the divisor is 0.
+fn ratio_cell(row: RowNum, num: (ColNum, Option<f64>), den: (ColNum, Option<f64>)) -> Cell {
+    match (num.1, den.1) {
+        (Some(n), Some(d)) if d != 0.0 => Cell::Formula(format!("={}/{}", a1(row, num.0), a1(row, den.0)), n / d),
+        _ => Cell::Blank,
+    }
+}
+
+fn opt_num(v: Option<f64>) -> Cell {
+    v.map_or(Cell::Blank, Cell::Num)
+}
+
+/// The Analysis sheet's table of run × phase: (header in words with its
+/// unit, Excel number format).
+const ANALYSIS_COLUMNS: &[(&str, &str)] = &[
+    ("Run", ""),
+    ("Phase", ""),
+    ("Peak (requests/s)", "#,##0.0"),
+    ("Peak at mix", "0"),
+    ("Peak at threads", "#,##0"),
+    ("Peak at offered rate (requests/s, open loop)", "#,##0.0"),
+    ("p99 latency at peak (µs)", "#,##0"),
+    ("Peak throughput (MB/s)", "#,##0.00"),
+    ("Peak throughput at mix", "0"),
+    ("Last mix (requests/s)", "#,##0.0"),
+    ("Kept at last mix (share of peak)", "0.0%"),
+    ("Lowest after peak (requests/s)", "#,##0.0"),
+    ("Lowest share after peak", "0.0%"),
+    ("Collapse threshold (share of peak)", "0.0%"),
+    ("Collapse (lowest share below threshold)", ""),
+    ("Useful peak (requests/s)", "#,##0.0"),
+    ("Useful peak at mix", "0"),
+    ("Clients served equally in every mix", ""),
+    ("Mixes with unequal service", ""),
+    ("Peak client-bound", ""),
+    ("System price ($)", "$#,##0.00"),
+    ("Price/performance ($ per request/s)", "$#,##0.0000"),
+];
+
+const EFFICIENCY_COLUMNS: &[(&str, &str)] = &[
+    ("Run", ""),
+    ("SPICE phase", ""),
+    ("Static phase", ""),
+    ("At", ""),
+    ("Static mix", "0"),
+    ("SPICE mix", "0"),
+    ("Static threads", "#,##0"),
+    ("SPICE threads", "#,##0"),
+    ("Static (requests/s)", "#,##0.0"),
+    ("SPICE (requests/s)", "#,##0.0"),
+    ("Request efficiency (SPICE ÷ static)", "0.0%"),
+    ("Static mean latency (µs)", "#,##0.0"),
+    ("SPICE mean latency (µs)", "#,##0.0"),
+    ("Latency efficiency (static ÷ SPICE)", "0.0%"),
+];
+
+/// The Analysis sheet (first in the workbook): the numbers of the page's
+/// headline and analysis, a row per run and phase, SPICE efficiency below,
+/// and a chart of each phase's peak and useful peak.
+fn write_analysis(
+    ws: &mut Worksheet,
+    runs: &[Run],
+    analyses: &[RunAnalysis],
+    opts: &ReportOptions,
+    bold: &Format,
+) -> Result<(), String> {
+    let formats = |cols: &[(&str, &str)]| -> Vec<Option<Format>> {
+        cols.iter()
+            .map(|(_, f)| (!f.is_empty()).then(|| Format::new().set_num_format(*f)))
+            .collect()
+    };
+    let mut sheet = Sheet::new(ws, bold);
+    let titles: Vec<&str> = ANALYSIS_COLUMNS.iter().map(|c| c.0).collect();
+    sheet.header(0, &titles)?;
+    sheet.number_formats = formats(ANALYSIS_COLUMNS);
+    let col = |name: &str| -> ColNum {
+        ANALYSIS_COLUMNS
+            .iter()
+            .position(|c| c.0 == name)
+            .and_then(|i| ColNum::try_from(i).ok())
+            .unwrap_or(0)
+    };
+    let (peak_c, last_c, lowest_c, price_c) = (
+        col("Peak (requests/s)"),
+        col("Last mix (requests/s)"),
+        col("Lowest after peak (requests/s)"),
+        col("System price ($)"),
+    );
+    let mut row: RowNum = 0;
+    for (run, a) in runs.iter().zip(analyses) {
+        for p in &a.phases {
+            row = next_row(row)?;
+            let peak = p.peak.as_ref().map(|x| x.requests_per_sec);
+            let last = p.last_mix.as_ref().map(|x| x.requests_per_sec);
+            let lowest = p.lowest_mix.as_ref().map(|x| x.requests_per_sec);
+            let unequal: Vec<String> = p
+                .fairness
+                .iter()
+                .filter(|f| !f.equal)
+                .map(|f| f.mix.to_string())
+                .collect();
+            let bound = p.peak.as_ref().is_some_and(|pk| {
+                run.results
+                    .mixes
+                    .iter()
+                    .any(|m| m.mix == pk.mix && m.client_cpu.client_bound)
+            });
+            let cells = vec![
+                Cell::text(a.label.as_str()),
+                Cell::text(p.name.as_str()),
+                opt_num(peak),
+                opt_num(p.peak.as_ref().map(|x| x.mix as f64)),
+                opt_num(p.peak.as_ref().map(|x| x.threads as f64)),
+                opt_num(p.peak.as_ref().and_then(|x| x.offered_rate)),
+                opt_num(p.peak.as_ref().map(|x| x.p99_us as f64)),
+                opt_num(p.peak_throughput.as_ref().map(|x| x.bytes_per_sec / 1e6)),
+                opt_num(p.peak_throughput.as_ref().map(|x| x.mix as f64)),
+                opt_num(last),
+                ratio_cell(row, (last_c, last), (peak_c, peak)),
+                opt_num(lowest.filter(|_| p.lowest_after_peak.is_some())),
+                ratio_cell(
+                    row,
+                    (lowest_c, lowest.filter(|_| p.lowest_after_peak.is_some())),
+                    (peak_c, peak),
+                ),
+                Cell::Num(opts.collapse_share),
+                Cell::Bool(p.collapsed),
+                opt_num(p.useful_peak.as_ref().map(|x| x.requests_per_sec)),
+                opt_num(p.useful_peak.as_ref().map(|x| x.mix as f64)),
+                Cell::Bool(unequal.is_empty()),
+                Cell::text(unequal.join(", ")),
+                Cell::Bool(bound),
+                opt_num(p.price),
+                ratio_cell(row, (price_c, p.price), (peak_c, peak)),
+            ];
+            for (c, cell) in (0..).zip(&cells) {
+                sheet.cell(row, c, cell)?;
+            }
+        }
+    }
+    let table_end = row;
+    sheet.number_formats.clear();
+
+    let mut row = next_row(next_row(table_end)?)?;
+    let any_efficiency = analyses.iter().any(|a| !a.efficiency.is_empty());
+    if any_efficiency {
+        sheet.title(row, "SPICE efficiency (seed 001): request efficiency = SPICE ÷ static requests/s; latency efficiency = static ÷ SPICE mean latency")?;
+        row = next_row(row)?;
+        let titles: Vec<&str> = EFFICIENCY_COLUMNS.iter().map(|c| c.0).collect();
+        sheet.header(row, &titles)?;
+        sheet.number_formats = formats(EFFICIENCY_COLUMNS);
+        for a in analyses {
+            for e in &a.efficiency {
+                for (at, pt) in [
+                    ("peak", &e.at_peak),
+                    ("highest load", &e.at_highest_load),
+                    ("equal load", &e.at_equal_load),
+                ] {
+                    let Some(pt) = pt else { continue };
+                    row = next_row(row)?;
+                    let cells = vec![
+                        Cell::text(a.label.as_str()),
+                        Cell::text(e.phase.as_str()),
+                        Cell::text(e.static_phase.as_str()),
+                        Cell::text(at),
+                        Cell::count(pt.static_mix as u64),
+                        Cell::count(pt.spice_mix as u64),
+                        Cell::count(pt.static_threads),
+                        Cell::count(pt.spice_threads),
+                        Cell::Num(pt.static_rate),
+                        Cell::Num(pt.spice_rate),
+                        ratio_cell(row, (9, Some(pt.spice_rate)), (8, Some(pt.static_rate))),
+                        Cell::Num(pt.static_latency_mean_us),
+                        Cell::Num(pt.spice_latency_mean_us),
+                        ratio_cell(
+                            row,
+                            (11, Some(pt.static_latency_mean_us)),
+                            (12, Some(pt.spice_latency_mean_us)),
+                        ),
+                    ];
+                    for (c, cell) in (0..).zip(&cells) {
+                        sheet.cell(row, c, cell)?;
+                    }
+                }
+            }
+        }
+        sheet.number_formats.clear();
+        row = next_row(row)?;
+        sheet.overflowing(
+            row,
+            0,
+            "In a closed loop a mix's mean latency is about its threads ÷ its requests/s, so at each one's peak the latency ratio mostly restates the threads each peak took; the equal-load row compares the two paths at the same threads.",
+        )?;
+    }
+    sheet.finish(true);
+
+    if table_end == 0 {
+        // Excel refuses a chart without a series.
+        return Ok(());
+    }
+    let mut chart = Chart::new(ChartType::Column);
+    chart.title().set_name("Peak and useful peak by run and phase");
+    chart.x_axis().set_name("Run · phase");
+    chart.y_axis().set_name("Requests/s").set_min(0);
+    chart.legend().set_position(ChartLegendPosition::Bottom);
+    chart
+        .set_width(CHART_WIDTH)
+        .set_height(CHART_HEIGHT)
+        .set_alt_text("benchlab: peak and useful peak requests/s of each run and phase");
+    let useful_c = col("Useful peak (requests/s)");
+    for (name, c) in [("Peak", peak_c), ("Useful peak", useful_c)] {
+        chart
+            .add_series()
+            .set_name(name)
+            .set_categories((ANALYSIS, 1, 0, table_end, 1))
+            .set_values((ANALYSIS, 1, c, table_end, c));
+    }
+    ws.insert_chart_with_offset(row.saturating_add(2), 0, &chart, 0, 0)
+        .map_err(|e| format!("chart: {e}"))?;
+    Ok(())
 }
 
 /// The Summary sheet: the summary table, and below it the two charts.
@@ -897,7 +1168,10 @@ mod tests {
     }
 
     fn bytes(runs: &[Run]) -> Vec<u8> {
-        build(runs).expect("builds").save_to_buffer().expect("saves")
+        build(runs, &crate::ReportOptions::default())
+            .expect("builds")
+            .save_to_buffer()
+            .expect("saves")
     }
 
     #[test]
@@ -941,7 +1215,7 @@ mod tests {
                     Cell::Bool(b) => assert_eq!(b.to_string(), *text),
                     Cell::Text(s) => assert_eq!(s, text),
                     Cell::Blank => assert_eq!(text, ""),
-                    Cell::Time(_) => panic!("no times in the summary"),
+                    Cell::Time(_) | Cell::Formula(..) => panic!("no times or formulas in the summary"),
                 }
             }
         }
@@ -1006,7 +1280,7 @@ mod tests {
         let both = headline(std::slice::from_ref(&r));
         assert!(both.contains(r#"data-co-located="1""#), "{both}");
         assert!(
-            both.contains("CO-LOCATED: mix 1: the server ran on the load generator&#39;s machine"),
+            both.contains("CO-LOCATED: mix 1: the server ran on the load generator's machine"),
             "{both}"
         );
         assert!(both.contains("CLIENT-BOUND: mixes 2 and 3"), "{both}");
@@ -1026,7 +1300,7 @@ mod tests {
 
     #[test]
     fn empty_inputs() {
-        assert!(build(&[]).is_err());
+        assert!(build(&[], &crate::ReportOptions::default()).is_err());
         let mut r = run("a", &[]);
         r.results.mixes.clear();
         assert!(
@@ -1043,5 +1317,18 @@ mod tests {
         assert!(std::fs::metadata(&path).expect("exists").len() > 1000);
         let bad = dir.path().join("no/such/dir/r.xlsx");
         assert!(write_xlsx(&[run("a", &[("demo", 1)])], &bad).is_err());
+    }
+
+    #[test]
+    fn column_names_and_ratio_formulas() {
+        assert_eq!(col_name(0), "A");
+        assert_eq!(col_name(25), "Z");
+        assert_eq!(col_name(27), "AB");
+        assert_eq!(
+            ratio_cell(1, (9, Some(50.0)), (2, Some(200.0))),
+            Cell::Formula("=J2/C2".into(), 0.25)
+        );
+        assert_eq!(ratio_cell(1, (9, Some(50.0)), (2, Some(0.0))), Cell::Blank);
+        assert_eq!(ratio_cell(1, (9, None), (2, Some(1.0))), Cell::Blank);
     }
 }

@@ -461,3 +461,91 @@ fn empty_and_failed_runs_render() {
     assert!(html.contains("client 2: taken out"));
     assert!(html.contains("50 requests failed"));
 }
+
+/// A run whose rates rise to a peak at mix 3 and fall to `after` of it.
+fn falling_run(after: f64) -> benchlab_report::Run {
+    let rates = [400.0, 800.0, 1000.0, 1000.0 * after];
+    let mixes: Vec<Mix> = rates
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Mix {
+            threads: 1 << (2 * i),
+            rate: *r,
+            p99: 5000,
+            mean_latency: 800.0,
+            client_rates: equal_clients(*r, 2),
+            kind: "static",
+        })
+        .collect();
+    run_of(&[("static", mixes)])
+}
+
+/// The words past the peak name the collapse threshold actually used
+/// (`--collapse-below`), not "half" whatever it is.
+#[test]
+fn held_share_reflects_the_collapse_threshold() {
+    let opts = ReportOptions {
+        collapse_share: 0.3,
+        ..ReportOptions::default()
+    };
+    let html = render_html(&[falling_run(0.4)], &opts);
+    assert!(
+        html.contains("It held at least 30.0 % of its peak"),
+        "held share must follow --collapse-below"
+    );
+    assert!(!html.contains("at least half"));
+    let html = render_html(&[falling_run(0.4)], &ReportOptions::default());
+    assert!(html.contains("Collapse: past the peak the server fell below 50.0 %"));
+}
+
+/// The requests/s and throughput charts ring each run's peak and draw its
+/// collapse threshold (`--collapse-below` × the peak) as a line.
+#[test]
+fn peak_marker_and_collapse_line_on_the_load_charts() {
+    let opts = ReportOptions {
+        collapse_share: 0.25,
+        ..ReportOptions::default()
+    };
+    let html = render_html(&[falling_run(0.1)], &opts);
+    let rate_chart = &html[html.find(r#"id="rate-0""#).expect("rate chart")..];
+    let rate_chart = &rate_chart[..rate_chart.find("</figure>").expect("end")];
+    assert!(
+        rate_chart.contains(r#"<g class="peak-mark" data-run="synthetic" data-mix="3">"#),
+        "no peak ring at mix 3"
+    );
+    assert!(rate_chart.contains("peak 1,000.0 requests/s"), "peak label");
+    assert!(
+        rate_chart.contains(r#"data-line="collapse" data-run="synthetic" data-y="250""#),
+        "collapse line at 25 % of 1,000 requests/s"
+    );
+    let thr = &html[html.find(r#"id="throughput-0""#).expect("throughput chart")..];
+    let thr = &thr[..thr.find("</figure>").expect("end")];
+    assert!(thr.contains(r#"class="peak-mark""#) && thr.contains(r#"data-line="collapse""#));
+    // Loads 1, 4, 16, 64 threads: a log axis, every load labelled.
+    for t in [1, 4, 16, 64] {
+        assert!(rate_chart.contains(&format!(r#"class="tick">{t}</text>"#)), "label {t}");
+    }
+}
+
+/// The headline says when the run was time-scaled and flags a
+/// client-bound peak.
+#[test]
+fn headline_states_time_scale_and_client_bound() {
+    let mut run = falling_run(0.9);
+    let html = render_html(&[run.clone()], &ReportOptions::default());
+    assert!(!html.contains("data-time-scale"), "scale 1 is not mentioned");
+    assert!(!html.contains(r#"data-flag="client-bound""#));
+    run.results.environment.time_scale = 0.1;
+    run.results.mixes[2].client_cpu.cores = 2;
+    run.results.mixes[2].client_cpu.client_bound = true;
+    let html = render_html(&[run], &ReportOptions::default());
+    let head = &html[html.find(r#"id="headline""#).expect("headline")..];
+    let head = &head[..head.find("</section>").expect("end")];
+    assert!(head.contains(r#"data-time-scale="0.1""#) && head.contains("Time scale 0.1"));
+    assert!(
+        head.contains(
+            r#"mix 3<br><small>16 thr · 2 cl</small><br><span class="flag" data-flag="client-bound">CLIENT-BOUND</span>"#
+        ),
+        "the client-bound peak is flagged where it stands"
+    );
+}

@@ -118,6 +118,43 @@ fn fileset() -> &'static Path {
 /// A results directory named `name` from a real run against `benchlab serve`
 /// with `workers` threads (made once per test binary).
 pub fn results_dir(name: &str, workers: u32) -> PathBuf {
+    results_dir_of(name, SUITE, workers)
+}
+
+/// An open-loop phase: two mixes at 200 and 400 requests/s offered (their
+/// threads are 0), on the same file set.
+pub const OPEN_LOOP_SUITE: &str = r#"name = "report-open-loop"
+description = "two open-loop mixes"
+target = "http://127.0.0.1:9"
+seed = 5
+
+[defaults]
+length = "2s"
+ramp_up = "0.5s"
+ramp_down = "0.25s"
+timeout = "5s"
+max_in_flight = 64
+
+[workloads.static]
+[[workloads.static.class]]
+name = "small"
+percent = 100
+[workloads.static.class.fileset]
+name = "specweb99"
+classes = ["class0"]
+
+[[mix]]
+clients = 1
+rate = 200
+workload = "static"
+[[mix]]
+clients = 2
+rate = 400
+workload = "static"
+"#;
+
+/// [`results_dir`] of another suite text.
+pub fn results_dir_of(name: &str, suite_text: &str, workers: u32) -> PathBuf {
     static MADE: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     let made = MADE.get_or_init(|| Mutex::new(HashMap::new()));
     let mut made = made.lock().unwrap_or_else(|e| e.into_inner());
@@ -127,7 +164,7 @@ pub fn results_dir(name: &str, workers: u32) -> PathBuf {
     let set = fileset();
     let d = scratch(&format!("run-{name}"));
     let suite = d.join("report-test.toml");
-    std::fs::write(&suite, SUITE).expect("write suite");
+    std::fs::write(&suite, suite_text).expect("write suite");
     let res = d.join(name);
     let server = Serve::start(set, &["--workers", &workers.to_string()]);
     let target = format!("http://{}", server.addr);
