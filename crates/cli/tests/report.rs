@@ -340,6 +340,18 @@ fn open_loop_mixes_are_shown_by_their_rate() {
                     fmt::requests_per_sec(field(m, &f).as_f64().expect("rate"))
                 }
                 "requests_per_sec" => fmt::requests_per_sec(expected(m, &f)),
+                "open_loop.peak_connections" => {
+                    // Several clients' peaks summed: an upper bound, marked.
+                    let bound = if ol["peak_connections_upper_bound"].as_bool().expect("bound") {
+                        "≤ "
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "{bound}{}",
+                        fmt::thousands(ol["peak_connections"].as_u64().expect("peak"))
+                    )
+                }
                 "late_share" => {
                     fmt::share(ol["late_sends"].as_f64().expect("late") / ol["sends"].as_f64().expect("sends").max(1.0))
                 }
@@ -356,4 +368,24 @@ fn open_loop_mixes_are_shown_by_their_rate() {
     let classes = &html[html.find(r#"id="classes""#).expect("classes")..];
     assert!(classes[..classes.find("</section>").expect("end")].contains("400.0/s offered"));
     assert!(t.contains(r#"data-field="open_loop.max_in_flight_hit""#));
+    assert!(t.contains(r#"data-field="open_loop.peak_connections""#));
+    // Each mix's distribution chart has its as-sent curve beside the
+    // corrected one, each point the stored as-sent histogram's value.
+    for m in mixes {
+        let b64 = m["histograms"]["latency_as_sent_us"]
+            .as_str()
+            .expect("as-sent histogram");
+        let hist = report_support::histogram(b64);
+        let points: Vec<_> = tags(&html, "circle")
+            .into_iter()
+            .filter(|c| attr(c, "data-chart") == Some("histograms.latency_as_sent_us"))
+            .filter(|c| attr(c, "data-mix") == Some(m["mix"].to_string().as_str()))
+            .collect();
+        assert!(!points.is_empty(), "mix {}: an as-sent curve", m["mix"]);
+        for c in points {
+            let q: f64 = attr(c, "data-x").expect("data-x").parse().expect("quantile");
+            let y: u64 = attr(c, "data-y").expect("data-y").parse().expect("latency");
+            assert_eq!(y, hist.value_at_quantile(q), "mix {} at {q}", m["mix"]);
+        }
+    }
 }

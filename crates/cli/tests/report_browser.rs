@@ -15,7 +15,7 @@
 mod common;
 mod report_support;
 
-use report_support::{assert_success, attr, benchlab, read_json, results_dir, s, scratch, tags, unescape};
+use report_support::{assert_success, attr, benchlab, histogram, read_json, results_dir, s, scratch, tags, unescape};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -211,13 +211,21 @@ fn expected_points(
         }
         // The distribution curve: HdrHistogram's plotter's quantiles, ten a
         // decade of 1/(1-q) up to 99.999 %, those the count can tell apart.
-        let hist = histogram(m["histograms"]["latency_us"].as_str().expect("latency histogram"));
-        if !hist.is_empty() {
+        // An open-loop mix has its as-sent curve too.
+        for key in ["latency_us", "latency_as_sent_us"] {
+            let Some(b64) = m["histograms"][key].as_str() else {
+                assert_eq!(key, "latency_as_sent_us", "every mix has a latency histogram");
+                continue;
+            };
+            let hist = histogram(b64);
+            if hist.is_empty() {
+                continue;
+            }
             for k in 0..=50 {
                 let q = 1.0 - 10f64.powf(-(k as f64) / 10.0);
                 if (1.0 - q) * hist.len() as f64 >= 1.0 - 1e-9 {
                     put(
-                        "histograms.latency_us",
+                        &format!("histograms.{key}"),
                         q.to_string(),
                         q,
                         hist.value_at_quantile(q) as f64,
@@ -226,17 +234,6 @@ fn expected_points(
             }
         }
     }
-}
-
-/// A results.json histogram (HDR V2, base64), decoded.
-fn histogram(b64: &str) -> hdrhistogram::Histogram<u64> {
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .expect("histogram is base64");
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .expect("histogram is HDR V2")
 }
 
 fn parse_f64(s: &str, what: &str) -> f64 {
@@ -323,7 +320,7 @@ fn every_plotted_point_matches_results_json_and_the_page_has_no_script_error() {
         let y = parse_f64(attr(c, "data-y").expect("data-y"), "data-y");
         let extra = if chart.starts_with("per_second.") {
             format!("{x}")
-        } else if chart == "histograms.latency_us" {
+        } else if chart.starts_with("histograms.") {
             attr(c, "data-x").expect("data-x").to_string()
         } else {
             attr(c, "data-class").map(unescape).unwrap_or_default()
@@ -334,7 +331,7 @@ fn every_plotted_point_matches_results_json_and_the_page_has_no_script_error() {
             "point plotted twice: {key:?}"
         );
         // The distribution charts colour mixes, one chart per run.
-        if chart != "histograms.latency_us" {
+        if !chart.starts_with("histograms.") {
             fills
                 .entry(run)
                 .or_default()

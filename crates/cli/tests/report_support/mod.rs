@@ -238,3 +238,14 @@ pub fn tags<'a>(html: &'a str, name: &str) -> Vec<&'a str> {
 pub fn field<'a>(m: &'a serde_json::Value, path: &str) -> &'a serde_json::Value {
     path.split('.').fold(m, |v, k| &v[k])
 }
+
+/// A results.json histogram (HDR V2, base64), decoded.
+pub fn histogram(b64: &str) -> hdrhistogram::Histogram<u64> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .expect("histogram is base64");
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .expect("histogram is HDR V2")
+}

@@ -711,51 +711,64 @@ fn distribution(runs: &[Run], phase: &str, pi: usize, axis: LoadAxis) -> Vec<Mar
         let mut series = Vec::new();
         let mut top = 0.0f64;
         for (k, m) in phase_mixes(r, phase).into_iter().enumerate() {
-            let Some(hist) = decode_histogram(&m.histograms.latency_us) else {
-                continue;
-            };
-            if hist.is_empty() {
-                continue;
+            // An open-loop mix has two curves: corrected latency (from each
+            // request's intended send time, solid) and as-sent latency (from
+            // when it actually left, dashed); the gap between them is the
+            // time requests waited behind a slow server.
+            let as_sent = m.histograms.latency_as_sent_us.as_deref();
+            let curves = [
+                (
+                    Some(m.histograms.latency_us.as_str()),
+                    "histograms.latency_us",
+                    "",
+                    DASHES[(k / PALETTE_LEN) % DASHES.len()],
+                ),
+                (as_sent, "histograms.latency_as_sent_us", " as sent", DASHES[2]),
+            ];
+            for (b64, chart_key, which, dash) in curves {
+                let Some(hist) = b64.and_then(decode_histogram) else {
+                    continue;
+                };
+                if hist.is_empty() {
+                    continue;
+                }
+                let points: Vec<Point> = curve_quantiles(hist.len())
+                    .into_iter()
+                    .map(|q| {
+                        let v = hist.value_at_quantile(q);
+                        let x = (1.0 / (1.0 - q)).log10();
+                        top = top.max(x);
+                        Point {
+                            x,
+                            y: v as f64,
+                            data_x: q.to_string(),
+                            data_y: v.to_string(),
+                            mix: Some(m.mix),
+                            class: None,
+                            tip: format!(
+                                "{} · mix {} ({}){which} · {} of requests within {} µs",
+                                r.label,
+                                m.mix,
+                                axis.words(m),
+                                percentile_label(q),
+                                int(v)
+                            ),
+                            hollow: false,
+                        }
+                    })
+                    .collect();
+                series.push(Series {
+                    name: format!("mix {} ({}){which}", m.mix, axis.short(m)),
+                    chart_key: chart_key.into(),
+                    run: r.label.clone(),
+                    // One run per chart: colours tell its mixes apart.
+                    colour: k,
+                    dash,
+                    points,
+                    in_legend: true,
+                    radius: 1.8,
+                });
             }
-            let points: Vec<Point> = curve_quantiles(hist.len())
-                .into_iter()
-                .map(|q| {
-                    let v = hist.value_at_quantile(q);
-                    let x = (1.0 / (1.0 - q)).log10();
-                    top = top.max(x);
-                    Point {
-                        x,
-                        y: v as f64,
-                        data_x: q.to_string(),
-                        data_y: v.to_string(),
-                        mix: Some(m.mix),
-                        class: None,
-                        tip: format!(
-                            "{} · mix {} ({}) · {} of requests within {} µs",
-                            r.label,
-                            m.mix,
-                            axis.words(m),
-                            percentile_label(q),
-                            int(v)
-                        ),
-                        hollow: false,
-                    }
-                })
-                .collect();
-            // To draw beside it once results.json has it (h-olr): an open-loop
-            // mix's as-sent curve from `histograms.latency_as_sent_us`,
-            // chart key "histograms.latency_as_sent_us", dashed.
-            series.push(Series {
-                name: format!("mix {} ({})", m.mix, axis.short(m)),
-                chart_key: "histograms.latency_us".into(),
-                run: r.label.clone(),
-                // One run per chart: colours tell its mixes apart.
-                colour: k,
-                dash: DASHES[(k / PALETTE_LEN) % DASHES.len()],
-                points,
-                in_legend: true,
-                radius: 1.8,
-            });
         }
         if series.is_empty() {
             continue;

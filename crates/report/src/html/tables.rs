@@ -253,6 +253,7 @@ pub(super) fn open_loop(runs: &[Run]) -> Markup {
                         th.n { "achieved requests/s" } th.n { "late sends" } th.n { "late share" } th.n { "max in flight (per client)" }
                         th.n { "waits at the cap" } th.n { "corrected p50 µs" } th.n { "as-sent p50 µs" } th.n { "corrected p99 µs" }
                         th.n { "as-sent p99 µs" } th.n { "connections opened" }
+                        th.n title="The most connections open at the same time; with several clients the sum of each one's most (≤: an upper bound)" { "most open at once" }
                     }
                     @for m in &r.results.mixes {
                         @if let Some(ol) = &m.open_loop {
@@ -274,9 +275,9 @@ pub(super) fn open_loop(runs: &[Run]) -> Markup {
                                 (field("open_loop.latency_as_sent_us.p50", int(ol.latency_as_sent_us.p50)))
                                 (field("latency_us.p99", int(m.figures.latency_us.p99)))
                                 (field("open_loop.latency_as_sent_us.p99", int(ol.latency_as_sent_us.p99)))
-                                // To show beside it once results.json has it (h-olr):
-                                // open_loop.peak_connections, the most connections open at once.
                                 (field("connections_opened", int(m.connections_opened)))
+                                @let bound = if ol.peak_connections_upper_bound { "≤ " } else { "" };
+                                (field("open_loop.peak_connections", format!("{bound}{}", int(ol.peak_connections))))
                             }
                         }
                     }
