@@ -85,6 +85,7 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
         tls: TlsOptions::default(),
         time_scale: a.time_scale,
         command: std::env::args().collect(),
+        repeat: 1,
     };
     let outcome = execute(&suite, &opts);
     let _ = server.shutdown();

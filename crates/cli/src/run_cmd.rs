@@ -57,6 +57,11 @@ pub struct RunArgs {
     /// Worker OS threads per in-process client [default: cores ÷ clients].
     #[arg(long, value_name = "N")]
     os_threads_per_client: Option<usize>,
+    /// Run each mix N times back to back (each --find-peak step too): the
+    /// mix shows its median run by requests/s, and results.json keeps every
+    /// run's figures and their spread, the noise `benchlab compare` weighs.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
     #[command(flatten)]
     peak: PeakArgs,
 }
@@ -314,6 +319,8 @@ pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     tty: bool,
     window: (Duration, Duration),
+    /// `(run, of)` of the mix now running under `--repeat`.
+    repeat: Option<(u32, u32)>,
     /// Where the report goes, rewritten after every mix so a long run can be
     /// watched in a browser.
     report_dir: PathBuf,
@@ -328,6 +335,7 @@ impl Progress {
             bar: None,
             tty: std::io::stderr().is_terminal(),
             window: (Duration::ZERO, Duration::ZERO),
+            repeat: None,
             report_dir,
             report_error: None,
         }
@@ -347,9 +355,12 @@ impl Observer for Progress {
             None => plural(mix.params.threads_per_client.into(), "thread", "threads"),
         };
         let msg = format!(
-            "mix {} ({phase}): {} × {load}",
+            "mix {} ({phase}): {} × {load}{}",
             mix.number,
             plural(mix.clients.into(), "client", "clients"),
+            self.repeat
+                .map(|(r, of)| format!(", run {r} of {of}"))
+                .unwrap_or_default()
         );
         if self.tty {
             let bar = ProgressBar::new(len);
@@ -362,6 +373,10 @@ impl Observer for Progress {
         } else {
             eprintln!("{msg}, {}", humantime::format_duration(mix.params.length));
         }
+    }
+
+    fn repeat_started(&mut self, _mix: &Mix, repeat: u32, of: u32) {
+        self.repeat = Some((repeat, of));
     }
 
     fn second(&mut self, _mix: &Mix, second: u32, requests: u64, errors: u64, _bytes: u64) {
@@ -390,10 +405,13 @@ impl Observer for Progress {
         let cpu = &r.client_cpu;
         // A search's mixes are renumbered in load order as they come, so
         // its progress names the step, not a number that will change.
-        let name = match &r.search {
+        let mut name = match &r.search {
             Some(st) => format!("search step {} ({})", st.step, search_kind(st.kind)),
             None => format!("mix {}", r.mix),
         };
+        if let Some((run, of)) = self.repeat.take() {
+            name.push_str(&format!(" run {run} of {of}"));
+        }
         let load = match &r.open_loop {
             Some(o) => format!(
                 "{} of {} sent late, as-sent p99 {} µs",
@@ -532,6 +550,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         },
         time_scale: a.time_scale,
         command: std::env::args().collect(),
+        repeat: a.repeat,
     };
     let prepared = prepare(&suite, &opts).map_err(|e| match e {
         benchlab_controller::ControllerError::Input(m) => CliError::Usage(m),
@@ -569,11 +588,18 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             out.display()
         );
     } else {
+        let repeats = if a.repeat > 1 {
+            format!(" (each run {} times back to back)", a.repeat)
+        } else {
+            String::new()
+        };
         eprintln!(
-            "benchlab run: suite `{}`{selected}, {}, {} against {} → {}",
+            "benchlab run: suite `{}`{selected}, {}{repeats}, {} against {} → {}",
             suite.name,
             plural(suite.mixes.len() as u64, "mix", "mixes"),
-            humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
+            humantime::format_duration(Duration::from_secs(
+                suite.total_length().as_secs() * u64::from(a.repeat)
+            )),
             targets.join(", "),
             out.display()
         );

@@ -840,6 +840,7 @@ mod tests {
             warnings: Vec::new(),
             open_loop: None,
             search: None,
+            repeats: None,
         }
     }
 
