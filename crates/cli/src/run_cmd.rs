@@ -1,5 +1,6 @@
 //! `benchlab run SUITE.toml` and `benchlab check SUITE.toml`.
 
+use crate::live::{Feed, WebArgs};
 use crate::output::{mbytes_per_sec, plural, requests_per_sec, share, thousands};
 use crate::{CliError, Outcome};
 use benchlab_controller::peak::SearchLimits;
@@ -64,6 +65,8 @@ pub struct RunArgs {
     repeat: u32,
     #[command(flatten)]
     peak: PeakArgs,
+    #[command(flatten)]
+    web: WebArgs,
 }
 
 /// `--find-peak` and its rules (README "Automatic peak search").
@@ -477,6 +480,7 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
     let search = a.peak.limits()?;
+    crate::live::check(&a.web)?;
     if let Some(t) = &a.target {
         if !t.contains("://") {
             return Err(CliError::Usage(format!(
@@ -604,15 +608,15 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             out.display()
         );
     }
-    execute_prepared(prepared, &suite, &opts, search.as_ref())
+    execute_prepared(prepared, &suite, &opts, search.as_ref(), &a.web)
 }
 
 /// Runs a prepared suite with a progress display, prints the summary table,
 /// the results and report paths; Ctrl-C ends the current mix (kept, marked
 /// partial) and the run, which then exits 130.
-pub(crate) fn execute(suite: &Suite, opts: &RunOptions) -> Result<Outcome, CliError> {
+pub(crate) fn execute(suite: &Suite, opts: &RunOptions, web: &WebArgs) -> Result<Outcome, CliError> {
     let prepared = prepare(suite, opts).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    execute_prepared(prepared, suite, opts, None)
+    execute_prepared(prepared, suite, opts, None, web)
 }
 
 fn execute_prepared(
@@ -620,16 +624,36 @@ fn execute_prepared(
     suite: &Suite,
     opts: &RunOptions,
     search: Option<&SearchLimits>,
+    web: &WebArgs,
 ) -> Result<Outcome, CliError> {
+    // Listening comes before any load: a taken port stops the run at once.
+    let live = crate::live::start(
+        web,
+        &suite.name,
+        &suite.target,
+        &opts.out,
+        search.is_none().then_some(suite.mixes.len()),
+        opts.repeat.max(1),
+    )?;
+    if let Some(l) = &live {
+        eprintln!("live view: {}", l.url());
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
     let mut progress = Progress::new(opts.out.clone());
-    let results = match search {
-        Some(limits) => run_prepared_search(prepared, suite, opts, limits, &stop, &mut progress),
-        None => run_prepared(prepared, suite, opts, &stop, &mut progress),
+    let run = |observer: &mut dyn Observer| match search {
+        Some(limits) => run_prepared_search(prepared, suite, opts, limits, &stop, observer),
+        None => run_prepared(prepared, suite, opts, &stop, observer),
+    };
+    let results = match &live {
+        Some(l) => run(&mut Feed::new(&mut progress, l.clone())),
+        None => run(&mut progress),
+    };
+    if let Some(l) = &live {
+        l.finish();
     }
-    .map_err(|e| CliError::CannotRun(e.to_string()))?;
+    let results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
     if results.mixes.is_empty() {
         eprintln!("interrupted before the first mix: nothing written");
         return Ok(Outcome::Interrupted);
@@ -643,6 +667,12 @@ fn execute_prepared(
             opts.out.display()
         );
         return Ok(Outcome::Interrupted);
+    }
+    if let Some(l) = live.as_ref().filter(|_| web.web_linger) {
+        eprintln!("live view: the final report stays at {} until Ctrl-C", l.url());
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
     Ok(Outcome::Completed)
 }
