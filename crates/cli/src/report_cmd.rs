@@ -267,7 +267,7 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
             P99Basis::NewPeak => "at NEW's peak",
         };
         println!(
-            "phase {}: p99 {at} {} (mix {}) → {} µs (mix {}), {}: {}",
+            "phase {}: p99 {at} {} µs (mix {}) → {} µs (mix {}), {}: {}",
             p.phase,
             benchlab_format::thousands(p.base_p99_us),
             p.base_peak_mix,

@@ -778,6 +778,24 @@ pub fn summary_table(r: &Results) -> String {
             at(s.useful_peak_mix, s.useful_peak_requests_per_sec)
         );
     }
+    // `--repeat`: how far each mix's runs spread (the table shows the median run).
+    for m in &r.mixes {
+        let Some(rep) = &m.repeats else { continue };
+        let (q, p) = (&rep.requests_per_sec, &rep.latency_p99_us);
+        let _ = writeln!(
+            o,
+            "mix {}: {} runs, median run {}: requests/s {} / {} / {}, p99 {} / {} / {} µs (min / median / max)",
+            m.mix,
+            rep.runs.len(),
+            rep.median_repeat,
+            requests_per_sec(q.min),
+            requests_per_sec(q.median),
+            requests_per_sec(q.max),
+            thousands(p.min.round() as u64),
+            thousands(p.median.round() as u64),
+            thousands(p.max.round() as u64)
+        );
+    }
     // Only the warnings: a clean run's table says nothing more.
     for note in generator_notes(r).into_iter().filter(|n| !n.starts_with("No mix")) {
         let _ = writeln!(o, "{note}");
@@ -865,6 +883,29 @@ mod tests {
         assert!(!t.contains("CLIENT-BOUND"), "{t}");
         let one = summary_table(&results(1, None));
         assert!(one.contains("at mix 1 (1 thread, 1 client)"), "{one}");
+    }
+
+    #[test]
+    fn summary_table_shows_the_spread_of_repeated_mixes() {
+        let mut r = results(2, None);
+        let runs: Vec<MixResult> = [118_000.0, 120_306.0, 125_000.5]
+            .iter()
+            .map(|&rate| {
+                let mut m = r.mixes[1].clone();
+                m.figures.requests_per_sec = rate;
+                m
+            })
+            .collect();
+        r.mixes[1] = benchlab_controller::fold_repeats(runs).expect("folded");
+        let t = summary_table(&r);
+        assert!(
+            t.contains(
+                "mix 2: 3 runs, median run 2: requests/s 118,000.0 / 120,306.0 / 125,000.5, p99 12,500 / 12,500 / \
+                 12,500 µs (min / median / max)"
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("mix 1: "), "{t}");
     }
 
     #[test]

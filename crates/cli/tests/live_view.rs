@@ -312,3 +312,16 @@ fn a_non_loopback_address_is_refused_unless_allowed() {
     let o = run_benchlab(&["run", s(&suite), "--web-linger"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `demo --web` serves the same view: port 0 picks a free port, printed.
+#[test]
+fn demo_has_the_live_view_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("demo");
+    let o = run_benchlab(&["demo", "--web", "127.0.0.1:0", "--time-scale", "0.05", "--out", s(&out)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("live view: http://127.0.0.1:"), "{err}");
+    assert!(!err.contains("live view: http://127.0.0.1:0/"), "{err}");
+    assert!(out.join("report.html").is_file());
+}
