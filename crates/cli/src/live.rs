@@ -105,9 +105,32 @@ struct Snapshot {
     state: String,
     current: Option<Current>,
     finished: Vec<Done>,
+    /// Index in the whole series of `seconds[0]`: `/live.json?since=K`
+    /// sends the seconds from the K-th on, so a page polling a long run
+    /// fetches only what is new.
+    since: usize,
     seconds: Vec<Second>,
     /// A report.html has been written (after the first mix).
     report: bool,
+}
+
+impl Snapshot {
+    fn clone_without_seconds(&self) -> Snapshot {
+        Snapshot {
+            seq: self.seq,
+            suite: self.suite.clone(),
+            target: self.target.clone(),
+            out: self.out.clone(),
+            mixes_total: self.mixes_total,
+            repeat: self.repeat,
+            state: self.state.clone(),
+            current: self.current.clone(),
+            finished: self.finished.clone(),
+            since: 0,
+            seconds: Vec::new(),
+            report: self.report,
+        }
+    }
 }
 
 /// The state the observer writes and the server reads.
@@ -218,7 +241,13 @@ fn serve(live: &Live, request: tiny_http::Request) {
         let _ = request.respond(r);
         return;
     }
-    let path = request.url().split('?').next().unwrap_or("/").to_string();
+    let (path, query) = request.url().split_once('?').unwrap_or((request.url(), ""));
+    let path = path.to_string();
+    let since: usize = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("since="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let report = live.out.join("report.html");
     let done = live.lock().state == "done";
     let (status, kind, body): (u16, &str, Vec<u8>) = match path.as_str() {
@@ -232,7 +261,14 @@ fn serve(live: &Live, request: tiny_http::Request) {
         },
         "/" => (200, html, LIVE_PAGE.as_bytes().to_vec()),
         "/live.json" => {
-            let mut s = live.lock().clone();
+            let mut s = {
+                let all = live.lock();
+                let from = since.min(all.seconds.len());
+                let mut s = all.clone_without_seconds();
+                s.since = from;
+                s.seconds = all.seconds[from..].to_vec();
+                s
+            };
             s.report = report.is_file();
             (
                 200,
@@ -388,7 +424,7 @@ svg text{font-size:11px;fill:#5a6475}
 (function () {
   'use strict';
   var NS = 'http://www.w3.org/2000/svg';
-  var updates = 0, failures = 0;
+  var updates = 0, failures = 0, all = [];
   function el(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
     for (var k in attrs) { e.setAttribute(k, attrs[k]); }
@@ -459,7 +495,8 @@ svg text{font-size:11px;fill:#5a6475}
       text('mix-text', s.state === 'done' ? 'the run has ended' : 'between mixes');
       document.getElementById('mix-bar').style.width = s.state === 'done' ? '100%' : '0';
     }
-    chart(s.seconds);
+    all = all.slice(0, s.since).concat(s.seconds);
+    chart(all);
     var body = document.getElementById('finished');
     while (body.firstChild) { body.removeChild(body.firstChild); }
     s.finished.forEach(function (d) {
@@ -483,7 +520,7 @@ svg text{font-size:11px;fill:#5a6475}
     if (s.state === 'done' && s.report) { window.location.replace('/'); }
   }
   function poll() {
-    fetch('/live.json', {cache: 'no-store'}).then(function (r) { return r.json(); }).then(function (s) {
+    fetch('/live.json?since=' + all.length, {cache: 'no-store'}).then(function (r) { return r.json(); }).then(function (s) {
       failures = 0;
       render(s);
       if (s.state !== 'done') { setTimeout(poll, 1000); }

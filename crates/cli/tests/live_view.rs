@@ -274,6 +274,12 @@ fn the_live_view_grows_during_the_run_and_ends_as_the_report() {
         .map(|m| m["per_second"].as_array().map_or(0, Vec::len))
         .sum();
     assert_eq!(seconds.len(), total, "the live series is every second of every mix");
+    // `?since=K`: only the seconds from the K-th on, as a polling page asks.
+    let (_, body) = http(port, "GET", "/live.json?since=2");
+    let tail: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(tail["since"], 2);
+    assert_eq!(tail["seconds"].as_array().map(Vec::len), Some(total - 2));
+    assert_eq!(tail["seconds"][0], seconds[2]);
 
     // Ctrl-C ends the lingering server; the run itself completed: exit 0.
     let pid = run.0.id().to_string();
