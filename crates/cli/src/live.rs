@@ -10,7 +10,8 @@
 //!   the current mix and the progress, without reloading); once the run has
 //!   ended, the final `report.html` exactly as written to the results
 //!   directory;
-//! - `GET /live.json`: the snapshot;
+//! - `GET /live`: the live page, during the run and after it;
+//! - `GET /live.json`: the snapshot (`?since=K`: the seconds from the K-th);
 //! - `GET /report.html`: the report as last written (after every mix).
 //!
 //! Read-only: any other method gets 405. Bound to a loopback address unless
@@ -259,7 +260,7 @@ fn serve(live: &Live, request: tiny_http::Request) {
                 format!("cannot read {}: {e}\n", report.display()).into_bytes(),
             ),
         },
-        "/" => (200, html, LIVE_PAGE.as_bytes().to_vec()),
+        "/" | "/live" => (200, html, LIVE_PAGE.as_bytes().to_vec()),
         "/live.json" => {
             let mut s = {
                 let all = live.lock();
@@ -394,7 +395,8 @@ impl Observer for Feed<'_> {
 /// every mix back to back, each point a `<circle>` carrying its mix, run,
 /// second and requests as `data-*`) and the table of finished mixes. Every
 /// value goes in through `textContent` or an attribute, never as markup.
-/// When the run has ended it loads `/`, which is then the final report.
+/// When the run has ended the page at `/` loads itself again, and `/` is
+/// then the final report; at `/live` it stays.
 const LIVE_PAGE: &str = r##"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="icon" href="data:,"><title>benchlab — live</title>
@@ -517,7 +519,7 @@ svg text{font-size:11px;fill:#5a6475}
       a.textContent = 'report.html';
       document.getElementById('foot').appendChild(a);
     }
-    if (s.state === 'done' && s.report) { window.location.replace('/'); }
+    if (s.state === 'done' && s.report && window.location.pathname === '/') { window.location.replace('/'); }
   }
   function poll() {
     fetch('/live.json?since=' + all.length, {cache: 'no-store'}).then(function (r) { return r.json(); }).then(function (s) {
