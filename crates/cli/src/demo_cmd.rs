@@ -29,9 +29,12 @@ pub struct DemoArgs {
     /// Worker threads of the reference server (the rest of the cores load it).
     #[arg(long, default_value_t = 1, value_name = "N")]
     server_workers: usize,
+    #[command(flatten)]
+    web: crate::live::WebArgs,
 }
 
 pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
+    crate::live::check(&a.web)?;
     let cannot = |what: &str, e: &dyn std::fmt::Display| CliError::CannotRun(format!("demo: {what}: {e}"));
     let tmp = tempfile::Builder::new()
         .prefix("benchlab-demo-")
@@ -85,8 +88,9 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
         tls: TlsOptions::default(),
         time_scale: a.time_scale,
         command: std::env::args().collect(),
+        repeat: 1,
     };
-    let outcome = execute(&suite, &opts);
+    let outcome = execute(&suite, &opts, &a.web);
     let _ = server.shutdown();
     outcome
 }

@@ -5,6 +5,7 @@ mod args;
 mod demo_cmd;
 mod fileset_cmd;
 mod http;
+mod live;
 mod output;
 mod report_cmd;
 mod run_cmd;

@@ -3,7 +3,9 @@
 //! and exits 3 on a regression, the check a CI pipeline runs.
 
 use crate::{CliError, Outcome};
-use benchlab_report::{compare_runs, load_run, unique_labels, write_reports, ReportOptions, Run};
+use benchlab_report::{
+    check_text, compare_runs_at, load_run, unique_labels, write_reports, P99Basis, ReportOptions, Run,
+};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -74,12 +76,16 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Prints, per phase, NEW's peak requests/s and its p99 latency at BASE's peak \
-load against BASE's, writes the report of both runs side by side with ratios \
-per mix, and exits 3 when NEW is worse than BASE beyond --max-regression \
-(peak requests/s lower, or p99 at the peak load higher). Exit status: 0 no \
-regression; 3 regression; 1 unreadable results or nothing in common; 2 bad \
-usage.")]
+Prints, per phase, NEW's peak requests/s against BASE's, and NEW's p99 \
+latency where it does BASE's work (at BASE's peak load, or, where NEW serves \
+more requests/s there, at NEW's lightest load reaching BASE's peak \
+requests/s), each with the interval the noise of both runs allows at \
+--confidence: the spread of each mix's repeats (run --repeat N), else of its \
+seconds inside the measurement window. A figure regressed only when NEW is \
+worse beyond both --max-regression and that noise; one better beyond both \
+is printed as improved. Writes the report of both runs side by side with \
+ratios per mix. Exit status: 0 no regression; 3 regression; 1 unreadable \
+results or nothing in common; 2 bad usage.")]
 pub struct CompareArgs {
     /// The results directory to compare against (the reference).
     #[arg(value_name = "BASE")]
@@ -93,6 +99,11 @@ pub struct CompareArgs {
     /// the peak load, e.g. 5% (a bare number is a percentage).
     #[arg(long, value_name = "PCT", default_value = "5%", value_parser = percent)]
     max_regression: f64,
+
+    /// Confidence of the noise interval of each ratio, e.g. 95% or 99%:
+    /// higher calls fewer regressions on noisy runs.
+    #[arg(long, value_name = "PCT", default_value = "95%", value_parser = confidence)]
+    confidence: f64,
 
     /// Where report.html and report.xlsx go [default: NEW/compare].
     #[arg(long, value_name = "DIR")]
@@ -113,6 +124,16 @@ fn percent(s: &str) -> Result<f64, String> {
         return Err(format!("`{s}`: expected a percentage from 0% to 100%"));
     }
     Ok(v / 100.0)
+}
+
+/// A confidence: a percentage above 50 % and below 100 %.
+fn confidence(s: &str) -> Result<f64, String> {
+    match percent(s) {
+        Ok(c) if c > 0.5 && c < 1.0 => Ok(c),
+        _ => Err(format!(
+            "`{s}`: expected a confidence above 50% and below 100%, such as 95% or 99%"
+        )),
+    }
 }
 
 /// `4995`, `$4,995`, `4995.50` → dollars.
@@ -220,7 +241,8 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
     let runs = vec![base, new];
     let mut opts = options(&a.analysis, &runs, &[("base", 0), ("new", 1)])?;
     opts.compare_max_regression = Some(a.max_regression);
-    let c = compare_runs(&runs[0], &runs[1], a.max_regression);
+    opts.compare_confidence = a.confidence;
+    let c = compare_runs_at(&runs[0], &runs[1], a.max_regression, a.confidence);
     if c.phases.is_empty() {
         return Err(CliError::CannotRun(format!(
             "{} and {} have no phase in common: nothing to compare",
@@ -230,18 +252,33 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
     }
     let out = a.out.clone().unwrap_or_else(|| a.new.join("compare"));
     let files = write_reports(&runs, &out, &opts).map_err(CliError::CannotRun)?;
-    let r3 = |r: Option<f64>| r.map(|r| format!("{r:.3}")).unwrap_or_else(|| "n/a".into());
     for p in &c.phases {
         println!(
-            "phase {}: peak {} → {} requests/s (×{}); p99 at the peak load {} → {} µs (×{})",
+            "phase {}: peak {} → {} requests/s, {}: {}",
             p.phase,
             benchlab_format::requests_per_sec(p.base_peak),
             benchlab_format::requests_per_sec(p.new_peak),
-            r3(p.peak_ratio),
-            benchlab_format::thousands(p.base_p99_us),
-            benchlab_format::thousands(p.new_p99_us),
-            r3(p.p99_ratio)
+            check_text(&p.peak_check),
+            p.peak_check.verdict.word()
         );
+        let at = match p.p99_basis {
+            P99Basis::SameLoad => "at the peak load",
+            P99Basis::MatchedThroughput => "at matched throughput",
+            P99Basis::NewPeak => "at NEW's peak",
+        };
+        println!(
+            "phase {}: p99 {at} {} µs (mix {}) → {} µs (mix {}), {}: {}",
+            p.phase,
+            benchlab_format::thousands(p.base_p99_us),
+            p.base_peak_mix,
+            benchlab_format::thousands(p.new_p99_us),
+            p.new_p99_mix,
+            check_text(&p.p99_check),
+            p.p99_check.verdict.word()
+        );
+    }
+    for i in &c.improvements {
+        println!("improved: {i}");
     }
     for n in &c.notes {
         println!("note: {n}");
@@ -254,8 +291,9 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
         Ok(Outcome::Breached)
     } else {
         println!(
-            "no regression beyond {:.1} % ({} against {})",
+            "no regression beyond {:.1} % and the noise at {} confidence ({} against {})",
             a.max_regression * 100.0,
+            benchlab_format::percent(a.confidence * 100.0),
             runs[1].label,
             runs[0].label
         );
@@ -274,6 +312,9 @@ mod tests {
         assert_eq!(percent("0.5 %"), Ok(0.005));
         assert!(percent("150%").is_err());
         assert!(percent("x").is_err());
+        assert_eq!(confidence("99%"), Ok(0.99));
+        assert!(confidence("50%").is_err());
+        assert!(confidence("100").is_err());
     }
 
     #[test]

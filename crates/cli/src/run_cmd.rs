@@ -1,5 +1,6 @@
 //! `benchlab run SUITE.toml` and `benchlab check SUITE.toml`.
 
+use crate::live::{Feed, WebArgs};
 use crate::output::{mbytes_per_sec, plural, requests_per_sec, share, thousands};
 use crate::{CliError, Outcome};
 use benchlab_controller::peak::SearchLimits;
@@ -57,6 +58,11 @@ pub struct RunArgs {
     /// Worker OS threads per in-process client [default: cores ÷ clients].
     #[arg(long, value_name = "N")]
     os_threads_per_client: Option<usize>,
+    /// Run each mix N times back to back (each --find-peak step too): the
+    /// mix shows its median run by requests/s, and results.json keeps every
+    /// run's figures and their spread, the noise `benchlab compare` weighs.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
     #[command(flatten)]
     peak: PeakArgs,
     /// --find-peak: threads per client of every phase's first load
@@ -64,6 +70,9 @@ pub struct RunArgs {
     /// and other settings stay the first mix's.
     #[arg(long, value_name = "N", requires = "find_peak")]
     peak_start_threads: Option<u32>,
+
+    #[command(flatten)]
+    web: WebArgs,
 }
 
 /// `--find-peak` and its rules (README "Automatic peak search").
@@ -319,6 +328,8 @@ pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     tty: bool,
     window: (Duration, Duration),
+    /// `(run, of)` of the mix now running under `--repeat`.
+    repeat: Option<(u32, u32)>,
     /// Where the report goes, rewritten after every mix so a long run can be
     /// watched in a browser.
     report_dir: PathBuf,
@@ -333,6 +344,7 @@ impl Progress {
             bar: None,
             tty: std::io::stderr().is_terminal(),
             window: (Duration::ZERO, Duration::ZERO),
+            repeat: None,
             report_dir,
             report_error: None,
         }
@@ -352,9 +364,12 @@ impl Observer for Progress {
             None => plural(mix.params.threads_per_client.into(), "thread", "threads"),
         };
         let msg = format!(
-            "mix {} ({phase}): {} × {load}",
+            "mix {} ({phase}): {} × {load}{}",
             mix.number,
             plural(mix.clients.into(), "client", "clients"),
+            self.repeat
+                .map(|(r, of)| format!(", run {r} of {of}"))
+                .unwrap_or_default()
         );
         if self.tty {
             let bar = ProgressBar::new(len);
@@ -367,6 +382,10 @@ impl Observer for Progress {
         } else {
             eprintln!("{msg}, {}", humantime::format_duration(mix.params.length));
         }
+    }
+
+    fn repeat_started(&mut self, _mix: &Mix, repeat: u32, of: u32) {
+        self.repeat = Some((repeat, of));
     }
 
     fn second(&mut self, _mix: &Mix, second: u32, requests: u64, errors: u64, _bytes: u64) {
@@ -395,10 +414,13 @@ impl Observer for Progress {
         let cpu = &r.client_cpu;
         // A search's mixes are renumbered in load order as they come, so
         // its progress names the step, not a number that will change.
-        let name = match &r.search {
+        let mut name = match &r.search {
             Some(st) => format!("search step {} ({})", st.step, search_kind(st.kind)),
             None => format!("mix {}", r.mix),
         };
+        if let Some((run, of)) = self.repeat.take() {
+            name.push_str(&format!(" run {run} of {of}"));
+        }
         let load = match &r.open_loop {
             Some(o) => format!(
                 "{} of {} sent late, as-sent p99 {} µs, {} {} connections open at once",
@@ -479,6 +501,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             )));
         }
     }
+    crate::live::check(&a.web)?;
     if let Some(t) = &a.target {
         if !t.contains("://") {
             return Err(CliError::Usage(format!(
@@ -552,6 +575,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         },
         time_scale: a.time_scale,
         command: std::env::args().collect(),
+        repeat: a.repeat,
     };
     let prepared = prepare(&suite, &opts).map_err(|e| match e {
         benchlab_controller::ControllerError::Input(m) => CliError::Usage(m),
@@ -592,11 +616,18 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             out.display()
         );
     } else {
+        let repeats = if a.repeat > 1 {
+            format!(" (each run {} times back to back)", a.repeat)
+        } else {
+            String::new()
+        };
         eprintln!(
-            "benchlab run: suite `{}`{selected}, {}, {} against {} → {}",
+            "benchlab run: suite `{}`{selected}, {}{repeats}, {} against {} → {}",
             suite.name,
             plural(suite.mixes.len() as u64, "mix", "mixes"),
-            humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
+            humantime::format_duration(Duration::from_secs(
+                suite.total_length().as_secs() * u64::from(a.repeat)
+            )),
             targets.join(", "),
             out.display()
         );
@@ -606,15 +637,16 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         &suite,
         &opts,
         search.as_ref().map(|l| (l, a.peak_start_threads)),
+        &a.web,
     )
 }
 
 /// Runs a prepared suite with a progress display, prints the summary table,
 /// the results and report paths; Ctrl-C ends the current mix (kept, marked
 /// partial) and the run, which then exits 130.
-pub(crate) fn execute(suite: &Suite, opts: &RunOptions) -> Result<Outcome, CliError> {
+pub(crate) fn execute(suite: &Suite, opts: &RunOptions, web: &WebArgs) -> Result<Outcome, CliError> {
     let prepared = prepare(suite, opts).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    execute_prepared(prepared, suite, opts, None)
+    execute_prepared(prepared, suite, opts, None, web)
 }
 
 fn execute_prepared(
@@ -622,16 +654,36 @@ fn execute_prepared(
     suite: &Suite,
     opts: &RunOptions,
     search: Option<(&SearchLimits, Option<u32>)>,
+    web: &WebArgs,
 ) -> Result<Outcome, CliError> {
+    // Listening comes before any load: a taken port stops the run at once.
+    let live = crate::live::start(
+        web,
+        &suite.name,
+        &suite.target,
+        &opts.out,
+        search.is_none().then_some(suite.mixes.len()),
+        opts.repeat.max(1),
+    )?;
+    if let Some(l) = &live {
+        eprintln!("live view: {}", l.url());
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
     let mut progress = Progress::new(opts.out.clone());
-    let results = match search {
-        Some((limits, start)) => run_prepared_search(prepared, suite, opts, limits, start, &stop, &mut progress),
-        None => run_prepared(prepared, suite, opts, &stop, &mut progress),
+    let run = |observer: &mut dyn Observer| match search {
+        Some((limits, start)) => run_prepared_search(prepared, suite, opts, limits, start, &stop, observer),
+        None => run_prepared(prepared, suite, opts, &stop, observer),
+    };
+    let results = match &live {
+        Some(l) => run(&mut Feed::new(&mut progress, l.clone())),
+        None => run(&mut progress),
+    };
+    if let Some(l) = &live {
+        l.finish();
     }
-    .map_err(|e| CliError::CannotRun(e.to_string()))?;
+    let results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
     if results.mixes.is_empty() {
         eprintln!("interrupted before the first mix: nothing written");
         return Ok(Outcome::Interrupted);
@@ -645,6 +697,12 @@ fn execute_prepared(
             opts.out.display()
         );
         return Ok(Outcome::Interrupted);
+    }
+    if let Some(l) = live.as_ref().filter(|_| web.web_linger) {
+        eprintln!("live view: the final report stays at {} until Ctrl-C", l.url());
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
     Ok(Outcome::Completed)
 }
@@ -750,6 +808,24 @@ pub fn summary_table(r: &Results) -> String {
             at(s.useful_peak_mix, s.useful_peak_requests_per_sec)
         );
     }
+    // `--repeat`: how far each mix's runs spread (the table shows the median run).
+    for m in &r.mixes {
+        let Some(rep) = &m.repeats else { continue };
+        let (q, p) = (&rep.requests_per_sec, &rep.latency_p99_us);
+        let _ = writeln!(
+            o,
+            "mix {}: {} runs, median run {}: requests/s {} / {} / {}, p99 {} / {} / {} µs (min / median / max)",
+            m.mix,
+            rep.runs.len(),
+            rep.median_repeat,
+            requests_per_sec(q.min),
+            requests_per_sec(q.median),
+            requests_per_sec(q.max),
+            thousands(p.min.round() as u64),
+            thousands(p.median.round() as u64),
+            thousands(p.max.round() as u64)
+        );
+    }
     // Only the warnings: a clean run's table says nothing more.
     for note in generator_notes(r).into_iter().filter(|n| !n.starts_with("No mix")) {
         let _ = writeln!(o, "{note}");
@@ -837,6 +913,29 @@ mod tests {
         assert!(!t.contains("CLIENT-BOUND"), "{t}");
         let one = summary_table(&results(1, None));
         assert!(one.contains("at mix 1 (1 thread, 1 client)"), "{one}");
+    }
+
+    #[test]
+    fn summary_table_shows_the_spread_of_repeated_mixes() {
+        let mut r = results(2, None);
+        let runs: Vec<MixResult> = [118_000.0, 120_306.0, 125_000.5]
+            .iter()
+            .map(|&rate| {
+                let mut m = r.mixes[1].clone();
+                m.figures.requests_per_sec = rate;
+                m
+            })
+            .collect();
+        r.mixes[1] = benchlab_controller::fold_repeats(runs).expect("folded");
+        let t = summary_table(&r);
+        assert!(
+            t.contains(
+                "mix 2: 3 runs, median run 2: requests/s 118,000.0 / 120,306.0 / 125,000.5, p99 12,500 / 12,500 / \
+                 12,500 µs (min / median / max)"
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("mix 1: "), "{t}");
     }
 
     #[test]

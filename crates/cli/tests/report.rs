@@ -264,6 +264,17 @@ fn compare_exits_3_on_a_regression_and_0_otherwise() {
     doctor(&fast, "static", 1.3, 0.9);
     let (code, text) = compare(&a, &fast, &d.join("fast-out"), &[]);
     assert_eq!(code, 0, "a faster NEW:\n{text}");
+    // The page says so too, with each ratio's noise interval and where
+    // NEW's p99 was taken.
+    assert!(text.contains("improved:"), "{text}");
+    let html = std::fs::read_to_string(d.join("fast-out/report.html")).expect("compare report");
+    assert!(
+        html.contains("Improved beyond the limit and the noise"),
+        "the page names the improvement"
+    );
+    assert!(html.contains(r#"<span class="ok">improved</span>"#));
+    assert!(html.contains("new p99 doing the same work"));
+    assert!(html.contains("confidence"));
 }
 
 #[test]

@@ -376,6 +376,118 @@ pub struct MixResult {
     /// search ran it and why. Absent for a suite's own mixes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchStepResult>,
+    /// `run --repeat N`: every run of this mix (back to back) and their
+    /// spread. The mix's own figures, series and histograms are those of
+    /// the median repeat. Absent when the mix ran once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
+}
+
+/// One run of a mix under `run --repeat N`: the figures `benchlab compare`
+/// takes the run-to-run noise from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RepeatFigures {
+    /// 1-based, in the order run.
+    pub repeat: u32,
+    pub window_s: f64,
+    pub requests: u64,
+    pub requests_per_sec: f64,
+    pub bytes_per_sec: f64,
+    pub errors_total: u64,
+    pub latency_us: Latency,
+}
+
+impl RepeatFigures {
+    pub fn of(repeat: u32, m: &MixResult) -> RepeatFigures {
+        RepeatFigures {
+            repeat,
+            window_s: m.window_s,
+            requests: m.figures.requests,
+            requests_per_sec: m.figures.requests_per_sec,
+            bytes_per_sec: m.figures.bytes_per_sec,
+            errors_total: m.figures.errors_total,
+            latency_us: m.figures.latency_us.clone(),
+        }
+    }
+}
+
+/// Lowest, median and highest of one figure over a mix's repeats.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Range {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Range {
+    /// `None` for no values; the median of an even count is the mean of the
+    /// two middle values.
+    pub fn of(values: &[f64]) -> Option<Range> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Range {
+            min: v[0],
+            median,
+            max: v[n - 1],
+        })
+    }
+}
+
+/// The runs of a mix under `run --repeat N`, and how far they spread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Repeats {
+    /// The repeat whose figures the mix shows: the median by requests/s
+    /// (the lower of the two middle ones for an even count).
+    pub median_repeat: u32,
+    /// Every run, in the order run.
+    pub runs: Vec<RepeatFigures>,
+    pub requests_per_sec: Range,
+    pub latency_p50_us: Range,
+    pub latency_p99_us: Range,
+}
+
+/// Folds the runs of one mix (`run --repeat N`, in the order run) into one
+/// result: the median repeat by requests/s, with every repeat's figures and
+/// their spread. A single run is returned as it is.
+pub fn fold_repeats(mut runs: Vec<MixResult>) -> Option<MixResult> {
+    if runs.len() <= 1 {
+        return runs.pop();
+    }
+    let runs_figures: Vec<RepeatFigures> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, m)| RepeatFigures::of(i as u32 + 1, m))
+        .collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&a, &b| {
+        runs[a]
+            .figures
+            .requests_per_sec
+            .total_cmp(&runs[b].figures.requests_per_sec)
+            .then(a.cmp(&b))
+    });
+    let median = order[(order.len() - 1) / 2];
+    let pick =
+        |f: fn(&RepeatFigures) -> f64| Range::of(&runs_figures.iter().map(f).collect::<Vec<_>>()).unwrap_or_default();
+    let spread = Repeats {
+        median_repeat: median as u32 + 1,
+        requests_per_sec: pick(|r| r.requests_per_sec),
+        latency_p50_us: pick(|r| r.latency_us.p50 as f64),
+        latency_p99_us: pick(|r| r.latency_us.p99 as f64),
+        runs: runs_figures,
+    };
+    let mut m = runs.swap_remove(median);
+    m.repeats = Some(spread);
+    Some(m)
 }
 
 /// The open loop of a mix: asked for, and done.
@@ -765,6 +877,62 @@ mod tests {
         // No wall time, no cores: no division by zero.
         let none = ClientCpu::measure(s(0), s(0), s(0), 0, 0);
         assert_eq!((none.cores, none.utilisation, none.client_bound), (1, 0.0, false));
+    }
+
+    #[test]
+    fn repeats_fold_into_the_median_run() {
+        let run = |rate: f64, p99: u64| -> MixResult {
+            let mut m: MixResult = serde_json::from_value(serde_json::json!({
+                "mix": 2, "phase": "p", "clients": 1, "clients_participating": 1, "threads": 4,
+                "partial": false, "window_s": 1.0, "requests": rate as u64, "requests_per_sec": rate,
+                "bytes": 0, "bytes_per_sec": 0.0, "mbit_per_sec": 0.0, "body_bytes": 0, "error_bytes": 0,
+                "errors": {}, "errors_total": 0,
+                "latency_us": {"mean": 1.0, "p50": 1, "p90": 1, "p99": p99, "p999": 1, "max": 1},
+                "error_latency_us": {"mean": 0.0, "p50": 0, "p90": 0, "p99": 0, "p999": 0, "max": 0},
+                "reconnects": 0, "in_flight": 0, "connections_opened": 1, "tls_full_handshakes": 0,
+                "tls_resumptions": 0, "client_cpu_s": 0.0,
+                "params": {"delay_s": 0.0, "ramp_up_s": 0.0, "ramp_down_s": 0.0, "length_s": 1.0,
+                    "think_time_s": 0.0, "threads_per_client": 4, "receive_buffer": 65536,
+                    "http10_percent": 0, "http10_keepalive": false, "persistent_percent": 100,
+                    "requests_per_connection": null, "timeout_s": 5.0, "workload": "w", "target": "t"},
+                "client_data": [], "classes": [], "per_second": [],
+                "histograms": {"latency_us": "", "error_latency_us": "", "classes": {}}
+            }))
+            .expect("a mix");
+            m.figures.requests_per_sec = rate;
+            m
+        };
+        let one = fold_repeats(vec![run(10.0, 5)]).expect("one run");
+        assert!(one.repeats.is_none());
+        let m = fold_repeats(vec![run(30.0, 7), run(10.0, 9), run(20.0, 8)]).expect("three runs");
+        let r = m.repeats.as_ref().expect("repeats");
+        // The median by requests/s is the third run: its figures are the mix's.
+        assert_eq!(
+            (r.median_repeat, m.figures.requests_per_sec, m.figures.latency_us.p99),
+            (3, 20.0, 8)
+        );
+        assert_eq!(r.runs.iter().map(|x| x.repeat).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(
+            r.requests_per_sec,
+            Range {
+                min: 10.0,
+                median: 20.0,
+                max: 30.0
+            }
+        );
+        assert_eq!(
+            r.latency_p99_us,
+            Range {
+                min: 7.0,
+                median: 8.0,
+                max: 9.0
+            }
+        );
+        // An even count shows the lower middle run; the median figure is the mean of the two.
+        let m = fold_repeats(vec![run(40.0, 1), run(10.0, 1)]).expect("two runs");
+        let r = m.repeats.as_ref().expect("repeats");
+        assert_eq!((r.median_repeat, r.requests_per_sec.median), (2, 25.0));
+        assert!(fold_repeats(Vec::new()).is_none());
     }
 
     #[test]

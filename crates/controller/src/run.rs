@@ -52,11 +52,18 @@ pub struct RunOptions {
     pub tls: TlsOptions,
     pub time_scale: f64,
     pub command: Vec<String>,
+    /// Runs of each mix, back to back (`run --repeat N`), at least 1: the
+    /// mix keeps the median run and every run's figures, so `benchlab
+    /// compare` sees the run-to-run noise.
+    pub repeat: u32,
 }
 
 /// What the caller sees while a suite runs (progress display).
 pub trait Observer {
     fn mix_started(&mut self, _mix: &Mix, _phase: &str) {}
+    /// With `repeat` above 1: run `repeat` of `of` of the mix starts (called
+    /// before its `mix_started`; `mix_finished` follows each run).
+    fn repeat_started(&mut self, _mix: &Mix, _repeat: u32, _of: u32) {}
     /// A second of the mix completed on every client (merged).
     fn second(&mut self, _mix: &Mix, _second: u32, _requests: u64, _errors: u64, _bytes: u64) {}
     fn mix_finished(&mut self, _result: &MixResult) {}
@@ -514,8 +521,8 @@ fn run_inner(
                     continue;
                 }
                 step += 1;
-                observer.mix_started(&mix, &phase.name);
-                let mut result = match run_mix(suite, &mix, &phase.name, &phases[pi], opts, stop, observer) {
+                let step = Some(SearchStepResult { step, kind });
+                let result = match run_repeats(suite, &mix, &phase.name, &phases[pi], opts, step, stop, observer) {
                     Ok(r) => r,
                     Err(e) => {
                         if let Some(d) = out_dir.take() {
@@ -524,7 +531,6 @@ fn run_inner(
                         return Err(e);
                     }
                 };
-                result.search = Some(SearchStepResult { step, kind });
                 let f = &result.figures;
                 peak.record(Step::of(
                     load,
@@ -533,7 +539,6 @@ fn run_inner(
                     f.requests,
                     f.errors_total,
                 ));
-                observer.mix_finished(&result);
                 let partial = result.partial;
                 results.mixes.push(result);
                 in_load_order(&mut results.mixes, from);
@@ -555,7 +560,7 @@ fn run_inner(
             return Ok(results);
         }
         let phases_to_search = suite.phases.iter().filter(|p| !p.mixes.is_empty()).count();
-        results.complete = searched == phases_to_search && results.mixes.iter().all(|m| !m.partial);
+        results.complete = searched == phases_to_search && results.mixes.iter().all(|m| all_runs(m, opts));
         write(&results)?;
         observer.results_written(&results);
         return Ok(results);
@@ -565,8 +570,7 @@ fn run_inner(
             break;
         }
         let phase = &suite.phases[mix.phase];
-        observer.mix_started(mix, &phase.name);
-        let result = match run_mix(suite, mix, &phase.name, &phases[mix.phase], opts, stop, observer) {
+        let result = match run_repeats(suite, mix, &phase.name, &phases[mix.phase], opts, None, stop, observer) {
             Ok(r) => r,
             Err(e) => {
                 if let Some(d) = out_dir.take() {
@@ -575,7 +579,6 @@ fn run_inner(
                 return Err(e);
             }
         };
-        observer.mix_finished(&result);
         results.mixes.push(result);
         out_dir = None;
         write(&results)?;
@@ -586,10 +589,59 @@ fn run_inner(
         d.discard();
         return Ok(results);
     }
-    results.complete = results.mixes.len() == suite.mixes.len() && results.mixes.iter().all(|m| !m.partial);
+    results.complete = results.mixes.len() == suite.mixes.len() && results.mixes.iter().all(|m| all_runs(m, opts));
     write(&results)?;
     observer.results_written(&results);
     Ok(results)
+}
+
+/// A mix ran to its end as often as `--repeat` asked.
+fn all_runs(m: &MixResult, opts: &RunOptions) -> bool {
+    !m.partial && m.repeats.as_ref().map_or(1, |r| r.runs.len()) >= opts.repeat.max(1) as usize
+}
+
+/// Runs `mix` `opts.repeat` times back to back (each run told to the
+/// observer, marked with the search `step` that chose it) and folds the
+/// runs into one result: the median run by requests/s, with every run's
+/// figures. Back to back keeps the suite's rising load (the server never
+/// drops from an overloaded mix to a light one and measures its recovery)
+/// and lets `--find-peak` decide each step on the median. A stop (Ctrl-C)
+/// ends the repeats; a partial run is kept only when no run of the mix
+/// finished.
+#[allow(clippy::too_many_arguments)]
+fn run_repeats(
+    suite: &Suite,
+    mix: &Mix,
+    phase_name: &str,
+    phase: &PhasePlan,
+    opts: &RunOptions,
+    step: Option<SearchStepResult>,
+    stop: &Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<MixResult, ControllerError> {
+    let of = opts.repeat.max(1);
+    let mut runs = Vec::with_capacity(of as usize);
+    for repeat in 1..=of {
+        if repeat > 1 && stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if of > 1 {
+            observer.repeat_started(mix, repeat, of);
+        }
+        observer.mix_started(mix, phase_name);
+        let mut result = run_mix(suite, mix, phase_name, phase, opts, stop, observer)?;
+        result.search = step.clone();
+        observer.mix_finished(&result);
+        if result.partial && !runs.is_empty() {
+            break;
+        }
+        let partial = result.partial;
+        runs.push(result);
+        if partial {
+            break;
+        }
+    }
+    fold_repeats(runs).ok_or_else(|| ControllerError::Input("a mix ran no time".into()))
 }
 
 /// Sorts the mixes from index `from` on (one phase's search) by load, the
@@ -959,6 +1011,7 @@ fn mix_result(
         warnings,
         open_loop,
         search: None,
+        repeats: None,
     }
 }
 

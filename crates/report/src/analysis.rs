@@ -255,13 +255,59 @@ pub fn ratio(new: f64, base: f64) -> Option<f64> {
     (base > 0.0).then(|| new / base)
 }
 
-/// The regression rule of `benchlab compare`: the peak rate fell by more
-/// than `max_regression` (a fraction), or the p99 latency rose by more than
-/// it. Returns which of the two happened.
-pub fn regressed(base_peak: f64, new_peak: f64, base_p99: u64, new_p99: u64, max_regression: f64) -> (bool, bool) {
-    let peak = new_peak < base_peak * (1.0 - max_regression);
-    let p99 = (new_p99 as f64) > (base_p99 as f64) * (1.0 + max_regression);
-    (peak, p99)
+/// What `benchlab compare` says of one figure of NEW against BASE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Worse beyond both the limit and the noise.
+    Regressed,
+    /// Better beyond both the limit and the noise; never a regression.
+    Improved,
+    /// Within the limit or within the noise.
+    Unchanged,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Regressed => "regressed",
+            Verdict::Improved => "improved",
+            Verdict::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// The regression rule of `benchlab compare` for one figure: NEW ÷ BASE is
+/// `ratio`, and the noise of both runs puts it within `interval` (low,
+/// high) at the confidence used; `None` where the noise is unknown, and the
+/// limit alone decides. `higher_is_better` for a rate, not for a latency.
+/// NEW regressed only when even the end of the interval most favourable to
+/// it is worse than BASE by more than `max_regression` (a fraction);
+/// improved when even the least favourable end is better by more than it.
+pub fn regressed(ratio: f64, interval: Option<(f64, f64)>, higher_is_better: bool, max_regression: f64) -> Verdict {
+    let (low, high) = interval.unwrap_or((ratio, ratio));
+    let (best, worst) = if higher_is_better { (high, low) } else { (low, high) };
+    let worse = |x: f64| {
+        if higher_is_better {
+            x < 1.0 - max_regression
+        } else {
+            x > 1.0 + max_regression
+        }
+    };
+    let better = |x: f64| {
+        if higher_is_better {
+            x > 1.0 + max_regression
+        } else {
+            x < 1.0 - max_regression
+        }
+    };
+    if worse(best) {
+        Verdict::Regressed
+    } else if better(worst) {
+        Verdict::Improved
+    } else {
+        Verdict::Unchanged
+    }
 }
 
 /// Mixes as prose: `mix 2`, `mixes 2 and 3`, `mixes 2, 3 and 5`.
@@ -360,6 +406,22 @@ mod tests {
         assert_eq!(peak_index(&[5.0, 5.0, 1.0]), Some(0));
         assert_eq!(peak_index(&[]), None);
         assert!(shape(&[0.0, 0.0]).is_none());
+    }
+
+    #[test]
+    fn a_regression_is_beyond_the_limit_and_the_noise() {
+        // A rate 20 % lower: a regression while the interval stays below −5 %.
+        assert_eq!(regressed(0.8, Some((0.75, 0.85)), true, 0.05), Verdict::Regressed);
+        assert_eq!(regressed(0.8, None, true, 0.05), Verdict::Regressed);
+        // The noise reaches past the limit: no call.
+        assert_eq!(regressed(0.8, Some((0.6, 0.97)), true, 0.05), Verdict::Unchanged);
+        // A latency 25 % higher, and one within the noise.
+        assert_eq!(regressed(1.25, Some((1.1, 1.4)), false, 0.05), Verdict::Regressed);
+        assert_eq!(regressed(1.25, Some((1.0, 1.5)), false, 0.05), Verdict::Unchanged);
+        // Faster and lower latency are improvements, never regressions.
+        assert_eq!(regressed(3.0, Some((2.5, 3.5)), true, 0.05), Verdict::Improved);
+        assert_eq!(regressed(0.33, Some((0.3, 0.4)), false, 0.05), Verdict::Improved);
+        assert_eq!(regressed(1.02, Some((0.99, 1.05)), true, 0.05), Verdict::Unchanged);
     }
 
     #[test]

@@ -1,9 +1,27 @@
 //! `benchlab compare BASE NEW`: ratios per mix and the regression check a CI
-//! pipeline runs. Mixes are matched by phase, threads and clients (not by
-//! number) so that two suites that differ by a mix still line up; phases by
-//! name.
+//! pipeline runs. Mixes are matched by phase, threads and clients (and the
+//! open loop's rate), not by number, so that two suites that differ by a mix
+//! still line up; phases by name.
+//!
+//! A check that cries wolf is switched off, so a figure regresses only when
+//! NEW is worse than BASE beyond both `--max-regression` and the noise of
+//! the two runs. The noise of a mix's figure is the spread of its repeats
+//! (`run --repeat N`), or, for a mix run once, the spread of its seconds
+//! inside the measurement window (each second taken as a sample of the
+//! mix: this sees the run's own jitter, not the drift between two runs,
+//! which is why `--repeat` is the better input for a CI check). From the
+//! samples of both sides comes an interval of NEW ÷ BASE at the chosen
+//! confidence (Welch's t on the log ratio, the delta method for each side's
+//! relative standard error), and the verdict reads that interval
+//! ([`analysis::regressed`]).
+//!
+//! The p99 latency is compared where the two runs do the same work: at
+//! BASE's peak load when NEW does not deliver more requests/s there (beyond
+//! the noise), otherwise at NEW's lightest load that reaches BASE's peak
+//! requests/s (matched throughput) — never at a load where NEW is simply
+//! doing more work, which in a closed loop costs latency by itself.
 
-use crate::analysis;
+use crate::analysis::{self, Verdict};
 use crate::analyze::phase_mixes;
 use crate::Run;
 use benchlab_controller::MixResult;
@@ -31,6 +49,57 @@ pub struct MixRatio {
     pub new_errors: u64,
 }
 
+/// Where the noise of one side's figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseSource {
+    /// The mix's repeats (`run --repeat N`).
+    Repeats,
+    /// The mix's seconds inside its measurement window.
+    Seconds,
+}
+
+/// The samples behind one side's figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Samples {
+    pub source: NoiseSource,
+    /// How many; fewer than 2 measure no spread.
+    pub count: usize,
+    /// Their coefficient of variation (standard deviation ÷ mean); `None`
+    /// with fewer than 2 samples or a mean that is not positive.
+    pub cv: Option<f64>,
+}
+
+/// One figure compared: NEW ÷ BASE, the interval the noise leaves it, and
+/// the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    pub ratio: Option<f64>,
+    /// NEW ÷ BASE at `confidence` (two-sided), from the samples of both
+    /// sides; `None` when neither side measured a spread (the limit alone
+    /// decides then).
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub confidence: f64,
+    pub base_samples: Samples,
+    pub new_samples: Samples,
+    pub verdict: Verdict,
+}
+
+/// Where NEW's p99 was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum P99Basis {
+    /// NEW's mix at BASE's peak load (same threads, clients and rate),
+    /// where NEW did not deliver more requests/s than BASE.
+    SameLoad,
+    /// NEW's lightest load whose requests/s reached BASE's peak.
+    MatchedThroughput,
+    /// NEW never reached BASE's peak requests/s and has no mix at its load:
+    /// NEW's own peak (less work than BASE's peak).
+    NewPeak,
+}
+
 /// The peak of one phase in both runs, and the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PhaseComparison {
@@ -40,14 +109,17 @@ pub struct PhaseComparison {
     pub new_peak_mix: usize,
     pub new_peak: f64,
     pub peak_ratio: Option<f64>,
-    /// p99 at BASE's peak mix in BASE, and at the same load (phase, threads,
-    /// clients) in NEW — or at NEW's own peak mix when NEW has no such mix.
+    /// p99 at BASE's peak mix in BASE, and in NEW where it does the same
+    /// work (see `p99_basis`).
     pub base_p99_us: u64,
     pub new_p99_mix: usize,
     pub new_p99_us: u64,
     pub p99_ratio: Option<f64>,
+    pub p99_basis: P99Basis,
     pub peak_regressed: bool,
     pub p99_regressed: bool,
+    pub peak_check: Check,
+    pub p99_check: Check,
 }
 
 /// BASE against NEW.
@@ -57,35 +129,256 @@ pub struct Comparison {
     pub new: String,
     /// Largest allowed regression, a fraction.
     pub max_regression: f64,
+    /// Confidence of the noise intervals (0.95 = 95 %).
+    pub confidence: f64,
     pub mixes: Vec<MixRatio>,
     pub phases: Vec<PhaseComparison>,
-    /// Why NEW is worse than BASE beyond the limit, one line each; empty
-    /// when it is not.
+    /// Why NEW is worse than BASE beyond the limit and the noise, one line
+    /// each; empty when it is not.
     pub regressions: Vec<String>,
-    /// Phases only one run has, different suites.
+    /// Where NEW is better than BASE beyond the limit and the noise.
+    pub improvements: Vec<String>,
+    /// Phases only one run has, different suites, unknown noise.
     pub notes: Vec<String>,
 }
 
 impl Comparison {
-    /// NEW is worse than BASE beyond the limit.
+    /// NEW is worse than BASE beyond the limit and the noise.
     pub fn regressed(&self) -> bool {
         !self.regressions.is_empty()
     }
 }
 
+/// The default confidence of `benchlab compare`.
+pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+
 fn same_load(a: &MixResult, b: &MixResult) -> bool {
-    a.threads == b.threads && a.clients == b.clients
+    a.threads == b.threads && a.clients == b.clients && offered_rate(a) == offered_rate(b)
+}
+
+fn offered_rate(m: &MixResult) -> Option<f64> {
+    m.open_loop.as_ref().map(|o| o.rate)
 }
 
 fn pct(x: f64) -> String {
     format!("{:+.1} %", (x - 1.0) * 100.0)
 }
 
-/// Compares NEW with BASE: ratios for every mix at the same load, and per
-/// phase the peak requests/s and the p99 latency at BASE's peak load. NEW
-/// regressed when its peak is lower than BASE's by more than
-/// `max_regression`, or its p99 there higher by more than `max_regression`.
+/// A figure of a mix, with its samples.
+#[derive(Clone, Copy)]
+enum Figure {
+    Rate,
+    P99,
+}
+
+impl Figure {
+    fn of(self, m: &MixResult) -> f64 {
+        match self {
+            Figure::Rate => m.figures.requests_per_sec,
+            Figure::P99 => m.figures.latency_us.p99 as f64,
+        }
+    }
+}
+
+/// The samples of `figure` in mix `m`: its repeats' figures when it ran
+/// more than once, else its full seconds inside the window (requests of the
+/// second; the second's p99 where it had requests).
+fn samples(m: &MixResult, figure: Figure) -> (NoiseSource, Vec<f64>) {
+    if let Some(r) = m.repeats.as_ref().filter(|r| r.runs.len() >= 2) {
+        let v = r
+            .runs
+            .iter()
+            .map(|x| match figure {
+                Figure::Rate => x.requests_per_sec,
+                Figure::P99 => x.latency_us.p99 as f64,
+            })
+            .collect();
+        return (NoiseSource::Repeats, v);
+    }
+    let v = m
+        .per_second
+        .iter()
+        .filter(|s| s.in_window)
+        .filter_map(|s| match figure {
+            Figure::Rate => Some(s.requests as f64),
+            Figure::P99 => (s.requests > 0).then_some(s.latency_p99_us as f64),
+        })
+        .collect();
+    (NoiseSource::Seconds, v)
+}
+
+/// Squared coefficient of variation (sample variance ÷ mean²) of at least
+/// two values with a positive mean.
+fn cv2(v: &[f64]) -> Option<f64> {
+    if v.len() < 2 {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if mean.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        return None;
+    }
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    Some(var / (mean * mean))
+}
+
+/// The interval of `ratio` (NEW ÷ BASE) the samples of both sides allow at
+/// `confidence`: Welch's t on the log ratio, each side's variance of the
+/// log of its mean by the delta method (cv² ÷ n). A side with fewer than
+/// two samples borrows the other side's relative spread (same noise, one
+/// sample); `None` when neither side has two.
+pub fn ratio_interval(ratio: f64, base: &[f64], new: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    let (cb, cn) = (cv2(base), cv2(new));
+    // (variance of the log of the side's mean, its degrees of freedom).
+    let side = |own: Option<f64>, n: usize, other: Option<f64>, other_n: usize| match own {
+        Some(c) => Some((c / n as f64, (n - 1) as f64)),
+        None => other.map(|c| (c / n.max(1) as f64, other_n.saturating_sub(1).max(1) as f64)),
+    };
+    let (vb, db) = side(cb, base.len(), cn, new.len())?;
+    let (vn, dn) = side(cn, new.len(), cb, base.len())?;
+    let var = vb + vn;
+    let half = if var > 0.0 {
+        let df = var * var / (vb * vb / db + vn * vn / dn);
+        t_quantile((1.0 + confidence) / 2.0, df) * var.sqrt()
+    } else {
+        0.0
+    };
+    Some((ratio * (-half).exp(), ratio * half.exp()))
+}
+
+/// Quantile `p` (0.5–1) of Student's t with `df` degrees of freedom,
+/// rounded down to a whole number (fewer is wider: the interval errs on the
+/// side of calling no regression). Exact for 1 and 2; the Cornish–Fisher
+/// expansion (Abramowitz & Stegun 26.7.5) from 3, within 1 % of the tables.
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    let nu = if df.is_finite() { df.floor().max(1.0) } else { 1e9 };
+    if nu == 1.0 {
+        return (std::f64::consts::PI * (p - 0.5)).tan();
+    }
+    if nu == 2.0 {
+        return (2.0 * p - 1.0) / (2.0 * p * (1.0 - p)).sqrt();
+    }
+    let z = normal_quantile(p);
+    let (z3, z5, z7, z9) = (z.powi(3), z.powi(5), z.powi(7), z.powi(9));
+    let g1 = (z3 + z) / 4.0;
+    let g2 = (5.0 * z5 + 16.0 * z3 + 3.0 * z) / 96.0;
+    let g3 = (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / 384.0;
+    let g4 = (79.0 * z9 + 776.0 * z7 + 1482.0 * z5 - 1920.0 * z3 - 945.0 * z) / 92160.0;
+    z + g1 / nu + g2 / nu.powi(2) + g3 / nu.powi(3) + g4 / nu.powi(4)
+}
+
+/// Quantile `p` (0–1, exclusive) of the standard normal distribution, by
+/// Acklam's rational approximation (relative error below 1.2e-9).
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.38357751867269e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] = [
+        -5.447609879822406e1,
+        1.615858368580409e2,
+        -1.556989798598866e2,
+        6.680131188771972e1,
+        -1.328068155288572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [
+        7.784695709041462e-3,
+        3.224671290700398e-1,
+        2.445134137142996,
+        3.754408661907416,
+    ];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    let p = p.clamp(1e-300, 1.0 - 1e-16);
+    if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p <= 1.0 - 0.02425 {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    } else {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    }
+}
+
+/// `figure` of NEW's mix `n` against BASE's mix `b`: ratio, interval,
+/// verdict.
+fn check(b: &MixResult, n: &MixResult, figure: Figure, max_regression: f64, confidence: f64) -> Check {
+    let (bs, bv) = samples(b, figure);
+    let (ns, nv) = samples(n, figure);
+    let ratio = analysis::ratio(figure.of(n), figure.of(b));
+    let interval = ratio.and_then(|r| ratio_interval(r, &bv, &nv, confidence));
+    let higher_is_better = matches!(figure, Figure::Rate);
+    let verdict = match ratio {
+        Some(r) => analysis::regressed(r, interval, higher_is_better, max_regression),
+        // No BASE figure to compare with.
+        None => Verdict::Unchanged,
+    };
+    let samples_of = |source, v: &[f64]| Samples {
+        source,
+        count: v.len(),
+        cv: cv2(v).map(|c| (c.sqrt() * 1e4).round() / 1e4),
+    };
+    Check {
+        ratio,
+        low: interval.map(|i| i.0),
+        high: interval.map(|i| i.1),
+        confidence,
+        base_samples: samples_of(bs, &bv),
+        new_samples: samples_of(ns, &nv),
+        verdict,
+    }
+}
+
+/// `×0.800 (×0.781–×0.819 at 95 % confidence; 3 + 3 repeats)`.
+pub fn check_text(c: &Check) -> String {
+    let r3 = |r: f64| format!("×{r:.3}");
+    let Some(r) = c.ratio else {
+        return "n/a".into();
+    };
+    let source = |s: &Samples| match s.source {
+        NoiseSource::Repeats => benchlab_format::plural(s.count as u64, "repeat", "repeats"),
+        NoiseSource::Seconds => benchlab_format::plural(s.count as u64, "second", "seconds"),
+    };
+    let noise = format!("BASE {}, NEW {}", source(&c.base_samples), source(&c.new_samples));
+    match (c.low, c.high) {
+        (Some(lo), Some(hi)) => format!(
+            "{} ({}–{} at {} confidence; noise from {noise})",
+            r3(r),
+            r3(lo),
+            r3(hi),
+            benchlab_format::percent(c.confidence * 100.0)
+        ),
+        _ => format!("{} (noise unknown: fewer than 2 samples on each side, {noise})", r3(r)),
+    }
+}
+
+/// Compares NEW with BASE at the default confidence (95 %); see
+/// [`compare_runs_at`].
 pub fn compare_runs(base: &Run, new: &Run, max_regression: f64) -> Comparison {
+    compare_runs_at(base, new, max_regression, DEFAULT_CONFIDENCE)
+}
+
+/// Compares NEW with BASE: ratios for every mix at the same load, and per
+/// phase the peak requests/s and the p99 latency where both do the same
+/// work. NEW regressed when one of them is worse than BASE's by more than
+/// `max_regression` and by more than the noise at `confidence`.
+pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f64) -> Comparison {
     let bp = phase_mixes(&base.results);
     let np = phase_mixes(&new.results);
     let mut notes = Vec::new();
@@ -116,6 +409,8 @@ pub fn compare_runs(base: &Run, new: &Run, max_regression: f64) -> Comparison {
     let mut mixes = Vec::new();
     let mut phases = Vec::new();
     let mut regressions = Vec::new();
+    let mut improvements = Vec::new();
+    let limit = format!("{:.1} %", max_regression * 100.0);
     for (name, bm, nm) in pairs {
         for b in bm.iter() {
             let Some(n) = nm.iter().find(|n| same_load(b, n)) else {
@@ -148,33 +443,77 @@ pub fn compare_runs(base: &Run, new: &Run, max_regression: f64) -> Comparison {
             continue;
         };
         let (b, n) = (bm[bi], nm[ni]);
-        let n99 = nm.iter().find(|m| same_load(b, m)).copied().unwrap_or(n);
+        let peak_check = check(b, n, Figure::Rate, max_regression, confidence);
+        // Where NEW does BASE's work: at BASE's peak load unless NEW serves
+        // more there beyond the noise; else NEW's lightest load reaching
+        // BASE's peak rate.
+        let same = nm.iter().copied().find(|m| same_load(b, m));
+        let more_work = |m: &MixResult| {
+            let c = check(b, m, Figure::Rate, 0.0, confidence);
+            c.low.or(c.ratio).is_some_and(|lo| lo > 1.0)
+        };
+        let lightest_reaching = nm
+            .iter()
+            .copied()
+            .filter(|m| m.figures.requests_per_sec >= br[bi])
+            .min_by(|x, y| {
+                (x.threads, offered_rate(x).unwrap_or(0.0), x.mix)
+                    .partial_cmp(&(y.threads, offered_rate(y).unwrap_or(0.0), y.mix))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+        let (n99, p99_basis) = match (same, lightest_reaching) {
+            (Some(s), _) if !more_work(s) => (s, P99Basis::SameLoad),
+            (_, Some(l)) => (l, P99Basis::MatchedThroughput),
+            (Some(s), None) => (s, P99Basis::SameLoad),
+            (None, None) => (n, P99Basis::NewPeak),
+        };
+        let p99_check = check(b, n99, Figure::P99, max_regression, confidence);
         let (bp99, np99) = (b.figures.latency_us.p99, n99.figures.latency_us.p99);
-        let (peak_regressed, p99_regressed) = analysis::regressed(br[bi], nr[ni], bp99, np99, max_regression);
-        let peak_ratio = analysis::ratio(nr[ni], br[bi]);
-        let p99_ratio = analysis::ratio(np99 as f64, bp99 as f64);
-        if peak_regressed {
-            regressions.push(format!(
-                "phase {name}: peak {} requests/s (mix {}) → {} requests/s (mix {}), {} — beyond the −{:.1} % limit",
+        let peak_line = format!(
+            "phase {name}: peak {} requests/s (mix {}) → {} requests/s (mix {}), {}, NEW ÷ BASE {}",
+            benchlab_format::requests_per_sec(br[bi]),
+            b.mix,
+            benchlab_format::requests_per_sec(nr[ni]),
+            n.mix,
+            peak_check.ratio.map(pct).unwrap_or_else(|| "n/a".into()),
+            check_text(&peak_check)
+        );
+        let at = match p99_basis {
+            P99Basis::SameLoad => format!(
+                "at the peak load ({})",
+                benchlab_format::plural(b.threads, "thread", "threads")
+            ),
+            P99Basis::MatchedThroughput => format!(
+                "at matched throughput (NEW's lightest load reaching BASE's peak {} requests/s: {})",
                 benchlab_format::requests_per_sec(br[bi]),
-                b.mix,
-                benchlab_format::requests_per_sec(nr[ni]),
-                n.mix,
-                peak_ratio.map(pct).unwrap_or_else(|| "n/a".into()),
-                max_regression * 100.0
-            ));
-        }
-        if p99_regressed {
-            regressions.push(format!(
-                "phase {name}: p99 at the peak load ({}) {} µs (mix {}) → {} µs (mix {}), {} — beyond the +{:.1} % limit",
-                benchlab_format::plural(b.threads, "thread", "threads"),
-                benchlab_format::thousands(bp99),
-                b.mix,
-                benchlab_format::thousands(np99),
-                n99.mix,
-                p99_ratio.map(pct).unwrap_or_else(|| "n/a".into()),
-                max_regression * 100.0
-            ));
+                benchlab_format::plural(n99.threads, "thread", "threads")
+            ),
+            P99Basis::NewPeak => "at NEW's peak (NEW never reached BASE's peak requests/s)".to_string(),
+        };
+        let p99_line = format!(
+            "phase {name}: p99 {at} {} µs (mix {}) → {} µs (mix {}), {}, NEW ÷ BASE {}",
+            benchlab_format::thousands(bp99),
+            b.mix,
+            benchlab_format::thousands(np99),
+            n99.mix,
+            p99_check.ratio.map(pct).unwrap_or_else(|| "n/a".into()),
+            check_text(&p99_check)
+        );
+        for (c, line, sign) in [(&peak_check, peak_line, '−'), (&p99_check, p99_line, '+')] {
+            match c.verdict {
+                Verdict::Regressed => {
+                    regressions.push(format!("{line} — beyond the {sign}{limit} limit and the noise"))
+                }
+                Verdict::Improved => improvements.push(line),
+                Verdict::Unchanged => {}
+            }
+            if c.low.is_none() && c.ratio.is_some() && !notes.iter().any(|n| n.starts_with("The noise")) {
+                notes.push(
+                    "The noise of some figure is unknown (a mix run once with fewer than 2 seconds inside its \
+                     window, on both sides): its verdict uses the limit alone. Run with --repeat 3 or longer mixes."
+                        .into(),
+                );
+            }
         }
         phases.push(PhaseComparison {
             phase: name.clone(),
@@ -182,13 +521,16 @@ pub fn compare_runs(base: &Run, new: &Run, max_regression: f64) -> Comparison {
             base_peak: br[bi],
             new_peak_mix: n.mix,
             new_peak: nr[ni],
-            peak_ratio,
+            peak_ratio: peak_check.ratio,
             base_p99_us: bp99,
             new_p99_mix: n99.mix,
             new_p99_us: np99,
-            p99_ratio,
-            peak_regressed,
-            p99_regressed,
+            p99_ratio: p99_check.ratio,
+            p99_basis,
+            peak_regressed: peak_check.verdict == Verdict::Regressed,
+            p99_regressed: p99_check.verdict == Verdict::Regressed,
+            peak_check,
+            p99_check,
         });
     }
     if phases.is_empty() {
@@ -198,9 +540,160 @@ pub fn compare_runs(base: &Run, new: &Run, max_regression: f64) -> Comparison {
         base: base.label.clone(),
         new: new.label.clone(),
         max_regression,
+        confidence,
         mixes,
         phases,
         regressions,
+        improvements,
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A run of one phase: per mix (threads, requests/s, p99 µs, the
+    /// requests of each second inside the window).
+    fn run(label: &str, mixes: &[(u64, f64, u64, &[u64])]) -> Run {
+        let latency = |p99: u64| json!({"mean": 1.0, "p50": 1, "p90": 1, "p99": p99, "p999": p99, "max": p99});
+        let ms: Vec<serde_json::Value> = mixes
+            .iter()
+            .enumerate()
+            .map(|(i, (threads, rate, p99, seconds))| {
+                let per_second: Vec<serde_json::Value> = seconds
+                    .iter()
+                    .enumerate()
+                    .map(|(s, r)| {
+                        json!({"second": s + 1, "in_window": true, "requests": r, "errors": 0,
+                        "bytes": 0, "connections_opened": 0, "latency_p50_us": 1, "latency_p99_us": p99})
+                    })
+                    .collect();
+                json!({
+                    "mix": i + 1, "phase": "p", "clients": 1, "clients_participating": 1, "threads": threads,
+                    "partial": false, "window_s": 10.0, "requests": 1, "requests_per_sec": rate,
+                    "bytes": 0, "bytes_per_sec": 0.0, "mbit_per_sec": 0.0, "body_bytes": 0, "error_bytes": 0,
+                    "errors": {}, "errors_total": 0, "latency_us": latency(*p99), "error_latency_us": latency(0),
+                    "reconnects": 0, "in_flight": 0, "connections_opened": 1, "tls_full_handshakes": 0,
+                    "tls_resumptions": 0, "client_cpu_s": 0.0,
+                    "params": {"delay_s": 0.0, "ramp_up_s": 0.0, "ramp_down_s": 0.0, "length_s": 10.0,
+                        "think_time_s": 0.0, "threads_per_client": threads, "receive_buffer": 65536,
+                        "http10_percent": 0, "http10_keepalive": false, "persistent_percent": 100,
+                        "requests_per_connection": null, "timeout_s": 5.0, "workload": "w", "target": "t"},
+                    "client_data": [], "classes": [], "per_second": per_second,
+                    "histograms": {"latency_us": "", "error_latency_us": "", "classes": {}}
+                })
+            })
+            .collect();
+        let results = serde_json::from_value(json!({
+            "schema": "benchlab.results/1",
+            "suite": {"name": "s", "description": "", "file": "s.toml", "seed": 1, "max_clients": null, "text": ""},
+            "environment": {"benchlab_version": "0", "host": "h", "kernel": "k", "cpu": "c", "cores": 2,
+                "target": "t", "started_unix": 0, "command": [], "time_scale": 1.0},
+            "phases": [{"name": "p", "workload": "w", "target": "t", "mixes": (1..=mixes.len()).collect::<Vec<_>>()}],
+            "mixes": ms, "complete": true
+        }))
+        .expect("results");
+        Run {
+            label: label.into(),
+            dir: ".".into(),
+            results,
+        }
+    }
+
+    #[test]
+    fn the_seconds_inside_the_window_are_the_noise_of_a_mix_run_once() {
+        // A noisy BASE and NEW 10 % lower: within the noise of the seconds.
+        let noisy: &[u64] = &[700, 1300, 800, 1200, 1000];
+        let base = run("base", &[(4, 1000.0, 5000, noisy)]);
+        let lower: &[u64] = &[630, 1170, 720, 1080, 900];
+        let new = run("new", &[(4, 900.0, 5000, lower)]);
+        let c = compare_runs(&base, &new, 0.05);
+        let p = &c.phases[0];
+        assert_eq!(p.peak_check.verdict, Verdict::Unchanged, "{p:?}");
+        assert_eq!(p.peak_check.base_samples.source, NoiseSource::Seconds);
+        assert_eq!(p.peak_check.base_samples.count, 5);
+        assert!(!c.regressed());
+        // Quiet seconds: the same 10 % is a regression.
+        let quiet: &[u64] = &[1000, 1010, 990, 1000, 1000];
+        let quiet_lower: &[u64] = &[900, 910, 890, 900, 900];
+        let c = compare_runs(
+            &run("base", &[(4, 1000.0, 5000, quiet)]),
+            &run("new", &[(4, 900.0, 5000, quiet_lower)]),
+            0.05,
+        );
+        assert!(c.regressed(), "{c:?}");
+        assert!(c.regressions[0].starts_with("phase p: peak"), "{:?}", c.regressions);
+    }
+
+    #[test]
+    fn p99_is_compared_where_new_does_the_same_work() {
+        let q: &[u64] = &[100, 101, 99];
+        // BASE peaks at 8 threads (200/s, p99 40 ms). NEW is 3× faster: at 8
+        // threads it serves 600/s with a p99 of 60 ms (more work); its
+        // lightest load reaching 200/s is 4 threads, p99 13 ms.
+        let base = run("base", &[(4, 100.0, 40_000, q), (8, 200.0, 40_000, q)]);
+        let new = run("new", &[(4, 300.0, 13_000, q), (8, 600.0, 60_000, q)]);
+        let c = compare_runs(&base, &new, 0.05);
+        let p = &c.phases[0];
+        assert_eq!(p.p99_basis, P99Basis::MatchedThroughput);
+        assert_eq!((p.new_p99_mix, p.new_p99_us), (1, 13_000));
+        assert_eq!(p.p99_check.verdict, Verdict::Improved);
+        assert_eq!(p.peak_check.verdict, Verdict::Improved);
+        assert!(!c.regressed() && c.improvements.len() == 2, "{c:?}");
+        // The same load, where NEW does no more work: compared there.
+        let same = run("new", &[(4, 100.0, 40_000, q), (8, 199.0, 80_000, q)]);
+        let c = compare_runs(&base, &same, 0.05);
+        assert_eq!(c.phases[0].p99_basis, P99Basis::SameLoad);
+        assert!(
+            c.phases[0].p99_regressed && c.regressions[0].contains("p99 at the peak load"),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn quantiles_match_the_tables() {
+        let close = |a: f64, b: f64, tol: f64| (a - b).abs() <= tol * b.abs();
+        assert!(close(normal_quantile(0.975), 1.959964, 1e-6));
+        assert!(close(normal_quantile(0.995), 2.575829, 1e-6));
+        assert!(close(normal_quantile(0.01), -2.326348, 1e-6));
+        // Student's t, two-sided 95 % and 99 %.
+        for (df, t95, t99) in [
+            (1.0, 12.706, 63.657),
+            (2.0, 4.303, 9.925),
+            (3.0, 3.182, 5.841),
+            (4.0, 2.776, 4.604),
+            (10.0, 2.228, 3.169),
+            (30.0, 2.042, 2.750),
+        ] {
+            assert!(
+                close(t_quantile(0.975, df), t95, 0.01),
+                "df {df}: {}",
+                t_quantile(0.975, df)
+            );
+            assert!(
+                close(t_quantile(0.995, df), t99, 0.01),
+                "df {df}: {}",
+                t_quantile(0.995, df)
+            );
+        }
+        // A fractional df rounds down (wider).
+        assert_eq!(t_quantile(0.975, 2.7), t_quantile(0.975, 2.0));
+    }
+
+    #[test]
+    fn the_interval_widens_with_the_noise_and_needs_two_samples() {
+        let quiet = [100.0, 101.0, 99.0];
+        let noisy = [70.0, 100.0, 130.0];
+        let (lo, hi) = ratio_interval(0.8, &quiet, &[80.0, 81.0, 79.0], 0.95).expect("interval");
+        assert!(lo < 0.8 && hi > 0.8 && hi < 0.83, "{lo} {hi}");
+        let (lo2, hi2) = ratio_interval(0.8, &noisy, &[56.0, 80.0, 104.0], 0.95).expect("interval");
+        assert!(lo2 < lo && hi2 > 1.0, "{lo2} {hi2}");
+        // One side with one sample borrows the other's spread.
+        assert!(ratio_interval(0.8, &quiet, &[80.0], 0.95).is_some());
+        assert_eq!(ratio_interval(0.8, &[100.0], &[80.0], 0.95), None);
+        // No spread at all: the ratio itself.
+        assert_eq!(ratio_interval(0.8, &[5.0, 5.0], &[4.0, 4.0], 0.95), Some((0.8, 0.8)));
     }
 }

@@ -19,7 +19,10 @@ pub use analyze::{
     analyze_run, ClassLatencyRatio, EfficiencyPoint, FlaggedClient, MixFairness, MixUseful, PeakInfo, PhaseAnalysis,
     PhaseEfficiency, PhaseKind, RunAnalysis,
 };
-pub use compare::{compare_runs, Comparison, MixRatio, PhaseComparison};
+pub use compare::{
+    check_text, compare_runs, compare_runs_at, Check, Comparison, MixRatio, NoiseSource, P99Basis, PhaseComparison,
+    Samples, DEFAULT_CONFIDENCE,
+};
 pub use xlsx::{write_xlsx, write_xlsx_with};
 
 use benchlab_controller::{Results, CLIENT_BOUND_SHARE, RESULTS_SCHEMA};
@@ -61,6 +64,8 @@ pub struct ReportOptions {
     /// With exactly two runs (base, new): add the comparison section, with
     /// this largest allowed regression (a fraction, 0.05 = 5 %).
     pub compare_max_regression: Option<f64>,
+    /// The confidence of the comparison's noise intervals (0.95 = 95 %).
+    pub compare_confidence: f64,
 }
 
 impl Default for ReportOptions {
@@ -74,6 +79,7 @@ impl Default for ReportOptions {
             prices: BTreeMap::new(),
             static_phase: None,
             compare_max_regression: None,
+            compare_confidence: compare::DEFAULT_CONFIDENCE,
         }
     }
 }
@@ -173,7 +179,7 @@ pub fn unique_labels(runs: &mut [Run]) {
 pub fn render_html(runs: &[Run], opts: &ReportOptions) -> String {
     let analyses: Vec<RunAnalysis> = runs.iter().map(|r| analyze_run(r, opts)).collect();
     let comparison = match (opts.compare_max_regression, runs) {
-        (Some(max), [base, new]) => Some(compare_runs(base, new, max)),
+        (Some(max), [base, new]) => Some(compare_runs_at(base, new, max, opts.compare_confidence)),
         _ => None,
     };
     html::page(runs, &analyses, comparison.as_ref(), opts)

@@ -1111,6 +1111,7 @@ mod tests {
             warnings: Vec::new(),
             open_loop: None,
             search: None,
+            repeats: None,
         }
     }
 

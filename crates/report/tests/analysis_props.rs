@@ -110,6 +110,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         warnings: Vec::new(),
         open_loop: None,
         search: None,
+        repeats: None,
     }
 }
 
