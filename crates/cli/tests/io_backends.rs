@@ -71,7 +71,11 @@ fn assert_matches_log(env: &[(&str, &str)], v: &Value, lines: &[NginxLogLine], n
     assert_eq!(u(v, "/reconnects"), 0, "{env:?}: {v}");
     assert_eq!(u(v, "/connections_opened"), conns.len() as u64, "{env:?}: {v}");
     assert_eq!(u(v, "/bytes"), bytes, "{env:?}: bytes != nginx's $bytes_sent");
-    assert_eq!(u(v, "/body_bytes"), body, "{env:?}: body_bytes != nginx's $body_bytes_sent");
+    assert_eq!(
+        u(v, "/body_bytes"),
+        body,
+        "{env:?}: body_bytes != nginx's $body_bytes_sent"
+    );
     assert_eq!(body, n * SIZE_4K, "{env:?}");
 }
 
@@ -99,14 +103,22 @@ fn every_backend_counts_a_connection_per_request_exactly() {
     }
 }
 
-/// 2–5 requests a connection, the last saying `Connection: close`: the
+/// 2 to 5 requests a connection, the last saying `Connection: close`: the
 /// client waits for the server's close (draining) before going on.
 #[test]
 fn every_backend_counts_closing_connections_exactly() {
     for env in VARIANTS {
         let nginx = Nginx::start(NginxOpts::default());
         let url = nginx.url("/4k.html");
-        let args = ["--requests", "300", "--threads", "6", "--requests-per-connection", "2-5", &url];
+        let args = [
+            "--requests",
+            "300",
+            "--threads",
+            "6",
+            "--requests-per-connection",
+            "2..5",
+            &url,
+        ];
         let v = bench(env, &args);
         let lines = run_lines(&nginx, 300);
         assert_matches_log(env, &v, &lines, 300);
@@ -128,7 +140,10 @@ fn every_backend_notices_an_idle_close() {
             ..NginxOpts::default()
         });
         let url = nginx.url("/4k.html");
-        let v = bench(env, &["--requests", "3", "--threads", "1", "--think-time", "500ms", &url]);
+        let v = bench(
+            env,
+            &["--requests", "3", "--threads", "1", "--think-time", "500ms", &url],
+        );
         let lines = run_lines(&nginx, 3);
         assert_eq!(u(&v, "/requests"), 3, "{env:?}: {v}");
         assert_eq!(u(&v, "/errors_total"), 0, "{env:?}: {v}");
@@ -139,6 +154,18 @@ fn every_backend_notices_an_idle_close() {
     }
 }
 
+/// Nothing listens: every request is a connect_refused error.
+#[test]
+fn every_backend_counts_refused_connects() {
+    let url = format!("http://127.0.0.1:{}/4k.html", common::free_port());
+    for env in VARIANTS {
+        let v = bench(env, &["--no-preflight", "--requests", "10", "--threads", "2", &url]);
+        assert_eq!(u(&v, "/requests"), 0, "{env:?}: {v}");
+        assert_eq!(u(&v, "/errors/connect_refused"), 10, "{env:?}: {v}");
+        assert_eq!(u(&v, "/errors_total"), 10, "{env:?}: {v}");
+    }
+}
+
 #[test]
 fn a_bad_setting_or_uring_with_https_is_refused_clearly() {
     let nginx = Nginx::start(NginxOpts::default());
@@ -146,7 +173,10 @@ fn a_bad_setting_or_uring_with_https_is_refused_clearly() {
     let out = run(&[("BENCHLAB_IO", "kqueue")], &["http", "--requests", "1", &url]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("BENCHLAB_IO='kqueue': expected mio, epoll-lt or uring"), "{err}");
+    assert!(
+        err.contains("BENCHLAB_IO='kqueue': expected mio, epoll-lt or uring"),
+        "{err}"
+    );
     let out = run(&[("BENCHLAB_SPIN", "lots")], &["http", "--requests", "1", &url]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -157,7 +187,10 @@ fn a_bad_setting_or_uring_with_https_is_refused_clearly() {
         ..NginxOpts::default()
     });
     let url = tls.url("/4k.html");
-    let out = run(&[("BENCHLAB_IO", "uring")], &["http", "--insecure", "--requests", "1", &url]);
+    let out = run(
+        &[("BENCHLAB_IO", "uring")],
+        &["http", "--insecure", "--requests", "1", &url],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("BENCHLAB_IO=uring drives http:// URLs only"), "{err}");

@@ -1150,6 +1150,11 @@ impl Worker {
                 Fed::Fail(kind) => self.fail(i, kind),
             },
             (State::Reading | State::Writing | State::Connecting, 0) => self.read_eof(i),
+            // Before the first byte left, an error is the connect's (as
+            // the first write's is for the epoll backends).
+            (State::Writing | State::Connecting, r) if !v.connected => {
+                self.fail(i, connect_error_kind(&io::Error::from_raw_os_error(-r), false))
+            }
             (State::Reading | State::Writing | State::Connecting, r) => {
                 self.read_failed(i, io::Error::from_raw_os_error(-r))
             }
