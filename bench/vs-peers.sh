@@ -14,6 +14,8 @@
 #     SERVER_CPUS [1]    taskset list for nginx
 #     NGINX_WORKERS [1]  nginx worker_processes
 #     WARMUP [1]         seconds of unrecorded load before the first run (0: none)
+#     MAX_OTHERS [none]  CPU seconds others may use during a run; a run above
+#                        it is recorded as "busy" and not counted
 #     BENCHLAB [target/release/benchlab]
 #     BENCHLAB_VARIANTS [none]  more benchlab runs beside "benchlab", each a
 #                        tool of its own: space-separated NAME[=PATH][:VAR=VAL[,VAR=VAL…]]
@@ -49,6 +51,8 @@ CLIENT_CPUS=${CLIENT_CPUS:-0}
 SERVER_CPUS=${SERVER_CPUS:-1}
 NGINX_WORKERS=${NGINX_WORKERS:-1}
 WARMUP=${WARMUP:-1}
+MAX_OTHERS=${MAX_OTHERS:-}
+[[ -z $MAX_OTHERS || $MAX_OTHERS =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "vs-peers: MAX_OTHERS must be a number of seconds, got '$MAX_OTHERS'" >&2; exit 1; }
 BENCHLAB=${BENCHLAB:-target/release/benchlab}
 BENCHLAB_VARIANTS=${BENCHLAB_VARIANTS:-}
 OUT_DIR=${OUT_DIR:-bench/out}
@@ -176,7 +180,7 @@ def run(out, err, limit, server_pid, cmd):
     # busy time of all CPUs minus the client's and the server's own.
     server = srv1 - srv0
     other = max(0.0, (busy1 - busy0) - (ru.ru_utime + ru.ru_stime) - server)
-    print(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {wall:.3f} {code} {server:.2f} {other:.2f}")
+    print(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {wall:.3f} {code} {server:.2f} {other:.2f} {ru.ru_nvcsw} {ru.ru_nivcsw}")
 
 def num(pat, text, default=None):
     m = re.search(pat, text)
@@ -292,12 +296,17 @@ def report(tsv):
                 us = [float(r["us_per_req"]) for r in good]
                 sysf = [float(r["sys_s"]) / (float(r["user_s"]) + float(r["sys_s"])) for r in good]
                 other = [float(r.get("other_cpu_s", 0)) for r in good]
+                # Voluntary context switches (sleeps in epoll_wait or
+                # io_uring_enter) per 1,000 requests: a count, untouched by
+                # how busy the box was.
+                sw = [1000 * int(r["vcsw"]) / int(r["requests"]) for r in good if r.get("vcsw", "").isdigit()]
+                st["sw_med"] = statistics.median(sw) if sw else None
                 st.update(rate=rate, us=us, rate_med=statistics.median(rate), us_med=statistics.median(us),
                           sys_med=statistics.median(sysf), other_max=max(other))
             stats[t] = st
         bl = stats.get("benchlab")
         bl_us = bl.get("us_med") if bl else None
-        head = ["tool", "runs ok", "req/s median (min–max)", "µs/request median (min–max)", "sys %", "errors", "others' CPU s (max)", "× floor", "× wrk"]
+        head = ["tool", "runs ok", "req/s median (min–max)", "µs/request median (min–max)", "sys %", "sleeps/1k req", "errors", "others' CPU s (max)", "× floor", "× wrk"]
         table = []
         def ref(name):
             st = stats.get(name)
@@ -305,15 +314,16 @@ def report(tsv):
         floor_us, wrk_us = ref("floor"), ref("wrk")
         for t, st in stats.items():
             if st is None:
-                table.append([t, "—", "—", "—", "—", "—", "—", "—", "—"]); continue
+                table.append([t, "—", "—", "—", "—", "—", "—", "—", "—", "—"]); continue
             if "us_med" not in st:
-                table.append([t, f"0/{st['runs']}", "—", "—", "—", str(st["errors"]), "—", "—", "—"]); continue
+                table.append([t, f"0/{st['runs']}", "—", "—", "—", "—", str(st["errors"]), "—", "—", "—"]); continue
+            sw = "—" if st.get("sw_med") is None else f"{st['sw_med']:.0f}"
             xf = "—" if floor_us is None else f"{st['us_med'] / floor_us:.2f}"
             xw = "—" if wrk_us is None else f"{st['us_med'] / wrk_us:.2f}"
             table.append([t, f"{st['n']}/{st['runs']}",
                           f"{fmt_rate(st['rate_med'])} ({fmt_rate(min(st['rate']))}–{fmt_rate(max(st['rate']))})",
                           f"{fmt_us(st['us_med'])} ({fmt_us(min(st['us']))}–{fmt_us(max(st['us']))})",
-                          f"{100 * st['sys_med']:.0f}", str(st["errors"]), f"{st['other_max']:.2f}", xf, xw])
+                          f"{100 * st['sys_med']:.0f}", sw, str(st["errors"]), f"{st['other_max']:.2f}", xf, xw])
         w = [max(len(r[i]) for r in [head] + table) for i in range(len(head))]
         line = lambda r: "  ".join(c.ljust(w[i]) if i < 1 else c.rjust(w[i]) for i, c in enumerate(r)).rstrip()
         print(line(head)); print(line(["-" * x for x in w]))
@@ -470,7 +480,7 @@ cpu_model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || 
   if has_tool floor; then echo "floor:    $FLOOR_SRC/{floor,floor_close}.c, $(first_line gcc --version 2>/dev/null) -O2"; fi
 } | tee "$REPORT"
 
-printf 'time\tscenario\trepeat\ttool\tconns\tdur_s\tclient_cpus\tserver_cpus\trequests\terrors\tuser_s\tsys_s\twall_s\texit\tstatus\treq_per_s\tus_per_req\tserver_cpu_s\tother_cpu_s\tload1\tcmd\n' >"$TSV"
+printf 'time\tscenario\trepeat\ttool\tconns\tdur_s\tclient_cpus\tserver_cpus\trequests\terrors\tuser_s\tsys_s\twall_s\texit\tstatus\treq_per_s\tus_per_req\tserver_cpu_s\tother_cpu_s\tload1\tcmd\tvcsw\tivcsw\n' >"$TSV"
 
 # ---------------------------------------------------------------- runs
 # tool_cmd TOOL SCENARIO: sets CMD (empty: the tool has no such mode).
@@ -528,7 +538,7 @@ for sc in $SCENARIOS; do
       base=$LOGS/$sc-$rep-${tool/:/-}
       printf '%s\n' "${CMD[*]}" >"$base.cmd"
       other_s=
-      read -r user sys wall code server_s other_s < <(taskset -c "$CLIENT_CPUS" python3 "$TMP/helper.py" run \
+      read -r user sys wall code server_s other_s vcsw ivcsw < <(taskset -c "$CLIENT_CPUS" python3 "$TMP/helper.py" run \
         "$base.out" "$base.err" "$LIMIT" "$NGINX_PID" "${CMD[@]}") || true
       [[ -n ${other_s:-} ]] || die "the run wrapper failed for $tool ($sc); see $base.err"
       read -r reqs errs < <(helper parse "$tool" "$base.out" "$base.err") || true
@@ -537,14 +547,16 @@ for sc in $SCENARIOS; do
       if [[ $code == timeout ]]; then status=timeout
       elif (( reqs <= 0 )); then status="no-requests(exit=$code)"
       elif [[ $code != 0 && $tool != benchlab* ]]; then status="exit=$code"
+      elif [[ -n $MAX_OTHERS ]] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$other_s" "$MAX_OTHERS"; then
+        status=busy
       fi
       # benchlab may exit non-zero when some requests failed; its counts stand.
       read -r rate us < <(python3 -c 'import sys; u,s,r,d=map(float,sys.argv[1:]); print(f"{r/d:.1f}", f"{(u+s)*1e6/r:.3f}" if r>0 else "0")' \
         "$user" "$sys" "$reqs" "$DUR")
       load1=$(cut -d' ' -f1 /proc/loadavg)
-      printf '%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+      printf '%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$ts" "$sc" "$rep" "$tool" "$CONNS" "$DUR" "$CLIENT_CPUS" "$SERVER_CPUS" "$reqs" "$errs" \
-        "$user" "$sys" "$wall" "$code" "$status" "$rate" "$us" "$server_s" "$other_s" "$load1" "${CMD[*]}" >>"$TSV"
+        "$user" "$sys" "$wall" "$code" "$status" "$rate" "$us" "$server_s" "$other_s" "$load1" "${CMD[*]}" "$vcsw" "$ivcsw" >>"$TSV"
       printf '%-9s %-9s rep %d/%d  %10s req/s  %7s µs/req  user %ss sys %ss  others %ss  %s\n' \
         "$sc" "$tool" "$rep" "$REPEATS" "$rate" "$us" "$user" "$sys" "$other_s" "$status"
     done

@@ -1,5 +1,5 @@
 //! The engine's experimental I/O backends and switches (`BENCHLAB_IO`,
-//! `BENCHLAB_SPIN`, `BENCHLAB_BUSY_POLL`; see bench/README.md) count
+//! `BENCHLAB_BUSY_POLL`; see bench/README.md) count
 //! exactly what the default does: fixed-count runs against nginx, each
 //! backend's `requests`, connections and bytes equal to nginx's access log,
 //! for keep-alive, a connection per request, and connections ended by
@@ -22,14 +22,13 @@ const VARIANTS: &[&[(&str, &str)]] = &[
     &[("BENCHLAB_IO", "mio")],
     &[("BENCHLAB_IO", "epoll-lt")],
     &[("BENCHLAB_IO", "uring")],
-    &[("BENCHLAB_IO", "epoll-lt"), ("BENCHLAB_SPIN", "8")],
-    &[("BENCHLAB_IO", "uring"), ("BENCHLAB_SPIN", "8")],
+    &[("BENCHLAB_IO", "epoll-lt"), ("BENCHLAB_BUSY_POLL", "50")],
     &[("BENCHLAB_IO", "mio"), ("BENCHLAB_BUSY_POLL", "50")],
 ];
 
 fn run(env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new(benchlab_bin());
-    for k in ["BENCHLAB_IO", "BENCHLAB_SPIN", "BENCHLAB_BUSY_POLL"] {
+    for k in ["BENCHLAB_IO", "BENCHLAB_BUSY_POLL"] {
         cmd.env_remove(k);
     }
     cmd.envs(env.iter().copied()).args(args).output().expect("run benchlab")
@@ -177,10 +176,10 @@ fn a_bad_setting_or_uring_with_https_is_refused_clearly() {
         err.contains("BENCHLAB_IO='kqueue': expected mio, epoll-lt or uring"),
         "{err}"
     );
-    let out = run(&[("BENCHLAB_SPIN", "lots")], &["http", "--requests", "1", &url]);
+    let out = run(&[("BENCHLAB_BUSY_POLL", "lots")], &["http", "--requests", "1", &url]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("BENCHLAB_SPIN='lots'"), "{err}");
+    assert!(err.contains("BENCHLAB_BUSY_POLL='lots'"), "{err}");
 
     let tls = Nginx::start(NginxOpts {
         tls: true,

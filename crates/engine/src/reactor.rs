@@ -6,12 +6,14 @@
 //! | variable | values | default |
 //! | --- | --- | --- |
 //! | `BENCHLAB_IO` | `mio` (edge-triggered epoll through mio), `epoll-lt` (raw level-triggered epoll, `EPOLLOUT` only while a write waits), `uring` (io_uring: multishot receive into a provided buffer ring, requests sent as `SENDMSG` entries, one `io_uring_enter` a loop turn; `http://` only) | `mio` |
-//! | `BENCHLAB_SPIN` | polls with a zero timeout before a blocking wait (0–10000) | 0 |
 //! | `BENCHLAB_BUSY_POLL` | µs of kernel busy polling: `SO_BUSY_POLL` on each socket and `EPIOCSPARAMS` on the epoll descriptor (0–100000) | 0 |
 //!
 //! None of them changes what is counted: every backend feeds the same
 //! parser through the same worker code. bench/README.md gives the
-//! measurements that decided the default.
+//! measurements that decided the default (mio). A fourth switch was
+//! measured and removed: polling with a zero timeout a few times before a
+//! wait that would sleep cut the sleeps but added 1.7 system calls a
+//! request and cost 10–30 % more CPU a request, in both scenarios.
 
 use mio::{Events, Interest, Poll, Token};
 use std::io;
@@ -44,8 +46,6 @@ pub(crate) enum Backend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct IoConfig {
     pub backend: Backend,
-    /// Zero-timeout polls tried before a wait that would sleep.
-    pub spin: u32,
     /// Kernel busy polling in µs (0: off).
     pub busy_poll_us: u32,
 }
@@ -53,12 +53,11 @@ pub(crate) struct IoConfig {
 impl IoConfig {
     pub(crate) const DEFAULT: IoConfig = IoConfig {
         backend: Backend::Mio,
-        spin: 0,
         busy_poll_us: 0,
     };
 
     /// Parses the variables' values (`None` = unset).
-    pub(crate) fn parse(io: Option<&str>, spin: Option<&str>, busy_poll: Option<&str>) -> Result<IoConfig, String> {
+    pub(crate) fn parse(io: Option<&str>, busy_poll: Option<&str>) -> Result<IoConfig, String> {
         let backend = match io.map(str::trim) {
             None | Some("") | Some("mio") => IoConfig::DEFAULT.backend,
             Some("epoll-lt") => Backend::EpollLt,
@@ -76,7 +75,6 @@ impl IoConfig {
         };
         Ok(IoConfig {
             backend,
-            spin: number("BENCHLAB_SPIN", spin, 10_000)?,
             busy_poll_us: number("BENCHLAB_BUSY_POLL", busy_poll, 100_000)?,
         })
     }
@@ -88,11 +86,7 @@ impl IoConfig {
         CONFIG
             .get_or_init(|| {
                 let var = |k: &str| std::env::var(k).ok();
-                IoConfig::parse(
-                    var("BENCHLAB_IO").as_deref(),
-                    var("BENCHLAB_SPIN").as_deref(),
-                    var("BENCHLAB_BUSY_POLL").as_deref(),
-                )
+                IoConfig::parse(var("BENCHLAB_IO").as_deref(), var("BENCHLAB_BUSY_POLL").as_deref())
             })
             .clone()
     }
@@ -146,7 +140,8 @@ pub(crate) enum EventBuf {
 }
 
 impl EventBuf {
-    pub(crate) fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         match self {
             EventBuf::Mio(e) => e.iter().count(),
             EventBuf::Epoll(_, n) => *n,
@@ -321,21 +316,8 @@ impl Reactor {
         }
     }
 
-    /// Waits for events up to `timeout`; with `spin`, first polls that
-    /// many times without sleeping while nothing is ready.
-    pub(crate) fn wait(&mut self, events: &mut EventBuf, timeout: Duration, spin: u32) -> io::Result<()> {
-        if !timeout.is_zero() {
-            for _ in 0..spin {
-                self.wait_once(events, Duration::ZERO)?;
-                if events.len() > 0 {
-                    return Ok(());
-                }
-            }
-        }
-        self.wait_once(events, timeout)
-    }
-
-    fn wait_once(&mut self, events: &mut EventBuf, timeout: Duration) -> io::Result<()> {
+    /// Waits for events up to `timeout`.
+    pub(crate) fn wait(&mut self, events: &mut EventBuf, timeout: Duration) -> io::Result<()> {
         match (self, events) {
             (Reactor::Mio(p), EventBuf::Mio(ev)) => p.poll(ev, Some(timeout)),
             (Reactor::Epoll(ep), EventBuf::Epoll(buf, n)) => {
@@ -552,6 +534,15 @@ impl Uring {
         self.push(&e)
     }
 
+    /// Submits the entries queued so far, if any (they are read now, so
+    /// the descriptors and headers they name may change afterwards).
+    pub(crate) fn submit_queued(&mut self) {
+        let ring = self.ring.as_mut().expect("the ring lives as long as the Uring");
+        if !ring.submission().is_empty() {
+            let _ = ring.submit();
+        }
+    }
+
     /// Cancels everything in flight and waits until it is (the end of a
     /// run: every socket is then closed when its slot lets it go).
     pub(crate) fn cancel_all(&mut self) {
@@ -678,15 +669,15 @@ mod tests {
 
     #[test]
     fn settings_parse_with_clear_errors() {
-        assert_eq!(IoConfig::parse(None, None, None), Ok(IoConfig::DEFAULT));
-        let c = IoConfig::parse(Some("epoll-lt"), Some("16"), Some("50")).unwrap();
-        assert_eq!(c.backend, Backend::EpollLt);
-        assert_eq!((c.spin, c.busy_poll_us), (16, 50));
-        let e = IoConfig::parse(Some("kqueue"), None, None).unwrap_err();
+        assert_eq!(IoConfig::parse(None, None), Ok(IoConfig::DEFAULT));
+        let c = IoConfig::parse(Some("epoll-lt"), Some("50")).unwrap();
+        assert_eq!((c.backend, c.busy_poll_us), (Backend::EpollLt, 50));
+        assert_eq!(IoConfig::parse(Some(" uring "), None).unwrap().backend, Backend::Uring);
+        let e = IoConfig::parse(Some("kqueue"), None).unwrap_err();
         assert_eq!(e, "BENCHLAB_IO='kqueue': expected mio, epoll-lt or uring");
-        let e = IoConfig::parse(None, Some("-1"), None).unwrap_err();
-        assert!(e.starts_with("BENCHLAB_SPIN='-1'"), "{e}");
-        assert!(IoConfig::parse(None, None, Some("1000000")).is_err());
+        let e = IoConfig::parse(None, Some("-1")).unwrap_err();
+        assert!(e.starts_with("BENCHLAB_BUSY_POLL='-1'"), "{e}");
+        assert!(IoConfig::parse(None, Some("1000000")).is_err());
     }
 
     #[test]
@@ -711,7 +702,7 @@ mod tests {
         r.register(fd, 7, true).unwrap();
         for _ in 0..2 {
             // Level-triggered: reported again while it holds.
-            r.wait(&mut ev, Duration::from_millis(100), 0).unwrap();
+            r.wait(&mut ev, Duration::from_millis(100)).unwrap();
             let mut seen = vec![];
             ev.each(|e| {
                 if let Ev::Ready(e) = e {
@@ -721,7 +712,7 @@ mod tests {
             assert_eq!(seen, [(7, true, false)]);
         }
         r.want_write(fd, 7, false).unwrap();
-        r.wait(&mut ev, Duration::ZERO, 3).unwrap();
+        r.wait(&mut ev, Duration::ZERO).unwrap();
         assert_eq!(ev.len(), 0);
     }
 }

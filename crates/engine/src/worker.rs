@@ -550,7 +550,7 @@ impl Worker {
                     }
                 }
             }
-            if let Err(e) = self.reactor.wait(&mut events, timeout, self.io.spin) {
+            if let Err(e) = self.reactor.wait(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;
                 }
@@ -1180,14 +1180,21 @@ impl Worker {
     }
 
     /// Drops connection `i`'s socket (closing it), first cancelling an
-    /// io_uring receive that would hold it open.
+    /// io_uring receive that would hold it open, and submitting entries
+    /// still queued: an entry names its socket by descriptor number, and
+    /// once closed, that number may be the next connection's.
     fn close(&mut self, i: usize) {
         let v = &mut self.vus[i];
-        if v.sock.take().is_some() && std::mem::take(&mut v.recv_armed) {
-            if let Some(u) = self.reactor.uring() {
+        if v.sock.is_none() {
+            return;
+        }
+        if let Some(u) = self.reactor.uring() {
+            if std::mem::take(&mut v.recv_armed) {
                 let _ = u.cancel_recv(i, v.generation);
             }
+            u.submit_queued();
         }
+        v.sock = None;
     }
 
     /// The server closed a reused keep-alive connection before any byte of
