@@ -391,9 +391,11 @@ impl Uring {
     fn new(receive_buffer: usize) -> io::Result<Uring> {
         // 256 buffers: more than the completions of one turn for the
         // connections one OS thread usually holds; running out only
-        // stops a receive (ENOBUFS), which is re-armed.
+        // stops a receive (ENOBUFS), which is re-armed. Each is the plan's
+        // receive buffer, at most 16 KiB (4 MiB a worker): the parser takes
+        // a response in pieces of any size.
         let count: u16 = 256;
-        let size = receive_buffer.clamp(4096, 64 * 1024) as u32;
+        let size = receive_buffer.min(16 * 1024) as u32;
         let ring = io_uring::IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()

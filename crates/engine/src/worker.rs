@@ -12,6 +12,10 @@
 //! cross-thread message: statistics are per thread and leave it once a
 //! second as a [`Snapshot`].
 //!
+//! Which system calls deliver readiness or data is the reactor's business
+//! (`reactor.rs`: mio's edge-triggered epoll by default; level-triggered
+//! epoll and io_uring for measurement); this loop is the same for all.
+//!
 //! Edge-triggered readiness (mio's mode) is used without draining sockets to
 //! `EAGAIN`: a response is read until it is complete, and any later data or
 //! FIN raises a new edge. A read that fills the whole buffer, or an event
