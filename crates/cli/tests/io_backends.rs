@@ -15,7 +15,8 @@ use common::servers::{Nginx, NginxLogLine, NginxOpts, SIZE_4K};
 use common::{benchlab_bin, u};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Every backend and switch, as environment settings.
 const VARIANTS: &[&[(&str, &str)]] = &[
@@ -26,12 +27,30 @@ const VARIANTS: &[&[(&str, &str)]] = &[
     &[("BENCHLAB_IO", "mio"), ("BENCHLAB_BUSY_POLL", "50")],
 ];
 
+/// Runs benchlab under `env`; killed after two minutes (every run here
+/// lasts seconds), so an engine that never ends fails the test instead of
+/// hanging it.
 fn run(env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new(benchlab_bin());
     for k in ["BENCHLAB_IO", "BENCHLAB_BUSY_POLL"] {
         cmd.env_remove(k);
     }
-    cmd.envs(env.iter().copied()).args(args).output().expect("run benchlab")
+    let mut child = cmd
+        .envs(env.iter().copied())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run benchlab");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().expect("wait for benchlab").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{env:?} benchlab {args:?} did not end in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("benchlab's output")
 }
 
 /// `benchlab http --json ARGS` under `env`, which must exit 0.
@@ -148,6 +167,33 @@ fn every_backend_notices_an_idle_close() {
         assert_eq!(u(&v, "/errors_total"), 0, "{env:?}: {v}");
         assert_eq!(u(&v, "/connections_opened"), 3, "{env:?}: {v}");
         assert_eq!(u(&v, "/reconnects"), 2, "{env:?}: {v}");
+        let bytes: u64 = lines.iter().map(|l| l.bytes_sent).sum();
+        assert_eq!(u(&v, "/bytes"), bytes, "{env:?}");
+    }
+}
+
+/// An open loop whose idle connections the server closes: every backend
+/// reopens them, counts each as a reconnect, and keeps its count of open
+/// connections right (the io_uring backend once underflowed it here and
+/// its worker threads died).
+#[test]
+fn every_backend_keeps_an_open_loop_through_idle_closes() {
+    for env in VARIANTS {
+        let nginx = Nginx::start(NginxOpts {
+            keepalive_timeout: "100ms".to_owned(),
+            ..NginxOpts::default()
+        });
+        let url = nginx.url("/4k.html");
+        // 6 sends, 3 per OS thread, 1 s apart: each after a thread's first
+        // finds its connection closed by the server.
+        let v = bench(env, &["--rate", "2", "--os-threads", "2", "-d", "3s", &url]);
+        let lines = run_lines(&nginx, 6);
+        assert_eq!(u(&v, "/sends"), 6, "{env:?}: {v}");
+        assert_eq!(u(&v, "/requests"), 6, "{env:?}: {v}");
+        assert_eq!(u(&v, "/errors_total"), 0, "{env:?}: {v}");
+        assert_eq!(u(&v, "/connections_opened"), 6, "{env:?}: {v}");
+        assert_eq!(u(&v, "/reconnects"), 4, "{env:?}: {v}");
+        assert_eq!(u(&v, "/peak_connections"), 1, "{env:?}: {v}");
         let bytes: u64 = lines.iter().map(|l| l.bytes_sent).sum();
         assert_eq!(u(&v, "/bytes"), bytes, "{env:?}");
     }

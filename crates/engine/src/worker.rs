@@ -948,13 +948,7 @@ impl Worker {
                 // stay and fail the next request as framing.)
                 let stray = readable && self.reactor.tracks_writes();
                 if (closed || stray) && v.sock.is_some() {
-                    // The server closed the idle keep-alive connection.
-                    self.close(i);
-                    self.vus[i].reconnect_pending = true;
-                    // An open loop's slot stays in `idle` without it.
-                    if self.schedule.is_some() {
-                        self.idle_closed += 1;
-                    }
+                    self.closed_while_idle(i);
                 }
             }
             State::Arriving | State::Done => {}
@@ -1218,10 +1212,7 @@ impl Worker {
                 self.next(i);
             }
             // Closed while idle, or bytes nobody asked for (see on_event).
-            (State::Thinking, _) => {
-                self.close(i);
-                self.vus[i].reconnect_pending = true;
-            }
+            (State::Thinking, _) => self.closed_while_idle(i),
             (State::Handshaking | State::Arriving | State::Done, _) => {}
         }
         let v = &mut self.vus[i];
@@ -1229,6 +1220,19 @@ impl Worker {
             if let (Some(sock), Some(u)) = (v.sock.as_ref(), self.reactor.uring()) {
                 v.recv_armed = u.recv(sock.fd(), i, generation).is_ok();
             }
+        }
+    }
+
+    /// The server closed idle keep-alive connection `i` (or sent bytes
+    /// nobody asked for): drop it and reconnect at its next request. Every
+    /// backend comes here, so an open loop's count of open connections
+    /// (`slots − free − idle_closed`) stays exact whichever noticed it.
+    fn closed_while_idle(&mut self, i: usize) {
+        self.close(i);
+        self.vus[i].reconnect_pending = true;
+        // An open loop's slot stays in `idle` without its socket.
+        if self.schedule.is_some() {
+            self.idle_closed += 1;
         }
     }
 
