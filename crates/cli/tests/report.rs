@@ -380,6 +380,8 @@ fn open_loop_mixes_are_shown_by_their_rate() {
     assert!(classes[..classes.find("</section>").expect("end")].contains("400.0/s offered"));
     assert!(t.contains(r#"data-field="open_loop.max_in_flight_hit""#));
     assert!(t.contains(r#"data-field="open_loop.peak_connections""#));
+    // The workbook has the same table as cells, on its Open Loop sheet.
+    open_loop_sheet_equals_results_json(&out.join("report.xlsx"), mixes);
     // Each mix's distribution chart has its as-sent curve beside the
     // corrected one, each point the stored as-sent histogram's value.
     for m in mixes {
@@ -398,5 +400,41 @@ fn open_loop_mixes_are_shown_by_their_rate() {
             let y: u64 = attr(c, "data-y").expect("data-y").parse().expect("latency");
             assert_eq!(y, hist.value_at_quantile(q), "mix {} at {q}", m["mix"]);
         }
+    }
+}
+
+/// The workbook's Open Loop sheet: a header in words, a row per open-loop
+/// mix, every cell results.json's value (TRUE/FALSE for the upper-bound
+/// flag).
+fn open_loop_sheet_equals_results_json(xlsx: &Path, mixes: &[Value]) {
+    use calamine::{open_workbook, Data, Reader, Xlsx};
+    let mut book: Xlsx<_> = open_workbook(xlsx).expect("calamine opens report.xlsx");
+    let sheet = book.worksheet_range("Open Loop").expect("an Open Loop sheet");
+    let header: Vec<String> = (0..sheet.width())
+        .map(|c| sheet.get((0, c)).map(|d| d.to_string()).unwrap_or_default())
+        .collect();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("{name} in {header:?}"));
+    assert_eq!(sheet.height(), 1 + mixes.len(), "a row per open-loop mix");
+    for (row, m) in (1..).zip(mixes) {
+        let ol = &m["open_loop"];
+        let num = |name: &str| match sheet.get((row, col(name))) {
+            Some(Data::Float(f)) => *f,
+            Some(Data::Int(i)) => *i as f64,
+            other => panic!("{name}: {other:?}"),
+        };
+        let f = |v: &Value| v.as_f64().expect("a number");
+        assert_eq!(num("Mix"), f(&m["mix"]));
+        assert_eq!(num("Offered rate (requests/s)"), f(&ol["rate"]));
+        assert_eq!(num("Sends/s (achieved)"), f(&ol["sends_per_sec"]));
+        assert_eq!(num("Requests/s"), f(&m["requests_per_sec"]));
+        assert_eq!(num("Late sends"), f(&ol["late_sends"]));
+        assert_eq!(num("Waits at the in-flight cap"), f(&ol["max_in_flight_hit"]));
+        assert_eq!(num("Latency p99 (µs)"), f(&m["latency_us"]["p99"]));
+        assert_eq!(num("As-sent latency p99 (µs)"), f(&ol["latency_as_sent_us"]["p99"]));
+        assert_eq!(num("Most connections open at once"), f(&ol["peak_connections"]));
+        assert_eq!(
+            sheet.get((row, col("Most open is a sum of clients' peaks"))),
+            Some(&Data::Bool(ol["peak_connections_upper_bound"].as_bool().expect("bool")))
+        );
     }
 }

@@ -242,6 +242,18 @@ pub fn column_title(key: &str) -> String {
         "timeout_s" => "Timeout (s)",
         "workload" => "Workload",
         "target" => "Target",
+        "arrival" => "Arrival",
+        "offered_rate_per_sec" => "Offered rate (requests/s)",
+        "sends_per_sec" => "Sends/s (achieved)",
+        "sends" => "Sends",
+        "late_sends" => "Late sends",
+        "late_percent" => "Late sends (%)",
+        "max_in_flight" => "In-flight cap",
+        "max_in_flight_hit" => "Waits at the in-flight cap",
+        "latency_as_sent_p50_us" => "As-sent latency p50 (µs)",
+        "latency_as_sent_p99_us" => "As-sent latency p99 (µs)",
+        "peak_connections" => "Most connections open at once",
+        "peak_connections_upper_bound" => "Most open is a sum of clients' peaks",
         _ => "",
     };
     if !known.is_empty() {
@@ -278,8 +290,11 @@ pub fn column_quantity(key: &str) -> Option<Quantity> {
         | "percent"
         | "http10_percent"
         | "persistent_percent"
-        | "http10_keepalive" => return None,
-        "requests_per_sec" => Quantity::RequestsPerSec,
+        | "http10_keepalive"
+        | "arrival"
+        | "max_in_flight"
+        | "peak_connections_upper_bound" => return None,
+        "requests_per_sec" | "offered_rate_per_sec" | "sends_per_sec" => Quantity::RequestsPerSec,
         "mbytes_per_sec" => Quantity::MBytesPerSec,
         "mbit_per_sec" => Quantity::MbitPerSec,
         k if k.ends_with("_mean_us") || k.ends_with("us_per_request") => Quantity::MeanMicros,

@@ -42,6 +42,8 @@ pub const SUMMARY: &str = "Summary";
 pub const CLIENT_DATA: &str = "Client Data";
 pub const PER_CLASS: &str = "Per-Class";
 pub const CONFIGURATION: &str = "Configuration";
+/// Only when a run has open-loop mixes (`rate = …`).
+pub const OPEN_LOOP: &str = "Open Loop";
 
 /// Excel's limit on the characters of a cell; longer text is cut so one odd
 /// field cannot make the whole workbook fail.
@@ -114,6 +116,16 @@ fn build(runs: &[Run], opts: &ReportOptions) -> Result<Workbook, String> {
         .table(0, &class_table(runs, several))
         .map_err(|e| format!("{PER_CLASS} sheet: {e}"))?;
     sheet.finish(true);
+
+    if runs.iter().any(|r| r.results.mixes.iter().any(|m| m.open_loop.is_some())) {
+        let open = workbook.add_worksheet();
+        open.set_name(OPEN_LOOP).map_err(xlsx_err(OPEN_LOOP))?;
+        let mut sheet = Sheet::new(open, &bold);
+        sheet
+            .table(0, &open_loop_table(runs, several))
+            .map_err(|e| format!("{OPEN_LOOP} sheet: {e}"))?;
+        sheet.finish(true);
+    }
 
     let config = workbook.add_worksheet();
     config.set_name(CONFIGURATION).map_err(xlsx_err(CONFIGURATION))?;
@@ -863,6 +875,76 @@ fn class_table(runs: &[Run], several: bool) -> Table {
                 ]);
                 rows.push(cells);
             }
+        }
+    }
+    Table { header, rows }
+}
+
+/// One row per open-loop mix: its offered and achieved rates, late sends,
+/// waits at the in-flight cap, corrected and as-sent latency, connections —
+/// the page's open-loop table as cells.
+fn open_loop_table(runs: &[Run], several: bool) -> Table {
+    let mut header: Vec<String> = Vec::new();
+    if several {
+        header.push("run".into());
+    }
+    header.extend(
+        [
+            "mix",
+            "phase",
+            "arrival",
+            "offered_rate_per_sec",
+            "sends_per_sec",
+            "requests_per_sec",
+            "sends",
+            "late_sends",
+            "late_percent",
+            "max_in_flight",
+            "max_in_flight_hit",
+            "latency_p50_us",
+            "latency_as_sent_p50_us",
+            "latency_p99_us",
+            "latency_as_sent_p99_us",
+            "connections_opened",
+            "peak_connections",
+            "peak_connections_upper_bound",
+        ]
+        .map(String::from),
+    );
+    let mut rows = Vec::new();
+    for run in runs {
+        for m in &run.results.mixes {
+            let Some(ol) = &m.open_loop else { continue };
+            let mut cells = Vec::with_capacity(header.len());
+            if several {
+                cells.push(Cell::text(run.label.as_str()));
+            }
+            let late = if ol.sends > 0 {
+                100.0 * ol.late_sends as f64 / ol.sends as f64
+            } else {
+                0.0
+            };
+            cells.extend([
+                Cell::count(m.mix as u64),
+                Cell::text(m.phase.as_str()),
+                Cell::text(ol.arrival.as_str()),
+                Cell::Num(ol.rate),
+                Cell::Num(ol.sends_per_sec),
+                Cell::Num(m.figures.requests_per_sec),
+                Cell::count(ol.sends),
+                Cell::count(ol.late_sends),
+                Cell::Num(late),
+                Cell::count(ol.max_in_flight.into()),
+                Cell::count(ol.max_in_flight_hit),
+                Cell::count(m.figures.latency_us.p50),
+                Cell::count(ol.latency_as_sent_us.p50),
+                Cell::count(m.figures.latency_us.p99),
+                Cell::count(ol.latency_as_sent_us.p99),
+                Cell::count(m.connections_opened),
+                Cell::count(ol.peak_connections),
+                Cell::Bool(ol.peak_connections_upper_bound),
+            ]);
+            rows.push(cells);
         }
     }
     Table { header, rows }
