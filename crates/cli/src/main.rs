@@ -3,6 +3,7 @@
 
 mod args;
 mod demo_cmd;
+mod file_cmd;
 mod fileset_cmd;
 mod http;
 mod output;

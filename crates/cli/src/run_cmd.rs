@@ -470,6 +470,13 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
 /// `benchlab run`.
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
+    // File suites (disk mixes, loadfiles) run in crates/fileserver.
+    if crate::file_cmd::is_file_suite(&suite) {
+        if a.time_scale != 1.0 {
+            suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
+        }
+        return crate::file_cmd::run(&suite, a.out.clone(), a.target.as_deref());
+    }
     let search = a.peak.limits()?;
     if let (Some(n), Some(l)) = (a.peak_start_threads, &search) {
         if n == 0 || u64::from(n) > l.max_load {

@@ -448,7 +448,8 @@ impl<'a> DiskMixUser<'a> {
                     return;
                 };
                 let write = ACTIONS[action] == "write";
-                let n = if write { self.mix.write_size } else { self.mix.read_size } as u64;
+                // Within the file: a workspace file never grows.
+                let n = (if write { self.mix.write_size } else { self.mix.read_size } as u64).min(size);
                 let off = if size > n { self.rng.below(size - n + 1) } else { 0 };
                 if write {
                     let data = &self.buf[..n as usize];
