@@ -74,6 +74,10 @@ pub fn run(suite: &Suite, out: Option<PathBuf>, target: Option<&str>) -> Result<
         targets.join(", "),
         out.display()
     );
+    // smb:// users run as processes of their own: this binary again.
+    let exe =
+        std::env::current_exe().map_err(|e| CliError::CannotRun(format!("cannot find benchlab's own binary: {e}")))?;
+    benchlab_fileserver::process::set_user_command(vec![exe.into_os_string(), "__file-user".into()]);
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));

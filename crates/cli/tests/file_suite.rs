@@ -264,3 +264,43 @@ fn bad_loadfiles_and_disk_mixes_are_refused_with_file_and_line() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("mix.toml:5:1: [operations] add up to 50"), "{err}");
 }
+
+/// The same replay against a real Samba (smbd on a loopback high port),
+/// each user a process of its own: exact counts, every status as the
+/// loadfile expects.
+#[test]
+fn loadfile_replay_against_smbd_counts_exactly() {
+    let Some(smbd) = benchlab_fileserver::smbd::start_smbd() else {
+        eprintln!("skipped: smbd is not installed");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    // libsmbclient has no byte-range locks or Flush: those lines are left
+    // out here (they would end as NT_STATUS_NOT_SUPPORTED errors).
+    let lf: String = LOADFILE
+        .lines()
+        .filter(|l| !l.starts_with("LockX") && !l.starts_with("UnlockX") && !l.starts_with("Flush"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.path().join("load.txt"), lf).unwrap();
+    let mut s = std::fs::read_to_string(suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"\nloops = 3",
+        &[2],
+        "120s",
+        "0s",
+    ))
+    .unwrap();
+    s = s.replace(&format!("file://{}", d.path().join("root").display()), &smbd.url());
+    std::fs::write(d.path().join("suite.toml"), s).unwrap();
+    let r = run_ok(&d.path().join("suite.toml"), &d.path().join("out"));
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    assert_eq!(m["operations"], 17 * 3 * 2);
+    assert_eq!(m["bytes_written"], 4100 * 6);
+    assert_eq!(m["bytes_read"], 4000 * 6);
+    assert_eq!(m["loops"], 6);
+    for n in 1..=2 {
+        assert!(smbd.share.join(format!("clients/client{n}")).is_dir());
+    }
+}

@@ -42,6 +42,21 @@ pub trait FileBackend: Send {
     fn mkdir(&mut self, path: &str) -> Result<(), Status>;
     /// Removes a directory and everything in it; a missing one is fine.
     fn deltree(&mut self, path: &str) -> Result<(), Status>;
+    /// Whether the backend tells a missing name from a missing directory
+    /// on the way (OBJECT_NAME_NOT_FOUND vs OBJECT_PATH_NOT_FOUND vs
+    /// NO_SUCH_FILE). libsmbclient answers all three as ENOENT; a replay
+    /// then takes any of them for the one the loadfile expects.
+    fn distinguishes_not_found(&self) -> bool {
+        true
+    }
+}
+
+/// Whether `s` is one of the three ways of "not there".
+pub fn is_not_found(s: &Status) -> bool {
+    matches!(
+        s,
+        Status::ObjectNameNotFound | Status::ObjectPathNotFound | Status::NoSuchFile
+    )
 }
 
 /// Whether `name` matches a DOS wildcard pattern (`*`, `?`, and the DOS

@@ -59,6 +59,8 @@ pub const ACTIONS: [&str; 11] = [
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiskMix {
     pub name: String,
+    /// The workload file it was read from.
+    pub path: PathBuf,
     pub workspace: u64,
     pub read_size: u32,
     pub write_size: u32,
@@ -261,6 +263,7 @@ impl DiskMix {
             ));
         }
         Ok(DiskMix {
+            path: path.to_path_buf(),
             name: raw.name.unwrap_or_else(|| {
                 path.file_stem()
                     .map(|s| s.to_string_lossy().into_owned())

@@ -14,10 +14,12 @@
 pub mod backend;
 pub mod diskmix;
 pub mod loadfile;
+pub mod process;
 pub mod replay;
 pub mod results;
 pub mod run;
 pub mod smb;
+pub mod smbd;
 pub mod stats;
 pub mod status;
 

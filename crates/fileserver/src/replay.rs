@@ -122,7 +122,15 @@ impl<'a> LoadfileUser<'a> {
                     b.mkdir(p1)
                 }
             };
-            r.err().unwrap_or(Status::Ok)
+            match r.err().unwrap_or(Status::Ok) {
+                s if !b.distinguishes_not_found()
+                    && crate::backend::is_not_found(&s)
+                    && crate::backend::is_not_found(&line.expect) =>
+                {
+                    line.expect.clone()
+                }
+                s => s,
+            }
         };
         record(
             line.op.kind(),
