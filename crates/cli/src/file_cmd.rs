@@ -6,6 +6,7 @@
 use crate::output::thousands;
 use crate::{CliError, Outcome};
 use benchlab_fileserver::results::{load_workloads, run_file_suite, FileMixResult, FileObserver, FileResults};
+use benchlab_fileserver::FileWorkload;
 use benchlab_model::{Mix, Suite};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,31 @@ use std::time::Duration;
 /// Whether `suite` runs file workloads (then [`run`] runs it).
 pub fn is_file_suite(suite: &Suite) -> bool {
     !suite.file_workloads.is_empty()
+}
+
+/// `benchlab check`'s lines for the suite's file workloads, each read
+/// and checked (an error names the workload file or loadfile and line).
+pub fn check_lines(suite: &Suite) -> Result<Vec<String>, CliError> {
+    let workloads = load_workloads(suite).map_err(CliError::Usage)?;
+    Ok(workloads
+        .iter()
+        .map(|(name, w)| match w {
+            FileWorkload::DiskMix(m) => format!(
+                "  workload {name}: disk mix `{}` ({}), workspace {} bytes per user, file sizes median {} / p90 {} bytes",
+                m.name,
+                m.path.display(),
+                thousands(m.workspace),
+                thousands(m.median),
+                thousands(m.p90)
+            ),
+            FileWorkload::Loadfile(l, loops) => format!(
+                "  workload {name}: loadfile {} ({} operations a pass{})",
+                l.path.display(),
+                thousands(l.lines.len() as u64),
+                loops.map(|n| format!(", {n} passes per user")).unwrap_or_default()
+            ),
+        })
+        .collect())
 }
 
 struct Progress;

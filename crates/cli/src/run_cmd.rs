@@ -246,6 +246,8 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
     suite.select_phases(&a.phases).map_err(CliError::Usage)?;
     let (dirs, _) = fileset_dirs(&suite, &a.filesets)?;
+    // File workloads (disk mixes, loadfiles) read and checked too.
+    let file_lines = crate::file_cmd::check_lines(&suite)?;
     // Each class of each selected phase whose URLs can be resolved now,
     // resolved before anything is printed (a bad `top` is an error).
     let mut classes = Vec::new();
@@ -306,6 +308,9 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
         }
     }
     for line in classes {
+        println!("{line}");
+    }
+    for line in file_lines {
         println!("{line}");
     }
     for r in &suite.requires {

@@ -682,6 +682,29 @@ flush = 4
         assert_eq!(e.line, Some(2), "{e}");
     }
 
+    /// The shipped NetBench 1999 mix keeps NetBench's share of writes
+    /// among I/O operations (about 83 %).
+    #[test]
+    fn the_shipped_netbench_mix_is_83_percent_writes() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/workloads/netbench-1999-disk-mix.toml");
+        let mut m = DiskMix::read(&p).unwrap();
+        m.workspace = 1_000_000;
+        let d = tempfile::tempdir().unwrap();
+        let mut b = LocalBackend::new(d.path());
+        let mut u = DiskMixUser::new(&m, 1, 7);
+        u.fill(&mut b).unwrap();
+        let (mut w, mut r) = (0u64, 0u64);
+        for _ in 0..20_000 {
+            u.step(&mut b, &mut |k, want, got, _, _| {
+                assert_eq!(want, got, "{k}");
+                w += (k == OpKind::WriteX) as u64;
+                r += (k == OpKind::ReadX) as u64;
+            });
+        }
+        let share = w as f64 / (w + r) as f64;
+        assert!((0.80..0.87).contains(&share), "{share}");
+    }
+
     #[test]
     fn a_user_fills_its_workspace_and_runs_the_mix_without_errors() {
         let m = parse(GOOD).unwrap();
