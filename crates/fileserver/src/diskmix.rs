@@ -132,7 +132,7 @@ pub fn parse_size(s: &str) -> Option<u64> {
     };
     let n: f64 = num.parse().ok()?;
     let v = n * mult;
-    (v.is_finite() && v >= 0.0 && v < 1e15).then_some(v.round() as u64)
+    (0.0..1e15).contains(&v).then_some(v.round() as u64)
 }
 
 impl DiskMix {

@@ -172,6 +172,8 @@ fn lib() -> Result<&'static Lib, String> {
     LIB.get_or_init(load).as_ref().map_err(Clone::clone)
 }
 
+// Each symbol's type is the field it is stored in (libsmbclient.h's).
+#[allow(clippy::missing_transmute_annotations)]
 fn load() -> Result<Lib, String> {
     // SAFETY: dlopen/dlsym with NUL-terminated names; each symbol is cast
     // to the type libsmbclient.h declares for it.
