@@ -304,3 +304,39 @@ fn loadfile_replay_against_smbd_counts_exactly() {
         assert!(smbd.share.join(format!("clients/client{n}")).is_dir());
     }
 }
+
+/// docs/file-results.schema.json is the schema generated from the result
+/// types (regenerate: BENCHLAB_BLESS=1), and a run's results.json
+/// validates against it.
+#[test]
+fn file_results_schema_is_current_and_results_validate() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/file-results.schema.json");
+    let generated = benchlab_fileserver::results::json_schema();
+    let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
+    if std::env::var_os("BENCHLAB_BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == text,
+        "{} is not the schema of the result types: run with BENCHLAB_BLESS=1 to regenerate",
+        path.display()
+    );
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"\nloops = 1",
+        &[2],
+        "30s",
+        "0s",
+    );
+    let r = run_ok(&s, &d.path().join("out"));
+    let validator = jsonschema::validator_for(&generated).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&r)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    assert_eq!(r["schema"], "benchlab.file-results/1");
+}

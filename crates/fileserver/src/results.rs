@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Latency of one operation kind, microseconds.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Latency {
     pub mean: f64,
     pub p50: u64,
@@ -26,7 +26,7 @@ pub struct Latency {
 }
 
 /// One operation kind in a mix.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct OpResult {
     pub operation: String,
     pub count: u64,
@@ -36,7 +36,7 @@ pub struct OpResult {
 }
 
 /// One client (test system) in a mix.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct ClientResult {
     pub client: u32,
     pub operations: u64,
@@ -47,7 +47,7 @@ pub struct ClientResult {
 }
 
 /// One mix.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct FileMixResult {
     pub mix: usize,
     pub phase: String,
@@ -81,7 +81,7 @@ pub struct FileMixResult {
 }
 
 /// The mix of most Mbit/s and how the mixes after it compare.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Peak {
     pub mix: usize,
     pub clients: u32,
@@ -92,11 +92,13 @@ pub struct Peak {
 }
 
 /// A file suite's results.json.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct FileResults {
+    /// `benchlab.file-results/1` (docs/file-results.schema.json).
+    pub schema: String,
     /// "file": results of a file suite (a web suite's results.json has no
     /// such field).
-    pub kind: &'static str,
+    pub kind: String,
     pub suite: String,
     pub description: String,
     pub started: u64,
@@ -104,6 +106,27 @@ pub struct FileResults {
     pub mixes: Vec<FileMixResult>,
     pub peak: Option<Peak>,
     pub interrupted: bool,
+}
+
+/// The `schema` of a file suite's results.json.
+pub const FILE_RESULTS_SCHEMA: &str = "benchlab.file-results/1";
+
+/// The JSON Schema of a file suite's results.json, generated from these
+/// types as they serialise (docs/file-results.schema.json holds it; a
+/// test keeps the two equal).
+pub fn json_schema() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    let mut v: serde_json::Value = generator.into_root_schema_for::<FileResults>().into();
+    v["title"] = serde_json::json!(format!("benchlab results.json of a file suite ({FILE_RESULTS_SCHEMA})"));
+    v["description"] = serde_json::json!(
+        "The results of `benchlab run` of a file suite (disk mix or dbench loadfile): per mix throughput, \
+         operations by kind with latency, errors by status, per-client data, the peak. Counts follow \
+         docs/fileservers.md. Generated from crates/fileserver/src/results.rs; do not edit by hand."
+    );
+    v["properties"]["schema"]["const"] = serde_json::json!(FILE_RESULTS_SCHEMA);
+    v
 }
 
 fn rate(n: u64, s: f64) -> f64 {
@@ -245,7 +268,8 @@ pub fn run_file_suite(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let mut results = FileResults {
-        kind: "file",
+        schema: FILE_RESULTS_SCHEMA.into(),
+        kind: "file".into(),
         suite: suite.name.clone(),
         description: suite.description.clone(),
         started,
@@ -452,7 +476,8 @@ mod tests {
         assert_eq!((p.mix, p.clients), (2, 2));
         assert_eq!(p.past_peak, vec![(3, 75.0), (4, 50.0)]);
         let r = FileResults {
-            kind: "file",
+            schema: FILE_RESULTS_SCHEMA.into(),
+            kind: "file".into(),
             suite: "s<".into(),
             description: String::new(),
             started: 0,
