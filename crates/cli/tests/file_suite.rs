@@ -340,3 +340,49 @@ fn file_results_schema_is_current_and_results_validate() {
     assert!(errors.is_empty(), "{}", errors.join("\n"));
     assert_eq!(r["schema"], "benchlab.file-results/1");
 }
+
+/// The shipped NetBench disk mix against Samba, users as processes:
+/// everything ends as expected except what libsmbclient cannot do (locks,
+/// Flush), which is counted by kind as NT_STATUS_NOT_SUPPORTED.
+#[test]
+fn a_disk_mix_against_smbd_counts_only_what_libsmbclient_cannot_do_as_errors() {
+    let Some(smbd) = benchlab_fileserver::smbd::start_smbd() else {
+        eprintln!("skipped: smbd is not installed");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/workloads/netbench-1999-disk-mix.toml");
+    let mix = std::fs::read_to_string(shipped)
+        .unwrap()
+        .replace("workspace = \"4MB\"", "workspace = \"400KB\"");
+    std::fs::write(d.path().join("mix.toml"), mix).unwrap();
+    let s = suite(d.path(), "[workloads.nb]\ndisk_mix = \"mix.toml\"", &[2], "3s", "500ms");
+    let out = d.path().join("out");
+    let o = run_benchlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--target",
+        &smbd.url(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    assert_eq!(m["target"], smbd.url());
+    assert_eq!(m["prepared_bytes"], 800_000);
+    assert!(m["mbit_per_s"].as_f64().unwrap() > 0.0);
+    for (k, _) in m["errors_by_status"].as_object().unwrap() {
+        assert!(
+            ["LockX", "UnlockX", "Flush"]
+                .iter()
+                .any(|op| k.starts_with(&format!("{op}: expected NT_STATUS_OK, got NT_STATUS_NOT_SUPPORTED"))),
+            "{k}"
+        );
+    }
+    assert_eq!(op(m, "Flush")["errors"], op(m, "Flush")["count"]);
+    assert_eq!(op(m, "WriteX")["errors"], 0);
+    for n in 1..=2 {
+        assert!(smbd.share.join(format!("clients/client{n}/f00000.dat")).is_file());
+    }
+}

@@ -331,3 +331,34 @@ pub fn user_main() -> i32 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loadfile::OpKind;
+    use crate::status::Status;
+
+    #[test]
+    fn an_outcome_crosses_the_pipe_exactly() {
+        let mut st = FileStats::default();
+        for us in [3, 70, 70, 900, 12_000] {
+            st.record(OpKind::WriteX, us, &Status::Ok, &Status::Ok);
+        }
+        st.record(OpKind::Flush, 5, &Status::Ok, &Status::NotSupported);
+        st.bytes_read = 7;
+        st.bytes_written = 1 << 40;
+        st.loops = 3;
+        let fin = Instant::now() + Duration::from_millis(5);
+        let (back, prepared, f) = decode(&encode(&st, 99, Some(fin)).unwrap()).unwrap();
+        assert_eq!(prepared, 99);
+        let drift = f.unwrap().max(fin) - f.unwrap().min(fin);
+        assert!(drift < Duration::from_millis(1), "{drift:?}");
+        assert_eq!((back.bytes_read, back.bytes_written, back.loops), (7, 1 << 40, 3));
+        assert_eq!(back.errors, st.errors);
+        for (a, b) in back.ops.iter().zip(&st.ops) {
+            assert_eq!((a.count, a.errors), (b.count, b.errors));
+            assert_eq!(a.latency, b.latency);
+        }
+        assert!(decode("not json").is_err());
+    }
+}
