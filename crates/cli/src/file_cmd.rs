@@ -70,7 +70,13 @@ impl FileObserver for Progress {
 }
 
 /// Runs a file suite (already loaded, `--time-scale` applied).
-pub fn run(suite: &Suite, out: Option<PathBuf>, target: Option<&str>) -> Result<Outcome, CliError> {
+pub fn run(
+    suite: &Suite,
+    out: Option<PathBuf>,
+    target: Option<&str>,
+    phase_targets: &[(String, String)],
+    phases: &[String],
+) -> Result<Outcome, CliError> {
     let mut suite = suite.clone();
     if !suite.workloads.is_empty() {
         return Err(CliError::Usage(format!(
@@ -86,6 +92,10 @@ pub fn run(suite: &Suite, out: Option<PathBuf>, target: Option<&str>) -> Result<
         }
         suite.retarget(t);
     }
+    for (phase, url) in phase_targets {
+        suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
+    }
+    suite.select_phases(phases).map_err(CliError::Usage)?;
     // Every workload file and loadfile checked before anything runs.
     let workloads = load_workloads(&suite).map_err(CliError::Usage)?;
     let out = out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, crate::run_cmd::stamp())));

@@ -1,4 +1,4 @@
-//! SMB servers (`smb://[USER[:PASS]@]HOST[:PORT]/SHARE[?encrypt=…]`),
+//! SMB servers (`smb://[USER[:PASS]@]HOST[:PORT]/SHARE[?encrypt=…&sign=…]`),
 //! through Samba's own client library, libsmbclient.
 //!
 //! Why libsmbclient and not the pure-Rust `smb` crate: see the comment on
@@ -32,6 +32,34 @@ pub struct SmbUrl {
     pub share: String,
     /// SMB encryption: `None` is the library's default.
     pub encrypt: Option<Encrypt>,
+    /// SMB signing: `None` is the library's default (smb.conf's).
+    pub sign: Option<Sign>,
+}
+
+/// `?sign=off|auto|required` of an smb:// target: Samba's `client signing`
+/// (`disabled`, `if_required`, `required`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sign {
+    Off,
+    Auto,
+    Required,
+}
+
+impl Sign {
+    fn name(self) -> &'static str {
+        match self {
+            Sign::Off => "off",
+            Sign::Auto => "auto",
+            Sign::Required => "required",
+        }
+    }
+    fn samba(self) -> &'static str {
+        match self {
+            Sign::Off => "disabled",
+            Sign::Auto => "if_required",
+            Sign::Required => "required",
+        }
+    }
 }
 
 /// `?encrypt=none|request|require` of an smb:// target.
@@ -50,17 +78,22 @@ impl SmbUrl {
             Some((r, q)) => (r, Some(q)),
             None => (rest, None),
         };
-        let encrypt = match query {
-            None => None,
-            Some("encrypt=none") => Some(Encrypt::None),
-            Some("encrypt=request") => Some(Encrypt::Request),
-            Some("encrypt=require") => Some(Encrypt::Require),
-            Some(q) => {
-                return Err(bad(&format!(
-                    "option `{q}`: expected ?encrypt=none, request or require"
-                )))
+        let (mut encrypt, mut sign) = (None, None);
+        for q in query.into_iter().flat_map(|q| q.split('&')) {
+            match q {
+                "encrypt=none" => encrypt = Some(Encrypt::None),
+                "encrypt=request" => encrypt = Some(Encrypt::Request),
+                "encrypt=require" => encrypt = Some(Encrypt::Require),
+                "sign=off" => sign = Some(Sign::Off),
+                "sign=auto" => sign = Some(Sign::Auto),
+                "sign=required" => sign = Some(Sign::Required),
+                _ => {
+                    return Err(bad(&format!(
+                        "option `{q}`: expected encrypt=none|request|require or sign=off|auto|required (joined by &)"
+                    )))
+                }
             }
-        };
+        }
         let (auth, rest) = match rest.rsplit_once('@') {
             Some((a, r)) => (Some(a), r),
             None => (None, rest),
@@ -91,6 +124,7 @@ impl SmbUrl {
             port,
             share: share.to_string(),
             encrypt,
+            sign,
         })
     }
 }
@@ -106,12 +140,20 @@ impl std::fmt::Display for SmbUrl {
             f.write_str("@")?;
         }
         write!(f, "{}:{}/{}", self.host, self.port, self.share)?;
+        let mut q = Vec::new();
         match self.encrypt {
-            None => Ok(()),
-            Some(Encrypt::None) => f.write_str("?encrypt=none"),
-            Some(Encrypt::Request) => f.write_str("?encrypt=request"),
-            Some(Encrypt::Require) => f.write_str("?encrypt=require"),
+            None => {}
+            Some(Encrypt::None) => q.push("encrypt=none".to_string()),
+            Some(Encrypt::Request) => q.push("encrypt=request".to_string()),
+            Some(Encrypt::Require) => q.push("encrypt=require".to_string()),
         }
+        if let Some(s) = self.sign {
+            q.push(format!("sign={}", s.name()));
+        }
+        if !q.is_empty() {
+            write!(f, "?{}", q.join("&"))?;
+        }
+        Ok(())
     }
 }
 
@@ -133,6 +175,7 @@ struct Lib {
     get_user_data: unsafe extern "C" fn(Ctx) -> *mut c_void,
     set_protocols: unsafe extern "C" fn(Ctx, *const c_char, *const c_char) -> c_int,
     set_encrypt: unsafe extern "C" fn(Ctx, c_int),
+    set_configuration: unsafe extern "C" fn(Ctx, *const c_char) -> c_int,
     get_open: unsafe extern "C" fn(Ctx) -> unsafe extern "C" fn(Ctx, *const c_char, c_int, libc::mode_t) -> SmbFile,
     get_read: unsafe extern "C" fn(Ctx) -> unsafe extern "C" fn(Ctx, SmbFile, *mut c_void, usize) -> isize,
     get_write: unsafe extern "C" fn(Ctx) -> unsafe extern "C" fn(Ctx, SmbFile, *const c_void, usize) -> isize,
@@ -213,6 +256,7 @@ fn load() -> Result<Lib, String> {
             get_user_data: sym!("smbc_getOptionUserData"),
             set_protocols: sym!("smbc_setOptionProtocols"),
             set_encrypt: sym!("smbc_setOptionSmbEncryptionLevel"),
+            set_configuration: sym!("smbc_setConfiguration"),
             get_open: sym!("smbc_getFunctionOpen"),
             get_read: sym!("smbc_getFunctionRead"),
             get_write: sym!("smbc_getFunctionWrite"),
@@ -314,6 +358,18 @@ impl SmbBackend {
             password: CString::new(u.password.clone().unwrap_or_default()).map_err(|_| "password with a NUL byte")?,
             workgroup: c"WORKGROUP".to_owned(),
         });
+        // Signing has no option of its own in libsmbclient: it is smb.conf's
+        // `client signing`, read from a file of ours (applied to the whole
+        // process, which is one user's).
+        let conf = match u.sign {
+            Some(sg) => {
+                let f = tempfile::NamedTempFile::new().map_err(|e| format!("cannot write a client smb.conf: {e}"))?;
+                std::fs::write(f.path(), format!("[global]\n client signing = {}\n", sg.samba()))
+                    .map_err(|e| format!("cannot write a client smb.conf: {e}"))?;
+                Some(f)
+            }
+            None => None,
+        };
         let base = format!("smb://{}/{}", u.host, u.share);
         let url = format!("smb://{}:{}/{}", u.host, u.port, u.share);
         let ctx = {
@@ -343,6 +399,13 @@ impl SmbBackend {
                             Encrypt::Require => 2,
                         },
                     );
+                }
+                if let Some(f) = &conf {
+                    let p = CString::new(f.path().as_os_str().as_encoded_bytes()).unwrap_or_default();
+                    if (lib.set_configuration)(ctx, p.as_ptr()) != 0 {
+                        (lib.free_context)(ctx, 1);
+                        return Err(format!("{url}: libsmbclient refused the client configuration"));
+                    }
                 }
                 if (lib.init_context)(ctx).is_null() {
                     (lib.free_context)(ctx, 1);
@@ -659,6 +722,36 @@ impl SmbBackend {
         match h {
             Handle::File(f, _) => Self::check(unsafe { ((self.lib.get_close)(self.ctx))(self.ctx, f) }),
             Handle::Dir(d, _) => Self::check(unsafe { ((self.lib.get_closedir)(self.ctx))(self.ctx, d) }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_print_back() {
+        let u = SmbUrl::parse("smb://bench:se:cret@nas.example:4450/share?encrypt=require&sign=required").unwrap();
+        assert_eq!(u.user.as_deref(), Some("bench"));
+        assert_eq!(u.password.as_deref(), Some("se:cret"));
+        assert_eq!(
+            (u.host.as_str(), u.port, u.share.as_str()),
+            ("nas.example", 4450, "share")
+        );
+        assert_eq!((u.encrypt, u.sign), (Some(Encrypt::Require), Some(Sign::Required)));
+        assert_eq!(SmbUrl::parse(&u.to_string()).unwrap(), u);
+        let g = SmbUrl::parse("smb://127.0.0.1/bench/").unwrap();
+        assert_eq!((g.user, g.port, g.encrypt, g.sign), (None, 445, None, None));
+        for bad in [
+            "smb://host",
+            "smb:///s",
+            "smb://h:x/s",
+            "smb://h/s/t",
+            "smb://h/s?sign=maybe",
+        ] {
+            let e = SmbUrl::parse(bad).unwrap_err();
+            assert!(e.contains("expected"), "{bad}: {e}");
         }
     }
 }

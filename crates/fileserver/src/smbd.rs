@@ -38,7 +38,7 @@ fn free_port() -> u16 {
         .unwrap_or(0)
 }
 
-fn user_name() -> String {
+pub fn user_name() -> String {
     let Ok(o) = Command::new("id").arg("-un").output() else {
         return "nobody".into();
     };
@@ -48,6 +48,11 @@ fn user_name() -> String {
 /// Starts smbd and waits until it listens; None where Samba is not
 /// installed or it did not start.
 pub fn start_smbd() -> Option<Smbd> {
+    start_smbd_with("")
+}
+
+/// [`start_smbd`] with more `[global]` lines (e.g. `server signing = mandatory`).
+pub fn start_smbd_with(extra_global: &str) -> Option<Smbd> {
     let smbd = smbd_path()?;
     let dir = tempfile::tempdir().ok()?;
     let d = dir.path();
@@ -63,7 +68,7 @@ pub fn start_smbd() -> Option<Smbd> {
          private dir = {d}/private\n pid directory = {d}/pid\n ncalrpc dir = {d}/ncalrpc\n\
          log file = {d}/log/log.%m\n passdb backend = tdbsam:{d}/private/passdb.tdb\n\
          map to guest = Bad User\n guest account = {user}\n server min protocol = SMB2_02\n\
-         load printers = no\n printing = bsd\n printcap name = /dev/null\n disable spoolss = yes\n\
+         load printers = no\n printing = bsd\n printcap name = /dev/null\n disable spoolss = yes\n{extra_global}\n\
          [bench]\n path = {d}/share\n read only = no\n guest ok = yes\n guest only = yes\n force user = {user}\n",
         d = d.display()
     );
@@ -93,6 +98,46 @@ pub fn start_smbd() -> Option<Smbd> {
 }
 
 impl Smbd {
+    /// Adds a Samba user (an existing system user, e.g. the one running the
+    /// tests) with `password`, in this smbd's own passdb (`smbpasswd -c`).
+    pub fn add_user(&self, name: &str, password: &str) -> Result<(), String> {
+        use std::io::Write;
+        let mut c = Command::new("smbpasswd")
+            .arg("-c")
+            .arg(self.config())
+            .args(["-s", "-a", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("smbpasswd: {e}"))?;
+        if let Some(mut i) = c.stdin.take() {
+            let _ = write!(i, "{password}\n{password}\n");
+        }
+        let o = c.wait_with_output().map_err(|e| format!("smbpasswd: {e}"))?;
+        if !o.status.success() {
+            return Err(format!("smbpasswd -a {name}: {}", String::from_utf8_lossy(&o.stderr)));
+        }
+        Ok(())
+    }
+
+    /// `smbstatus -b` of this smbd: its sessions, with protocol,
+    /// encryption and signing.
+    pub fn sessions(&self) -> String {
+        Command::new("smbstatus")
+            .arg("-s")
+            .arg(self.config())
+            .arg("-b")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Its smb.conf (for `smbstatus -s`).
+    pub fn config(&self) -> PathBuf {
+        self._dir.path().join("smb.conf")
+    }
+
     /// `smb://127.0.0.1:PORT/bench`
     pub fn url(&self) -> String {
         format!("smb://127.0.0.1:{}/bench", self.port)

@@ -76,3 +76,59 @@ fn data_written_reads_back_identical_through_the_same_and_another_handle() {
     assert_eq!(b.query_path("\\nope"), Err(Status::ObjectNameNotFound));
     assert_eq!(b.create(2, "\\f.bin", false, 2), Err(Status::ObjectNameCollision));
 }
+
+/// `?sign=` and `?encrypt=` reach the library: smbd's own list of
+/// sessions shows a user's session signed, then encrypted (a guest session
+/// has no key to sign with, so a user with a password is made).
+#[test]
+fn signing_and_encryption_are_selectable() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(s) = start_smbd() else {
+        eprintln!("skipped: smbd is not installed");
+        return;
+    };
+    let me = benchlab_fileserver::smbd::user_name();
+    s.add_user(&me, "b3nchlab").unwrap();
+    let at = |q: &str| SmbUrl::parse(&format!("smb://{me}:b3nchlab@127.0.0.1:{}/bench?{q}", s.port)).unwrap();
+    let mut plain = SmbBackend::connect(&at("sign=off&encrypt=none")).unwrap();
+    plain.mkdir("\\plain").unwrap();
+    let table = s.sessions();
+    drop(plain);
+    let row = table
+        .lines()
+        .find(|l| l.contains("127.0.0.1 ("))
+        .unwrap_or_default()
+        .to_string();
+    let signed = {
+        let mut b = SmbBackend::connect(&at("sign=required")).unwrap();
+        b.mkdir("\\signed").unwrap();
+        s.sessions()
+    };
+    let sealed = {
+        let mut b = SmbBackend::connect(&at("encrypt=require")).unwrap();
+        b.mkdir("\\sealed").unwrap();
+        s.sessions()
+    };
+    // The last two columns of a session's row: encryption, signing.
+    let cols = |row: &str| {
+        let w: Vec<String> = row.split_whitespace().map(str::to_string).collect();
+        (w[w.len() - 2].clone(), w[w.len() - 1].clone())
+    };
+    let session = |t: &str| {
+        t.lines()
+            .find(|l| l.contains("127.0.0.1 ("))
+            .map(cols)
+            .unwrap_or_default()
+    };
+    assert!(!row.is_empty(), "{table}");
+    // Off: only the session setup is signed (SMB3 always signs it), nothing sealed.
+    let (enc, sig) = cols(&row);
+    assert_eq!(enc, "-", "{table}");
+    assert!(sig.starts_with("partial("), "{table}");
+    let (enc, sig) = session(&signed);
+    assert_eq!(enc, "-", "{signed}");
+    assert!(sig.starts_with("AES-"), "every message signed: {signed}");
+    let (enc, _) = session(&sealed);
+    assert!(enc.contains("AES-"), "encrypted: {sealed}");
+    assert!(s.share.join("sealed").is_dir());
+}

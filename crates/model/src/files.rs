@@ -146,5 +146,10 @@ mod tests {
         assert!(e.message.contains("both `disk_mix` and `loadfile`"), "{e}");
         let e = suite("[workloads.d]\nloadfile = \"l\"\ntarget = \"http://x/\"\n[[mix]]\nclients = 1\n").unwrap_err();
         assert_eq!(e.line, Some(3), "{e}");
+        let mut s = suite("target = \"file:///a\"\n[workloads.d]\nloadfile = \"l\"\n[[mix]]\nclients = 1\nlength = \"2s\"\nramp_up = \"0s\"\nramp_down = \"0s\"\n").unwrap();
+        s.retarget_phase("d", "smb://h/s").unwrap();
+        assert_eq!(s.mixes[0].params.target, "smb://h/s");
+        let e = s.retarget_phase("d", "http://h/").unwrap_err();
+        assert!(e.contains("runs a file workload"), "{e}");
     }
 }

@@ -762,10 +762,20 @@ impl Suite {
                 known.join(", ")
             ));
         }
-        if !is_base_url(target) {
-            return Err(format!(
-                "--phase-target {name}={target}: expected an http:// or https:// base URL"
-            ));
+        // A file workload's phase takes file:// or smb://, a web one http(s)://.
+        for &i in &hits {
+            let file = self.file_workloads.contains_key(&self.phases[i].workload);
+            if file && !is_file_target(target) {
+                return Err(format!(
+                    "--phase-target {name}={target}: phase {} runs a file workload: expected file:///PATH or smb://HOST/SHARE",
+                    self.phases[i].name
+                ));
+            }
+            if !file && !is_base_url(target) {
+                return Err(format!(
+                    "--phase-target {name}={target}: expected an http:// or https:// base URL"
+                ));
+            }
         }
         for i in hits {
             self.phases[i].target = target.to_string();
