@@ -477,6 +477,11 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
     // File suites (disk mixes, loadfiles) run in crates/fileserver.
     if crate::file_cmd::is_file_suite(&suite) {
+        if a.peak.find_peak {
+            return Err(CliError::Usage(
+                "--find-peak grows web users' threads; a file suite's load is its mixes' clients".into(),
+            ));
+        }
         if a.time_scale != 1.0 {
             suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
         }
