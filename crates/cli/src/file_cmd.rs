@@ -155,6 +155,12 @@ pub fn summary_table(r: &FileResults) -> String {
             m.loops
         );
     }
+    for m in r.mixes.iter().filter(|m| m.partial) {
+        s += &format!(
+            "mix {} stopped early (Ctrl-C): its rates are of the {:.1} s it ran\n",
+            m.mix, m.window_s
+        );
+    }
     if let Some(p) = &r.peak {
         s += &format!(
             "peak: mix {} ({} clients), {:.1} Mbit/s",

@@ -386,3 +386,51 @@ fn a_disk_mix_against_smbd_counts_only_what_libsmbclient_cannot_do_as_errors() {
         assert!(smbd.share.join(format!("clients/client{n}/f00000.dat")).is_file());
     }
 }
+
+/// Ctrl-C ends the mix under way: what it measured is kept, results.json
+/// says the run was interrupted, and benchlab exits 130.
+#[test]
+fn ctrl_c_keeps_the_mix_under_way_and_exits_130() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"",
+        &[1, 2],
+        "60s",
+        "0s",
+    );
+    let out = d.path().join("out");
+    let mut child = std::process::Command::new(common::benchlab_bin())
+        .args(["run", s.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first mix has begun once its users made their directories.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !d.path().join("root/clients/client1").exists() {
+        assert!(std::time::Instant::now() < deadline, "the mix did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(r["interrupted"], true);
+    let mixes = r["mixes"].as_array().unwrap();
+    assert_eq!(mixes.len(), 1, "the second mix never started");
+    assert!(mixes[0]["operations"].as_u64().unwrap() > 0);
+    assert_eq!(mixes[0]["partial"], true);
+    // The rates divide by the time measured, not the mix's 60 s.
+    assert!(
+        mixes[0]["window_s"].as_f64().unwrap() < 30.0,
+        "{}",
+        mixes[0]["window_s"]
+    );
+}

@@ -78,6 +78,8 @@ pub struct FileMixResult {
     pub per_client: Vec<ClientResult>,
     /// Lowest client's Mbit/s over the highest's (1 = all alike).
     pub fairness: f64,
+    /// Stopped before its end (Ctrl-C): the window ends where it stopped.
+    pub partial: bool,
 }
 
 /// The mix of most Mbit/s and how the mixes after it compare.
@@ -201,6 +203,7 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Fil
         by_operation,
         per_client,
         fairness: if hi > 0.0 { lo / hi } else { 1.0 },
+        partial: m.partial,
     }
 }
 
@@ -394,8 +397,9 @@ pub fn html(r: &FileResults) -> String {
     for m in &r.mixes {
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>",
+            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>",
             m.mix,
+            if m.partial { " (partial)" } else { "" },
             esc(&m.phase),
             m.clients,
             m.mbit_per_s,
@@ -467,6 +471,7 @@ mod tests {
             by_operation: vec![],
             per_client: vec![],
             fairness: 1.0,
+            partial: false,
         }
     }
 

@@ -85,6 +85,8 @@ pub struct FileMixMeasure {
     pub window: f64,
     /// Bytes written to fill the workspaces before the mix (not counted).
     pub prepared_bytes: u64,
+    /// Stopped before its end (Ctrl-C).
+    pub partial: bool,
 }
 
 /// A user made ready for the mix: its workspace filled (disk mix).
@@ -216,6 +218,11 @@ pub fn run_mix(
         };
     }
     let full = (plan.length - plan.ramp_down - plan.ramp_up).as_secs_f64();
+    // Stopped early (Ctrl-C): the window ends where the users stopped.
+    let partial = stop.load(Ordering::Relaxed);
+    if partial {
+        last_finish = Some(Instant::now());
+    }
     let window = match last_finish {
         Some(f) => (f.saturating_duration_since(t0 + plan.ramp_up).as_secs_f64()).clamp(1e-6, full),
         None => full,
@@ -225,6 +232,7 @@ pub fn run_mix(
         clients,
         window,
         prepared_bytes,
+        partial,
     })
 }
 
