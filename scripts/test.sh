@@ -41,6 +41,9 @@ requirements=(
   "procps|/usr/bin/kill,/bin/kill|tests signal the processes they started (kill -INT)"
   "wrk|wrk|comparisons with wrk on the same target (tests and bench/)"
   "ca-certificates|/etc/ssl/certs/ca-certificates.crt|cargo downloads crates from crates.io over HTTPS"
+  "samba|smbd|file-server tests: an unprivileged smbd on a loopback high port (crates/fileserver/src/smbd.rs)"
+  "libsmbclient|/usr/lib/x86_64-linux-gnu/libsmbclient.so.0,/usr/lib/aarch64-linux-gnu/libsmbclient.so.0|smb:// targets: Samba's client library, loaded at run time"
+  "dbench|dbench|file-suite tests replay its client.txt; bench/dbench-vs-benchlab.sh"
 )
 
 # Is `probe` satisfied? A comma-separated list of alternatives, each an

@@ -3,6 +3,7 @@
 
 mod args;
 mod demo_cmd;
+mod file_cmd;
 mod fileset_cmd;
 mod http;
 mod live;
@@ -50,6 +51,10 @@ enum Command {
     /// Compare two results directories: ratios per mix, and exit 3 when NEW
     /// is worse than BASE beyond --max-regression (a CI regression check).
     Compare(report_cmd::CompareArgs),
+    /// One user of an smb:// file suite, as a process of its own (started
+    /// by `benchlab run`; its job comes on stdin).
+    #[command(name = "__file-user", hide = true)]
+    FileUser,
 }
 
 /// How a command ended, mapped to the process exit code.
@@ -86,6 +91,7 @@ fn main() -> ExitCode {
         Command::Workload(a) => workload_cmd::run(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => report_cmd::compare(a),
+        Command::FileUser => return ExitCode::from(benchlab_fileserver::process::user_main() as u8),
     };
     match result {
         Ok(Outcome::Completed) => ExitCode::SUCCESS,

@@ -255,6 +255,8 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
     suite.select_phases(&a.phases).map_err(CliError::Usage)?;
     let (dirs, _) = fileset_dirs(&suite, &a.filesets)?;
+    // File workloads (disk mixes, loadfiles) read and checked too.
+    let file_lines = crate::file_cmd::check_lines(&suite)?;
     // Each class of each selected phase whose URLs can be resolved now,
     // resolved before anything is printed (a bad `top` is an error).
     let mut classes = Vec::new();
@@ -315,6 +317,9 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
         }
     }
     for line in classes {
+        println!("{line}");
+    }
+    for line in file_lines {
         println!("{line}");
     }
     for r in &suite.requires {
@@ -492,6 +497,18 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
 /// `benchlab run`.
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
+    // File suites (disk mixes, loadfiles) run in crates/fileserver.
+    if crate::file_cmd::is_file_suite(&suite) {
+        if a.peak.find_peak {
+            return Err(CliError::Usage(
+                "--find-peak grows web users' threads; a file suite's load is its mixes' clients".into(),
+            ));
+        }
+        if a.time_scale != 1.0 {
+            suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
+        }
+        return crate::file_cmd::run(&suite, a.out.clone(), a.target.as_deref(), &a.phase_targets, &a.phases);
+    }
     let search = a.peak.limits()?;
     if let (Some(n), Some(l)) = (a.peak_start_threads, &search) {
         if n == 0 || u64::from(n) > l.max_load {

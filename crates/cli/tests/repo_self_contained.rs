@@ -489,6 +489,8 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("ab", "apache2-utils"),
     ("ip", "iproute2"),
     ("ss", "iproute2"),
+    ("smbd", "samba"),
+    ("dbench", "dbench"),
     ("taskset", ""),
     ("setpriv", ""),
     ("sh", ""),
@@ -507,6 +509,8 @@ const PATHS: &[(&str, &str)] = &[
     ("/usr/lib/apache2/", "apache2"),
     ("/usr/sbin/apache2", "apache2"),
     ("/usr/sbin/nginx", "nginx-light"),
+    ("/usr/share/dbench/", "dbench"),
+    ("/usr/sbin/smbd", "samba"),
 ];
 
 /// String literals of a Rust source (no raw strings; escapes kept as is).

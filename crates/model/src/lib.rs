@@ -7,6 +7,7 @@
 
 mod duration;
 mod error;
+mod files;
 mod suite;
 mod workload;
 
@@ -15,5 +16,6 @@ pub use duration::{
     TIME_SCALE_MIN,
 };
 pub use error::{line_col, ModelError, Source};
+pub use files::{is_file_target, FileWorkloadKind, FileWorkloadRef};
 pub use suite::{Arrival, Mix, MixParams, Phase, Suite, MAX_RATE};
 pub use workload::{Class, ClassKind, FilesetDraw, Popularity, ResolvedUrl, UrlEntry, UrlSource, Validate, Workload};

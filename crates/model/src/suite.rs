@@ -7,6 +7,7 @@
 //! *phase*, charted against load on its own.
 
 use crate::error::{ModelError, Source};
+use crate::files::{is_file_target, FileWorkloadRef};
 use crate::workload::{RawWorkload, Workload};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -137,6 +138,9 @@ pub struct Suite {
     /// What the suite needs of the target, for people (e.g. endpoints).
     pub requires: Vec<String>,
     pub workloads: BTreeMap<String, Workload>,
+    /// File-server workloads (`disk_mix = "…"` or `loadfile = "…"`), whose
+    /// mixes target `file://` or `smb://` (crates/fileserver runs them).
+    pub file_workloads: BTreeMap<String, FileWorkloadRef>,
     pub mixes: Vec<Mix>,
     pub phases: Vec<Phase>,
 }
@@ -167,13 +171,19 @@ struct RawSuite {
 /// gives the mixes that run it their base URL (a phase's own server).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawWorkloadRef {
-    file: Option<String>,
-    target: Option<Spanned<String>>,
-    name: Option<String>,
-    description: Option<String>,
+pub(crate) struct RawWorkloadRef {
+    pub(crate) file: Option<String>,
+    pub(crate) target: Option<Spanned<String>>,
+    pub(crate) name: Option<String>,
+    pub(crate) description: Option<String>,
     #[serde(rename = "class", default)]
-    classes: Vec<Spanned<crate::workload::RawClass>>,
+    pub(crate) classes: Vec<Spanned<crate::workload::RawClass>>,
+    /// A file-server disk-mix workload file (file servers).
+    pub(crate) disk_mix: Option<String>,
+    /// A dbench loadfile to replay (file servers).
+    pub(crate) loadfile: Option<String>,
+    /// Loadfile passes per user, after which it stops (file servers).
+    pub(crate) loops: Option<Spanned<u32>>,
 }
 
 /// Parameters of `[defaults]` and of each `[[mix]]` (a mix also has
@@ -384,9 +394,26 @@ impl Suite {
         let mut workloads = BTreeMap::new();
         // Base URLs of workloads that name their own (`[workloads.X] target`).
         let mut workload_targets: BTreeMap<String, String> = BTreeMap::new();
+        let mut file_workloads: BTreeMap<String, FileWorkloadRef> = BTreeMap::new();
         for (key, w) in raw.workloads {
             let at = w.span().start;
             let w = w.into_inner();
+            if let Some(f) = crate::files::file_workload(&src, &key, at, &w, dir)? {
+                if w.file.is_some() || !w.classes.is_empty() {
+                    return Err(src.error_at(
+                        at,
+                        format!(
+                            "workload `{key}` has `{}` and web classes: expected one of them",
+                            f.kind.key()
+                        ),
+                    ));
+                }
+                if let Some(t) = &w.target {
+                    workload_targets.insert(key.clone(), t.get_ref().clone());
+                }
+                file_workloads.insert(key, f);
+                continue;
+            }
             if let Some(t) = &w.target {
                 if !is_base_url(t.get_ref()) {
                     return Err(src.error_at(
@@ -427,7 +454,7 @@ impl Suite {
             };
             workloads.insert(key, workload);
         }
-        if workloads.is_empty() {
+        if workloads.is_empty() && file_workloads.is_empty() {
             return Err(
                 src.error_at_end("no workload: expected a [workloads.NAME] table (inline classes or file = \"...\")")
             );
@@ -448,8 +475,13 @@ impl Suite {
             ));
         }
         apply(&src, &raw.defaults, &mut defaults)?;
-        if defaults.workload.is_empty() && workloads.len() == 1 {
-            defaults.workload = workloads.keys().next().cloned().unwrap_or_default();
+        if defaults.workload.is_empty() && workloads.len() + file_workloads.len() == 1 {
+            defaults.workload = workloads
+                .keys()
+                .chain(file_workloads.keys())
+                .next()
+                .cloned()
+                .unwrap_or_default();
         }
         let max_clients = raw.max_clients.as_ref().map(|m| *m.get_ref());
         let price = match &raw.price {
@@ -553,8 +585,12 @@ impl Suite {
                     ),
                 ));
             }
-            if !workloads.contains_key(&p.workload) {
-                let known: Vec<&str> = workloads.keys().map(String::as_str).collect();
+            if !workloads.contains_key(&p.workload) && !file_workloads.contains_key(&p.workload) {
+                let known: Vec<&str> = workloads
+                    .keys()
+                    .chain(file_workloads.keys())
+                    .map(String::as_str)
+                    .collect();
                 return Err(src.error_at(
                     m.workload.as_ref().map(|w| w.span().start).unwrap_or(at),
                     format!(
@@ -565,7 +601,20 @@ impl Suite {
                     ),
                 ));
             }
-            if !is_base_url(&p.target) {
+            if let Some(f) = file_workloads.get(&p.workload) {
+                if !is_file_target(&p.target) {
+                    return Err(src.error_at(
+                        m.target.as_ref().map(|t| t.span().start).unwrap_or(at),
+                        format!(
+                            "mix {}: target `{}` of {} workload `{}`: expected file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
+                            i + 1,
+                            p.target,
+                            f.kind.key(),
+                            p.workload
+                        ),
+                    ));
+                }
+            } else if !is_base_url(&p.target) {
                 return Err(src.error_at(
                     m.target.as_ref().map(|t| t.span().start).unwrap_or(at),
                     format!(
@@ -630,6 +679,7 @@ impl Suite {
             filesets,
             requires: raw.requires,
             workloads,
+            file_workloads,
             mixes,
             phases,
         })
@@ -712,10 +762,20 @@ impl Suite {
                 known.join(", ")
             ));
         }
-        if !is_base_url(target) {
-            return Err(format!(
-                "--phase-target {name}={target}: expected an http:// or https:// base URL"
-            ));
+        // A file workload's phase takes file:// or smb://, a web one http(s)://.
+        for &i in &hits {
+            let file = self.file_workloads.contains_key(&self.phases[i].workload);
+            if file && !is_file_target(target) {
+                return Err(format!(
+                    "--phase-target {name}={target}: phase {} runs a file workload: expected file:///PATH or smb://HOST/SHARE",
+                    self.phases[i].name
+                ));
+            }
+            if !file && !is_base_url(target) {
+                return Err(format!(
+                    "--phase-target {name}={target}: expected an http:// or https:// base URL"
+                ));
+            }
         }
         for i in hits {
             self.phases[i].target = target.to_string();

@@ -1,0 +1,180 @@
+//! `benchlab run` of a file suite (workloads `disk_mix = …` or
+//! `loadfile = …`, targets `file:///PATH` or `smb://…`): the same mixes,
+//! ramps and think time as a web suite, run by crates/fileserver; this
+//! module only shows progress, the summary table and where results went.
+
+use crate::output::thousands;
+use crate::{CliError, Outcome};
+use benchlab_fileserver::results::{load_workloads, run_file_suite, FileMixResult, FileObserver, FileResults};
+use benchlab_fileserver::FileWorkload;
+use benchlab_model::{Mix, Suite};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Whether `suite` runs file workloads (then [`run`] runs it).
+pub fn is_file_suite(suite: &Suite) -> bool {
+    !suite.file_workloads.is_empty()
+}
+
+/// `benchlab check`'s lines for the suite's file workloads, each read
+/// and checked (an error names the workload file or loadfile and line).
+pub fn check_lines(suite: &Suite) -> Result<Vec<String>, CliError> {
+    let workloads = load_workloads(suite).map_err(CliError::Usage)?;
+    Ok(workloads
+        .iter()
+        .map(|(name, w)| match w {
+            FileWorkload::DiskMix(m) => format!(
+                "  workload {name}: disk mix `{}` ({}), workspace {} bytes per user, file sizes median {} / p90 {} bytes",
+                m.name,
+                m.path.display(),
+                thousands(m.workspace),
+                thousands(m.median),
+                thousands(m.p90)
+            ),
+            FileWorkload::Loadfile(l, loops) => format!(
+                "  workload {name}: loadfile {} ({} operations a pass{})",
+                l.path.display(),
+                thousands(l.lines.len() as u64),
+                loops.map(|n| format!(", {n} passes per user")).unwrap_or_default()
+            ),
+        })
+        .collect())
+}
+
+struct Progress;
+
+impl FileObserver for Progress {
+    fn mix_started(&mut self, mix: &Mix, phase: &str) {
+        eprintln!(
+            "mix {} ({phase}): {} client{} × {} thread{}, {} …",
+            mix.number,
+            mix.clients,
+            if mix.clients == 1 { "" } else { "s" },
+            mix.params.threads_per_client,
+            if mix.params.threads_per_client == 1 { "" } else { "s" },
+            humantime::format_duration(Duration::from_millis(mix.params.length.as_millis() as u64))
+        );
+    }
+    fn mix_finished(&mut self, r: &FileMixResult) {
+        eprintln!(
+            "mix {}: {:.1} Mbit/s, {} operations/s, {} error{}",
+            r.mix,
+            r.mbit_per_s,
+            thousands(r.operations_per_s.round() as u64),
+            thousands(r.errors),
+            if r.errors == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// Runs a file suite (already loaded, `--time-scale` applied).
+pub fn run(
+    suite: &Suite,
+    out: Option<PathBuf>,
+    target: Option<&str>,
+    phase_targets: &[(String, String)],
+    phases: &[String],
+) -> Result<Outcome, CliError> {
+    let mut suite = suite.clone();
+    if !suite.workloads.is_empty() {
+        return Err(CliError::Usage(format!(
+            "suite `{}` has web and file workloads: expected a suite of one kind (run them as two suites)",
+            suite.name
+        )));
+    }
+    if let Some(t) = target {
+        if !benchlab_model::is_file_target(t) {
+            return Err(CliError::Usage(format!(
+                "--target `{t}`: a file suite expects file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE"
+            )));
+        }
+        suite.retarget(t);
+    }
+    for (phase, url) in phase_targets {
+        suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
+    }
+    suite.select_phases(phases).map_err(CliError::Usage)?;
+    // Every workload file and loadfile checked before anything runs.
+    let workloads = load_workloads(&suite).map_err(CliError::Usage)?;
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, crate::run_cmd::stamp())));
+    let mut targets: Vec<&str> = suite.phases.iter().map(|p| p.target.as_str()).collect();
+    targets.dedup();
+    eprintln!(
+        "benchlab run: file suite `{}`, {} mix{}, {} against {} → {}",
+        suite.name,
+        suite.mixes.len(),
+        if suite.mixes.len() == 1 { "" } else { "es" },
+        humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
+        targets.join(", "),
+        out.display()
+    );
+    // smb:// users run as processes of their own: this binary again.
+    let exe =
+        std::env::current_exe().map_err(|e| CliError::CannotRun(format!("cannot find benchlab's own binary: {e}")))?;
+    benchlab_fileserver::process::set_user_command(vec![exe.into_os_string(), "__file-user".into()]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
+    let r = run_file_suite(
+        &suite,
+        &workloads,
+        &out,
+        std::env::args().collect(),
+        &stop,
+        &mut Progress,
+    )
+    .map_err(CliError::CannotRun)?;
+    print!("{}", summary_table(&r));
+    println!("results: {}", out.join("results.json").display());
+    println!("report:  {}", out.join("report.html").display());
+    Ok(if r.interrupted {
+        Outcome::Interrupted
+    } else {
+        Outcome::Completed
+    })
+}
+
+/// The terminal table: one line per mix, then the peak.
+pub fn summary_table(r: &FileResults) -> String {
+    let mut s = format!(
+        "{:>4} {:>7} {:>10} {:>10} {:>10} {:>12} {:>8} {:>6}\n",
+        "mix", "clients", "Mbit/s", "read MB/s", "write MB/s", "ops/s", "errors", "loops"
+    );
+    for m in &r.mixes {
+        s += &format!(
+            "{:>4} {:>7} {:>10.1} {:>10.2} {:>10.2} {:>12} {:>8} {:>6}\n",
+            m.mix,
+            m.clients,
+            m.mbit_per_s,
+            m.bytes_read as f64 / m.window_s / 1e6,
+            m.bytes_written as f64 / m.window_s / 1e6,
+            thousands(m.operations_per_s.round() as u64),
+            thousands(m.errors),
+            m.loops
+        );
+    }
+    for m in r.mixes.iter().filter(|m| m.partial) {
+        s += &format!(
+            "mix {} stopped early (Ctrl-C): its rates are of the {:.1} s it ran\n",
+            m.mix, m.window_s
+        );
+    }
+    if let Some(p) = &r.peak {
+        s += &format!(
+            "peak: mix {} ({} clients), {:.1} Mbit/s",
+            p.mix, p.clients, p.mbit_per_s
+        );
+        if !p.past_peak.is_empty() {
+            let shape: Vec<String> = p
+                .past_peak
+                .iter()
+                .map(|(m, pct)| format!("mix {m} {pct:.0} %"))
+                .collect();
+            s += &format!("; past the peak: {}", shape.join(", "));
+        }
+        s += "\n";
+    }
+    s
+}

@@ -1,0 +1,436 @@
+//! File suites (`benchlab run` of loadfile and disk-mix workloads) against
+//! a temporary directory (`file:///…`): exact operation and byte counts,
+//! expected statuses checked and counted, the results directory.
+
+mod common;
+
+use common::run_benchlab;
+use serde_json::Value;
+use std::path::Path;
+
+/// Every operation kind of the dbench format, in one pass that leaves the
+/// workspace as it found it; 2 WriteX of 100 + 4000 bytes, 1 ReadX of
+/// 4000 (the whole second write).
+const LOADFILE: &str = r#"Deltree "\clients\client1" NT_STATUS_OK
+Mkdir "\clients" NT_STATUS_OK
+NTCreateX "\clients\client1" 0x1 0x2 1 NT_STATUS_OK
+Close 1 NT_STATUS_OK
+QUERY_FS_INFORMATION 1 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\a.txt" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND
+FIND_FIRST "\clients\client1\*.txt" 260 1366 0 NT_STATUS_NO_SUCH_FILE
+NTCreateX "\clients\client1\a.txt" 0x40 0x2 2 NT_STATUS_OK
+WriteX 2 0 100 100 NT_STATUS_OK
+0.5 WriteX 2 100 4000 4000 NT_STATUS_OK
+ReadX 2 100 4000 4000 NT_STATUS_OK
+QUERY_FILE_INFORMATION 2 258 NT_STATUS_OK
+SET_FILE_INFORMATION 2 1004 NT_STATUS_OK
+LockX 2 0 1 NT_STATUS_OK
+UnlockX 2 0 1 NT_STATUS_OK
+Flush 2 NT_STATUS_OK
+Close 2 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.TXT" 260 1366 1 NT_STATUS_OK
+Rename "\clients\client1\a.txt" "\clients\client1\b.txt" NT_STATUS_OK
+Unlink "\clients\client1\b.txt" 0x6 NT_STATUS_OK
+"#;
+
+fn suite(dir: &Path, workload: &str, clients: &[u32], length: &str, ramps: &str) -> std::path::PathBuf {
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut s = format!(
+        "name = \"files\"\ntarget = \"file://{}\"\n{workload}\n[defaults]\nramp_up = \"{ramps}\"\nramp_down = \"{ramps}\"\nlength = \"{length}\"\n",
+        root.display()
+    );
+    for c in clients {
+        s += &format!("[[mix]]\nclients = {c}\n");
+    }
+    let p = dir.join("suite.toml");
+    std::fs::write(&p, s).unwrap();
+    p
+}
+
+fn run_ok(suite: &Path, out: &Path) -> Value {
+    let o = run_benchlab(&["run", suite.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(
+        o.status.success(),
+        "benchlab run failed ({}):\n{}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+}
+
+fn op<'a>(mix: &'a Value, name: &str) -> &'a Value {
+    mix["by_operation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["operation"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {mix}"))
+}
+
+#[test]
+fn loadfile_replay_counts_every_operation_and_byte_exactly() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"\nloops = 5",
+        &[3],
+        "60s",
+        "0s",
+    );
+    let out = d.path().join("out");
+    let r = run_ok(&s, &out);
+    assert_eq!(r["kind"], "file");
+    let m = &r["mixes"][0];
+    // 20 operations a pass × 5 passes × 3 users.
+    assert_eq!(m["operations"], 20 * 5 * 3);
+    assert_eq!(m["loops"], 15);
+    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    assert_eq!(m["bytes_written"], 4100 * 15);
+    assert_eq!(m["bytes_read"], 4000 * 15);
+    assert_eq!(op(m, "WriteX")["count"], 2 * 15);
+    assert_eq!(op(m, "FIND_FIRST")["count"], 2 * 15);
+    for name in ["NTCreateX", "Close"] {
+        assert_eq!(op(m, name)["count"], 2 * 15, "{name}");
+    }
+    for name in [
+        "ReadX",
+        "Rename",
+        "Unlink",
+        "QUERY_PATH_INFORMATION",
+        "QUERY_FILE_INFORMATION",
+        "QUERY_FS_INFORMATION",
+        "SET_FILE_INFORMATION",
+        "LockX",
+        "UnlockX",
+        "Flush",
+        "Deltree",
+        "Mkdir",
+    ] {
+        assert_eq!(op(m, name)["count"], 15, "{name}");
+    }
+    let clients = m["per_client"].as_array().unwrap();
+    assert_eq!(clients.len(), 3);
+    for c in clients {
+        assert_eq!(c["operations"], 100);
+        assert_eq!(c["bytes_written"], 4100 * 5);
+    }
+    // Each user worked in its own directory.
+    for n in 1..=3 {
+        assert!(d.path().join(format!("root/clients/client{n}")).is_dir());
+    }
+    assert!(std::fs::read_to_string(out.join("report.html"))
+        .unwrap()
+        .contains("Mbit/s per mix"));
+}
+
+#[test]
+fn a_status_other_than_expected_is_an_error_counted_by_kind() {
+    let d = tempfile::tempdir().unwrap();
+    let lf = "Mkdir \"\\clients\" NT_STATUS_OK\n\
+              Unlink \"\\clients\\client1\\nothing\" 0x6 NT_STATUS_OK\n\
+              QUERY_PATH_INFORMATION \"\\clients\\client1\\x\" 1004 NT_STATUS_OBJECT_PATH_NOT_FOUND\n";
+    std::fs::write(d.path().join("load.txt"), lf).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"\nloops = 4",
+        &[2],
+        "60s",
+        "0s",
+    );
+    let r = run_ok(&s, &d.path().join("out"));
+    let m = &r["mixes"][0];
+    assert_eq!(m["operations"], 3 * 4 * 2);
+    assert_eq!(m["errors"], 4 * 2);
+    assert_eq!(
+        m["errors_by_status"]["Unlink: expected NT_STATUS_OK, got NT_STATUS_OBJECT_PATH_NOT_FOUND"], 8,
+        "{}",
+        m["errors_by_status"]
+    );
+    assert_eq!(op(m, "Unlink")["errors"], 8);
+    assert_eq!(op(m, "QUERY_PATH_INFORMATION")["errors"], 0);
+}
+
+/// Debian's dbench package's client.txt replays whole, every status as
+/// the file expects, and writes exactly what the file writes.
+#[test]
+fn debian_client_txt_replays_as_is() {
+    let lf = Path::new("/usr/share/dbench/client.txt");
+    if !lf.exists() {
+        eprintln!("skipped: dbench is not installed");
+        return;
+    }
+    let text = std::fs::read_to_string(lf).unwrap();
+    let (mut lines, mut written, mut read) = (0u64, 0u64, 0u64);
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        lines += 1;
+        let w: Vec<&str> = l.split_whitespace().collect();
+        match w[0] {
+            "WriteX" => written += w[3].parse::<u64>().unwrap(),
+            "ReadX" => read += w[4].parse::<u64>().unwrap(),
+            _ => {}
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let s = suite(
+        d.path(),
+        &format!("[workloads.dbench]\nloadfile = \"{}\"\nloops = 1", lf.display()),
+        &[2],
+        "600s",
+        "0s",
+    );
+    let r = run_ok(&s, &d.path().join("out"));
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    assert_eq!(m["operations"], lines * 2);
+    assert_eq!(m["bytes_written"], written * 2);
+    assert_eq!(m["bytes_read"], read * 2);
+}
+
+#[test]
+fn a_disk_mix_fills_each_workspace_then_runs_mix_after_mix() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("mix.toml"),
+        "name = \"small\"\nworkspace = \"300KB\"\n[file_size]\nmedian = \"20KB\"\np90 = \"60KB\"\nmax = \"200KB\"\n\
+         [operations]\nwrite = 40\nread = 8\nopen = 10\nquery_path = 12\nquery_file = 4\nfind = 8\ncreate = 4\n\
+         delete = 4\nrename = 2\nlock = 4\nflush = 4\n",
+    )
+    .unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.nb]\ndisk_mix = \"mix.toml\"",
+        &[1, 2],
+        "2s",
+        "500ms",
+    );
+    let out = d.path().join("out");
+    let r = run_ok(&s, &out);
+    let mixes = r["mixes"].as_array().unwrap();
+    assert_eq!(mixes.len(), 2);
+    for m in mixes {
+        assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+        assert!(m["operations"].as_u64().unwrap() > 0);
+        assert!(m["mbit_per_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(m["prepared_bytes"], 300_000 * m["clients"].as_u64().unwrap());
+        assert!(op(m, "WriteX")["latency_us"]["p99"].as_u64().unwrap() > 0);
+    }
+    // Writes inside a workspace file never grow it: each still holds its
+    // share of exactly 300 KB.
+    for n in 1..=2 {
+        let sum: u64 = std::fs::read_dir(d.path().join(format!("root/clients/client{n}")))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".dat"))
+            .map(|e| e.metadata().unwrap().len())
+            .sum();
+        assert_eq!(sum, 300_000, "client{n}");
+    }
+    assert!(r["peak"]["mix"].as_u64().is_some());
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("id=\"mbit-chart\""));
+}
+
+#[test]
+fn bad_loadfiles_and_disk_mixes_are_refused_with_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("load.txt"),
+        "Close 1 NT_STATUS_OK\nReadX 1 0 NT_STATUS_OK\n",
+    )
+    .unwrap();
+    let s = suite(d.path(), "[workloads.lf]\nloadfile = \"load.txt\"", &[1], "2s", "0s");
+    let o = run_benchlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--out",
+        d.path().join("o").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("load.txt:2: ReadX has 2 arguments: expected 4"), "{err}");
+    assert!(!d.path().join("o/results.json").exists());
+
+    std::fs::write(
+        d.path().join("mix.toml"),
+        "workspace = \"1MB\"\n[file_size]\nmedian = 1\np90 = 2\n[operations]\nwrite = 50\n",
+    )
+    .unwrap();
+    let s = suite(d.path(), "[workloads.nb]\ndisk_mix = \"mix.toml\"", &[1], "2s", "0s");
+    let o = run_benchlab(&["run", s.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("mix.toml:5:1: [operations] add up to 50"), "{err}");
+}
+
+/// The same replay against a real Samba (smbd on a loopback high port),
+/// each user a process of its own: exact counts, every status as the
+/// loadfile expects.
+#[test]
+fn loadfile_replay_against_smbd_counts_exactly() {
+    let Some(smbd) = benchlab_fileserver::smbd::start_smbd() else {
+        eprintln!("skipped: smbd is not installed");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    // libsmbclient has no byte-range locks or Flush: those lines are left
+    // out here (they would end as NT_STATUS_NOT_SUPPORTED errors).
+    let lf: String = LOADFILE
+        .lines()
+        .filter(|l| !l.starts_with("LockX") && !l.starts_with("UnlockX") && !l.starts_with("Flush"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.path().join("load.txt"), lf).unwrap();
+    let mut s = std::fs::read_to_string(suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"\nloops = 3",
+        &[2],
+        "120s",
+        "0s",
+    ))
+    .unwrap();
+    s = s.replace(&format!("file://{}", d.path().join("root").display()), &smbd.url());
+    std::fs::write(d.path().join("suite.toml"), s).unwrap();
+    let r = run_ok(&d.path().join("suite.toml"), &d.path().join("out"));
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    assert_eq!(m["operations"], 17 * 3 * 2);
+    assert_eq!(m["bytes_written"], 4100 * 6);
+    assert_eq!(m["bytes_read"], 4000 * 6);
+    assert_eq!(m["loops"], 6);
+    for n in 1..=2 {
+        assert!(smbd.share.join(format!("clients/client{n}")).is_dir());
+    }
+}
+
+/// docs/file-results.schema.json is the schema generated from the result
+/// types (regenerate: BENCHLAB_BLESS=1), and a run's results.json
+/// validates against it.
+#[test]
+fn file_results_schema_is_current_and_results_validate() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/file-results.schema.json");
+    let generated = benchlab_fileserver::results::json_schema();
+    let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
+    if std::env::var_os("BENCHLAB_BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == text,
+        "{} is not the schema of the result types: run with BENCHLAB_BLESS=1 to regenerate",
+        path.display()
+    );
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"\nloops = 1",
+        &[2],
+        "30s",
+        "0s",
+    );
+    let r = run_ok(&s, &d.path().join("out"));
+    let validator = jsonschema::validator_for(&generated).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&r)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    assert_eq!(r["schema"], "benchlab.file-results/1");
+}
+
+/// The shipped NetBench disk mix against Samba, users as processes:
+/// everything ends as expected except what libsmbclient cannot do (locks,
+/// Flush), which is counted by kind as NT_STATUS_NOT_SUPPORTED.
+#[test]
+fn a_disk_mix_against_smbd_counts_only_what_libsmbclient_cannot_do_as_errors() {
+    let Some(smbd) = benchlab_fileserver::smbd::start_smbd() else {
+        eprintln!("skipped: smbd is not installed");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/workloads/netbench-1999-disk-mix.toml");
+    let mix = std::fs::read_to_string(shipped)
+        .unwrap()
+        .replace("workspace = \"4MB\"", "workspace = \"400KB\"");
+    std::fs::write(d.path().join("mix.toml"), mix).unwrap();
+    let s = suite(d.path(), "[workloads.nb]\ndisk_mix = \"mix.toml\"", &[2], "3s", "500ms");
+    let out = d.path().join("out");
+    let o = run_benchlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--target",
+        &smbd.url(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    assert_eq!(m["target"], smbd.url());
+    assert_eq!(m["prepared_bytes"], 800_000);
+    assert!(m["mbit_per_s"].as_f64().unwrap() > 0.0);
+    for (k, _) in m["errors_by_status"].as_object().unwrap() {
+        assert!(
+            ["LockX", "UnlockX", "Flush"]
+                .iter()
+                .any(|op| k.starts_with(&format!("{op}: expected NT_STATUS_OK, got NT_STATUS_NOT_SUPPORTED"))),
+            "{k}"
+        );
+    }
+    assert_eq!(op(m, "Flush")["errors"], op(m, "Flush")["count"]);
+    assert_eq!(op(m, "WriteX")["errors"], 0);
+    for n in 1..=2 {
+        assert!(smbd.share.join(format!("clients/client{n}/f00000.dat")).is_file());
+    }
+}
+
+/// Ctrl-C ends the mix under way: what it measured is kept, results.json
+/// says the run was interrupted, and benchlab exits 130.
+#[test]
+fn ctrl_c_keeps_the_mix_under_way_and_exits_130() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"",
+        &[1, 2],
+        "60s",
+        "0s",
+    );
+    let out = d.path().join("out");
+    let mut child = std::process::Command::new(common::benchlab_bin())
+        .args(["run", s.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first mix has begun once its users made their directories.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !d.path().join("root/clients/client1").exists() {
+        assert!(std::time::Instant::now() < deadline, "the mix did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(r["interrupted"], true);
+    let mixes = r["mixes"].as_array().unwrap();
+    assert_eq!(mixes.len(), 1, "the second mix never started");
+    assert!(mixes[0]["operations"].as_u64().unwrap() > 0);
+    assert_eq!(mixes[0]["partial"], true);
+    // The rates divide by the time measured, not the mix's 60 s.
+    assert!(
+        mixes[0]["window_s"].as_f64().unwrap() < 30.0,
+        "{}",
+        mixes[0]["window_s"]
+    );
+}

@@ -1,0 +1,27 @@
+//! # benchlab-fileserver
+//!
+//! The file-server half of benchlab (NetBench's successor): a suite's
+//! file workloads — NetBench-like disk mixes ([`diskmix`]) and dbench
+//! loadfile replay ([`loadfile`], [`replay`]) — run against a local or
+//! mounted path (`file:///PATH`) or an SMB server (`smb://…`, [`smb`]),
+//! user after user on its own thread and connection ([`run`]). Every
+//! operation is counted by kind with HDR latency, bytes read and written
+//! are summed, and each outcome is compared with the status expected
+//! ([`stats`]). [`results`] turns a suite's mixes into results.json, the
+//! terminal table and a report page (Mbit/s per mix, the peak, the shape
+//! past it).
+
+pub mod backend;
+pub mod diskmix;
+pub mod loadfile;
+pub mod process;
+pub mod replay;
+pub mod results;
+pub mod run;
+pub mod smb;
+pub mod smbd;
+pub mod stats;
+pub mod status;
+
+pub use run::{run_mix, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
+pub use status::Status;

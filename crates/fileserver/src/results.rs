@@ -1,0 +1,499 @@
+//! A file suite's results: per mix throughput (bytes read and written per
+//! second, Mbit/s), operations/s, latency per operation kind, errors by
+//! what was expected and what came back, per-client data; the peak mix and
+//! the shape past it. Written as results.json (after every mix) and
+//! report.html (a page of its own, see [`html`]) in the results directory.
+
+use crate::diskmix::DiskMix;
+use crate::loadfile::{Loadfile, OpKind};
+use crate::run::{run_mix, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
+use crate::stats::FileStats;
+use benchlab_model::{FileWorkloadKind, Mix, Suite};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Latency of one operation kind, microseconds.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Latency {
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+/// One operation kind in a mix.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct OpResult {
+    pub operation: String,
+    pub count: u64,
+    pub errors: u64,
+    pub per_second: f64,
+    pub latency_us: Latency,
+}
+
+/// One client (test system) in a mix.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct ClientResult {
+    pub client: u32,
+    pub operations: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub mbit_per_s: f64,
+    pub errors: u64,
+}
+
+/// One mix.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct FileMixResult {
+    pub mix: usize,
+    pub phase: String,
+    pub workload: String,
+    pub target: String,
+    pub clients: u32,
+    /// Users: clients × threads per client, each its own workspace.
+    pub users: u32,
+    /// Seconds the rates divide by.
+    pub window_s: f64,
+    pub operations: u64,
+    pub operations_per_s: f64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// (read + written) / window.
+    pub bytes_per_s: f64,
+    pub mbit_per_s: f64,
+    pub read_mbit_per_s: f64,
+    pub write_mbit_per_s: f64,
+    pub errors: u64,
+    /// "KIND: expected X, got Y" → count.
+    pub errors_by_status: BTreeMap<String, u64>,
+    /// Whole loadfile passes completed in the window (0 for a disk mix).
+    pub loops: u64,
+    /// Bytes written to fill the workspaces before the mix (not counted).
+    pub prepared_bytes: u64,
+    pub by_operation: Vec<OpResult>,
+    pub per_client: Vec<ClientResult>,
+    /// Lowest client's Mbit/s over the highest's (1 = all alike).
+    pub fairness: f64,
+    /// Stopped before its end (Ctrl-C): the window ends where it stopped.
+    pub partial: bool,
+}
+
+/// The mix of most Mbit/s and how the mixes after it compare.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct Peak {
+    pub mix: usize,
+    pub clients: u32,
+    pub mbit_per_s: f64,
+    /// Per later mix of the same phase: its Mbit/s as a percentage of the
+    /// peak's ("held" near 100, "fell" well below).
+    pub past_peak: Vec<(usize, f64)>,
+}
+
+/// A file suite's results.json.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct FileResults {
+    /// `benchlab.file-results/1` (docs/file-results.schema.json).
+    pub schema: String,
+    /// "file": results of a file suite (a web suite's results.json has no
+    /// such field).
+    pub kind: String,
+    pub suite: String,
+    pub description: String,
+    pub started: u64,
+    pub command: Vec<String>,
+    pub mixes: Vec<FileMixResult>,
+    pub peak: Option<Peak>,
+    pub interrupted: bool,
+}
+
+/// The `schema` of a file suite's results.json.
+pub const FILE_RESULTS_SCHEMA: &str = "benchlab.file-results/1";
+
+/// The JSON Schema of a file suite's results.json, generated from these
+/// types as they serialise (docs/file-results.schema.json holds it; a
+/// test keeps the two equal).
+pub fn json_schema() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    let mut v: serde_json::Value = generator.into_root_schema_for::<FileResults>().into();
+    v["title"] = serde_json::json!(format!("benchlab results.json of a file suite ({FILE_RESULTS_SCHEMA})"));
+    v["description"] = serde_json::json!(
+        "The results of `benchlab run` of a file suite (disk mix or dbench loadfile): per mix throughput, \
+         operations by kind with latency, errors by status, per-client data, the peak. Counts follow \
+         docs/fileservers.md. Generated from crates/fileserver/src/results.rs; do not edit by hand."
+    );
+    v["properties"]["schema"]["const"] = serde_json::json!(FILE_RESULTS_SCHEMA);
+    v
+}
+
+fn rate(n: u64, s: f64) -> f64 {
+    if s > 0.0 {
+        n as f64 / s
+    } else {
+        0.0
+    }
+}
+
+fn mbit(bytes: u64, s: f64) -> f64 {
+    rate(bytes, s) * 8.0 / 1e6
+}
+
+/// A mix's result from what it measured.
+pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> FileMixResult {
+    let t = &m.total;
+    let w = m.window;
+    let by_operation = OpKind::ALL
+        .iter()
+        .zip(&t.ops)
+        .filter(|(_, o)| o.count > 0)
+        .map(|(k, o)| OpResult {
+            operation: k.name().to_string(),
+            count: o.count,
+            errors: o.errors,
+            per_second: rate(o.count, w),
+            latency_us: Latency {
+                mean: o.latency.mean(),
+                p50: o.latency.value_at_quantile(0.5),
+                p90: o.latency.value_at_quantile(0.9),
+                p99: o.latency.value_at_quantile(0.99),
+                max: o.latency.max(),
+            },
+        })
+        .collect();
+    let per_client: Vec<ClientResult> = m
+        .clients
+        .iter()
+        .enumerate()
+        .map(|(i, c): (usize, &FileStats)| ClientResult {
+            client: i as u32 + 1,
+            operations: c.operations(),
+            bytes_read: c.bytes_read,
+            bytes_written: c.bytes_written,
+            mbit_per_s: mbit(c.bytes_read + c.bytes_written, w),
+            errors: c.error_count(),
+        })
+        .collect();
+    let hi = per_client.iter().map(|c| c.mbit_per_s).fold(0.0, f64::max);
+    let lo = per_client.iter().map(|c| c.mbit_per_s).fold(f64::INFINITY, f64::min);
+    FileMixResult {
+        mix: mix.number,
+        phase: phase.to_string(),
+        workload: mix.params.workload.clone(),
+        target: mix.params.target.clone(),
+        clients: mix.clients,
+        users,
+        window_s: w,
+        operations: t.operations(),
+        operations_per_s: rate(t.operations(), w),
+        bytes_read: t.bytes_read,
+        bytes_written: t.bytes_written,
+        bytes_per_s: rate(t.bytes_read + t.bytes_written, w),
+        mbit_per_s: mbit(t.bytes_read + t.bytes_written, w),
+        read_mbit_per_s: mbit(t.bytes_read, w),
+        write_mbit_per_s: mbit(t.bytes_written, w),
+        errors: t.error_count(),
+        errors_by_status: t.errors.clone(),
+        loops: t.loops,
+        prepared_bytes: m.prepared_bytes,
+        by_operation,
+        per_client,
+        fairness: if hi > 0.0 { lo / hi } else { 1.0 },
+        partial: m.partial,
+    }
+}
+
+/// The peak mix (most Mbit/s) and the shape of its phase past it.
+pub fn peak(mixes: &[FileMixResult]) -> Option<Peak> {
+    let best = mixes
+        .iter()
+        .max_by(|a, b| a.mbit_per_s.total_cmp(&b.mbit_per_s).then(b.mix.cmp(&a.mix)))?;
+    Some(Peak {
+        mix: best.mix,
+        clients: best.clients,
+        mbit_per_s: best.mbit_per_s,
+        past_peak: mixes
+            .iter()
+            .filter(|m| m.mix > best.mix && m.phase == best.phase)
+            .map(|m| {
+                let pct = if best.mbit_per_s > 0.0 {
+                    m.mbit_per_s / best.mbit_per_s * 100.0
+                } else {
+                    0.0
+                };
+                (m.mix, pct)
+            })
+            .collect(),
+    })
+}
+
+/// Reads and checks every file workload of the suite (disk-mix files and
+/// loadfiles), before anything runs.
+pub fn load_workloads(suite: &Suite) -> Result<BTreeMap<String, FileWorkload>, String> {
+    let mut out = BTreeMap::new();
+    for (name, w) in &suite.file_workloads {
+        let fw = match w.kind {
+            FileWorkloadKind::DiskMix => {
+                FileWorkload::DiskMix(Arc::new(DiskMix::read(&w.path).map_err(|e| e.to_string())?))
+            }
+            FileWorkloadKind::Loadfile => {
+                FileWorkload::Loadfile(Arc::new(Loadfile::read(&w.path).map_err(|e| e.to_string())?), w.loops)
+            }
+        };
+        out.insert(name.clone(), fw);
+    }
+    Ok(out)
+}
+
+/// What the caller sees while a file suite runs.
+pub trait FileObserver {
+    fn mix_started(&mut self, _mix: &Mix, _phase: &str) {}
+    fn mix_finished(&mut self, _result: &FileMixResult) {}
+}
+
+/// Runs a file suite's mixes in order, writing results.json after each
+/// and report.html at the end, into `out`.
+pub fn run_file_suite(
+    suite: &Suite,
+    workloads: &BTreeMap<String, FileWorkload>,
+    out: &Path,
+    command: Vec<String>,
+    stop: &AtomicBool,
+    observer: &mut dyn FileObserver,
+) -> Result<FileResults, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut results = FileResults {
+        schema: FILE_RESULTS_SCHEMA.into(),
+        kind: "file".into(),
+        suite: suite.name.clone(),
+        description: suite.description.clone(),
+        started,
+        command,
+        mixes: Vec::new(),
+        peak: None,
+        interrupted: false,
+    };
+    for mix in &suite.mixes {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            results.interrupted = true;
+            break;
+        }
+        let phase = &suite.phases[mix.phase].name;
+        let workload = workloads.get(&mix.params.workload).ok_or_else(|| {
+            format!(
+                "mix {}: workload `{}` is not a file workload",
+                mix.number, mix.params.workload
+            )
+        })?;
+        let target = FileTarget::parse(&mix.params.target)?;
+        let p = &mix.params;
+        let plan = FileMixPlan {
+            clients: mix.clients,
+            threads_per_client: p.threads_per_client,
+            delay: p.delay,
+            ramp_up: p.ramp_up,
+            ramp_down: p.ramp_down,
+            length: p.length,
+            think_time: p.think_time,
+            seed: suite.seed ^ (mix.number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        };
+        observer.mix_started(mix, phase);
+        let m = run_mix(workload, &target, &plan, stop).map_err(|e| format!("mix {}: {e}", mix.number))?;
+        let r = mix_result(mix, phase, mix.clients * p.threads_per_client, &m);
+        observer.mix_finished(&r);
+        results.mixes.push(r);
+        results.peak = peak(&results.mixes);
+        write(out, &results)?;
+    }
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        results.interrupted = true;
+    }
+    write(out, &results)?;
+    std::fs::write(out.join("report.html"), html(&results))
+        .map_err(|e| format!("cannot write {}: {e}", out.join("report.html").display()))?;
+    Ok(results)
+}
+
+fn write(out: &Path, r: &FileResults) -> Result<(), String> {
+    let p: PathBuf = out.join("results.json");
+    let text = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
+    std::fs::write(&p, text + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A self-contained report page: Mbit/s per mix (a bar chart and a
+/// table), the peak and the shape past it, operations by kind with their
+/// latency at the peak, errors, and per-client Mbit/s.
+pub fn html(r: &FileResults) -> String {
+    use std::fmt::Write;
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{} — benchlab file suite</title>\
+         <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}th{{background:#eee}}</style></head><body>",
+        esc(&r.suite)
+    );
+    let _ = write!(h, "<h1>{}</h1><p>{}</p>", esc(&r.suite), esc(&r.description));
+    if let Some(p) = &r.peak {
+        let _ = write!(
+            h,
+            "<p id=\"peak\">Peak: mix {} ({} clients), {:.1} Mbit/s.",
+            p.mix, p.clients, p.mbit_per_s
+        );
+        if !p.past_peak.is_empty() {
+            let shape: Vec<String> = p
+                .past_peak
+                .iter()
+                .map(|(m, pct)| format!("mix {m}: {pct:.0} %"))
+                .collect();
+            let _ = write!(h, " Past the peak: {}.", shape.join(", "));
+        }
+        h.push_str("</p>");
+    }
+    // Mbit/s per mix: one bar each.
+    let max = r.mixes.iter().map(|m| m.mbit_per_s).fold(0.0, f64::max).max(1e-9);
+    let (bw, ht) = (40.0, 200.0);
+    let width = bw * r.mixes.len().max(1) as f64 + 20.0;
+    let _ = write!(
+        h,
+        "<h2>Mbit/s per mix</h2><svg id=\"mbit-chart\" width=\"{width}\" height=\"{}\">",
+        ht + 30.0
+    );
+    for (i, m) in r.mixes.iter().enumerate() {
+        let bh = m.mbit_per_s / max * ht;
+        let x = 10.0 + i as f64 * bw;
+        let _ = write!(
+            h,
+            "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{bh}\" fill=\"#4a7\"><title>mix {}: {:.1} Mbit/s</title></rect>\
+             <text x=\"{}\" y=\"{}\" font-size=\"10\">{}</text>",
+            ht - bh,
+            bw - 6.0,
+            m.mix,
+            m.mbit_per_s,
+            x + 4.0,
+            ht + 14.0,
+            m.clients
+        );
+    }
+    h.push_str("</svg>");
+    h.push_str(
+        "<table id=\"mixes\"><tr><th>mix</th><th>phase</th><th>clients</th><th>Mbit/s</th><th>read Mbit/s</th>\
+         <th>write Mbit/s</th><th>ops/s</th><th>operations</th><th>errors</th><th>loops</th><th>fairness</th></tr>",
+    );
+    for m in &r.mixes {
+        let _ = write!(
+            h,
+            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>",
+            m.mix,
+            if m.partial { " (partial)" } else { "" },
+            esc(&m.phase),
+            m.clients,
+            m.mbit_per_s,
+            m.read_mbit_per_s,
+            m.write_mbit_per_s,
+            m.operations_per_s,
+            m.operations,
+            m.errors,
+            m.loops,
+            m.fairness
+        );
+    }
+    h.push_str("</table>");
+    for m in &r.mixes {
+        let _ = write!(h, "<h2>Mix {} — operations (latency in µs)</h2>", m.mix);
+        h.push_str("<table><tr><th>operation</th><th>count</th><th>errors</th><th>/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
+        for o in &m.by_operation {
+            let l = &o.latency_us;
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                o.operation, o.count, o.errors, o.per_second, l.mean, l.p50, l.p90, l.p99, l.max
+            );
+        }
+        h.push_str("</table>");
+        if !m.errors_by_status.is_empty() {
+            h.push_str("<p>Errors:</p><ul>");
+            for (k, v) in &m.errors_by_status {
+                let _ = write!(h, "<li>{}: {v}</li>", esc(k));
+            }
+            h.push_str("</ul>");
+        }
+        let per: Vec<String> = m
+            .per_client
+            .iter()
+            .map(|c| format!("{}: {:.1}", c.client, c.mbit_per_s))
+            .collect();
+        let _ = write!(h, "<p>Mbit/s per client: {}</p>", per.join(", "));
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(mix: usize, mbit: f64) -> FileMixResult {
+        FileMixResult {
+            mix,
+            phase: "p".into(),
+            workload: "w".into(),
+            target: "file:///x".into(),
+            clients: mix as u32,
+            users: mix as u32,
+            window_s: 1.0,
+            operations: 0,
+            operations_per_s: 0.0,
+            bytes_read: 0,
+            bytes_written: 0,
+            bytes_per_s: 0.0,
+            mbit_per_s: mbit,
+            read_mbit_per_s: 0.0,
+            write_mbit_per_s: 0.0,
+            errors: 0,
+            errors_by_status: BTreeMap::new(),
+            loops: 0,
+            prepared_bytes: 0,
+            by_operation: vec![],
+            per_client: vec![],
+            fairness: 1.0,
+            partial: false,
+        }
+    }
+
+    #[test]
+    fn the_peak_and_the_shape_past_it() {
+        let p = peak(&[m(1, 10.0), m(2, 40.0), m(3, 30.0), m(4, 20.0)]).unwrap();
+        assert_eq!((p.mix, p.clients), (2, 2));
+        assert_eq!(p.past_peak, vec![(3, 75.0), (4, 50.0)]);
+        let r = FileResults {
+            schema: FILE_RESULTS_SCHEMA.into(),
+            kind: "file".into(),
+            suite: "s<".into(),
+            description: String::new(),
+            started: 0,
+            command: vec![],
+            mixes: vec![m(1, 10.0), m(2, 40.0)],
+            peak: Some(p),
+            interrupted: false,
+        };
+        let page = html(&r);
+        assert!(page.contains("<h1>s&lt;</h1>"));
+        assert!(page.contains("Peak: mix 2 (2 clients), 40.0 Mbit/s."));
+        assert!(page.contains("<td>40.0</td>"));
+    }
+}

@@ -1,0 +1,295 @@
+//! Running one mix of a file suite: every user (client × thread) on its
+//! own OS thread with its own connection (a file-system root, or an SMB
+//! session), its workspace prepared before the mix, all started at the
+//! same instant (each after its random delay), operations counted only
+//! when they complete inside the measurement window.
+
+use crate::backend::{FileBackend, LocalBackend};
+use crate::diskmix::{DiskMix, DiskMixUser, Rng};
+use crate::loadfile::{Loadfile, OpKind};
+use crate::stats::FileStats;
+use crate::status::Status;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// What a file suite's workload replays.
+#[derive(Debug, Clone)]
+pub enum FileWorkload {
+    DiskMix(Arc<DiskMix>),
+    /// A loadfile and the passes each user makes (`None`: until the end).
+    Loadfile(Arc<Loadfile>, Option<u32>),
+}
+
+/// Where operations go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileTarget {
+    /// `file:///PATH`
+    Local(PathBuf),
+    /// `smb://…`
+    Smb(crate::smb::SmbUrl),
+}
+
+impl FileTarget {
+    pub fn parse(t: &str) -> Result<FileTarget, String> {
+        if let Some(p) = t.strip_prefix("file://") {
+            if !p.starts_with('/') {
+                return Err(format!("target `{t}`: expected file:///ABSOLUTE/PATH"));
+            }
+            return Ok(FileTarget::Local(PathBuf::from(p)));
+        }
+        if t.starts_with("smb://") {
+            return crate::smb::SmbUrl::parse(t).map(FileTarget::Smb);
+        }
+        Err(format!(
+            "target `{t}`: expected file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE"
+        ))
+    }
+
+    /// A new connection for one user.
+    pub fn connect(&self) -> Result<Box<dyn FileBackend>, String> {
+        match self {
+            FileTarget::Local(p) => {
+                if !p.is_dir() {
+                    return Err(format!("file://{}: not a directory", p.display()));
+                }
+                Ok(Box::new(LocalBackend::new(p)))
+            }
+            FileTarget::Smb(u) => Ok(Box::new(crate::smb::SmbBackend::connect(u)?)),
+        }
+    }
+}
+
+/// One mix's plan (a suite's mix, resolved).
+#[derive(Debug, Clone)]
+pub struct FileMixPlan {
+    pub clients: u32,
+    pub threads_per_client: u32,
+    pub delay: Duration,
+    pub ramp_up: Duration,
+    pub ramp_down: Duration,
+    pub length: Duration,
+    pub think_time: Duration,
+    pub seed: u64,
+}
+
+/// What one mix measured.
+#[derive(Debug, Clone)]
+pub struct FileMixMeasure {
+    pub total: FileStats,
+    /// Per client (test system), its users merged.
+    pub clients: Vec<FileStats>,
+    /// Seconds the rates divide by: the window, or less when every user
+    /// ended its loadfile passes before the window's end.
+    pub window: f64,
+    /// Bytes written to fill the workspaces before the mix (not counted).
+    pub prepared_bytes: u64,
+    /// Stopped before its end (Ctrl-C).
+    pub partial: bool,
+}
+
+/// A user made ready for the mix: its workspace filled (disk mix).
+pub(crate) enum UserState<'a> {
+    DiskMix(DiskMixUser<'a>),
+    Loadfile(crate::replay::LoadfileUser<'a>, Option<u32>),
+}
+
+/// Prepares user `user` (1-based) before the mix; the bytes it wrote.
+pub(crate) fn prepare_user<'a>(
+    workload: &'a FileWorkload,
+    b: &mut dyn FileBackend,
+    user: u32,
+    seed: u64,
+) -> Result<(UserState<'a>, u64), String> {
+    match workload {
+        FileWorkload::DiskMix(m) => {
+            let mut du = DiskMixUser::new(m, user, seed);
+            let n = du.fill(b)?;
+            Ok((UserState::DiskMix(du), n))
+        }
+        FileWorkload::Loadfile(l, loops) => Ok((
+            UserState::Loadfile(crate::replay::LoadfileUser::new(l, user), *loops),
+            0,
+        )),
+    }
+}
+
+/// Drives a prepared user from `t0` (plus its delay) to the mix's end;
+/// what it measured in the window, and when it ended its passes (a
+/// loadfile with `loops`).
+pub(crate) fn drive_user(
+    state: &mut UserState<'_>,
+    b: &mut dyn FileBackend,
+    plan: &FileMixPlan,
+    delay: Duration,
+    t0: Instant,
+    stop: &AtomicBool,
+) -> (FileStats, Option<Instant>) {
+    let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
+    sleep_until(t0 + delay, stop);
+    let mut st = FileStats::default();
+    let mut record = |kind: OpKind, expect: Status, got: Status, us: u64, bytes: u64| {
+        let now = Instant::now();
+        if now >= from && now <= to {
+            st.record(kind, us, &expect, &got);
+            match kind {
+                OpKind::ReadX => st.bytes_read += bytes,
+                OpKind::WriteX => st.bytes_written += bytes,
+                _ => {}
+            }
+        }
+    };
+    let mut passes = 0u32;
+    let mut loops_in_window = 0;
+    let mut finished_at = None;
+    while Instant::now() < end && !stop.load(Ordering::Relaxed) {
+        match state {
+            UserState::DiskMix(du) => du.step(b, &mut record),
+            UserState::Loadfile(lu, loops) => {
+                if lu.step(b, &mut record) {
+                    passes += 1;
+                    let now = Instant::now();
+                    if now >= from && now <= to {
+                        loops_in_window += 1;
+                    }
+                    if loops.is_some_and(|l| passes >= l) {
+                        finished_at = Some(now);
+                        break;
+                    }
+                }
+            }
+        }
+        if !plan.think_time.is_zero() {
+            sleep_until((Instant::now() + plan.think_time).min(end), stop);
+        }
+    }
+    if let UserState::DiskMix(du) = state {
+        du.finish(b);
+    }
+    st.loops = loops_in_window;
+    (st, finished_at)
+}
+
+/// What one user brings back.
+pub(crate) type UserOutcome = Result<(FileStats, u64, Option<Instant>), String>;
+
+/// Runs one mix. `stop` (Ctrl-C) ends it early; what was measured stays.
+///
+/// Users of a `file://` target are threads of this process. Users of an
+/// `smb://` target are processes of their own (see [`crate::process`]):
+/// libsmbclient's contexts are not safe to drive from several threads of
+/// one process (measured: smbd-negotiation state mixed up between
+/// threads, an abort), and a global lock around every call would make
+/// 32 clients one.
+pub fn run_mix(
+    workload: &FileWorkload,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    stop: &AtomicBool,
+) -> Result<FileMixMeasure, String> {
+    let users = plan.clients * plan.threads_per_client;
+    let mut delay_rng = Rng::new(plan.seed ^ 0xD1B5_4A32_D192_ED03);
+    let delays: Vec<Duration> = (0..users)
+        .map(|_| {
+            if plan.delay.is_zero() {
+                Duration::ZERO
+            } else {
+                Duration::from_nanos(delay_rng.below(plan.delay.as_nanos() as u64 + 1))
+            }
+        })
+        .collect();
+    let (t0, outcomes) = match target {
+        FileTarget::Smb(_) => crate::process::run_users(workload, target, plan, &delays, stop)?,
+        FileTarget::Local(_) => run_threads(workload, target, plan, &delays, stop)?,
+    };
+    let mut total = FileStats::default();
+    let mut clients = vec![FileStats::default(); plan.clients as usize];
+    let mut prepared_bytes = 0;
+    let mut last_finish: Option<Instant> = Some(t0);
+    for (u, r) in outcomes.into_iter().enumerate() {
+        let (st, prep, fin) = r?;
+        prepared_bytes += prep;
+        total.merge(&st);
+        clients[u / plan.threads_per_client as usize].merge(&st);
+        last_finish = match (last_finish, fin) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+    }
+    let full = (plan.length - plan.ramp_down - plan.ramp_up).as_secs_f64();
+    // Stopped early (Ctrl-C): the window ends where the users stopped.
+    let partial = stop.load(Ordering::Relaxed);
+    if partial {
+        last_finish = Some(Instant::now());
+    }
+    let window = match last_finish {
+        Some(f) => (f.saturating_duration_since(t0 + plan.ramp_up).as_secs_f64()).clamp(1e-6, full),
+        None => full,
+    };
+    Ok(FileMixMeasure {
+        total,
+        clients,
+        window,
+        prepared_bytes,
+        partial,
+    })
+}
+
+/// Every user a thread of this process, with its own connection.
+fn run_threads(
+    workload: &FileWorkload,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    delays: &[Duration],
+    stop: &AtomicBool,
+) -> Result<(Instant, Vec<UserOutcome>), String> {
+    let users = delays.len();
+    // Connect every user before the mix starts: a failure here stops the
+    // run with nothing counted.
+    let mut conns = Vec::with_capacity(users);
+    for _ in 0..users {
+        conns.push(target.connect()?);
+    }
+    // Two gates: every user prepared, then the common start is set.
+    let prepared = Arc::new(Barrier::new(users + 1));
+    let go = Arc::new(Barrier::new(users + 1));
+    let start_cell: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
+    let outcomes = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (u, mut b) in conns.into_iter().enumerate() {
+            let (prepared, go, start_cell, delay) = (prepared.clone(), go.clone(), start_cell.clone(), delays[u]);
+            handles.push(s.spawn(move || -> UserOutcome {
+                let prep = prepare_user(workload, b.as_mut(), u as u32 + 1, plan.seed);
+                prepared.wait();
+                go.wait();
+                let (mut state, bytes) = prep?;
+                let t0 = *start_cell.get().ok_or("the mix's start was not set")?;
+                let (st, fin) = drive_user(&mut state, b.as_mut(), plan, delay, t0, stop);
+                Ok((st, bytes, fin))
+            }));
+        }
+        prepared.wait();
+        let _ = start_cell.set(Instant::now() + Duration::from_millis(20));
+        go.wait();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a file-suite user thread panicked".to_string()))
+            })
+            .collect::<Vec<_>>()
+    });
+    let t0 = *start_cell.get().ok_or("the mix's start was not set")?;
+    Ok((t0, outcomes))
+}
+
+pub(crate) fn sleep_until(t: Instant, stop: &AtomicBool) {
+    loop {
+        let now = Instant::now();
+        if now >= t || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep((t - now).min(Duration::from_millis(50)));
+    }
+}
