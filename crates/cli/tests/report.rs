@@ -413,7 +413,12 @@ fn open_loop_sheet_equals_results_json(xlsx: &Path, mixes: &[Value]) {
     let header: Vec<String> = (0..sheet.width())
         .map(|c| sheet.get((0, c)).map(|d| d.to_string()).unwrap_or_default())
         .collect();
-    let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("{name} in {header:?}"));
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("{name} in {header:?}"))
+    };
     assert_eq!(sheet.height(), 1 + mixes.len(), "a row per open-loop mix");
     for (row, m) in (1..).zip(mixes) {
         let ol = &m["open_loop"];

@@ -117,7 +117,10 @@ fn build(runs: &[Run], opts: &ReportOptions) -> Result<Workbook, String> {
         .map_err(|e| format!("{PER_CLASS} sheet: {e}"))?;
     sheet.finish(true);
 
-    if runs.iter().any(|r| r.results.mixes.iter().any(|m| m.open_loop.is_some())) {
+    if runs
+        .iter()
+        .any(|r| r.results.mixes.iter().any(|m| m.open_loop.is_some()))
+    {
         let open = workbook.add_worksheet();
         open.set_name(OPEN_LOOP).map_err(xlsx_err(OPEN_LOOP))?;
         let mut sheet = Sheet::new(open, &bold);
