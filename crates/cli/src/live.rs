@@ -19,7 +19,7 @@
 //! command and the suite file to anyone who can reach it.
 
 use crate::CliError;
-use benchlab_controller::{MixResult, Observer, Results};
+use benchlab_controller::{MixResult, Observer, Results, SecondResult};
 use benchlab_model::Mix;
 use clap::Args;
 use serde::Serialize;
@@ -58,6 +58,10 @@ struct Second {
     errors: u64,
     bytes: u64,
     in_window: bool,
+    /// Percentiles of the second's successful requests, every client's
+    /// merged (0 when none completed).
+    latency_p50_us: u64,
+    latency_p99_us: u64,
 }
 
 /// The mix now running.
@@ -341,25 +345,25 @@ impl Observer for Feed<'_> {
         self.inner.repeat_started(mix, repeat, of);
     }
 
-    fn second(&mut self, mix: &Mix, second: u32, requests: u64, errors: u64, bytes: u64) {
-        let (from, until) = mix.window();
-        let t0 = std::time::Duration::from_secs(second.into());
+    fn second(&mut self, mix: &Mix, second: &SecondResult) {
         let point = Second {
             mix: mix.number,
             run: self.run.0,
-            second: second + 1,
-            requests,
-            errors,
-            bytes,
-            in_window: t0 >= from && t0 + std::time::Duration::from_secs(1) <= until,
+            second: second.second,
+            requests: second.requests,
+            errors: second.errors,
+            bytes: second.bytes,
+            in_window: second.in_window,
+            latency_p50_us: second.latency_p50_us,
+            latency_p99_us: second.latency_p99_us,
         };
         self.live.update(|s| {
             if let Some(c) = s.current.as_mut() {
-                c.second = second + 1;
+                c.second = second.second;
             }
             s.seconds.push(point);
         });
-        self.inner.second(mix, second, requests, errors, bytes);
+        self.inner.second(mix, second);
     }
 
     fn mix_finished(&mut self, r: &MixResult) {

@@ -9,10 +9,11 @@
 mod driver;
 pub mod machine;
 pub mod peak;
+pub mod plan;
 mod results;
 mod run;
 
-pub use driver::{ClientDriver, LocalClient};
+pub use driver::{instant_at, ClientDriver, ClientLost, ClientPool, DriverError, InProcess, LocalClient};
 pub use results::*;
 pub use run::{
     arrival_warning, prepare, run_prepared, run_prepared_search, run_suite, ControllerError, Observer, Prepared, Quiet,

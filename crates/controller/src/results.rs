@@ -245,9 +245,15 @@ pub struct ClientResult {
     pub in_flight: u64,
     /// Seconds after the mix's start at which its load began.
     pub delay_s: f64,
-    /// Taken out of the mix (it could not connect at all); its errors are
-    /// still counted (WebBench's rule).
+    /// Taken out of the mix: it could not connect at all (its errors are
+    /// still counted, WebBench's rule), or it was lost.
     pub taken_out: bool,
+    /// Why the client was lost mid-mix (stopped answering before its
+    /// report): its figures are those of the seconds it sent inside the
+    /// window, kept apart — none is in the mix's totals. Absent when it
+    /// reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
     pub cpu_s: f64,
 }
 

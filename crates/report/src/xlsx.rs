@@ -1082,6 +1082,7 @@ mod tests {
                     in_flight: 1,
                     delay_s: 0.125,
                     taken_out: c == 2,
+                    lost: None,
                     cpu_s: 0.25,
                 })
                 .collect(),

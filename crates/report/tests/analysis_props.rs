@@ -91,6 +91,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
                 in_flight: 0,
                 delay_s: 0.0,
                 taken_out: false,
+                lost: None,
                 cpu_s: 0.0,
             })
             .collect(),
