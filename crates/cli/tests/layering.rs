@@ -71,3 +71,17 @@ fn file_sets_and_the_model_do_not_need_the_engine() {
         }
     }
 }
+
+#[test]
+fn the_report_reads_results_without_sockets_or_tls() {
+    let deps = closure("benchlab-report");
+    assert!(deps.contains("benchlab-results"), "{deps:?}");
+    for banned in ["benchlab-controller", "benchlab-engine", "mio", "rustls"] {
+        assert!(!deps.contains(banned), "benchlab-report pulls in {banned}: {deps:?}");
+    }
+    let results = closure("benchlab-results");
+    assert!(
+        results.iter().all(|d| d != "benchlab-engine" && d != "benchlab-model"),
+        "the results types stand alone: {results:?}"
+    );
+}

@@ -8,13 +8,14 @@
 
 mod driver;
 pub mod machine;
+mod measure;
 pub mod peak;
 pub mod plan;
-mod results;
 mod run;
 
+pub use benchlab_results::*;
 pub use driver::{instant_at, ClientDriver, ClientLost, ClientPool, DriverError, InProcess, LocalClient};
-pub use results::*;
+pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
 pub use run::{
     arrival_warning, prepare, run_prepared, run_prepared_search, run_suite, ControllerError, Observer, Prepared, Quiet,
     RunOptions,

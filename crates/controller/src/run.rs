@@ -5,14 +5,15 @@
 
 use crate::driver::{ClientDriver, ClientPool, DriverError, InProcess};
 use crate::machine::CpuTicks;
+use crate::measure::{request_kinds, FiguresOf, OpenLoopOf};
 use crate::peak::{PeakSearch, SearchLimits, Step};
 use crate::plan::{ClientPlan, UrlList, UrlSpec};
-use crate::results::*;
 use benchlab_engine::{
     probe_from, share_warning, sys, Arrival, ClassPlan, ClassStats, ClientReport, ConnCounters, ConnectionPolicy,
     Expect, Load, OpenLoop, Second, Stats, Stop, Target, TlsOptions, UrlPlan,
 };
 use benchlab_model::{ClassKind, Mix, Suite, Validate};
+use benchlab_results::*;
 use benchlab_rng::SplitMix64;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
