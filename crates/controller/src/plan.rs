@@ -61,6 +61,21 @@ impl UrlList {
         self.id == Self::id_of(&self.classes, &self.urls)
     }
 
+    /// The list of an engine plan's URLs (as their text) and classes.
+    pub fn of_engine(urls: &[UrlPlan], classes: &[ClassPlan]) -> UrlList {
+        let urls = urls
+            .iter()
+            .map(|u| UrlSpec {
+                url: u.target.url.clone(),
+                weight: u.weight,
+                class: u.class,
+                expect_status: u.expect_status,
+                expect: u.expect,
+            })
+            .collect();
+        UrlList::new(classes.to_vec(), urls)
+    }
+
     /// Resolves every URL (each distinct origin once: one name lookup per
     /// host, not per URL) into the engine's form.
     pub fn resolve(&self) -> Result<Arc<[UrlPlan]>, PlanError> {
@@ -135,6 +150,29 @@ pub struct ClientPlan {
 }
 
 impl ClientPlan {
+    /// The data of an engine plan, its URLs named by `urls` (the id of
+    /// [`UrlList::of_engine`] of the same plan).
+    pub fn of_engine(plan: &benchlab_engine::ClientPlan, urls: String) -> ClientPlan {
+        ClientPlan {
+            urls,
+            virtual_users: plan.virtual_users,
+            load: plan.load,
+            os_threads: plan.os_threads,
+            stop: plan.stop,
+            window: plan.window,
+            start_delay: plan.start_delay,
+            think_time: plan.think_time,
+            ramp_up: plan.ramp_up,
+            timeout: plan.timeout,
+            connection: plan.connection,
+            receive_buffer: plan.receive_buffer,
+            headers: plan.headers.clone(),
+            source_addresses: plan.source_addresses.clone(),
+            tls: plan.tls.clone(),
+            seed: plan.seed,
+        }
+    }
+
     /// The engine's plan for this data and its resolved URL list.
     pub fn to_engine(&self, urls: Arc<[UrlPlan]>, classes: Vec<ClassPlan>) -> benchlab_engine::ClientPlan {
         let mut plan = benchlab_engine::ClientPlan::new(urls, classes);
@@ -233,6 +271,24 @@ mod tests {
         assert_eq!(back, urls);
         assert!(back.is_intact());
         assert!(text.contains("http://127.0.0.1:8080/cgi?x=1"));
+    }
+
+    #[test]
+    fn an_engine_plan_becomes_data_and_back_unchanged() {
+        let list = list();
+        let urls = list.resolve().expect("loopback resolves");
+        let mut engine = benchlab_engine::ClientPlan::new(Arc::clone(&urls), list.classes.clone());
+        engine.virtual_users = 7;
+        engine.stop = Stop::Requests(1000);
+        engine.headers = vec![("X-A".into(), "b".into())];
+        engine.window = (Duration::from_millis(500), Duration::MAX);
+        let again = UrlList::of_engine(&urls, &list.classes);
+        assert_eq!(again, list, "the same text, the same id");
+        let data = ClientPlan::of_engine(&engine, again.id.clone());
+        let back = data.to_engine(urls, list.classes.clone());
+        assert_eq!(format!("{back:?}"), format!("{engine:?}"));
+        let text = serde_json::to_string(&data).expect("JSON");
+        assert_eq!(serde_json::from_str::<ClientPlan>(&text).expect("back"), data);
     }
 
     #[test]

@@ -825,12 +825,13 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
 
 /// How one client of a mix ended.
 #[derive(Debug)]
-enum ClientEnd {
+pub enum ClientEnd {
     /// It ran to the end (or was stopped) and reported.
     Finished(ClientReport),
     /// It was lost mid-mix: `window` holds the seconds it sent inside the
     /// measurement window (`seconds` of them), kept apart from the mix.
     Lost {
+        /// What happened, in words.
         why: String,
         window: Box<ClassStats>,
         conn: ConnCounters,
@@ -840,18 +841,18 @@ enum ClientEnd {
 
 /// What a mix's clients did.
 #[derive(Debug)]
-struct Driven {
+pub struct Driven {
     /// In client-number order: a lost client keeps its place.
-    clients: Vec<ClientEnd>,
+    pub clients: Vec<ClientEnd>,
     /// The merged per-second series, as the observer saw it.
-    seconds: Vec<SecondResult>,
+    pub seconds: Vec<SecondResult>,
     /// Stopped early (Ctrl-C).
-    partial: bool,
+    pub partial: bool,
 }
 
 impl Driven {
     /// The reports of the clients that finished.
-    fn reports(&self) -> impl Iterator<Item = &ClientReport> {
+    pub fn reports(&self) -> impl Iterator<Item = &ClientReport> {
         self.clients.iter().filter_map(|c| match c {
             ClientEnd::Finished(r) => Some(r),
             ClientEnd::Lost { .. } => None,
@@ -1013,8 +1014,10 @@ impl SecondMerger {
 /// seconds as they come (each complete one handed to `on_second`), stops
 /// them all when `stop` is set, and collects how each ended. If a client
 /// fails to start, every client already started is stopped and waited for,
-/// and the mix fails naming it.
-fn drive_mix(
+/// and the mix fails naming it. The plans' URL list must have been given
+/// to `pool` ([`ClientPool::load_urls`]). `benchlab http` drives its one
+/// client through it too.
+pub fn drive_mix(
     pool: &dyn ClientPool,
     plans: &[ClientPlan],
     window: (Duration, Duration),
