@@ -14,7 +14,13 @@
 #     SERVER_CPUS [1]    taskset list for nginx
 #     NGINX_WORKERS [1]  nginx worker_processes
 #     WARMUP [1]         seconds of unrecorded load before the first run (0: none)
+#     MAX_OTHERS [none]  CPU seconds others may use during a run; a run above
+#                        it is recorded as "busy" and not counted
 #     BENCHLAB [target/release/benchlab]
+#     BENCHLAB_VARIANTS [none]  more benchlab runs beside "benchlab", each a
+#                        tool of its own: space-separated NAME[=PATH][:VAR=VAL[,VAR=VAL…]]
+#                        e.g. "lt:BENCHLAB_IO=epoll-lt old=bench/out/benchlab-old";
+#                        PATH defaults to BENCHLAB; each runs as tool benchlab:NAME
 #     NGINX [nginx on PATH, else /usr/sbin/nginx]
 #     FLOOR_DIR [bench/floor]  directory with floor.c/floor_close.c (or
 #                        prebuilt floor/floor_close binaries)
@@ -45,7 +51,10 @@ CLIENT_CPUS=${CLIENT_CPUS:-0}
 SERVER_CPUS=${SERVER_CPUS:-1}
 NGINX_WORKERS=${NGINX_WORKERS:-1}
 WARMUP=${WARMUP:-1}
+MAX_OTHERS=${MAX_OTHERS:-}
+[[ -z $MAX_OTHERS || $MAX_OTHERS =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "vs-peers: MAX_OTHERS must be a number of seconds, got '$MAX_OTHERS'" >&2; exit 1; }
 BENCHLAB=${BENCHLAB:-target/release/benchlab}
+BENCHLAB_VARIANTS=${BENCHLAB_VARIANTS:-}
 OUT_DIR=${OUT_DIR:-bench/out}
 if [[ -z ${NGINX:-} ]]; then NGINX=$(command -v nginx || echo /usr/sbin/nginx); fi
 
@@ -59,6 +68,35 @@ done
 for t in $TOOLS; do
   case $t in floor|benchlab|wrk|h2load|ab) ;; *) die "unknown tool '$t' in TOOLS (floor benchlab wrk h2load ab)" ;; esac
 done
+# Variants: VARIANT_BIN[name] and VARIANT_ENV[name] (VAR=VAL words); each
+# joins TOOLS right after benchlab (or at the end when benchlab is left out).
+declare -A VARIANT_BIN=() VARIANT_ENV=()
+VARIANT_TOOLS=
+for spec in $BENCHLAB_VARIANTS; do
+  head=${spec%%:*} envs=
+  [[ $spec == *:* ]] && envs=${spec#*:}
+  name=${head%%=*} bin=$BENCHLAB
+  [[ $head == *=* ]] && bin=${head#*=}
+  [[ $name =~ ^[A-Za-z0-9_.+-]+$ ]] || die "BENCHLAB_VARIANTS: bad name '$name' in '$spec' (letters, digits, _ . + -)"
+  [[ -z ${VARIANT_BIN[$name]:-} ]] || die "BENCHLAB_VARIANTS: '$name' given twice"
+  [[ -x $bin ]] || die "BENCHLAB_VARIANTS: '$spec': no executable at '$bin'"
+  VARIANT_BIN[$name]=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+  words=
+  IFS=, read -ra kvs <<<"$envs"
+  for kv in "${kvs[@]}"; do
+    [[ $kv =~ ^[A-Za-z_][A-Za-z0-9_]*=.*$ ]] || die "BENCHLAB_VARIANTS: '$spec': '$kv' is not VAR=VALUE"
+    words+="$kv "
+  done
+  VARIANT_ENV[$name]=$words
+  VARIANT_TOOLS+=" benchlab:$name"
+done
+if [[ -n $VARIANT_TOOLS ]]; then
+  if [[ " $TOOLS " == *" benchlab "* ]]; then
+    TOOLS=$(sed "s/\bbenchlab\b/benchlab$VARIANT_TOOLS/" <<<"$TOOLS")
+  else
+    TOOLS="$TOOLS$VARIANT_TOOLS"
+  fi
+fi
 for s in $SCENARIOS; do
   case $s in keepalive|close) ;; *) die "unknown scenario '$s' in SCENARIOS (keepalive close)" ;; esac
 done
@@ -142,7 +180,7 @@ def run(out, err, limit, server_pid, cmd):
     # busy time of all CPUs minus the client's and the server's own.
     server = srv1 - srv0
     other = max(0.0, (busy1 - busy0) - (ru.ru_utime + ru.ru_stime) - server)
-    print(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {wall:.3f} {code} {server:.2f} {other:.2f}")
+    print(f"{ru.ru_utime:.6f} {ru.ru_stime:.6f} {wall:.3f} {code} {server:.2f} {other:.2f} {ru.ru_nvcsw} {ru.ru_nivcsw}")
 
 def num(pat, text, default=None):
     m = re.search(pat, text)
@@ -178,7 +216,7 @@ def parse(tool, out, err):
         failed = num(r"Failed requests:\s+(\d+)", text, 0)
         bad = num(r"Non-2xx responses:\s+(\d+)", text, 0)
         if done is not None: ok, errs = done - failed - bad, failed + bad
-    elif tool == "benchlab":
+    elif tool == "benchlab" or tool.startswith("benchlab:"):
         doc = None
         try: doc = json.loads(so)
         except ValueError:
@@ -232,7 +270,12 @@ def report(tsv):
     rows = [l.rstrip("\n").split("\t") for l in open(tsv)]
     hdr, rows = rows[0], rows[1:]
     rows = [dict(zip(hdr, r)) for r in rows]
-    order = ["floor", "benchlab", "wrk", "h2load", "ab"]
+    seen = []
+    for r in rows:
+        if r["tool"] not in seen: seen.append(r["tool"])
+    base = ["floor", "benchlab", "wrk", "h2load", "ab"]
+    variants = [t for t in seen if t.startswith("benchlab:")]
+    order = ["floor", "benchlab"] + variants + ["wrk", "h2load", "ab"]
     names = {"keepalive": "keep-alive", "close": "a new connection per request"}
     for sc in [s for s in ["keepalive", "close"] if any(r["scenario"] == s for r in rows)]:
         rs = [r for r in rows if r["scenario"] == sc]
@@ -253,23 +296,34 @@ def report(tsv):
                 us = [float(r["us_per_req"]) for r in good]
                 sysf = [float(r["sys_s"]) / (float(r["user_s"]) + float(r["sys_s"])) for r in good]
                 other = [float(r.get("other_cpu_s", 0)) for r in good]
+                # Voluntary context switches (sleeps in epoll_wait or
+                # io_uring_enter) per 1,000 requests: a count, untouched by
+                # how busy the box was.
+                sw = [1000 * int(r["vcsw"]) / int(r["requests"]) for r in good if r.get("vcsw", "").isdigit()]
+                st["sw_med"] = statistics.median(sw) if sw else None
                 st.update(rate=rate, us=us, rate_med=statistics.median(rate), us_med=statistics.median(us),
                           sys_med=statistics.median(sysf), other_max=max(other))
             stats[t] = st
         bl = stats.get("benchlab")
         bl_us = bl.get("us_med") if bl else None
-        head = ["tool", "runs ok", "req/s median (min–max)", "µs/request median (min–max)", "sys %", "errors", "others' CPU s (max)", "benchlab ÷ tool"]
+        head = ["tool", "runs ok", "req/s median (min–max)", "µs/request median (min–max)", "sys %", "sleeps/1k req", "errors", "others' CPU s (max)", "× floor", "× wrk"]
         table = []
+        def ref(name):
+            st = stats.get(name)
+            return st.get("us_med") if st else None
+        floor_us, wrk_us = ref("floor"), ref("wrk")
         for t, st in stats.items():
             if st is None:
-                table.append([t, "—", "—", "—", "—", "—", "—", "—"]); continue
+                table.append([t, "—", "—", "—", "—", "—", "—", "—", "—", "—"]); continue
             if "us_med" not in st:
-                table.append([t, f"0/{st['runs']}", "—", "—", "—", str(st["errors"]), "—", "—"]); continue
-            ratio = "—" if bl_us is None else f"{bl_us / st['us_med']:.2f}"
+                table.append([t, f"0/{st['runs']}", "—", "—", "—", "—", str(st["errors"]), "—", "—", "—"]); continue
+            sw = "—" if st.get("sw_med") is None else f"{st['sw_med']:.0f}"
+            xf = "—" if floor_us is None else f"{st['us_med'] / floor_us:.2f}"
+            xw = "—" if wrk_us is None else f"{st['us_med'] / wrk_us:.2f}"
             table.append([t, f"{st['n']}/{st['runs']}",
                           f"{fmt_rate(st['rate_med'])} ({fmt_rate(min(st['rate']))}–{fmt_rate(max(st['rate']))})",
                           f"{fmt_us(st['us_med'])} ({fmt_us(min(st['us']))}–{fmt_us(max(st['us']))})",
-                          f"{100 * st['sys_med']:.0f}", str(st["errors"]), f"{st['other_max']:.2f}", ratio])
+                          f"{100 * st['sys_med']:.0f}", sw, str(st["errors"]), f"{st['other_max']:.2f}", xf, xw])
         w = [max(len(r[i]) for r in [head] + table) for i in range(len(head))]
         line = lambda r: "  ".join(c.ljust(w[i]) if i < 1 else c.rjust(w[i]) for i, c in enumerate(r)).rstrip()
         print(line(head)); print(line(["-" * x for x in w]))
@@ -281,6 +335,19 @@ def report(tsv):
             parts = [f"{t} {bl_us / st['us_med']:.2f}" for t, st in stats.items()
                      if t != "benchlab" and st and "us_med" in st]
             if parts: print("benchlab ÷ tool, median µs/request: " + ", ".join(parts))
+        # Per request, each benchlab run against the floor and wrk of the
+        # same round: a ratio of neighbours in time, less touched by drift
+        # than a ratio of medians.
+        for t in [t for t in stats if t.startswith("benchlab") and stats[t] and "us_med" in stats[t]]:
+            paired = []
+            for other in ("floor", "wrk"):
+                rr = []
+                for rep in sorted({r["repeat"] for r in rs}):
+                    a = [float(r["us_per_req"]) for r in rs if r["repeat"] == rep and r["tool"] == t and r["status"] == "ok"]
+                    b = [float(r["us_per_req"]) for r in rs if r["repeat"] == rep and r["tool"] == other and r["status"] == "ok"]
+                    if a and b: rr.append(a[0] / b[0])
+                if rr: paired.append(f"× {other} {statistics.median(rr):.2f} ({min(rr):.2f}–{max(rr):.2f})")
+            if paired: print(f"{t}: median of per-round ratios: " + ", ".join(paired))
 
 cmd = sys.argv[1]
 if cmd == "run": run(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], sys.argv[6:])
@@ -406,18 +473,27 @@ cpu_model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || 
   echo "nginx:    $(first_line "$NGINX" -v), $NGINX_WORKERS worker(s) on CPUs $SERVER_CPUS, ${URL} ($RESPONSE_BYTES bytes a response)"
   echo "clients:  on CPUs $CLIENT_CPUS, $CONNS connections, ${DUR} s a run, $REPEATS repeats, one thread each"
   if has_tool benchlab; then echo "benchlab: $(first_line "$BENCHLAB" --version)"; fi
+  for spec in $BENCHLAB_VARIANTS; do echo "variant:  $spec"; done
   if has_tool wrk; then echo "wrk:      $(first_line wrk -v)"; fi
   if has_tool h2load; then echo "h2load:   $(first_line h2load --version)"; fi
   if has_tool ab; then echo "ab:       $(first_line ab -V)"; fi
   if has_tool floor; then echo "floor:    $FLOOR_SRC/{floor,floor_close}.c, $(first_line gcc --version 2>/dev/null) -O2"; fi
 } | tee "$REPORT"
 
-printf 'time\tscenario\trepeat\ttool\tconns\tdur_s\tclient_cpus\tserver_cpus\trequests\terrors\tuser_s\tsys_s\twall_s\texit\tstatus\treq_per_s\tus_per_req\tserver_cpu_s\tother_cpu_s\tload1\tcmd\n' >"$TSV"
+printf 'time\tscenario\trepeat\ttool\tconns\tdur_s\tclient_cpus\tserver_cpus\trequests\terrors\tuser_s\tsys_s\twall_s\texit\tstatus\treq_per_s\tus_per_req\tserver_cpu_s\tother_cpu_s\tload1\tcmd\tvcsw\tivcsw\n' >"$TSV"
 
 # ---------------------------------------------------------------- runs
 # tool_cmd TOOL SCENARIO: sets CMD (empty: the tool has no such mode).
 tool_cmd() {
   CMD=()
+  if [[ $1 == benchlab:* ]]; then
+    local name=${1#benchlab:} env_words
+    read -ra env_words <<<"${VARIANT_ENV[$name]}"
+    CMD=(env "${env_words[@]}" "${VARIANT_BIN[$name]}" http --json --threads "$CONNS" --os-threads 1 --duration "${DUR}s")
+    [[ $2 == close ]] && CMD+=(--http 1.0)
+    CMD+=("$URL")
+    return
+  fi
   case $1:$2 in
     floor:keepalive)    CMD=("$FLOOR_BIN" "$PORT" "$CONNS" "$DUR" "$RESPONSE_BYTES" "$URL_PATH") ;;
     floor:close)        CMD=("$FLOOR_CLOSE_BIN" "$PORT" "$CONNS" "$DUR" "$URL_PATH") ;;
@@ -459,10 +535,10 @@ for sc in $SCENARIOS; do
           "$ts" "$sc" "$rep" "$tool" "$CONNS" "$DUR" "$CLIENT_CPUS" "$SERVER_CPUS" >>"$TSV"
         continue
       fi
-      base=$LOGS/$sc-$rep-$tool
+      base=$LOGS/$sc-$rep-${tool/:/-}
       printf '%s\n' "${CMD[*]}" >"$base.cmd"
       other_s=
-      read -r user sys wall code server_s other_s < <(taskset -c "$CLIENT_CPUS" python3 "$TMP/helper.py" run \
+      read -r user sys wall code server_s other_s vcsw ivcsw < <(taskset -c "$CLIENT_CPUS" python3 "$TMP/helper.py" run \
         "$base.out" "$base.err" "$LIMIT" "$NGINX_PID" "${CMD[@]}") || true
       [[ -n ${other_s:-} ]] || die "the run wrapper failed for $tool ($sc); see $base.err"
       read -r reqs errs < <(helper parse "$tool" "$base.out" "$base.err") || true
@@ -470,15 +546,17 @@ for sc in $SCENARIOS; do
       status=ok
       if [[ $code == timeout ]]; then status=timeout
       elif (( reqs <= 0 )); then status="no-requests(exit=$code)"
-      elif [[ $code != 0 && $tool != benchlab ]]; then status="exit=$code"
+      elif [[ $code != 0 && $tool != benchlab* ]]; then status="exit=$code"
+      elif [[ -n $MAX_OTHERS ]] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)' "$other_s" "$MAX_OTHERS"; then
+        status=busy
       fi
       # benchlab may exit non-zero when some requests failed; its counts stand.
       read -r rate us < <(python3 -c 'import sys; u,s,r,d=map(float,sys.argv[1:]); print(f"{r/d:.1f}", f"{(u+s)*1e6/r:.3f}" if r>0 else "0")' \
         "$user" "$sys" "$reqs" "$DUR")
       load1=$(cut -d' ' -f1 /proc/loadavg)
-      printf '%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+      printf '%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$ts" "$sc" "$rep" "$tool" "$CONNS" "$DUR" "$CLIENT_CPUS" "$SERVER_CPUS" "$reqs" "$errs" \
-        "$user" "$sys" "$wall" "$code" "$status" "$rate" "$us" "$server_s" "$other_s" "$load1" "${CMD[*]}" >>"$TSV"
+        "$user" "$sys" "$wall" "$code" "$status" "$rate" "$us" "$server_s" "$other_s" "$load1" "${CMD[*]}" "$vcsw" "$ivcsw" >>"$TSV"
       printf '%-9s %-9s rep %d/%d  %10s req/s  %7s µs/req  user %ss sys %ss  others %ss  %s\n' \
         "$sc" "$tool" "$rep" "$REPEATS" "$rate" "$us" "$user" "$sys" "$other_s" "$status"
     done

@@ -405,6 +405,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     } else {
         print!("{}", output::human(&result));
     }
+    if report.threads_lost > 0 {
+        eprintln!(
+            "benchlab: {} ended abnormally (a benchlab bug, please report it); its figures are missing",
+            benchlab_format::plural(report.threads_lost as u64, "worker thread", "worker threads")
+        );
+    }
     if let Some(why) = &report.tls_error {
         eprintln!(
             "benchlab: {} failed; the first: {why}",

@@ -729,6 +729,14 @@ fn run_mix(
     if let Some(why) = reports.iter().find_map(|r| r.tls_error.as_deref()) {
         observer.note(&format!("mix {}: TLS handshakes failed; the first: {why}", mix.number));
     }
+    let lost: usize = reports.iter().map(|r| r.threads_lost).sum();
+    if lost > 0 {
+        observer.note(&format!(
+            "mix {}: {} ended abnormally (a benchlab bug, please report it); its figures are missing from this mix",
+            mix.number,
+            benchlab_format::plural(lost as u64, "worker thread", "worker threads")
+        ));
+    }
     let controller_cpu = {
         let (u, s) = sys::cpu_time(true);
         (u.saturating_sub(controller_cpu0.0), s.saturating_sub(controller_cpu0.1))
@@ -1434,6 +1442,7 @@ mod fake_clients {
             users_arrived: 1,
             users_waiting: 0,
             peak_connections: 0,
+            threads_lost: 0,
         }
     }
 

@@ -43,6 +43,21 @@ pub struct Second {
     pub histogram: Option<Histogram<u64>>,
 }
 
+impl Second {
+    /// Second `second` of every worker thread's merged `stats`, with its
+    /// histogram.
+    fn of(second: u32, stats: &Stats) -> Second {
+        let t = stats.total();
+        Second {
+            second,
+            counters: t.counters,
+            conn: stats.conn,
+            latency: LatencySummary::of(&t.latency),
+            histogram: Some(t.latency),
+        }
+    }
+}
+
 /// What a client measured over its whole run.
 #[derive(Debug, Clone)]
 pub struct ClientReport {
@@ -71,6 +86,10 @@ pub struct ClientReport {
     /// closed loop, which does not track it). Exact to a loop turn: each
     /// thread adds its change once a turn, after its sends.
     pub peak_connections: u64,
+    /// Worker threads that ended without their last report (a panic): their
+    /// figures are missing from this report. Always 0 unless benchlab has a
+    /// bug; the run still ends on time and says so.
+    pub threads_lost: usize,
 }
 
 /// Handle to set a running client's stop flag from anywhere (a Ctrl-C
@@ -147,7 +166,10 @@ impl Client {
             match self.rx.recv_timeout(left) {
                 Ok(snap) => self.collector.add(snap),
                 Err(RecvTimeoutError::Timeout) => return None,
-                Err(RecvTimeoutError::Disconnected) => return None,
+                // Every worker thread is gone, some without their last
+                // report (a panic): the run is over all the same, so the
+                // caller's loop ends instead of waiting for them forever.
+                Err(RecvTimeoutError::Disconnected) => self.collector.abandon(),
             }
         }
     }
@@ -162,7 +184,7 @@ impl Client {
         while !self.collector.finished() {
             match self.rx.recv() {
                 Ok(snap) => self.collector.add(snap),
-                Err(_) => break,
+                Err(_) => self.collector.abandon(),
             }
         }
         for t in self.threads.drain(..) {
@@ -202,6 +224,8 @@ struct Collector {
     elapsed: Duration,
     users_arrived: u64,
     users_waiting: u64,
+    /// Worker threads that ended without their last report (see `abandon`).
+    threads_lost: usize,
     /// Per thread: the last second it will report (known once it ended).
     last_second: Vec<Option<u32>>,
 }
@@ -222,6 +246,7 @@ impl Collector {
             users_arrived: 0,
             users_waiting: 0,
             last_second: vec![None; threads],
+            threads_lost: 0,
         }
     }
 
@@ -263,14 +288,25 @@ impl Collector {
             let Some((stats, _)) = self.pending.remove(&sec) else {
                 break;
             };
-            let t = stats.total();
-            self.ready.push(Second {
-                second: sec,
-                counters: t.counters,
-                conn: stats.conn,
-                latency: LatencySummary::of(&t.latency),
-                histogram: Some(t.latency),
-            });
+            self.ready.push(Second::of(sec, &stats));
+        }
+    }
+
+    /// Every worker thread has gone (the channel is closed): threads that
+    /// never sent their last report ended abnormally. Counts them, stops
+    /// waiting for them and releases the seconds the others reported.
+    fn abandon(&mut self) {
+        if self.ended >= self.threads {
+            return;
+        }
+        self.threads_lost = self.threads - self.ended;
+        self.ended = self.threads;
+        for last in self.last_second.iter_mut().filter(|l| l.is_none()) {
+            // Expect no second from a lost thread beyond those it sent.
+            *last = Some(0);
+        }
+        while let Some((sec, (stats, _))) = self.pending.pop_first() {
+            self.ready.push(Second::of(sec, &stats));
         }
     }
 
@@ -310,6 +346,43 @@ impl Collector {
             users_arrived: self.users_arrived,
             users_waiting: self.users_waiting,
             peak_connections: 0,
+            threads_lost: self.threads_lost,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(thread: usize, second: u32, requests: u64) -> Snapshot {
+        let mut stats = Stats::new(1);
+        stats.classes[0].counters.requests = requests;
+        Snapshot {
+            thread,
+            second,
+            stats,
+            last: None,
+        }
+    }
+
+    /// A worker thread that dies without its last report (a panic) must not
+    /// leave the client waiting forever: once every thread is gone the
+    /// collector releases what the others sent and counts the lost one.
+    #[test]
+    fn a_lost_worker_thread_ends_the_run_and_is_counted() {
+        let mut c = Collector::new(1, 2);
+        c.add(snap(0, 0, 5));
+        c.add(snap(1, 0, 7));
+        c.add(snap(0, 1, 3));
+        assert_eq!(c.pop_second().map(|s| s.counters.requests), Some(12));
+        // Thread 1 died before second 1; thread 0 never ended either.
+        assert!(c.pop_second().is_none(), "second 1 waits for thread 1");
+        assert!(!c.finished());
+        c.abandon();
+        assert!(c.finished());
+        assert_eq!(c.threads_lost, 2);
+        assert_eq!(c.pop_second().map(|s| s.counters.requests), Some(3));
+        assert_eq!(c.into_report().threads_lost, 2);
     }
 }

@@ -27,6 +27,7 @@ mod client;
 pub mod parse;
 mod plan;
 mod probe;
+mod reactor;
 mod rng;
 mod stats;
 pub mod sys;

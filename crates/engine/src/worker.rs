@@ -12,6 +12,10 @@
 //! cross-thread message: statistics are per thread and leave it once a
 //! second as a [`Snapshot`].
 //!
+//! Which system calls deliver readiness or data is the reactor's business
+//! (`reactor.rs`: mio's edge-triggered epoll by default; level-triggered
+//! epoll and io_uring for measurement); this loop is the same for all.
+//!
 //! Edge-triggered readiness (mio's mode) is used without draining sockets to
 //! `EAGAIN`: a response is read until it is complete, and any later data or
 //! FIN raises a new edge. A read that fills the whole buffer, or an event
@@ -19,17 +23,18 @@
 
 use crate::parse::{Feed, FrameError, ResponseParser};
 use crate::plan::{parts_len, Arrival, ClientPlan, Expect, Load, OpenLoop, Requests, Scheme, Stop, Variant};
+use crate::reactor::{next_generation, Backend, Ev, IoConfig, Reactor};
 use crate::rng::SplitMix64;
 use crate::stats::{ConnectionKind, ErrorKind, Snapshot, Stats, ThreadEnd};
 use crate::tls::{server_name, TlsConfigs};
 use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
 use rustls::pki_types::ServerName;
 use rustls::ClientConnection;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -84,6 +89,15 @@ impl Shared {
 enum Sock {
     Plain(TcpStream),
     Tls(Box<TlsSock>),
+}
+
+impl Sock {
+    fn fd(&self) -> RawFd {
+        match self {
+            Sock::Plain(tcp) => tcp.as_raw_fd(),
+            Sock::Tls(t) => t.tcp.as_raw_fd(),
+        }
+    }
 }
 
 struct TlsSock {
@@ -145,6 +159,15 @@ struct Vu {
     intended: Option<Instant>,
     deadline: Instant,
     written: usize,
+    /// The reactor reports this connection's writability (a connect or a
+    /// write waits); only level-triggered epoll needs it kept in step.
+    out_armed: bool,
+    /// io_uring: which of this slot's connections is current (stale
+    /// completions of an earlier one are ignored), whether its multishot
+    /// receive is armed, and the request's scatter list for `SENDMSG`.
+    generation: u32,
+    recv_armed: bool,
+    msg: SendMsg,
     parser: ResponseParser,
     hasher: Option<Box<Xxh3>>,
 }
@@ -153,7 +176,8 @@ struct Vu {
 pub(crate) struct Worker {
     shared: Arc<Shared>,
     index: usize,
-    poll: Poll,
+    reactor: Reactor,
+    io: IoConfig,
     vus: Vec<Vu>,
     buf: Box<[u8]>,
     /// Everything that completed in the current second (ramps included),
@@ -222,11 +246,11 @@ pub(crate) struct Worker {
 struct Timer(std::os::fd::OwnedFd);
 
 /// The poll token of the open loop's timer (no slot has this index).
-const TIMER: Token = Token(usize::MAX);
+const TIMER: usize = usize::MAX;
 
 impl Timer {
-    fn new(poll: &Poll) -> io::Result<Timer> {
-        use std::os::fd::{AsRawFd, FromRawFd};
+    fn new(reactor: &mut Reactor) -> io::Result<Timer> {
+        use std::os::fd::FromRawFd;
         // SAFETY: timerfd_create returns a new descriptor we then own, or -1.
         let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
         if fd < 0 {
@@ -234,14 +258,12 @@ impl Timer {
         }
         // SAFETY: fd is a valid descriptor nothing else owns.
         let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-        poll.registry()
-            .register(&mut mio::unix::SourceFd(&owned.as_raw_fd()), TIMER, Interest::READABLE)?;
+        reactor.register_readable(owned.as_raw_fd(), TIMER)?;
         Ok(Timer(owned))
     }
 
     /// Fires once, `after` from now (at least 1 ns: zero would disarm it).
     fn arm(&self, after: Duration) {
-        use std::os::fd::AsRawFd;
         let after = after.max(Duration::from_nanos(1));
         let spec = libc::itimerspec {
             it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
@@ -256,7 +278,6 @@ impl Timer {
 
     /// Reads the expiration count, so the next expiry raises a new edge.
     fn clear(&self) {
-        use std::os::fd::AsRawFd;
         let mut n = 0u64;
         // SAFETY: reads 8 bytes into a live u64 from a descriptor we own.
         unsafe { libc::read(self.0.as_raw_fd(), &mut n as *mut u64 as *mut libc::c_void, 8) };
@@ -363,6 +384,10 @@ impl Worker {
                 intended: None,
                 deadline: now,
                 written: 0,
+                out_armed: false,
+                generation: 0,
+                recv_armed: false,
+                msg: SendMsg::new(),
                 parser: ResponseParser::new(),
                 hasher: checksum.then(|| Box::new(Xxh3::new())),
             })
@@ -372,8 +397,15 @@ impl Worker {
             Stop::Requests(n) => (n / (threads * 16)).clamp(1, 64),
             Stop::After(_) => 0,
         };
+        let io = IoConfig::get().map_err(io::Error::other)?;
+        if io.backend == Backend::Uring && plan.urls.iter().any(|u| u.target.scheme == Scheme::Https) {
+            return Err(io::Error::other(
+                "BENCHLAB_IO=uring drives http:// URLs only (rustls reads and writes its own socket); unset it for https",
+            ));
+        }
         Ok(Worker {
-            poll: Poll::new()?,
+            reactor: Reactor::new(io, plan.receive_buffer)?,
+            io,
             buf: vec![0u8; plan.receive_buffer].into_boxed_slice(),
             second: if open.is_some() {
                 Stats::open_loop(plan.classes.len())
@@ -427,10 +459,16 @@ impl Worker {
             Stop::Requests(_) => None,
         };
         let sweep_every = (plan.timeout / 20).clamp(Duration::from_millis(1), SWEEP_MAX);
-        let mut events = Events::with_capacity(1024);
+        let mut events = self.reactor.events(1024);
         let mut second: u32 = 0;
         let mut next_snapshot = start + Duration::from_secs(1);
 
+        if let Err(e) = self.reactor.start() {
+            // Nothing was sent: the run reports no requests, and why.
+            eprintln!("benchlab: worker {}: cannot start io_uring: {e}", self.index);
+            self.vus.iter_mut().for_each(|v| v.state = State::Done);
+            self.done_vus = self.vus.len();
+        }
         let begin = start + plan.start_delay;
         let now = Instant::now();
         if now < begin {
@@ -443,7 +481,7 @@ impl Worker {
             // this thread's wake-up: a late start shows as late sends.
             self.schedule = Some(Schedule::new(o, begin, plan.os_threads, self.index, plan.seed));
             // Without a timer the loop still runs, on epoll's coarser timeout.
-            self.timer = Timer::new(&self.poll).ok();
+            self.timer = Timer::new(&mut self.reactor).ok();
         } else if plan.ramp_up.is_zero() {
             for i in 0..self.vus.len() {
                 self.start_request(i);
@@ -531,25 +569,30 @@ impl Worker {
                     }
                 }
             }
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+            if let Err(e) = self.reactor.wait(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;
                 }
             }
-            for ev in events.iter() {
-                if ev.token() == TIMER {
-                    if let Some(t) = &self.timer {
-                        t.clear();
+            events.each(|ev| match ev {
+                Ev::Ready(ev) => {
+                    if ev.token == TIMER {
+                        if let Some(t) = &self.timer {
+                            t.clear();
+                        }
+                        return;
                     }
-                    continue;
+                    self.on_event(ev.token, ev.readable, ev.writable, ev.closed);
                 }
-                self.on_event(
-                    ev.token().0,
-                    ev.is_readable(),
-                    ev.is_writable(),
-                    ev.is_read_closed() || ev.is_error(),
-                );
-            }
+                Ev::Recv {
+                    token,
+                    generation,
+                    res,
+                    buffer,
+                    more,
+                } => self.on_recv(token, generation, res, buffer, more),
+                Ev::Sent { token, generation, res } => self.on_sent(token, generation, res),
+            });
         }
         let in_flight = self
             .vus
@@ -564,7 +607,11 @@ impl Worker {
         let users_waiting = self.vus.iter().filter(|v| v.state == State::Arriving).count() as u64;
         let (cpu_user, cpu_system) = crate::sys::cpu_time(true);
         // Close every connection before reporting, so the caller may count
-        // on the sockets being gone once the last snapshot arrives.
+        // on the sockets being gone once the last snapshot arrives (an
+        // io_uring receive holds its socket open until cancelled).
+        if let Some(u) = self.reactor.uring() {
+            u.cancel_all();
+        }
         for v in &mut self.vus {
             v.sock = None;
         }
@@ -680,7 +727,7 @@ impl Worker {
                 State::Connecting => self.fail(i, ErrorKind::ConnectTimeout),
                 State::Handshaking | State::Writing | State::Reading => self.fail(i, ErrorKind::Timeout),
                 State::Draining => {
-                    self.vus[i].sock = None;
+                    self.close(i);
                     self.next(i);
                 }
                 State::Thinking | State::Arriving | State::Done => {}
@@ -703,8 +750,8 @@ impl Worker {
                 self.budget = self.shared.reserve(self.budget_chunk);
             }
             if self.budget == 0 {
+                self.close(i);
                 let v = &mut self.vus[i];
-                v.sock = None;
                 v.state = State::Done;
                 self.done_vus += 1;
                 return;
@@ -794,10 +841,19 @@ impl Worker {
                 c.reconnects += 1
             });
         }
-        match connect(target.addr, source) {
-            Ok(mut tcp) => {
-                let interest = Interest::READABLE | Interest::WRITABLE;
-                if self.poll.registry().register(&mut tcp, Token(i), interest).is_err() {
+        match connect(target.addr, source, self.io.busy_poll_us) {
+            Ok(tcp) => {
+                let v = &mut self.vus[i];
+                let registered = if let Some(u) = self.reactor.uring() {
+                    // The receive waits for the connect like any data.
+                    v.generation = next_generation(v.generation);
+                    v.recv_armed = u.recv(tcp.as_raw_fd(), i, v.generation).is_ok();
+                    v.recv_armed
+                } else {
+                    v.out_armed = true;
+                    self.reactor.register(tcp.as_raw_fd(), i, true).is_ok()
+                };
+                if !registered {
                     self.fail(i, ErrorKind::ConnectRefused);
                     return;
                 }
@@ -885,18 +941,34 @@ impl Worker {
             }
             State::Draining => self.drain(i),
             State::Thinking => {
-                if closed && v.sock.is_some() {
-                    // The server closed the idle keep-alive connection.
-                    let v = &mut self.vus[i];
-                    v.sock = None;
-                    v.reconnect_pending = true;
-                    // An open loop's slot stays in `idle` without it.
-                    if self.schedule.is_some() {
-                        self.idle_closed += 1;
-                    }
+                // Level-triggered, bytes nobody asked for on an idle
+                // connection would be reported on every turn: the
+                // connection's framing is lost anyway, so it is dropped
+                // as if the server had closed it. (Edge-triggered, they
+                // stay and fail the next request as framing.)
+                let stray = readable && self.reactor.tracks_writes();
+                if (closed || stray) && v.sock.is_some() {
+                    self.closed_while_idle(i);
                 }
             }
             State::Arriving | State::Done => {}
+        }
+    }
+
+    /// Asks the reactor for connection `i`'s writability, or stops asking
+    /// (an `epoll_ctl` only when that changes, and only level-triggered).
+    #[inline]
+    fn want_write(&mut self, i: usize, write: bool) {
+        if !self.reactor.tracks_writes() {
+            return;
+        }
+        let v = &mut self.vus[i];
+        if v.out_armed == write {
+            return;
+        }
+        let Some(sock) = v.sock.as_ref() else { return };
+        if self.reactor.want_write(sock.fd(), i, write).is_ok() {
+            v.out_armed = write;
         }
     }
 
@@ -925,7 +997,7 @@ impl Worker {
                             });
                         }
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.want_write(i, true),
                     Err(e) => return self.fail(i, connect_error_kind(&e, true)),
                 }
             }
@@ -947,7 +1019,9 @@ impl Worker {
                         return self.fail(i, ErrorKind::Tls);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                // Waiting for the server: a level-triggered EPOLLOUT
+                // would report the idle socket writable at once, forever.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.want_write(i, false),
                 Err(e) => return self.fail(i, connect_error_kind(&e, true)),
             }
         }
@@ -974,6 +1048,18 @@ impl Worker {
         let Some(sock) = v.sock.as_mut() else {
             return self.fail(i, ErrorKind::Reset);
         };
+        if let (Some(u), Sock::Plain(tcp)) = (self.reactor.uring(), &*sock) {
+            // Queued; the next loop turn's io_uring_enter sends it, and
+            // its completion (`on_sent`) moves the user on.
+            let mut slices = [io::IoSlice::new(&[]); 3];
+            let n = unwritten(&parts, v.written, &mut slices);
+            v.msg.set(&slices[..n]);
+            v.state = State::Writing;
+            if u.send(tcp.as_raw_fd(), i, v.generation, v.msg.header()).is_err() {
+                self.fail(i, ErrorKind::Reset);
+            }
+            return;
+        }
         let result: io::Result<bool> = match sock {
             Sock::Plain(tcp) => loop {
                 let mut slices = [io::IoSlice::new(&[]); 3];
@@ -1012,30 +1098,167 @@ impl Worker {
             }
         };
         match result {
-            Ok(true) => v.state = State::Reading,
-            Ok(false) => v.state = State::Writing,
+            Ok(true) => {
+                v.state = State::Reading;
+                self.want_write(i, false);
+            }
+            Ok(false) => {
+                v.state = State::Writing;
+                self.want_write(i, true);
+            }
             Err(e) => {
-                if reused && is_closed_error(&e) {
-                    self.reconnect(i);
-                } else {
-                    let kind = if v.conn_served == 0 && v.written == 0 {
-                        connect_error_kind(&e, matches!(sock, Sock::Tls(_)))
-                    } else if matches!(sock, Sock::Tls(_)) && e.kind() == io::ErrorKind::InvalidData {
-                        ErrorKind::Tls
-                    } else {
-                        ErrorKind::Reset
-                    };
-                    self.fail(i, kind);
-                }
+                let tls = matches!(sock, Sock::Tls(_));
+                self.write_failed(i, e, reused, tls);
             }
         }
+    }
+
+    /// A write of the current request failed.
+    fn write_failed(&mut self, i: usize, e: io::Error, reused: bool, tls: bool) {
+        let v = &self.vus[i];
+        if reused && is_closed_error(&e) {
+            self.reconnect(i);
+        } else {
+            let kind = if v.conn_served == 0 && v.written == 0 {
+                connect_error_kind(&e, tls)
+            } else if tls && e.kind() == io::ErrorKind::InvalidData {
+                ErrorKind::Tls
+            } else {
+                ErrorKind::Reset
+            };
+            self.fail(i, kind);
+        }
+    }
+
+    /// io_uring: a `SENDMSG` of the current request completed.
+    fn on_sent(&mut self, i: usize, generation: u32, res: i32) {
+        let Some(v) = self.vus.get_mut(i) else { return };
+        if v.generation != generation || v.state != State::Writing || v.sock.is_none() {
+            return; // a closed connection's, or the response came first
+        }
+        if res < 0 {
+            let reused = v.conn_served > 0;
+            return self.write_failed(i, io::Error::from_raw_os_error(-res), reused, false);
+        }
+        if !v.connected {
+            v.connected = true;
+            bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                c.connections_opened += 1
+            });
+        }
+        v.written += res as usize;
+        let parts = self
+            .shared
+            .requests
+            .parts(&self.shared.plan.urls, v.url as usize, v.variant);
+        if v.written >= parts_len(&parts) {
+            v.state = State::Reading;
+        } else {
+            self.write_more(i);
+        }
+    }
+
+    /// io_uring: a completion of connection `i`'s multishot receive. The
+    /// bytes are fed from the provided buffer itself, which goes back to
+    /// the kernel afterwards.
+    fn on_recv(&mut self, i: usize, generation: u32, res: i32, buffer: Option<u16>, more: bool) {
+        let data = match (buffer, self.reactor.uring()) {
+            (Some(b), Some(u)) if res > 0 => u.data(b, res as usize),
+            _ => (std::ptr::null(), 0),
+        };
+        // SAFETY: the buffer is the kernel's again only after recycle,
+        // below; the mapping outlives the worker's loop.
+        let data: &[u8] = if data.1 == 0 {
+            &[]
+        } else {
+            unsafe { std::slice::from_raw_parts(data.0, data.1) }
+        };
+        self.received(i, generation, res, data, more);
+        if let (Some(b), Some(u)) = (buffer, self.reactor.uring()) {
+            u.recycle(b);
+        }
+    }
+
+    fn received(&mut self, i: usize, generation: u32, res: i32, data: &[u8], more: bool) {
+        let Some(v) = self.vus.get_mut(i) else { return };
+        if v.generation != generation || v.sock.is_none() {
+            return; // a closed connection's
+        }
+        if !more {
+            v.recv_armed = false;
+        }
+        match (v.state, res) {
+            (_, r) if r == -libc::ECANCELED => {}
+            // Out of buffers: it stopped; re-armed below.
+            (_, r) if r == -libc::ENOBUFS => {}
+            (State::Reading | State::Writing | State::Connecting, r) if r > 0 => match feed(v, data) {
+                Fed::More => v.state = State::Reading,
+                Fed::Done => self.complete(i, false),
+                Fed::Fail(kind) => self.fail(i, kind),
+            },
+            (State::Reading | State::Writing | State::Connecting, 0) => self.read_eof(i),
+            // Before the first byte left, an error is the connect's (as
+            // the first write's is for the epoll backends).
+            (State::Writing | State::Connecting, r) if !v.connected => {
+                self.fail(i, connect_error_kind(&io::Error::from_raw_os_error(-r), false))
+            }
+            (State::Reading | State::Writing | State::Connecting, r) => {
+                self.read_failed(i, io::Error::from_raw_os_error(-r))
+            }
+            // Stray bytes after a close are ignored, as `drain` does.
+            (State::Draining, r) if r > 0 => {}
+            (State::Draining, _) => {
+                self.close(i);
+                self.next(i);
+            }
+            // Closed while idle, or bytes nobody asked for (see on_event).
+            (State::Thinking, _) => self.closed_while_idle(i),
+            (State::Handshaking | State::Arriving | State::Done, _) => {}
+        }
+        let v = &mut self.vus[i];
+        if !v.recv_armed && v.generation == generation && (res > 0 || res == -libc::ENOBUFS) {
+            if let (Some(sock), Some(u)) = (v.sock.as_ref(), self.reactor.uring()) {
+                v.recv_armed = u.recv(sock.fd(), i, generation).is_ok();
+            }
+        }
+    }
+
+    /// The server closed idle keep-alive connection `i` (or sent bytes
+    /// nobody asked for): drop it and reconnect at its next request. Every
+    /// backend comes here, so an open loop's count of open connections
+    /// (`slots − free − idle_closed`) stays exact whichever noticed it.
+    fn closed_while_idle(&mut self, i: usize) {
+        self.close(i);
+        self.vus[i].reconnect_pending = true;
+        // An open loop's slot stays in `idle` without its socket.
+        if self.schedule.is_some() {
+            self.idle_closed += 1;
+        }
+    }
+
+    /// Drops connection `i`'s socket (closing it), first cancelling an
+    /// io_uring receive that would hold it open, and submitting entries
+    /// still queued: an entry names its socket by descriptor number, and
+    /// once closed, that number may be the next connection's.
+    fn close(&mut self, i: usize) {
+        let v = &mut self.vus[i];
+        if v.sock.is_none() {
+            return;
+        }
+        if let Some(u) = self.reactor.uring() {
+            if std::mem::take(&mut v.recv_armed) {
+                let _ = u.cancel_recv(i, v.generation);
+            }
+            u.submit_queued();
+        }
+        v.sock = None;
     }
 
     /// The server closed a reused keep-alive connection before any byte of
     /// the response: open a new one and send the same request again.
     fn reconnect(&mut self, i: usize) {
+        self.close(i);
         let v = &mut self.vus[i];
-        v.sock = None;
         v.reconnect_pending = true;
         v.parser.reset();
         if let Some(h) = v.hasher.as_deref_mut() {
@@ -1060,46 +1283,45 @@ impl Worker {
                 Sock::Tls(t) => tls_read(t, &mut self.buf),
             };
             match read {
-                ReadOutcome::Data(n) => {
-                    let feed = v.parser.feed(&self.buf[..n], v.hasher.as_deref_mut());
-                    match feed {
-                        Ok(Feed::NeedMore) => {
-                            if n < self.buf.len() && !closed && matches!(v.sock, Some(Sock::Plain(_))) {
-                                return;
-                            }
+                ReadOutcome::Data(n) => match feed(v, &self.buf[..n]) {
+                    Fed::More => {
+                        if n < self.buf.len() && !closed && matches!(v.sock, Some(Sock::Plain(_))) {
+                            return;
                         }
-                        Ok(Feed::Done { consumed }) => {
-                            if consumed < n {
-                                v.parser.add_stray(n - consumed);
-                                return self.fail(i, ErrorKind::Framing);
-                            }
-                            return self.complete(i, closed);
-                        }
-                        Err(e) => return self.fail(i, frame_error_kind(e)),
                     }
-                }
+                    Fed::Done => return self.complete(i, closed),
+                    Fed::Fail(kind) => return self.fail(i, kind),
+                },
                 ReadOutcome::WouldBlock => return,
-                ReadOutcome::Eof => {
-                    let reused = v.conn_served > 0;
-                    match v.parser.on_eof() {
-                        Ok(()) => return self.complete(i, true),
-                        Err(FrameError::ClosedBeforeResponse) if reused => return self.reconnect(i),
-                        Err(e) => return self.fail(i, frame_error_kind(e)),
-                    }
-                }
-                ReadOutcome::Error(e) => {
-                    if v.conn_served > 0 && !v.parser.started() && is_closed_error(&e) {
-                        return self.reconnect(i);
-                    }
-                    let kind = if e.kind() == io::ErrorKind::InvalidData {
-                        ErrorKind::Tls
-                    } else {
-                        ErrorKind::Reset
-                    };
-                    return self.fail(i, kind);
-                }
+                ReadOutcome::Eof => return self.read_eof(i),
+                ReadOutcome::Error(e) => return self.read_failed(i, e),
             }
         }
+    }
+
+    /// The server closed the connection while a response was awaited.
+    fn read_eof(&mut self, i: usize) {
+        let v = &mut self.vus[i];
+        let reused = v.conn_served > 0;
+        match v.parser.on_eof() {
+            Ok(()) => self.complete(i, true),
+            Err(FrameError::ClosedBeforeResponse) if reused => self.reconnect(i),
+            Err(e) => self.fail(i, frame_error_kind(e)),
+        }
+    }
+
+    /// Reading the response failed.
+    fn read_failed(&mut self, i: usize, e: io::Error) {
+        let v = &self.vus[i];
+        if v.conn_served > 0 && !v.parser.started() && is_closed_error(&e) {
+            return self.reconnect(i);
+        }
+        let kind = if e.kind() == io::ErrorKind::InvalidData {
+            ErrorKind::Tls
+        } else {
+            ErrorKind::Reset
+        };
+        self.fail(i, kind)
     }
 
     /// A response is complete: validate, count, and go on.
@@ -1156,7 +1378,7 @@ impl Worker {
         if reusable {
             self.next_now(i);
         } else if eof_seen {
-            v.sock = None;
+            self.close(i);
             self.next(i);
         } else {
             // Wait (briefly) for the server's close; see `State::Draining`.
@@ -1168,6 +1390,9 @@ impl Worker {
 
     /// Reads until the server's FIN on a connection that is ending.
     fn drain(&mut self, i: usize) {
+        if self.reactor.uring().is_some() {
+            return; // the receive's completions bring the FIN
+        }
         loop {
             let v = &mut self.vus[i];
             let Some(sock) = v.sock.as_mut() else {
@@ -1186,7 +1411,7 @@ impl Worker {
                 ReadOutcome::WouldBlock => return,
                 ReadOutcome::Data(_) => continue, // stray bytes after a close: ignored
                 ReadOutcome::Eof | ReadOutcome::Error(_) => {
-                    v.sock = None;
+                    self.close(i);
                     return self.next(i);
                 }
             }
@@ -1258,8 +1483,72 @@ impl Worker {
             self.window.classes[class].record_error(kind, latency, bytes);
             self.window.conn.requests_by_kind[conn_kind] += 1;
         }
-        v.sock = None;
+        self.close(i);
         self.next(i);
+    }
+}
+
+/// What a chunk of response bytes did to the parser.
+enum Fed {
+    More,
+    Done,
+    Fail(ErrorKind),
+}
+
+/// Feeds response bytes to user `v`'s parser (the one framing path of
+/// every backend).
+#[inline]
+fn feed(v: &mut Vu, data: &[u8]) -> Fed {
+    match v.parser.feed(data, v.hasher.as_deref_mut()) {
+        Ok(Feed::NeedMore) => Fed::More,
+        Ok(Feed::Done { consumed }) => {
+            if consumed < data.len() {
+                v.parser.add_stray(data.len() - consumed);
+                return Fed::Fail(ErrorKind::Framing);
+            }
+            Fed::Done
+        }
+        Err(e) => Fed::Fail(frame_error_kind(e)),
+    }
+}
+
+/// A `msghdr` and its scatter list, for an io_uring `SENDMSG` of the
+/// current request (pointing into the plan's request bytes).
+struct SendMsg {
+    hdr: libc::msghdr,
+    iov: [libc::iovec; 3],
+}
+
+// SAFETY: the pointers are to the plan's request bytes (shared, immutable,
+// alive as long as the worker) and to this value's own array; a slot moves
+// to its worker thread once, before use.
+unsafe impl Send for SendMsg {}
+
+impl SendMsg {
+    fn new() -> SendMsg {
+        SendMsg {
+            // SAFETY: an all-zero msghdr is a valid empty one.
+            hdr: unsafe { std::mem::zeroed() },
+            iov: [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; 3],
+        }
+    }
+
+    fn set(&mut self, slices: &[io::IoSlice<'_>]) {
+        for (k, s) in slices.iter().enumerate() {
+            self.iov[k] = libc::iovec {
+                iov_base: s.as_ptr() as *mut libc::c_void,
+                iov_len: s.len(),
+            };
+        }
+        self.hdr.msg_iov = self.iov.as_mut_ptr();
+        self.hdr.msg_iovlen = slices.len() as _;
+    }
+
+    fn header(&self) -> *const libc::msghdr {
+        &self.hdr
     }
 }
 
@@ -1371,7 +1660,7 @@ fn arrival_limit(os_threads: usize) -> usize {
 }
 
 /// Opens a non-blocking TCP connection (connect in progress).
-fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>) -> Result<TcpStream, ErrorKind> {
+fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>, busy_poll_us: u32) -> Result<TcpStream, ErrorKind> {
     use socket2::{Domain, Protocol, Socket, Type};
     let sock = Socket::new(
         Domain::for_address(addr),
@@ -1386,6 +1675,10 @@ fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>) -> Result<TcpStre
         // A source address this machine cannot bind is the client's
         // failure, never the server's refusal.
         sock.bind(&SocketAddr::new(ip, 0).into()).map_err(|_| ErrorKind::Bind)?;
+    }
+    if busy_poll_us > 0 {
+        // Best effort, as the epoll side (see reactor.rs).
+        let _ = crate::reactor::set_socket_busy_poll(sock.as_raw_fd(), busy_poll_us);
     }
     match sock.connect(&addr.into()) {
         Ok(()) => {}
@@ -1561,7 +1854,7 @@ mod tests {
         // Nothing needs to listen: the bind fails before any connect.
         let target: SocketAddr = "127.0.0.1:9".parse().unwrap();
         let away = "192.0.2.1".parse().unwrap(); // TEST-NET-1: on no machine
-        assert_eq!(connect(target, Some(away)).err(), Some(ErrorKind::Bind));
+        assert_eq!(connect(target, Some(away), 0).err(), Some(ErrorKind::Bind));
         let no_port = io::Error::from_raw_os_error(libc::EADDRNOTAVAIL);
         assert_eq!(connect_error_kind(&no_port, false), ErrorKind::Bind);
         let refused = io::Error::from_raw_os_error(libc::ECONNREFUSED);
