@@ -89,6 +89,7 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
         time_scale: a.time_scale,
         command: std::env::args().collect(),
         repeat: 1,
+        ..RunOptions::default()
     };
     let outcome = execute(&suite, &opts, &a.web);
     let _ = server.shutdown();

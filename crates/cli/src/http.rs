@@ -1,18 +1,21 @@
-//! `benchlab http`: flags → a one-client plan → preflight → run → result.
+//! `benchlab http`: flags → a one-client plan → preflight → run, as one
+//! client through the controller's client seam (`drive_mix`) → result.
 
 use crate::args::{self, WeightedUrl};
 use crate::output::{self, HttpResult};
 use crate::{CliError, Outcome};
 use benchlab_controller::peak::{PeakSearch, SearchLimits, Step, StepKind};
+use benchlab_controller::plan::{ClientPlan as DataPlan, UrlList};
+use benchlab_controller::{drive_mix, ClientEnd, ClientPool, InProcess};
 use benchlab_engine::{
-    probe_from, sys, Arrival, ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, Load, OpenLoop, PlanError,
-    Scheme, Stop, Target, TlsOptions, UrlPlan,
+    probe_from, sys, Arrival, ClassPlan, ClientPlan, ConnectionPolicy, Expect, Load, OpenLoop, PlanError, Scheme, Stop,
+    Target, TlsOptions, UrlPlan,
 };
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// HTTP version and connection behaviour of the run's connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -450,19 +453,15 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     })
 }
 
-/// Ctrl-C: stops the client that runs now and the search.
+/// Ctrl-C: stops the load that runs now and the search.
 #[derive(Default)]
 struct Interrupt {
     stopped: std::sync::atomic::AtomicBool,
-    current: std::sync::Mutex<Option<benchlab_engine::Stopper>>,
 }
 
 impl Interrupt {
     fn stop(&self) {
         self.stopped.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(s) = self.current.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            s.stop();
-        }
     }
 
     fn is_stopped(&self) -> bool {
@@ -470,7 +469,9 @@ impl Interrupt {
     }
 }
 
-/// Runs `plan` once: the result (the generator's CPU and the machine's
+/// Runs `plan` once, as one client through the controller's client seam
+/// (the plan as data, a wall-clock start, the same driving loop as a
+/// suite's mixes): the result (the generator's CPU and the machine's
 /// included) and the client's report. `live`: a line per second on stderr.
 fn run_once(
     plan: &ClientPlan,
@@ -478,32 +479,42 @@ fn run_once(
     live: bool,
     interrupt: &Interrupt,
 ) -> Result<(HttpResult, benchlab_engine::ClientReport), CliError> {
+    let cannot = |e: &dyn std::fmt::Display| CliError::CannotRun(e.to_string());
+    let urls = Arc::new(UrlList::of_engine(&plan.urls, &plan.classes));
+    let clients = InProcess::default();
+    clients.load_urls(&urls).map_err(|e| cannot(&e))?;
+    let data = DataPlan::of_engine(plan, urls.id.clone());
     let cpu0 = sys::cpu_time(false);
     let machine0 = benchlab_controller::machine::CpuTicks::now();
     let started = Instant::now();
-    let mut client = Client::start(plan.clone(), started).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    *interrupt.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(client.stopper());
-    if interrupt.is_stopped() {
-        client.stopper().stop();
-    }
-    while !client.is_finished() {
-        if let Some(s) = client.next_second(Duration::from_millis(250)) {
+    let driven = drive_mix(
+        &clients,
+        &[data],
+        plan.window,
+        SystemTime::now(),
+        &interrupt.stopped,
+        &mut |s| {
             if live {
                 eprint!(
                     "\r  {:>4}s  {:>12} req/s  {:>9} MB/s  p50 {} µs  errors {}   ",
-                    s.second + 1,
-                    output::thousands(s.counters.requests),
-                    output::mbytes_per_sec(s.counters.bytes as f64),
-                    output::thousands(s.latency.p50),
-                    output::thousands(s.counters.errors_total())
+                    s.second,
+                    output::thousands(s.requests),
+                    output::mbytes_per_sec(s.bytes as f64),
+                    output::thousands(s.latency_p50_us),
+                    output::thousands(s.errors)
                 );
             }
-        }
-    }
+        },
+    )
+    .map_err(|e| cannot(&e))?;
     if live {
         eprintln!();
     }
-    let report = client.finish();
+    let report = match driven.clients.into_iter().next() {
+        Some(ClientEnd::Finished(r)) => r,
+        Some(ClientEnd::Lost { why, .. }) => return Err(CliError::CannotRun(format!("the client was lost: {why}"))),
+        None => return Err(CliError::CannotRun("no client ran".into())),
+    };
     let cpu1 = sys::cpu_time(false);
     let machine_busy = machine0
         .zip(benchlab_controller::machine::CpuTicks::now())
@@ -513,7 +524,6 @@ fn run_once(
     // A server on this machine (a loopback URL) shares its CPUs.
     let co_located = plan.urls.iter().any(|u| u.target.addr.ip().is_loopback());
     result.client_cpu = result.client_cpu.clone().with_machine(machine_busy, co_located);
-    *interrupt.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
     Ok((result, report))
 }
 

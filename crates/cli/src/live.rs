@@ -19,7 +19,7 @@
 //! command and the suite file to anyone who can reach it.
 
 use crate::CliError;
-use benchlab_controller::{MixResult, Observer, Results};
+use benchlab_controller::{MixResult, Observer, Results, SecondResult};
 use benchlab_model::Mix;
 use clap::Args;
 use serde::Serialize;
@@ -58,6 +58,10 @@ struct Second {
     errors: u64,
     bytes: u64,
     in_window: bool,
+    /// Percentiles of the second's successful requests, every client's
+    /// merged (0 when none completed).
+    latency_p50_us: u64,
+    latency_p99_us: u64,
 }
 
 /// The mix now running.
@@ -341,25 +345,25 @@ impl Observer for Feed<'_> {
         self.inner.repeat_started(mix, repeat, of);
     }
 
-    fn second(&mut self, mix: &Mix, second: u32, requests: u64, errors: u64, bytes: u64) {
-        let (from, until) = mix.window();
-        let t0 = std::time::Duration::from_secs(second.into());
+    fn second(&mut self, mix: &Mix, second: &SecondResult) {
         let point = Second {
             mix: mix.number,
             run: self.run.0,
-            second: second + 1,
-            requests,
-            errors,
-            bytes,
-            in_window: t0 >= from && t0 + std::time::Duration::from_secs(1) <= until,
+            second: second.second,
+            requests: second.requests,
+            errors: second.errors,
+            bytes: second.bytes,
+            in_window: second.in_window,
+            latency_p50_us: second.latency_p50_us,
+            latency_p99_us: second.latency_p99_us,
         };
         self.live.update(|s| {
             if let Some(c) = s.current.as_mut() {
-                c.second = second + 1;
+                c.second = second.second;
             }
             s.seconds.push(point);
         });
-        self.inner.second(mix, second, requests, errors, bytes);
+        self.inner.second(mix, second);
     }
 
     fn mix_finished(&mut self, r: &MixResult) {
@@ -392,8 +396,9 @@ impl Observer for Feed<'_> {
 
 /// The live page: its script polls `/live.json` every second and redraws
 /// the header, the progress, the per-second chart (requests per second of
-/// every mix back to back, each point a `<circle>` carrying its mix, run,
-/// second and requests as `data-*`) and the table of finished mixes. Every
+/// every mix back to back, and each second's merged p99 on its own scale;
+/// each point a `<circle>` carrying its mix, run, second, requests and
+/// percentiles as `data-*`) and the table of finished mixes. Every
 /// value goes in through `textContent` or an attribute, never as markup.
 /// When the run has ended the page at `/` loads itself again, and `/` is
 /// then the final report; at `/live` it stays.
@@ -438,19 +443,27 @@ svg text{font-size:11px;fill:#5a6475}
   function chart(seconds) {
     var svg = document.getElementById('live-chart');
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
-    var W = 1050, H = 300, L = 60, R = 12, T = 12, B = 36;
-    var max = 1;
-    seconds.forEach(function (s) { if (s.requests > max) { max = s.requests; } });
+    var W = 1050, H = 300, L = 60, R = 64, T = 12, B = 36;
+    var max = 1, max99 = 1;
+    seconds.forEach(function (s) {
+      if (s.requests > max) { max = s.requests; }
+      if (s.latency_p99_us > max99) { max99 = s.latency_p99_us; }
+    });
     var n = Math.max(seconds.length, 10);
     var x = function (i) { return L + (W - L - R) * (i + 0.5) / n; };
     var y = function (v) { return H - B - (H - T - B) * v / max; };
+    // The p99 of each second (every client's requests merged) on its own
+    // scale, at the right.
+    var y99 = function (v) { return H - B - (H - T - B) * v / max99; };
     el('line', {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#9aa3b2'}, svg);
     el('line', {x1: L, y1: T, x2: L, y2: H - B, stroke: '#9aa3b2'}, svg);
     [0, 0.5, 1].forEach(function (f) {
       var t = el('text', {x: L - 6, y: y(max * f) + 4, 'text-anchor': 'end'}, svg);
       t.textContent = num(max * f, 0);
+      var r = el('text', {x: W - R + 6, y: y99(max99 * f) + 4, fill: '#c05a00'}, svg);
+      r.textContent = num(max99 * f, 0) + (f === 1 ? ' µs p99' : '');
     });
-    var pts = [], lastMix = null;
+    var pts = [], pts99 = [], lastMix = null;
     seconds.forEach(function (s, i) {
       if (!s.in_window) {
         el('rect', {x: x(i) - (W - L - R) / n / 2, y: T, width: (W - L - R) / n, height: H - T - B, fill: '#eef1f6'}, svg);
@@ -463,13 +476,20 @@ svg text{font-size:11px;fill:#5a6475}
         lastMix = key;
       }
       pts.push(x(i).toFixed(1) + ',' + y(s.requests).toFixed(1));
+      pts99.push(x(i).toFixed(1) + ',' + y99(s.latency_p99_us).toFixed(1));
     });
+    if (pts99.length) {
+      el('polyline', {id: 'live-p99', points: pts99.join(' '), fill: 'none', stroke: '#c05a00', 'stroke-width': 1.5,
+        'stroke-dasharray': '4 3'}, svg);
+    }
     if (pts.length) { el('polyline', {points: pts.join(' '), fill: 'none', stroke: '#2f6fdb', 'stroke-width': 2}, svg); }
     seconds.forEach(function (s, i) {
       var c = el('circle', {cx: x(i).toFixed(1), cy: y(s.requests).toFixed(1), r: 3, fill: s.errors > 0 ? '#b3261e' : '#2f6fdb',
-        'data-mix': s.mix, 'data-run': s.run, 'data-second': s.second, 'data-requests': s.requests, 'data-errors': s.errors}, svg);
+        'data-mix': s.mix, 'data-run': s.run, 'data-second': s.second, 'data-requests': s.requests, 'data-errors': s.errors,
+        'data-p50': s.latency_p50_us, 'data-p99': s.latency_p99_us}, svg);
       var tip = el('title', {}, c);
-      tip.textContent = 'mix ' + s.mix + ', second ' + s.second + ': ' + num(s.requests, 0) + ' requests, ' + num(s.errors, 0) + ' errors';
+      tip.textContent = 'mix ' + s.mix + ', second ' + s.second + ': ' + num(s.requests, 0) + ' requests, ' + num(s.errors, 0) +
+        ' errors, p50 ' + num(s.latency_p50_us, 0) + ' µs, p99 ' + num(s.latency_p99_us, 0) + ' µs';
     });
     var lab = el('text', {x: L, y: H - 6}, svg);
     lab.textContent = 'seconds (ramps included), ' + seconds.length + ' so far';

@@ -93,17 +93,23 @@ fn main() -> ExitCode {
         Command::Compare(a) => report_cmd::compare(a),
         Command::FileUser => return ExitCode::from(benchlab_fileserver::process::user_main() as u8),
     };
+    if let Err(e) = &result {
+        match e {
+            CliError::Usage(m) => eprintln!("benchlab: error: {m}"),
+            CliError::CannotRun(m) => eprintln!("benchlab: {m}"),
+        }
+    }
+    ExitCode::from(process_exit_code(&result))
+}
+
+/// The documented exit code of a command's end (`benchlab_results::exit`).
+fn process_exit_code(result: &Result<Outcome, CliError>) -> u8 {
+    use benchlab_results::exit;
     match result {
-        Ok(Outcome::Completed) => ExitCode::SUCCESS,
-        Ok(Outcome::Breached) => ExitCode::from(3),
-        Ok(Outcome::Interrupted) => ExitCode::from(130),
-        Err(CliError::Usage(m)) => {
-            eprintln!("benchlab: error: {m}");
-            ExitCode::from(2)
-        }
-        Err(CliError::CannotRun(m)) => {
-            eprintln!("benchlab: {m}");
-            ExitCode::from(1)
-        }
+        Ok(Outcome::Completed) => exit::COMPLETED,
+        Ok(Outcome::Breached) => exit::BREACHED,
+        Ok(Outcome::Interrupted) => exit::INTERRUPTED,
+        Err(CliError::Usage(_)) => exit::USAGE,
+        Err(CliError::CannotRun(_)) => exit::CANNOT_RUN,
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// Latency figures in microseconds: the same type as in results.json.
 pub use benchlab_controller::Latency;
-use benchlab_controller::{arrival_warning, request_kinds, OpenLoopResult, RequestKinds};
+use benchlab_controller::{arrival_warning, latency_of, request_kinds, OpenLoopOf, OpenLoopResult, RequestKinds};
 use benchlab_engine::{share_warning, ConnectionKind};
 
 /// The load generator's own CPU use: the same type as a mix's in results.json.
@@ -201,7 +201,7 @@ impl HttpResult {
                 bytes: s.counters.bytes,
                 body_bytes: s.counters.body_bytes,
                 error_bytes: s.counters.error_bytes,
-                latency_us: LatencySummary::of(&s.latency).into(),
+                latency_us: latency_of(LatencySummary::of(&s.latency)),
             })
             .collect();
         let per_second = report
@@ -240,8 +240,8 @@ impl HttpResult {
             connections_opened: report.stats.conn.connections_opened,
             tls_full_handshakes: report.stats.conn.tls_full_handshakes,
             tls_resumptions: report.stats.conn.tls_resumptions,
-            latency_us: LatencySummary::of(&total.latency).into(),
-            error_latency_us: LatencySummary::of(&total.error_latency).into(),
+            latency_us: latency_of(LatencySummary::of(&total.latency)),
+            error_latency_us: latency_of(LatencySummary::of(&total.error_latency)),
             client_cpu: ClientCpu::measure(user, system, wall, cores, done),
             classes,
             per_second,

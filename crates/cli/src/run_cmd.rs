@@ -5,7 +5,7 @@ use crate::output::{mbytes_per_sec, plural, requests_per_sec, share, thousands};
 use crate::{CliError, Outcome};
 use benchlab_controller::peak::SearchLimits;
 use benchlab_controller::{
-    prepare, run_prepared, run_prepared_search, MixResult, Observer, Prepared, Results, RunOptions,
+    prepare, run_prepared, run_prepared_search, MixResult, Observer, Prepared, Results, RunOptions, SecondResult,
 };
 use benchlab_engine::TlsOptions;
 use benchlab_model::{Class, Mix, Suite, UrlSource};
@@ -393,9 +393,11 @@ impl Observer for Progress {
         self.repeat = Some((repeat, of));
     }
 
-    fn second(&mut self, _mix: &Mix, second: u32, requests: u64, errors: u64, _bytes: u64) {
+    fn second(&mut self, _mix: &Mix, s: &SecondResult) {
+        let (second, requests, errors) = (s.second, s.requests, s.errors);
         if let Some(b) = &self.bar {
-            let t = Duration::from_secs(second as u64);
+            // `second` counts from 1; `t` is when it began.
+            let t = Duration::from_secs(u64::from(second.saturating_sub(1)));
             let phase = if t < self.window.0 {
                 "ramp-up"
             } else if t >= self.window.1 {
@@ -403,7 +405,7 @@ impl Observer for Progress {
             } else {
                 "measuring"
             };
-            b.set_position(second as u64 + 1);
+            b.set_position(u64::from(second));
             b.set_prefix(format!(
                 "{} req/s, {}, {phase}",
                 thousands(requests),
@@ -593,6 +595,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         time_scale: a.time_scale,
         command: std::env::args().collect(),
         repeat: a.repeat,
+        ..RunOptions::default()
     };
     let prepared = prepare(&suite, &opts).map_err(|e| match e {
         benchlab_controller::ControllerError::Input(m) => CliError::Usage(m),

@@ -118,9 +118,9 @@ fn chromium_on(url: &str, extra: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The chart's points in a dumped DOM: `(mix, run, second, requests)` of
+/// The chart's points in a dumped DOM: `(mix, run, second, requests, p99)` of
 /// every `<circle>` of the live chart.
-fn points(dom: &str) -> Vec<(u64, u64, u64, u64)> {
+fn points(dom: &str) -> Vec<(u64, u64, u64, u64, u64)> {
     let start = dom.find(r#"id="live-chart""#).expect("the live chart in the DOM");
     let chart = &dom[start..start + dom[start..].find("</svg>").expect("end of the chart")];
     let attr = |tag: &str, name: &str| -> u64 {
@@ -139,6 +139,7 @@ fn points(dom: &str) -> Vec<(u64, u64, u64, u64)> {
                 attr(tag, "data-run"),
                 attr(tag, "data-second"),
                 attr(tag, "data-requests"),
+                attr(tag, "data-p99"),
             )
         })
         .collect()
@@ -266,13 +267,15 @@ fn the_live_view_grows_during_the_run_and_ends_as_the_report() {
     let mixes = results["mixes"].as_array().expect("mixes");
     assert_eq!(mixes.len(), 3);
     let seconds = last["seconds"].as_array().expect("seconds");
-    for (mix, _, second, requests) in p2.iter().copied() {
+    for (mix, _, second, requests, p99) in p2.iter().copied() {
         let m = &mixes[mix as usize - 1];
         let kept = m["per_second"]
             .as_array()
             .and_then(|ps| ps.iter().find(|p| p["second"].as_u64() == Some(second)))
             .unwrap_or_else(|| panic!("mix {mix} has no second {second} in results.json"));
         assert_eq!(kept["requests"].as_u64(), Some(requests), "mix {mix} second {second}");
+        // The merged per-second p99 is drawn as results.json keeps it.
+        assert_eq!(kept["latency_p99_us"].as_u64(), Some(p99), "mix {mix} second {second}");
     }
     let total: usize = mixes
         .iter()

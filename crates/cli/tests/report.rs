@@ -443,3 +443,38 @@ fn open_loop_sheet_equals_results_json(xlsx: &Path, mixes: &[Value]) {
         );
     }
 }
+
+/// A client lost mid-mix (a remote client gone silent) is shown as lost in
+/// the client data report, with why, instead of a plain "taken out".
+#[test]
+fn a_lost_client_is_shown_as_lost_with_why() {
+    let res = results_dir("serve-2-workers", 2);
+    let dir = scratch("lost-client");
+    copy_results(&res, &dir);
+    let p = dir.join("results.json");
+    let mut v = read_json(&p);
+    let mix = v["mixes"]
+        .as_array_mut()
+        .expect("mixes")
+        .iter_mut()
+        .find(|m| m["client_data"].as_array().is_some_and(|c| c.len() >= 2))
+        .expect("a mix of two clients or more");
+    let number = mix["mix"].clone();
+    mix["client_data"][1]["taken_out"] = Value::from(true);
+    mix["client_data"][1]["lost"] = Value::from("silent for 3 s <script>");
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).expect("JSON")).expect("write");
+    let html = report(&dir, &scratch("lost-client-out"), &[]);
+    let label = dir.file_name().expect("a name").to_string_lossy().into_owned();
+    let t = table(&html, "clients", &label);
+    let row = |client: u32| {
+        let open = format!(r#"<tr data-mix="{number}" data-client="{client}">"#);
+        let i = t.find(&open).unwrap_or_else(|| panic!("no client row {open}"));
+        &t[i..i + t[i..].find("</tr>").expect("row end")]
+    };
+    assert!(
+        row(2).contains(r#"<span class="flag" title="silent for 3 s &lt;script&gt;">lost</span>"#),
+        "{}",
+        row(2)
+    );
+    assert!(!row(1).contains("lost"), "{}", row(1));
+}

@@ -8,7 +8,7 @@
 //! every results.json written here validates against it.
 //!
 //! Regenerate the schema after changing the types in
-//! `crates/controller/src/results.rs`:
+//! `crates/results/src/lib.rs`:
 //! `BENCHLAB_UPDATE_SCHEMA=1 cargo test -p benchlab --test suite_run results_schema`.
 
 mod common;
@@ -274,7 +274,7 @@ fn schema_path() -> PathBuf {
 }
 
 /// The schema of `results.json` (`benchlab.results/1`), generated from the
-/// types in `benchlab_controller`'s `results.rs` as they serialise, then
+/// types in `benchlab_results` as they serialise, then
 /// made strict: no property beyond the types', every error kind present,
 /// the `schema` field fixed.
 fn results_schema() -> Value {
@@ -293,7 +293,7 @@ fn results_schema() -> Value {
         json!(
             "The results of `benchlab run SUITE`: the suite as run, the environment, and per mix its summary \
              figures, client data, classes, per-second series and merged HDR histograms. Counts follow \
-             docs/counting.md. Generated from crates/controller/src/results.rs by \
+             docs/counting.md. Generated from crates/results/src/lib.rs by \
              crates/cli/tests/suite_run.rs; do not edit by hand."
         ),
     );
@@ -359,7 +359,7 @@ fn results_schema_file_is_in_sync_with_the_types() {
     let got = read_json(&path);
     assert!(
         got == want,
-        "{} is not what the types in crates/controller/src/results.rs generate: run \
+        "{} is not what the types in crates/results/src/lib.rs generate: run \
          BENCHLAB_UPDATE_SCHEMA=1 cargo test -p benchlab --test suite_run results_schema",
         path.display()
     );

@@ -1,36 +1,136 @@
 //! The one interface between the controller and a client (test system).
 //!
+//! What a driver promises (docs/design.md, "The client seam"):
+//!
+//! - it takes a [`ClientPlan`] — plain data, URLs named by a [`UrlList`]
+//!   the pool was given for the phase — and resolves names itself;
+//! - load begins at `start_at`, a wall-clock (UTC) instant, plus the plan's
+//!   delay: a process's monotonic clock means nothing in another process;
+//! - every completed second comes out of [`ClientDriver::next_second`]
+//!   once, in order, with its HDR delta, and all of them have come out
+//!   before [`ClientDriver::is_finished`] says true;
+//! - [`ClientDriver::finish`] gives the client's report, or says that the
+//!   client was lost (its seconds so far are all the controller has);
+//! - a driver dropped before `finish` stops its load.
+//!
 //! In-process clients implement it here over the engine; the remote agents
-//! of a later issue will implement it over gRPC. Everything the controller
-//! needs crosses it: start at an instant, stop, per-second snapshots, and
-//! the final report with its histograms.
+//! of a later issue will implement it over the network.
 
-use benchlab_engine::{Client, ClientPlan, ClientReport, EngineError, Second};
-use std::time::{Duration, Instant};
+use crate::plan::{ClientPlan, UrlList};
+use benchlab_engine::{ClassPlan, Client, ClientReport, EngineError, PlanError, Second, UrlPlan};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Why a client could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The plan names a URL list the client was never given (or one whose
+    /// content does not match its id).
+    #[error("the client has no URL list `{0}`; the controller must hand it over before the mix")]
+    UnknownUrls(String),
+    /// A URL of the list cannot be resolved or loaded where the client runs.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+/// A client that stopped answering before its report (a remote agent gone
+/// silent, a crashed process): it keeps its number, is marked out of the
+/// mix, and only the seconds it sent count for it, apart from the mix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientLost {
+    /// What happened, in words, for the report.
+    pub why: String,
+}
 
 /// A client the controller drives through a mix.
 pub trait ClientDriver: Send {
-    /// Starts the plan; load begins at `start_at` plus the plan's delay.
-    fn start(&mut self, plan: ClientPlan, start_at: Instant) -> Result<(), EngineError>;
+    /// Starts the plan; load begins at `start_at` (wall clock, UTC) plus
+    /// the plan's delay.
+    fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError>;
     /// Asks the client to stop now (Ctrl-C, a failed mix).
     fn stop(&mut self);
     /// The next completed second, waiting at most `timeout`.
     fn next_second(&mut self, timeout: Duration) -> Option<Second>;
-    /// Whether the client has stopped and its report is ready.
+    /// Whether the client has stopped (or was lost) and every second has
+    /// come out of [`ClientDriver::next_second`].
     fn is_finished(&self) -> bool;
-    /// Waits for the client to stop and returns what it measured.
-    fn finish(&mut self) -> Option<ClientReport>;
+    /// Waits for the client to stop and returns what it measured, or why
+    /// it was lost.
+    fn finish(&mut self) -> Result<ClientReport, ClientLost>;
+}
+
+/// Where a run's clients come from: the run chooses (in this process by
+/// default; remote agents later; fakes in tests).
+pub trait ClientPool: std::fmt::Debug + Send + Sync {
+    /// Hands a phase's URL list to every client, once per phase, before
+    /// its first mix; plans then name it by its id.
+    fn load_urls(&self, urls: &Arc<UrlList>) -> Result<(), DriverError>;
+    /// The driver of client `client` (0-based) for one mix.
+    fn driver(&self, client: usize) -> Box<dyn ClientDriver>;
+}
+
+/// Resolved URL lists by id, shared by the in-process clients.
+type Lists = Arc<Mutex<BTreeMap<String, (Arc<[UrlPlan]>, Vec<ClassPlan>)>>>;
+
+/// Clients on worker threads of this process, sharing one resolved copy
+/// of each URL list.
+#[derive(Debug, Default)]
+pub struct InProcess {
+    lists: Lists,
+}
+
+impl ClientPool for InProcess {
+    fn load_urls(&self, urls: &Arc<UrlList>) -> Result<(), DriverError> {
+        if !urls.is_intact() {
+            return Err(DriverError::UnknownUrls(urls.id.clone()));
+        }
+        let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        if !lists.contains_key(&urls.id) {
+            lists.insert(urls.id.clone(), (urls.resolve()?, urls.classes.clone()));
+        }
+        Ok(())
+    }
+
+    fn driver(&self, _client: usize) -> Box<dyn ClientDriver> {
+        Box::new(LocalClient {
+            lists: Arc::clone(&self.lists),
+            client: None,
+        })
+    }
 }
 
 /// A client running in this process on its own worker threads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LocalClient {
+    lists: Lists,
     client: Option<Client>,
 }
 
+/// The monotonic instant of a wall-clock one, read against both clocks
+/// now: how an in-process client (or, later, an agent after correcting for
+/// its measured offset) turns the controller's start time into its own.
+pub fn instant_at(at: SystemTime) -> Instant {
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    match at.duration_since(wall) {
+        Ok(ahead) => now + ahead,
+        // Already past: the mix's clock started that long ago.
+        Err(e) => now.checked_sub(e.duration()).unwrap_or(now),
+    }
+}
+
 impl ClientDriver for LocalClient {
-    fn start(&mut self, plan: ClientPlan, start_at: Instant) -> Result<(), EngineError> {
-        self.client = Some(Client::start(plan, start_at)?);
+    fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError> {
+        let (urls, classes) = self
+            .lists
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&plan.urls)
+            .cloned()
+            .ok_or_else(|| DriverError::UnknownUrls(plan.urls.clone()))?;
+        self.client = Some(Client::start(plan.to_engine(urls, classes), instant_at(start_at))?);
         Ok(())
     }
 
@@ -48,7 +148,55 @@ impl ClientDriver for LocalClient {
         self.client.as_ref().is_none_or(|c| c.is_finished())
     }
 
-    fn finish(&mut self) -> Option<ClientReport> {
-        self.client.take().map(Client::finish)
+    fn finish(&mut self) -> Result<ClientReport, ClientLost> {
+        self.client.take().map(Client::finish).ok_or_else(|| ClientLost {
+            why: "the client was never started".into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wall_clock_start_becomes_the_same_moment_on_the_monotonic_clock() {
+        let before = Instant::now();
+        let at = instant_at(SystemTime::now() + Duration::from_secs(3));
+        let after = Instant::now();
+        assert!(at >= before + Duration::from_secs(3) && at <= after + Duration::from_secs(3));
+        let past = instant_at(SystemTime::now() - Duration::from_secs(2));
+        assert!(past <= Instant::now() - Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_plan_naming_a_list_never_handed_over_is_refused() {
+        let pool = InProcess::default();
+        let plan = ClientPlan {
+            urls: "xxh3:0000000000000000".into(),
+            virtual_users: 1,
+            load: benchlab_engine::Load::Closed,
+            os_threads: 1,
+            stop: benchlab_engine::Stop::After(Duration::from_secs(1)),
+            window: (Duration::ZERO, Duration::from_secs(1)),
+            start_delay: Duration::ZERO,
+            think_time: Duration::ZERO,
+            ramp_up: Duration::ZERO,
+            timeout: Duration::from_secs(1),
+            connection: Default::default(),
+            receive_buffer: 4096,
+            headers: Vec::new(),
+            source_addresses: Vec::new(),
+            tls: Default::default(),
+            seed: 1,
+        };
+        let err = pool.driver(0).start(plan, SystemTime::now()).err();
+        assert!(matches!(err, Some(DriverError::UnknownUrls(id)) if id == "xxh3:0000000000000000"));
+        let mut tampered = UrlList::new(vec![ClassPlan { name: "a".into() }], Vec::new());
+        tampered.classes[0].name = "b".into();
+        assert!(matches!(
+            pool.load_urls(&Arc::new(tampered)),
+            Err(DriverError::UnknownUrls(_))
+        ));
     }
 }

@@ -8,13 +8,15 @@
 
 mod driver;
 pub mod machine;
+mod measure;
 pub mod peak;
-mod results;
+pub mod plan;
 mod run;
 
-pub use driver::{ClientDriver, LocalClient};
-pub use results::*;
+pub use benchlab_results::*;
+pub use driver::{instant_at, ClientDriver, ClientLost, ClientPool, DriverError, InProcess, LocalClient};
+pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
 pub use run::{
-    arrival_warning, prepare, run_prepared, run_prepared_search, run_suite, ControllerError, Observer, Prepared, Quiet,
-    RunOptions,
+    arrival_warning, drive_mix, prepare, run_prepared, run_prepared_search, run_suite, ClientEnd, ControllerError,
+    Driven, Observer, Prepared, Quiet, RunOptions,
 };

@@ -16,8 +16,6 @@
 //!   between it and the highest load below it, at most `bisect_steps` times,
 //!   until the two are adjacent loads.
 
-use serde::{Deserialize, Serialize};
-
 /// How the search grows, stops and bisects.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchLimits {
@@ -72,25 +70,9 @@ impl Step {
     }
 }
 
-/// How the search came to run a load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum StepKind {
-    /// The starting load or a doubling.
-    Grow,
-    /// A load between two run ones, around the knee.
-    Bisect,
-}
-
-impl StepKind {
-    /// As in results.json and summary.csv: `grow` or `bisect`.
-    pub fn name(self) -> &'static str {
-        match self {
-            StepKind::Grow => "grow",
-            StepKind::Bisect => "bisect",
-        }
-    }
-}
+/// How the search came to run a load (a result type, so it lives with
+/// the results).
+pub use benchlab_results::StepKind;
 
 /// The search's state: the steps run and whether growing has stopped.
 #[derive(Debug, Clone)]

@@ -3,21 +3,25 @@
 //! window counted, all clients stopped at the mix's end, results written
 //! as each mix ends.
 
-use crate::driver::{ClientDriver, LocalClient};
+use crate::driver::{ClientDriver, ClientPool, DriverError, InProcess};
 use crate::machine::CpuTicks;
+use crate::measure::{request_kinds, FiguresOf, OpenLoopOf};
 use crate::peak::{PeakSearch, SearchLimits, Step};
-use crate::results::*;
+use crate::plan::{ClientPlan, UrlList, UrlSpec};
 use benchlab_engine::{
-    probe_from, share_warning, sys, Arrival, ClassPlan, ClassStats, ClientPlan, ClientReport, ConnCounters,
-    ConnectionPolicy, Expect, Load, OpenLoop, SplitMix64, Stats, Stop, Target, TlsOptions, UrlPlan,
+    probe_from, share_warning, sys, Arrival, ClassPlan, ClassStats, ClientReport, ConnCounters, ConnectionPolicy,
+    Expect, Load, OpenLoop, Second, Stats, Stop, Target, TlsOptions, UrlPlan,
 };
 use benchlab_model::{ClassKind, Mix, Suite, Validate};
+use benchlab_results::*;
+use benchlab_rng::SplitMix64;
+use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Errors that stop a suite before or between mixes.
 #[derive(Debug, thiserror::Error)]
@@ -36,8 +40,14 @@ pub enum ControllerError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot start a client: {0}")]
-    Engine(#[from] benchlab_engine::EngineError),
+    /// A client could not start (the mix's other clients were stopped).
+    #[error("cannot start client {client}: {source}")]
+    Driver {
+        /// 1-based, as in reports.
+        client: usize,
+        #[source]
+        source: DriverError,
+    },
 }
 
 /// How to run a suite (everything not in the suite file).
@@ -56,6 +66,25 @@ pub struct RunOptions {
     /// mix keeps the median run and every run's figures, so `benchlab
     /// compare` sees the run-to-run noise.
     pub repeat: u32,
+    /// Where the clients run: chosen by the run, in this process by
+    /// default ([`InProcess`]); remote agents later.
+    pub clients: Arc<dyn ClientPool>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            out: PathBuf::from("results"),
+            filesets: BTreeMap::new(),
+            os_threads_per_client: None,
+            preflight: true,
+            tls: TlsOptions::default(),
+            time_scale: 1.0,
+            command: Vec::new(),
+            repeat: 1,
+            clients: Arc::new(InProcess::default()),
+        }
+    }
 }
 
 /// What the caller sees while a suite runs (progress display).
@@ -64,8 +93,9 @@ pub trait Observer {
     /// With `repeat` above 1: run `repeat` of `of` of the mix starts (called
     /// before its `mix_started`; `mix_finished` follows each run).
     fn repeat_started(&mut self, _mix: &Mix, _repeat: u32, _of: u32) {}
-    /// A second of the mix completed on every client (merged).
-    fn second(&mut self, _mix: &Mix, _second: u32, _requests: u64, _errors: u64, _bytes: u64) {}
+    /// A second of the mix completed on every running client, merged: its
+    /// counts summed, its percentiles from the merged histograms.
+    fn second(&mut self, _mix: &Mix, _second: &SecondResult) {}
     fn mix_finished(&mut self, _result: &MixResult) {}
     /// The results directory was rewritten (after every mix, and at the end).
     fn results_written(&mut self, _results: &Results) {}
@@ -79,7 +109,9 @@ impl Observer for Quiet {}
 
 /// A phase's URLs, resolved once and shared by its mixes.
 struct PhasePlan {
-    /// Shared by every client of every mix of the phase.
+    /// As sent to the clients, once per phase.
+    list: Arc<UrlList>,
+    /// Resolved here, for the preflight and the source-address checks.
     urls: Arc<[UrlPlan]>,
     classes: Vec<ClassPlan>,
     /// Per class: name, kind, SPI, percent, drawn from a file set.
@@ -99,16 +131,12 @@ fn resolve_phase(
     let mut urls = Vec::new();
     let mut classes = Vec::new();
     let mut class_info = Vec::new();
-    // Parse each distinct base URL once (resolving its host), then reuse
-    // its address for every URL of the class.
-    let mut bases: BTreeMap<String, Target> = BTreeMap::new();
     for (ci, c) in w.classes.iter().enumerate() {
         let resolved = c.resolve(target, filesets).map_err(ControllerError::Input)?;
         classes.push(ClassPlan { name: c.name.clone() });
         let from_fileset = matches!(c.source, benchlab_model::UrlSource::Fileset(_));
         class_info.push((c.name.clone(), c.kind, c.spi.clone(), c.percent, from_fileset));
         for r in resolved {
-            let t = target_for(&r.url, &mut bases)?;
             let validate = c.validate.unwrap_or(if r.size.is_some() {
                 Validate::Size
             } else {
@@ -119,8 +147,8 @@ fn resolve_phase(
                 (Validate::Size | Validate::Checksum, Some(size), _) => Expect::Size(size),
                 _ => Expect::Status,
             };
-            urls.push(UrlPlan {
-                target: t,
+            urls.push(UrlSpec {
+                url: r.url,
                 weight: c.percent / 100.0 * r.weight,
                 class: ci,
                 expect_status: c.expect_status,
@@ -128,39 +156,19 @@ fn resolve_phase(
             });
         }
     }
-    Ok(PhasePlan {
-        urls: urls.into(),
-        classes,
-        class_info,
-    })
-}
-
-/// Parses `url`, reusing the resolved address of an already seen origin.
-fn target_for(url: &str, bases: &mut BTreeMap<String, Target>) -> Result<Target, ControllerError> {
-    let origin_end = url
-        .find("://")
-        .and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j))
-        .unwrap_or(url.len());
-    let origin = &url[..origin_end];
-    let path = if origin_end < url.len() {
-        &url[origin_end..]
-    } else {
-        "/"
-    };
-    if let Some(base) = bases.get(origin) {
-        let mut t = base.clone();
-        t.url = url.to_string();
-        t.path = path.to_string();
-        return Ok(t);
-    }
+    let list = UrlList::new(classes.clone(), urls);
     // A host that does not resolve is a run that cannot be made (the
     // network's or resolver's state), not a mistake in the suite.
-    let t = Target::parse(url).map_err(|e| match e {
+    let urls = list.resolve().map_err(|e| match e {
         benchlab_engine::PlanError::Resolve { .. } => ControllerError::Target(e.to_string()),
         _ => ControllerError::Input(e.to_string()),
     })?;
-    bases.insert(origin.to_string(), t.clone());
-    Ok(t)
+    Ok(PhasePlan {
+        list: Arc::new(list),
+        urls,
+        classes,
+        class_info,
+    })
 }
 
 /// URLs of a class the preflight requests: every listed URL (up to 1,000),
@@ -441,6 +449,12 @@ fn run_inner(
     if !problems.is_empty() {
         return Err(ControllerError::Target(problems.join("\n")));
     }
+    // Each phase's URL list goes to the clients once, before any mix.
+    for plan in &phases {
+        opts.clients
+            .load_urls(&plan.list)
+            .map_err(|e| ControllerError::Target(format!("cannot hand the URL list to the clients: {e}")))?;
+    }
     let text = std::fs::read_to_string(&suite.path).unwrap_or_default();
     let mut results = Results {
         schema: RESULTS_SCHEMA.to_string(),
@@ -688,108 +702,29 @@ fn run_mix(
     stop: &Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<MixResult, ControllerError> {
-    let p = &mix.params;
     let clients = mix.clients as usize;
     let os_threads = opts
         .os_threads_per_client
         .unwrap_or_else(|| (sys::usable_cpus() / clients).max(1))
         .max(1);
     let loopback = phase.urls.first().is_some_and(|u| is_loopback(&u.target));
-    let mut rng = SplitMix64::new(suite.seed ^ (mix.number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let mut drivers: Vec<Box<dyn ClientDriver>> = Vec::with_capacity(clients);
-    let mut delays = Vec::with_capacity(clients);
-    let mut addresses = Vec::with_capacity(clients);
     sys::check_capacity(
         mix.clients as u64 * mix.slots_per_client() as u64,
         if suite.client_addresses && loopback { clients } else { 0 },
     )
     .map_err(ControllerError::Target)?;
+    let plans = client_plans(suite, mix, phase, opts, os_threads);
     // This thread merges the clients' seconds while they run: its CPU is
     // the generator's too.
     let controller_cpu0 = sys::cpu_time(true);
     let machine0 = CpuTicks::now();
-    // Every client starts at the same instant (after its own delay); give
-    // the threads time to be created first.
-    let start_at = Instant::now() + Duration::from_millis(100 + 2 * clients as u64);
-    for c in 0..clients {
-        let delay = if p.delay.is_zero() {
-            Duration::ZERO
-        } else {
-            Duration::from_nanos(rng.below(p.delay.as_nanos() as u64 + 1))
-        };
-        let address = client_address(suite, phase, c);
-        let mut plan = ClientPlan::new(Arc::clone(&phase.urls), phase.classes.clone());
-        plan.virtual_users = p.threads_per_client;
-        if let Some(rate) = p.rate {
-            // The mix's rate, shared evenly by its clients.
-            plan.load = Load::Open(OpenLoop {
-                rate: rate / clients as f64,
-                arrival: match p.arrival {
-                    benchlab_model::Arrival::Constant => Arrival::Constant,
-                    benchlab_model::Arrival::Poisson => Arrival::Poisson,
-                },
-                max_in_flight: p.max_in_flight,
-            });
-        }
-        plan.os_threads = os_threads;
-        plan.stop = Stop::After(p.length);
-        plan.window = mix.window();
-        plan.start_delay = delay;
-        plan.think_time = p.think_time;
-        plan.timeout = p.timeout;
-        plan.connection = ConnectionPolicy {
-            http10_percent: p.http10_percent,
-            http10_keepalive: p.http10_keepalive,
-            persistent_percent: p.persistent_percent,
-            requests_per_connection: p.requests_per_connection,
-        };
-        plan.receive_buffer = p.receive_buffer;
-        plan.source_addresses = address.into_iter().collect();
-        plan.tls = opts.tls.clone();
-        plan.seed = rng.next_u64();
-        let mut d: Box<dyn ClientDriver> = Box::new(LocalClient::default());
-        d.start(plan, start_at)?;
-        drivers.push(d);
-        delays.push(delay);
-        addresses.push(address);
-    }
-
-    // Merge seconds across clients as they arrive; report a second once
-    // every client that is still running has delivered it.
-    let mut seconds: BTreeMap<u32, (u64, u64, u64, usize)> = BTreeMap::new();
-    let mut stopped = false;
-    let mut partial = false;
-    loop {
-        if stop.load(Ordering::Relaxed) && !stopped {
-            for d in &mut drivers {
-                d.stop();
-            }
-            stopped = true;
-            partial = true;
-        }
-        let mut all_done = true;
-        for d in &mut drivers {
-            while let Some(s) = d.next_second(Duration::from_millis(if clients > 8 { 5 } else { 50 })) {
-                let e = seconds.entry(s.second).or_default();
-                e.0 += s.counters.requests;
-                e.1 += s.counters.errors_total();
-                e.2 += s.counters.bytes;
-                e.3 += 1;
-            }
-            all_done &= d.is_finished();
-        }
-        while let Some((&sec, &(req, err, bytes, n))) = seconds.iter().next() {
-            if n < clients && !all_done {
-                break;
-            }
-            observer.second(mix, sec, req, err, bytes);
-            seconds.remove(&sec);
-        }
-        if all_done {
-            break;
-        }
-    }
-    let reports: Vec<ClientReport> = drivers.iter_mut().filter_map(|d| d.finish()).collect();
+    // Every client starts at the same wall-clock instant (after its own
+    // delay); give the threads time to be created first.
+    let start_at = SystemTime::now() + Duration::from_millis(100 + 2 * clients as u64);
+    let driven = drive_mix(&*opts.clients, &plans, mix.window(), start_at, stop, &mut |s| {
+        observer.second(mix, s)
+    })?;
+    let reports: Vec<&ClientReport> = driven.reports().collect();
     // The counts say how many handshakes failed; this says why.
     if let Some(why) = reports.iter().find_map(|r| r.tls_error.as_deref()) {
         observer.note(&format!("mix {}: TLS handshakes failed; the first: {why}", mix.number));
@@ -814,7 +749,7 @@ fn run_mix(
     let machine_busy = machine0.zip(CpuTicks::now()).and_then(|(a, b)| a.busy_share(b));
     // A server on this machine (any loopback URL) shares its CPUs.
     let co_located = phase.urls.iter().any(|u| is_loopback(&u.target));
-    let mut result = mix_result(mix, phase_name, phase, &reports, &delays, &addresses, partial);
+    let mut result = mix_result(mix, phase_name, phase, &plans, &driven);
     result.client_cpu = generator_cpu(&reports, controller_cpu, cores).with_machine(machine_busy, co_located);
     // A mix of connection kinds: show the shares it got.
     let kinds: Vec<String> = benchlab_engine::ConnectionKind::ALL
@@ -843,12 +778,327 @@ fn run_mix(
     Ok(result)
 }
 
+/// Every client's plan for `mix`, in client-number order: its random
+/// WebBench delay and its seed drawn from the suite's seed and the mix's
+/// number (the same suite gives the same delays), its source address.
+fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, os_threads: usize) -> Vec<ClientPlan> {
+    let p = &mix.params;
+    let clients = mix.clients as usize;
+    let mut rng = SplitMix64::new(suite.seed ^ (mix.number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    (0..clients)
+        .map(|c| {
+            let start_delay = if p.delay.is_zero() {
+                Duration::ZERO
+            } else {
+                Duration::from_nanos(rng.below(p.delay.as_nanos() as u64 + 1))
+            };
+            let load = match p.rate {
+                // The mix's rate, shared evenly by its clients.
+                Some(rate) => Load::Open(OpenLoop {
+                    rate: rate / clients as f64,
+                    arrival: match p.arrival {
+                        benchlab_model::Arrival::Constant => Arrival::Constant,
+                        benchlab_model::Arrival::Poisson => Arrival::Poisson,
+                    },
+                    max_in_flight: p.max_in_flight,
+                }),
+                None => Load::Closed,
+            };
+            ClientPlan {
+                urls: phase.list.id.clone(),
+                virtual_users: p.threads_per_client,
+                load,
+                os_threads,
+                stop: Stop::After(p.length),
+                window: mix.window(),
+                start_delay,
+                think_time: p.think_time,
+                ramp_up: Duration::ZERO,
+                timeout: p.timeout,
+                connection: ConnectionPolicy {
+                    http10_percent: p.http10_percent,
+                    http10_keepalive: p.http10_keepalive,
+                    persistent_percent: p.persistent_percent,
+                    requests_per_connection: p.requests_per_connection,
+                },
+                receive_buffer: p.receive_buffer,
+                headers: Vec::new(),
+                source_addresses: client_address(suite, phase, c).into_iter().collect(),
+                tls: opts.tls.clone(),
+                seed: rng.next_u64(),
+            }
+        })
+        .collect()
+}
+
+/// How one client of a mix ended.
+#[derive(Debug)]
+pub enum ClientEnd {
+    /// It ran to the end (or was stopped) and reported.
+    Finished(ClientReport),
+    /// It was lost mid-mix: `window` holds the seconds it sent inside the
+    /// measurement window (`seconds` of them), kept apart from the mix.
+    Lost {
+        /// What happened, in words.
+        why: String,
+        window: Box<ClassStats>,
+        conn: ConnCounters,
+        seconds: u32,
+    },
+}
+
+/// What a mix's clients did.
+#[derive(Debug)]
+pub struct Driven {
+    /// In client-number order: a lost client keeps its place.
+    pub clients: Vec<ClientEnd>,
+    /// The merged per-second series, as the observer saw it.
+    pub seconds: Vec<SecondResult>,
+    /// Stopped early (Ctrl-C).
+    pub partial: bool,
+}
+
+impl Driven {
+    /// The reports of the clients that finished.
+    pub fn reports(&self) -> impl Iterator<Item = &ClientReport> {
+        self.clients.iter().filter_map(|c| match c {
+            ClientEnd::Finished(r) => Some(r),
+            ClientEnd::Lost { .. } => None,
+        })
+    }
+}
+
+/// One client's seconds inside the window, summed: its figures if it is
+/// lost. The histogram grows with the latencies seen (a full-range one is
+/// ~190 KB, kept per client).
+struct Apart {
+    counters: benchlab_engine::Counters,
+    conn: ConnCounters,
+    latency: Histogram<u64>,
+    seconds: u32,
+}
+
+impl Apart {
+    fn new() -> Apart {
+        Apart {
+            counters: Default::default(),
+            conn: Default::default(),
+            latency: Histogram::new(3).expect("3 significant digits is valid"),
+            seconds: 0,
+        }
+    }
+
+    fn add(&mut self, s: &Second, window: (Duration, Duration)) {
+        if !in_window(s.second, window) {
+            return;
+        }
+        self.counters.add(&s.counters);
+        self.conn.add(&s.conn);
+        if let Some(h) = &s.histogram {
+            let _ = self.latency.add(h);
+        }
+        self.seconds += 1;
+    }
+
+    fn into_end(self, why: String) -> ClientEnd {
+        let mut window = ClassStats {
+            counters: self.counters,
+            ..ClassStats::default()
+        };
+        // The full-range histogram holds every value the growing one does.
+        let _ = window.latency.add(&self.latency);
+        ClientEnd::Lost {
+            why,
+            window: Box::new(window),
+            conn: self.conn,
+            seconds: self.seconds,
+        }
+    }
+}
+
+/// Whether second `second` (0-based) lies wholly inside `window`.
+fn in_window(second: u32, (from, until): (Duration, Duration)) -> bool {
+    let t0 = Duration::from_secs(u64::from(second));
+    t0 >= from && t0 + Duration::from_secs(1) <= until
+}
+
+/// Merges the clients' seconds as they arrive: a second is complete once
+/// every client has sent it or has finished (or was lost); its counts are
+/// summed and its percentiles read from the sum of the clients' histograms,
+/// so they are those of every request of that second.
+struct SecondMerger {
+    window: (Duration, Duration),
+    /// Per client: the last second it sent, and whether it has finished.
+    sent: Vec<Option<u32>>,
+    finished: Vec<bool>,
+    pending: BTreeMap<u32, Merging>,
+    done: Vec<SecondResult>,
+}
+
+#[derive(Default)]
+struct Merging {
+    requests: u64,
+    errors: u64,
+    bytes: u64,
+    conn: u64,
+    latency: Option<Histogram<u64>>,
+    /// From a client that sent only its summary: the slowest one's.
+    summary_p50: u64,
+    summary_p99: u64,
+}
+
+impl SecondMerger {
+    fn new(clients: usize, window: (Duration, Duration)) -> SecondMerger {
+        SecondMerger {
+            window,
+            sent: vec![None; clients],
+            finished: vec![false; clients],
+            pending: BTreeMap::new(),
+            done: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, client: usize, s: Second) {
+        self.sent[client] = Some(self.sent[client].map_or(s.second, |l| l.max(s.second)));
+        let m = self.pending.entry(s.second).or_default();
+        m.requests += s.counters.requests;
+        m.errors += s.counters.errors_total();
+        m.bytes += s.counters.bytes;
+        m.conn += s.conn.connections_opened;
+        match (s.histogram, &mut m.latency) {
+            (Some(h), None) => m.latency = Some(h),
+            // Histograms of the engine's bounds add without loss.
+            (Some(h), Some(sum)) => {
+                let _ = sum.add(&h);
+            }
+            (None, _) => {
+                m.summary_p50 = m.summary_p50.max(s.latency.p50);
+                m.summary_p99 = m.summary_p99.max(s.latency.p99);
+            }
+        }
+    }
+
+    fn finished(&mut self, client: usize) {
+        self.finished[client] = true;
+    }
+
+    /// The seconds completed since the last call, in order.
+    fn release(&mut self) -> &[SecondResult] {
+        let from = self.done.len();
+        while let Some((&sec, _)) = self.pending.first_key_value() {
+            let complete = self
+                .sent
+                .iter()
+                .zip(&self.finished)
+                .all(|(sent, &finished)| finished || sent.is_some_and(|l| l >= sec));
+            if !complete {
+                break;
+            }
+            let Some(m) = self.pending.remove(&sec) else {
+                break;
+            };
+            let q = |p: f64| {
+                m.latency
+                    .as_ref()
+                    .filter(|h| !h.is_empty())
+                    .map_or(0, |h| h.value_at_quantile(p))
+            };
+            self.done.push(SecondResult {
+                second: sec + 1,
+                in_window: in_window(sec, self.window),
+                requests: m.requests,
+                errors: m.errors,
+                bytes: m.bytes,
+                connections_opened: m.conn,
+                latency_p50_us: q(0.50).max(m.summary_p50),
+                latency_p99_us: q(0.99).max(m.summary_p99),
+            });
+        }
+        &self.done[from..]
+    }
+}
+
+/// Starts every client of a mix at `start_at` (wall clock), merges their
+/// seconds as they come (each complete one handed to `on_second`), stops
+/// them all when `stop` is set, and collects how each ended. If a client
+/// fails to start, every client already started is stopped and waited for,
+/// and the mix fails naming it. The plans' URL list must have been given
+/// to `pool` ([`ClientPool::load_urls`]). `benchlab http` drives its one
+/// client through it too.
+pub fn drive_mix(
+    pool: &dyn ClientPool,
+    plans: &[ClientPlan],
+    window: (Duration, Duration),
+    start_at: SystemTime,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(&SecondResult),
+) -> Result<Driven, ControllerError> {
+    let clients = plans.len();
+    let mut drivers: Vec<Box<dyn ClientDriver>> = Vec::with_capacity(clients);
+    for (c, plan) in plans.iter().enumerate() {
+        let mut d = pool.driver(c);
+        if let Err(source) = d.start(plan.clone(), start_at) {
+            for d in &mut drivers {
+                d.stop();
+            }
+            for d in &mut drivers {
+                let _ = d.finish();
+            }
+            return Err(ControllerError::Driver { client: c + 1, source });
+        }
+        drivers.push(d);
+    }
+    let mut merger = SecondMerger::new(clients, window);
+    let mut apart: Vec<Apart> = (0..clients).map(|_| Apart::new()).collect();
+    let mut partial = false;
+    let wait = Duration::from_millis(if clients > 8 { 5 } else { 50 });
+    loop {
+        if stop.load(Ordering::Relaxed) && !partial {
+            for d in &mut drivers {
+                d.stop();
+            }
+            partial = true;
+        }
+        let mut all_done = true;
+        for (c, d) in drivers.iter_mut().enumerate() {
+            while let Some(s) = d.next_second(wait) {
+                apart[c].add(&s, window);
+                merger.add(c, s);
+            }
+            if d.is_finished() {
+                merger.finished(c);
+            } else {
+                all_done = false;
+            }
+        }
+        for s in merger.release() {
+            on_second(s);
+        }
+        if all_done {
+            break;
+        }
+    }
+    let clients = drivers
+        .iter_mut()
+        .zip(apart)
+        .map(|(d, apart)| match d.finish() {
+            Ok(r) => ClientEnd::Finished(r),
+            Err(lost) => apart.into_end(lost.why),
+        })
+        .collect();
+    Ok(Driven {
+        clients,
+        seconds: merger.done,
+        partial,
+    })
+}
+
 /// The generator's CPU over a mix: the CPU time of every client's worker
 /// threads (each measured over its own life, which is the mix) plus the
 /// controller thread's, over the mix's wall time (start to the last worker's
 /// stop). Thread times, not the process's: `benchlab demo` runs the server
 /// under test in this same process, and its CPU is not the generator's.
-fn generator_cpu(reports: &[ClientReport], controller: (Duration, Duration), cores: usize) -> ClientCpu {
+fn generator_cpu(reports: &[&ClientReport], controller: (Duration, Duration), cores: usize) -> ClientCpu {
     let (mut user, mut system) = controller;
     let mut completed = 0;
     for r in reports {
@@ -865,25 +1115,55 @@ fn generator_cpu(reports: &[ClientReport], controller: (Duration, Duration), cor
     ClientCpu::measure(user, system, wall, cores, completed)
 }
 
-fn mix_result(
-    mix: &Mix,
-    phase_name: &str,
-    phase: &PhasePlan,
-    reports: &[ClientReport],
-    delays: &[Duration],
-    addresses: &[Option<IpAddr>],
-    partial: bool,
-) -> MixResult {
+/// A mix's result from how its clients ended (`plans`: theirs, in client
+/// order). A lost client keeps its number and its row, marked out of the
+/// mix; its figures are those of the seconds it sent inside the window,
+/// and none of them is in the mix's totals, classes or histograms.
+fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPlan], driven: &Driven) -> MixResult {
     let p = &mix.params;
     let (from, until) = mix.window();
+    let partial = driven.partial;
+    let reports: Vec<&ClientReport> = driven.reports().collect();
     // The window measured: to its end, or to the stop of a partial mix.
     let elapsed = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
     let window_s = (until.min(elapsed).saturating_sub(from)).as_secs_f64();
     let mut merged = Stats::new(phase.classes.len());
-    let mut client_data = Vec::with_capacity(reports.len());
+    let mut client_data = Vec::with_capacity(driven.clients.len());
     let mut in_flight = 0;
     let mut cpu = Duration::ZERO;
-    for (i, r) in reports.iter().enumerate() {
+    let mut warnings: Vec<String> = Vec::new();
+    for (i, end) in driven.clients.iter().enumerate() {
+        let plan = plans.get(i);
+        let address = plan.and_then(|p| p.source_addresses.first()).map(|a| a.to_string());
+        let delay_s = round(plan.map_or(0.0, |p| p.start_delay.as_secs_f64()), 3);
+        let r = match end {
+            ClientEnd::Finished(r) => r,
+            ClientEnd::Lost {
+                why,
+                window,
+                conn,
+                seconds,
+            } => {
+                warnings.push(format!(
+                    "client {} was lost ({why}): it is out of the mix; its figures, from the {} it sent inside \
+                     the window, are kept apart in its own row and are not in the mix's",
+                    i + 1,
+                    benchlab_format::plural(u64::from(*seconds), "second", "seconds")
+                ));
+                client_data.push(ClientResult {
+                    client: i as u32 + 1,
+                    address,
+                    figures: Figures::of(window, f64::from(*seconds)),
+                    connections_opened: conn.connections_opened,
+                    in_flight: 0,
+                    delay_s,
+                    taken_out: true,
+                    lost: Some(why.clone()),
+                    cpu_s: 0.0,
+                });
+                continue;
+            }
+        };
         merged.add(&r.stats);
         in_flight += r.in_flight;
         cpu += r.cpu_user + r.cpu_system;
@@ -893,12 +1173,13 @@ fn mix_result(
         let taken_out = t.counters.requests == 0 && connect_only > 0 && connect_only == t.counters.errors_total();
         client_data.push(ClientResult {
             client: i as u32 + 1,
-            address: addresses.get(i).copied().flatten().map(|a| a.to_string()),
+            address,
             figures: Figures::of(&t, window_s),
             connections_opened: r.stats.conn.connections_opened,
             in_flight: r.in_flight,
-            delay_s: round(delays.get(i).copied().unwrap_or_default().as_secs_f64(), 3),
+            delay_s,
             taken_out,
+            lost: None,
             cpu_s: round((r.cpu_user + r.cpu_system).as_secs_f64(), 3),
         });
     }
@@ -924,35 +1205,9 @@ fn mix_result(
             }
         })
         .collect();
-    // Per-second series: every client's seconds, merged by index.
-    let mut per_second: BTreeMap<u32, Counters2> = BTreeMap::new();
-    for r in reports {
-        for s in &r.seconds {
-            let e = per_second.entry(s.second).or_default();
-            e.add(&s.counters, &s.conn);
-            // Percentiles of different clients cannot be added, so the
-            // per-second series keeps the slowest client's (the mix's
-            // totals use the exactly merged histograms).
-            e.p50 = e.p50.max(s.latency.p50);
-            e.p99 = e.p99.max(s.latency.p99);
-        }
-    }
-    let per_second = per_second
-        .into_iter()
-        .map(|(sec, c)| {
-            let t0 = Duration::from_secs(sec as u64);
-            SecondResult {
-                second: sec + 1,
-                in_window: t0 >= from && t0 + Duration::from_secs(1) <= until,
-                requests: c.requests,
-                errors: c.errors,
-                bytes: c.bytes,
-                connections_opened: c.conn,
-                latency_p50_us: c.p50,
-                latency_p99_us: c.p99,
-            }
-        })
-        .collect();
+    // Per-second series: merged as the clients sent their seconds (a lost
+    // client's up to its loss), percentiles from the merged histograms.
+    let per_second = driven.seconds.clone();
     let histograms = histograms(&merged, &phase.classes);
     let conn: ConnCounters = merged.conn;
     let policy = ConnectionPolicy {
@@ -964,9 +1219,7 @@ fn mix_result(
     let shares = policy.request_shares(&conn.requests_by_kind);
     let users_arrived = reports.iter().map(|r| r.users_arrived).sum();
     let users_waiting = reports.iter().map(|r| r.users_waiting).sum();
-    let mut warnings: Vec<String> = share_warning(&shares, "the mix's `requests_per_connection`")
-        .into_iter()
-        .collect();
+    warnings.extend(share_warning(&shares, "the mix's `requests_per_connection`"));
     warnings.extend(arrival_warning(
         users_waiting,
         mix.threads(),
@@ -1063,26 +1316,6 @@ pub fn arrival_warning(waiting: u64, users: u64, remedy: &str) -> Option<String>
     })
 }
 
-/// Counters of one second, merged over clients.
-#[derive(Debug, Default)]
-struct Counters2 {
-    requests: u64,
-    errors: u64,
-    bytes: u64,
-    conn: u64,
-    p50: u64,
-    p99: u64,
-}
-
-impl Counters2 {
-    fn add(&mut self, c: &benchlab_engine::Counters, conn: &ConnCounters) {
-        self.requests += c.requests;
-        self.errors += c.errors_total();
-        self.bytes += c.bytes;
-        self.conn += conn.connections_opened;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1142,5 +1375,460 @@ mod tests {
         assert!(h.latency_as_sent_us.is_none() && h.classes_as_sent.is_empty());
         let json = serde_json::to_value(&h).expect("JSON");
         assert!(json.get("latency_as_sent_us").is_none() && json.get("classes_as_sent").is_none());
+    }
+}
+
+/// The controller driven through fake clients: no sockets, no threads,
+/// every number known in advance.
+#[cfg(test)]
+mod fake_clients {
+    use super::*;
+    use crate::driver::ClientLost;
+    use benchlab_engine::{new_latency_histogram, Counters, ErrorKind, LatencySummary};
+    use benchlab_model::MixParams;
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    /// One completed second: `requests` successes with the given latencies
+    /// (µs), `errors` connection refusals.
+    fn second(n: u32, latencies: &[u64], refused: u64) -> Second {
+        let mut h = new_latency_histogram();
+        for &v in latencies {
+            h.record(v).expect("in range");
+        }
+        let mut counters = Counters {
+            requests: latencies.len() as u64,
+            bytes: 100 * latencies.len() as u64,
+            ..Counters::default()
+        };
+        counters.errors[ErrorKind::ConnectRefused as usize] = refused;
+        let conn = ConnCounters {
+            connections_opened: latencies.len() as u64,
+            ..ConnCounters::default()
+        };
+        Second {
+            second: n,
+            counters,
+            conn,
+            latency: LatencySummary::of(&h),
+            histogram: Some(h),
+        }
+    }
+
+    /// The report of a client that sent `seconds`: its window (1 s to 3 s,
+    /// the mix below) summed, as the engine counts it.
+    fn report(seconds: &[Second]) -> ClientReport {
+        let mut stats = Stats::new(1);
+        for s in seconds.iter().filter(|s| in_window(s.second, WINDOW)) {
+            stats.classes[0].counters.add(&s.counters);
+            stats.classes[0]
+                .latency
+                .add(s.histogram.as_ref().expect("a histogram"))
+                .expect("same bounds");
+            stats.conn.add(&s.conn);
+        }
+        ClientReport {
+            stats,
+            seconds: seconds
+                .iter()
+                .cloned()
+                .map(|s| Second { histogram: None, ..s })
+                .collect(),
+            in_flight: 0,
+            cpu_user: Duration::from_millis(10),
+            cpu_system: Duration::from_millis(5),
+            elapsed: Duration::from_secs(seconds.len() as u64),
+            tls_error: None,
+            users_arrived: 1,
+            users_waiting: 0,
+            peak_connections: 0,
+            threads_lost: 0,
+        }
+    }
+
+    const WINDOW: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3));
+
+    /// What a fake client will do.
+    #[derive(Debug, Clone)]
+    struct Script {
+        seconds: Vec<Second>,
+        /// Lost after its seconds, with this reason.
+        lost: Option<&'static str>,
+        refuse_start: bool,
+    }
+
+    impl Script {
+        fn runs(seconds: Vec<Second>) -> Script {
+            Script {
+                seconds,
+                lost: None,
+                refuse_start: false,
+            }
+        }
+    }
+
+    #[derive(Debug, Default)]
+    struct FakePool {
+        scripts: Vec<Script>,
+        /// What the drivers were asked, in order: `start 1`, `stop 2` …
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl FakePool {
+        fn log(&self) -> Vec<String> {
+            self.log.lock().expect("log").clone()
+        }
+    }
+
+    struct FakeDriver {
+        client: usize,
+        script: Script,
+        queue: VecDeque<Second>,
+        stopped: bool,
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl FakeDriver {
+        fn note(&self, what: &str) {
+            self.log
+                .lock()
+                .expect("log")
+                .push(format!("{what} {}", self.client + 1));
+        }
+    }
+
+    impl ClientPool for FakePool {
+        fn load_urls(&self, _urls: &Arc<UrlList>) -> Result<(), DriverError> {
+            Ok(())
+        }
+
+        fn driver(&self, client: usize) -> Box<dyn ClientDriver> {
+            let script = self.scripts[client].clone();
+            Box::new(FakeDriver {
+                client,
+                queue: script.seconds.iter().cloned().collect(),
+                script,
+                stopped: false,
+                log: Arc::clone(&self.log),
+            })
+        }
+    }
+
+    impl ClientDriver for FakeDriver {
+        fn start(&mut self, _plan: ClientPlan, _start_at: SystemTime) -> Result<(), DriverError> {
+            if self.script.refuse_start {
+                self.note("refused");
+                return Err(DriverError::UnknownUrls("xxh3:0".into()));
+            }
+            self.note("start");
+            Ok(())
+        }
+
+        fn stop(&mut self) {
+            self.note("stop");
+            // A stopped client sends no more seconds.
+            self.stopped = true;
+            self.queue.clear();
+        }
+
+        fn next_second(&mut self, _timeout: Duration) -> Option<Second> {
+            self.queue.pop_front()
+        }
+
+        fn is_finished(&self) -> bool {
+            self.queue.is_empty()
+        }
+
+        fn finish(&mut self) -> Result<ClientReport, ClientLost> {
+            self.note("finish");
+            match self.script.lost {
+                Some(why) => Err(ClientLost { why: why.into() }),
+                None => {
+                    let sent = if self.stopped { 0 } else { self.script.seconds.len() };
+                    Ok(report(&self.script.seconds[..sent]))
+                }
+            }
+        }
+    }
+
+    fn mix(clients: u32) -> Mix {
+        Mix {
+            number: 1,
+            clients,
+            phase: 0,
+            params: MixParams {
+                delay: Duration::from_millis(500),
+                ramp_up: WINDOW.0,
+                ramp_down: Duration::from_secs(1),
+                length: Duration::from_secs(4),
+                think_time: Duration::ZERO,
+                threads_per_client: 2,
+                rate: None,
+                arrival: benchlab_model::Arrival::Constant,
+                max_in_flight: 1,
+                receive_buffer: 4096,
+                http10_percent: 0,
+                http10_keepalive: false,
+                persistent_percent: 100,
+                requests_per_connection: None,
+                timeout: Duration::from_secs(5),
+                workload: "w".into(),
+                target: "http://127.0.0.1:1".into(),
+            },
+        }
+    }
+
+    fn phase() -> PhasePlan {
+        let classes = vec![ClassPlan { name: "static".into() }];
+        PhasePlan {
+            list: Arc::new(UrlList::new(classes.clone(), Vec::new())),
+            urls: Vec::new().into(),
+            classes,
+            class_info: vec![("static".into(), ClassKind::Static, None, 100.0, false)],
+        }
+    }
+
+    /// Plans with delays 0.1 s × client number, so a row's delay says
+    /// which client it is.
+    fn plans(n: usize) -> Vec<ClientPlan> {
+        let suite_plan = |c: usize| ClientPlan {
+            urls: phase().list.id.clone(),
+            virtual_users: 2,
+            load: Load::Closed,
+            os_threads: 1,
+            stop: Stop::After(Duration::from_secs(4)),
+            window: WINDOW,
+            start_delay: Duration::from_millis(100 * (c as u64 + 1)),
+            think_time: Duration::ZERO,
+            ramp_up: Duration::ZERO,
+            timeout: Duration::from_secs(5),
+            connection: ConnectionPolicy::default(),
+            receive_buffer: 4096,
+            headers: Vec::new(),
+            source_addresses: vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, c as u8 + 1))],
+            tls: TlsOptions::default(),
+            seed: c as u64,
+        };
+        (0..n).map(suite_plan).collect()
+    }
+
+    /// Runs the fake clients through a mix; returns the result and the
+    /// seconds the observer saw.
+    fn run(pool: &FakePool, stop: bool) -> Result<(MixResult, Vec<SecondResult>), ControllerError> {
+        let n = pool.scripts.len();
+        let plans = plans(n);
+        let mut seen = Vec::new();
+        let driven = drive_mix(
+            pool,
+            &plans,
+            WINDOW,
+            SystemTime::now(),
+            &AtomicBool::new(stop),
+            &mut |s| seen.push(s.clone()),
+        )?;
+        Ok((mix_result(&mix(n as u32), "p", &phase(), &plans, &driven), seen))
+    }
+
+    fn range(from: u64, to: u64) -> Vec<u64> {
+        (from..=to).collect()
+    }
+
+    #[test]
+    fn seconds_merge_counts_exactly_and_percentiles_over_every_request() {
+        // Client 1 is fast (1..100 µs), client 2 slow (1,000..1,099 µs)
+        // and half as busy: the slowest client's p50 would be 1,049 µs.
+        let fast = |n| second(n, &range(1, 100), 0);
+        let slow = |n| second(n, &range(1000, 1049), 0);
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(fast).collect()),
+                Script::runs((0..4).map(slow).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, seen) = run(&pool, false).expect("runs");
+        assert_eq!(r.per_second, seen, "the result keeps what the observer saw");
+        assert_eq!(r.per_second.len(), 4);
+        let mut all = new_latency_histogram();
+        for v in range(1, 100).into_iter().chain(range(1000, 1049)) {
+            all.record(v).expect("in range");
+        }
+        for (i, s) in r.per_second.iter().enumerate() {
+            assert_eq!(s.second, i as u32 + 1);
+            assert_eq!(
+                (s.requests, s.errors, s.bytes, s.connections_opened),
+                (150, 0, 15_000, 150)
+            );
+            assert_eq!(s.in_window, i == 1 || i == 2, "window 1 s to 3 s");
+            // One histogram fed every sample of the second.
+            assert_eq!(s.latency_p50_us, all.value_at_quantile(0.50));
+            assert_eq!(s.latency_p99_us, all.value_at_quantile(0.99));
+        }
+        assert_eq!(
+            r.per_second[0].latency_p50_us, 75,
+            "the 75th of 150 samples, not the slow client's 1,024"
+        );
+        assert_eq!(r.per_second[0].latency_p99_us, 1048);
+        // The window's totals: seconds 2 and 3 of both clients.
+        assert_eq!(r.figures.requests, 300);
+        assert_eq!(r.window_s, 2.0);
+        assert_eq!(r.figures.requests_per_sec, 150.0);
+        assert_eq!(r.figures.latency_us.p99, all.value_at_quantile(0.99));
+        assert_eq!(r.clients_participating, 2);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn a_second_waits_for_every_running_client_but_not_a_finished_one() {
+        let mut m = SecondMerger::new(2, WINDOW);
+        m.add(0, second(0, &[10], 0));
+        m.add(0, second(1, &[10], 0));
+        assert!(m.release().is_empty(), "client 2 has not sent second 1 yet");
+        m.add(1, second(0, &[30], 0));
+        let got: Vec<(u32, u64, u64)> = m
+            .release()
+            .iter()
+            .map(|s| (s.second, s.requests, s.latency_p99_us))
+            .collect();
+        assert_eq!(got, [(1, 2, 30)]);
+        m.finished(1);
+        let got: Vec<(u32, u64)> = m.release().iter().map(|s| (s.second, s.requests)).collect();
+        assert_eq!(got, [(2, 1)], "a finished client holds back no second");
+        assert!(m.release().is_empty(), "each second is handed out once");
+    }
+
+    #[test]
+    fn a_client_lost_mid_mix_keeps_its_number_and_its_figures_apart() {
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect()),
+                // Sends seconds 1 and 2 (one inside the window), then is lost.
+                Script {
+                    seconds: vec![second(0, &[200; 7], 0), second(1, &[300; 5], 0)],
+                    lost: Some("silent for 3 s"),
+                    refuse_start: false,
+                },
+                Script::runs((0..4).map(|n| second(n, &[400; 20], 0)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("the mix completes without it");
+        let rows: Vec<(u32, Option<&str>, f64, bool, u64)> = r
+            .client_data
+            .iter()
+            .map(|c| {
+                (
+                    c.client,
+                    c.address.as_deref(),
+                    c.delay_s,
+                    c.taken_out,
+                    c.figures.requests,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (1, Some("127.0.0.1"), 0.1, false, 20),
+                (2, Some("127.0.0.2"), 0.2, true, 5),
+                (3, Some("127.0.0.3"), 0.3, false, 40),
+            ],
+            "client 3 is still client 3, with its own delay and address"
+        );
+        let lost = &r.client_data[1];
+        assert_eq!(lost.lost.as_deref(), Some("silent for 3 s"));
+        assert_eq!(
+            lost.figures.requests_per_sec, 5.0,
+            "over the one second it sent in the window"
+        );
+        assert_eq!(lost.figures.latency_us.p50, 300);
+        assert_eq!(r.client_data[0].lost, None);
+        // The mix's totals are the two others' only.
+        assert_eq!(r.figures.requests, 60);
+        assert_eq!(r.figures.latency_us.max, 400);
+        assert_eq!(r.clients_participating, 2);
+        assert_eq!(r.clients, 3);
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("client 2 was lost (silent for 3 s)")),
+            "{:?}",
+            r.warnings
+        );
+        // Its seconds up to the loss are in the series; after it, the others'.
+        let reqs: Vec<u64> = r.per_second.iter().map(|s| s.requests).collect();
+        assert_eq!(reqs, [37, 35, 30, 30]);
+        assert_eq!(pool.log().iter().filter(|l| l.starts_with("finish")).count(), 3);
+    }
+
+    #[test]
+    fn a_client_that_cannot_connect_is_taken_out_but_its_errors_count() {
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect()),
+                Script::runs((0..4).map(|n| second(n, &[], 3)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("runs");
+        let out = &r.client_data[1];
+        assert!(out.taken_out && out.lost.is_none());
+        assert_eq!((out.figures.requests, out.figures.errors_total), (0, 6));
+        assert_eq!((r.figures.requests, r.figures.errors_total), (20, 6), "WebBench's rule");
+        assert_eq!(r.clients_participating, 1);
+        let errors: Vec<u64> = r.per_second.iter().map(|s| s.errors).collect();
+        assert_eq!(errors, [3, 3, 3, 3]);
+    }
+
+    #[test]
+    fn a_stopped_mix_is_partial_and_every_client_is_stopped() {
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect()),
+                Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, seen) = run(&pool, true).expect("runs");
+        assert!(r.partial);
+        assert!(seen.is_empty(), "stopped before any second");
+        assert_eq!(r.client_data.len(), 2, "both keep their rows");
+        assert_eq!(
+            pool.log(),
+            ["start 1", "start 2", "stop 1", "stop 2", "finish 1", "finish 2"]
+        );
+    }
+
+    #[test]
+    fn a_client_that_fails_to_start_stops_every_client_already_started() {
+        let ok = Script::runs(vec![second(0, &[100], 0)]);
+        let pool = FakePool {
+            scripts: vec![
+                ok.clone(),
+                ok.clone(),
+                Script {
+                    refuse_start: true,
+                    ..ok.clone()
+                },
+                ok,
+            ],
+            ..FakePool::default()
+        };
+        let e = run(&pool, false).expect_err("the mix cannot run");
+        assert!(matches!(e, ControllerError::Driver { client: 3, .. }), "{e}");
+        assert!(e.to_string().starts_with("cannot start client 3: "), "{e}");
+        assert_eq!(
+            pool.log(),
+            [
+                "start 1",
+                "start 2",
+                "refused 3",
+                "stop 1",
+                "stop 2",
+                "finish 1",
+                "finish 2"
+            ],
+            "client 4 is never started"
+        );
     }
 }

@@ -9,6 +9,7 @@
 use crate::plan::{ClientPlan, PlanError};
 use crate::stats::{ConnCounters, Counters, LatencySummary, Snapshot, Stats};
 use crate::worker::{shared_for, Shared, Worker};
+use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -33,6 +34,28 @@ pub struct Second {
     pub counters: Counters,
     pub conn: ConnCounters,
     pub latency: LatencySummary,
+    /// The second's HDR latency histogram (successful requests, every
+    /// class): the delta a controller merges with other clients' so that
+    /// a mix's per-second percentiles are true merged ones, not the
+    /// slowest client's. Present in the stream ([`Client::next_second`]);
+    /// `None` in [`ClientReport::seconds`], which keeps the summaries only
+    /// (a histogram of the engine's range is ~190 KB).
+    pub histogram: Option<Histogram<u64>>,
+}
+
+impl Second {
+    /// Second `second` of every worker thread's merged `stats`, with its
+    /// histogram.
+    fn of(second: u32, stats: &Stats) -> Second {
+        let t = stats.total();
+        Second {
+            second,
+            counters: t.counters,
+            conn: stats.conn,
+            latency: LatencySummary::of(&t.latency),
+            histogram: Some(t.latency),
+        }
+    }
 }
 
 /// What a client measured over its whole run.
@@ -167,10 +190,21 @@ impl Client {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        let mut report = self.collector.into_report();
+        let collector = std::mem::replace(&mut self.collector, Collector::new(0, 0));
+        let mut report = collector.into_report();
         report.tls_error = self.shared.tls_error.get().cloned();
         report.peak_connections = self.shared.peak_connections.load(Ordering::Relaxed);
         report
+    }
+}
+
+/// A client dropped without [`Client::finish`] (a mix abandoned because
+/// another client failed to start, a panic) stops its worker threads: load
+/// never outlives the handle that could end it. The threads are not joined
+/// here; each ends at its next loop turn.
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -254,13 +288,7 @@ impl Collector {
             let Some((stats, _)) = self.pending.remove(&sec) else {
                 break;
             };
-            let t = stats.total();
-            self.ready.push(Second {
-                second: sec,
-                counters: t.counters,
-                conn: stats.conn,
-                latency: LatencySummary::of(&t.latency),
-            });
+            self.ready.push(Second::of(sec, &stats));
         }
     }
 
@@ -278,20 +306,21 @@ impl Collector {
             *last = Some(0);
         }
         while let Some((sec, (stats, _))) = self.pending.pop_first() {
-            let t = stats.total();
-            self.ready.push(Second {
-                second: sec,
-                counters: t.counters,
-                conn: stats.conn,
-                latency: LatencySummary::of(&t.latency),
-            });
+            self.ready.push(Second::of(sec, &stats));
         }
     }
 
     fn pop_second(&mut self) -> Option<Second> {
         if self.emitted < self.ready.len() {
             self.emitted += 1;
-            Some(self.ready[self.emitted - 1].clone())
+            // The histogram leaves with the second: the series kept for
+            // the report holds summaries only.
+            let kept = &mut self.ready[self.emitted - 1];
+            let histogram = kept.histogram.take();
+            Some(Second {
+                histogram,
+                ..kept.clone()
+            })
         } else {
             None
         }
@@ -303,6 +332,9 @@ impl Collector {
 
     fn into_report(mut self) -> ClientReport {
         self.release();
+        for s in &mut self.ready {
+            s.histogram = None;
+        }
         ClientReport {
             stats: self.total,
             seconds: self.ready,

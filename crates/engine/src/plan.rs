@@ -113,7 +113,7 @@ impl Target {
 }
 
 /// How a response is checked beyond its framing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Expect {
     /// Expected status only.
     Status,
@@ -138,7 +138,7 @@ pub struct UrlPlan {
 
 /// Which HTTP version and connection behaviour each new connection draws
 /// (docs/connections.md; percentages are per connection, as in WebBench).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ConnectionPolicy {
     /// Share of connections that speak HTTP/1.0, in percent.
     pub http10_percent: u8,
@@ -252,7 +252,7 @@ pub fn share_warning(shares: &[KindShare], setting: &str) -> Option<String> {
 }
 
 /// TLS options for `https://` targets.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TlsOptions {
     /// Accept any server certificate (self-signed test servers).
     pub insecure: bool,
@@ -263,7 +263,7 @@ pub struct TlsOptions {
 }
 
 /// When a run ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Stop {
     /// After this long from the start; requests then unfinished are
     /// reported as in flight.
@@ -274,7 +274,7 @@ pub enum Stop {
 
 /// How requests are started: the load model of a client (as oha's
 /// `QueryLimit` separates a closed loop of N users from a rate).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Load {
     /// [`ClientPlan::virtual_users`] closed-loop users: each sends its
     /// next request when the previous one ended (and its think time
@@ -287,7 +287,7 @@ pub enum Load {
 
 /// An open-loop schedule: `rate` requests a second, spaced by `arrival`,
 /// with at most `max_in_flight` outstanding.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OpenLoop {
     /// Requests per second over the whole client (its OS threads share it).
     pub rate: f64,
@@ -307,7 +307,7 @@ impl OpenLoop {
 }
 
 /// How an open loop spaces its sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Arrival {
     /// Exactly 1/rate apart.
     Constant,
@@ -326,7 +326,7 @@ impl Arrival {
 }
 
 /// A request class: requests are counted and timed per class.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClassPlan {
     pub name: String,
 }

@@ -29,7 +29,7 @@
 //! The output is ASCII; generation runs at about 850 MB/s per core on the
 //! 2-core development box (the ignored `fill_speed` test measures it).
 
-use benchlab_engine::SplitMix64;
+use benchlab_rng::SplitMix64;
 
 const HEAD_START: &[u8] = b"<!DOCTYPE html>\n<html><head><title>";
 const HEAD_END: &[u8] = b"</title></head>\n<body>\n";

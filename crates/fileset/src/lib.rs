@@ -12,7 +12,7 @@
 //! - `manifest`: the manifest format.
 //!
 //! Byte-for-byte reproducibility rests on three things only: SplitMix64
-//! (a named, fixed algorithm, from `benchlab-engine`), integer size
+//! (a named, fixed algorithm, from `benchlab-rng`), integer size
 //! arithmetic, and the content rules of `content`. The same kind and seed
 //! give the same tree on every machine, in every thread count.
 

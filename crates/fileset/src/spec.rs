@@ -43,7 +43,7 @@
 //! steps is `seed + i × γ`), so files are generated independently and in
 //! any order — in parallel — and still byte-identical everywhere.
 
-use benchlab_engine::SplitMix64;
+use benchlab_rng::SplitMix64;
 
 /// SplitMix64's increment (the golden gamma), for jumping its stream.
 const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;

@@ -5,7 +5,7 @@
 
 use crate::analysis::{self, Efficiency, MixPoint, Spread, UsefulLimits};
 use crate::{ReportOptions, Run};
-use benchlab_controller::{MixResult, Results};
+use benchlab_results::{MixResult, Results};
 use serde::Serialize;
 
 /// What a phase requests, from its classes' kinds: SPICE efficiency compares

@@ -24,7 +24,7 @@
 use crate::analysis::{self, Verdict};
 use crate::analyze::phase_mixes;
 use crate::Run;
-use benchlab_controller::MixResult;
+use benchlab_results::MixResult;
 use serde::Serialize;
 
 /// One mix present in both runs, NEW ÷ BASE.

@@ -25,7 +25,7 @@ pub use compare::{
 };
 pub use xlsx::{write_xlsx, write_xlsx_with};
 
-use benchlab_controller::{Results, CLIENT_BOUND_SHARE, RESULTS_SCHEMA};
+use benchlab_results::{Results, CLIENT_BOUND_SHARE, RESULTS_SCHEMA};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

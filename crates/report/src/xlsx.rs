@@ -28,8 +28,8 @@
 //! document's creation time is the first run's start, not the clock).
 
 use crate::{analyze_run, ReportOptions, Run, RunAnalysis};
-use benchlab_controller::{clients_csv, round, summary_csv, MixResult, Results};
 use benchlab_format::{column_quantity, column_title};
+use benchlab_results::{clients_csv, round, summary_csv, MixResult, Results};
 use rust_xlsxwriter::{
     Chart, ChartLegendPosition, ChartType, ColNum, DocProperties, ExcelDateTime, Format, Formula, RowNum, Workbook,
     Worksheet,
@@ -1095,7 +1095,7 @@ fn write_configuration(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &F
 #[cfg(test)]
 mod tests {
     use super::*;
-    use benchlab_controller::{
+    use benchlab_results::{
         ClassResult, ClientResult, Environment, Figures, Histograms, Latency, ParamsResult, PhaseResult, SuiteInfo,
     };
     use std::path::PathBuf;
@@ -1167,6 +1167,7 @@ mod tests {
                     in_flight: 1,
                     delay_s: 0.125,
                     taken_out: c == 2,
+                    lost: None,
                     cpu_s: 0.25,
                 })
                 .collect(),
@@ -1218,7 +1219,7 @@ mod tests {
             });
         }
         Results {
-            schema: benchlab_controller::RESULTS_SCHEMA.into(),
+            schema: benchlab_results::RESULTS_SCHEMA.into(),
             suite: SuiteInfo {
                 name: "tiny".into(),
                 description: "a tiny suite, with \"quotes\"".into(),

@@ -6,12 +6,12 @@
 //! property is checked on the pure functions and again through
 //! `analyze_run` on a whole synthetic `results.json`.
 
-use benchlab_controller::{
+use benchlab_report::analysis::{self, MixPoint, UsefulLimits};
+use benchlab_report::{analyze_run, render_html, ReportOptions, Run};
+use benchlab_results::{
     ClassResult, ClientResult, Environment, Figures, Histograms, Latency, MixResult, ParamsResult, PhaseResult,
     Results, SuiteInfo, RESULTS_SCHEMA,
 };
-use benchlab_report::analysis::{self, MixPoint, UsefulLimits};
-use benchlab_report::{analyze_run, render_html, ReportOptions, Run};
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -91,6 +91,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
                 in_flight: 0,
                 delay_s: 0.0,
                 taken_out: false,
+                lost: None,
                 cpu_s: 0.0,
             })
             .collect(),

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::chart::{HLine, Mark};
-use benchlab_controller::SecondResult;
+use benchlab_results::SecondResult;
 
 /// What a phase's mixes are charted against: total threads (closed loop),
 /// or the offered rate when every mix of the phase is an open loop (their
@@ -358,7 +358,7 @@ fn phase_charts(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions, pi: u
                     }
                 }
                 for (ci, cname) in names.iter().enumerate() {
-                    fn class<'m>(m: &'m MixResult, name: &str) -> Option<&'m benchlab_controller::Figures> {
+                    fn class<'m>(m: &'m MixResult, name: &str) -> Option<&'m benchlab_results::Figures> {
                         m.classes.iter().find(|c| c.name == name).map(|c| &c.figures)
                     }
                     let mut s = load_series(

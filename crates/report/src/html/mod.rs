@@ -18,10 +18,10 @@ use crate::analyze::{PhaseAnalysis, RunAnalysis};
 use crate::chart::{colour, Chart, Point, Series, VLine, XTicks, DASHES};
 use crate::compare::Comparison;
 use crate::{ReportOptions, Run};
-use benchlab_controller::MixResult;
 use benchlab_format::{
     fixed, mbit_per_sec, mbytes_per_sec, mean_us, plural, requests_per_sec, seconds, share, thousands, yes_no, Quantity,
 };
+use benchlab_results::MixResult;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 mod charts;
@@ -112,7 +112,7 @@ fn run_cell(i: usize, label: &str) -> Markup {
 
 /// A Unix time as `YYYY-MM-DD HH:MM:SS UTC`.
 fn utc(unix: u64) -> String {
-    let (y, m, d, h, mi, sec) = benchlab_controller::utc_civil(unix);
+    let (y, m, d, h, mi, sec) = benchlab_results::utc_civil(unix);
     format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{sec:02} UTC")
 }
 

@@ -356,7 +356,13 @@ pub(super) fn clients(runs: &[Run]) -> Markup {
                                     td.n { (m.mix) }
                                     td.n { (c.client) }
                                     td { (c.address.as_deref().unwrap_or("")) }
-                                    td { @if c.taken_out { span.flag { "yes" } } @else { (yes_no(false)) } }
+                                    // A lost client says so, and why (its figures are kept
+                                    // apart from the mix's).
+                                    td {
+                                        @if let Some(why) = &c.lost { span.flag title=(why) { "lost" } }
+                                        @else if c.taken_out { span.flag { "yes" } }
+                                        @else { (yes_no(false)) }
+                                    }
                                     (field("requests", int(f.requests)))
                                     (field("requests_per_sec", requests_per_sec(f.requests_per_sec)))
                                     td.n { (mbs(f.bytes_per_sec)) }

@@ -1,3 +1,11 @@
+//! # benchlab-results
+//!
+//! The stable, machine-readable side of benchlab (as `nextest-metadata` is
+//! nextest's): the types of `results.json`, the CSV writers, and the exit
+//! codes, for the report and for outside tools, without the load engine,
+//! its sockets or its TLS. The controller fills these types from what its
+//! clients measured.
+//!
 //! The results directory of a suite run: `results.json` (schema
 //! `benchlab.results/1`), `summary.csv` (WebBench's summary report, a row
 //! per mix) and `clients.csv` (WebBench's client data report, a row per
@@ -5,7 +13,6 @@
 //! file, then rename) after every mix, so a crash or Ctrl-C never loses a
 //! finished mix.
 
-use benchlab_engine::{ClassStats, Counters, ErrorKind, LatencySummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -13,6 +20,60 @@ use std::path::Path;
 use std::time::Duration;
 
 pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
+
+/// The kinds of failed request, by their names in JSON and CSV, in the
+/// order of docs/counting.md (the engine's `ErrorKind::ALL`; a test in the
+/// controller keeps the two the same).
+pub const ERROR_KINDS: [&str; 11] = [
+    "connect_refused",
+    "connect_timeout",
+    "reset",
+    "timeout",
+    "status",
+    "framing",
+    "short_body",
+    "wrong_body",
+    "header_too_large",
+    "tls",
+    "bind",
+];
+
+/// How the search came to run a load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// The starting load or a doubling.
+    Grow,
+    /// A load between two run ones, around the knee.
+    Bisect,
+}
+
+impl StepKind {
+    /// As in results.json and summary.csv: `grow` or `bisect`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepKind::Grow => "grow",
+            StepKind::Bisect => "bisect",
+        }
+    }
+}
+
+/// The exit codes of `benchlab`, documented in the README: what a script
+/// or CI job may rely on.
+pub mod exit {
+    /// The command completed (whatever the server did).
+    pub const COMPLETED: u8 = 0;
+    /// The run could not be done (preflight failed, a system limit, an
+    /// unwritable directory).
+    pub const CANNOT_RUN: u8 = 1;
+    /// Bad input from the user (a flag, a suite, a workload).
+    pub const USAGE: u8 = 2;
+    /// A `--max-*` threshold was breached, or `compare` found a
+    /// regression beyond `--max-regression`.
+    pub const BREACHED: u8 = 3;
+    /// Ctrl-C stopped the run; what was measured is kept.
+    pub const INTERRUPTED: u8 = 130;
+}
 
 /// Latency in microseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -25,29 +86,9 @@ pub struct Latency {
     pub max: u64,
 }
 
-impl From<LatencySummary> for Latency {
-    fn from(s: LatencySummary) -> Self {
-        Latency {
-            mean: (s.mean * 10.0).round() / 10.0,
-            p50: s.p50,
-            p90: s.p90,
-            p99: s.p99,
-            p999: s.p999,
-            max: s.max,
-        }
-    }
-}
-
 /// Errors by kind, every canonical kind present, in the order of
 /// docs/counting.md.
 pub type Errors = BTreeMap<String, u64>;
-
-pub fn errors_of(c: &Counters) -> Errors {
-    ErrorKind::ALL
-        .iter()
-        .map(|k| (k.name().to_string(), c.error(*k)))
-        .collect()
-}
 
 /// Requests of one connection kind (HTTP version × persistence) in a mix
 /// or a run.
@@ -65,22 +106,6 @@ pub struct KindFigures {
 /// Requests by connection kind: `http10_close`, `http10_keepalive`,
 /// `http11_persistent`, `http11_close`, every kind present.
 pub type RequestKinds = BTreeMap<String, KindFigures>;
-
-pub fn request_kinds(shares: &[benchlab_engine::KindShare]) -> RequestKinds {
-    shares
-        .iter()
-        .map(|s| {
-            (
-                s.kind.name().to_string(),
-                KindFigures {
-                    requests: s.requests,
-                    percent: round(s.percent, 3),
-                    configured_percent: round(s.configured_percent, 3),
-                },
-            )
-        })
-        .collect()
-}
 
 /// Counts and rates of a span of requests (a mix, a client, a class).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -102,36 +127,6 @@ pub struct Figures {
 pub fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
-}
-
-impl Figures {
-    pub fn of(s: &ClassStats, window_s: f64) -> Figures {
-        let c = &s.counters;
-        let per = |n: u64| {
-            if window_s > 0.0 {
-                round(n as f64 / window_s, 2)
-            } else {
-                0.0
-            }
-        };
-        Figures {
-            requests: c.requests,
-            requests_per_sec: per(c.requests),
-            bytes: c.bytes,
-            bytes_per_sec: per(c.bytes),
-            mbit_per_sec: if window_s > 0.0 {
-                round(c.bytes as f64 * 8.0 / 1e6 / window_s, 3)
-            } else {
-                0.0
-            },
-            body_bytes: c.body_bytes,
-            error_bytes: c.error_bytes,
-            errors: errors_of(c),
-            errors_total: c.errors_total(),
-            latency_us: LatencySummary::of(&s.latency).into(),
-            error_latency_us: LatencySummary::of(&s.error_latency).into(),
-        }
-    }
 }
 
 /// The share of its cores above which a load generator counts as saturated
@@ -245,9 +240,15 @@ pub struct ClientResult {
     pub in_flight: u64,
     /// Seconds after the mix's start at which its load began.
     pub delay_s: f64,
-    /// Taken out of the mix (it could not connect at all); its errors are
-    /// still counted (WebBench's rule).
+    /// Taken out of the mix: it could not connect at all (its errors are
+    /// still counted, WebBench's rule), or it was lost.
     pub taken_out: bool,
+    /// Why the client was lost mid-mix (stopped answering before its
+    /// report): its figures are those of the seconds it sent inside the
+    /// window, kept apart — none is in the mix's totals. Absent when it
+    /// reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
     pub cpu_s: f64,
 }
 
@@ -529,44 +530,6 @@ pub struct OpenLoopResult {
 }
 
 impl OpenLoopResult {
-    /// The open loop as measured: what was asked (`rate` for all clients
-    /// together, `arrival`, `max_in_flight` per client) and what the
-    /// counters and the as-sent histogram of the window say, and
-    /// `client_peaks`, each client's most connections open at once.
-    pub fn measure(
-        rate: f64,
-        arrival: &str,
-        max_in_flight: u32,
-        conn: &benchlab_engine::ConnCounters,
-        total: &ClassStats,
-        window_s: f64,
-        client_peaks: &[u64],
-    ) -> OpenLoopResult {
-        OpenLoopResult {
-            rate,
-            arrival: arrival.to_string(),
-            max_in_flight,
-            sends: conn.sends,
-            sends_per_sec: if window_s > 0.0 {
-                round(conn.sends as f64 / window_s, 1)
-            } else {
-                0.0
-            },
-            late_sends: conn.late_sends,
-            late_tolerance_us: benchlab_engine::OpenLoop::LATE_TOLERANCE.as_micros() as u64,
-            max_in_flight_hit: conn.in_flight_waits,
-            latency_as_sent_us: total
-                .latency_as_sent
-                .as_ref()
-                .map(LatencySummary::of)
-                .unwrap_or_default()
-                .into(),
-            peak_connections: client_peaks.iter().sum(),
-            peak_connections_upper_bound: client_peaks.len() > 1,
-            client_peak_connections: client_peaks.to_vec(),
-        }
-    }
-
     /// Says when the schedule was not kept: more than 1 % of sends late
     /// (a stray late send is the machine's noise, not a missed schedule),
     /// or any send that waited for the in-flight cap. `rate_setting` and
@@ -603,7 +566,7 @@ pub struct SearchStepResult {
     /// listed in load order, so this differs after a bisection).
     pub step: u32,
     /// `grow` (the start or a doubling) or `bisect` (around the knee).
-    pub kind: crate::peak::StepKind,
+    pub kind: StepKind,
 }
 
 /// A phase's peak search (`--find-peak`): its rules and what it found.
@@ -732,8 +695,8 @@ pub fn summary_csv(r: &Results) -> String {
         "mix,phase,clients,clients_participating,threads,partial,window_s,requests,requests_per_sec,bytes_per_sec,mbytes_per_sec,mbit_per_sec,\
          latency_mean_us,latency_p50_us,latency_p90_us,latency_p99_us,latency_p999_us,latency_max_us,errors_total",
     );
-    for k in ErrorKind::ALL {
-        let _ = write!(o, ",errors_{}", k.name());
+    for k in ERROR_KINDS {
+        let _ = write!(o, ",errors_{k}");
     }
     o.push_str(",reconnects,in_flight,connections_opened,client_cpu_percent,client_bound,search_step,search_kind\n");
     for m in &r.mixes {
@@ -761,8 +724,8 @@ pub fn summary_csv(r: &Results) -> String {
             f.latency_us.max,
             f.errors_total
         );
-        for k in ErrorKind::ALL {
-            let _ = write!(o, ",{}", f.errors.get(k.name()).copied().unwrap_or(0));
+        for k in ERROR_KINDS {
+            let _ = write!(o, ",{}", f.errors.get(k).copied().unwrap_or(0));
         }
         // Empty for a suite's own mixes; `--find-peak`'s order and kind.
         let (step, kind) = match &m.search {

@@ -1,0 +1,317 @@
+//! What crosses the seam between the controller and a client: plain data.
+//!
+//! A client may run in this process or, later, on another host, so nothing
+//! here is resolved or process-local: URLs are text (each driver resolves
+//! the names itself, where its load leaves from), durations are offsets
+//! from the mix's start, and a phase's URL list — which may hold a whole
+//! file set — is a [`UrlList`] handed to the clients once per phase
+//! ([`ClientPool::load_urls`](crate::ClientPool::load_urls)) and named in
+//! every [`ClientPlan`] by its content hash, so a plan stays small and a
+//! client holding another list than the controller's is caught.
+
+use benchlab_engine::{ClassPlan, ConnectionPolicy, Expect, Load, PlanError, Stop, Target, TlsOptions, UrlPlan};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One URL of a phase, as text, with its share and what its responses
+/// must be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UrlSpec {
+    pub url: String,
+    /// Relative weight for the pick (> 0): class percentage × the URL's
+    /// popularity within its class.
+    pub weight: f64,
+    /// Index into [`UrlList::classes`].
+    pub class: usize,
+    pub expect_status: u16,
+    pub expect: Expect,
+}
+
+/// A phase's URLs and classes, sent to each client once per phase and
+/// named by [`UrlList::id`] in its plans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UrlList {
+    /// `xxh3:` and the XXH3-64 of the classes and URLs (hex): the same list
+    /// has the same id on every host.
+    pub id: String,
+    pub classes: Vec<ClassPlan>,
+    pub urls: Vec<UrlSpec>,
+}
+
+impl UrlList {
+    /// A list with its id computed from its content.
+    pub fn new(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>) -> UrlList {
+        let id = Self::id_of(&classes, &urls);
+        UrlList { id, classes, urls }
+    }
+
+    fn id_of(classes: &[ClassPlan], urls: &[UrlSpec]) -> String {
+        // The JSON text of the content: stable, and what a remote client
+        // receives, so both sides hash the same bytes.
+        let bytes = serde_json::to_vec(&(classes, urls)).unwrap_or_default();
+        format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
+    }
+
+    /// Whether the content is what the id says (a list received from
+    /// elsewhere, or read from disk).
+    pub fn is_intact(&self) -> bool {
+        self.id == Self::id_of(&self.classes, &self.urls)
+    }
+
+    /// The list of an engine plan's URLs (as their text) and classes.
+    pub fn of_engine(urls: &[UrlPlan], classes: &[ClassPlan]) -> UrlList {
+        let urls = urls
+            .iter()
+            .map(|u| UrlSpec {
+                url: u.target.url.clone(),
+                weight: u.weight,
+                class: u.class,
+                expect_status: u.expect_status,
+                expect: u.expect,
+            })
+            .collect();
+        UrlList::new(classes.to_vec(), urls)
+    }
+
+    /// Resolves every URL (each distinct origin once: one name lookup per
+    /// host, not per URL) into the engine's form.
+    pub fn resolve(&self) -> Result<Arc<[UrlPlan]>, PlanError> {
+        let mut origins: BTreeMap<String, Target> = BTreeMap::new();
+        self.urls
+            .iter()
+            .map(|u| {
+                Ok(UrlPlan {
+                    target: target_for(&u.url, &mut origins)?,
+                    weight: u.weight,
+                    class: u.class,
+                    expect_status: u.expect_status,
+                    expect: u.expect,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Parses `url`, reusing the resolved address of an already seen origin.
+fn target_for(url: &str, origins: &mut BTreeMap<String, Target>) -> Result<Target, PlanError> {
+    let origin_end = url
+        .find("://")
+        .and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j))
+        .unwrap_or(url.len());
+    let origin = &url[..origin_end];
+    let path = if origin_end < url.len() {
+        &url[origin_end..]
+    } else {
+        "/"
+    };
+    if let Some(base) = origins.get(origin) {
+        let mut t = base.clone();
+        t.url = url.to_string();
+        t.path = path.to_string();
+        return Ok(t);
+    }
+    let t = Target::parse(url)?;
+    origins.insert(origin.to_string(), t.clone());
+    Ok(t)
+}
+
+/// Everything one client does in one mix, as data: the engine's plan
+/// without its resolved URLs, which it names by [`UrlList::id`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientPlan {
+    /// The [`UrlList`] the client was given for this phase.
+    pub urls: String,
+    /// Closed-loop virtual users (WebBench's worker threads).
+    pub virtual_users: u32,
+    pub load: Load,
+    /// Event-loop OS threads the virtual users are spread over.
+    pub os_threads: usize,
+    pub stop: Stop,
+    /// The measurement window, as offsets from the mix's start.
+    pub window: (Duration, Duration),
+    /// The client's random WebBench delay after the mix's start.
+    pub start_delay: Duration,
+    pub think_time: Duration,
+    pub ramp_up: Duration,
+    pub timeout: Duration,
+    pub connection: ConnectionPolicy,
+    pub receive_buffer: usize,
+    /// Extra request headers, `Name: value` each.
+    pub headers: Vec<(String, String)>,
+    /// Local addresses its connections leave from; empty: the kernel's
+    /// choice. Addresses of the host the client runs on.
+    pub source_addresses: Vec<IpAddr>,
+    /// TLS options; a CA file is a path on the client's host.
+    pub tls: TlsOptions,
+    pub seed: u64,
+}
+
+impl ClientPlan {
+    /// The data of an engine plan, its URLs named by `urls` (the id of
+    /// [`UrlList::of_engine`] of the same plan).
+    pub fn of_engine(plan: &benchlab_engine::ClientPlan, urls: String) -> ClientPlan {
+        ClientPlan {
+            urls,
+            virtual_users: plan.virtual_users,
+            load: plan.load,
+            os_threads: plan.os_threads,
+            stop: plan.stop,
+            window: plan.window,
+            start_delay: plan.start_delay,
+            think_time: plan.think_time,
+            ramp_up: plan.ramp_up,
+            timeout: plan.timeout,
+            connection: plan.connection,
+            receive_buffer: plan.receive_buffer,
+            headers: plan.headers.clone(),
+            source_addresses: plan.source_addresses.clone(),
+            tls: plan.tls.clone(),
+            seed: plan.seed,
+        }
+    }
+
+    /// The engine's plan for this data and its resolved URL list.
+    pub fn to_engine(&self, urls: Arc<[UrlPlan]>, classes: Vec<ClassPlan>) -> benchlab_engine::ClientPlan {
+        let mut plan = benchlab_engine::ClientPlan::new(urls, classes);
+        plan.virtual_users = self.virtual_users;
+        plan.load = self.load;
+        plan.os_threads = self.os_threads;
+        plan.stop = self.stop;
+        plan.window = self.window;
+        plan.start_delay = self.start_delay;
+        plan.think_time = self.think_time;
+        plan.ramp_up = self.ramp_up;
+        plan.timeout = self.timeout;
+        plan.connection = self.connection;
+        plan.receive_buffer = self.receive_buffer;
+        plan.headers = self.headers.clone();
+        plan.source_addresses = self.source_addresses.clone();
+        plan.tls = self.tls.clone();
+        plan.seed = self.seed;
+        plan
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchlab_engine::{Arrival, OpenLoop};
+
+    fn list() -> UrlList {
+        UrlList::new(
+            vec![
+                ClassPlan { name: "static".into() },
+                ClassPlan { name: "dynamic".into() },
+            ],
+            vec![
+                UrlSpec {
+                    url: "http://127.0.0.1:8080/a.html".into(),
+                    weight: 0.25,
+                    class: 0,
+                    expect_status: 200,
+                    expect: Expect::Checksum {
+                        size: 1234,
+                        xxh3: 0xDEAD_BEEF,
+                    },
+                },
+                UrlSpec {
+                    url: "http://127.0.0.1:8080/cgi?x=1".into(),
+                    weight: 0.75,
+                    class: 1,
+                    expect_status: 200,
+                    expect: Expect::Size(17),
+                },
+            ],
+        )
+    }
+
+    #[test]
+    fn a_full_plan_and_its_url_list_survive_a_round_trip() {
+        let urls = list();
+        let plan = ClientPlan {
+            urls: urls.id.clone(),
+            virtual_users: 64,
+            load: Load::Open(OpenLoop {
+                rate: 1234.5,
+                arrival: Arrival::Poisson,
+                max_in_flight: 512,
+            }),
+            os_threads: 3,
+            stop: Stop::After(Duration::from_millis(30_500)),
+            window: (Duration::from_secs(5), Duration::from_millis(25_250)),
+            start_delay: Duration::from_nanos(123_456_789),
+            think_time: Duration::from_millis(7),
+            ramp_up: Duration::ZERO,
+            timeout: Duration::from_secs(5),
+            connection: ConnectionPolicy {
+                http10_percent: 10,
+                http10_keepalive: true,
+                persistent_percent: 80,
+                requests_per_connection: Some((2, 9)),
+            },
+            receive_buffer: 4096,
+            headers: vec![("X-Lab".into(), "1".into())],
+            source_addresses: vec!["127.0.0.3".parse().expect("an address"), "::1".parse().expect("v6")],
+            tls: TlsOptions {
+                insecure: true,
+                resumption_percent: 50,
+                ca_file: Some("/etc/lab/ca.pem".into()),
+            },
+            seed: u64::MAX - 7,
+        };
+        let text = serde_json::to_string(&plan).expect("JSON");
+        assert_eq!(serde_json::from_str::<ClientPlan>(&text).expect("back"), plan);
+        // URLs and addresses travel as text: nothing resolved crosses.
+        assert!(text.contains(r#""source_addresses":["127.0.0.3","::1"]"#), "{text}");
+        let text = serde_json::to_string(&urls).expect("JSON");
+        let back: UrlList = serde_json::from_str(&text).expect("back");
+        assert_eq!(back, urls);
+        assert!(back.is_intact());
+        assert!(text.contains("http://127.0.0.1:8080/cgi?x=1"));
+    }
+
+    #[test]
+    fn an_engine_plan_becomes_data_and_back_unchanged() {
+        let list = list();
+        let urls = list.resolve().expect("loopback resolves");
+        let mut engine = benchlab_engine::ClientPlan::new(Arc::clone(&urls), list.classes.clone());
+        engine.virtual_users = 7;
+        engine.stop = Stop::Requests(1000);
+        engine.headers = vec![("X-A".into(), "b".into())];
+        engine.window = (Duration::from_millis(500), Duration::MAX);
+        let again = UrlList::of_engine(&urls, &list.classes);
+        assert_eq!(again, list, "the same text, the same id");
+        let data = ClientPlan::of_engine(&engine, again.id.clone());
+        let back = data.to_engine(urls, list.classes.clone());
+        assert_eq!(format!("{back:?}"), format!("{engine:?}"));
+        let text = serde_json::to_string(&data).expect("JSON");
+        assert_eq!(serde_json::from_str::<ClientPlan>(&text).expect("back"), data);
+    }
+
+    #[test]
+    fn the_id_names_the_content() {
+        let a = list();
+        assert!(a.id.starts_with("xxh3:") && a.id.len() == 5 + 16, "{}", a.id);
+        assert_eq!(list().id, a.id, "the same content, the same id");
+        let mut b = a.clone();
+        b.urls[1].weight = 0.5;
+        assert!(!b.is_intact(), "a changed list no longer matches its id");
+        assert_ne!(UrlList::new(b.classes.clone(), b.urls.clone()).id, a.id);
+    }
+
+    #[test]
+    fn resolving_keeps_each_url_and_looks_up_each_origin_once() {
+        let urls = list().resolve().expect("loopback resolves");
+        assert_eq!(urls.len(), 2);
+        assert_eq!(urls[1].target.path, "/cgi?x=1");
+        assert_eq!(urls[1].target.url, "http://127.0.0.1:8080/cgi?x=1");
+        assert_eq!(urls[0].target.addr, urls[1].target.addr);
+        assert_eq!(urls[1].expect, Expect::Size(17));
+        let mut bad = list();
+        bad.urls[0].url = "localhost:8080/a".into();
+        assert!(matches!(bad.resolve(), Err(PlanError::BadUrl { .. })));
+    }
+}
