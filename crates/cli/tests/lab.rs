@@ -9,7 +9,6 @@
 //! should an assertion fail half-way.
 
 mod common;
-#[allow(dead_code)]
 mod spice_support;
 
 use common::{assert_success, benchlab_bin, free_port};
@@ -298,4 +297,70 @@ fn a_busy_port_a_bad_profile_and_a_second_up_are_clear_errors() {
     let disclosure = fs::read_to_string(guard.path().join("benchlab/disclosure.txt")).unwrap();
     assert!(disclosure.contains("\ncpus: 0\n"), "{disclosure}");
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
+}
+
+/// The head of a response to an HTTP/1.1 GET that asks for nothing about
+/// the connection (so a keep-alive server keeps it open).
+fn head_of_plain_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    while !raw.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "connection closed before the end of the head");
+        raw.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&raw).to_ascii_lowercase()
+}
+
+#[test]
+fn a_profile_and_a_cpu_set_reach_the_running_server() {
+    spice_support::require("nginx");
+    let guard = LabGuard::new();
+    let profile = guard.path().join("nginx.toml");
+    fs::write(
+        &profile,
+        "workers = 1\nkeepalive = false\naccess_log = true\nbacklog = 64\n",
+    )
+    .unwrap();
+    let up = lab(
+        guard.path(),
+        &["up", "nginx", "--profile", profile.to_str().unwrap(), "--cpus", "0"],
+    );
+    assert_success("lab up nginx", &up);
+    let state = guard.path().join("nginx");
+    let record: serde_json::Value = serde_json::from_str(&fs::read_to_string(state.join("lab.json")).unwrap()).unwrap();
+    let port = record["port"].as_u64().unwrap() as u16;
+    // The disclosure holds nginx's own view of what runs (nginx -T).
+    let disclosure = fs::read_to_string(state.join("disclosure.txt")).unwrap();
+    for want in [
+        "\n== nginx -T ==\n",
+        "worker_processes 1;",
+        "keepalive_timeout 0s;",
+        "backlog=64;",
+        "\ncpus: 0\n",
+    ] {
+        assert!(disclosure.contains(want), "disclosure lacks {want:?}:\n{disclosure}");
+    }
+    let pid = record["pid"].as_i64().unwrap();
+    let proc_status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(proc_status.contains("\nCpus_allowed_list:\t0\n"), "{proc_status}");
+    let head = head_of_plain_get(port, "/d0000/p000000.html");
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        head.contains("\r\nconnection: close\r\n"),
+        "keep-alive off, yet:\n{head}"
+    );
+    // nginx logs a request after it has answered it: wait for the line.
+    let read_log = || fs::read_to_string(state.join("run/access.log")).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while read_log().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let access_log = read_log();
+    assert_eq!(access_log.lines().count(), 1, "{access_log}");
+    assert_success("lab down", &lab(guard.path(), &["down", "nginx"]));
 }
