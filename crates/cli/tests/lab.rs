@@ -264,6 +264,22 @@ fn a_busy_port_a_bad_profile_and_a_second_up_are_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("from 1024 up only"));
 
+    // As root, nginx's workers run as nobody: a root closed to others is
+    // refused before anything starts, not served as 403s.
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } == 0 {
+        let closed = guard.path().join("closed");
+        fs::create_dir_all(closed.join("set")).unwrap();
+        spice_support::chmod(&closed, 0o700);
+        let out = lab(
+            guard.path(),
+            &["up", "nginx", "--root", closed.join("set").to_str().unwrap()],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is closed to other users"), "{err}");
+    }
+
     let profile = guard.path().join("p.toml");
     fs::write(&profile, "workers = 2\nbacklog = 64\n").unwrap();
     let out = lab(
@@ -296,6 +312,15 @@ fn a_busy_port_a_bad_profile_and_a_second_up_are_clear_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("benchlab is already up"));
     let disclosure = fs::read_to_string(guard.path().join("benchlab/disclosure.txt")).unwrap();
     assert!(disclosure.contains("\ncpus: 0\n"), "{disclosure}");
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(guard.path().join("benchlab/disclosure.json")).unwrap()).unwrap();
+    assert!(
+        json["host"]["net.core.somaxconn"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty()),
+        "{json}"
+    );
+    assert!(json["host"]["cpus_online"].as_u64().is_some_and(|n| n >= 1), "{json}");
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
 }
 

@@ -191,6 +191,17 @@ pub struct LabState {
     pub cpus: Vec<usize>,
     /// The disclosure files (version and effective configuration).
     pub disclosure: PathBuf,
+    /// The kernel's boot id when the lab started: after a reboot the
+    /// recorded process group ids may belong to other programs, so `down`
+    /// signals nothing and only removes the state.
+    #[serde(default)]
+    pub boot_id: String,
+}
+
+fn boot_id() -> String {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
 }
 
 /// `lab up`'s options.
@@ -319,6 +330,29 @@ fn make_default_fileset(root: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// Under root, nginx's workers run as nobody and Apache's as www-data: a
+/// root they cannot reach would answer every request 403. Says so up front.
+fn check_world_readable(root: &Path) -> Result<(), Error> {
+    let root = fs::canonicalize(root).map_err(io(format!("--root {}", root.display())))?;
+    for dir in root.ancestors() {
+        let mode = fs::metadata(dir)
+            .map_err(io(format!("--root: stat {}", dir.display())))?
+            .permissions()
+            .mode();
+        let need = if dir == root { 0o005 } else { 0o001 };
+        if mode & need != need {
+            return Err(Error::Usage(format!(
+                "--root {}: {} (mode {:o}) is closed to other users, and the server's workers \
+                 (nobody, www-data) could not read the files; chmod o+rx it or serve another directory",
+                root.display(),
+                dir.display(),
+                mode & 0o7777
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn free_port() -> Result<u16, Error> {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -397,6 +431,17 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
     if let Some(root) = &opts.root {
         if !root.is_dir() {
             return Err(Error::Usage(format!("--root {}: not a directory", root.display())));
+        }
+    }
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } == 0
+        && matches!(
+            kind,
+            ServerKind::Nginx | ServerKind::ApacheEvent | ServerKind::ApachePrefork
+        )
+    {
+        if let Some(root) = &opts.root {
+            check_world_readable(root)?;
         }
     }
     let port = match opts.port {
@@ -590,6 +635,7 @@ fn start(
         process_groups: started.groups.clone(),
         cpus: cpus.to_vec(),
         disclosure,
+        boot_id: boot_id(),
     };
     let json = serde_json::to_string_pretty(&lab).map_err(|e| Error::Start(e.to_string()))?;
     fs::write(state.join("lab.json"), json + "\n").map_err(io("write lab.json"))?;
@@ -687,8 +733,17 @@ fn disclose(
     for (what, text) in &effective {
         txt.push_str(&format!("\n== {what} ==\n{text}\n"));
     }
+    let host = host_facts();
+    txt.push_str("\n== host ==\n");
+    for (k, v) in &host {
+        match v.as_str() {
+            Some(text) => txt.push_str(&format!("{k}: {text}\n")),
+            None => txt.push_str(&format!("{k}: {v}\n")),
+        }
+    }
     fs::write(p.state.join("disclosure.txt"), txt).map_err(io("write disclosure.txt"))?;
     let json = serde_json::json!({
+        "host": host.iter().cloned().collect::<serde_json::Map<String, serde_json::Value>>(),
         "server": kind.name(),
         "version": version.trim(),
         "cpus": cpus,
@@ -704,6 +759,49 @@ fn disclose(
     Ok(path)
 }
 
+/// The host facts a result depends on: kernel tunables of the network
+/// stack and file limits, CPU model and count, memory.
+fn host_facts() -> Vec<(String, serde_json::Value)> {
+    let read = |p: &str| {
+        fs::read_to_string(p)
+            .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    let mut out: Vec<(String, serde_json::Value)> = [
+        "net/core/somaxconn",
+        "net/ipv4/ip_local_port_range",
+        "net/ipv4/tcp_tw_reuse",
+        "net/ipv4/tcp_max_syn_backlog",
+        "fs/file-max",
+    ]
+    .iter()
+    .map(|k| (k.replace('/', "."), read(&format!("/proc/sys/{k}")).into()))
+    .collect();
+    out.push(("kernel".into(), read("/proc/sys/kernel/osrelease").into()));
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_default();
+    out.push(("cpu_model".into(), model.into()));
+    out.push((
+        "cpus_online".into(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()).into(),
+    ));
+    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kb = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    out.push(("memory_bytes".into(), (mem_kb * 1024).into()));
+    out
+}
+
 /// The labs recorded under `base`, with whether each server still runs.
 pub fn status(base: &Path) -> Vec<(LabState, bool)> {
     let mut out = Vec::new();
@@ -713,7 +811,7 @@ pub fn status(base: &Path) -> Vec<(LabState, bool)> {
             continue;
         };
         if let Ok(lab) = serde_json::from_str::<LabState>(&text) {
-            let alive = process::alive(lab.pid);
+            let alive = lab.boot_id == boot_id() && process::alive(lab.pid);
             out.push((lab, alive));
         }
     }
@@ -724,7 +822,12 @@ pub fn status(base: &Path) -> Vec<(LabState, bool)> {
 /// after `grace`), then removes its state dir. Errors when a process
 /// survived SIGKILL (the state dir is then kept, so nothing is lost).
 pub fn down(lab: &LabState, grace: Duration) -> Result<(), Error> {
-    let left = process::stop_groups(&lab.process_groups, grace);
+    let groups: &[i32] = if lab.boot_id == boot_id() {
+        &lab.process_groups
+    } else {
+        &[]
+    };
+    let left = process::stop_groups(groups, grace);
     if !left.is_empty() {
         return Err(Error::Start(format!(
             "{}: processes {left:?} survived SIGKILL; state kept in {}",
@@ -733,4 +836,38 @@ pub fn down(lab: &LabState, grace: Duration) -> Result<(), Error> {
         )));
     }
     fs::remove_dir_all(&lab.state_dir).map_err(io(format!("remove {}", lab.state_dir.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn down_after_a_reboot_signals_no_recorded_group_and_removes_the_state() {
+        // A live process group standing in for one whose id was reused.
+        let mut other = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("nginx");
+        fs::create_dir_all(&state).unwrap();
+        let lab = LabState {
+            server: ServerKind::Nginx,
+            port: 1,
+            url: String::new(),
+            state_dir: state.clone(),
+            root: state.clone(),
+            spis: Vec::new(),
+            pid: other.id() as i32,
+            process_groups: vec![other.id() as i32],
+            cpus: Vec::new(),
+            disclosure: state.join("disclosure.json"),
+            boot_id: "an earlier boot".into(),
+        };
+        down(&lab, Duration::from_secs(1)).unwrap();
+        let still_running = other.try_wait().unwrap().is_none();
+        let _ = other.kill();
+        let _ = other.wait();
+        assert!(still_running, "down signalled a group recorded before the last boot");
+        assert!(!state.exists());
+    }
 }
