@@ -389,3 +389,54 @@ fn a_profile_and_a_cpu_set_reach_the_running_server() {
     assert_eq!(access_log.lines().count(), 1, "{access_log}");
     assert_success("lab down", &lab(guard.path(), &["down", "nginx"]));
 }
+
+/// The live processes whose command line mentions `needle`.
+fn live_processes_mentioning(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let zombie = fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
+            .unwrap_or(true);
+        if !zombie && cmdline.contains(needle) {
+            out.push(cmdline);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_server_that_fails_to_start_leaves_no_helper_and_no_state() {
+    spice_support::require("nginx");
+    let guard = LabGuard::new();
+    // An `nginx` first on PATH that fails as a broken configuration would;
+    // fcgiwrap and spawn-fcgi (real) are up by the time it runs.
+    let fake = guard.path().join("fakebin");
+    fs::create_dir_all(&fake).unwrap();
+    fs::write(
+        fake.join("nginx"),
+        "#!/bin/sh\necho 'nginx: [emerg] a fake failure' >&2\nexit 1\n",
+    )
+    .unwrap();
+    spice_support::chmod(&fake.join("nginx"), 0o755);
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new(benchlab_bin())
+        .args(["lab", "up", "nginx"])
+        .env("BENCHLAB_LAB_DIR", guard.path())
+        .env("PATH", path)
+        .output()
+        .expect("run benchlab lab up");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nginx exited at start") && err.contains("a fake failure"),
+        "{err}"
+    );
+    assert!(!guard.path().join("nginx").exists(), "a failed up leaves no state dir");
+    let state = guard.path().join("nginx").display().to_string();
+    assert_eq!(live_processes_mentioning(&state), Vec::<String>::new());
+}

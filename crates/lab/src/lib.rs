@@ -386,8 +386,7 @@ fn wait_ready(child: &mut Child, what: &str, log: &Path, ready: &dyn Fn() -> boo
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(Error::Start(format!(
-                "{what} exited at start ({status}); its log ({}):\n{}",
-                log.display(),
+                "{what} exited at start ({status}); its output:\n{}",
                 tail(log)
             )));
         }
@@ -396,8 +395,7 @@ fn wait_ready(child: &mut Child, what: &str, log: &Path, ready: &dyn Fn() -> boo
         }
         if Instant::now() > deadline {
             return Err(Error::Start(format!(
-                "{what} did not get ready within 20 s; its log ({}):\n{}",
-                log.display(),
+                "{what} did not get ready within 20 s; its output:\n{}",
                 tail(log)
             )));
         }
@@ -508,7 +506,7 @@ fn start(
         groups: Vec::new(),
         armed: true,
     };
-    let mut spawn = |cmd: Command, what: &str, log: &Path| -> Result<Child, Error> {
+    let spawn = |started: &mut Started, cmd: Command, what: &str, log: &Path| -> Result<Child, Error> {
         let child = process::spawn(cmd, log, pin).map_err(io(format!("start {what}")))?;
         started.groups.push(child.id() as i32);
         Ok(child)
@@ -535,7 +533,7 @@ fn start(
             .args(["-M", "0666", "--"])
             .arg(p.bin.join("fastcgi"))
             .env("SPICE_FCGI_CHILDREN", FASTCGI_PROCS.to_string());
-        let mut child = spawn(cmd, "spawn-fcgi", &helper_log)?;
+        let mut child = spawn(&mut started, cmd, "spawn-fcgi", &helper_log)?;
         wait_ready(
             &mut child,
             "spawn-fcgi (the FastCGI SPICE program)",
@@ -553,76 +551,93 @@ fn start(
             fcgiwrap.display(),
             sock.display()
         ));
-        let mut child = spawn(cmd, "fcgiwrap", &helper_log)?;
+        let mut child = spawn(&mut started, cmd, "fcgiwrap", &helper_log)?;
         wait_ready(&mut child, "fcgiwrap", &helper_log, &wait_sock(sock))?;
     }
     // SAFETY: geteuid never fails.
     let as_root = unsafe { libc::geteuid() } == 0;
-    let (conf_name, conf, mut cmd) = match kind {
-        ServerKind::Nginx => {
-            let conf = p.run.join("nginx.conf");
-            let mut cmd = Command::new(server_bin);
-            cmd.arg("-p")
-                .arg(&p.run)
-                .arg("-c")
-                .arg(&conf)
-                .arg("-e")
-                .arg(p.run.join("error.log"));
-            ("nginx.conf", config::nginx(&p, port, profile), cmd)
-        }
-        ServerKind::Lighttpd => {
-            let mut cmd = Command::new(server_bin);
-            cmd.arg("-D").arg("-f").arg(p.run.join("lighttpd.conf"));
-            ("lighttpd.conf", config::lighttpd(&p, port, profile, FASTCGI_PROCS), cmd)
-        }
-        ServerKind::ApacheEvent | ServerKind::ApachePrefork => {
-            // Apache refuses to run workers as root; started by another
-            // user it ignores User and runs as that user.
-            let user = if as_root { "www-data" } else { "#-1" };
-            let mut cmd = Command::new(server_bin);
-            cmd.arg("-f").arg(p.run.join("apache2.conf")).arg("-DFOREGROUND");
-            let prefork = kind == ServerKind::ApachePrefork;
-            ("apache2.conf", config::apache(&p, port, profile, prefork, user), cmd)
-        }
-        ServerKind::Benchlab => {
-            let mut cmd = Command::new(server_bin);
-            cmd.arg("serve")
-                .arg("--root")
-                .arg(&p.root)
-                .arg("--listen")
-                .arg(format!("127.0.0.1:{port}"))
-                .arg("--session-log")
-                .arg(&p.session_log)
-                .arg("--keepalive-timeout")
-                .arg(format!("{}s", profile.keepalive_timeout_s.unwrap_or(75)));
-            if let Some(w) = profile.workers.filter(|&w| w > 0) {
-                cmd.arg("--workers").arg(w.to_string());
+    let mut port = port;
+    let mut attempt = 0;
+    let (port, conf_path, pid) = loop {
+        attempt += 1;
+        let (conf_name, conf, mut cmd) = match kind {
+            ServerKind::Nginx => {
+                let conf = p.run.join("nginx.conf");
+                let mut cmd = Command::new(server_bin);
+                cmd.arg("-p")
+                    .arg(&p.run)
+                    .arg("-c")
+                    .arg(&conf)
+                    .arg("-e")
+                    .arg(p.run.join("error.log"));
+                ("nginx.conf", config::nginx(&p, port, profile), cmd)
             }
-            if profile.access_log == Some(true) {
-                cmd.arg("--access-log").arg(p.run.join("access.log"));
+            ServerKind::Lighttpd => {
+                let mut cmd = Command::new(server_bin);
+                cmd.arg("-D").arg("-f").arg(p.run.join("lighttpd.conf"));
+                ("lighttpd.conf", config::lighttpd(&p, port, profile, FASTCGI_PROCS), cmd)
             }
-            let line = format!("{cmd:?}\n");
-            ("command.txt", line, cmd)
+            ServerKind::ApacheEvent | ServerKind::ApachePrefork => {
+                // Apache refuses to run workers as root; started by another
+                // user it ignores User and runs as that user.
+                let user = if as_root { "www-data" } else { "#-1" };
+                let mut cmd = Command::new(server_bin);
+                cmd.arg("-f").arg(p.run.join("apache2.conf")).arg("-DFOREGROUND");
+                let prefork = kind == ServerKind::ApachePrefork;
+                ("apache2.conf", config::apache(&p, port, profile, prefork, user), cmd)
+            }
+            ServerKind::Benchlab => {
+                let mut cmd = Command::new(server_bin);
+                cmd.arg("serve")
+                    .arg("--root")
+                    .arg(&p.root)
+                    .arg("--listen")
+                    .arg(format!("127.0.0.1:{port}"))
+                    .arg("--session-log")
+                    .arg(&p.session_log)
+                    .arg("--keepalive-timeout")
+                    .arg(format!("{}s", profile.keepalive_timeout_s.unwrap_or(75)));
+                if let Some(w) = profile.workers.filter(|&w| w > 0) {
+                    cmd.arg("--workers").arg(w.to_string());
+                }
+                if profile.access_log == Some(true) {
+                    cmd.arg("--access-log").arg(p.run.join("access.log"));
+                }
+                let line = format!("{cmd:?}\n");
+                ("command.txt", line, cmd)
+            }
+        };
+        let conf_path = p.run.join(conf_name);
+        fs::write(&conf_path, &conf).map_err(io(format!("write {}", conf_path.display())))?;
+        cmd.current_dir(&p.run);
+        let mut server = spawn(&mut started, cmd, kind.name(), &server_log)?;
+        let pid = server.id() as i32;
+        let error_log = if kind == ServerKind::Benchlab {
+            server_log.clone()
+        } else {
+            p.run.join("error.log")
+        };
+        let listening = || TcpStream::connect(("127.0.0.1", port)).is_ok();
+        match wait_ready(&mut server, kind.name(), &server_log, &listening) {
+            Ok(()) => break (port, conf_path, pid),
+            Err(e) => {
+                let exited = matches!(server.try_wait(), Ok(Some(_)));
+                process::stop_groups(&[pid], Duration::from_secs(2));
+                started.groups.retain(|&g| g != pid);
+                // Without --port, another process may have taken the free port
+                // before the server bound it: try a fresh one, twice.
+                if exited && opts.port.is_none() && attempt < 3 {
+                    port = free_port()?;
+                    continue;
+                }
+                if opts.port.is_some() && TcpListener::bind(("127.0.0.1", port)).is_err() {
+                    return Err(Error::PortBusy(port));
+                }
+                // The state dir goes with the failure: quote the log, not its path.
+                return Err(Error::Start(format!("{e}\nits error log:\n{}", tail(&error_log))));
+            }
         }
     };
-    let conf_path = p.run.join(conf_name);
-    fs::write(&conf_path, &conf).map_err(io(format!("write {}", conf_path.display())))?;
-    cmd.current_dir(&p.run);
-    let mut server = spawn(cmd, kind.name(), &server_log)?;
-    let pid = server.id() as i32;
-    let error_log = if kind == ServerKind::Benchlab {
-        server_log.clone()
-    } else {
-        p.run.join("error.log")
-    };
-    let listening = || TcpStream::connect(("127.0.0.1", port)).is_ok();
-    if let Err(Error::Start(m)) = wait_ready(&mut server, kind.name(), &server_log, &listening) {
-        return Err(Error::Start(format!(
-            "{m}\nerror log ({}):\n{}",
-            error_log.display(),
-            tail(&error_log)
-        )));
-    }
     let disclosure = disclose(kind, server_bin, &p, &conf_path, profile, cpus)?;
     let lab = LabState {
         server: kind,

@@ -177,8 +177,11 @@ impl Profile {
                 ));
             }
         }
-        if given.backlog == Some(0) {
-            return Err(bad(key_line(text, "backlog"), "backlog must be at least 1".into()));
+        if given.backlog.is_some_and(|b| b == 0 || b > 65_535) {
+            return Err(bad(
+                key_line(text, "backlog"),
+                "backlog must be between 1 and 65535".into(),
+            ));
         }
         if given.workers.is_some_and(|w| w > 4096) {
             return Err(bad(key_line(text, "workers"), "workers must be at most 4096".into()));
@@ -249,6 +252,8 @@ mod tests {
         assert!(e.to_string().starts_with("p.toml:2: "), "{e}");
         let e = Profile::parse("workers = 2\n\nworkerz = 3\n", "p.toml", ServerKind::Nginx).unwrap_err();
         assert!(e.to_string().starts_with("p.toml:3: "), "{e}");
+        let e = Profile::parse("backlog = 4294967295\n", "p.toml", ServerKind::Nginx).unwrap_err();
+        assert_eq!(e.to_string(), "p.toml:1: backlog must be between 1 and 65535");
         let e = Profile::parse("workers = 2\nbacklog = 100\n", "p.toml", ServerKind::Benchlab).unwrap_err();
         assert_eq!(
             e.to_string(),
