@@ -342,52 +342,92 @@ fn head_of_plain_get(port: u16, path: &str) -> String {
 }
 
 #[test]
-fn a_profile_and_a_cpu_set_reach_the_running_server() {
-    spice_support::require("nginx");
-    let guard = LabGuard::new();
-    let profile = guard.path().join("nginx.toml");
-    fs::write(
-        &profile,
-        "workers = 1\nkeepalive = false\naccess_log = true\nbacklog = 64\n",
-    )
-    .unwrap();
-    let up = lab(
-        guard.path(),
-        &["up", "nginx", "--profile", profile.to_str().unwrap(), "--cpus", "0"],
-    );
-    assert_success("lab up nginx", &up);
-    let state = guard.path().join("nginx");
-    let record: serde_json::Value = serde_json::from_str(&fs::read_to_string(state.join("lab.json")).unwrap()).unwrap();
-    let port = record["port"].as_u64().unwrap() as u16;
-    // The disclosure holds nginx's own view of what runs (nginx -T).
-    let disclosure = fs::read_to_string(state.join("disclosure.txt")).unwrap();
-    for want in [
-        "\n== nginx -T ==\n",
-        "worker_processes 1;",
-        "keepalive_timeout 0s;",
-        "backlog=64;",
-        "\ncpus: 0\n",
-    ] {
-        assert!(disclosure.contains(want), "disclosure lacks {want:?}:\n{disclosure}");
+fn a_profile_and_a_cpu_set_reach_every_running_server() {
+    // The directives each server's own view of its configuration (the
+    // disclosure) must show for this profile, whitespace collapsed.
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "nginx",
+            &[
+                "worker_processes 2;",
+                "keepalive_timeout 0s;",
+                "backlog=64;",
+                "== nginx -T ==",
+            ],
+        ),
+        (
+            "lighttpd",
+            &[
+                "server.max-worker = 2",
+                "server.max-keep-alive-requests = 0",
+                "server.listen-backlog = 64",
+                "== lighttpd -p ==",
+            ],
+        ),
+        (
+            "apache-event",
+            &["ServerLimit 2", "KeepAlive Off", "ListenBacklog 64", "== apache2 -M =="],
+        ),
+        (
+            "apache-prefork",
+            &[
+                "MaxRequestWorkers 2",
+                "KeepAlive Off",
+                "ListenBacklog 64",
+                "mpm_prefork_module",
+            ],
+        ),
+    ];
+    for (server, want) in cases {
+        spice_support::require(if server.starts_with("apache") {
+            "apache2"
+        } else {
+            server
+        });
+        let guard = LabGuard::new();
+        let profile = guard.path().join("profile.toml");
+        fs::write(
+            &profile,
+            "workers = 2\nkeepalive = false\naccess_log = true\nbacklog = 64\n",
+        )
+        .unwrap();
+        let up = lab(
+            guard.path(),
+            &["up", server, "--profile", profile.to_str().unwrap(), "--cpus", "0"],
+        );
+        assert_success(&format!("lab up {server}"), &up);
+        let state = guard.path().join(server);
+        let record: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(state.join("lab.json")).unwrap()).unwrap();
+        let port = record["port"].as_u64().unwrap() as u16;
+        let disclosure = fs::read_to_string(state.join("disclosure.txt")).unwrap();
+        let collapsed = disclosure.split_whitespace().collect::<Vec<_>>().join(" ");
+        for w in want.iter().chain(&["cpus: 0"]) {
+            assert!(collapsed.contains(w), "{server}: disclosure lacks {w:?}:\n{disclosure}");
+        }
+        let pid = record["pid"].as_i64().unwrap();
+        let proc_status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(
+            proc_status.contains("\nCpus_allowed_list:\t0\n"),
+            "{server}: {proc_status}"
+        );
+        let head = head_of_plain_get(port, "/d0000/p000000.html");
+        assert!(head.starts_with("http/1.1 200"), "{server}: {head}");
+        assert!(
+            head.contains("\r\nconnection: close\r\n"),
+            "{server}: keep-alive off, yet:\n{head}"
+        );
+        // Servers log a request after answering it (lighttpd buffers up to
+        // a second): wait for the line.
+        let read_log = || fs::read_to_string(state.join("run/access.log")).unwrap_or_default();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while read_log().is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let access_log = read_log();
+        assert_eq!(access_log.lines().count(), 1, "{server}: {access_log}");
+        assert_success("lab down", &lab(guard.path(), &["down", server]));
     }
-    let pid = record["pid"].as_i64().unwrap();
-    let proc_status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    assert!(proc_status.contains("\nCpus_allowed_list:\t0\n"), "{proc_status}");
-    let head = head_of_plain_get(port, "/d0000/p000000.html");
-    assert!(head.starts_with("http/1.1 200"), "{head}");
-    assert!(
-        head.contains("\r\nconnection: close\r\n"),
-        "keep-alive off, yet:\n{head}"
-    );
-    // nginx logs a request after it has answered it: wait for the line.
-    let read_log = || fs::read_to_string(state.join("run/access.log")).unwrap_or_default();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while read_log().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let access_log = read_log();
-    assert_eq!(access_log.lines().count(), 1, "{access_log}");
-    assert_success("lab down", &lab(guard.path(), &["down", "nginx"]));
 }
 
 /// The live processes whose command line mentions `needle`.

@@ -233,7 +233,8 @@ pub fn apache(p: &Paths, port: u16, prof: &Profile, prefork: bool, user: &str) -
         let n = prof.workers.unwrap_or(256).max(1);
         (
             format!(
-                "LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\nStartServers 5\nServerLimit {n}\nMaxRequestWorkers {n}\n"
+                "LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\nStartServers {start}\nServerLimit {n}\nMaxRequestWorkers {n}\n",
+                start = n.min(5)
             ),
             format!("LoadModule cgi_module {m}/mod_cgi.so\n"),
         )
@@ -249,7 +250,7 @@ pub fn apache(p: &Paths, port: u16, prof: &Profile, prefork: bool, user: &str) -
     };
     let access = if prof.access_log == Some(true) {
         format!(
-            "LoadModule log_config_module {m}/mod_log_config.so\nCustomLog \"{run}/access.log\" \"%h %l %u %t \\\"%r\\\" %>s %b\"\n"
+            "# Debian builds mod_log_config in; another build may have it as a module.\n<IfModule !log_config_module>\n    LoadModule log_config_module {m}/mod_log_config.so\n</IfModule>\nCustomLog \"{run}/access.log\" \"%h %l %u %t \\\"%r\\\" %>s %b\"\n"
         )
     } else {
         String::new()
