@@ -6,6 +6,7 @@ mod demo_cmd;
 mod file_cmd;
 mod fileset_cmd;
 mod http;
+mod lab_cmd;
 mod live;
 mod output;
 mod report_cmd;
@@ -43,6 +44,9 @@ enum Command {
     /// Generate a document tree with its manifest (SPECweb99-like, the c't
     /// sets, or N pages), or verify a tree against its manifest.
     Fileset(fileset_cmd::FilesetArgs),
+    /// The test lab: start a server under test (nginx, Apache, lighttpd,
+    /// benchlab serve) from a generated configuration, and stop it again.
+    Lab(lab_cmd::LabArgs),
     /// Make workload files (from a real server's access log).
     Workload(workload_cmd::WorkloadArgs),
     /// Write report.html (charts, analysis, summary and client data reports,
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(a),
         Command::Check(a) => run_cmd::check(a),
         Command::Workload(a) => workload_cmd::run(a),
+        Command::Lab(a) => lab_cmd::run(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => report_cmd::compare(a),
         Command::FileUser => return ExitCode::from(benchlab_fileserver::process::user_main() as u8),

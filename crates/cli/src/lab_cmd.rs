@@ -1,0 +1,175 @@
+//! `benchlab lab`: start, inspect and stop a server under test
+//! (`benchlab_lab` does the work; this prints it).
+
+use crate::{CliError, Outcome};
+use benchlab_lab::{profile::Profile, Error, ServerKind, UpOptions};
+use clap::{Args, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum LabCommand {
+    /// Start SERVER (nginx, apache-event, apache-prefork, lighttpd,
+    /// benchlab) on 127.0.0.1 from a generated configuration, serving a file
+    /// set and the SPICE programs of every SPI it supports; print its URL.
+    #[command(after_help = "\
+The server serves the file set at / and SPICE at /spice/<spi>/{adrot,session,sleep}/<file path> \
+(docs/spice.md): benchlab serves inproc; nginx, Apache and lighttpd serve cgi-c, cgi-script and \
+fastcgi. Everything it needs and writes (configuration, pid, logs, sockets, the SPICE programs, \
+disclosure.txt and disclosure.json: version and effective configuration) is in its state dir, \
+printed on the second line. `benchlab lab down SERVER` stops it and removes the state dir.")]
+    Up(UpArgs),
+    /// Stop a server the lab started (SIGTERM, SIGKILL after --grace) and
+    /// remove its state dir.
+    Down(DownArgs),
+    /// List the servers the lab started, their URLs and state dirs.
+    Status,
+    /// Print SERVER's default profile (its tuning) as TOML, to edit and
+    /// pass to `lab up --profile`.
+    Profile {
+        /// nginx, apache-event, apache-prefork, lighttpd or benchlab.
+        server: String,
+    },
+}
+
+#[derive(Debug, Args)]
+struct UpArgs {
+    /// nginx, apache-event, apache-prefork, lighttpd or benchlab.
+    server: String,
+    /// The tuning (TOML; `benchlab lab profile SERVER` writes the defaults).
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
+    /// Pin the server and its helpers to these CPUs (e.g. 0 or 0,1 or 2-3).
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+    /// Port on 127.0.0.1 (1024 or above) [default: a free one].
+    #[arg(long, value_name = "P")]
+    port: Option<u16>,
+    /// The file set to serve [default: 24 pages of 4,096 bytes made in the state dir].
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct DownArgs {
+    /// The server to stop [default: the only one up].
+    server: Option<String>,
+    /// Stop every server the lab started.
+    #[arg(long, conflicts_with = "server")]
+    all: bool,
+    /// How long a server gets to exit after SIGTERM before SIGKILL.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = crate::args::duration)]
+    grace: Duration,
+}
+
+fn cli_error(e: Error) -> CliError {
+    if e.is_input_error() {
+        CliError::Usage(e.to_string())
+    } else {
+        CliError::CannotRun(format!("lab: {e}"))
+    }
+}
+
+pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
+    let base = benchlab_lab::default_base();
+    match a.command {
+        LabCommand::Up(u) => {
+            let kind = ServerKind::parse(&u.server).map_err(cli_error)?;
+            let opts = UpOptions {
+                profile: u.profile,
+                cpus: u.cpus,
+                port: u.port,
+                root: u.root,
+                base: Some(base),
+            };
+            let lab = benchlab_lab::up(kind, &opts).map_err(cli_error)?;
+            // Scripts read the URL from the first line, the state dir from
+            // the second. A closed stdout (`| head -1`) is no error: the
+            // server is up and recorded either way.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", lab.url);
+            let _ = writeln!(out, "state {}", lab.state_dir.display());
+            let _ = out.flush();
+            drop(out);
+            eprintln!(
+                "benchlab lab: {} up (pid {}), serving {} and SPICE ({}) at {}spice/<spi>/; disclosure in {}",
+                kind.name(),
+                lab.pid,
+                lab.root.display(),
+                lab.spis.join(", "),
+                lab.url,
+                lab.disclosure.display()
+            );
+            Ok(Outcome::Completed)
+        }
+        LabCommand::Down(d) => {
+            let labs = benchlab_lab::status(&base);
+            let chosen: Vec<_> = if d.all {
+                labs
+            } else if let Some(name) = &d.server {
+                let kind = ServerKind::parse(name).map_err(cli_error)?;
+                let found: Vec<_> = labs.into_iter().filter(|(l, _)| l.server == kind).collect();
+                if found.is_empty() {
+                    return Err(CliError::CannotRun(format!(
+                        "lab: {name} is not up (see `benchlab lab status`)"
+                    )));
+                }
+                found
+            } else {
+                match labs.len() {
+                    0 => return Err(CliError::CannotRun("lab: no server is up".into())),
+                    1 => labs,
+                    _ => {
+                        let names: Vec<_> = labs.iter().map(|(l, _)| l.server.name()).collect();
+                        return Err(CliError::Usage(format!(
+                            "several servers are up ({}): name one, or --all",
+                            names.join(", ")
+                        )));
+                    }
+                }
+            };
+            for (lab, _) in &chosen {
+                benchlab_lab::down(lab, d.grace).map_err(cli_error)?;
+                eprintln!(
+                    "benchlab lab: {} down; removed {}",
+                    lab.server.name(),
+                    lab.state_dir.display()
+                );
+            }
+            Ok(Outcome::Completed)
+        }
+        LabCommand::Status => {
+            let labs = benchlab_lab::status(&base);
+            if labs.is_empty() {
+                println!("no server is up (state dirs under {})", base.display());
+            }
+            for (lab, alive) in labs {
+                println!(
+                    "{}\t{}\t{}\tpid {}{}",
+                    lab.server.name(),
+                    lab.url,
+                    lab.state_dir.display(),
+                    lab.pid,
+                    if alive {
+                        ""
+                    } else {
+                        " (not running: `benchlab lab down` cleans up)"
+                    }
+                );
+            }
+            Ok(Outcome::Completed)
+        }
+        LabCommand::Profile { server } => {
+            let kind = ServerKind::parse(&server).map_err(cli_error)?;
+            print!("{}", Profile::default_for(kind).to_toml(kind));
+            Ok(Outcome::Completed)
+        }
+    }
+}

@@ -1,0 +1,482 @@
+//! `benchlab lab up/down/status/profile` with the real servers.
+//!
+//! For each server: `lab up` on a free port with a small file set (from
+//! `benchlab fileset generate`), every file fetched statically and through
+//! every SPI the server supports (ad rotation, session, sleep) with the
+//! manifest's size and checksum, then `lab down` leaves no live process of
+//! any process group the lab started and no state dir. Each test has its
+//! own state base (`BENCHLAB_LAB_DIR`), and a guard runs `lab down --all`
+//! should an assertion fail half-way.
+
+mod common;
+mod spice_support;
+
+use common::{assert_success, benchlab_bin, free_port};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `benchlab lab ARGS` with its state under `base`.
+fn lab(base: &Path, args: &[&str]) -> Output {
+    Command::new(benchlab_bin())
+        .arg("lab")
+        .args(args)
+        .env("BENCHLAB_LAB_DIR", base)
+        .output()
+        .expect("run benchlab lab")
+}
+
+/// A state base whose servers are stopped when the test ends, passed or not.
+struct LabGuard {
+    base: tempfile::TempDir,
+}
+
+impl LabGuard {
+    fn new() -> LabGuard {
+        LabGuard {
+            base: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+    fn path(&self) -> &Path {
+        self.base.path()
+    }
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = lab(self.base.path(), &["down", "--all", "--grace", "3s"]);
+    }
+}
+
+/// A small file set of mixed sizes (specweb99, one directory: 36 files
+/// from 102 bytes to 921,600 bytes), world-readable for the servers' workers.
+fn fileset(dir: &Path) -> (PathBuf, benchlab_fileset::Manifest) {
+    let root = dir.join("set");
+    let out = Command::new(benchlab_bin())
+        .args(["fileset", "generate", "specweb99", "--dirs", "1", "--out"])
+        .arg(&root)
+        .output()
+        .expect("run benchlab fileset generate");
+    assert_success("fileset generate", &out);
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        spice_support::chmod(&d, 0o755);
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                spice_support::chmod(&e.path(), 0o644);
+            }
+        }
+    }
+    let manifest = benchlab_fileset::Manifest::read(&root.join("manifest")).expect("read manifest");
+    (root, manifest)
+}
+
+/// The live processes (not zombies) of process group `pgid`.
+fn live_members(pgid: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[0] != "Z" && f[2].parse() == Ok(pgid) {
+            out.push(e.file_name().to_string_lossy().parse().unwrap_or(0));
+        }
+    }
+    out
+}
+
+fn check_server(server: &str) {
+    let guard = LabGuard::new();
+    let files = tempfile::tempdir().unwrap();
+    let (root, manifest) = fileset(files.path());
+    let port = free_port();
+    let up = lab(
+        guard.path(),
+        &[
+            "up",
+            server,
+            "--port",
+            &port.to_string(),
+            "--root",
+            root.to_str().unwrap(),
+        ],
+    );
+    assert_success(&format!("lab up {server}"), &up);
+    let stdout = String::from_utf8_lossy(&up.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some(format!("http://127.0.0.1:{port}/").as_str()));
+    let state = PathBuf::from(lines.next().and_then(|l| l.strip_prefix("state ")).expect("state line"));
+    assert!(state.starts_with(guard.path()), "{}", state.display());
+    let record: serde_json::Value = serde_json::from_str(&fs::read_to_string(state.join("lab.json")).unwrap()).unwrap();
+    let disclosure = fs::read_to_string(state.join("disclosure.txt")).unwrap();
+    assert!(
+        disclosure.starts_with(&format!("server: {server}\nversion: ")),
+        "{disclosure}"
+    );
+
+    let status = lab(guard.path(), &["status"]);
+    assert_success("lab status", &status);
+    assert!(String::from_utf8_lossy(&status.stdout).starts_with(&format!("{server}\thttp://127.0.0.1:{port}/\t")));
+
+    let spis: Vec<String> = record["spis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect();
+    let want: &[&str] = if server == "benchlab" {
+        &["inproc"]
+    } else {
+        &["cgi-c", "cgi-script", "fastcgi"]
+    };
+    assert_eq!(spis, want);
+    let mut urls = 0;
+    for e in &manifest.entries {
+        let mut paths = vec![e.path.clone()];
+        for spi in &spis {
+            paths.push(format!("/spice/{spi}/adrot{}", e.path));
+        }
+        for path in paths {
+            let r = spice_support::get(port, &path);
+            assert_eq!(
+                r.status,
+                200,
+                "{server} GET {path}: {}",
+                String::from_utf8_lossy(&r.body)
+            );
+            assert_eq!(r.body.len() as u64, e.size, "{server} GET {path}: size");
+            assert_eq!(
+                r.header("content-length"),
+                Some(e.size.to_string().as_str()),
+                "{server} GET {path}"
+            );
+            assert_eq!(
+                xxhash_rust::xxh3::xxh3_64(&r.body),
+                e.xxh3,
+                "{server} GET {path}: checksum"
+            );
+            urls += 1;
+        }
+    }
+    assert_eq!(urls, manifest.entries.len() * (1 + spis.len()));
+    // The session and sleep programs of every SPI, on the smallest file.
+    let small = manifest.entries.iter().min_by_key(|e| e.size).unwrap();
+    for spi in &spis {
+        for path in [
+            format!("/spice/{spi}/session{}", small.path),
+            format!("/spice/{spi}/sleep{}?ms=1", small.path),
+        ] {
+            let r = spice_support::get(port, &path);
+            assert_eq!(r.status, 200, "{server} GET {path}");
+            assert_eq!(
+                xxhash_rust::xxh3::xxh3_64(&r.body),
+                small.xxh3,
+                "{server} GET {path}: checksum"
+            );
+        }
+    }
+
+    let pid = record["pid"].as_i64().unwrap();
+    let groups: Vec<i64> = record["process_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_i64().unwrap())
+        .collect();
+    assert!(groups.contains(&pid));
+    let down = lab(guard.path(), &["down", server]);
+    assert_success(&format!("lab down {server}"), &down);
+    for g in &groups {
+        assert_eq!(
+            live_members(*g),
+            Vec::<i64>::new(),
+            "{server}: process group {g} outlived lab down"
+        );
+    }
+    assert!(!state.exists(), "{server}: lab down left {}", state.display());
+    assert!(
+        root.join("manifest").is_file(),
+        "lab down must not touch a --root it was given"
+    );
+    let status = lab(guard.path(), &["status"]);
+    assert!(String::from_utf8_lossy(&status.stdout).starts_with("no server is up"));
+}
+
+#[test]
+fn benchlab_serve_up_serves_every_file_and_inproc_and_goes_down() {
+    check_server("benchlab");
+}
+
+#[test]
+fn nginx_up_serves_every_file_and_spi_and_goes_down() {
+    spice_support::require("nginx");
+    check_server("nginx");
+}
+
+#[test]
+fn lighttpd_up_serves_every_file_and_spi_and_goes_down() {
+    spice_support::require("lighttpd");
+    check_server("lighttpd");
+}
+
+#[test]
+fn apache_event_up_serves_every_file_and_spi_and_goes_down() {
+    spice_support::require("apache2");
+    check_server("apache-event");
+}
+
+#[test]
+fn apache_prefork_up_serves_every_file_and_spi_and_goes_down() {
+    spice_support::require("apache2");
+    check_server("apache-prefork");
+}
+
+#[test]
+fn the_default_file_set_is_made_and_removed_with_the_state_dir() {
+    let guard = LabGuard::new();
+    let up = lab(guard.path(), &["up", "benchlab"]);
+    assert_success("lab up benchlab", &up);
+    let state = guard.path().join("benchlab");
+    let manifest = benchlab_fileset::Manifest::read(&state.join("www/manifest")).expect("default manifest");
+    assert_eq!(manifest.entries.len(), 24);
+    assert_success("lab down", &lab(guard.path(), &["down"]));
+    assert!(!state.exists());
+}
+
+#[test]
+fn a_busy_port_a_bad_profile_and_a_second_up_are_clear_errors() {
+    let guard = LabGuard::new();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let out = lab(guard.path(), &["up", "benchlab", "--port", &port]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("port {port} on 127.0.0.1 is busy")), "{err}");
+    assert!(!guard.path().join("benchlab").exists(), "a failed up leaves no state");
+
+    let out = lab(guard.path(), &["up", "nginx", "--port", "80"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("from 1024 up only"));
+
+    // As root, nginx's workers run as nobody: a root closed to others is
+    // refused before anything starts, not served as 403s.
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } == 0 {
+        let closed = guard.path().join("closed");
+        fs::create_dir_all(closed.join("set")).unwrap();
+        spice_support::chmod(&closed, 0o700);
+        let out = lab(
+            guard.path(),
+            &["up", "nginx", "--root", closed.join("set").to_str().unwrap()],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is closed to other users"), "{err}");
+    }
+
+    let profile = guard.path().join("p.toml");
+    fs::write(&profile, "workers = 2\nbacklog = 64\n").unwrap();
+    let out = lab(
+        guard.path(),
+        &["up", "benchlab", "--profile", profile.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:2: `backlog` is not a setting of benchlab",
+            profile.display()
+        )),
+        "{err}"
+    );
+
+    // The profile `lab profile` prints is accepted as it is.
+    let printed = lab(guard.path(), &["profile", "benchlab"]);
+    assert_success("lab profile", &printed);
+    fs::write(&profile, &printed.stdout).unwrap();
+    assert_success(
+        "lab up with the default profile",
+        &lab(
+            guard.path(),
+            &["up", "benchlab", "--profile", profile.to_str().unwrap(), "--cpus", "0"],
+        ),
+    );
+    let out = lab(guard.path(), &["up", "benchlab"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("benchlab is already up"));
+    let disclosure = fs::read_to_string(guard.path().join("benchlab/disclosure.txt")).unwrap();
+    assert!(disclosure.contains("\ncpus: 0\n"), "{disclosure}");
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(guard.path().join("benchlab/disclosure.json")).unwrap()).unwrap();
+    assert!(
+        json["host"]["net.core.somaxconn"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty()),
+        "{json}"
+    );
+    assert!(json["host"]["cpus_online"].as_u64().is_some_and(|n| n >= 1), "{json}");
+    assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
+}
+
+/// The head of a response to an HTTP/1.1 GET that asks for nothing about
+/// the connection (so a keep-alive server keeps it open).
+fn head_of_plain_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    while !raw.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "connection closed before the end of the head");
+        raw.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&raw).to_ascii_lowercase()
+}
+
+#[test]
+fn a_profile_and_a_cpu_set_reach_every_running_server() {
+    // The directives each server's own view of its configuration (the
+    // disclosure) must show for this profile, whitespace collapsed.
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "nginx",
+            &[
+                "worker_processes 2;",
+                "keepalive_timeout 0s;",
+                "backlog=64;",
+                "== nginx -T ==",
+            ],
+        ),
+        (
+            "lighttpd",
+            &[
+                "server.max-worker = 2",
+                "server.max-keep-alive-requests = 0",
+                "server.listen-backlog = 64",
+                "== lighttpd -p ==",
+            ],
+        ),
+        (
+            "apache-event",
+            &["ServerLimit 2", "KeepAlive Off", "ListenBacklog 64", "== apache2 -M =="],
+        ),
+        (
+            "apache-prefork",
+            &[
+                "MaxRequestWorkers 2",
+                "KeepAlive Off",
+                "ListenBacklog 64",
+                "mpm_prefork_module",
+            ],
+        ),
+    ];
+    for (server, want) in cases {
+        spice_support::require(if server.starts_with("apache") {
+            "apache2"
+        } else {
+            server
+        });
+        let guard = LabGuard::new();
+        let profile = guard.path().join("profile.toml");
+        fs::write(
+            &profile,
+            "workers = 2\nkeepalive = false\naccess_log = true\nbacklog = 64\n",
+        )
+        .unwrap();
+        let up = lab(
+            guard.path(),
+            &["up", server, "--profile", profile.to_str().unwrap(), "--cpus", "0"],
+        );
+        assert_success(&format!("lab up {server}"), &up);
+        let state = guard.path().join(server);
+        let record: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(state.join("lab.json")).unwrap()).unwrap();
+        let port = record["port"].as_u64().unwrap() as u16;
+        let disclosure = fs::read_to_string(state.join("disclosure.txt")).unwrap();
+        let collapsed = disclosure.split_whitespace().collect::<Vec<_>>().join(" ");
+        for w in want.iter().chain(&["cpus: 0"]) {
+            assert!(collapsed.contains(w), "{server}: disclosure lacks {w:?}:\n{disclosure}");
+        }
+        let pid = record["pid"].as_i64().unwrap();
+        let proc_status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(
+            proc_status.contains("\nCpus_allowed_list:\t0\n"),
+            "{server}: {proc_status}"
+        );
+        let head = head_of_plain_get(port, "/d0000/p000000.html");
+        assert!(head.starts_with("http/1.1 200"), "{server}: {head}");
+        assert!(
+            head.contains("\r\nconnection: close\r\n"),
+            "{server}: keep-alive off, yet:\n{head}"
+        );
+        // Servers log a request after answering it (lighttpd buffers up to
+        // a second): wait for the line.
+        let read_log = || fs::read_to_string(state.join("run/access.log")).unwrap_or_default();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while read_log().is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let access_log = read_log();
+        assert_eq!(access_log.lines().count(), 1, "{server}: {access_log}");
+        assert_success("lab down", &lab(guard.path(), &["down", server]));
+    }
+}
+
+/// The live processes whose command line mentions `needle`.
+fn live_processes_mentioning(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let zombie = fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
+            .unwrap_or(true);
+        if !zombie && cmdline.contains(needle) {
+            out.push(cmdline);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_server_that_fails_to_start_leaves_no_helper_and_no_state() {
+    spice_support::require("nginx");
+    let guard = LabGuard::new();
+    // An `nginx` first on PATH that fails as a broken configuration would;
+    // fcgiwrap and spawn-fcgi (real) are up by the time it runs.
+    let fake = guard.path().join("fakebin");
+    fs::create_dir_all(&fake).unwrap();
+    fs::write(
+        fake.join("nginx"),
+        "#!/bin/sh\necho 'nginx: [emerg] a fake failure' >&2\nexit 1\n",
+    )
+    .unwrap();
+    spice_support::chmod(&fake.join("nginx"), 0o755);
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new(benchlab_bin())
+        .args(["lab", "up", "nginx"])
+        .env("BENCHLAB_LAB_DIR", guard.path())
+        .env("PATH", path)
+        .output()
+        .expect("run benchlab lab up");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nginx exited at start") && err.contains("a fake failure"),
+        "{err}"
+    );
+    assert!(!guard.path().join("nginx").exists(), "a failed up leaves no state dir");
+    let state = guard.path().join("nginx").display().to_string();
+    assert_eq!(live_processes_mentioning(&state), Vec::<String>::new());
+}

@@ -1,0 +1,888 @@
+//! benchlab's test lab: a server under test on this host, set up from a
+//! configuration benchlab generates, disclosed, and taken down again.
+//!
+//! `benchlab lab up SERVER` makes a *state dir* (one per server name, under
+//! `$XDG_RUNTIME_DIR/benchlab-lab` or `/tmp/benchlab-lab-UID`) holding
+//! everything the server needs and writes: its configuration, the profile
+//! it was made from, the SPICE programs (built from the sources compiled
+//! into benchlab), a default file set when none is given, pid and logs,
+//! sockets and temp files, the session log, and the disclosure (the
+//! server's version and its full effective configuration as the server
+//! itself prints it). `lab.json` in that dir records what runs; `lab down`
+//! reads it, stops every process group the lab started, and removes the
+//! dir. Nothing outside the state dir is written: no system service, no
+//! port below 1024, nothing under /etc.
+
+mod config;
+pub mod process;
+pub mod profile;
+
+use profile::Profile;
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// The servers the lab can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerKind {
+    Nginx,
+    ApacheEvent,
+    ApachePrefork,
+    Lighttpd,
+    /// `benchlab serve`, benchlab's reference server.
+    Benchlab,
+}
+
+impl ServerKind {
+    pub const ALL: &'static [ServerKind] = &[
+        ServerKind::Nginx,
+        ServerKind::ApacheEvent,
+        ServerKind::ApachePrefork,
+        ServerKind::Lighttpd,
+        ServerKind::Benchlab,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerKind::Nginx => "nginx",
+            ServerKind::ApacheEvent => "apache-event",
+            ServerKind::ApachePrefork => "apache-prefork",
+            ServerKind::Lighttpd => "lighttpd",
+            ServerKind::Benchlab => "benchlab",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<ServerKind, Error> {
+        ServerKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| Error::Usage(format!("unknown server {name:?} (expected one of: {})", names())))
+    }
+
+    /// The SPIs whose SPICE programs this server runs (docs/spice.md).
+    pub fn spis(self) -> &'static [&'static str] {
+        match self {
+            ServerKind::Benchlab => &["inproc"],
+            _ => &["cgi-c", "cgi-script", "fastcgi"],
+        }
+    }
+
+    /// The profile settings this server has an equivalent for.
+    pub fn settings(self) -> &'static [&'static str] {
+        match self {
+            // benchlab serve has no switch for keep-alive, sendfile (it
+            // decides by file size) or the backlog.
+            ServerKind::Benchlab => &["workers", "keepalive_timeout_s", "access_log"],
+            _ => &[
+                "workers",
+                "keepalive",
+                "keepalive_timeout_s",
+                "keepalive_requests",
+                "sendfile",
+                "access_log",
+                "backlog",
+            ],
+        }
+    }
+
+    /// The program that runs it, and the Debian package that has it.
+    fn binary(self) -> (&'static str, &'static str) {
+        match self {
+            ServerKind::Nginx => ("nginx", "nginx-light (or nginx)"),
+            ServerKind::ApacheEvent | ServerKind::ApachePrefork => ("apache2", "apache2"),
+            ServerKind::Lighttpd => ("lighttpd", "lighttpd"),
+            ServerKind::Benchlab => ("benchlab", "benchlab itself"),
+        }
+    }
+}
+
+/// `nginx, apache-event, ...` for messages.
+pub fn names() -> String {
+    ServerKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// What went wrong, in words a user can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad input: a flag, a server name, a CPU list.
+    #[error("{0}")]
+    Usage(String),
+    #[error("{file}:{line}: {message}")]
+    Profile { file: String, line: usize, message: String },
+    #[error("{program} is not installed; on Debian: apt-get install {package}")]
+    Missing { program: String, package: String },
+    #[error("port {0} on 127.0.0.1 is busy (another process listens there); pick another with --port, or leave --port out for a free one")]
+    PortBusy(u16),
+    #[error("{0} is already up (see `benchlab lab status`); `benchlab lab down {0}` first")]
+    AlreadyUp(String),
+    #[error("{0}")]
+    NotUp(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server or a helper did not start; the message carries its log.
+    #[error("{0}")]
+    Start(String),
+}
+
+impl Error {
+    /// Whether the user's input is at fault (exit 2 rather than 1).
+    pub fn is_input_error(&self) -> bool {
+        matches!(self, Error::Usage(_) | Error::Profile { .. })
+    }
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Io { what, source }
+}
+
+/// Paths inside one state dir.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub state: PathBuf,
+    /// Configuration, pid, error and access logs, sockets, temp files.
+    pub run: PathBuf,
+    /// The SPICE programs.
+    pub bin: PathBuf,
+    /// The document root (the file set).
+    pub root: PathBuf,
+    pub session_log: PathBuf,
+}
+
+impl Paths {
+    fn new(state: &Path, root: PathBuf) -> Paths {
+        Paths {
+            state: state.to_owned(),
+            run: state.join("run"),
+            bin: state.join("bin"),
+            root,
+            session_log: state.join("log").join("session.log"),
+        }
+    }
+}
+
+/// What runs, as recorded in the state dir's `lab.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabState {
+    pub server: ServerKind,
+    pub port: u16,
+    /// The target URL (`http://127.0.0.1:PORT/`).
+    pub url: String,
+    pub state_dir: PathBuf,
+    /// The document root served.
+    pub root: PathBuf,
+    /// The SPIs served under `/spice/<spi>/`.
+    pub spis: Vec<String>,
+    /// The server's process id (the leader of its process group).
+    pub pid: i32,
+    /// Every process group the lab started (server and helpers).
+    pub process_groups: Vec<i32>,
+    /// CPUs the server and its helpers are pinned to (empty: not pinned).
+    pub cpus: Vec<usize>,
+    /// The disclosure files (version and effective configuration).
+    pub disclosure: PathBuf,
+    /// The kernel's boot id when the lab started: after a reboot the
+    /// recorded process group ids may belong to other programs, so `down`
+    /// signals nothing and only removes the state.
+    #[serde(default)]
+    pub boot_id: String,
+}
+
+fn boot_id() -> String {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// `lab up`'s options.
+#[derive(Debug, Clone, Default)]
+pub struct UpOptions {
+    pub profile: Option<PathBuf>,
+    pub cpus: Option<String>,
+    /// None: a free port.
+    pub port: Option<u16>,
+    /// None: a small default file set made in the state dir.
+    pub root: Option<PathBuf>,
+    /// None: [`default_base`].
+    pub base: Option<PathBuf>,
+}
+
+/// Where state dirs live: `$BENCHLAB_LAB_DIR`, else
+/// `$XDG_RUNTIME_DIR/benchlab-lab` for an ordinary user, else
+/// `/tmp/benchlab-lab-UID`. Root gets /tmp: `$XDG_RUNTIME_DIR` is 0700, and
+/// Apache's and nginx's workers (www-data, nobody) must reach the file set
+/// and programs in the state dir.
+pub fn default_base() -> PathBuf {
+    if let Some(d) = std::env::var_os("BENCHLAB_LAB_DIR") {
+        return PathBuf::from(d);
+    }
+    // SAFETY: geteuid never fails.
+    let uid = unsafe { libc::geteuid() };
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if uid != 0 && !d.is_empty() => PathBuf::from(d).join("benchlab-lab"),
+        _ => PathBuf::from(format!("/tmp/benchlab-lab-{uid}")),
+    }
+}
+
+/// Where `program` is: on PATH, or in the sbin dirs Debian puts servers in.
+fn which(program: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.extend(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from));
+    dirs.into_iter().map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+fn require(program: &str, package: &str) -> Result<PathBuf, Error> {
+    which(program).ok_or_else(|| Error::Missing {
+        program: program.to_owned(),
+        package: package.to_owned(),
+    })
+}
+
+fn chmod(path: &Path, mode: u32) -> Result<(), Error> {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(io(format!("chmod {}", path.display())))
+}
+
+/// FastCGI processes per server.
+const FASTCGI_PROCS: usize = 4;
+/// fcgiwrap workers (CGI programs nginx runs at once).
+const FCGIWRAP_WORKERS: usize = 8;
+
+/// The SPICE programs' sources, compiled into benchlab so that `lab up`
+/// works from an installed binary, away from the checkout.
+const SPICE_SOURCES: &[(&str, &str)] = &[
+    ("spice.h", include_str!("../../../spice/src/spice.h")),
+    ("spice.c", include_str!("../../../spice/src/spice.c")),
+    ("cgi.c", include_str!("../../../spice/src/cgi.c")),
+    ("fastcgi.c", include_str!("../../../spice/src/fastcgi.c")),
+];
+const SPICE_PY: &str = include_str!("../../../spice/cgi-script/spice.py");
+
+/// Builds `cgi-c` and `fastcgi` with gcc into `bin`, and installs
+/// `spice.py` there (all 0755).
+fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
+    let gcc = require("gcc", "gcc")?;
+    require("python3", "python3")?;
+    if !Path::new("/usr/include/fcgiapp.h").is_file() {
+        return Err(Error::Missing {
+            program: "libfcgi's headers (/usr/include/fcgiapp.h)".into(),
+            package: "libfcgi-dev".into(),
+        });
+    }
+    let src = state.join("src");
+    fs::create_dir_all(&src).map_err(io(format!("create {}", src.display())))?;
+    for (name, text) in SPICE_SOURCES {
+        fs::write(src.join(name), text).map_err(io(format!("write {}", src.join(name).display())))?;
+    }
+    for (out, main, libs) in [("cgi-c", "cgi.c", &[][..]), ("fastcgi", "fastcgi.c", &["-lfcgi"][..])] {
+        let res = Command::new(&gcc)
+            .args(["-O2", "-o"])
+            .arg(bin.join(out))
+            .arg(src.join(main))
+            .arg(src.join("spice.c"))
+            .args(libs)
+            .output()
+            .map_err(io("run gcc"))?;
+        if !res.status.success() {
+            return Err(Error::Start(format!(
+                "building the SPICE program {out} failed ({}):\n{}",
+                res.status,
+                String::from_utf8_lossy(&res.stderr)
+            )));
+        }
+        chmod(&bin.join(out), 0o755)?;
+    }
+    fs::write(bin.join("spice.py"), SPICE_PY).map_err(io("write spice.py"))?;
+    chmod(&bin.join("spice.py"), 0o755)
+}
+
+/// The default file set: 24 pages of 4,096 bytes (`custom`), made in
+/// milliseconds, with its manifest (sizes, checksums) at its root.
+fn make_default_fileset(root: &Path) -> Result<(), Error> {
+    let spec = benchlab_fileset::Spec::new(benchlab_fileset::Kind::Custom { count: 24, size: 4096 }, 1)
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    benchlab_fileset::generate(&spec, root, &mut |_, _| {})
+        .map_err(|e| Error::Start(format!("making the default file set: {e}")))?;
+    // World-readable for the servers' workers whatever the umask.
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        chmod(&d, 0o755)?;
+        for e in fs::read_dir(&d).map_err(io(format!("read {}", d.display())))?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                chmod(&p, 0o644)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Under root, nginx's workers run as nobody and Apache's as www-data: a
+/// root they cannot reach would answer every request 403. Says so up front.
+fn check_world_readable(root: &Path) -> Result<(), Error> {
+    let root = fs::canonicalize(root).map_err(io(format!("--root {}", root.display())))?;
+    for dir in root.ancestors() {
+        let mode = fs::metadata(dir)
+            .map_err(io(format!("--root: stat {}", dir.display())))?
+            .permissions()
+            .mode();
+        let need = if dir == root { 0o005 } else { 0o001 };
+        if mode & need != need {
+            return Err(Error::Usage(format!(
+                "--root {}: {} (mode {:o}) is closed to other users, and the server's workers \
+                 (nobody, www-data) could not read the files; chmod o+rx it or serve another directory",
+                root.display(),
+                dir.display(),
+                mode & 0o7777
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn free_port() -> Result<u16, Error> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(io("find a free port on 127.0.0.1"))
+}
+
+/// Processes started so far; stopped when `up` fails half-way.
+struct Started {
+    groups: Vec<i32>,
+    armed: bool,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if self.armed {
+            process::stop_groups(&self.groups, Duration::from_secs(5));
+        }
+    }
+}
+
+fn tail(path: &Path) -> String {
+    let s = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// Waits until `ready()` or the child exits or 20 s pass.
+fn wait_ready(child: &mut Child, what: &str, log: &Path, ready: &dyn Fn() -> bool) -> Result<(), Error> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(Error::Start(format!(
+                "{what} exited at start ({status}); its output:\n{}",
+                tail(log)
+            )));
+        }
+        if ready() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Start(format!(
+                "{what} did not get ready within 20 s; its output:\n{}",
+                tail(log)
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts `kind` as `lab up` does and records it; returns what runs.
+pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
+    let (program, package) = kind.binary();
+    let server_bin = match kind {
+        ServerKind::Benchlab => std::env::current_exe().map_err(io("find benchlab's own executable"))?,
+        _ => require(program, package)?,
+    };
+    if matches!(kind, ServerKind::ApacheEvent | ServerKind::ApachePrefork)
+        && !Path::new("/usr/lib/apache2/modules/mod_mpm_event.so").is_file()
+    {
+        return Err(Error::Missing {
+            program: "Apache's modules (/usr/lib/apache2/modules)".into(),
+            package: "apache2".into(),
+        });
+    }
+    let profile = match &opts.profile {
+        Some(p) => Profile::read(p, kind)?,
+        None => Profile::default_for(kind),
+    };
+    let cpus = match &opts.cpus {
+        Some(list) => process::parse_cpus(list).map_err(Error::Usage)?,
+        None => Vec::new(),
+    };
+    if let Some(root) = &opts.root {
+        if !root.is_dir() {
+            return Err(Error::Usage(format!("--root {}: not a directory", root.display())));
+        }
+    }
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } == 0
+        && matches!(
+            kind,
+            ServerKind::Nginx | ServerKind::ApacheEvent | ServerKind::ApachePrefork
+        )
+    {
+        if let Some(root) = &opts.root {
+            check_world_readable(root)?;
+        }
+    }
+    let port = match opts.port {
+        Some(p) if p < 1024 => {
+            return Err(Error::Usage(format!(
+                "--port {p}: the lab uses ports from 1024 up only (it never takes a system service's port)"
+            )))
+        }
+        Some(p) => {
+            TcpListener::bind(("127.0.0.1", p)).map_err(|_| Error::PortBusy(p))?;
+            p
+        }
+        None => free_port()?,
+    };
+
+    let base = opts.base.clone().unwrap_or_else(default_base);
+    fs::create_dir_all(&base).map_err(io(format!("create {}", base.display())))?;
+    chmod(&base, 0o755)?;
+    let state = base.join(kind.name());
+    if state.join("lab.json").is_file() {
+        return Err(Error::AlreadyUp(kind.name().into()));
+    }
+    // A dir without lab.json is what a crashed `up` left: start afresh.
+    let _ = fs::remove_dir_all(&state);
+    fs::create_dir_all(&state).map_err(io(format!("create {}", state.display())))?;
+    let result = start(kind, &server_bin, &state, port, &profile, &cpus, opts);
+    if result.is_err() {
+        let _ = fs::remove_dir_all(&state);
+    }
+    result
+}
+
+fn start(
+    kind: ServerKind,
+    server_bin: &Path,
+    state: &Path,
+    port: u16,
+    profile: &Profile,
+    cpus: &[usize],
+    opts: &UpOptions,
+) -> Result<LabState, Error> {
+    let root = match &opts.root {
+        Some(r) => fs::canonicalize(r).map_err(io(format!("--root {}", r.display())))?,
+        None => {
+            let r = state.join("www");
+            make_default_fileset(&r)?;
+            r
+        }
+    };
+    let p = Paths::new(state, root);
+    chmod(state, 0o755)?;
+    for d in [&p.run, &p.bin, &state.join("log")] {
+        fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
+        chmod(d, 0o755)?;
+    }
+    // Apache's CGI programs run as www-data and write the session log.
+    chmod(&state.join("log"), 0o777)?;
+    for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
+        fs::create_dir_all(p.run.join(format!("tmp_{t}"))).map_err(io("create temp dir"))?;
+    }
+    fs::write(state.join("profile.toml"), profile.to_toml(kind)).map_err(io("write profile.toml"))?;
+    let pin = (!cpus.is_empty()).then_some(cpus);
+    let mut started = Started {
+        groups: Vec::new(),
+        armed: true,
+    };
+    let spawn = |started: &mut Started, cmd: Command, what: &str, log: &Path| -> Result<Child, Error> {
+        let child = process::spawn(cmd, log, pin).map_err(io(format!("start {what}")))?;
+        started.groups.push(child.id() as i32);
+        Ok(child)
+    };
+    let helper_log = p.run.join("helpers.log");
+    let server_log = p.run.join("server.log");
+    let wait_sock = |sock: PathBuf| move || sock.exists();
+
+    if kind != ServerKind::Benchlab {
+        build_spice(state, &p.bin)?;
+    }
+    // The FastCGI program under spawn-fcgi (nginx, Apache; lighttpd spawns
+    // its own), and fcgiwrap for nginx's CGI.
+    if matches!(
+        kind,
+        ServerKind::Nginx | ServerKind::ApacheEvent | ServerKind::ApachePrefork
+    ) {
+        let spawn_fcgi = require("spawn-fcgi", "spawn-fcgi")?;
+        let sock = p.run.join("fastcgi.sock");
+        let mut cmd = Command::new(spawn_fcgi);
+        cmd.arg("-n")
+            .arg("-s")
+            .arg(&sock)
+            .args(["-M", "0666", "--"])
+            .arg(p.bin.join("fastcgi"))
+            .env("SPICE_FCGI_CHILDREN", FASTCGI_PROCS.to_string());
+        let mut child = spawn(&mut started, cmd, "spawn-fcgi", &helper_log)?;
+        wait_ready(
+            &mut child,
+            "spawn-fcgi (the FastCGI SPICE program)",
+            &helper_log,
+            &wait_sock(sock),
+        )?;
+    }
+    if kind == ServerKind::Nginx {
+        let fcgiwrap = require("fcgiwrap", "fcgiwrap")?;
+        let sock = p.run.join("fcgiwrap.sock");
+        // umask 000: nginx's workers (nobody, under root) must connect.
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!(
+            "umask 000 && exec {} -c {FCGIWRAP_WORKERS} -s unix:{}",
+            fcgiwrap.display(),
+            sock.display()
+        ));
+        let mut child = spawn(&mut started, cmd, "fcgiwrap", &helper_log)?;
+        wait_ready(&mut child, "fcgiwrap", &helper_log, &wait_sock(sock))?;
+    }
+    // SAFETY: geteuid never fails.
+    let as_root = unsafe { libc::geteuid() } == 0;
+    let mut port = port;
+    let mut attempt = 0;
+    let (port, conf_path, pid) = loop {
+        attempt += 1;
+        let (conf_name, conf, mut cmd) = match kind {
+            ServerKind::Nginx => {
+                let conf = p.run.join("nginx.conf");
+                let mut cmd = Command::new(server_bin);
+                cmd.arg("-p")
+                    .arg(&p.run)
+                    .arg("-c")
+                    .arg(&conf)
+                    .arg("-e")
+                    .arg(p.run.join("error.log"));
+                ("nginx.conf", config::nginx(&p, port, profile), cmd)
+            }
+            ServerKind::Lighttpd => {
+                let mut cmd = Command::new(server_bin);
+                cmd.arg("-D").arg("-f").arg(p.run.join("lighttpd.conf"));
+                ("lighttpd.conf", config::lighttpd(&p, port, profile, FASTCGI_PROCS), cmd)
+            }
+            ServerKind::ApacheEvent | ServerKind::ApachePrefork => {
+                // Apache refuses to run workers as root; started by another
+                // user it ignores User and runs as that user.
+                let user = if as_root { "www-data" } else { "#-1" };
+                let mut cmd = Command::new(server_bin);
+                cmd.arg("-f").arg(p.run.join("apache2.conf")).arg("-DFOREGROUND");
+                let prefork = kind == ServerKind::ApachePrefork;
+                ("apache2.conf", config::apache(&p, port, profile, prefork, user), cmd)
+            }
+            ServerKind::Benchlab => {
+                let mut cmd = Command::new(server_bin);
+                cmd.arg("serve")
+                    .arg("--root")
+                    .arg(&p.root)
+                    .arg("--listen")
+                    .arg(format!("127.0.0.1:{port}"))
+                    .arg("--session-log")
+                    .arg(&p.session_log)
+                    .arg("--keepalive-timeout")
+                    .arg(format!("{}s", profile.keepalive_timeout_s.unwrap_or(75)));
+                if let Some(w) = profile.workers.filter(|&w| w > 0) {
+                    cmd.arg("--workers").arg(w.to_string());
+                }
+                if profile.access_log == Some(true) {
+                    cmd.arg("--access-log").arg(p.run.join("access.log"));
+                }
+                let line = format!("{cmd:?}\n");
+                ("command.txt", line, cmd)
+            }
+        };
+        let conf_path = p.run.join(conf_name);
+        fs::write(&conf_path, &conf).map_err(io(format!("write {}", conf_path.display())))?;
+        cmd.current_dir(&p.run);
+        let mut server = spawn(&mut started, cmd, kind.name(), &server_log)?;
+        let pid = server.id() as i32;
+        let error_log = if kind == ServerKind::Benchlab {
+            server_log.clone()
+        } else {
+            p.run.join("error.log")
+        };
+        let listening = || TcpStream::connect(("127.0.0.1", port)).is_ok();
+        match wait_ready(&mut server, kind.name(), &server_log, &listening) {
+            Ok(()) => break (port, conf_path, pid),
+            Err(e) => {
+                let exited = matches!(server.try_wait(), Ok(Some(_)));
+                process::stop_groups(&[pid], Duration::from_secs(2));
+                started.groups.retain(|&g| g != pid);
+                // Without --port, another process may have taken the free port
+                // before the server bound it: try a fresh one, twice.
+                if exited && opts.port.is_none() && attempt < 3 {
+                    port = free_port()?;
+                    continue;
+                }
+                if opts.port.is_some() && TcpListener::bind(("127.0.0.1", port)).is_err() {
+                    return Err(Error::PortBusy(port));
+                }
+                // The state dir goes with the failure: quote the log, not its path.
+                return Err(Error::Start(format!("{e}\nits error log:\n{}", tail(&error_log))));
+            }
+        }
+    };
+    let disclosure = disclose(kind, server_bin, &p, &conf_path, profile, cpus)?;
+    let lab = LabState {
+        server: kind,
+        port,
+        url: format!("http://127.0.0.1:{port}/"),
+        state_dir: state.to_owned(),
+        root: p.root.clone(),
+        spis: kind.spis().iter().map(|s| (*s).to_owned()).collect(),
+        pid,
+        process_groups: started.groups.clone(),
+        cpus: cpus.to_vec(),
+        disclosure,
+        boot_id: boot_id(),
+    };
+    let json = serde_json::to_string_pretty(&lab).map_err(|e| Error::Start(e.to_string()))?;
+    fs::write(state.join("lab.json"), json + "\n").map_err(io("write lab.json"))?;
+    started.armed = false;
+    Ok(lab)
+}
+
+/// Runs `cmd` and returns what it printed (stdout then stderr), or why not.
+fn capture(mut cmd: Command) -> String {
+    match cmd.output() {
+        Ok(o) => {
+            let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
+            s.push_str(&String::from_utf8_lossy(&o.stderr));
+            if !o.status.success() {
+                s.push_str(&format!("\n(exit status {})\n", o.status));
+            }
+            s
+        }
+        Err(e) => format!("(could not run {cmd:?}: {e})\n"),
+    }
+}
+
+/// Writes `disclosure.txt` and `disclosure.json` into the state dir: the
+/// server's version, its full effective configuration as the server prints
+/// it, the profile and the CPU set. Returns the JSON file's path.
+fn disclose(
+    kind: ServerKind,
+    bin: &Path,
+    p: &Paths,
+    conf: &Path,
+    profile: &Profile,
+    cpus: &[usize],
+) -> Result<PathBuf, Error> {
+    let cmd = |args: &[&std::ffi::OsStr]| {
+        let mut c = Command::new(bin);
+        c.args(args);
+        c
+    };
+    let (version, effective): (String, Vec<(String, String)>) = match kind {
+        ServerKind::Nginx => (
+            capture(cmd(&["-v".as_ref()])),
+            vec![(
+                "nginx -T".into(),
+                capture(cmd(&[
+                    "-T".as_ref(),
+                    "-p".as_ref(),
+                    p.run.as_os_str(),
+                    "-c".as_ref(),
+                    conf.as_os_str(),
+                    "-e".as_ref(),
+                    p.run.join("error.log").as_os_str(),
+                ])),
+            )],
+        ),
+        ServerKind::ApacheEvent | ServerKind::ApachePrefork => (
+            capture(cmd(&["-v".as_ref()])),
+            vec![
+                (
+                    "apache2 -S".into(),
+                    capture(cmd(&["-f".as_ref(), conf.as_os_str(), "-S".as_ref()])),
+                ),
+                (
+                    "apache2 -M".into(),
+                    capture(cmd(&["-f".as_ref(), conf.as_os_str(), "-M".as_ref()])),
+                ),
+                (
+                    "configuration file".into(),
+                    fs::read_to_string(conf).unwrap_or_default(),
+                ),
+            ],
+        ),
+        ServerKind::Lighttpd => (
+            capture(cmd(&["-v".as_ref()])),
+            vec![(
+                "lighttpd -p".into(),
+                capture(cmd(&["-p".as_ref(), "-f".as_ref(), conf.as_os_str()])),
+            )],
+        ),
+        ServerKind::Benchlab => (
+            capture(cmd(&["--version".as_ref()])),
+            vec![("command".into(), fs::read_to_string(conf).unwrap_or_default())],
+        ),
+    };
+    let profile_text = profile.to_toml(kind);
+    let mut txt = format!(
+        "server: {}\nversion: {}\ncpus: {}\n\n== profile ==\n{profile_text}\n",
+        kind.name(),
+        version.trim(),
+        if cpus.is_empty() {
+            "not pinned".to_owned()
+        } else {
+            cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+        }
+    );
+    for (what, text) in &effective {
+        txt.push_str(&format!("\n== {what} ==\n{text}\n"));
+    }
+    let host = host_facts();
+    txt.push_str("\n== host ==\n");
+    for (k, v) in &host {
+        match v.as_str() {
+            Some(text) => txt.push_str(&format!("{k}: {text}\n")),
+            None => txt.push_str(&format!("{k}: {v}\n")),
+        }
+    }
+    fs::write(p.state.join("disclosure.txt"), txt).map_err(io("write disclosure.txt"))?;
+    let json = serde_json::json!({
+        "host": host.iter().cloned().collect::<serde_json::Map<String, serde_json::Value>>(),
+        "server": kind.name(),
+        "version": version.trim(),
+        "cpus": cpus,
+        "profile": profile_text,
+        "effective_configuration": effective
+            .iter()
+            .map(|(what, text)| serde_json::json!({"source": what, "text": text}))
+            .collect::<Vec<_>>(),
+    });
+    let path = p.state.join("disclosure.json");
+    fs::write(&path, serde_json::to_string_pretty(&json).unwrap_or_default() + "\n")
+        .map_err(io("write disclosure.json"))?;
+    Ok(path)
+}
+
+/// The host facts a result depends on: kernel tunables of the network
+/// stack and file limits, CPU model and count, memory.
+fn host_facts() -> Vec<(String, serde_json::Value)> {
+    let read = |p: &str| {
+        fs::read_to_string(p)
+            .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    let mut out: Vec<(String, serde_json::Value)> = [
+        "net/core/somaxconn",
+        "net/ipv4/ip_local_port_range",
+        "net/ipv4/tcp_tw_reuse",
+        "net/ipv4/tcp_max_syn_backlog",
+        "fs/file-max",
+    ]
+    .iter()
+    .map(|k| (k.replace('/', "."), read(&format!("/proc/sys/{k}")).into()))
+    .collect();
+    out.push(("kernel".into(), read("/proc/sys/kernel/osrelease").into()));
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_default();
+    out.push(("cpu_model".into(), model.into()));
+    out.push((
+        "cpus_online".into(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()).into(),
+    ));
+    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kb = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    out.push(("memory_bytes".into(), (mem_kb * 1024).into()));
+    out
+}
+
+/// The labs recorded under `base`, with whether each server still runs.
+pub fn status(base: &Path) -> Vec<(LabState, bool)> {
+    let mut out = Vec::new();
+    for kind in ServerKind::ALL {
+        let file = base.join(kind.name()).join("lab.json");
+        let Ok(text) = fs::read_to_string(&file) else {
+            continue;
+        };
+        if let Ok(lab) = serde_json::from_str::<LabState>(&text) {
+            let alive = lab.boot_id == boot_id() && process::alive(lab.pid);
+            out.push((lab, alive));
+        }
+    }
+    out
+}
+
+/// Stops a lab: every process group it started (SIGTERM, then SIGKILL
+/// after `grace`), then removes its state dir. Errors when a process
+/// survived SIGKILL (the state dir is then kept, so nothing is lost).
+pub fn down(lab: &LabState, grace: Duration) -> Result<(), Error> {
+    let groups: &[i32] = if lab.boot_id == boot_id() {
+        &lab.process_groups
+    } else {
+        &[]
+    };
+    let left = process::stop_groups(groups, grace);
+    if !left.is_empty() {
+        return Err(Error::Start(format!(
+            "{}: processes {left:?} survived SIGKILL; state kept in {}",
+            lab.server.name(),
+            lab.state_dir.display()
+        )));
+    }
+    fs::remove_dir_all(&lab.state_dir).map_err(io(format!("remove {}", lab.state_dir.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn down_after_a_reboot_signals_no_recorded_group_and_removes_the_state() {
+        // A live process group standing in for one whose id was reused.
+        let mut other = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("nginx");
+        fs::create_dir_all(&state).unwrap();
+        let lab = LabState {
+            server: ServerKind::Nginx,
+            port: 1,
+            url: String::new(),
+            state_dir: state.clone(),
+            root: state.clone(),
+            spis: Vec::new(),
+            pid: other.id() as i32,
+            process_groups: vec![other.id() as i32],
+            cpus: Vec::new(),
+            disclosure: state.join("disclosure.json"),
+            boot_id: "an earlier boot".into(),
+        };
+        down(&lab, Duration::from_secs(1)).unwrap();
+        let still_running = other.try_wait().unwrap().is_none();
+        let _ = other.kill();
+        let _ = other.wait();
+        assert!(still_running, "down signalled a group recorded before the last boot");
+        assert!(!state.exists());
+    }
+}
