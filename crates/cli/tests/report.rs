@@ -232,7 +232,12 @@ fn doctor_peak(dir: &Path, phase: &str, k_rate: f64, k_p99: f64) {
         .expect("mixes")
         .iter_mut()
         .filter(|m| m["phase"] == phase)
-        .max_by(|a, b| a["requests_per_sec"].as_f64().partial_cmp(&b["requests_per_sec"].as_f64()).expect("rates"))
+        .max_by(|a, b| {
+            a["requests_per_sec"]
+                .as_f64()
+                .partial_cmp(&b["requests_per_sec"].as_f64())
+                .expect("rates")
+        })
         .expect("a mix of the phase");
     let r = peak["requests_per_sec"].as_f64().expect("rate");
     peak["requests_per_sec"] = Value::from(r * k_rate);
