@@ -69,6 +69,12 @@ pub struct RunOptions {
     /// Where the clients run: chosen by the run, in this process by
     /// default ([`InProcess`]); remote agents later.
     pub clients: Arc<dyn ClientPool>,
+    /// CPUs the load generator's worker threads are pinned to
+    /// (`--client-cpus`), disclosed in results.json; empty: not pinned.
+    pub client_cpus: Vec<usize>,
+    /// The server under test as `benchlab lab up` disclosed it, stored in
+    /// results.json when the run targets a lab server.
+    pub server: Option<benchlab_results::ServerDisclosure>,
 }
 
 impl Default for RunOptions {
@@ -83,6 +89,8 @@ impl Default for RunOptions {
             command: Vec::new(),
             repeat: 1,
             clients: Arc::new(InProcess::default()),
+            client_cpus: Vec::new(),
+            server: None,
         }
     }
 }
@@ -271,6 +279,9 @@ fn environment(target: &str, opts: &RunOptions) -> Environment {
             .unwrap_or(0),
         command: opts.command.clone(),
         time_scale: opts.time_scale,
+        host_facts: Some(benchlab_results::HostFacts::gather()),
+        client_cpus: opts.client_cpus.clone(),
+        server: opts.server.clone(),
     }
 }
 
