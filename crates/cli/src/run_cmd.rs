@@ -41,6 +41,11 @@ pub struct RunArgs {
     /// Run even when --client-cpus shares CPUs with the lab server's.
     #[arg(long, requires = "client_cpus")]
     allow_shared_cpus: bool,
+    /// Drop the page cache before each mix (`sync; echo 3 >
+    /// /proc/sys/vm/drop_caches`; root only), so the server reads its files
+    /// from the disk as after a reboot.
+    #[arg(long)]
+    cold_cache: bool,
     /// Results directory [default: results/SUITE-YYYYmmdd-HHMMSS].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -586,6 +591,23 @@ pub(crate) fn pin_clients(
     Ok(cpus)
 }
 
+/// `--cold-cache` needs root and a writable /proc/sys/vm/drop_caches: say
+/// so before any request rather than after the first mix.
+fn check_cold_cache() -> Result<(), CliError> {
+    match std::fs::OpenOptions::new().write(true).open("/proc/sys/vm/drop_caches") {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(CliError::Usage(
+            "--cold-cache drops the page cache (/proc/sys/vm/drop_caches), which only root may do: run as root, \
+             or leave --cold-cache out"
+                .into(),
+        )),
+        Err(e) => Err(CliError::CannotRun(format!(
+            "--cold-cache: /proc/sys/vm/drop_caches is not writable here ({e}; a container's /proc/sys is often \
+             read-only)"
+        ))),
+    }
+}
+
 fn cpus_text(cpus: &[usize]) -> String {
     cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
 }
@@ -695,7 +717,11 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         server: lab_disclosure(&suite.target, a.lab.is_some())?,
         ..RunOptions::default()
     };
+    if a.cold_cache {
+        check_cold_cache()?;
+    }
     let opts = RunOptions {
+        cold_cache: a.cold_cache,
         client_cpus: pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, opts.server.as_ref())?,
         ..opts
     };

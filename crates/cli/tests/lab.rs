@@ -703,3 +703,47 @@ fn client_cpus_never_share_the_lab_servers_cpu_unless_allowed() {
     );
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
 }
+
+/// `run --cold-cache` drops the page cache before each mix and says so in
+/// results.json and the report; where /proc/sys/vm/drop_caches cannot be
+/// written (not root), it is refused before any request.
+#[test]
+fn cold_cache_drops_the_page_cache_before_each_mix_or_says_why_not() {
+    let guard = LabGuard::new();
+    let files = tempfile::tempdir().unwrap();
+    let (root, _) = fileset(files.path());
+    assert_success(
+        "lab up benchlab",
+        &lab(guard.path(), &["up", "benchlab", "--root", root.to_str().unwrap()]),
+    );
+    let out = files.path().join("cold");
+    let run = run_suite(
+        guard.path(),
+        files.path(),
+        &root,
+        &["--lab", "benchlab", "--cold-cache", "--out", out.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let writable = fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/sys/vm/drop_caches")
+        .is_ok();
+    if writable {
+        assert_success("run --cold-cache", &run);
+        assert_eq!(stderr.matches("cold cache: page cache dropped").count(), 1, "{stderr}");
+        let results: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+        assert_eq!(results["environment"]["cold_cache"], true);
+        let html = fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(html.contains("dropped before each mix (--cold-cache)"));
+    } else {
+        // Not root: a usage error; root under a read-only /proc/sys: cannot run.
+        assert!(
+            (run.status.code() == Some(2) && stderr.contains("only root may do"))
+                || (run.status.code() == Some(1) && stderr.contains("is not writable here")),
+            "{stderr}"
+        );
+        assert!(!out.exists(), "refused before the run");
+    }
+    assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
+}

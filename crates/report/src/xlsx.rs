@@ -1038,6 +1038,7 @@ fn disclosure(run: &Run) -> Vec<(String, Cell)> {
             "environment.client_cpus".into(),
             Cell::text(crate::html::cpu_list(&e.client_cpus)),
         ),
+        ("environment.cold_cache".into(), Cell::Bool(e.cold_cache)),
     ];
     if let Some(h) = &e.host_facts {
         for (k, v) in &h.kernel_tunables {
@@ -1289,6 +1290,7 @@ mod tests {
                 host_facts: None,
                 client_cpus: Vec::new(),
                 server: None,
+                cold_cache: false,
             },
             phases: phase_results,
             mixes,

@@ -161,6 +161,7 @@ fn run_of(phases: &[(&str, Vec<Mix>)]) -> Run {
                 host_facts: None,
                 client_cpus: Vec::new(),
                 server: None,
+                cold_cache: false,
             },
             phases: infos,
             mixes,

@@ -623,6 +623,9 @@ pub struct Environment {
     /// CPU set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerDisclosure>,
+    /// The page cache was dropped before each mix (`--cold-cache`).
+    #[serde(default)]
+    pub cold_cache: bool,
 }
 
 /// The host facts that change what a server can do: the kernel's network

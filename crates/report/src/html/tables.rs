@@ -396,7 +396,17 @@ pub(crate) fn cpu_list(cpus: &[usize]) -> String {
 /// The disclosure rows that results of older versions lack: the client
 /// CPU set and the host facts.
 fn environment_rows(e: &benchlab_results::Environment) -> Vec<(&'static str, String)> {
-    let mut rows = vec![("client CPUs", cpu_list(&e.client_cpus))];
+    let mut rows = vec![
+        ("client CPUs", cpu_list(&e.client_cpus)),
+        (
+            "page cache",
+            if e.cold_cache {
+                "dropped before each mix (--cold-cache)".into()
+            } else {
+                "as the previous mix left it".into()
+            },
+        ),
+    ];
     if let Some(h) = &e.host_facts {
         rows.push(("CPU model", h.cpu_model.clone()));
         rows.push(("CPUs online", h.cpus_online.to_string()));
