@@ -155,7 +155,9 @@ struct LabDown(String);
 
 impl Drop for LabDown {
     fn drop(&mut self) {
-        let _ = benchlab("lab down", &["lab", "down", &self.0, "--grace", "5s"]);
+        if let Err(e) = benchlab("lab down", &["lab", "down", &self.0, "--grace", "5s"]) {
+            eprintln!("benchlab: warning: {e}; stop it with `benchlab lab down {}`", self.0);
+        }
     }
 }
 
@@ -217,9 +219,8 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
         if let Some(c) = side.server_cpus {
             up.extend(["--cpus", c]);
         }
-        let started = benchlab("lab up", &up)?;
+        benchlab("lab up", &up)?;
         let down = LabDown(a.server.clone());
-        let _ = started;
         let dir = out.join(side.label);
         let mut run = vec![
             "run",
