@@ -554,6 +554,21 @@ fn a_run_against_a_lab_server_discloses_it_in_results_and_reports() {
     assert_success("run --lab nginx", &run);
     let results: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    // The new fields are in docs/results.schema.json.
+    let schema: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&results)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "results.json does not match the schema:\n{}",
+        errors.join("\n")
+    );
     let env = &results["environment"];
     assert_eq!(env["target"], url.as_str(), "--lab sets the target");
     let server = &env["server"];
