@@ -677,6 +677,18 @@ fn client_cpus_never_share_the_lab_servers_cpu_unless_allowed() {
             && stderr.contains("--allow-shared-cpus"),
         "{stderr}"
     );
+    // `http` on a URL of the lab server checks the same.
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(guard.path().join("benchlab/lab.json")).unwrap()).unwrap();
+    let page = format!("{}does-not-matter", record["url"].as_str().unwrap());
+    let http = Command::new(benchlab_bin())
+        .args(["http", &page, "--client-cpus", "0", "--requests", "1"])
+        .env("BENCHLAB_LAB_DIR", guard.path())
+        .output()
+        .unwrap();
+    let http_err = String::from_utf8_lossy(&http.stderr);
+    assert_eq!(http.status.code(), Some(2), "{http_err}");
+    assert!(http_err.contains("CPU 0 is also the lab's benchlab CPU"), "{http_err}");
     let run = run_suite(
         guard.path(),
         files.path(),

@@ -799,11 +799,12 @@ impl LabState {
         serde_json::from_str(&text).map_err(|e| Error::Start(format!("{}: {e}", self.disclosure.display())))
     }
 
-    /// Whether `target` (a base URL) names this lab's server: the same
-    /// scheme, host and port, a trailing slash or not.
+    /// Whether `target` (a base URL, or a URL of a page) names this lab's
+    /// server: the same scheme, host and port, a trailing slash or not.
     pub fn serves(&self, target: &str) -> bool {
         let norm = |u: &str| u.trim_end_matches('/').replace("://localhost:", "://127.0.0.1:");
-        norm(target) == norm(&self.url)
+        let (target, base) = (norm(target), norm(&self.url));
+        target == base || target.starts_with(&format!("{base}/"))
     }
 }
 
@@ -847,6 +848,29 @@ pub fn down(lab: &LabState, grace: Duration) -> Result<(), Error> {
 mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_lab_serves_its_base_url_and_the_pages_under_it() {
+        let lab: LabState = serde_json::from_value(serde_json::json!({
+            "server": "nginx", "port": 8080, "url": "http://127.0.0.1:8080/", "state_dir": "/s", "root": "/r",
+            "spis": [], "pid": 1, "process_groups": [], "cpus": [], "disclosure": "/s/disclosure.json"
+        }))
+        .unwrap();
+        for yes in [
+            "http://127.0.0.1:8080",
+            "http://127.0.0.1:8080/",
+            "http://localhost:8080/a/b.html",
+        ] {
+            assert!(lab.serves(yes), "{yes}");
+        }
+        for no in [
+            "http://127.0.0.1:80801/",
+            "https://127.0.0.1:8080/",
+            "http://127.0.0.1:9/",
+        ] {
+            assert!(!lab.serves(no), "{no}");
+        }
+    }
 
     #[test]
     fn down_after_a_reboot_signals_no_recorded_group_and_removes_the_state() {
