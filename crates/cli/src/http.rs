@@ -95,6 +95,16 @@ pub struct HttpArgs {
     #[arg(long, value_name = "N")]
     os_threads: Option<usize>,
 
+    /// Pin the event-loop threads to these CPUs (e.g. 1 or 2-3); refused
+    /// when they share a CPU with the `lab up --cpus` of the lab server the
+    /// URLs name, unless --allow-shared-cpus.
+    #[arg(long, value_name = "LIST")]
+    client_cpus: Option<String>,
+
+    /// Run even when --client-cpus shares CPUs with the lab server's.
+    #[arg(long, requires = "client_cpus")]
+    allow_shared_cpus: bool,
+
     /// How long to run [default: 10s].
     #[arg(short = 'd', long, value_parser = args::duration, conflicts_with = "requests", value_name = "DUR")]
     duration: Option<Duration>,
@@ -200,6 +210,15 @@ pub struct HttpArgs {
 pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let usage = CliError::Usage;
     let search = a.peak.limits()?;
+    // Before the preflight: a refused CPU set sends no request.
+    if a.client_cpus.is_some() {
+        // The lab server the URLs name, for the overlap check.
+        let server = a
+            .urls
+            .iter()
+            .find_map(|u| crate::run_cmd::lab_disclosure(&u.url, false).ok().flatten());
+        crate::run_cmd::pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, server.as_ref())?;
+    }
     if search.is_some() {
         let conflicting = [
             (a.requests.is_some(), "--requests"),
@@ -365,6 +384,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let mut plan = ClientPlan::new(urls, classes);
     plan.virtual_users = a.threads;
     plan.load = load;
+    // After pinning: the default counts only the CPUs pinned to.
     plan.os_threads = a.os_threads.unwrap_or_else(sys::usable_cpus).max(1);
     plan.stop = stop;
     plan.think_time = a.think_time;

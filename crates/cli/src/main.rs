@@ -10,6 +10,7 @@ mod lab_cmd;
 mod live;
 mod output;
 mod report_cmd;
+mod reproduce_cmd;
 mod run_cmd;
 mod serve_cmd;
 mod workload_cmd;
@@ -47,6 +48,9 @@ enum Command {
     /// The test lab: start a server under test (nginx, Apache, lighttpd,
     /// benchlab serve) from a generated configuration, and stop it again.
     Lab(lab_cmd::LabArgs),
+    /// Run one of the seeds' experiments end to end (keepalive, cpus) on a
+    /// lab server and write one side-by-side report; --list describes them.
+    Reproduce(reproduce_cmd::ReproduceArgs),
     /// Make workload files (from a real server's access log).
     Workload(workload_cmd::WorkloadArgs),
     /// Write report.html (charts, analysis, summary and client data reports,
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
         Command::Check(a) => run_cmd::check(a),
         Command::Workload(a) => workload_cmd::run(a),
         Command::Lab(a) => lab_cmd::run(a),
+        Command::Reproduce(a) => reproduce_cmd::run(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => report_cmd::compare(a),
         Command::FileUser => return ExitCode::from(benchlab_fileserver::process::user_main() as u8),

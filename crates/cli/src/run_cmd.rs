@@ -27,6 +27,25 @@ pub struct RunArgs {
     /// (mixes and workloads that name their own target keep it).
     #[arg(long, value_name = "URL")]
     target: Option<String>,
+    /// Run against the server `benchlab lab up SERVER` started: its URL is
+    /// the target, and its disclosure (version, effective configuration,
+    /// profile, CPU set) goes into results.json and the report. Without
+    /// --lab, a target equal to a lab server's URL is disclosed as well.
+    #[arg(long, value_name = "SERVER", conflicts_with = "target")]
+    lab: Option<String>,
+    /// Pin the load generator's worker threads to these CPUs (e.g. 1 or
+    /// 2-3), disclosed in results.json; refused when they share a CPU with
+    /// the lab server's `lab up --cpus`, unless --allow-shared-cpus.
+    #[arg(long, value_name = "LIST")]
+    client_cpus: Option<String>,
+    /// Run even when --client-cpus shares CPUs with the lab server's.
+    #[arg(long, requires = "client_cpus")]
+    allow_shared_cpus: bool,
+    /// Drop the page cache before each mix (`sync; echo 3 >
+    /// /proc/sys/vm/drop_caches`; root only), so the server reads its files
+    /// from the disk as after a reboot.
+    #[arg(long)]
+    cold_cache: bool,
     /// Results directory [default: results/SUITE-YYYYmmdd-HHMMSS].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -496,6 +515,103 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
     }
 }
 
+/// The URL of the lab server `name` (`benchlab lab up NAME`), or why not.
+fn lab_target(name: &str) -> Result<String, CliError> {
+    let kind = benchlab_lab::ServerKind::parse(name).map_err(|e| CliError::Usage(format!("--lab: {e}")))?;
+    match benchlab_lab::status(&benchlab_lab::default_base())
+        .into_iter()
+        .find(|(l, _)| l.server == kind)
+    {
+        Some((l, true)) => Ok(l.url),
+        Some((_, false)) => Err(CliError::CannotRun(format!(
+            "--lab {name}: the lab's {name} is not running (`benchlab lab down {name}`, then `benchlab lab up {name}`)"
+        ))),
+        None => Err(CliError::CannotRun(format!(
+            "--lab {name}: {name} is not up; start it with `benchlab lab up {name}`"
+        ))),
+    }
+}
+
+/// The disclosure of the running lab server whose URL is `target`, if any.
+/// With `--lab` (`required`) an unreadable disclosure is an error; a target
+/// that merely equals a lab server's URL gets a warning instead.
+pub(crate) fn lab_disclosure(
+    target: &str,
+    required: bool,
+) -> Result<Option<benchlab_results::ServerDisclosure>, CliError> {
+    let Some((lab, _)) = benchlab_lab::status(&benchlab_lab::default_base())
+        .into_iter()
+        .find(|(l, alive)| *alive && l.serves(target))
+    else {
+        return Ok(None);
+    };
+    match lab.read_disclosure() {
+        Ok(d) => Ok(Some(d.server)),
+        Err(e) if required => Err(CliError::CannotRun(format!("--lab: {e}"))),
+        Err(e) => {
+            eprintln!(
+                "benchlab: warning: the target is the lab's {}, but its disclosure is unreadable: {e}",
+                lab.server.name()
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// `--client-cpus LIST`: pins this thread — and so every worker thread the
+/// run spawns after it — to LIST, after refusing a set that shares a CPU
+/// with the lab server's (the load generator would take the server's
+/// cycles, and the result would measure both). Returns the CPUs pinned.
+pub(crate) fn pin_clients(
+    list: Option<&str>,
+    allow_shared: bool,
+    server: Option<&benchlab_results::ServerDisclosure>,
+) -> Result<Vec<usize>, CliError> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    let cpus = benchlab_lab::process::parse_cpu_set("--client-cpus", list).map_err(CliError::Usage)?;
+    if let Some(s) = server {
+        let shared: Vec<String> = cpus
+            .iter()
+            .filter(|c| s.cpus.contains(c))
+            .map(|c| c.to_string())
+            .collect();
+        if !shared.is_empty() && !allow_shared {
+            return Err(CliError::Usage(format!(
+                "--client-cpus {list}: CPU {} is also the lab's {} CPU (`lab up --cpus {}`): client and server would                  share a core and the result would measure both; pick other CPUs, or add --allow-shared-cpus",
+                shared.join(","),
+                s.server,
+                crate::run_cmd::cpus_text(&s.cpus)
+            )));
+        }
+    }
+    benchlab_lab::process::pin_current_thread(&cpus)
+        .map_err(|e| CliError::CannotRun(format!("--client-cpus {list}: cannot pin the load generator: {e}")))?;
+    Ok(cpus)
+}
+
+/// `--cold-cache` needs root and a writable /proc/sys/vm/drop_caches: say
+/// so before any request rather than after the first mix.
+fn check_cold_cache() -> Result<(), CliError> {
+    match std::fs::OpenOptions::new().write(true).open("/proc/sys/vm/drop_caches") {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(CliError::Usage(
+            "--cold-cache drops the page cache (/proc/sys/vm/drop_caches), which only root may do: run as root, \
+             or leave --cold-cache out"
+                .into(),
+        )),
+        Err(e) => Err(CliError::CannotRun(format!(
+            "--cold-cache: /proc/sys/vm/drop_caches is not writable here ({e}; a container's /proc/sys is often \
+             read-only)"
+        ))),
+    }
+}
+
+fn cpus_text(cpus: &[usize]) -> String {
+    cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+}
+
 /// `benchlab run`.
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
@@ -533,6 +649,9 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             )));
         }
         suite.retarget(t);
+    }
+    if let Some(name) = &a.lab {
+        suite.retarget(&lab_target(name)?);
     }
     for (phase, url) in &a.phase_targets {
         suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
@@ -595,7 +714,16 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         time_scale: a.time_scale,
         command: std::env::args().collect(),
         repeat: a.repeat,
+        server: lab_disclosure(&suite.target, a.lab.is_some())?,
         ..RunOptions::default()
+    };
+    if a.cold_cache {
+        check_cold_cache()?;
+    }
+    let opts = RunOptions {
+        cold_cache: a.cold_cache,
+        client_cpus: pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, opts.server.as_ref())?,
+        ..opts
     };
     let prepared = prepare(&suite, &opts).map_err(|e| match e {
         benchlab_controller::ControllerError::Input(m) => CliError::Usage(m),

@@ -315,7 +315,7 @@ fn a_busy_port_a_bad_profile_and_a_second_up_are_clear_errors() {
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(guard.path().join("benchlab/disclosure.json")).unwrap()).unwrap();
     assert!(
-        json["host"]["net.core.somaxconn"]
+        json["host"]["kernel_tunables"]["net.core.somaxconn"]
             .as_str()
             .is_some_and(|v| !v.is_empty()),
         "{json}"
@@ -479,4 +479,298 @@ fn a_server_that_fails_to_start_leaves_no_helper_and_no_state() {
     assert!(!guard.path().join("nginx").exists(), "a failed up leaves no state dir");
     let state = guard.path().join("nginx").display().to_string();
     assert_eq!(live_processes_mentioning(&state), Vec::<String>::new());
+}
+
+/// A one-mix suite (1 client × 2 threads, 1 s) of the lab's file set.
+const LAB_SUITE: &str = r#"
+name = "lab-tiny"
+description = "one short mix against a lab server"
+target = "http://127.0.0.1:9"
+seed = 3
+
+[defaults]
+ramp_up = "200ms"
+ramp_down = "200ms"
+length = "1s"
+threads_per_client = 2
+timeout = "5s"
+
+[workloads.tiny]
+[[workloads.tiny.class]]
+name = "static"
+percent = 100
+[workloads.tiny.class.fileset]
+name = "specweb99"
+
+[[mix]]
+clients = 1
+"#;
+
+/// Runs `benchlab run` on [`LAB_SUITE`] with the lab's state under `base`.
+fn run_suite(base: &Path, dir: &Path, root: &Path, args: &[&str]) -> Output {
+    let suite = dir.join("suite.toml");
+    fs::write(&suite, LAB_SUITE).unwrap();
+    Command::new(benchlab_bin())
+        .arg("run")
+        .arg(&suite)
+        .arg("--fileset")
+        .arg(format!("specweb99={}", root.display()))
+        .args(args)
+        .env("BENCHLAB_LAB_DIR", base)
+        .output()
+        .expect("run benchlab run")
+}
+
+/// What maud makes of a text in an element.
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A run against `lab up nginx` (`--lab nginx`, and by its URL as
+/// `--target`) stores nginx's disclosure in results.json — version,
+/// `nginx -T`, profile, CPU set — with the host facts and the client CPU
+/// set, and prints them in report.html (escaped) and the workbook's
+/// Configuration sheet.
+#[test]
+fn a_run_against_a_lab_server_discloses_it_in_results_and_reports() {
+    use calamine::{open_workbook, Data, Reader, Xlsx};
+    let guard = LabGuard::new();
+    let files = tempfile::tempdir().unwrap();
+    let (root, _) = fileset(files.path());
+    let up = lab(guard.path(), &["up", "nginx", "--root", root.to_str().unwrap()]);
+    assert_success("lab up nginx", &up);
+    let url = String::from_utf8_lossy(&up.stdout).lines().next().unwrap().to_owned();
+
+    let out = files.path().join("by-lab");
+    let run = run_suite(
+        guard.path(),
+        files.path(),
+        &root,
+        &["--lab", "nginx", "--out", out.to_str().unwrap()],
+    );
+    assert_success("run --lab nginx", &run);
+    let results: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    // The new fields are in docs/results.schema.json.
+    let schema: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&results)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "results.json does not match the schema:\n{}",
+        errors.join("\n")
+    );
+    let env = &results["environment"];
+    assert_eq!(env["target"], url.as_str(), "--lab sets the target");
+    let server = &env["server"];
+    assert_eq!(server["server"], "nginx");
+    let version = server["version"].as_str().unwrap();
+    assert!(version.contains("nginx/"), "{version}");
+    assert_eq!(server["url"], url.as_str());
+    assert_eq!(server["effective_configuration"][0]["source"], "nginx -T");
+    let nginx_t = server["effective_configuration"][0]["text"].as_str().unwrap();
+    assert!(nginx_t.contains("worker_processes"), "{nginx_t}");
+    assert!(server["profile"].as_str().unwrap().contains("workers"), "{server}");
+    assert_eq!(env["client_cpus"], serde_json::json!([]));
+    let host = &env["host_facts"];
+    assert!(
+        host["kernel_tunables"]["net.core.somaxconn"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty()),
+        "{host}"
+    );
+    assert!(host["cpus_online"].as_u64().is_some_and(|n| n >= 1), "{host}");
+    assert!(host["memory_bytes"].as_u64().is_some_and(|n| n > 0), "{host}");
+
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(&html_escape(version)), "the report shows nginx's version");
+    assert!(html.contains("Effective configuration: nginx -T"));
+    // Every line of `nginx -T`, escaped, is in the report.
+    for line in nginx_t.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(
+            html.contains(&html_escape(line)),
+            "report.html lacks the nginx -T line {line:?}"
+        );
+    }
+    assert!(html.contains("net.core.somaxconn"));
+
+    let mut book: Xlsx<_> = open_workbook(out.join("report.xlsx")).expect("calamine opens report.xlsx");
+    let sheet = book.worksheet_range("Configuration").expect("Configuration sheet");
+    let cells: Vec<String> = sheet
+        .rows()
+        .flat_map(|r| r.iter())
+        .filter_map(|c| match c {
+            Data::String(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    let has = |s: &str| cells.iter().any(|c| c == s);
+    assert!(
+        has("environment.server.version") && has(version),
+        "the sheet shows nginx's version"
+    );
+    assert!(has("Server under test nginx: effective configuration: nginx -T"));
+    for line in nginx_t.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(has(line), "the Configuration sheet lacks the nginx -T line {line:?}");
+    }
+    assert!(has("environment.host_facts.net.core.somaxconn"));
+
+    // The lab's URL as --target is disclosed too.
+    let by_url = files.path().join("by-url");
+    let run = run_suite(
+        guard.path(),
+        files.path(),
+        &root,
+        &["--target", &url, "--out", by_url.to_str().unwrap()],
+    );
+    assert_success("run --target <lab url>", &run);
+    let results: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(by_url.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["environment"]["server"]["server"], "nginx");
+
+    // --lab of a server that is not up is a clear error.
+    let run = run_suite(guard.path(), files.path(), &root, &["--lab", "lighttpd"]);
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("lighttpd is not up; start it with `benchlab lab up lighttpd`"),
+        "{stderr}"
+    );
+
+    assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
+}
+
+/// `run --client-cpus` refuses the lab server's CPU (unless
+/// --allow-shared-cpus), and with another CPU runs pinned and discloses the
+/// set next to the server's.
+#[test]
+fn client_cpus_never_share_the_lab_servers_cpu_unless_allowed() {
+    let guard = LabGuard::new();
+    let files = tempfile::tempdir().unwrap();
+    let (root, _) = fileset(files.path());
+    assert_success(
+        "lab up benchlab --cpus 0",
+        &lab(
+            guard.path(),
+            &["up", "benchlab", "--cpus", "0", "--root", root.to_str().unwrap()],
+        ),
+    );
+    let run = run_suite(
+        guard.path(),
+        files.path(),
+        &root,
+        &["--lab", "benchlab", "--client-cpus", "0"],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("--client-cpus 0: CPU 0 is also the lab's benchlab CPU (`lab up --cpus 0`)")
+            && stderr.contains("--allow-shared-cpus"),
+        "{stderr}"
+    );
+    // `http` on a URL of the lab server checks the same.
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(guard.path().join("benchlab/lab.json")).unwrap()).unwrap();
+    let page = format!("{}does-not-matter", record["url"].as_str().unwrap());
+    let http = Command::new(benchlab_bin())
+        .args(["http", &page, "--client-cpus", "0", "--requests", "1"])
+        .env("BENCHLAB_LAB_DIR", guard.path())
+        .output()
+        .unwrap();
+    let http_err = String::from_utf8_lossy(&http.stderr);
+    assert_eq!(http.status.code(), Some(2), "{http_err}");
+    assert!(http_err.contains("CPU 0 is also the lab's benchlab CPU"), "{http_err}");
+    let run = run_suite(
+        guard.path(),
+        files.path(),
+        &root,
+        &["--lab", "benchlab", "--client-cpus", "x"],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--client-cpus \"x\": \"x\" is not a CPU number"));
+
+    let online = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (cpus, extra): (&str, &[&str]) = if online >= 2 {
+        ("1", &[])
+    } else {
+        ("0", &["--allow-shared-cpus"])
+    };
+    let out = files.path().join("pinned");
+    let mut args = vec![
+        "--lab",
+        "benchlab",
+        "--client-cpus",
+        cpus,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    assert_success(
+        "run --client-cpus",
+        &run_suite(guard.path(), files.path(), &root, &args),
+    );
+    let results: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let want: usize = cpus.parse().unwrap();
+    assert_eq!(results["environment"]["client_cpus"], serde_json::json!([want]));
+    assert_eq!(results["environment"]["server"]["cpus"], serde_json::json!([0]));
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!("<th>client CPUs</th><td><code>{want}</code>")),
+        "report.html shows the client CPUs"
+    );
+    assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
+}
+
+/// `run --cold-cache` drops the page cache before each mix and says so in
+/// results.json and the report; where /proc/sys/vm/drop_caches cannot be
+/// written (not root), it is refused before any request.
+#[test]
+fn cold_cache_drops_the_page_cache_before_each_mix_or_says_why_not() {
+    let guard = LabGuard::new();
+    let files = tempfile::tempdir().unwrap();
+    let (root, _) = fileset(files.path());
+    assert_success(
+        "lab up benchlab",
+        &lab(guard.path(), &["up", "benchlab", "--root", root.to_str().unwrap()]),
+    );
+    let out = files.path().join("cold");
+    let run = run_suite(
+        guard.path(),
+        files.path(),
+        &root,
+        &["--lab", "benchlab", "--cold-cache", "--out", out.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let writable = fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/sys/vm/drop_caches")
+        .is_ok();
+    if writable {
+        assert_success("run --cold-cache", &run);
+        assert_eq!(stderr.matches("cold cache: page cache dropped").count(), 1, "{stderr}");
+        let results: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+        assert_eq!(results["environment"]["cold_cache"], true);
+        let html = fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(html.contains("dropped before each mix (--cold-cache)"));
+    } else {
+        // Not root: a usage error; root under a read-only /proc/sys: cannot run.
+        assert!(
+            (run.status.code() == Some(2) && stderr.contains("only root may do"))
+                || (run.status.code() == Some(1) && stderr.contains("is not writable here")),
+            "{stderr}"
+        );
+        assert!(!out.exists(), "refused before the run");
+    }
+    assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
 }

@@ -69,6 +69,15 @@ pub struct RunOptions {
     /// Where the clients run: chosen by the run, in this process by
     /// default ([`InProcess`]); remote agents later.
     pub clients: Arc<dyn ClientPool>,
+    /// CPUs the load generator's worker threads are pinned to
+    /// (`--client-cpus`), disclosed in results.json; empty: not pinned.
+    pub client_cpus: Vec<usize>,
+    /// The server under test as `benchlab lab up` disclosed it, stored in
+    /// results.json when the run targets a lab server.
+    pub server: Option<benchlab_results::ServerDisclosure>,
+    /// Drop the page cache before each mix (`--cold-cache`, root only): the
+    /// server then reads its files from the disk, as after a reboot.
+    pub cold_cache: bool,
 }
 
 impl Default for RunOptions {
@@ -83,6 +92,9 @@ impl Default for RunOptions {
             command: Vec::new(),
             repeat: 1,
             clients: Arc::new(InProcess::default()),
+            client_cpus: Vec::new(),
+            server: None,
+            cold_cache: false,
         }
     }
 }
@@ -271,6 +283,10 @@ fn environment(target: &str, opts: &RunOptions) -> Environment {
             .unwrap_or(0),
         command: opts.command.clone(),
         time_scale: opts.time_scale,
+        host_facts: Some(benchlab_results::HostFacts::gather()),
+        client_cpus: opts.client_cpus.clone(),
+        server: opts.server.clone(),
+        cold_cache: opts.cold_cache,
     }
 }
 
@@ -642,6 +658,10 @@ fn run_repeats(
         if of > 1 {
             observer.repeat_started(mix, repeat, of);
         }
+        if opts.cold_cache {
+            drop_page_cache().map_err(|e| ControllerError::Target(format!("--cold-cache: {e}")))?;
+            observer.note("cold cache: page cache dropped");
+        }
         observer.mix_started(mix, phase_name);
         let mut result = run_mix(suite, mix, phase_name, phase, opts, stop, observer)?;
         result.search = step.clone();
@@ -656,6 +676,17 @@ fn run_repeats(
         }
     }
     fold_repeats(runs).ok_or_else(|| ControllerError::Input("a mix ran no time".into()))
+}
+
+/// Writes dirty pages out, then drops the clean ones, the dentries and the
+/// inodes (`sync; echo 3 > /proc/sys/vm/drop_caches`): what the server
+/// serves next comes from the disk. Needs root.
+pub fn drop_page_cache() -> Result<(), String> {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| {
+        format!("cannot drop the page cache (/proc/sys/vm/drop_caches: {e}); it needs root (and a writable /proc/sys)")
+    })
 }
 
 /// Sorts the mixes from index `from` on (one phase's search) by load, the

@@ -638,11 +638,12 @@ fn start(
             }
         }
     };
-    let disclosure = disclose(kind, server_bin, &p, &conf_path, profile, cpus)?;
+    let url = format!("http://127.0.0.1:{port}/");
+    let disclosure = disclose(kind, server_bin, &p, &conf_path, profile, cpus, &url)?;
     let lab = LabState {
         server: kind,
         port,
-        url: format!("http://127.0.0.1:{port}/"),
+        url,
         state_dir: state.to_owned(),
         root: p.root.clone(),
         spis: kind.spis().iter().map(|s| (*s).to_owned()).collect(),
@@ -683,6 +684,7 @@ fn disclose(
     conf: &Path,
     profile: &Profile,
     cpus: &[usize],
+    url: &str,
 ) -> Result<PathBuf, Error> {
     let cmd = |args: &[&std::ffi::OsStr]| {
         let mut c = Command::new(bin);
@@ -748,73 +750,62 @@ fn disclose(
     for (what, text) in &effective {
         txt.push_str(&format!("\n== {what} ==\n{text}\n"));
     }
-    let host = host_facts();
+    let host = benchlab_results::HostFacts::gather();
     txt.push_str("\n== host ==\n");
-    for (k, v) in &host {
-        match v.as_str() {
-            Some(text) => txt.push_str(&format!("{k}: {text}\n")),
-            None => txt.push_str(&format!("{k}: {v}\n")),
-        }
+    for (k, v) in &host.kernel_tunables {
+        txt.push_str(&format!("{k}: {v}\n"));
     }
+    txt.push_str(&format!(
+        "kernel: {}\ncpu_model: {}\ncpus_online: {}\nmemory_bytes: {}\n",
+        host.kernel, host.cpu_model, host.cpus_online, host.memory_bytes
+    ));
     fs::write(p.state.join("disclosure.txt"), txt).map_err(io("write disclosure.txt"))?;
-    let json = serde_json::json!({
-        "host": host.iter().cloned().collect::<serde_json::Map<String, serde_json::Value>>(),
-        "server": kind.name(),
-        "version": version.trim(),
-        "cpus": cpus,
-        "profile": profile_text,
-        "effective_configuration": effective
-            .iter()
-            .map(|(what, text)| serde_json::json!({"source": what, "text": text}))
-            .collect::<Vec<_>>(),
-    });
+    let disclosure = Disclosure {
+        server: benchlab_results::ServerDisclosure {
+            server: kind.name().to_owned(),
+            version: version.trim().to_owned(),
+            url: url.to_owned(),
+            cpus: cpus.to_vec(),
+            profile: profile_text,
+            effective_configuration: effective
+                .into_iter()
+                .map(|(source, text)| benchlab_results::EffectiveConfiguration { source, text })
+                .collect(),
+        },
+        host,
+    };
     let path = p.state.join("disclosure.json");
-    fs::write(&path, serde_json::to_string_pretty(&json).unwrap_or_default() + "\n")
-        .map_err(io("write disclosure.json"))?;
+    fs::write(
+        &path,
+        serde_json::to_string_pretty(&disclosure).unwrap_or_default() + "\n",
+    )
+    .map_err(io("write disclosure.json"))?;
     Ok(path)
 }
 
-/// The host facts a result depends on: kernel tunables of the network
-/// stack and file limits, CPU model and count, memory.
-fn host_facts() -> Vec<(String, serde_json::Value)> {
-    let read = |p: &str| {
-        fs::read_to_string(p)
-            .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-            .unwrap_or_default()
-    };
-    let mut out: Vec<(String, serde_json::Value)> = [
-        "net/core/somaxconn",
-        "net/ipv4/ip_local_port_range",
-        "net/ipv4/tcp_tw_reuse",
-        "net/ipv4/tcp_max_syn_backlog",
-        "fs/file-max",
-    ]
-    .iter()
-    .map(|k| (k.replace('/', "."), read(&format!("/proc/sys/{k}")).into()))
-    .collect();
-    out.push(("kernel".into(), read("/proc/sys/kernel/osrelease").into()));
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .and_then(|r| r.split_once(':'))
-                .map(|(_, m)| m.trim().to_owned())
-        })
-        .unwrap_or_default();
-    out.push(("cpu_model".into(), model.into()));
-    out.push((
-        "cpus_online".into(),
-        std::thread::available_parallelism().map_or(0, |n| n.get()).into(),
-    ));
-    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let mem_kb = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0);
-    out.push(("memory_bytes".into(), (mem_kb * 1024).into()));
-    out
+/// `disclosure.json`: the server as disclosed, and the host's facts when it
+/// started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Disclosure {
+    #[serde(flatten)]
+    pub server: benchlab_results::ServerDisclosure,
+    pub host: benchlab_results::HostFacts,
+}
+
+impl LabState {
+    /// Reads this lab's `disclosure.json`.
+    pub fn read_disclosure(&self) -> Result<Disclosure, Error> {
+        let text = fs::read_to_string(&self.disclosure).map_err(io(format!("read {}", self.disclosure.display())))?;
+        serde_json::from_str(&text).map_err(|e| Error::Start(format!("{}: {e}", self.disclosure.display())))
+    }
+
+    /// Whether `target` (a base URL, or a URL of a page) names this lab's
+    /// server: the same scheme, host and port, a trailing slash or not.
+    pub fn serves(&self, target: &str) -> bool {
+        let norm = |u: &str| u.trim_end_matches('/').replace("://localhost:", "://127.0.0.1:");
+        let (target, base) = (norm(target), norm(&self.url));
+        target == base || target.starts_with(&format!("{base}/"))
+    }
 }
 
 /// The labs recorded under `base`, with whether each server still runs.
@@ -857,6 +848,29 @@ pub fn down(lab: &LabState, grace: Duration) -> Result<(), Error> {
 mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_lab_serves_its_base_url_and_the_pages_under_it() {
+        let lab: LabState = serde_json::from_value(serde_json::json!({
+            "server": "nginx", "port": 8080, "url": "http://127.0.0.1:8080/", "state_dir": "/s", "root": "/r",
+            "spis": [], "pid": 1, "process_groups": [], "cpus": [], "disclosure": "/s/disclosure.json"
+        }))
+        .unwrap();
+        for yes in [
+            "http://127.0.0.1:8080",
+            "http://127.0.0.1:8080/",
+            "http://localhost:8080/a/b.html",
+        ] {
+            assert!(lab.serves(yes), "{yes}");
+        }
+        for no in [
+            "http://127.0.0.1:80801/",
+            "https://127.0.0.1:8080/",
+            "http://127.0.0.1:9/",
+        ] {
+            assert!(!lab.serves(no), "{no}");
+        }
+    }
 
     #[test]
     fn down_after_a_reboot_signals_no_recorded_group_and_removes_the_state() {

@@ -48,6 +48,22 @@ pub fn spawn(mut cmd: Command, log: &Path, cpus: Option<&[usize]>) -> std::io::R
     cmd.spawn()
 }
 
+/// Pins the calling thread to `cpus`; threads it spawns afterwards inherit
+/// the set (how `run --client-cpus` pins the load generator's workers).
+pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: `set` is a valid cpu_set_t; `parse_cpu_set` kept `c`
+        // below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: sched_setaffinity reads the set we own; 0 is this thread.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The live (not zombie) processes whose process group is `pgid`.
 pub fn live_members(pgid: i32) -> Vec<i32> {
     let mut out = Vec::new();
@@ -120,18 +136,23 @@ fn wait_until_empty(pgids: &[i32], within: Duration, left: &dyn Fn(&[i32]) -> Ve
 
 /// Parses a CPU list as taskset(1) writes it: `0`, `0,2`, `1-3,6`.
 pub fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
+    parse_cpu_set("--cpus", list)
+}
+
+/// [`parse_cpus`] for the flag `flag` (its name starts each message).
+pub fn parse_cpu_set(flag: &str, list: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for part in list.split(',') {
         let part = part.trim();
         let num = |s: &str| {
             s.parse::<usize>()
-                .map_err(|_| format!("--cpus {list:?}: {s:?} is not a CPU number (expected e.g. 0 or 0,2 or 1-3)"))
+                .map_err(|_| format!("{flag} {list:?}: {s:?} is not a CPU number (expected e.g. 0 or 0,2 or 1-3)"))
         };
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (num(a)?, num(b)?);
                 if a > b {
-                    return Err(format!("--cpus {list:?}: range {part} runs backwards"));
+                    return Err(format!("{flag} {list:?}: range {part} runs backwards"));
                 }
                 cpus.extend(a..=b);
             }
@@ -144,7 +165,7 @@ pub fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
         .find(|&&c| c >= online.max(1) || c >= libc::CPU_SETSIZE as usize)
     {
         return Err(format!(
-            "--cpus {list:?}: CPU {c} does not exist here (this machine has CPUs 0-{})",
+            "{flag} {list:?}: CPU {c} does not exist here (this machine has CPUs 0-{})",
             online - 1
         ));
     }

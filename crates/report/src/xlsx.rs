@@ -1034,7 +1034,38 @@ fn disclosure(run: &Run) -> Vec<(String, Cell)> {
         ("environment.started (UTC)".into(), started),
         ("environment.command".into(), Cell::text(e.command.join(" "))),
         ("environment.time_scale".into(), Cell::Num(e.time_scale)),
+        (
+            "environment.client_cpus".into(),
+            Cell::text(crate::html::cpu_list(&e.client_cpus)),
+        ),
+        ("environment.cold_cache".into(), Cell::Bool(e.cold_cache)),
     ];
+    if let Some(h) = &e.host_facts {
+        for (k, v) in &h.kernel_tunables {
+            rows.push((format!("environment.host_facts.{k}"), Cell::text(v.as_str())));
+        }
+        rows.push((
+            "environment.host_facts.cpu_model".into(),
+            Cell::text(h.cpu_model.as_str()),
+        ));
+        rows.push((
+            "environment.host_facts.cpus_online".into(),
+            Cell::count(h.cpus_online as u64),
+        ));
+        rows.push((
+            "environment.host_facts.memory_bytes".into(),
+            Cell::count(h.memory_bytes),
+        ));
+    }
+    if let Some(sv) = &e.server {
+        rows.push(("environment.server.server".into(), Cell::text(sv.server.as_str())));
+        rows.push(("environment.server.version".into(), Cell::text(sv.version.as_str())));
+        rows.push(("environment.server.url".into(), Cell::text(sv.url.as_str())));
+        rows.push((
+            "environment.server.cpus".into(),
+            Cell::text(crate::html::cpu_list(&sv.cpus)),
+        ));
+    }
     for p in &r.phases {
         let mixes: Vec<String> = p.mixes.iter().map(|m| m.to_string()).collect();
         rows.push((
@@ -1079,6 +1110,23 @@ fn write_configuration(ws: &mut Worksheet, runs: &[Run], several: bool, bold: &F
             rows: run.results.mixes.iter().map(param_row).collect(),
         };
         row = sheet.table(row, &params)?;
+
+        if let Some(sv) = &run.results.environment.server {
+            let texts = std::iter::once(("profile".to_owned(), &sv.profile)).chain(
+                sv.effective_configuration
+                    .iter()
+                    .map(|c| (format!("effective configuration: {}", c.source), &c.text)),
+            );
+            for (title, text) in texts {
+                row = next_row(row)?;
+                sheet.title(row, &format!("Server under test {}: {title}", sv.server))?;
+                row = next_row(row)?;
+                for line in text.lines() {
+                    sheet.overflowing(row, 0, line)?;
+                    row = next_row(row)?;
+                }
+            }
+        }
 
         row = next_row(row)?;
         sheet.title(row, &format!("Suite file {}", run.results.suite.file))?;
@@ -1239,6 +1287,10 @@ mod tests {
                 started_unix: 1_700_000_000,
                 command: vec!["benchlab".into(), "run".into(), "tiny.toml".into()],
                 time_scale: 1.0,
+                host_facts: None,
+                client_cpus: Vec::new(),
+                server: None,
+                cold_cache: false,
             },
             phases: phase_results,
             mixes,

@@ -608,6 +608,117 @@ pub struct Environment {
     pub started_unix: u64,
     pub command: Vec<String>,
     pub time_scale: f64,
+    /// The host facts a result depends on (kernel tunables, CPU model and
+    /// count, memory), read when the run started. Absent in results of
+    /// older benchlab versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_facts: Option<HostFacts>,
+    /// CPUs the load generator's worker threads were pinned to
+    /// (`--client-cpus`); empty: not pinned.
+    #[serde(default)]
+    pub client_cpus: Vec<usize>,
+    /// The server under test as `benchlab lab up` started it, when the run
+    /// targeted a lab server (`--lab SERVER`, or a target URL equal to a
+    /// lab server's): its version, effective configuration, profile and
+    /// CPU set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerDisclosure>,
+    /// The page cache was dropped before each mix (`--cold-cache`).
+    #[serde(default)]
+    pub cold_cache: bool,
+}
+
+/// The host facts that change what a server can do: the kernel's network
+/// and file tunables, CPU model and count, memory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostFacts {
+    /// `/proc/sys` values by sysctl name (`net.core.somaxconn`,
+    /// `net.ipv4.ip_local_port_range`, `net.ipv4.tcp_tw_reuse`,
+    /// `net.ipv4.tcp_max_syn_backlog`, `fs.file-max`), whitespace folded to
+    /// one space; empty where unreadable.
+    pub kernel_tunables: BTreeMap<String, String>,
+    pub kernel: String,
+    pub cpu_model: String,
+    /// CPUs this process may run on.
+    pub cpus_online: usize,
+    /// `MemTotal` of `/proc/meminfo`, bytes.
+    pub memory_bytes: u64,
+}
+
+/// The sysctls [`HostFacts`] records.
+pub const KERNEL_TUNABLES: [&str; 5] = [
+    "net.core.somaxconn",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_tw_reuse",
+    "net.ipv4.tcp_max_syn_backlog",
+    "fs.file-max",
+];
+
+impl HostFacts {
+    /// Reads this host's facts from `/proc` (empty or zero where a file is
+    /// unreadable: a missing fact is disclosed as missing, not an error).
+    pub fn gather() -> HostFacts {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                .unwrap_or_default()
+        };
+        let kernel_tunables = KERNEL_TUNABLES
+            .iter()
+            .map(|k| (k.to_string(), read(&format!("/proc/sys/{}", k.replace('.', "/")))))
+            .collect();
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("model name")
+                    .and_then(|r| r.split_once(':'))
+                    .map(|(_, m)| m.trim().to_owned())
+            })
+            .unwrap_or_default();
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let mem_kb = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        HostFacts {
+            kernel_tunables,
+            kernel: read("/proc/sys/kernel/osrelease"),
+            cpu_model,
+            cpus_online: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            memory_bytes: mem_kb * 1024,
+        }
+    }
+}
+
+/// One piece of a server's effective configuration, as a command printed
+/// it (`nginx -T`, `apache2 -S`, `apache2 -M`, `lighttpd -p`) or a file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EffectiveConfiguration {
+    /// The command or file it came from.
+    pub source: String,
+    pub text: String,
+}
+
+/// A server under test started by `benchlab lab up`, as disclosed: the
+/// state dir's `disclosure.json`, with where it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServerDisclosure {
+    /// The lab's name for it: `nginx`, `apache-event`, `apache-prefork`,
+    /// `lighttpd` or `benchlab`.
+    pub server: String,
+    /// What the server says its version is (`nginx -v`, `apache2 -v`, ...).
+    pub version: String,
+    /// The URL it served.
+    #[serde(default)]
+    pub url: String,
+    /// CPUs the server and its helpers were pinned to; empty: not pinned.
+    pub cpus: Vec<usize>,
+    /// The profile (its tuning) as TOML.
+    pub profile: String,
+    /// Its full effective configuration, as the server prints it.
+    pub effective_configuration: Vec<EffectiveConfiguration>,
 }
 
 /// The suite as run.

@@ -33,6 +33,7 @@ mod words;
 use charts::charts;
 use comparison::comparison;
 use headline::headline;
+pub(crate) use tables::cpu_list;
 use tables::{classes, clients, config, definitions, efficiency, fairness, open_loop, summary};
 use words::words;
 

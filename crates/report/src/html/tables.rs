@@ -384,6 +384,46 @@ pub(super) fn clients(runs: &[Run]) -> Markup {
     }
 }
 
+/// A CPU list as `lab up --cpus` takes it, or "not pinned".
+pub(crate) fn cpu_list(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        "not pinned".to_owned()
+    } else {
+        cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// The disclosure rows that results of older versions lack: the client
+/// CPU set and the host facts.
+fn environment_rows(e: &benchlab_results::Environment) -> Vec<(&'static str, String)> {
+    let mut rows = vec![
+        ("client CPUs", cpu_list(&e.client_cpus)),
+        (
+            "page cache",
+            if e.cold_cache {
+                "dropped before each mix (--cold-cache)".into()
+            } else {
+                "as the previous mix left it".into()
+            },
+        ),
+    ];
+    if let Some(h) = &e.host_facts {
+        rows.push(("CPU model", h.cpu_model.clone()));
+        rows.push(("CPUs online", h.cpus_online.to_string()));
+        rows.push((
+            "memory",
+            format!("{} bytes", benchlab_format::thousands(h.memory_bytes)),
+        ));
+        for (k, v) in &h.kernel_tunables {
+            // The names are static (KERNEL_TUNABLES); an unknown one is skipped.
+            if let Some(name) = benchlab_results::KERNEL_TUNABLES.iter().find(|n| *n == k) {
+                rows.push((name, if v.is_empty() { "unreadable".into() } else { v.clone() }));
+            }
+        }
+    }
+    rows
+}
+
 pub(super) fn config(runs: &[Run]) -> Markup {
     html! {
         section #config {
@@ -410,8 +450,22 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                     ("max clients", s.max_clients.map(|c| c.to_string()).unwrap_or_else(|| "–".into())),
                     ("complete", if r.results.complete { "yes: every mix ran to its end".into() } else { "no".into() }),
                 ];
+                @let rows = [rows, environment_rows(e)].concat();
                 h3 { (swatch(i)) (r.label) }
                 div.tw { table { @for (k, v) in &rows { tr { th { (k) } td { code { (v) } } } } } }
+                @if let Some(sv) = &e.server {
+                    h4 { "Server under test: " (sv.server) " (started by benchlab lab up)" }
+                    div.tw { table {
+                        tr { th { "server" } td { code { (sv.server) } } }
+                        tr { th { "version" } td { code { (sv.version) } } }
+                        tr { th { "URL" } td { code { (sv.url) } } }
+                        tr { th { "server CPUs" } td { code { (cpu_list(&sv.cpus)) } } }
+                    } }
+                    details { summary { "Profile (its tuning)" } pre { (sv.profile) } }
+                    @for c in &sv.effective_configuration {
+                        details { summary { "Effective configuration: " (c.source) } pre { (c.text) } }
+                    }
+                }
                 div.tw { table {
                     tr { th { "phase" } th { "workload" } th { "target" } th { "mixes" } }
                     @for p in &r.results.phases {
