@@ -184,11 +184,11 @@ if abs(ratio - 1) <= 0.10:
     print(f"agree within 10 % (benchlab/dbench = {ratio:.3f})")
 else:
     print(f"differ by {abs(ratio - 1) * 100:.0f} % (benchlab/dbench = {ratio:.3f}). The operation mix is the "
-          "same (every kind's ratio is the throughput's); what differs is the cost of each operation in "
-          "the client: dbench's fileio makes a kill(parent, 0) system call before every operation, plus "
-          "the stats and directory reads of its name-resolution simulation unless --no-resolve "
-          "(strace -c -f of both shows it). Compare each run's figures too: on a machine shared with "
-          "other work, runs a few seconds apart differ by a lot")
+          "same (every kind's ratio is the throughput's). Measured (bench/runs/2026-11-23-dbench-overhead-2core.txt): "
+          "dbench's extra system calls (a kill(parent, 0) per operation, more stats) cost 1-2 us of an operation "
+          "of 20-100 us, and neither client uses half a CPU. Flush (fsync; fdatasync in benchlab) and creating "
+          "opens take 60-80 % of each operation's time, and their cost swings 2-6x between runs on a shared "
+          "disk: compare each run's figures, and run on a quiet disk or DIR=/dev/shm/... for the 10 % check")
 if smb:
     s = json.load(open(smb))["mixes"][0]
     print(f"benchlab against Samba (no dbench peer: Debian's dbench has no SMB backend): "
