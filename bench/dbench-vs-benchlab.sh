@@ -185,10 +185,10 @@ if abs(ratio - 1) <= 0.10:
 else:
     print(f"differ by {abs(ratio - 1) * 100:.0f} % (benchlab/dbench = {ratio:.3f}). The operation mix is the "
           "same (every kind's ratio is the throughput's). Measured (bench/runs/2026-11-23-dbench-overhead-2core.txt): "
-          "dbench's extra system calls (a kill(parent, 0) per operation, more stats) cost 1-2 us of an operation "
-          "of 20-100 us, and neither client uses half a CPU. Flush (fsync; fdatasync in benchlab) and creating "
-          "opens take 60-80 % of each operation's time, and their cost swings 2-6x between runs on a shared "
-          "disk: compare each run's figures, and run on a quiet disk or DIR=/dev/shm/... for the 10 % check")
+          "dbench makes 1.34 more system calls per operation (a kill(parent, 0) before each, more stats); where the "
+          "client is CPU-bound (tmpfs) that is the gap (1.48x the CPU per operation); on a disk, Flush (fsync; "
+          "fdatasync in benchlab) and creating opens take 60-80 % of each operation's time and swing 2-6x between "
+          "runs on a shared disk: compare each run's figures")
 if smb:
     s = json.load(open(smb))["mixes"][0]
     print(f"benchlab against Samba (no dbench peer: Debian's dbench has no SMB backend): "
