@@ -184,11 +184,11 @@ if abs(ratio - 1) <= 0.10:
     print(f"agree within 10 % (benchlab/dbench = {ratio:.3f})")
 else:
     print(f"differ by {abs(ratio - 1) * 100:.0f} % (benchlab/dbench = {ratio:.3f}). The operation mix is the "
-          "same (every kind's ratio is the throughput's); what differs is the cost of each operation in "
-          "the client: dbench's fileio makes a kill(parent, 0) system call before every operation, plus "
-          "the stats and directory reads of its name-resolution simulation unless --no-resolve "
-          "(strace -c -f of both shows it). Compare each run's figures too: on a machine shared with "
-          "other work, runs a few seconds apart differ by a lot")
+          "same (every kind's ratio is the throughput's). Measured (bench/runs/2026-11-23-dbench-overhead-2core.txt): "
+          "dbench makes 1.34 more system calls per operation (a kill(parent, 0) before each, more stats); where the "
+          "client is CPU-bound (tmpfs) that is the gap (1.48x the CPU per operation); on a disk, Flush (fsync; "
+          "fdatasync in benchlab) and creating opens take 60-80 % of each operation's time and swing 2-6x between "
+          "runs on a shared disk: compare each run's figures")
 if smb:
     s = json.load(open(smb))["mixes"][0]
     print(f"benchlab against Samba (no dbench peer: Debian's dbench has no SMB backend): "

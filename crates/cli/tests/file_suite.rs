@@ -434,3 +434,74 @@ fn ctrl_c_keeps_the_mix_under_way_and_exits_130() {
         mixes[0]["window_s"]
     );
 }
+
+#[test]
+fn report_and_compare_take_file_suites_results() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"\nloops = 2",
+        &[1, 2],
+        "60s",
+        "0s",
+    );
+    let base = d.path().join("base");
+    let new = d.path().join("new");
+    let rb = run_ok(&s, &base);
+    let rn = run_ok(&s, &new);
+    let text = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+
+    // `report` rewrites the results directory's own page, or one elsewhere.
+    std::fs::remove_file(base.join("report.html")).unwrap();
+    let o = run_benchlab(&["report", base.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(std::fs::read_to_string(base.join("report.html"))
+        .unwrap()
+        .contains("Mbit/s per mix"));
+    let elsewhere = d.path().join("page");
+    let o = run_benchlab(&["report", base.to_str().unwrap(), "--out", elsewhere.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(elsewhere.join("report.html").is_file());
+
+    // `compare`: per mix, Mbit/s and operations/s of each and their ratio.
+    let o = run_benchlab(&["compare", base.to_str().unwrap(), new.to_str().unwrap()]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() == 9 && w[0] != "phase")
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for (i, row) in rows.iter().enumerate() {
+        let (b, n) = (&rb["mixes"][i], &rn["mixes"][i]);
+        assert_eq!(row[2], b["clients"].to_string());
+        let ratio = n["mbit_per_s"].as_f64().unwrap() / b["mbit_per_s"].as_f64().unwrap();
+        assert_eq!(row[5], format!("{ratio:.3}"), "{out}");
+    }
+    assert!(out.contains("peak: "), "{out}");
+    assert!(new.join("compare/compare.txt").is_file());
+
+    // A file suite against a web suite's results: a clear refusal.
+    let web = d.path().join("web");
+    std::fs::create_dir_all(&web).unwrap();
+    std::fs::write(
+        web.join("results.json"),
+        r#"{"schema":"benchlab.results/1","mixes":[]}"#,
+    )
+    .unwrap();
+    let o = run_benchlab(&["compare", base.to_str().unwrap(), web.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("one is a file suite's results, the other a web suite's"),
+        "{}",
+        text(&o)
+    );
+}

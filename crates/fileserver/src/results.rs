@@ -9,14 +9,14 @@ use crate::loadfile::{Loadfile, OpKind};
 use crate::run::{run_mix, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
 use crate::stats::FileStats;
 use benchlab_model::{FileWorkloadKind, Mix, Suite};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Latency of one operation kind, microseconds.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Latency {
     pub mean: f64,
     pub p50: u64,
@@ -26,7 +26,7 @@ pub struct Latency {
 }
 
 /// One operation kind in a mix.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct OpResult {
     pub operation: String,
     pub count: u64,
@@ -36,7 +36,7 @@ pub struct OpResult {
 }
 
 /// One client (test system) in a mix.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ClientResult {
     pub client: u32,
     pub operations: u64,
@@ -47,7 +47,7 @@ pub struct ClientResult {
 }
 
 /// One mix.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct FileMixResult {
     pub mix: usize,
     pub phase: String,
@@ -83,7 +83,7 @@ pub struct FileMixResult {
 }
 
 /// The mix of most Mbit/s and how the mixes after it compare.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Peak {
     pub mix: usize,
     pub clients: u32,
@@ -94,7 +94,7 @@ pub struct Peak {
 }
 
 /// A file suite's results.json.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct FileResults {
     /// `benchlab.file-results/1` (docs/file-results.schema.json).
     pub schema: String,
@@ -328,6 +328,92 @@ fn write(out: &Path, r: &FileResults) -> Result<(), String> {
     std::fs::write(&p, text + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))
 }
 
+/// A results directory's file-suite results: `Ok(None)` where its
+/// results.json is missing, unreadable, not JSON or of another schema (a
+/// web suite's: the web suites' loader then says what is wrong), an error
+/// where it says it is a file suite's and is not what that schema says.
+pub fn load(dir: &Path) -> Result<Option<FileResults>, String> {
+    let p = dir.join("results.json");
+    let Ok(text) = std::fs::read_to_string(&p) else {
+        return Ok(None);
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    if v.get("schema").and_then(|s| s.as_str()) != Some(FILE_RESULTS_SCHEMA) {
+        return Ok(None);
+    }
+    serde_json::from_value(v)
+        .map(Some)
+        .map_err(|e| format!("{}: not a {FILE_RESULTS_SCHEMA} results file: {e}", p.display()))
+}
+
+/// Two file suites' results side by side, mix by mix (mixes are matched
+/// by phase and position in it, and must have the same client count):
+/// Mbit/s and operations/s of each and NEW ÷ BASE, then the peaks'. File
+/// suites have no repeats or per-second spread yet, so there is no noise
+/// interval: the ratios are the measured ones.
+pub fn compare_text(base: &FileResults, new: &FileResults) -> Result<String, String> {
+    use std::fmt::Write;
+    let ratio = |b: f64, n: f64| if b > 0.0 { format!("{:.3}", n / b) } else { "-".into() };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>5} {:>8} {:>7} {:>12} {:>12} {:>7} {:>12} {:>12} {:>7}",
+        "phase", "mix", "clients", "base Mbit/s", "new Mbit/s", "ratio", "base ops/s", "new ops/s", "ratio"
+    );
+    let mut matched = 0;
+    let position =
+        |r: &FileResults, m: &FileMixResult| r.mixes.iter().filter(|o| o.phase == m.phase && o.mix < m.mix).count();
+    for b in &base.mixes {
+        let i = position(base, b);
+        let Some(n) = new.mixes.iter().find(|n| n.phase == b.phase && position(new, n) == i) else {
+            continue;
+        };
+        if n.clients != b.clients {
+            return Err(format!(
+                "phase {} mix {}: base ran {} clients, new {}: not the same suite",
+                b.phase, b.mix, b.clients, n.clients
+            ));
+        }
+        matched += 1;
+        let _ = writeln!(
+            s,
+            "{:>5} {:>8} {:>7} {:>12.1} {:>12.1} {:>7} {:>12.0} {:>12.0} {:>7}",
+            b.phase,
+            if b.mix == n.mix {
+                b.mix.to_string()
+            } else {
+                format!("{}/{}", b.mix, n.mix)
+            },
+            b.clients,
+            b.mbit_per_s,
+            n.mbit_per_s,
+            ratio(b.mbit_per_s, n.mbit_per_s),
+            b.operations_per_s,
+            n.operations_per_s,
+            ratio(b.operations_per_s, n.operations_per_s)
+        );
+    }
+    if matched == 0 {
+        return Err("no mix in common (mixes are matched by phase and position)".into());
+    }
+    if let (Some(b), Some(n)) = (&base.peak, &new.peak) {
+        let _ = writeln!(
+            s,
+            "peak: {:.1} Mbit/s (mix {}, {} clients) → {:.1} Mbit/s (mix {}, {} clients), ratio {}",
+            b.mbit_per_s,
+            b.mix,
+            b.clients,
+            n.mbit_per_s,
+            n.mix,
+            n.clients,
+            ratio(b.mbit_per_s, n.mbit_per_s)
+        );
+    }
+    Ok(s)
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -495,5 +581,62 @@ mod tests {
         assert!(page.contains("<h1>s&lt;</h1>"));
         assert!(page.contains("Peak: mix 2 (2 clients), 40.0 Mbit/s."));
         assert!(page.contains("<td>40.0</td>"));
+    }
+
+    fn results(mixes: Vec<FileMixResult>) -> FileResults {
+        FileResults {
+            schema: FILE_RESULTS_SCHEMA.into(),
+            kind: "file".into(),
+            suite: "s".into(),
+            description: String::new(),
+            started: 0,
+            command: vec![],
+            peak: peak(&mixes),
+            mixes,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn results_json_reads_back_and_other_schemas_are_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = results(vec![m(1, 10.0), m(2, 40.0)]);
+        write(dir.path(), &r).unwrap();
+        assert_eq!(load(dir.path()).unwrap(), Some(r));
+        std::fs::write(dir.path().join("results.json"), r#"{"schema":"benchlab.results/1"}"#).unwrap();
+        assert_eq!(load(dir.path()).unwrap(), None);
+        std::fs::write(
+            dir.path().join("results.json"),
+            r#"{"schema":"benchlab.file-results/1"}"#,
+        )
+        .unwrap();
+        let e = load(dir.path()).unwrap_err();
+        assert!(e.contains("not a benchlab.file-results/1 results file"), "{e}");
+    }
+
+    #[test]
+    fn compare_gives_the_ratio_of_each_mix_and_of_the_peaks() {
+        let mut b = results(vec![m(1, 10.0), m(2, 40.0)]);
+        b.mixes[1].operations_per_s = 1000.0;
+        let mut n = results(vec![m(1, 12.0), m(2, 30.0)]);
+        n.mixes[1].operations_per_s = 1500.0;
+        let t = compare_text(&b, &n).unwrap();
+        let lines: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(lines[1], ["p", "1", "1", "10.0", "12.0", "1.200", "0", "0", "-"]);
+        assert_eq!(
+            lines[2],
+            ["p", "2", "2", "40.0", "30.0", "0.750", "1000", "1500", "1.500"]
+        );
+        assert!(
+            t.contains("peak: 40.0 Mbit/s (mix 2, 2 clients) → 30.0 Mbit/s (mix 2, 2 clients), ratio 0.750"),
+            "{t}"
+        );
+        let mut other = n.clone();
+        other.mixes[0].clients = 5;
+        assert!(compare_text(&b, &other)
+            .unwrap_err()
+            .contains("base ran 1 clients, new 5"));
+        other.mixes.iter_mut().for_each(|m| m.phase = "q".into());
+        assert!(compare_text(&b, &other).unwrap_err().contains("no mix in common"));
     }
 }
