@@ -422,7 +422,7 @@ svg text{font-size:11px;fill:#5a6475}
 <p class="sub" id="what">Waiting for the first second…</p>
 <div class="card"><div id="progress-text">—</div><div class="bar"><div id="run-bar"></div></div>
 <div id="mix-text">—</div><div class="bar"><div id="mix-bar"></div></div></div>
-<div class="card"><b>Requests per second, every mix back to back</b> (shaded: ramps, not counted)
+<div class="card"><b>Requests per second, every mix back to back</b> (shaded: ramps, not counted; dashed: each second's p99 latency, right axis)
 <svg id="live-chart" width="1050" height="300" viewBox="0 0 1050 300" role="img" aria-label="requests per second" data-points="0"></svg></div>
 <div class="card"><b>Finished mixes</b><table><thead><tr><th>mix</th><th>phase</th><th class="n">threads</th><th class="n">requests/s</th><th class="n">MB/s</th><th class="n">p99 µs</th><th class="n">errors</th></tr></thead><tbody id="finished"></tbody></table></div>
 <p class="sub" id="foot"></p>
