@@ -34,33 +34,12 @@ fn suite(dir: &Path, name: &str, url: &str) -> PathBuf {
     let p = dir.join(format!("{name}.toml"));
     std::fs::write(
         &p,
-        format!(
-            r#"name = "sleep"
-target = "{}"
-seed = 9
-
-[defaults]
-length = "1s"
-ramp_up = "0.2s"
-ramp_down = "0s"
-timeout = "5s"
-
-[workloads.one]
-[[workloads.one.class]]
-name = "ok"
-percent = 100
-[[workloads.one.class.url]]
-path = "/"
-size = 2
-
-[[mix]]
-clients = 1
-threads_per_client = 8
-[[mix]]
-clients = 1
-threads_per_client = 16
-"#,
-            url.trim_end_matches('/')
+        pool_server::suite_toml(
+            "sleep",
+            url,
+            9,
+            "length = \"1s\"\nramp_up = \"0.2s\"\nramp_down = \"0s\"\ntimeout = \"5s\"",
+            &["threads_per_client = 8", "threads_per_client = 16"],
         ),
     )
     .expect("write suite");

@@ -149,36 +149,16 @@ fn suite(dir: &Path, url: &str) -> PathBuf {
     let p = dir.join("live.toml");
     std::fs::write(
         &p,
-        format!(
-            r#"name = "live"
-target = "{}"
-seed = 3
-
-[defaults]
-length = "5s"
-ramp_up = "1s"
-ramp_down = "0s"
-timeout = "5s"
-
-[workloads.one]
-[[workloads.one.class]]
-name = "ok"
-percent = 100
-[[workloads.one.class.url]]
-path = "/"
-size = 2
-
-[[mix]]
-clients = 1
-threads_per_client = 2
-[[mix]]
-clients = 1
-threads_per_client = 4
-[[mix]]
-clients = 1
-threads_per_client = 8
-"#,
-            url.trim_end_matches('/')
+        pool_server::suite_toml(
+            "live",
+            url,
+            3,
+            "length = \"5s\"\nramp_up = \"1s\"\nramp_down = \"0s\"\ntimeout = \"5s\"",
+            &[
+                "threads_per_client = 2",
+                "threads_per_client = 4",
+                "threads_per_client = 8",
+            ],
         ),
     )
     .expect("write suite");

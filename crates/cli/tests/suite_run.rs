@@ -1369,33 +1369,12 @@ fn find_peak_finds_the_capacity_of_a_fixed_pool() {
     let dir = tempfile::tempdir().expect("tempdir");
     let suite = write_suite(
         dir.path(),
-        &format!(
-            r#"name = "pool"
-target = "{}"
-seed = 5
-
-[defaults]
-length = "2.5s"
-ramp_up = "0.5s"
-ramp_down = "0.5s"
-threads_per_client = 2
-timeout = "5s"
-
-[workloads.one]
-[[workloads.one.class]]
-name = "ok"
-percent = 100
-[[workloads.one.class.url]]
-path = "/"
-size = 2
-
-[[mix]]
-clients = 1
-[[mix]]
-clients = 1
-threads_per_client = 50
-"#,
-            server.url().trim_end_matches('/')
+        &pool_server::suite_toml(
+            "pool",
+            &server.url(),
+            5,
+            "length = \"2.5s\"\nramp_up = \"0.5s\"\nramp_down = \"0.5s\"\nthreads_per_client = 2\ntimeout = \"5s\"",
+            &["", "threads_per_client = 50"],
         ),
     );
     let out_dir = dir.path().join("out");
@@ -1621,30 +1600,12 @@ fn run_find_peak_starts_where_asked_and_stops_at_the_latency_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let suite = write_suite(
         dir.path(),
-        &format!(
-            r#"name = "thrash"
-target = "{}"
-seed = 5
-
-[defaults]
-length = "2.25s"
-ramp_up = "0.5s"
-ramp_down = "0.25s"
-threads_per_client = 1
-timeout = "5s"
-
-[workloads.one]
-[[workloads.one.class]]
-name = "ok"
-percent = 100
-[[workloads.one.class.url]]
-path = "/"
-size = 2
-
-[[mix]]
-clients = 1
-"#,
-            server.url().trim_end_matches('/')
+        &pool_server::suite_toml(
+            "thrash",
+            &server.url(),
+            5,
+            "length = \"2.25s\"\nramp_up = \"0.5s\"\nramp_down = \"0.25s\"\nthreads_per_client = 1\ntimeout = \"5s\"",
+            &[""],
         ),
     );
     let out_dir = dir.path().join("out");
@@ -1762,24 +1723,12 @@ fn ctrl_c_ends_the_peak_search_and_keeps_its_mixes() {
     let work = tempfile::tempdir().expect("tempdir");
     let suite = write_suite(
         work.path(),
-        &format!(
-            r#"name = "pool"
-target = "{}"
-[defaults]
-length = "2.5s"
-ramp_up = "0.5s"
-ramp_down = "0.5s"
-threads_per_client = 2
-[workloads.one]
-[[workloads.one.class]]
-name = "ok"
-percent = 100
-[[workloads.one.class.url]]
-path = "/"
-[[mix]]
-clients = 1
-"#,
-            server.url().trim_end_matches('/')
+        &pool_server::suite_toml(
+            "pool",
+            &server.url(),
+            5,
+            "length = \"2.5s\"\nramp_up = \"0.5s\"\nramp_down = \"0.5s\"\nthreads_per_client = 2",
+            &[""],
         ),
     );
     let out_dir = work.path().join("results");

@@ -185,3 +185,23 @@ fn connection(mut conn: TcpStream, pool: &Pool, service: Duration) {
         }
     }
 }
+
+/// A suite whose one workload asks the pool server's `/` (its 2-byte
+/// body checked): `defaults` are the lines of its `[defaults]` table, and
+/// each entry of `mixes` the lines of one `[[mix]]` after `clients = 1`.
+pub fn suite_toml(name: &str, target: &str, seed: u64, defaults: &str, mixes: &[&str]) -> String {
+    let mut s = format!(
+        "name = \"{name}\"\ntarget = \"{}\"\nseed = {seed}\n\n[defaults]\n{defaults}\n\n\
+         [workloads.one]\n[[workloads.one.class]]\nname = \"ok\"\npercent = 100\n\
+         [[workloads.one.class.url]]\npath = \"/\"\nsize = 2\n",
+        target.trim_end_matches('/')
+    );
+    for extra in mixes {
+        s.push_str("\n[[mix]]\nclients = 1\n");
+        s.push_str(extra);
+        if !extra.is_empty() && !extra.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    s
+}
