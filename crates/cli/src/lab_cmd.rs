@@ -37,6 +37,10 @@ printed on the second line. `benchlab lab down SERVER` stops it and removes the 
         /// nginx, apache-event, apache-prefork, lighttpd or benchlab.
         server: String,
     },
+    /// Write the Kubernetes manifests of a run across N agents: an
+    /// Indexed Job of agents, the controller Job and its Service, the
+    /// certificates as Secrets, the suite as a ConfigMap.
+    Kubernetes(crate::kube_cmd::KubeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -171,5 +175,6 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
             print!("{}", Profile::default_for(kind).to_toml(kind));
             Ok(Outcome::Completed)
         }
+        LabCommand::Kubernetes(k) => crate::kube_cmd::run(k),
     }
 }

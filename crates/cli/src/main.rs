@@ -6,6 +6,7 @@ mod demo_cmd;
 mod file_cmd;
 mod fileset_cmd;
 mod http;
+mod kube_cmd;
 mod lab_cmd;
 mod live;
 mod output;
