@@ -41,6 +41,24 @@ printed on the second line. `benchlab lab down SERVER` stops it and removes the 
     /// Indexed Job of agents, the controller Job and its Service, the
     /// certificates as Secrets, the suite as a ConfigMap.
     Kubernetes(crate::kube_cmd::KubeArgs),
+    /// Make a lab's certificates for agents and monitors (mutual TLS):
+    /// ca.pem, ca.key, controller.pem/.key, agent-I.pem/.key for each
+    /// agent, monitor.pem/.key; keys are written owner-only.
+    Certs(CertsArgs),
+}
+
+#[derive(Debug, Args)]
+struct CertsArgs {
+    /// Directory to write into (made if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Agent certificates to make (agent-0 … agent-N-1).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    agents: u32,
+    /// A name or address agents reach the controller by, for its
+    /// certificate (repeatable) [default: localhost and 127.0.0.1].
+    #[arg(long = "controller-name", value_name = "NAME")]
+    controller_names: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -168,6 +186,32 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
                     }
                 );
             }
+            Ok(Outcome::Completed)
+        }
+        LabCommand::Certs(c) => {
+            let names = if c.controller_names.is_empty() {
+                vec!["localhost".to_string(), "127.0.0.1".to_string()]
+            } else {
+                c.controller_names
+            };
+            let plan = benchlab_agent::CertsPlan {
+                controller_names: names.clone(),
+                agents: c.agents,
+            };
+            let written = benchlab_agent::write_certs(&c.out, &plan).map_err(|e| match e {
+                benchlab_agent::tls::TlsError::Make(e) => {
+                    CliError::Usage(format!("--controller-name {}: {e}", names.join(", ")))
+                }
+                e => CliError::CannotRun(format!("lab certs: {e}")),
+            })?;
+            eprintln!(
+                "benchlab lab certs: {} files in {} (a CA, the controller for {}, {} agents, a monitor); keep ca.key \
+                 and the other .key files private",
+                written.len(),
+                c.out.display(),
+                names.join(", "),
+                c.agents
+            );
             Ok(Outcome::Completed)
         }
         LabCommand::Profile { server } => {

@@ -1,6 +1,7 @@
 //! `benchlab`: the command line. It parses flags into the engine's plan,
 //! runs it, and presents the result; every number comes from the engine.
 
+mod agent_cmd;
 mod args;
 mod demo_cmd;
 mod file_cmd;
@@ -60,6 +61,9 @@ enum Command {
     /// Compare two results directories: ratios per mix, and exit 3 when NEW
     /// is worse than BASE beyond --max-regression (a CI regression check).
     Compare(report_cmd::CompareArgs),
+    /// Run clients for a controller elsewhere (`run --agents N`): dial
+    /// out to it over mutual TLS and take its orders; never listens.
+    Agent(agent_cmd::AgentArgs),
     /// One user of an smb:// file suite, as a process of its own (started
     /// by `benchlab run`; its job comes on stdin).
     #[command(name = "__file-user", hide = true)]
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
         Command::Check(a) => run_cmd::check(a),
         Command::Workload(a) => workload_cmd::run(a),
         Command::Lab(a) => lab_cmd::run(a),
+        Command::Agent(a) => agent_cmd::run(a),
         Command::Reproduce(a) => reproduce_cmd::run(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => report_cmd::compare(a),

@@ -92,6 +92,8 @@ pub struct RunArgs {
 
     #[command(flatten)]
     web: WebArgs,
+    #[command(flatten)]
+    agents: crate::agent_cmd::AgentRunArgs,
 }
 
 /// `--find-peak` and its rules (README "Automatic peak search").
@@ -725,6 +727,16 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         client_cpus: pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, opts.server.as_ref())?,
         ..opts
     };
+    // Remote clients: every agent registered before the first request.
+    let max_clients = suite.mixes.iter().map(|m| m.clients as usize).max().unwrap_or(0);
+    let remote = a.agents.pool(max_clients)?;
+    let opts = match &remote {
+        Some(pool) => RunOptions {
+            clients: Arc::clone(pool) as Arc<dyn benchlab_controller::ClientPool>,
+            ..opts
+        },
+        None => opts,
+    };
     let prepared = prepare(&suite, &opts).map_err(|e| match e {
         benchlab_controller::ControllerError::Input(m) => CliError::Usage(m),
         e => CliError::CannotRun(e.to_string()),
@@ -780,13 +792,17 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             out.display()
         );
     }
-    execute_prepared(
+    let outcome = execute_prepared(
         prepared,
         &suite,
         &opts,
         search.as_ref().map(|l| (l, a.peak_start_threads)),
         &a.web,
-    )
+    );
+    if let Some(why) = remote.as_ref().and_then(|p| p.aborted()) {
+        return Err(CliError::CannotRun(format!("the run stopped: {why}")));
+    }
+    outcome
 }
 
 /// Runs a prepared suite with a progress display, prints the summary table,

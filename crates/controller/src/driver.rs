@@ -34,6 +34,9 @@ pub enum DriverError {
     /// A URL of the list cannot be resolved or loaded where the client runs.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// A remote client could not be reached or refused the order.
+    #[error("{0}")]
+    Remote(String),
 }
 
 /// A client that stopped answering before its report (a remote agent gone
@@ -70,6 +73,18 @@ pub trait ClientPool: std::fmt::Debug + Send + Sync {
     fn load_urls(&self, urls: &Arc<UrlList>) -> Result<(), DriverError>;
     /// The driver of client `client` (0-based) for one mix.
     fn driver(&self, client: usize) -> Box<dyn ClientDriver>;
+    /// Readies the clients for the next mix, before its start time is
+    /// chosen (remote agents: a clock check of each); returns how much
+    /// further ahead than an in-process start the start must be so every
+    /// client has it in time.
+    fn before_mix(&self) -> Result<Duration, DriverError> {
+        Ok(Duration::ZERO)
+    }
+    /// The remote agents behind the clients, for results.json (none for
+    /// clients in this process).
+    fn agents(&self) -> Vec<benchlab_results::AgentResult> {
+        Vec::new()
+    }
 }
 
 /// Resolved URL lists by id, shared by the in-process clients.

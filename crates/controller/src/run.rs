@@ -287,6 +287,7 @@ fn environment(target: &str, opts: &RunOptions) -> Environment {
         client_cpus: opts.client_cpus.clone(),
         server: opts.server.clone(),
         cold_cache: opts.cold_cache,
+        agents: opts.clients.agents(),
     }
 }
 
@@ -503,6 +504,21 @@ fn run_inner(
         complete: false,
     };
     let write = |r: &Results| {
+        // Remote agents' clock checks grow mix by mix.
+        let agents = opts.clients.agents();
+        let with_agents;
+        let r = if agents.is_empty() {
+            r
+        } else {
+            with_agents = Results {
+                environment: Environment {
+                    agents,
+                    ..r.environment.clone()
+                },
+                ..r.clone()
+            };
+            &with_agents
+        };
         write_results(&opts.out, r).map_err(|source| ControllerError::Write {
             dir: opts.out.display().to_string(),
             source,
@@ -751,7 +767,11 @@ fn run_mix(
     let machine0 = CpuTicks::now();
     // Every client starts at the same wall-clock instant (after its own
     // delay); give the threads time to be created first.
-    let start_at = SystemTime::now() + Duration::from_millis(100 + 2 * clients as u64);
+    let lead = opts
+        .clients
+        .before_mix()
+        .map_err(|source| ControllerError::Driver { client: 1, source })?;
+    let start_at = SystemTime::now() + Duration::from_millis(100 + 2 * clients as u64) + lead;
     let driven = drive_mix(&*opts.clients, &plans, mix.window(), start_at, stop, &mut |s| {
         observer.second(mix, s)
     })?;

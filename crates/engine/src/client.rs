@@ -27,7 +27,10 @@ pub enum EngineError {
 }
 
 /// One second of a client's run, all worker threads merged.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Serde (as [`ClientReport`]): a remote agent sends its seconds as these
+/// very types, so a field added here reaches the controller unchanged.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Second {
     /// 0 = the first second after the start.
     pub second: u32,
@@ -40,6 +43,7 @@ pub struct Second {
     /// slowest client's. Present in the stream ([`Client::next_second`]);
     /// `None` in [`ClientReport::seconds`], which keeps the summaries only
     /// (a histogram of the engine's range is ~190 KB).
+    #[serde(with = "crate::wire::option")]
     pub histogram: Option<Histogram<u64>>,
 }
 
@@ -59,7 +63,7 @@ impl Second {
 }
 
 /// What a client measured over its whole run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ClientReport {
     /// Per class, over the measurement window (the whole run when the
     /// window is the whole run).

@@ -32,6 +32,7 @@ mod rng;
 mod stats;
 pub mod sys;
 mod tls;
+pub mod wire;
 mod worker;
 
 pub use client::{Client, ClientReport, EngineError, Second, Stopper};

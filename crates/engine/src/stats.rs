@@ -95,7 +95,7 @@ pub fn new_latency_histogram() -> Histogram<u64> {
 }
 
 /// Counters of one class (or of a whole client, once merged).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
     /// Successful requests completed inside the measurement window.
     pub requests: u64,
@@ -131,17 +131,20 @@ impl Counters {
 }
 
 /// Counters and latency histograms of one request class.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ClassStats {
     pub counters: Counters,
     /// Latency of successful requests, µs.
+    #[serde(with = "crate::wire")]
     pub latency: Histogram<u64>,
     /// Latency of failed requests, µs.
+    #[serde(with = "crate::wire")]
     pub error_latency: Histogram<u64>,
     /// Open loop only: latency of successful requests from when each was
     /// actually sent (connect start or first byte written), while
     /// `latency` counts from when it was meant to be sent. `None` in a
     /// closed loop, where the two are the same.
+    #[serde(with = "crate::wire::option")]
     pub latency_as_sent: Option<Histogram<u64>>,
 }
 
@@ -258,7 +261,7 @@ impl ConnectionKind {
 }
 
 /// Connection-level counters (a connection carries requests of any class).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ConnCounters {
     pub connections_opened: u64,
     /// Keep-alive connections the server closed while idle, re-opened
@@ -295,7 +298,7 @@ impl ConnCounters {
 }
 
 /// Everything one client counted over some span of time.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// One entry per class of the plan, in the plan's order.
     pub classes: Vec<ClassStats>,
@@ -375,7 +378,7 @@ pub struct ThreadEnd {
 }
 
 /// Latency summary in microseconds, as the JSON schema names it.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LatencySummary {
     pub mean: f64,
     pub p50: u64,

@@ -1291,6 +1291,7 @@ mod tests {
                 client_cpus: Vec::new(),
                 server: None,
                 cold_cache: false,
+                agents: Vec::new(),
             },
             phases: phase_results,
             mixes,

@@ -626,6 +626,45 @@ pub struct Environment {
     /// The page cache was dropped before each mix (`--cold-cache`).
     #[serde(default)]
     pub cold_cache: bool,
+    /// Remote agents that ran the clients (`run --agents N`), by index;
+    /// empty when every client ran in the controller's process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentResult>,
+}
+
+/// A remote agent as the controller saw it: where it connected from,
+/// which clients it ran, and its clock against the controller's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AgentResult {
+    /// The agent's index (0-based; `--index` or `JOB_COMPLETION_INDEX`).
+    pub index: u32,
+    /// The address it connected from, as the controller saw it.
+    pub peer: String,
+    /// Its host name, as it said.
+    pub host: String,
+    /// The clients it ran (1-based, as in reports).
+    pub clients: Vec<usize>,
+    /// Every clock check, in order: at registration, then before each mix.
+    pub clock: Vec<ClockCheck>,
+    /// Why it was lost, when it was (the connection closed, or 3 s of
+    /// silence); it then ran no further mix unless it came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+}
+
+/// One clock check of an agent: the NTP-style exchange with the smallest
+/// round trip of several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClockCheck {
+    /// `registration`, or `mix N` (N counts the mixes the agents ran,
+    /// from 1).
+    pub at: String,
+    /// The agent's clock minus the controller's, microseconds; the
+    /// controller adds it to each start time it sends the agent.
+    pub offset_us: i64,
+    /// The round trip of the sample used, microseconds (the offset is
+    /// exact to within half of it).
+    pub rtt_us: u64,
 }
 
 /// The host facts that change what a server can do: the kernel's network

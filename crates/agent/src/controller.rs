@@ -1,0 +1,940 @@
+//! The controller's side: a gRPC server over mutual TLS that agents and
+//! monitors dial into, and the [`RemotePool`] the run drives its clients
+//! through.
+//!
+//! Threads: the server runs on a small tokio runtime of its own; the
+//! controller's driving loop stays synchronous ([`ClientDriver`] blocks
+//! with timeouts) and meets the network through std channels, one per
+//! client of a mix.
+
+use crate::proto::agent_message::Kind as FromAgent;
+use crate::proto::control::control_server::{Control, ControlServer};
+use crate::proto::controller_message::Kind as ToAgent;
+use crate::proto::*;
+use crate::tls::TlsFiles;
+use crate::{now_nanos, time_of_nanos, AgentError};
+use benchlab_controller::plan::{ClientPlan, UrlList};
+use benchlab_controller::{ClientDriver, ClientLost, ClientPool, DriverError};
+use benchlab_engine::{ClientReport, Second};
+use benchlab_results::{AgentResult, ClockCheck};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::{Request, Response, Status, Streaming};
+
+/// A peer silent this long is lost (WebBench's rule).
+pub const SILENCE_LIMIT: Duration = Duration::from_secs(3);
+/// Clock samples per check; the one with the smallest round trip counts.
+const CLOCK_SAMPLES: u32 = 5;
+/// How long a clock sample or a start acknowledgement may take.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How the controller listens and what it waits for.
+#[derive(Clone)]
+pub struct ControllerOptions {
+    pub listen: SocketAddr,
+    pub tls: TlsFiles,
+    /// Agents expected (indexes 0..agents).
+    pub agents: u32,
+    /// Server monitors expected.
+    pub monitors: u32,
+    /// Clients each agent runs: client c runs on agent c / this.
+    pub clients_per_agent: u32,
+    /// A lost agent stops the run instead of only its clients.
+    pub abort_on_lost_agent: bool,
+    /// Where the controller says what happens (registrations, refusals,
+    /// losses), one line each; the binary prints them.
+    pub log: Arc<dyn Fn(String) + Send + Sync>,
+}
+
+impl std::fmt::Debug for ControllerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerOptions")
+            .field("listen", &self.listen)
+            .field("agents", &self.agents)
+            .field("monitors", &self.monitors)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What reaches one client's driver from the network.
+enum Event {
+    Started(Result<(), String>),
+    Second(Box<Second>),
+    Report(Box<ClientReport>),
+    Lost(String),
+}
+
+type Outbound = UnboundedSender<Result<ControllerMessage, Status>>;
+
+/// One connected agent.
+struct Link {
+    index: u32,
+    peer: String,
+    tx: Mutex<Option<Outbound>>,
+    last_heard: Mutex<Instant>,
+    lost: Mutex<Option<String>>,
+    clients: Mutex<HashMap<u32, std_mpsc::Sender<Event>>>,
+    pongs: Mutex<Option<std_mpsc::Sender<(Pong, i64)>>>,
+    /// The latest measured offset (agent clock − controller clock), ns.
+    offset_ns: Mutex<i64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Link {
+    fn send(&self, kind: ToAgent) -> bool {
+        lock(&self.tx)
+            .as_ref()
+            .is_some_and(|tx| tx.send(Ok(ControllerMessage { kind: Some(kind) })).is_ok())
+    }
+
+    fn is_lost(&self) -> Option<String> {
+        lock(&self.lost).clone()
+    }
+
+    /// One clock check: the NTP exchange with the smallest round trip of
+    /// [`CLOCK_SAMPLES`]. Returns (offset, round trip) in ns.
+    fn clock_check(&self) -> Result<(i64, u64), String> {
+        let (tx, rx) = std_mpsc::channel();
+        *lock(&self.pongs) = Some(tx);
+        let mut best: Option<(i64, u64)> = None;
+        for id in 0..u64::from(CLOCK_SAMPLES) {
+            let t1 = now_nanos();
+            if !self.send(ToAgent::Ping(Ping { id, t1 })) {
+                return Err("the connection closed".into());
+            }
+            let (p, t4) = loop {
+                match rx.recv_timeout(ANSWER_TIMEOUT) {
+                    Ok((p, t4)) if p.id == id && p.t1 == t1 => break (p, t4),
+                    Ok(_) => continue,
+                    Err(_) => {
+                        return Err(format!(
+                            "no answer to a clock check within {}s",
+                            ANSWER_TIMEOUT.as_secs()
+                        ))
+                    }
+                }
+            };
+            // NTP: the round trip less the agent's own time, and the
+            // midpoint difference of the two clocks.
+            let rtt = (t4 - t1).saturating_sub(p.t3 - p.t2).max(0) as u64;
+            let offset = ((p.t2 - t1) + (p.t3 - t4)) / 2;
+            if best.is_none_or(|(_, r)| rtt < r) {
+                best = Some((offset, rtt));
+            }
+        }
+        *lock(&self.pongs) = None;
+        let best = best.unwrap_or_default();
+        *lock(&self.offset_ns) = best.0;
+        Ok(best)
+    }
+}
+
+struct State {
+    /// Agents by index: the live one, or the last one lost.
+    agents: BTreeMap<u32, Arc<Link>>,
+    /// What results.json says of each agent index.
+    history: BTreeMap<u32, AgentResult>,
+    monitors_connected: BTreeSet<String>,
+    samples: BTreeMap<String, Vec<(SystemTime, Vec<u8>)>>,
+    /// Every URL list handed over this run, for agents that join late.
+    lists: Vec<Vec<u8>>,
+    /// Mixes begun ([`ClientPool::before_mix`] calls).
+    mixes: u32,
+    /// Set when an agent was lost under `--abort-on-lost-agent`.
+    aborted: Option<String>,
+    /// Reader tasks still running (for a clean shutdown).
+    sessions: usize,
+}
+
+struct Shared {
+    opts: ControllerOptions,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn log(&self, line: String) {
+        (self.opts.log)(line);
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Marks `link` lost (once): every driver of it hears it, the history
+    /// records it, and under `--abort-on-lost-agent` every other agent's
+    /// clients are stopped.
+    fn lose(&self, link: &Link, why: String) {
+        {
+            let mut lost = lock(&link.lost);
+            if lost.is_some() {
+                return;
+            }
+            *lost = Some(why.clone());
+        }
+        // No more orders to it; its stream ends.
+        lock(&link.tx).take();
+        for tx in lock(&link.clients).values() {
+            let _ = tx.send(Event::Lost(why.clone()));
+        }
+        self.log(format!("agent {} ({}) lost: {why}", link.index, link.peer));
+        let mut st = self.state();
+        if let Some(h) = st.history.get_mut(&link.index) {
+            h.lost = Some(why.clone());
+        }
+        if self.opts.abort_on_lost_agent && st.aborted.is_none() {
+            st.aborted = Some(format!(
+                "agent {} was lost ({why}) and --abort-on-lost-agent is set",
+                link.index
+            ));
+            for other in st.agents.values() {
+                for c in lock(&other.clients).keys() {
+                    other.send(ToAgent::Stop(Stop { client: *c }));
+                }
+            }
+        }
+        drop(st);
+        self.changed.notify_all();
+    }
+}
+
+/// The gRPC service.
+struct Service(Arc<Shared>);
+
+#[tonic::async_trait]
+impl Control for Service {
+    type SessionStream = UnboundedReceiverStream<Result<ControllerMessage, Status>>;
+
+    async fn session(
+        &self,
+        request: Request<Streaming<AgentMessage>>,
+    ) -> Result<Response<Self::SessionStream>, Status> {
+        let peer = request.remote_addr().map(|a| a.to_string()).unwrap_or_default();
+        let mut inbound = request.into_inner();
+        let hello = match tokio::time::timeout(Duration::from_secs(10), inbound.message()).await {
+            Ok(Ok(Some(AgentMessage {
+                kind: Some(FromAgent::Hello(h)),
+            }))) => h,
+            _ => return Err(Status::invalid_argument("the first message of a session must be Hello")),
+        };
+        let shared = &self.0;
+        if hello.protocol_version != PROTOCOL_VERSION {
+            let why = format!(
+                "refused: the peer at {peer} speaks control protocol version {}, this controller speaks version \
+                 {PROTOCOL_VERSION}; run the same benchlab version on both",
+                hello.protocol_version
+            );
+            shared.log(why.clone());
+            return Err(Status::failed_precondition(why));
+        }
+        let (tx, rx) = unbounded_channel();
+        let welcome = ControllerMessage {
+            kind: Some(ToAgent::Welcome(Welcome {
+                protocol_version: PROTOCOL_VERSION,
+            })),
+        };
+        let _ = tx.send(Ok(welcome));
+        match Role::try_from(hello.role) {
+            Ok(Role::Agent) => self.agent(hello, peer, inbound, tx)?,
+            Ok(Role::Monitor) => self.monitor(hello, peer, inbound, tx)?,
+            _ => return Err(Status::invalid_argument("Hello names no role (agent or monitor)")),
+        }
+        Ok(Response::new(UnboundedReceiverStream::new(rx)))
+    }
+}
+
+impl Service {
+    fn agent(&self, hello: Hello, peer: String, inbound: Streaming<AgentMessage>, tx: Outbound) -> Result<(), Status> {
+        let shared = Arc::clone(&self.0);
+        let index = hello.index;
+        if index >= shared.opts.agents {
+            let why = format!(
+                "refused: agent index {index} from {peer}, but this run has {} agents (indexes 0 to {})",
+                shared.opts.agents,
+                shared.opts.agents.saturating_sub(1)
+            );
+            shared.log(why.clone());
+            return Err(Status::out_of_range(why));
+        }
+        let link = Arc::new(Link {
+            index,
+            peer: peer.clone(),
+            tx: Mutex::new(Some(tx)),
+            last_heard: Mutex::new(Instant::now()),
+            lost: Mutex::new(None),
+            clients: Mutex::new(HashMap::new()),
+            pongs: Mutex::new(None),
+            offset_ns: Mutex::new(0),
+        });
+        {
+            let mut st = shared.state();
+            if let Some(old) = st.agents.get(&index).filter(|l| l.is_lost().is_none()) {
+                let why = format!(
+                    "refused: agent index {index} from {peer} is already connected from {}",
+                    old.peer
+                );
+                drop(st);
+                shared.log(why.clone());
+                return Err(Status::already_exists(why));
+            }
+            // Handed over before any order: the phase's URL lists.
+            for list in &st.lists {
+                link.send(ToAgent::Urls(ClientPayload {
+                    client: 0,
+                    json: list.clone(),
+                }));
+            }
+            st.sessions += 1;
+        }
+        let reader_link = Arc::clone(&link);
+        let reader_shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            read_agent(&reader_shared, &reader_link, inbound).await;
+            reader_shared.state().sessions -= 1;
+            reader_shared.changed.notify_all();
+        });
+        tokio::spawn(watch(Arc::clone(&shared), Arc::clone(&link)));
+        // The registration's clock check needs the stream running: after
+        // this handler returns.
+        tokio::task::spawn_blocking(move || {
+            let check = link.clock_check();
+            let mut st = shared.state();
+            match check {
+                Ok((offset, rtt)) => {
+                    let h = st.history.entry(index).or_insert_with(|| AgentResult {
+                        index,
+                        peer: peer.clone(),
+                        host: hello.host.clone(),
+                        clients: Vec::new(),
+                        clock: Vec::new(),
+                        lost: None,
+                    });
+                    h.peer = peer.clone();
+                    h.host = hello.host.clone();
+                    h.lost = None;
+                    h.clock.push(ClockCheck {
+                        at: "registration".into(),
+                        offset_us: offset / 1000,
+                        rtt_us: rtt / 1000,
+                    });
+                    st.agents.insert(index, Arc::clone(&link));
+                    drop(st);
+                    shared.log(format!(
+                        "agent {index} registered from {peer} ({}), clock offset {} us, round trip {} us",
+                        hello.host,
+                        offset / 1000,
+                        rtt / 1000
+                    ));
+                    shared.changed.notify_all();
+                }
+                Err(why) => {
+                    drop(st);
+                    shared.lose(&link, why);
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn monitor(
+        &self,
+        hello: Hello,
+        peer: String,
+        mut inbound: Streaming<AgentMessage>,
+        tx: Outbound,
+    ) -> Result<(), Status> {
+        let shared = Arc::clone(&self.0);
+        let host = hello.host;
+        {
+            let mut st = shared.state();
+            if !st.monitors_connected.insert(host.clone()) {
+                let why = format!("refused: a monitor of host {host} is already connected (this one from {peer})");
+                drop(st);
+                shared.log(why.clone());
+                return Err(Status::already_exists(why));
+            }
+            st.samples.entry(host.clone()).or_default();
+            st.sessions += 1;
+        }
+        shared.log(format!("monitor of {host} registered from {peer}"));
+        shared.changed.notify_all();
+        tokio::spawn(async move {
+            let mut beat = tokio::time::interval(Duration::from_secs(1));
+            let mut last = Instant::now();
+            let why = loop {
+                tokio::select! {
+                    m = inbound.message() => match m {
+                        Ok(Some(m)) => {
+                            last = Instant::now();
+                            if let Some(FromAgent::Sample(s)) = m.kind {
+                                shared
+                                    .state()
+                                    .samples
+                                    .entry(host.clone())
+                                    .or_default()
+                                    .push((time_of_nanos(s.unix_nanos), s.payload));
+                            }
+                        }
+                        Ok(None) => break "it closed its connection".to_string(),
+                        Err(s) => break format!("the connection failed: {}", s.message()),
+                    },
+                    _ = beat.tick() => {
+                        if last.elapsed() > SILENCE_LIMIT {
+                            break format!("silent for {} s", SILENCE_LIMIT.as_secs());
+                        }
+                        let _ = tx.send(Ok(ControllerMessage { kind: Some(ToAgent::Heartbeat(Heartbeat { unix_nanos: now_nanos() })) }));
+                    }
+                }
+            };
+            shared.log(format!("monitor of {host} gone: {why}"));
+            let mut st = shared.state();
+            st.monitors_connected.remove(&host);
+            st.sessions -= 1;
+            drop(st);
+            shared.changed.notify_all();
+        });
+        Ok(())
+    }
+}
+
+/// Reads an agent's messages until its stream ends, routing each to the
+/// driver of its client.
+async fn read_agent(shared: &Shared, link: &Link, mut inbound: Streaming<AgentMessage>) {
+    let why = loop {
+        let m = match inbound.message().await {
+            Ok(Some(m)) => m,
+            Ok(None) => break "the agent closed its connection".to_string(),
+            Err(s) => break format!("the connection failed: {}", s.message()),
+        };
+        *lock(&link.last_heard) = Instant::now();
+        let route = |client: u32, e: Event| {
+            if let Some(tx) = lock(&link.clients).get(&client) {
+                let _ = tx.send(e);
+            }
+        };
+        match m.kind {
+            Some(FromAgent::Pong(p)) => {
+                let t4 = now_nanos();
+                if let Some(tx) = lock(&link.pongs).as_ref() {
+                    let _ = tx.send((p, t4));
+                }
+            }
+            Some(FromAgent::Started(s)) => route(
+                s.client,
+                Event::Started(if s.error.is_empty() { Ok(()) } else { Err(s.error) }),
+            ),
+            Some(FromAgent::Second(p)) => match decode_second(&p.json) {
+                Ok(s) => route(p.client, Event::Second(Box::new(s))),
+                Err(e) => break format!("it sent a second that does not decode: {e}"),
+            },
+            Some(FromAgent::Report(p)) => match decode_report(&p.json) {
+                Ok(r) => route(p.client, Event::Report(Box::new(r))),
+                Err(e) => break format!("it sent a report that does not decode: {e}"),
+            },
+            Some(FromAgent::Heartbeat(_)) => {}
+            Some(FromAgent::Hello(_)) | Some(FromAgent::Sample(_)) | None => {
+                break "it sent a message an agent does not send".to_string()
+            }
+        }
+    };
+    shared.lose(link, why);
+}
+
+/// Heartbeats to the agent every second; declares it lost after
+/// [`SILENCE_LIMIT`] of silence.
+async fn watch(shared: Arc<Shared>, link: Arc<Link>) {
+    let mut beat = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        beat.tick().await;
+        if link.is_lost().is_some() {
+            return;
+        }
+        if lock(&link.last_heard).elapsed() > SILENCE_LIMIT {
+            shared.lose(&link, format!("silent for {} s", SILENCE_LIMIT.as_secs()));
+            return;
+        }
+        link.send(ToAgent::Heartbeat(Heartbeat {
+            unix_nanos: now_nanos(),
+        }));
+    }
+}
+
+/// A second as an agent sends it.
+pub fn decode_second(json: &[u8]) -> Result<Second, serde_json::Error> {
+    serde_json::from_slice(json)
+}
+
+/// A client report as an agent sends it.
+pub fn decode_report(json: &[u8]) -> Result<ClientReport, serde_json::Error> {
+    serde_json::from_slice(json)
+}
+
+/// The controller's end of the control protocol: listens, registers
+/// agents and monitors, and drives the agents' clients as a
+/// [`ClientPool`].
+pub struct RemotePool {
+    shared: Arc<Shared>,
+    local_addr: SocketAddr,
+    runtime: Option<tokio::runtime::Runtime>,
+    stop_server: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl std::fmt::Debug for RemotePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemotePool")
+            .field("local_addr", &self.local_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A handle on the server monitors' samples.
+#[derive(Clone)]
+pub struct RemoteMonitors(Arc<Shared>);
+
+impl RemoteMonitors {
+    /// The hosts that sent samples (or registered), in name order.
+    pub fn hosts(&self) -> Vec<String> {
+        self.0.state().samples.keys().cloned().collect()
+    }
+
+    /// Every sample of `host` so far, in arrival order: its wall-clock
+    /// time (the monitor's clock) and its payload as sent.
+    pub fn samples(&self, host: &str) -> Vec<(SystemTime, Vec<u8>)> {
+        self.0.state().samples.get(host).cloned().unwrap_or_default()
+    }
+}
+
+impl RemotePool {
+    /// Starts listening (TLS with client certificates of the lab's CA).
+    pub fn listen(opts: ControllerOptions) -> Result<RemotePool, AgentError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("benchlab-control")
+            .enable_all()
+            .build()
+            .map_err(|e| AgentError::Io(format!("cannot start the control threads: {e}")))?;
+        let tls = ServerTlsConfig::new()
+            .identity(Identity::from_pem(&opts.tls.cert, &opts.tls.key))
+            .client_ca_root(Certificate::from_pem(&opts.tls.ca));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(opts.listen))
+            .map_err(|e| AgentError::Io(format!("cannot listen on {}: {e}", opts.listen)))?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| AgentError::Io(format!("cannot listen on {}: {e}", opts.listen)))?;
+        let shared = Arc::new(Shared {
+            opts,
+            state: Mutex::new(State {
+                agents: BTreeMap::new(),
+                history: BTreeMap::new(),
+                monitors_connected: BTreeSet::new(),
+                samples: BTreeMap::new(),
+                lists: Vec::new(),
+                mixes: 0,
+                aborted: None,
+                sessions: 0,
+            }),
+            changed: Condvar::new(),
+        });
+        let server = Server::builder()
+            .tls_config(tls)
+            .map_err(|e| AgentError::Tls(format!("the controller's certificate or key: {e}")))?
+            .add_service(ControlServer::new(Service(Arc::clone(&shared))));
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        runtime.spawn(async move {
+            let _ = server
+                .serve_with_incoming_shutdown(incoming, async {
+                    let _ = stop_rx.await;
+                })
+                .await;
+        });
+        Ok(RemotePool {
+            shared,
+            local_addr,
+            runtime: Some(runtime),
+            stop_server: Some(stop_tx),
+        })
+    }
+
+    /// Where the controller listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The monitors' samples.
+    pub fn monitors(&self) -> RemoteMonitors {
+        RemoteMonitors(Arc::clone(&self.shared))
+    }
+
+    /// How many clients the agents run together.
+    pub fn capacity(&self) -> usize {
+        self.shared.opts.agents as usize * self.shared.opts.clients_per_agent as usize
+    }
+
+    /// Why the run must stop (an agent lost under
+    /// `--abort-on-lost-agent`), if it must.
+    pub fn aborted(&self) -> Option<String> {
+        self.shared.state().aborted.clone()
+    }
+
+    /// Waits until every expected agent and monitor has registered;
+    /// after `timeout`, says who is missing.
+    pub fn wait_for_peers(&self, timeout: Duration) -> Result<(), AgentError> {
+        let deadline = Instant::now() + timeout;
+        let opts = &self.shared.opts;
+        let mut st = self.shared.state();
+        loop {
+            let missing: Vec<u32> = (0..opts.agents)
+                .filter(|i| st.agents.get(i).is_none_or(|l| l.is_lost().is_some()))
+                .collect();
+            let monitors = st.monitors_connected.len() as u32;
+            if missing.is_empty() && monitors >= opts.monitors {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let mut why = format!(
+                    "after {}: {} of {} agents registered",
+                    benchlab_format_duration(timeout),
+                    opts.agents as usize - missing.len(),
+                    opts.agents
+                );
+                if !missing.is_empty() {
+                    let list: Vec<String> = missing.iter().map(u32::to_string).collect();
+                    why.push_str(&format!("; missing agent indexes: {}", list.join(", ")));
+                }
+                if opts.monitors > 0 {
+                    why.push_str(&format!(
+                        "; {monitors} of {} monitors registered{}",
+                        opts.monitors,
+                        if st.monitors_connected.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " ({})",
+                                st.monitors_connected.iter().cloned().collect::<Vec<_>>().join(", ")
+                            )
+                        }
+                    ));
+                }
+                return Err(AgentError::Missing(why));
+            }
+            st = self
+                .shared
+                .changed
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Ends every session (agents then exit 0), waits briefly for them to
+    /// close, and stops listening.
+    pub fn shutdown(mut self) {
+        self.close();
+    }
+
+    fn close(&mut self) {
+        let links: Vec<Arc<Link>> = self.shared.state().agents.values().cloned().collect();
+        for l in links {
+            lock(&l.tx).take();
+        }
+        // Monitors and agents see their stream end; give them a moment to
+        // close theirs, so they exit cleanly rather than on a reset.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut st = self.shared.state();
+        while st.sessions > 0 && Instant::now() < deadline {
+            st = self
+                .shared
+                .changed
+                .wait_timeout(st, Duration::from_millis(100))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            // Monitors are ended by the server's shutdown below.
+            if st.agents.values().all(|l| lock(&l.tx).is_none()) && st.sessions <= st.monitors_connected.len() {
+                break;
+            }
+        }
+        drop(st);
+        if let Some(tx) = self.stop_server.take() {
+            let _ = tx.send(());
+        }
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+impl Drop for RemotePool {
+    fn drop(&mut self) {
+        if self.runtime.is_some() {
+            self.close();
+        }
+    }
+}
+
+fn benchlab_format_duration(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+impl ClientPool for RemotePool {
+    fn load_urls(&self, urls: &Arc<UrlList>) -> Result<(), DriverError> {
+        if !urls.is_intact() {
+            return Err(DriverError::UnknownUrls(urls.id.clone()));
+        }
+        let json = serde_json::to_vec(&**urls).map_err(|e| DriverError::Remote(e.to_string()))?;
+        let mut st = self.shared.state();
+        for l in st.agents.values() {
+            l.send(ToAgent::Urls(ClientPayload {
+                client: 0,
+                json: json.clone(),
+            }));
+        }
+        st.lists.push(json);
+        Ok(())
+    }
+
+    fn driver(&self, client: usize) -> Box<dyn ClientDriver> {
+        let k = self.shared.opts.clients_per_agent.max(1) as usize;
+        let index = (client / k) as u32;
+        let link = self.shared.state().agents.get(&index).cloned();
+        Box::new(RemoteDriver {
+            shared: Arc::clone(&self.shared),
+            client: client as u32,
+            index,
+            link,
+            rx: None,
+            report: None,
+            lost: None,
+            finished: false,
+        })
+    }
+
+    fn before_mix(&self) -> Result<Duration, DriverError> {
+        let (links, mix) = {
+            let mut st = self.shared.state();
+            if let Some(why) = &st.aborted {
+                return Err(DriverError::Remote(format!("the run stops: {why}")));
+            }
+            st.mixes += 1;
+            let links: Vec<Arc<Link>> = st.agents.values().filter(|l| l.is_lost().is_none()).cloned().collect();
+            (links, st.mixes)
+        };
+        // Every agent's clock at once: a check costs a few round trips.
+        let checks: Vec<(Arc<Link>, Result<(i64, u64), String>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = links
+                .iter()
+                .map(|l| {
+                    let l = Arc::clone(l);
+                    s.spawn(move || {
+                        let c = l.clock_check();
+                        (l, c)
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        let mut worst_rtt = 0u64;
+        for (link, check) in &checks {
+            match check {
+                Ok((offset, rtt)) => {
+                    worst_rtt = worst_rtt.max(*rtt);
+                    if let Some(h) = self.shared.state().history.get_mut(&link.index) {
+                        h.clock.push(ClockCheck {
+                            at: format!("mix {mix}"),
+                            offset_us: offset / 1000,
+                            rtt_us: rtt / 1000,
+                        });
+                    }
+                }
+                Err(why) => self.shared.lose(link, why.clone()),
+            }
+        }
+        if let Some(why) = self.aborted() {
+            return Err(DriverError::Remote(format!("the run stops: {why}")));
+        }
+        // Each start is acknowledged in turn: leave a round trip per
+        // client, and some slack for the agents to create their threads.
+        let clients = links.len() as u64 * u64::from(self.shared.opts.clients_per_agent.max(1));
+        Ok(Duration::from_millis(200) + Duration::from_nanos(worst_rtt.saturating_mul(clients + 4)))
+    }
+
+    fn agents(&self) -> Vec<AgentResult> {
+        let k = self.shared.opts.clients_per_agent.max(1) as usize;
+        self.shared
+            .state()
+            .history
+            .values()
+            .map(|h| AgentResult {
+                clients: (h.index as usize * k + 1..=(h.index as usize + 1) * k).collect(),
+                ..h.clone()
+            })
+            .collect()
+    }
+}
+
+/// One client of a mix, run by an agent.
+struct RemoteDriver {
+    shared: Arc<Shared>,
+    client: u32,
+    index: u32,
+    link: Option<Arc<Link>>,
+    rx: Option<std_mpsc::Receiver<Event>>,
+    report: Option<ClientReport>,
+    lost: Option<String>,
+    finished: bool,
+}
+
+impl RemoteDriver {
+    fn mark_lost(&mut self, why: String) {
+        self.lost = Some(why);
+        self.finished = true;
+    }
+
+    fn handle(&mut self, e: Event) -> Option<Second> {
+        match e {
+            Event::Second(s) => return Some(*s),
+            Event::Report(r) => {
+                self.report = Some(*r);
+                self.finished = true;
+            }
+            Event::Lost(why) => self.mark_lost(why),
+            Event::Started(_) => {}
+        }
+        None
+    }
+}
+
+impl ClientDriver for RemoteDriver {
+    fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError> {
+        if let Some(why) = self.shared.state().aborted.clone() {
+            return Err(DriverError::Remote(format!("the run stops: {why}")));
+        }
+        let Some(link) = self.link.clone() else {
+            return Err(DriverError::Remote(format!(
+                "client {} has no agent: agent {} never registered",
+                self.client + 1,
+                self.index
+            )));
+        };
+        if let Some(why) = link.is_lost() {
+            // Out of this mix too; it keeps its number.
+            self.mark_lost(format!("agent {} was lost earlier: {why}", self.index));
+            return Ok(());
+        }
+        let (tx, rx) = std_mpsc::channel();
+        lock(&link.clients).insert(self.client, tx);
+        self.rx = Some(rx);
+        let offset = *lock(&link.offset_ns);
+        // The start on the agent's clock.
+        let at = crate::nanos_of(start_at).saturating_add(offset);
+        let plan = serde_json::to_vec(&plan).map_err(|e| DriverError::Remote(e.to_string()))?;
+        link.send(ToAgent::Start(Start {
+            client: self.client,
+            plan,
+            start_unix_nanos: at,
+        }));
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let e = self.rx.as_ref().map(|r| r.recv_timeout(left));
+            match e {
+                Some(Ok(Event::Started(Ok(())))) => return Ok(()),
+                Some(Ok(Event::Started(Err(why)))) => {
+                    self.finished = true;
+                    return Err(DriverError::Remote(format!("agent {}: {why}", self.index)));
+                }
+                Some(Ok(Event::Lost(why))) => {
+                    self.mark_lost(why);
+                    return Ok(());
+                }
+                Some(Ok(_)) => continue,
+                _ => {
+                    self.stop();
+                    self.finished = true;
+                    return Err(DriverError::Remote(format!(
+                        "agent {} did not acknowledge the start of client {} within {} s",
+                        self.index,
+                        self.client + 1,
+                        ANSWER_TIMEOUT.as_secs()
+                    )));
+                }
+            }
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(l) = &self.link {
+            l.send(ToAgent::Stop(Stop { client: self.client }));
+        }
+    }
+
+    fn next_second(&mut self, timeout: Duration) -> Option<Second> {
+        if self.finished {
+            return None;
+        }
+        let e = self.rx.as_ref()?.recv_timeout(timeout);
+        match e {
+            Ok(e) => self.handle(e),
+            Err(std_mpsc::RecvTimeoutError::Timeout) => None,
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => {
+                self.mark_lost("its link ended".into());
+                None
+            }
+        }
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn finish(&mut self) -> Result<ClientReport, ClientLost> {
+        // The watchdog turns silence into a loss within seconds, so this
+        // wait ends.
+        while !self.finished && self.rx.is_some() {
+            let e = self.rx.as_ref().map(|r| r.recv_timeout(Duration::from_secs(1)));
+            match e {
+                Some(Ok(e)) => {
+                    self.handle(e);
+                }
+                Some(Err(std_mpsc::RecvTimeoutError::Timeout)) => {}
+                _ => self.mark_lost("its link ended".into()),
+            }
+        }
+        if let Some(l) = &self.link {
+            lock(&l.clients).remove(&self.client);
+        }
+        self.finished = true;
+        if let Some(r) = self.report.take() {
+            return Ok(r);
+        }
+        Err(ClientLost {
+            why: format!(
+                "agent {}: {}",
+                self.index,
+                self.lost.clone().unwrap_or_else(|| "never started".into())
+            ),
+        })
+    }
+}
+
+impl Drop for RemoteDriver {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.stop();
+        }
+        if let Some(l) = &self.link {
+            lock(&l.clients).remove(&self.client);
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The side that dials out: an agent on a load machine, and the sending
+//! half of a server monitor. Neither listens for anything: a peer opens
+//! one stream to the controller and takes orders only on it.
+
+use crate::proto::agent_message::Kind as FromAgent;
+use crate::proto::control::control_client::ControlClient;
+use crate::proto::controller_message::Kind as ToAgent;
+use crate::proto::*;
+use crate::tls::TlsFiles;
+use crate::{now_nanos, time_of_nanos, AgentError};
+use benchlab_controller::plan::{ClientPlan, UrlList};
+use benchlab_controller::{ClientPool, InProcess};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+/// A peer without a word from the controller this long stops its load:
+/// with the controller's heartbeat every second, the load is stopped
+/// within 3 s of the controller's last sign of life.
+pub const CONTROLLER_SILENCE_LIMIT: Duration = Duration::from_secs(2);
+
+/// Where the controller is and how to prove who we are.
+#[derive(Debug, Clone)]
+pub struct PeerOptions {
+    /// `HOST:PORT`.
+    pub controller: String,
+    /// The name the controller's certificate must carry; default: HOST.
+    pub server_name: Option<String>,
+    pub tls: TlsFiles,
+    /// How long to keep trying to reach the controller (it may start
+    /// after the agents).
+    pub connect_timeout: Duration,
+}
+
+/// An agent's identity.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    pub peer: PeerOptions,
+    pub index: u32,
+    /// This host's name, for the results.
+    pub host: String,
+    /// The protocol version to state (tests state another to see the
+    /// refusal); [`PROTOCOL_VERSION`] otherwise.
+    pub protocol_version: u32,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, AgentError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("benchlab-agent-net")
+        .enable_all()
+        .build()
+        .map_err(|e| AgentError::Io(format!("cannot start the network thread: {e}")))
+}
+
+type Outbound = UnboundedSender<AgentMessage>;
+
+fn send(tx: &Outbound, kind: FromAgent) {
+    let _ = tx.send(AgentMessage { kind: Some(kind) });
+}
+
+/// Connects (retrying until `connect_timeout`) and registers; returns the
+/// sender of our stream and the controller's stream after its Welcome.
+async fn open(opts: &PeerOptions, hello: Hello) -> Result<(Outbound, tonic::Streaming<ControllerMessage>), AgentError> {
+    let role = if hello.role == Role::Monitor as i32 {
+        "monitor"
+    } else {
+        "agent"
+    };
+    let host = opts
+        .controller
+        .rsplit_once(':')
+        .map(|(h, _)| h.trim_start_matches('[').trim_end_matches(']'))
+        .ok_or_else(|| AgentError::Connect {
+            at: opts.controller.clone(),
+            why: "expected HOST:PORT".into(),
+        })?;
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(&opts.tls.ca))
+        .identity(Identity::from_pem(&opts.tls.cert, &opts.tls.key))
+        .domain_name(opts.server_name.clone().unwrap_or_else(|| host.to_string()));
+    let connect_err = |why: String| AgentError::Connect {
+        at: opts.controller.clone(),
+        why,
+    };
+    let endpoint = Endpoint::from_shared(format!("https://{}", opts.controller))
+        .map_err(|e| connect_err(e.to_string()))?
+        .tls_config(tls)
+        .map_err(|e| AgentError::Tls(e.to_string()))?
+        .connect_timeout(Duration::from_secs(5));
+    let deadline = Instant::now() + opts.connect_timeout;
+    let channel: Channel = loop {
+        match endpoint.connect().await {
+            Ok(c) => break c,
+            Err(e) if Instant::now() >= deadline => return Err(connect_err(error_chain(&e))),
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    };
+    let (tx, rx) = unbounded_channel();
+    send(&tx, FromAgent::Hello(hello));
+    let refused = |why: String| AgentError::Refused { role, why };
+    let mut inbound = ControlClient::new(channel)
+        .session(UnboundedReceiverStream::new(rx))
+        .await
+        .map_err(|s| refused(status_words(&s)))?
+        .into_inner();
+    match inbound.message().await {
+        Ok(Some(ControllerMessage {
+            kind: Some(ToAgent::Welcome(w)),
+        })) if w.protocol_version == PROTOCOL_VERSION => Ok((tx, inbound)),
+        Ok(Some(ControllerMessage {
+            kind: Some(ToAgent::Welcome(w)),
+        })) => Err(refused(format!(
+            "the controller speaks control protocol version {}, this {role} speaks version {PROTOCOL_VERSION}",
+            w.protocol_version
+        ))),
+        Ok(_) => Err(refused("the controller did not welcome us".into())),
+        Err(s) => Err(refused(status_words(&s))),
+    }
+}
+
+/// A status in words: its message, or its code and source when it has none
+/// (a TLS failure).
+fn status_words(s: &tonic::Status) -> String {
+    if s.message().is_empty() {
+        format!("{:?}", s.code())
+    } else {
+        s.message().to_string()
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut words = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        words.push_str(": ");
+        words.push_str(&s.to_string());
+        src = s.source();
+    }
+    words
+}
+
+/// Runs an agent until the controller ends the session (`Ok`), refuses it,
+/// or is lost — then every client it runs is stopped first. `log` gets one
+/// line per event worth telling.
+pub fn run_agent(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Result<(), AgentError> {
+    let rt = runtime()?;
+    rt.block_on(agent_session(opts, log))
+}
+
+async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Result<(), AgentError> {
+    let hello = Hello {
+        protocol_version: opts.protocol_version,
+        role: Role::Agent as i32,
+        index: opts.index,
+        host: opts.host.clone(),
+        software: env!("CARGO_PKG_VERSION").into(),
+    };
+    let (tx, mut inbound) = open(&opts.peer, hello).await?;
+    log(format!(
+        "agent {}: registered with {}",
+        opts.index, opts.peer.controller
+    ));
+    let pool = Arc::new(InProcess::default());
+    // Each running client's stop flag and pump thread.
+    let mut clients: HashMap<u32, (Arc<AtomicBool>, std::thread::JoinHandle<()>)> = HashMap::new();
+    let beat_tx = tx.clone();
+    let beat = tokio::spawn(async move {
+        let mut i = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            i.tick().await;
+            if beat_tx
+                .send(AgentMessage {
+                    kind: Some(FromAgent::Heartbeat(Heartbeat {
+                        unix_nanos: now_nanos(),
+                    })),
+                })
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let result = loop {
+        let m = match tokio::time::timeout(CONTROLLER_SILENCE_LIMIT, inbound.message()).await {
+            Err(_) => {
+                break Err(AgentError::LostController(format!(
+                    "no word from it for {} s",
+                    CONTROLLER_SILENCE_LIMIT.as_secs()
+                )))
+            }
+            Ok(Ok(Some(m))) => m,
+            // The controller ended the session: the run is over.
+            Ok(Ok(None)) => break Ok(()),
+            Ok(Err(s)) => break Err(AgentError::LostController(status_words(&s))),
+        };
+        match m.kind {
+            Some(ToAgent::Ping(p)) => {
+                let t2 = now_nanos();
+                send(
+                    &tx,
+                    FromAgent::Pong(Pong {
+                        id: p.id,
+                        t1: p.t1,
+                        t2,
+                        t3: now_nanos(),
+                    }),
+                );
+            }
+            Some(ToAgent::Urls(p)) => match serde_json::from_slice::<UrlList>(&p.json) {
+                Ok(list) => {
+                    let pool = Arc::clone(&pool);
+                    let list = Arc::new(list);
+                    let id = list.id.clone();
+                    // Names are resolved here, where the load leaves from.
+                    let loaded = tokio::task::spawn_blocking(move || pool.load_urls(&list)).await;
+                    if let Ok(Err(e)) = loaded {
+                        log(format!("agent {}: cannot load URL list {id}: {e}", opts.index));
+                    }
+                }
+                Err(e) => log(format!("agent {}: a URL list that does not decode: {e}", opts.index)),
+            },
+            Some(ToAgent::Start(s)) => {
+                let stop = Arc::new(AtomicBool::new(false));
+                let handle = start_client(&pool, s, &tx, Arc::clone(&stop));
+                if let Some((client, h)) = handle {
+                    clients.insert(client, (stop, h));
+                }
+            }
+            Some(ToAgent::Stop(s)) => {
+                if let Some((stop, _)) = clients.get(&s.client) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            Some(ToAgent::Heartbeat(_)) | Some(ToAgent::Welcome(_)) | None => {}
+        }
+        clients.retain(|_, (_, h)| !h.is_finished());
+    };
+    // Whatever ended the session, no load outlives it.
+    for (stop, _) in clients.values() {
+        stop.store(true, Ordering::Relaxed);
+    }
+    for (_, (_, h)) in clients.drain() {
+        let _ = tokio::task::spawn_blocking(move || h.join()).await;
+    }
+    beat.abort();
+    result
+}
+
+/// Starts client `s.client` and a thread that streams its seconds and its
+/// report; acknowledges the start (or says why it failed).
+fn start_client(
+    pool: &Arc<InProcess>,
+    s: Start,
+    tx: &Outbound,
+    stop: Arc<AtomicBool>,
+) -> Option<(u32, std::thread::JoinHandle<()>)> {
+    let client = s.client;
+    let started = move |error: String| FromAgent::Started(Started { client, error });
+    let plan: ClientPlan = match serde_json::from_slice(&s.plan) {
+        Ok(p) => p,
+        Err(e) => {
+            send(tx, started(format!("the plan does not decode: {e}")));
+            return None;
+        }
+    };
+    let mut driver = pool.driver(client as usize);
+    let tx = tx.clone();
+    let h = std::thread::Builder::new()
+        .name(format!("benchlab-agent-client-{client}"))
+        .spawn(move || {
+            if let Err(e) = driver.start(plan, time_of_nanos(s.start_unix_nanos)) {
+                send(&tx, started(e.to_string()));
+                return;
+            }
+            send(&tx, started(String::new()));
+            let mut stopped = false;
+            loop {
+                if stop.load(Ordering::Relaxed) && !stopped {
+                    driver.stop();
+                    stopped = true;
+                }
+                while let Some(second) = driver.next_second(Duration::from_millis(100)) {
+                    let json = serde_json::to_vec(&second).unwrap_or_default();
+                    send(&tx, FromAgent::Second(ClientPayload { client, json }));
+                }
+                if driver.is_finished() {
+                    break;
+                }
+            }
+            if let Ok(report) = driver.finish() {
+                let json = serde_json::to_vec(&report).unwrap_or_default();
+                send(&tx, FromAgent::Report(ClientPayload { client, json }));
+            }
+        })
+        .ok()?;
+    Some((client, h))
+}
+
+/// A server monitor's session: registers as `host` and sends every sample
+/// received on `rx` (its wall-clock time and an opaque payload, JSON by
+/// convention) until `rx` closes (`Ok`) or the controller is lost.
+pub fn monitor_session(
+    controller: &PeerOptions,
+    host: &str,
+    rx: std::sync::mpsc::Receiver<(SystemTime, Vec<u8>)>,
+) -> Result<(), AgentError> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let hello = Hello {
+            protocol_version: PROTOCOL_VERSION,
+            role: Role::Monitor as i32,
+            index: 0,
+            host: host.to_string(),
+            software: env!("CARGO_PKG_VERSION").into(),
+        };
+        let (tx, mut inbound) = open(controller, hello).await?;
+        // The samples come on a std channel: a thread forwards them.
+        let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
+        let fwd_tx = tx.clone();
+        std::thread::spawn(move || {
+            for (at, payload) in rx {
+                let m = AgentMessage {
+                    kind: Some(FromAgent::Sample(MonitorSample {
+                        unix_nanos: crate::nanos_of(at),
+                        payload,
+                    })),
+                };
+                if fwd_tx.send(m).is_err() {
+                    break;
+                }
+            }
+            let _ = done_tx.send(());
+        });
+        let mut beat = tokio::time::interval(Duration::from_secs(1));
+        let mut last = Instant::now();
+        loop {
+            tokio::select! {
+                _ = &mut done_rx => break,
+                m = inbound.message() => match m {
+                    Ok(Some(_)) => last = Instant::now(),
+                    Ok(None) => return Ok(()),
+                    Err(s) => return Err(AgentError::LostController(status_words(&s))),
+                },
+                _ = beat.tick() => {
+                    if last.elapsed() > CONTROLLER_SILENCE_LIMIT {
+                        return Err(AgentError::LostController(format!("no word from it for {} s", CONTROLLER_SILENCE_LIMIT.as_secs())));
+                    }
+                    send(&tx, FromAgent::Heartbeat(Heartbeat { unix_nanos: now_nanos() }));
+                }
+            }
+        }
+        // Every sample is queued: end our stream and wait for the
+        // controller to end its own, so none is lost in flight.
+        drop(tx);
+        let _ = tokio::time::timeout(Duration::from_secs(3), async {
+            while let Ok(Some(_)) = inbound.message().await {}
+        })
+        .await;
+        Ok(())
+    })
+}

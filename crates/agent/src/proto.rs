@@ -1,0 +1,206 @@
+//! The control protocol's messages, as prost types written by hand (the
+//! same wire format as `proto/control.proto`, which documents it).
+//!
+//! The envelopes are typed protobuf; what the controller and the engine
+//! already define — a [`ClientPlan`](benchlab_controller::plan::ClientPlan),
+//! a [`UrlList`](benchlab_controller::plan::UrlList), a
+//! [`Second`](benchlab_engine::Second), a
+//! [`ClientReport`](benchlab_engine::ClientReport) — travels inside them as
+//! serde JSON bytes. Those types stay single-sourced: a field added to
+//! `Second` (say, the client's CPU per second) reaches the controller with
+//! no change here, where a mirrored protobuf message would silently drop
+//! it until someone remembered to copy it. The envelope's version
+//! ([`PROTOCOL_VERSION`]) covers both layers.
+
+/// The protocol version a peer states when it registers. Bump it on any
+/// change an older peer would misread (a new envelope field that matters,
+/// a changed payload meaning); peers of different versions refuse each
+/// other, naming both.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// What an agent or monitor sends to the controller.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AgentMessage {
+    #[prost(oneof = "agent_message::Kind", tags = "1, 2, 3, 4, 5, 6, 7")]
+    pub kind: Option<agent_message::Kind>,
+}
+
+pub mod agent_message {
+    /// The kinds of [`AgentMessage`](super::AgentMessage).
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Kind {
+        /// The first message of every session.
+        #[prost(message, tag = "1")]
+        Hello(super::Hello),
+        /// The answer to a [`Ping`](super::Ping).
+        #[prost(message, tag = "2")]
+        Pong(super::Pong),
+        /// A client was started (or could not be) for a mix.
+        #[prost(message, tag = "3")]
+        Started(super::Started),
+        /// A completed second of a client: a JSON `Second`.
+        #[prost(message, tag = "4")]
+        Second(super::ClientPayload),
+        /// A client's final report: a JSON `ClientReport`.
+        #[prost(message, tag = "5")]
+        Report(super::ClientPayload),
+        /// Sent every second, so silence means a lost peer.
+        #[prost(message, tag = "6")]
+        Heartbeat(super::Heartbeat),
+        /// A server monitor's sample for one second.
+        #[prost(message, tag = "7")]
+        Sample(super::MonitorSample),
+    }
+}
+
+/// What kind of peer registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum Role {
+    Unspecified = 0,
+    /// A load generator: runs clients.
+    Agent = 1,
+    /// A server monitor: streams samples of the server's resources.
+    Monitor = 2,
+}
+
+/// Registration: who the peer is and which protocol it speaks.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Hello {
+    #[prost(uint32, tag = "1")]
+    pub protocol_version: u32,
+    #[prost(enumeration = "Role", tag = "2")]
+    pub role: i32,
+    /// An agent's index (0-based; `JOB_COMPLETION_INDEX` on Kubernetes):
+    /// it decides which clients the agent runs.
+    #[prost(uint32, tag = "3")]
+    pub index: u32,
+    /// The peer's host name (a monitor's samples are kept under it).
+    #[prost(string, tag = "4")]
+    pub host: String,
+    /// benchlab's version, for the results' disclosure.
+    #[prost(string, tag = "5")]
+    pub software: String,
+}
+
+/// One clock sample (NTP's exchange): `t1` the controller's send time
+/// echoed, `t2` the agent's receive time, `t3` its send time (UTC, ns).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Pong {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(int64, tag = "2")]
+    pub t1: i64,
+    #[prost(int64, tag = "3")]
+    pub t2: i64,
+    #[prost(int64, tag = "4")]
+    pub t3: i64,
+}
+
+/// A client's start acknowledged: `error` empty when it started.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Started {
+    #[prost(uint32, tag = "1")]
+    pub client: u32,
+    #[prost(string, tag = "2")]
+    pub error: String,
+}
+
+/// Serde JSON of a controller or engine type, for client `client`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ClientPayload {
+    #[prost(uint32, tag = "1")]
+    pub client: u32,
+    #[prost(bytes = "vec", tag = "2")]
+    pub json: Vec<u8>,
+}
+
+/// "Still here" (UTC ns of the sender's clock).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Heartbeat {
+    #[prost(int64, tag = "1")]
+    pub unix_nanos: i64,
+}
+
+/// One sample of a server monitor: opaque bytes (JSON) and when it was
+/// taken (UTC ns of the monitor's clock).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct MonitorSample {
+    #[prost(int64, tag = "1")]
+    pub unix_nanos: i64,
+    #[prost(bytes = "vec", tag = "2")]
+    pub payload: Vec<u8>,
+}
+
+/// What the controller sends to an agent or monitor.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ControllerMessage {
+    #[prost(oneof = "controller_message::Kind", tags = "1, 2, 3, 4, 5, 6")]
+    pub kind: Option<controller_message::Kind>,
+}
+
+pub mod controller_message {
+    /// The kinds of [`ControllerMessage`](super::ControllerMessage).
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Kind {
+        /// Registration accepted.
+        #[prost(message, tag = "1")]
+        Welcome(super::Welcome),
+        /// A clock sample request.
+        #[prost(message, tag = "2")]
+        Ping(super::Ping),
+        /// A phase's URL list (JSON `UrlList`), once per phase.
+        #[prost(message, tag = "3")]
+        Urls(super::ClientPayload),
+        /// Start a client.
+        #[prost(message, tag = "4")]
+        Start(super::Start),
+        /// Stop a client now.
+        #[prost(message, tag = "5")]
+        Stop(super::Stop),
+        /// Sent every second, so silence means a lost controller.
+        #[prost(message, tag = "6")]
+        Heartbeat(super::Heartbeat),
+    }
+}
+
+/// Registration accepted.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Welcome {
+    #[prost(uint32, tag = "1")]
+    pub protocol_version: u32,
+}
+
+/// A clock sample request: `t1` is the controller's send time (UTC ns).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Ping {
+    #[prost(uint64, tag = "1")]
+    pub id: u64,
+    #[prost(int64, tag = "2")]
+    pub t1: i64,
+}
+
+/// Start client `client` (0-based, the run's numbering) with `plan` (JSON
+/// `ClientPlan`) at `start_unix_nanos` — already on the agent's clock: the
+/// controller adds the agent's measured offset.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Start {
+    #[prost(uint32, tag = "1")]
+    pub client: u32,
+    #[prost(bytes = "vec", tag = "2")]
+    pub plan: Vec<u8>,
+    #[prost(int64, tag = "3")]
+    pub start_unix_nanos: i64,
+}
+
+/// Stop client `client` now.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Stop {
+    #[prost(uint32, tag = "1")]
+    pub client: u32,
+}
+
+/// The generated service (client and server halves).
+pub mod control {
+    include!(concat!(env!("OUT_DIR"), "/benchlab.control.v1.Control.rs"));
+}

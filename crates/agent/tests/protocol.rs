@@ -1,0 +1,223 @@
+//! The control protocol end to end in one process: registration, version
+//! and certificate refusals, monitors, what plain TCP and h2c get, and
+//! decoders fed arbitrary bytes.
+
+use benchlab_agent::proto::{AgentMessage, ControllerMessage, PROTOCOL_VERSION};
+use benchlab_agent::tls::{agent_files, CertsPlan, CA_CERT, MONITOR_CERT, MONITOR_KEY};
+use benchlab_agent::*;
+use prost::Message;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+fn certs(dir: &Path, agents: u32) {
+    write_certs(
+        dir,
+        &CertsPlan {
+            controller_names: vec!["localhost".into(), "127.0.0.1".into()],
+            agents,
+        },
+    )
+    .unwrap();
+}
+
+fn controller(dir: &Path, agents: u32, monitors: u32) -> (RemotePool, Arc<Mutex<Vec<String>>>) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let l = Arc::clone(&lines);
+    let pool = RemotePool::listen(ControllerOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        tls: TlsFiles::controller(dir).unwrap(),
+        agents,
+        monitors,
+        clients_per_agent: 1,
+        abort_on_lost_agent: false,
+        log: Arc::new(move |s| l.lock().unwrap().push(s)),
+    })
+    .unwrap();
+    (pool, lines)
+}
+
+fn peer(dir: &Path, pool: &RemotePool, cert: &str, key: &str) -> PeerOptions {
+    PeerOptions {
+        controller: pool.local_addr().to_string(),
+        server_name: None,
+        tls: TlsFiles::read(&dir.join(CA_CERT), &dir.join(cert), &dir.join(key)).unwrap(),
+        connect_timeout: Duration::from_secs(5),
+    }
+}
+
+fn agent(dir: &Path, pool: &RemotePool, index: u32, version: u32) -> AgentOptions {
+    let (c, k) = agent_files(index);
+    AgentOptions {
+        peer: peer(dir, pool, &c, &k),
+        index,
+        host: format!("host-{index}"),
+        protocol_version: version,
+    }
+}
+
+#[test]
+fn agents_register_with_a_clock_check_and_exit_cleanly_when_the_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    certs(dir.path(), 2);
+    let (pool, _) = controller(dir.path(), 2, 0);
+    let agents: Vec<_> = (0..2)
+        .map(|i| {
+            let opts = agent(dir.path(), &pool, i, PROTOCOL_VERSION);
+            std::thread::spawn(move || run_agent(&opts, &|_| {}))
+        })
+        .collect();
+    pool.wait_for_peers(Duration::from_secs(60)).unwrap();
+    let seen = benchlab_controller::ClientPool::agents(&pool);
+    assert_eq!(seen.iter().map(|a| a.index).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(seen[1].clients, [2]);
+    assert_eq!(seen[0].host, "host-0");
+    assert_eq!(seen[0].clock[0].at, "registration");
+    // Same host, same clock: the offset is within the round trip.
+    assert!(seen[0].clock[0].offset_us.unsigned_abs() <= seen[0].clock[0].rtt_us + 1000);
+    benchlab_controller::ClientPool::before_mix(&pool).unwrap();
+    let seen = benchlab_controller::ClientPool::agents(&pool);
+    assert_eq!(seen[1].clock.len(), 2);
+    assert_eq!(seen[1].clock[1].at, "mix 1");
+    pool.shutdown();
+    for a in agents {
+        a.join().unwrap().unwrap();
+    }
+}
+
+#[test]
+fn a_missing_agent_is_named_after_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    certs(dir.path(), 3);
+    let (pool, _) = controller(dir.path(), 3, 1);
+    let opts = agent(dir.path(), &pool, 1, PROTOCOL_VERSION);
+    let a = std::thread::spawn(move || run_agent(&opts, &|_| {}));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while benchlab_controller::ClientPool::agents(&pool).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let err = pool.wait_for_peers(Duration::from_millis(300)).unwrap_err().to_string();
+    assert!(
+        err.contains("1 of 3 agents registered; missing agent indexes: 0, 2"),
+        "{err}"
+    );
+    assert!(err.contains("0 of 1 monitors registered"), "{err}");
+    pool.shutdown();
+    a.join().unwrap().unwrap();
+}
+
+#[test]
+fn a_mismatched_protocol_version_is_refused_naming_both_versions_on_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    certs(dir.path(), 1);
+    let (pool, lines) = controller(dir.path(), 1, 0);
+    let opts = agent(dir.path(), &pool, 0, PROTOCOL_VERSION + 1);
+    let err = run_agent(&opts, &|_| {}).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    let words = err.to_string();
+    let want = format!(
+        "speaks control protocol version {}, this controller speaks version {PROTOCOL_VERSION}",
+        PROTOCOL_VERSION + 1
+    );
+    assert!(words.contains(&want), "{words}");
+    assert!(
+        lines.lock().unwrap().iter().any(|l| l.contains(&want)),
+        "{:?}",
+        lines.lock().unwrap()
+    );
+    // An index beyond the run's agents is refused too.
+    let mut opts = agent(dir.path(), &pool, 0, PROTOCOL_VERSION);
+    opts.index = 5;
+    let words = run_agent(&opts, &|_| {}).unwrap_err().to_string();
+    assert!(words.contains("agent index 5"), "{words}");
+}
+
+#[test]
+fn a_certificate_of_another_ca_or_none_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    certs(dir.path(), 1);
+    certs(other.path(), 1);
+    let (pool, _) = controller(dir.path(), 1, 0);
+    // Another lab's agent certificate, trusting our CA.
+    let mut opts = agent(dir.path(), &pool, 0, PROTOCOL_VERSION);
+    opts.peer.tls.cert = std::fs::read(other.path().join("agent-0.pem")).unwrap();
+    opts.peer.tls.key = std::fs::read(other.path().join("agent-0.key")).unwrap();
+    opts.peer.connect_timeout = Duration::ZERO;
+    let err = run_agent(&opts, &|_| {}).unwrap_err();
+    assert_ne!(err.exit_code(), 0);
+    // No client certificate at all: the handshake fails.
+    let addr = pool.local_addr();
+    let words = std::process::Command::new("openssl")
+        .args(["s_client", "-connect", &addr.to_string(), "-CAfile"])
+        .arg(dir.path().join("ca.pem"))
+        .args(["-alpn", "h2"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    if let Ok(out) = words {
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains("alert") || text.contains("certificate required") || !out.status.success(),
+            "{text}"
+        );
+    }
+    assert!(benchlab_controller::ClientPool::agents(&pool).is_empty());
+}
+
+#[test]
+fn plain_tcp_and_h2c_get_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    certs(dir.path(), 1);
+    let (pool, _) = controller(dir.path(), 1, 0);
+    // An HTTP/2 prior-knowledge preface and a request, as h2c would send.
+    for hello in [
+        &b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"[..],
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+    ] {
+        let mut s = TcpStream::connect(pool.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(hello).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        // At most a TLS alert record (content type 21): never HTTP, never gRPC.
+        assert!(got.is_empty() || got[0] == 0x15, "{got:?}");
+        assert!(!String::from_utf8_lossy(&got).contains("HTTP"));
+    }
+}
+
+#[test]
+fn a_monitor_streams_its_samples_kept_per_host() {
+    let dir = tempfile::tempdir().unwrap();
+    certs(dir.path(), 0);
+    let (pool, _) = controller(dir.path(), 0, 1);
+    let opts = peer(dir.path(), &pool, MONITOR_CERT, MONITOR_KEY);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let m = std::thread::spawn(move || monitor_session(&opts, "server-1", rx));
+    pool.wait_for_peers(Duration::from_secs(60)).unwrap();
+    let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    for i in 0..3u64 {
+        tx.send((t0 + Duration::from_secs(i), format!("{{\"cpu\":{i}}}").into_bytes()))
+            .unwrap();
+    }
+    drop(tx);
+    m.join().unwrap().unwrap();
+    let samples = pool.monitors().samples("server-1");
+    assert_eq!(pool.monitors().hosts(), ["server-1"]);
+    assert_eq!(samples.len(), 3);
+    assert_eq!(samples[2], (t0 + Duration::from_secs(2), b"{\"cpu\":2}".to_vec()));
+    assert!(pool.monitors().samples("elsewhere").is_empty());
+}
+
+proptest::proptest! {
+    #[test]
+    fn control_message_decoders_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+        let _ = AgentMessage::decode(&bytes[..]);
+        let _ = ControllerMessage::decode(&bytes[..]);
+        let _ = controller::decode_second(&bytes);
+        let _ = controller::decode_report(&bytes);
+        let _ = serde_json::from_slice::<benchlab_controller::plan::ClientPlan>(&bytes);
+        let _ = serde_json::from_slice::<benchlab_controller::plan::UrlList>(&bytes);
+    }
+}

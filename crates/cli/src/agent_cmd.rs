@@ -1,0 +1,163 @@
+//! `benchlab agent`: a load machine's end of a distributed run, and the
+//! `run`/`http` flags that make the controller wait for agents.
+
+use crate::{CliError, Outcome};
+use benchlab_agent::{AgentOptions, ControllerOptions, PeerOptions, RemotePool, TlsFiles};
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The controller, HOST:PORT (its `run --listen`).
+    #[arg(long, value_name = "HOST:PORT")]
+    controller: String,
+    /// This agent's certificate (PEM; `lab certs` writes agent-I.pem).
+    #[arg(long, value_name = "FILE")]
+    cert: PathBuf,
+    /// Its private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    key: PathBuf,
+    /// The lab's CA certificate (ca.pem), which the controller's must be
+    /// signed by.
+    #[arg(long, value_name = "FILE")]
+    ca: PathBuf,
+    /// This agent's index, 0-based: it runs clients I×K+1 … (I+1)×K of
+    /// each mix (K: the run's --clients-per-agent) [default:
+    /// $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it].
+    #[arg(long, value_name = "I")]
+    index: Option<u32>,
+    /// The name the controller's certificate must carry [default: HOST].
+    #[arg(long, value_name = "NAME")]
+    server_name: Option<String>,
+    /// How long to keep trying to reach the controller.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = crate::args::duration)]
+    connect_timeout: Duration,
+    /// The control protocol version to state (tests only).
+    #[arg(long, hide = true)]
+    protocol_version: Option<u32>,
+}
+
+fn index_of(a: &AgentArgs) -> Result<u32, CliError> {
+    if let Some(i) = a.index {
+        return Ok(i);
+    }
+    match std::env::var("JOB_COMPLETION_INDEX") {
+        Ok(v) => v.trim().parse().map_err(|_| {
+            CliError::Usage(format!(
+                "JOB_COMPLETION_INDEX is `{v}`: expected a whole number (or give --index)"
+            ))
+        }),
+        Err(_) => Err(CliError::Usage(
+            "give the agent's --index (or set JOB_COMPLETION_INDEX)".into(),
+        )),
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+pub fn run(a: AgentArgs) -> Result<Outcome, CliError> {
+    let index = index_of(&a)?;
+    let tls = TlsFiles::read(&a.ca, &a.cert, &a.key).map_err(|e| CliError::Usage(e.to_string()))?;
+    let opts = AgentOptions {
+        peer: PeerOptions {
+            controller: a.controller.clone(),
+            server_name: a.server_name.clone(),
+            tls,
+            connect_timeout: a.connect_timeout,
+        },
+        index,
+        host: host_name(),
+        protocol_version: a.protocol_version.unwrap_or(benchlab_agent::proto::PROTOCOL_VERSION),
+    };
+    eprintln!("benchlab agent {index}: connecting to {}", a.controller);
+    match benchlab_agent::run_agent(&opts, &|line| eprintln!("benchlab {line}")) {
+        Ok(()) => {
+            eprintln!("benchlab agent {index}: the controller ended the session");
+            Ok(Outcome::Completed)
+        }
+        Err(e) if e.exit_code() == 2 => Err(CliError::Usage(format!("agent {index}: {e}"))),
+        Err(e) => Err(CliError::CannotRun(format!("agent {index}: {e}"))),
+    }
+}
+
+/// `run --agents N …`: the clients run on agents that dial in.
+#[derive(Debug, Args, Clone)]
+pub struct AgentRunArgs {
+    /// Run the clients on N agents (`benchlab agent` on each load machine)
+    /// instead of in this process; waits for all N to register.
+    #[arg(long, value_name = "N", requires_all = ["listen", "tls_dir"])]
+    pub agents: Option<u32>,
+    /// Where agents (and monitors) connect to, ADDR:PORT.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<SocketAddr>,
+    /// The lab's certificates (`benchlab lab certs`): ca.pem,
+    /// controller.pem and controller.key are read.
+    #[arg(long, value_name = "DIR")]
+    pub tls_dir: Option<PathBuf>,
+    /// Clients each agent runs: agent I runs clients I×K+1 … (I+1)×K.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub clients_per_agent: u32,
+    /// How long to wait for every agent and monitor to register.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = crate::args::duration)]
+    pub agent_timeout: Duration,
+    /// Stop the run when an agent is lost (default: its clients are marked
+    /// lost and the mix completes with the others).
+    #[arg(long, requires = "agents")]
+    pub abort_on_lost_agent: bool,
+    /// Wait for M server monitors as well.
+    #[arg(long, value_name = "M", default_value_t = 0, requires = "agents")]
+    pub monitors: u32,
+}
+
+impl AgentRunArgs {
+    /// The pool of remote clients, once every agent and monitor has
+    /// registered; `None` without --agents. `max_clients`: the most
+    /// clients any mix runs.
+    pub fn pool(&self, max_clients: usize) -> Result<Option<Arc<RemotePool>>, CliError> {
+        let Some(agents) = self.agents else {
+            return Ok(None);
+        };
+        let (Some(listen), Some(dir)) = (self.listen, &self.tls_dir) else {
+            return Err(CliError::Usage("--agents needs --listen and --tls-dir".into()));
+        };
+        let capacity = agents as usize * self.clients_per_agent as usize;
+        if max_clients > capacity {
+            return Err(CliError::Usage(format!(
+                "a mix runs {max_clients} clients, but {agents} agents × {} clients each make {capacity}: \
+                 raise --agents or --clients-per-agent",
+                self.clients_per_agent
+            )));
+        }
+        let tls = TlsFiles::controller(dir).map_err(|e| CliError::Usage(format!("--tls-dir: {e}")))?;
+        let pool = RemotePool::listen(ControllerOptions {
+            listen,
+            tls,
+            agents,
+            monitors: self.monitors,
+            clients_per_agent: self.clients_per_agent,
+            abort_on_lost_agent: self.abort_on_lost_agent,
+            log: Arc::new(|line| eprintln!("benchlab controller: {line}")),
+        })
+        .map_err(|e| CliError::CannotRun(e.to_string()))?;
+        eprintln!(
+            "benchlab controller: listening on {}; waiting for {agents} agents{} (up to {})",
+            pool.local_addr(),
+            if self.monitors > 0 {
+                format!(" and {} monitors", self.monitors)
+            } else {
+                String::new()
+            },
+            humantime::format_duration(self.agent_timeout)
+        );
+        pool.wait_for_peers(self.agent_timeout)
+            .map_err(|e| CliError::CannotRun(e.to_string()))?;
+        Ok(Some(Arc::new(pool)))
+    }
+}
