@@ -66,21 +66,33 @@ fn ip(args: &[&str]) -> Result<(), String> {
 }
 
 impl NetLab {
-    /// Makes the namespaces, or says why they cannot be made here.
+    /// Makes the namespaces; `Err` says why they cannot be made on this
+    /// machine (not root, no iproute2): the caller skips. Once possible,
+    /// a failure to build them is a test failure (a panic).
     pub fn new(agents: usize) -> Result<NetLab, String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("network namespaces need root".to_string());
         }
+        if Command::new("ip").arg("-V").output().is_err() {
+            return Err("no `ip` (iproute2) on PATH".to_string());
+        }
         assert!(agents <= 80, "addresses .11 to .90 are for agents");
-        let tag = format!("{}", std::process::id() % 100_000);
+        // Unique per test, also between tests of one process (interface
+        // names: at most 15 bytes, so `bl` + 6 digits + `a`/`b` + index).
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("{}{n}", std::process::id() % 100_000);
         let lab = NetLab {
             server: format!("benchlab-{tag}-server"),
             agents: (0..agents).map(|i| format!("benchlab-{tag}-agent{i}")).collect(),
             tag,
             stop: Arc::new(AtomicBool::new(false)),
         };
-        lab.build()?;
+        if let Err(e) = lab.build() {
+            drop(lab);
+            panic!("building the namespaces: {e}");
+        }
         Ok(lab)
     }
 
