@@ -1217,6 +1217,8 @@ mod tests {
                     taken_out: c == 2,
                     lost: None,
                     cpu_s: 0.25,
+                    loop_lag_max_us: 0,
+                    seconds: Vec::new(),
                 })
                 .collect(),
             classes: vec![
@@ -1246,6 +1248,7 @@ mod tests {
             open_loop: None,
             search: None,
             repeats: None,
+            resources: None,
         }
     }
 
