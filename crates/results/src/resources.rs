@@ -390,6 +390,12 @@ pub struct Verdict {
     /// Every figure weighed, in words ("server CPU 97 % busy, 75 % in
     /// system time", "NIC eth0 at 73 % of 100 Mbit/s").
     pub evidence: Vec<String>,
+    /// The load generator was saturated: its own threads used more than
+    /// [`CLIENT_BOUND_SHARE`] of its cores, or its cores were that busy
+    /// with any work. The limit is then the client's unless the server's
+    /// CPUs were saturated too (the summary then says both).
+    #[serde(default)]
+    pub client_saturated: bool,
 }
 
 /// A mix's resources: every monitored host, and the verdict.
@@ -453,6 +459,7 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
             limit,
             summary,
             evidence,
+            client_saturated,
         };
     };
     let server_cpus: Vec<u32> = s.process.as_ref().map(|p| p.cpus.clone()).unwrap_or_default();
@@ -529,14 +536,26 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
             cores(s.per_core.len())
         ));
     }
-    let (limit, summary) = if client_saturated {
+    let server_busy = cpu.busy() > SATURATED_PERCENT;
+    // The generator's own threads filling its cores is unambiguous; its
+    // cores filled by other work is, unless the server's are full too (a
+    // CPU-bound server on its own cores leaves a pinned generator idle, so
+    // other load on the generator's cores is then not what limited it).
+    let (limit, summary) = if client.client_bound || (client_saturated && !server_busy) {
         let mut w = client_summary(cores_busy);
         if one_box {
             w.push_str("; client and server share the cores");
         }
         (Limit::Client, w)
-    } else if cpu.busy() > SATURATED_PERCENT {
-        (Limit::ServerCpu, format!("CPU-bound: {cpu_words}"))
+    } else if server_busy {
+        let mut w = format!("CPU-bound: {cpu_words}");
+        if client_saturated {
+            w.push_str(&format!(
+                "; the load generator's cores were also {} % busy: either may have set the figures",
+                pct(cores_busy)
+            ));
+        }
+        (Limit::ServerCpu, w)
     } else if let Some(w) = nic_full {
         (Limit::Network, format!("network-bound: {w}"))
     } else if let Some(w) = disk_full {
@@ -551,6 +570,7 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
         limit,
         summary,
         evidence,
+        client_saturated,
     }
 }
 
@@ -693,6 +713,31 @@ mod tests {
             busy_percent: Some(40.0),
         };
         assert_eq!(verdict(Some(&s), false, &client(0.35, 1), &room).limit, Limit::Software);
+    }
+
+    #[test]
+    fn both_sides_busy_names_the_server_and_says_the_generator_was_busy_too() {
+        // Server core 0 full (a burner beside it), generator core 1 full of
+        // other work while the generator itself used little.
+        let mut s = host(&[shares(50.0, 49.0), shares(90.0, 8.0)]);
+        s.process = Some(ProcessSample {
+            name: "nginx".into(),
+            processes: 1,
+            cpus: vec![0],
+            ..ProcessSample::default()
+        });
+        let g = GeneratorCores {
+            cpus: vec![1],
+            busy_percent: Some(98.0),
+        };
+        let v = verdict(Some(&s), false, &client(0.3, 1), &g);
+        assert_eq!(v.limit, Limit::ServerCpu);
+        assert!(v.client_saturated);
+        assert!(
+            v.summary.contains("the load generator's cores were also 98 % busy"),
+            "{}",
+            v.summary
+        );
     }
 
     #[test]
