@@ -844,12 +844,12 @@ pub(super) fn server_average(m: &MixResult) -> Option<&benchlab_results::resourc
 
 /// The server's CPUs the verdict judged: those of the watched process,
 /// else all.
-pub(super) fn server_cpu(a: &benchlab_results::resources::HostSample) -> benchlab_results::resources::CpuShares {
+pub(crate) fn server_cpu(a: &benchlab_results::resources::HostSample) -> benchlab_results::resources::CpuShares {
     a.cpu_of(a.process.as_ref().map(|p| p.cpus.as_slice()).unwrap_or(&[]))
 }
 
 /// The NIC that carried the most (loopback only when nothing else did).
-pub(super) fn busiest_nic(
+pub(crate) fn busiest_nic(
     a: &benchlab_results::resources::HostSample,
 ) -> Option<&benchlab_results::resources::NicSample> {
     let by = |n: &&benchlab_results::resources::NicSample| n.mbit_per_sec();

@@ -32,6 +32,7 @@ mod tables;
 mod words;
 
 use charts::charts;
+pub(crate) use charts::{busiest_nic, server_cpu};
 use comparison::comparison;
 use headline::headline;
 use resources::resources;
