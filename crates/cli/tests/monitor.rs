@@ -329,3 +329,52 @@ fn cgi_costs_more_context_switches_per_request_than_static_files() {
         "CGI {cgi:.1} context switches per request, static {stat:.1}"
     );
 }
+
+#[test]
+fn the_demo_watches_its_own_server_and_its_report_says_what_limited_each_mix() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("demo");
+    let o = run_benchlab(&["demo", "--time-scale", "0.1", "--out", out.to_str().expect("utf-8")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).expect("results.json")).expect("JSON");
+    for m in r["mixes"].as_array().expect("mixes") {
+        let host = &m["resources"]["hosts"][0];
+        assert_eq!(host["role"], "server_and_client", "mix {}", m["mix"]);
+        // The reference server's threads, not the load generator's.
+        let p = &host["average"]["process"];
+        assert_eq!(p["name"], "benchlab-serve");
+        assert_eq!(p["of_threads"], true);
+        assert!(p["threads"].as_u64().expect("threads") >= 1);
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert!(html.contains("What limited the run: server resources"));
+    assert!(html.contains(r#"id="server-cpu-0""#), "the server CPU chart");
+    // The workbook has the per-mix resources as a sheet.
+    let xlsx = std::fs::read(out.join("report.xlsx")).expect("report.xlsx");
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(xlsx)).expect("xlsx is a zip");
+    let mut book = String::new();
+    std::io::Read::read_to_string(&mut zip.by_name("xl/workbook.xml").expect("workbook.xml"), &mut book).expect("read");
+    assert!(book.contains(r#"name="Resources""#), "{book}");
+}
+
+#[test]
+fn monitor_prints_a_line_a_second_and_refuses_a_missing_pid() {
+    let me = std::process::id().to_string();
+    let o = run_benchlab(&["monitor", "--pid", &me, "--count", "2", "--interval", "200ms"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "a header and two samples:\n{text}");
+    assert!(
+        lines[0].contains("busy%") && lines[0].contains("ctxsw/s") && lines[0].contains(&me),
+        "{text}"
+    );
+    assert!(lines[1].contains(&format!("{me} (1)")), "{text}");
+    let o = run_benchlab(&["monitor", "--pid", "2147483646", "--count", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--pid 2147483646: no such process"));
+    let o = run_benchlab(&["run", "x.toml", "--monitor-pid", "1"]);
+    assert_eq!(o.status.code(), Some(2), "--monitor-pid needs --monitor-local");
+}

@@ -54,6 +54,8 @@ pub struct ProcessCounters {
     pub threads: u64,
     pub open_files: u64,
     pub cpus: Vec<u32>,
+    /// `pids` are thread ids of one process.
+    pub of_threads: bool,
 }
 
 /// Everything read at one instant.
@@ -174,6 +176,7 @@ pub fn rates(host: &str, prev: &Raw, now: &Raw) -> HostSample {
         ProcessSample {
             name: p.name.clone(),
             processes: p.pids.len() as u32,
+            of_threads: p.of_threads,
             cpu_user: round(user / span, 4),
             cpu_system: round(system / span, 4),
             threads: p.threads,

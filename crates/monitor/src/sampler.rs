@@ -189,6 +189,7 @@ fn processes(name: &str, pids: impl Iterator<Item = i32>, ticks: f64) -> Process
 fn threads(pid: i32, name: &str, ticks: f64) -> ProcessCounters {
     let mut c = ProcessCounters {
         name: name.to_string(),
+        of_threads: true,
         ..ProcessCounters::default()
     };
     let Ok(p) = procfs::process::Process::new(pid) else {

@@ -169,8 +169,13 @@ impl DiskSample {
 pub struct ProcessSample {
     /// The name or PID asked for (`--process-name`, `--pid`).
     pub name: String,
-    /// Processes found (0: none ran this second).
+    /// Processes found (0: none ran this second); threads, for a watch of
+    /// a process's threads (`of_threads`).
     pub processes: u32,
+    /// The watch is of some threads of one process (a server running
+    /// inside benchlab's own process), not of whole processes.
+    #[serde(default)]
+    pub of_threads: bool,
     /// CPU seconds per second in user mode (1.0 = one core all second).
     pub cpu_user: f64,
     /// CPU seconds per second in the kernel on its behalf.
@@ -302,6 +307,7 @@ impl HostSample {
             ProcessSample {
                 name: p.name.clone(),
                 processes: procs.iter().map(|p| p.processes).max().unwrap_or(0),
+                of_threads: p.of_threads,
                 cpu_user: of(&|p| p.cpu_user),
                 cpu_system: of(&|p| p.cpu_system),
                 threads: of(&|p| p.threads as f64).round() as u64,
@@ -370,6 +376,9 @@ pub enum Limit {
     Client,
     /// The server's CPUs were busy.
     ServerCpu,
+    /// One box: the server and the load generator ran on the same cores
+    /// and those were saturated — either may have set the figures.
+    SharedCores,
     /// A NIC of the server ran near its link speed.
     Network,
     /// A disk of the server was busy nearly all the time.
@@ -480,7 +489,12 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
             "{} ({} {}): {} % of a core in user, {} % in system, {} threads, {} open files",
             p.name,
             p.processes,
-            if p.processes == 1 { "process" } else { "processes" },
+            match (p.of_threads, p.processes == 1) {
+                (true, true) => "thread",
+                (true, false) => "threads",
+                (false, true) => "process",
+                (false, false) => "processes",
+            },
             pct(p.cpu_user * 100.0),
             pct(p.cpu_system * 100.0),
             p.threads,
@@ -490,7 +504,7 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
     if s.listen_overflows_per_sec > 0.0 {
         evidence.push(format!(
             "listen queue overflowed {} times a second: connections waited or were dropped",
-            benchlab_format::rate(s.listen_overflows_per_sec)
+            benchlab_format::fixed(s.listen_overflows_per_sec, 1)
         ));
     }
     let mut nic_full: Option<String> = None;
@@ -511,7 +525,7 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
             None if nic.mbit_per_sec() >= 1.0 => evidence.push(format!(
                 "NIC {} carried {} Mbit/s (link speed unknown)",
                 nic.name,
-                benchlab_format::rate(nic.mbit_per_sec())
+                benchlab_format::mbit_per_sec(nic.mbit_per_sec())
             )),
             None => {}
         }
@@ -522,7 +536,7 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
             "disk {} {} % busy, {} operations/s",
             d.name,
             pct(d.busy_percent),
-            benchlab_format::rate(d.ops_per_sec())
+            benchlab_format::fixed(d.ops_per_sec(), 0)
         );
         if d.busy_percent > SATURATED_PERCENT && disk_full.is_none() {
             disk_full = Some(words.clone());
@@ -547,6 +561,15 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
             w.push_str("; client and server share the cores");
         }
         (Limit::Client, w)
+    } else if server_busy && client_saturated && one_box && overlap(&server_cpus, &generator.cpus) {
+        (
+            Limit::SharedCores,
+            format!(
+                "client and server share the cores, {} % busy: either may have set the figures ({cpu_words}); run the \
+                 load from another machine",
+                pct(cores_busy.max(cpu.busy()))
+            ),
+        )
     } else if server_busy {
         let mut w = format!("CPU-bound: {cpu_words}");
         if client_saturated {
@@ -572,6 +595,11 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
         evidence,
         client_saturated,
     }
+}
+
+/// Whether two CPU lists share a CPU (an empty list is every CPU).
+fn overlap(a: &[u32], b: &[u32]) -> bool {
+    a.is_empty() || b.is_empty() || a.iter().any(|c| b.contains(c))
 }
 
 fn client_summary(busy: f64) -> String {
@@ -738,6 +766,33 @@ mod tests {
             "{}",
             v.summary
         );
+    }
+
+    #[test]
+    fn one_box_with_its_cores_full_says_they_are_shared() {
+        let s = host(&[shares(60.0, 39.0), shares(60.0, 39.0)]);
+        let g = GeneratorCores {
+            cpus: vec![],
+            busy_percent: Some(99.0),
+        };
+        let v = verdict(Some(&s), true, &client(0.3, 2), &g);
+        assert_eq!(v.limit, Limit::SharedCores);
+        assert!(
+            v.summary.starts_with("client and server share the cores, 99 % busy"),
+            "{}",
+            v.summary
+        );
+        // Pinned apart on one box, a full server core is the server's.
+        let mut s = host(&[shares(60.0, 39.0), shares(60.0, 39.0)]);
+        s.process = Some(ProcessSample {
+            cpus: vec![0],
+            ..ProcessSample::default()
+        });
+        let g = GeneratorCores {
+            cpus: vec![1],
+            busy_percent: Some(99.0),
+        };
+        assert_eq!(verdict(Some(&s), true, &client(0.3, 1), &g).limit, Limit::ServerCpu);
     }
 
     #[test]
