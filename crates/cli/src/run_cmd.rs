@@ -91,7 +91,7 @@ pub struct RunArgs {
     peak_start_threads: Option<u32>,
 
     #[command(flatten)]
-    monitor: crate::monitor_cmd::MonitorArgs,
+    monitor: Box<crate::monitor_cmd::MonitorArgs>,
 
     #[command(flatten)]
     web: WebArgs,

@@ -811,31 +811,6 @@ fn percentile_label(q: f64) -> String {
     format!("{s} %")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quantiles_stop_where_the_count_runs_out() {
-        let q = curve_quantiles(1_000);
-        assert_eq!(q.first(), Some(&0.0));
-        assert_eq!(q.len(), 31, "up to 99.9 % for 1,000 values: {q:?}");
-        assert!((q[30] - 0.999).abs() < 1e-12);
-        assert_eq!(curve_quantiles(10_000_000).len(), 51);
-        // data-x round-trips: the browser test parses it back.
-        for v in curve_quantiles(1 << 30) {
-            assert_eq!(v.to_string().parse::<f64>().ok(), Some(v));
-        }
-    }
-
-    #[test]
-    fn percentile_labels() {
-        assert_eq!(percentile_label(0.0), "0 %");
-        assert_eq!(percentile_label(0.9), "90 %");
-        assert_eq!(percentile_label(1.0 - 1e-3), "99.9 %");
-    }
-}
-
 /// The server host's average over a mix (the first monitored host), if
 /// the mix was monitored.
 pub(super) fn server_average(m: &MixResult) -> Option<&benchlab_results::resources::HostSample> {
@@ -1016,4 +991,29 @@ fn resource_charts(runs: &[Run], phase: &str, pi: usize, axis: LoadAxis) -> Vec<
         .render(),
     );
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_stop_where_the_count_runs_out() {
+        let q = curve_quantiles(1_000);
+        assert_eq!(q.first(), Some(&0.0));
+        assert_eq!(q.len(), 31, "up to 99.9 % for 1,000 values: {q:?}");
+        assert!((q[30] - 0.999).abs() < 1e-12);
+        assert_eq!(curve_quantiles(10_000_000).len(), 51);
+        // data-x round-trips: the browser test parses it back.
+        for v in curve_quantiles(1 << 30) {
+            assert_eq!(v.to_string().parse::<f64>().ok(), Some(v));
+        }
+    }
+
+    #[test]
+    fn percentile_labels() {
+        assert_eq!(percentile_label(0.0), "0 %");
+        assert_eq!(percentile_label(0.9), "90 %");
+        assert_eq!(percentile_label(1.0 - 1e-3), "99.9 %");
+    }
 }
