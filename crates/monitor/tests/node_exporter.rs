@@ -62,7 +62,7 @@ fn page(step: f64) -> String {
 #[test]
 fn a_canned_metrics_page_gives_the_figures_of_its_counters() {
     let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
-    let port = server.server_addr().to_ip().expect("ip").port();
+    let port = server.server_addr().to_ip().expect("an IP address").port();
     let served = Arc::new(AtomicUsize::new(0));
     let (s, n) = (server.clone(), served.clone());
     let t = std::thread::spawn(move || {
