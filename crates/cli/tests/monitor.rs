@@ -182,6 +182,17 @@ fn monitored_nginx_cpu_agrees_with_proc_stat_and_the_run_stores_it() {
     //    seconds (schema-valid), the process's averages and a verdict.
     let s = suite(dir.path(), &nginx.url(""), &[("static", "/4k.html", 4096)], 4);
     let r = run(dir.path(), &s, &["--monitor-local", "--monitor-pid", &pid.to_string()]);
+    let schema: Value = serde_json::from_str(include_str!("../../../docs/results.schema.json")).expect("schema");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&r)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "results.json does not match the schema:\n{}",
+        errors.join("\n")
+    );
     let mix = &r["mixes"][0];
     let host = &mix["resources"]["hosts"][0];
     assert_eq!(host["role"], "server_and_client", "a loopback target is one box");

@@ -164,24 +164,29 @@ fn processes(name: &str, pids: impl Iterator<Item = i32>, ticks: f64) -> Process
             continue;
         };
         let Ok(stat) = p.stat() else { continue };
-        let status = p.status().ok();
-        let ctx = status.as_ref().map_or(0, |s| {
-            s.voluntary_ctxt_switches.unwrap_or(0) + s.nonvoluntary_ctxt_switches.unwrap_or(0)
-        });
-        for (a, b) in status
-            .as_ref()
-            .and_then(|s| s.cpus_allowed_list.clone())
-            .unwrap_or_default()
-        {
-            cpus.extend(a..=b.min(a + 4096));
-        }
-        c.pids
-            .insert(pid, (stat.utime as f64 / ticks, stat.stime as f64 / ticks, ctx as f64));
+        c.pids.insert(pid, task(&stat, p.status().ok(), ticks, &mut cpus));
         c.threads += stat.num_threads.max(0) as u64;
         c.open_files += p.fd_count().unwrap_or(0) as u64;
     }
     c.cpus = cpus.into_iter().collect();
     c
+}
+
+/// One task's (a process's or a thread's) CPU seconds and context
+/// switches; adds the CPUs it may run on to `cpus`.
+fn task(
+    stat: &procfs::process::Stat,
+    status: Option<procfs::process::Status>,
+    ticks: f64,
+    cpus: &mut std::collections::BTreeSet<u32>,
+) -> (f64, f64, f64) {
+    let ctx = status.as_ref().map_or(0, |s| {
+        s.voluntary_ctxt_switches.unwrap_or(0) + s.nonvoluntary_ctxt_switches.unwrap_or(0)
+    });
+    for (a, b) in status.and_then(|s| s.cpus_allowed_list).unwrap_or_default() {
+        cpus.extend(a..=b.min(a + 4096));
+    }
+    (stat.utime as f64 / ticks, stat.stime as f64 / ticks, ctx as f64)
 }
 
 /// The counters of the threads of `pid` named `name`, keyed by thread id;
@@ -201,21 +206,7 @@ fn threads(pid: i32, name: &str, ticks: f64) -> ProcessCounters {
         if stat.comm != name {
             continue;
         }
-        let status = t.status().ok();
-        let ctx = status.as_ref().map_or(0, |s| {
-            s.voluntary_ctxt_switches.unwrap_or(0) + s.nonvoluntary_ctxt_switches.unwrap_or(0)
-        });
-        for (a, b) in status
-            .as_ref()
-            .and_then(|s| s.cpus_allowed_list.clone())
-            .unwrap_or_default()
-        {
-            cpus.extend(a..=b.min(a + 4096));
-        }
-        c.pids.insert(
-            t.tid,
-            (stat.utime as f64 / ticks, stat.stime as f64 / ticks, ctx as f64),
-        );
+        c.pids.insert(t.tid, task(&stat, t.status().ok(), ticks, &mut cpus));
         c.threads += 1;
     }
     c.open_files = p.fd_count().unwrap_or(0) as u64;
@@ -277,6 +268,37 @@ mod tests {
         let netstat = "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 17 19\nIpExt: A\nIpExt: 1\n";
         assert_eq!(listen_counters(netstat), Some((17.0, 19.0)));
         assert_eq!(listen_counters("IpExt: A\nIpExt: 1\n"), None);
+    }
+
+    #[test]
+    fn watches_processes_by_name_and_threads_by_name() {
+        let comm = std::fs::read_to_string("/proc/self/comm").expect("comm");
+        let mut s = Sampler::new("here", Watch::Name(comm.trim().to_string())).expect("/proc");
+        let p = s.sample().expect("sample").process.expect("watched");
+        assert!(p.processes >= 1 && !p.of_threads, "{p:?}");
+        // A thread of this process by its name, spinning: its CPU only.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let st = stop.clone();
+        let spin = std::thread::Builder::new()
+            .name("mon-test-spin".into())
+            .spawn(move || {
+                let mut x = 0u64;
+                while !st.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            })
+            .expect("spawn");
+        let watch = Watch::Threads {
+            pid: std::process::id() as i32,
+            name: "mon-test-spin".into(),
+        };
+        let mut s = Sampler::new("here", watch).expect("/proc");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let p = s.sample().expect("sample").process.expect("watched");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spin.join().expect("join");
+        assert_eq!((p.processes, p.threads, p.of_threads), (1, 1, true), "{p:?}");
+        assert!(p.cpu_user + p.cpu_system > 0.0, "the spinning thread used CPU: {p:?}");
     }
 
     #[test]
