@@ -1835,6 +1835,75 @@ mod fake_clients {
     }
 
     #[test]
+    fn a_mix_keeps_its_windows_monitored_seconds_and_the_clients_own_load() {
+        let loaded = |n: u32, cpu_us: u64, lag_us: u64| {
+            let mut s = second(n, &[100; 10], 0);
+            s.load = benchlab_engine::LoopLoad {
+                cpu_user_us: cpu_us,
+                cpu_system_us: cpu_us / 2,
+                loop_lag_max_us: lag_us,
+            };
+            s
+        };
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| loaded(n, 1000, 10 * u64::from(n))).collect()),
+                Script::runs((0..4).map(|n| loaded(n, 3000, 5)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("runs");
+        // The clients' own CPU adds up per second, the lag is the worst.
+        let cpu: Vec<(f64, f64, u64)> = r
+            .per_second
+            .iter()
+            .map(|s| (s.client_cpu_user_s, s.client_cpu_system_s, s.loop_lag_max_us))
+            .collect();
+        assert_eq!(
+            cpu,
+            [
+                (0.004, 0.002, 5),
+                (0.004, 0.002, 10),
+                (0.004, 0.002, 20),
+                (0.004, 0.002, 30)
+            ]
+        );
+        assert_eq!(r.client_data[0].loop_lag_max_us, 30);
+        assert_eq!(r.client_data[0].seconds.len(), 4);
+        assert_eq!(r.client_data[1].seconds[0].cpu_user_s, 0.003);
+
+        // A host sampled every second; the window (2 s, from `from`) keeps
+        // the two samples stamped half a second or more inside it.
+        let store = Arc::new(benchlab_monitor::SampleStore::new("srv", "test"));
+        let base_ms = 1_000_000u64;
+        for k in 0..6u64 {
+            store.push(HostSample {
+                host: "srv".into(),
+                unix_ms: base_ms + k * 1000 + 20,
+                interval_s: 1.0,
+                context_switches_per_sec: 100.0 * (k + 1) as f64,
+                ..HostSample::default()
+            });
+        }
+        let from = UNIX_EPOCH + Duration::from_millis(base_ms);
+        let monitors: Vec<Arc<dyn MonitorSource>> = vec![store];
+        let res = mix_resources(&monitors, from, &r, true, &GeneratorCores::default());
+        let h = &res.hosts[0];
+        assert_eq!(
+            h.seconds.iter().map(|s| s.unix_ms).collect::<Vec<_>>(),
+            [base_ms + 1020, base_ms + 2020]
+        );
+        assert_eq!(h.role, HostRole::ServerAndClient);
+        let avg = h.average.as_ref().expect("an average");
+        assert_eq!(avg.context_switches_per_sec, 250.0);
+        // 250 a second over the 2 s window, 40 requests in it.
+        assert_eq!(r.window_s, 2.0);
+        assert_eq!(r.figures.requests, 40);
+        assert_eq!(h.context_switches_per_request, Some(12.5));
+        assert_eq!(res.verdict.limit, Limit::Software);
+    }
+
+    #[test]
     fn a_client_lost_mid_mix_keeps_its_number_and_its_figures_apart() {
         let pool = FakePool {
             scripts: vec![

@@ -35,7 +35,12 @@ pub struct CpuShares {
 impl CpuShares {
     /// Busy: everything but idle and iowait (a CPU waiting for a disk could
     /// run something else).
+    /// 0 when no time was measured (all shares zero), not 100.
     pub fn busy(&self) -> f64 {
+        let measured = self.user + self.system + self.iowait + self.irq + self.softirq + self.steal + self.idle;
+        if measured <= 0.0 {
+            return 0.0;
+        }
         (100.0 - self.idle - self.iowait).clamp(0.0, 100.0)
     }
 
