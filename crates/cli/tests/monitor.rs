@@ -389,3 +389,54 @@ fn monitor_prints_a_line_a_second_and_refuses_a_missing_pid() {
     let o = run_benchlab(&["run", "x.toml", "--monitor-pid", "1"]);
     assert_eq!(o.status.code(), Some(2), "--monitor-pid needs --monitor-local");
 }
+
+#[test]
+fn run_reads_a_node_exporter_instead() {
+    let _one = one_at_a_time();
+    // A node_exporter whose counters move by the same step at every fetch:
+    // one CPU 75 % user, 5 % system; 4 MB sent by eth0 (a 100 Mbit/s link).
+    let exporter = std::sync::Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
+    let port = exporter.server_addr().to_ip().expect("an IP address").port();
+    let served = exporter.clone();
+    std::thread::spawn(move || {
+        let mut step = 0.0f64;
+        while let Ok(req) = served.recv() {
+            step += 1.0;
+            let page = format!(
+                "node_cpu_seconds_total{{cpu=\"0\",mode=\"user\"}} {}\n\
+                 node_cpu_seconds_total{{cpu=\"0\",mode=\"system\"}} {}\n\
+                 node_cpu_seconds_total{{cpu=\"0\",mode=\"idle\"}} {}\n\
+                 node_network_transmit_bytes_total{{device=\"eth0\"}} {}\n\
+                 node_network_receive_bytes_total{{device=\"eth0\"}} 0\n\
+                 node_network_speed_bytes{{device=\"eth0\"}} 12500000\n",
+                0.75 * step,
+                0.05 * step,
+                0.2 * step,
+                4e6 * step
+            );
+            let _ = req.respond(tiny_http::Response::from_string(page));
+        }
+    });
+    let nginx = Nginx::start(NginxOpts::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = suite(dir.path(), &nginx.url(""), &[("static", "/4k.html", 4096)], 2);
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let r = run(dir.path(), &s, &["--node-exporter", &url]);
+    let host = &r["mixes"][0]["resources"]["hosts"][0];
+    assert_eq!(host["host"], "127.0.0.1");
+    assert_eq!(host["source"], format!("node_exporter {url}"));
+    let avg = &host["average"];
+    // Shares are ratios of the counters' steps, whatever the fetches' timing.
+    assert_eq!(avg["cpu"]["user"], 75.0);
+    assert_eq!(avg["cpu"]["system"], 5.0);
+    assert_eq!(avg["nics"][0]["name"], "eth0");
+    assert_eq!(avg["nics"][0]["speed_mbit"], 100);
+    assert!(avg["process"].is_null(), "node_exporter has no process figures");
+    let evidence = r["mixes"][0]["resources"]["verdict"]["evidence"].to_string();
+    assert!(
+        evidence.contains("server CPU 80 % busy, 5 % in system time"),
+        "{evidence}"
+    );
+    assert!(evidence.contains("NIC eth0 at "), "{evidence}");
+    exporter.unblock();
+}
