@@ -174,8 +174,13 @@ fn header(s: &HostSample) -> String {
     );
     if let Some(p) = &s.process {
         h.push_str(&format!(
-            "  {} ({}): {:>5} {:>5} {:>4} {:>5}",
-            p.name, "procs", "usr%", "sys%", "thr", "files"
+            " | {}: {:>5} {:>5} {:>5} {:>5} {:>6}",
+            p.name,
+            if p.of_threads { "thrds" } else { "procs" },
+            "usr%",
+            "sys%",
+            "thr",
+            "files"
         ));
     }
     h
@@ -203,14 +208,16 @@ fn line(s: &HostSample) -> String {
         s.memory.used_bytes / 1_000_000
     );
     if let Some(p) = &s.process {
+        // Under the header's columns: the name's width, then the figures.
         l.push_str(&format!(
-            "  {} ({}): {:>5.1} {:>5.1} {:>4} {:>5}",
-            p.name,
+            " | {:w$}  {:>5} {:>5.1} {:>5.1} {:>5} {:>6}",
+            "",
             p.processes,
             p.cpu_user * 100.0,
             p.cpu_system * 100.0,
             p.threads,
-            p.open_files
+            p.open_files,
+            w = p.name.chars().count()
         ));
     }
     l

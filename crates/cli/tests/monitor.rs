@@ -382,7 +382,15 @@ fn monitor_prints_a_line_a_second_and_refuses_a_missing_pid() {
         lines[0].contains("busy%") && lines[0].contains("ctxsw/s") && lines[0].contains(&me),
         "{text}"
     );
-    assert!(lines[1].contains(&format!("{me} (1)")), "{text}");
+    // The process columns: one process, its threads and open files.
+    let cols: Vec<&str> = lines[1]
+        .split('|')
+        .nth(1)
+        .expect("process columns")
+        .split_whitespace()
+        .collect();
+    assert_eq!(cols.len(), 5, "{text}");
+    assert_eq!(cols[0], "1", "{text}");
     let o = run_benchlab(&["monitor", "--pid", "2147483646", "--count", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--pid 2147483646: no such process"));
