@@ -138,10 +138,11 @@ fn read(watch: &Watch, ticks: f64) -> Result<Raw, MonitorError> {
         Watch::Nothing => None,
         Watch::Pid(pid) => Some(processes(&pid.to_string(), [*pid].into_iter(), ticks)),
         Watch::Name(name) => {
+            let comm = comm_of(name);
             let pids: Vec<i32> = procfs::process::all_processes()
                 .map_err(|e| MonitorError::proc("/proc", e))?
                 .filter_map(Result::ok)
-                .filter(|p| p.stat().is_ok_and(|s| &s.comm == name))
+                .filter(|p| p.stat().is_ok_and(|s| s.comm == comm))
                 .map(|p| p.pid)
                 .collect();
             Some(processes(name, pids.into_iter(), ticks))
@@ -214,6 +215,20 @@ fn threads(pid: i32, name: &str, ticks: f64) -> ProcessCounters {
     c
 }
 
+/// A process name as the kernel keeps it (`comm`): its first 15 bytes
+/// (TASK_COMM_LEN), cut at a character boundary, so that a longer name
+/// asked for still matches.
+fn comm_of(name: &str) -> String {
+    let mut end = 0;
+    for (i, c) in name.char_indices() {
+        if i + c.len_utf8() > 15 {
+            break;
+        }
+        end = i + c.len_utf8();
+    }
+    name[..end].to_string()
+}
+
 /// Block devices that are whole disks (listed in /sys/block), not their
 /// partitions, nor loop or RAM devices (not disks a server reads).
 fn is_whole_disk(name: &str) -> bool {
@@ -260,6 +275,13 @@ fn listen_counters(netstat: &str) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_names_match_as_the_kernel_keeps_them() {
+        assert_eq!(comm_of("nginx"), "nginx");
+        assert_eq!(comm_of("a-very-long-process-name"), "a-very-long-pro");
+        assert_eq!(comm_of("ééééééééé"), "ééééééé");
+    }
 
     #[test]
     fn parses_the_lines_procfs_leaves_out() {
