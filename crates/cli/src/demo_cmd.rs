@@ -29,6 +29,11 @@ pub struct DemoArgs {
     /// Worker threads of the reference server (the rest of the cores load it).
     #[arg(long, default_value_t = 1, value_name = "N")]
     server_workers: usize,
+    /// Do not sample this machine during the demo (by default the demo
+    /// watches its host and its reference server's threads, and the
+    /// report says what limited each mix).
+    #[arg(long)]
+    no_monitor: bool,
     #[command(flatten)]
     web: crate::live::WebArgs,
 }
@@ -80,8 +85,22 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("results/demo-{}", stamp())));
+    // The reference server runs in this process: watch its threads
+    // (`benchlab-serve`), not the load generator's.
+    let mut monitors = crate::monitor_cmd::Monitors::default();
+    if !a.no_monitor {
+        let watch = benchlab_monitor::Watch::Threads {
+            pid: std::process::id() as i32,
+            name: "benchlab-serve".into(),
+        };
+        match benchlab_monitor::LocalMonitor::this_machine(watch, std::time::Duration::from_secs(1)) {
+            Ok(m) => monitors.add(m),
+            Err(e) => eprintln!("demo: cannot monitor this machine ({e}); running without"),
+        }
+    }
     let opts = RunOptions {
         out: out.clone(),
+        monitors: monitors.sources.clone(),
         filesets: BTreeMap::from([("demo".to_string(), fileset.clone())]),
         os_threads_per_client: None,
         preflight: true,

@@ -10,6 +10,7 @@ mod http;
 mod kube_cmd;
 mod lab_cmd;
 mod live;
+mod monitor_cmd;
 mod output;
 mod report_cmd;
 mod reproduce_cmd;
@@ -53,6 +54,9 @@ enum Command {
     /// Run one of the seeds' experiments end to end (keepalive, cpus) on a
     /// lab server and write one side-by-side report; --list describes them.
     Reproduce(reproduce_cmd::ReproduceArgs),
+    /// Sample this machine every second (CPU per core, context switches,
+    /// NICs, disks, memory, a server process) and print a line per sample.
+    Monitor(monitor_cmd::MonitorCmdArgs),
     /// Make workload files (from a real server's access log).
     Workload(workload_cmd::WorkloadArgs),
     /// Write report.html (charts, analysis, summary and client data reports,
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
         Command::Workload(a) => workload_cmd::run(a),
         Command::Lab(a) => lab_cmd::run(a),
         Command::Agent(a) => agent_cmd::run(a),
+        Command::Monitor(a) => monitor_cmd::run(a),
         Command::Reproduce(a) => reproduce_cmd::run(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => report_cmd::compare(a),

@@ -91,6 +91,9 @@ pub struct RunArgs {
     peak_start_threads: Option<u32>,
 
     #[command(flatten)]
+    monitor: Box<crate::monitor_cmd::MonitorArgs>,
+
+    #[command(flatten)]
     web: WebArgs,
     #[command(flatten)]
     agents: crate::agent_cmd::AgentRunArgs,
@@ -722,9 +725,14 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     if a.cold_cache {
         check_cold_cache()?;
     }
+    let client_cpus = pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, opts.server.as_ref())?;
+    // Started after the pinning, so the sampling thread stays off the
+    // server's cores as the generator does.
+    let monitors = a.monitor.start()?;
     let opts = RunOptions {
         cold_cache: a.cold_cache,
-        client_cpus: pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, opts.server.as_ref())?,
+        client_cpus,
+        monitors: monitors.sources.clone(),
         ..opts
     };
     // Remote clients: every agent registered before the first request.

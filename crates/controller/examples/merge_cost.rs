@@ -79,6 +79,7 @@ impl ClientDriver for Client {
             conn: ConnCounters::default(),
             latency: LatencySummary::default(),
             histogram: Some(h),
+            load: Default::default(),
         };
         self.next += 1;
         Some(s)

@@ -13,6 +13,8 @@ use benchlab_engine::{
     Expect, Load, OpenLoop, Second, Stats, Stop, Target, TlsOptions, UrlPlan,
 };
 use benchlab_model::{ClassKind, Mix, Suite, Validate};
+use benchlab_monitor::MonitorSource;
+use benchlab_results::resources::*;
 use benchlab_results::*;
 use benchlab_rng::SplitMix64;
 use hdrhistogram::Histogram;
@@ -78,6 +80,10 @@ pub struct RunOptions {
     /// Drop the page cache before each mix (`--cold-cache`, root only): the
     /// server then reads its files from the disk, as after a reboot.
     pub cold_cache: bool,
+    /// Monitored hosts (`--monitor-local`, `--node-exporter`, remote
+    /// monitors): each mix stores their seconds of its window, and the
+    /// first one is taken as the server's host for the mix's verdict.
+    pub monitors: Vec<Arc<dyn MonitorSource>>,
 }
 
 impl Default for RunOptions {
@@ -95,6 +101,7 @@ impl Default for RunOptions {
             client_cpus: Vec::new(),
             server: None,
             cold_cache: false,
+            monitors: Vec::new(),
         }
     }
 }
@@ -802,6 +809,29 @@ fn run_mix(
     let co_located = phase.urls.iter().any(|u| is_loopback(&u.target));
     let mut result = mix_result(mix, phase_name, phase, &plans, &driven);
     result.client_cpu = generator_cpu(&reports, controller_cpu, cores).with_machine(machine_busy, co_located);
+    if !opts.monitors.is_empty() {
+        let generator = GeneratorCores {
+            cpus: opts.client_cpus.iter().map(|&c| c as u32).collect(),
+            busy_percent: machine_busy.map(|b| b * 100.0),
+        };
+        let from = start_at + mix.window().0;
+        let resources = mix_resources(&opts.monitors, from, &result, co_located, &generator);
+        for h in &resources.hosts {
+            if h.seconds.is_empty() {
+                observer.note(&format!(
+                    "mix {}: no sample of {} ({}) inside the window",
+                    mix.number, h.host, h.source
+                ));
+            }
+        }
+        for m in opts.monitors.iter() {
+            if let Some(e) = m.error() {
+                observer.note(&format!("mix {}: monitoring {}: {e}", mix.number, m.host()));
+            }
+        }
+        observer.note(&format!("mix {}: {}", mix.number, resources.verdict.summary));
+        result.resources = Some(resources);
+    }
     // A mix of connection kinds: show the shares it got.
     let kinds: Vec<String> = benchlab_engine::ConnectionKind::ALL
         .iter()
@@ -827,6 +857,61 @@ fn run_mix(
         observer.note(&format!("warning: mix {}: {w}", mix.number));
     }
     Ok(result)
+}
+
+/// The monitored hosts' seconds of a mix's window (from `from`, the wall
+/// clock of its start, for the window measured) and the verdict on what
+/// limited the mix. A sample covers the second before its time stamp, so
+/// the window's seconds are those stamped from half a second after its
+/// start to half a second after its end; the call waits (at most 2.5 s)
+/// for the sample that closes the window.
+fn mix_resources(
+    monitors: &[Arc<dyn MonitorSource>],
+    from: SystemTime,
+    result: &MixResult,
+    one_box: bool,
+    generator: &GeneratorCores,
+) -> MixResources {
+    let to = from + Duration::from_secs_f64(result.window_s.max(0.0));
+    let half = Duration::from_millis(500);
+    let done = result.figures.requests + result.figures.errors_total;
+    let hosts: Vec<HostResources> = monitors
+        .iter()
+        .map(|m| {
+            let waited = std::time::Instant::now();
+            while m.window(to, to + Duration::from_secs(3600)).is_empty()
+                && m.error().is_none()
+                && waited.elapsed() < Duration::from_millis(2500)
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let seconds = m.window(from + half, to + half);
+            let average = HostSample::mean(&seconds);
+            let context_switches_per_request = average
+                .as_ref()
+                .filter(|_| done > 0 && result.window_s > 0.0)
+                .map(|a| round(a.context_switches_per_sec * result.window_s / done as f64, 3));
+            HostResources {
+                host: m.host(),
+                role: if one_box {
+                    HostRole::ServerAndClient
+                } else {
+                    HostRole::Server
+                },
+                source: m.source(),
+                seconds,
+                average,
+                context_switches_per_request,
+            }
+        })
+        .collect();
+    let verdict = verdict(
+        hosts.first().and_then(|h| h.average.as_ref()),
+        one_box,
+        &result.client_cpu,
+        generator,
+    );
+    MixResources { hosts, verdict }
 }
 
 /// Every client's plan for `mix`, in client-number order: its random
@@ -996,6 +1081,8 @@ struct Merging {
     /// From a client that sent only its summary: the slowest one's.
     summary_p50: u64,
     summary_p99: u64,
+    /// The clients' own CPU and worst loop lag.
+    load: benchlab_engine::LoopLoad,
 }
 
 impl SecondMerger {
@@ -1016,6 +1103,7 @@ impl SecondMerger {
         m.errors += s.counters.errors_total();
         m.bytes += s.counters.bytes;
         m.conn += s.conn.connections_opened;
+        m.load.add(&s.load);
         match (s.histogram, &mut m.latency) {
             (Some(h), None) => m.latency = Some(h),
             // Histograms of the engine's bounds add without loss.
@@ -1063,6 +1151,9 @@ impl SecondMerger {
                 connections_opened: m.conn,
                 latency_p50_us: q(0.50).max(m.summary_p50),
                 latency_p99_us: q(0.99).max(m.summary_p99),
+                client_cpu_user_s: round(m.load.cpu_user_us as f64 / 1e6, 4),
+                client_cpu_system_s: round(m.load.cpu_system_us as f64 / 1e6, 4),
+                loop_lag_max_us: m.load.loop_lag_max_us,
             });
         }
         &self.done[from..]
@@ -1211,6 +1302,8 @@ fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPla
                     taken_out: true,
                     lost: Some(why.clone()),
                     cpu_s: 0.0,
+                    loop_lag_max_us: 0,
+                    seconds: Vec::new(),
                 });
                 continue;
             }
@@ -1232,6 +1325,17 @@ fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPla
             taken_out,
             lost: None,
             cpu_s: round((r.cpu_user + r.cpu_system).as_secs_f64(), 3),
+            loop_lag_max_us: r.seconds.iter().map(|s| s.load.loop_lag_max_us).max().unwrap_or(0),
+            seconds: r
+                .seconds
+                .iter()
+                .map(|s| ClientSecond {
+                    second: s.second + 1,
+                    cpu_user_s: round(s.load.cpu_user_us as f64 / 1e6, 4),
+                    cpu_system_s: round(s.load.cpu_system_us as f64 / 1e6, 4),
+                    loop_lag_max_us: s.load.loop_lag_max_us,
+                })
+                .collect(),
         });
     }
     let total: ClassStats = merged.total();
@@ -1324,6 +1428,7 @@ fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPla
         open_loop,
         search: None,
         repeats: None,
+        resources: None,
     }
 }
 
@@ -1463,6 +1568,7 @@ mod fake_clients {
             conn,
             latency: LatencySummary::of(&h),
             histogram: Some(h),
+            load: Default::default(),
         }
     }
 
@@ -1746,6 +1852,75 @@ mod fake_clients {
         let got: Vec<(u32, u64)> = m.release().iter().map(|s| (s.second, s.requests)).collect();
         assert_eq!(got, [(2, 1)], "a finished client holds back no second");
         assert!(m.release().is_empty(), "each second is handed out once");
+    }
+
+    #[test]
+    fn a_mix_keeps_its_windows_monitored_seconds_and_the_clients_own_load() {
+        let loaded = |n: u32, cpu_us: u64, lag_us: u64| {
+            let mut s = second(n, &[100; 10], 0);
+            s.load = benchlab_engine::LoopLoad {
+                cpu_user_us: cpu_us,
+                cpu_system_us: cpu_us / 2,
+                loop_lag_max_us: lag_us,
+            };
+            s
+        };
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| loaded(n, 1000, 10 * u64::from(n))).collect()),
+                Script::runs((0..4).map(|n| loaded(n, 3000, 5)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("runs");
+        // The clients' own CPU adds up per second, the lag is the worst.
+        let cpu: Vec<(f64, f64, u64)> = r
+            .per_second
+            .iter()
+            .map(|s| (s.client_cpu_user_s, s.client_cpu_system_s, s.loop_lag_max_us))
+            .collect();
+        assert_eq!(
+            cpu,
+            [
+                (0.004, 0.002, 5),
+                (0.004, 0.002, 10),
+                (0.004, 0.002, 20),
+                (0.004, 0.002, 30)
+            ]
+        );
+        assert_eq!(r.client_data[0].loop_lag_max_us, 30);
+        assert_eq!(r.client_data[0].seconds.len(), 4);
+        assert_eq!(r.client_data[1].seconds[0].cpu_user_s, 0.003);
+
+        // A host sampled every second; the window (2 s, from `from`) keeps
+        // the two samples stamped half a second or more inside it.
+        let store = Arc::new(benchlab_monitor::SampleStore::new("srv", "test"));
+        let base_ms = 1_000_000u64;
+        for k in 0..6u64 {
+            store.push(HostSample {
+                host: "srv".into(),
+                unix_ms: base_ms + k * 1000 + 20,
+                interval_s: 1.0,
+                context_switches_per_sec: 100.0 * (k + 1) as f64,
+                ..HostSample::default()
+            });
+        }
+        let from = UNIX_EPOCH + Duration::from_millis(base_ms);
+        let monitors: Vec<Arc<dyn MonitorSource>> = vec![store];
+        let res = mix_resources(&monitors, from, &r, true, &GeneratorCores::default());
+        let h = &res.hosts[0];
+        assert_eq!(
+            h.seconds.iter().map(|s| s.unix_ms).collect::<Vec<_>>(),
+            [base_ms + 1020, base_ms + 2020]
+        );
+        assert_eq!(h.role, HostRole::ServerAndClient);
+        let avg = h.average.as_ref().expect("an average");
+        assert_eq!(avg.context_switches_per_sec, 250.0);
+        // 250 a second over the 2 s window, 40 requests in it.
+        assert_eq!(r.window_s, 2.0);
+        assert_eq!(r.figures.requests, 40);
+        assert_eq!(h.context_switches_per_request, Some(12.5));
+        assert_eq!(res.verdict.limit, Limit::Software);
     }
 
     #[test]

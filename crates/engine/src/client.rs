@@ -7,7 +7,7 @@
 //! per-second summaries, and the final merged statistics.
 
 use crate::plan::{ClientPlan, PlanError};
-use crate::stats::{ConnCounters, Counters, LatencySummary, Snapshot, Stats};
+use crate::stats::{ConnCounters, Counters, LatencySummary, LoopLoad, Snapshot, Stats};
 use crate::worker::{shared_for, Shared, Worker};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -45,6 +45,8 @@ pub struct Second {
     /// (a histogram of the engine's range is ~190 KB).
     #[serde(with = "crate::wire::option")]
     pub histogram: Option<Histogram<u64>>,
+    /// The client's own CPU and event-loop lag in the second.
+    pub load: LoopLoad,
 }
 
 impl Second {
@@ -58,6 +60,7 @@ impl Second {
             conn: stats.conn,
             latency: LatencySummary::of(&t.latency),
             histogram: Some(t.latency),
+            load: stats.load,
         }
     }
 }

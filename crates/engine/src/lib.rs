@@ -43,6 +43,6 @@ pub use plan::{
 pub use probe::{probe, probe_from, ProbeError, ProbeResponse};
 pub use rng::SplitMix64;
 pub use stats::{
-    new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, Snapshot,
-    Stats, ThreadEnd, LATENCY_MAX_US,
+    new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, LoopLoad,
+    Snapshot, Stats, ThreadEnd, LATENCY_MAX_US,
 };

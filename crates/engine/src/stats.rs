@@ -297,12 +297,38 @@ impl ConnCounters {
     }
 }
 
+/// What running the load cost the client itself over a span: its worker
+/// threads' CPU (`getrusage(RUSAGE_THREAD)`, summed over threads) and how
+/// late their event loops ran the once-a-second tick (the most of any
+/// thread). A loop that is starved of CPU or busy for long turns runs its
+/// tick late, so a generator near its limit shows here before its figures
+/// are mistaken for the server's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct LoopLoad {
+    pub cpu_user_us: u64,
+    pub cpu_system_us: u64,
+    pub loop_lag_max_us: u64,
+}
+
+impl LoopLoad {
+    /// CPU adds up over threads and seconds; lag is the worst seen.
+    pub fn add(&mut self, o: &LoopLoad) {
+        self.cpu_user_us += o.cpu_user_us;
+        self.cpu_system_us += o.cpu_system_us;
+        self.loop_lag_max_us = self.loop_lag_max_us.max(o.loop_lag_max_us);
+    }
+}
+
 /// Everything one client counted over some span of time.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// One entry per class of the plan, in the plan's order.
     pub classes: Vec<ClassStats>,
     pub conn: ConnCounters,
+    /// The client's own CPU and loop lag (filled once a second, so only the
+    /// per-second series carry it).
+    pub load: LoopLoad,
 }
 
 impl Stats {
@@ -310,6 +336,7 @@ impl Stats {
         Stats {
             classes: (0..classes).map(|_| ClassStats::default()).collect(),
             conn: ConnCounters::default(),
+            load: LoopLoad::default(),
         }
     }
 
@@ -336,6 +363,7 @@ impl Stats {
             a.add(b);
         }
         self.conn.add(&o.conn);
+        self.load.add(&o.load);
     }
 
     pub(crate) fn reset(&mut self) {
@@ -343,6 +371,7 @@ impl Stats {
             c.reset();
         }
         self.conn = ConnCounters::default();
+        self.load = LoopLoad::default();
     }
 }
 

@@ -44,6 +44,8 @@ pub const PER_CLASS: &str = "Per-Class";
 pub const CONFIGURATION: &str = "Configuration";
 /// Only when a run has open-loop mixes (`rate = …`).
 pub const OPEN_LOOP: &str = "Open Loop";
+/// Only when a run's mixes were monitored (`--monitor-local`, …).
+pub const RESOURCES: &str = "Resources";
 
 /// Excel's limit on the characters of a cell; longer text is cut so one odd
 /// field cannot make the whole workbook fail.
@@ -127,6 +129,19 @@ fn build(runs: &[Run], opts: &ReportOptions) -> Result<Workbook, String> {
         sheet
             .table(0, &open_loop_table(runs, several))
             .map_err(|e| format!("{OPEN_LOOP} sheet: {e}"))?;
+        sheet.finish(true);
+    }
+
+    if runs
+        .iter()
+        .any(|r| r.results.mixes.iter().any(|m| m.resources.is_some()))
+    {
+        let res = workbook.add_worksheet();
+        res.set_name(RESOURCES).map_err(xlsx_err(RESOURCES))?;
+        let mut sheet = Sheet::new(res, &bold);
+        sheet
+            .table(0, &resources_table(runs, several))
+            .map_err(|e| format!("{RESOURCES} sheet: {e}"))?;
         sheet.finish(true);
     }
 
@@ -953,6 +968,122 @@ fn open_loop_table(runs: &[Run], several: bool) -> Table {
     Table { header, rows }
 }
 
+/// One row per monitored mix × host: the host's averages over the window
+/// and the mix's verdict — the page's "What limited the run" as cells.
+fn resources_table(runs: &[Run], several: bool) -> Table {
+    let mut header: Vec<String> = Vec::new();
+    if several {
+        header.push("run".into());
+    }
+    header.extend(
+        [
+            "mix",
+            "phase",
+            "threads",
+            "requests_per_sec",
+            "limit",
+            "verdict",
+            "host",
+            "role",
+            "source",
+            "seconds",
+            "cpu_busy_percent",
+            "cpu_user_percent",
+            "cpu_system_percent",
+            "cpu_iowait_percent",
+            "cpu_softirq_percent",
+            "cpu_steal_percent",
+            "context_switches_per_sec",
+            "context_switches_per_request",
+            "interrupts_per_sec",
+            "run_queue",
+            "memory_used_bytes",
+            "page_cache_bytes",
+            "nic",
+            "nic_mbit_per_sec",
+            "nic_speed_mbit",
+            "disk_ops_per_sec",
+            "disk_busy_percent",
+            "listen_overflows_per_sec",
+            "process",
+            "process_cpu_user",
+            "process_cpu_system",
+            "process_threads",
+            "process_open_files",
+            "client_cpu_percent",
+            "client_saturated",
+            "loop_lag_max_us",
+        ]
+        .map(String::from),
+    );
+    let mut rows = Vec::new();
+    for run in runs {
+        for m in &run.results.mixes {
+            let Some(res) = &m.resources else { continue };
+            for h in &res.hosts {
+                let mut cells = Vec::with_capacity(header.len());
+                if several {
+                    cells.push(Cell::text(run.label.as_str()));
+                }
+                let limit = serde_json::to_value(res.verdict.limit)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default();
+                let role = serde_json::to_value(h.role)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default();
+                cells.extend([
+                    Cell::count(m.mix as u64),
+                    Cell::text(m.phase.as_str()),
+                    Cell::count(m.threads),
+                    Cell::Num(m.figures.requests_per_sec),
+                    Cell::text(limit),
+                    Cell::text(res.verdict.summary.as_str()),
+                    Cell::text(h.host.as_str()),
+                    Cell::text(role),
+                    Cell::text(h.source.as_str()),
+                    Cell::count(h.seconds.len() as u64),
+                ]);
+                let a = h.average.as_ref();
+                let cpu = a.map(crate::html::server_cpu);
+                let nic = a.and_then(crate::html::busiest_nic);
+                let num = |v: Option<f64>| v.map_or(Cell::Blank, Cell::Num);
+                cells.extend([
+                    num(cpu.as_ref().map(|c| c.busy())),
+                    num(cpu.as_ref().map(|c| c.user)),
+                    num(cpu.as_ref().map(|c| c.kernel())),
+                    num(cpu.as_ref().map(|c| c.iowait)),
+                    num(cpu.as_ref().map(|c| c.softirq)),
+                    num(cpu.as_ref().map(|c| c.steal)),
+                    num(a.map(|a| a.context_switches_per_sec)),
+                    num(h.context_switches_per_request),
+                    num(a.map(|a| a.interrupts_per_sec)),
+                    num(a.map(|a| a.run_queue)),
+                    num(a.map(|a| a.memory.used_bytes as f64)),
+                    num(a.map(|a| a.memory.page_cache_bytes as f64)),
+                    Cell::opt_text(nic.map(|n| n.name.as_str())),
+                    num(nic.map(|n| n.mbit_per_sec())),
+                    num(nic.and_then(|n| n.speed_mbit).map(|s| s as f64)),
+                    num(a.map(|a| a.disks.iter().map(|d| d.ops_per_sec()).sum())),
+                    num(a.and_then(|a| a.disks.iter().map(|d| d.busy_percent).max_by(f64::total_cmp))),
+                    num(a.map(|a| a.listen_overflows_per_sec)),
+                    Cell::opt_text(a.and_then(|a| a.process.as_ref()).map(|p| p.name.as_str())),
+                    num(a.and_then(|a| a.process.as_ref()).map(|p| p.cpu_user)),
+                    num(a.and_then(|a| a.process.as_ref()).map(|p| p.cpu_system)),
+                    num(a.and_then(|a| a.process.as_ref()).map(|p| p.threads as f64)),
+                    num(a.and_then(|a| a.process.as_ref()).map(|p| p.open_files as f64)),
+                    Cell::Num(m.client_cpu.utilisation * 100.0),
+                    Cell::Bool(res.verdict.client_saturated),
+                    Cell::count(m.client_data.iter().map(|c| c.loop_lag_max_us).max().unwrap_or(0)),
+                ]);
+                rows.push(cells);
+            }
+        }
+    }
+    Table { header, rows }
+}
+
 /// The columns of the mix parameters table on the Configuration sheet.
 const PARAM_COLUMNS: &[&str] = &[
     "mix",
@@ -1217,6 +1348,8 @@ mod tests {
                     taken_out: c == 2,
                     lost: None,
                     cpu_s: 0.25,
+                    loop_lag_max_us: 0,
+                    seconds: Vec::new(),
                 })
                 .collect(),
             classes: vec![
@@ -1246,6 +1379,7 @@ mod tests {
             open_loop: None,
             search: None,
             repeats: None,
+            resources: None,
         }
     }
 
@@ -1386,6 +1520,80 @@ mod tests {
         assert_eq!(t.rows[1][4], Cell::Text("inproc".into()));
         assert_eq!(t.rows[0][4], Cell::Blank);
         assert_eq!(t.rows[0][9], Cell::Num(0.123));
+    }
+
+    /// A run whose second mix was monitored: a CPU-bound server.
+    fn monitored() -> Run {
+        use benchlab_results::resources::*;
+        let mut r = run("a", &[("demo", 2)]);
+        let avg = HostSample {
+            host: "srv".into(),
+            cpu: CpuShares {
+                user: 22.0,
+                system: 75.0,
+                idle: 3.0,
+                ..CpuShares::default()
+            },
+            per_core: vec![CpuShares {
+                user: 22.0,
+                system: 75.0,
+                idle: 3.0,
+                ..CpuShares::default()
+            }],
+            context_switches_per_sec: 37_000.0,
+            nics: vec![NicSample {
+                name: "eth0".into(),
+                tx_bytes_per_sec: 9_125_000.0,
+                speed_mbit: Some(100),
+                ..NicSample::default()
+            }],
+            ..HostSample::default()
+        };
+        let verdict = verdict(
+            Some(&avg),
+            false,
+            &r.results.mixes[1].client_cpu,
+            &GeneratorCores::default(),
+        );
+        r.results.mixes[1].resources = Some(MixResources {
+            hosts: vec![HostResources {
+                host: "srv".into(),
+                role: HostRole::Server,
+                source: "local".into(),
+                seconds: vec![avg.clone()],
+                average: Some(avg),
+                context_switches_per_request: Some(12.5),
+            }],
+            verdict,
+        });
+        r
+    }
+
+    #[test]
+    fn resources_rows_and_the_verdict_on_the_page() {
+        let runs = [monitored()];
+        let t = resources_table(&runs, false);
+        assert_eq!(t.rows.len(), 1, "only the monitored mix");
+        assert_eq!(t.header.len(), t.rows[0].len());
+        let col = |name: &str| t.header.iter().position(|h| h == name).expect("column");
+        assert_eq!(t.rows[0][col("mix")], Cell::Num(2.0));
+        assert_eq!(t.rows[0][col("limit")], Cell::Text("server_cpu".into()));
+        assert_eq!(t.rows[0][col("cpu_busy_percent")], Cell::Num(97.0));
+        assert_eq!(t.rows[0][col("cpu_system_percent")], Cell::Num(75.0));
+        assert_eq!(t.rows[0][col("context_switches_per_request")], Cell::Num(12.5));
+        assert_eq!(t.rows[0][col("nic_speed_mbit")], Cell::Num(100.0));
+        let html = crate::render_html(&runs, &crate::ReportOptions::default());
+        assert!(html.contains("What limited the run: server resources"));
+        assert!(html.contains("CPU-bound: server CPU 97 % busy, 75 % in system time"));
+        assert!(html.contains("NIC eth0 at 73 % of 100 Mbit/s"));
+        assert!(
+            html.contains(r#"data-line="link-capacity""#),
+            "the network chart shows the link"
+        );
+        // Nothing monitored: no section, no sheet.
+        let plain = crate::render_html(&[run("a", &[("demo", 2)])], &crate::ReportOptions::default());
+        assert!(!plain.contains("What limited the run"));
+        assert!(resources_table(&[run("a", &[("demo", 2)])], false).rows.is_empty());
     }
 
     /// The headline of `runs`' report page.

@@ -93,6 +93,8 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
                 taken_out: false,
                 lost: None,
                 cpu_s: 0.0,
+                loop_lag_max_us: 0,
+                seconds: Vec::new(),
             })
             .collect(),
         classes: vec![ClassResult {
@@ -112,6 +114,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         open_loop: None,
         search: None,
         repeats: None,
+        resources: None,
     }
 }
 

@@ -19,6 +19,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+pub mod resources;
+
 pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
 
 /// The kinds of failed request, by their names in JSON and CSV, in the
@@ -250,6 +252,26 @@ pub struct ClientResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
     pub cpu_s: f64,
+    /// Its worst event-loop lag over the mix (see
+    /// [`SecondResult::loop_lag_max_us`]), microseconds.
+    #[serde(default)]
+    pub loop_lag_max_us: u64,
+    /// Its own CPU and event-loop lag second by second (every second of
+    /// the mix, ramps included).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seconds: Vec<ClientSecond>,
+}
+
+/// One client's own load in one second of a mix.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClientSecond {
+    /// Seconds since the mix's start, from 1.
+    pub second: u32,
+    /// CPU seconds of its worker threads in the second (1.0 = one core).
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    /// How late its event loops ran their 1-second tick, at most, µs.
+    pub loop_lag_max_us: u64,
 }
 
 /// One class in one mix.
@@ -279,6 +301,17 @@ pub struct SecondResult {
     pub connections_opened: u64,
     pub latency_p50_us: u64,
     pub latency_p99_us: u64,
+    /// CPU seconds the clients' worker threads used in the second, user
+    /// and system, all clients summed (1.0 = one core all second).
+    #[serde(default)]
+    pub client_cpu_user_s: f64,
+    #[serde(default)]
+    pub client_cpu_system_s: f64,
+    /// How late, at most over every client's worker threads, an event
+    /// loop ran its once-a-second tick, microseconds: a loop that cannot
+    /// keep up (or is not scheduled) runs it late.
+    #[serde(default)]
+    pub loop_lag_max_us: u64,
 }
 
 /// Merged HDR histograms in the standard V2 serialisation, base64.
@@ -382,6 +415,11 @@ pub struct MixResult {
     /// the median repeat. Absent when the mix ran once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Repeats>,
+    /// What the monitored hosts did over the mix's window (`--monitor-local`,
+    /// `--node-exporter`, a remote monitor) and the verdict on what limited
+    /// it. Absent when nothing was monitored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<resources::MixResources>,
 }
 
 /// One run of a mix under `run --repeat N`: the figures `benchlab compare`

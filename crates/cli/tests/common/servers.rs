@@ -368,6 +368,11 @@ http {{
         self.port
     }
 
+    /// The nginx process (with `master_process off`, the only one).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `http://127.0.0.1:PORT/path`, or `https://...` with TLS (the
     /// certificate names `localhost`, so benchlab needs `--insecure`; an IP
     /// address rather than `localhost` because nginx listens on IPv4 only).

@@ -427,6 +427,7 @@ fn phase_charts(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions, pi: u
             latency_limit(&mut c, max_p99, o);
             h.push(c.render());
         }
+        h.extend(resource_charts(runs, phase, pi, axis));
         let line = Timeline::of(runs, phase, axis);
         h.push(line.requests(runs, pi));
         h.push(line.latency(runs, pi, o));
@@ -808,6 +809,188 @@ fn percentile_label(q: f64) -> String {
     let s = format!("{p:.5}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     format!("{s} %")
+}
+
+/// The server host's average over a mix (the first monitored host), if
+/// the mix was monitored.
+pub(super) fn server_average(m: &MixResult) -> Option<&benchlab_results::resources::HostSample> {
+    m.resources.as_ref()?.hosts.first()?.average.as_ref()
+}
+
+/// The server's CPUs the verdict judged: those of the watched process,
+/// else all.
+pub(crate) fn server_cpu(a: &benchlab_results::resources::HostSample) -> benchlab_results::resources::CpuShares {
+    a.cpu_of(a.process.as_ref().map(|p| p.cpus.as_slice()).unwrap_or(&[]))
+}
+
+/// The NIC that carried the most (loopback only when nothing else did).
+pub(crate) fn busiest_nic(
+    a: &benchlab_results::resources::HostSample,
+) -> Option<&benchlab_results::resources::NicSample> {
+    let by = |n: &&benchlab_results::resources::NicSample| n.mbit_per_sec();
+    a.nics
+        .iter()
+        .filter(|n| n.name != "lo")
+        .max_by(|x, y| by(x).total_cmp(&by(y)))
+        .filter(|n| n.mbit_per_sec() > 0.0)
+        .or_else(|| a.nics.iter().find(|n| n.name == "lo"))
+}
+
+/// Charts of the monitored server against load, beside requests/s: its
+/// CPU split into user and system time, context switches per request,
+/// network Mbit/s against the link's capacity, and disk operations.
+fn resource_charts(runs: &[Run], phase: &str, pi: usize, axis: LoadAxis) -> Vec<Markup> {
+    let monitored = runs
+        .iter()
+        .any(|r| phase_mixes(r, phase).iter().any(|m| server_average(m).is_some()));
+    if !monitored {
+        return Vec::new();
+    }
+    let ticks = axis.ticks(runs, phase);
+    let mk = |id: &str, title: String, y_label: &str, series: Vec<Series>| {
+        let mut c = Chart::new(format!("{id}-{pi}"), title, axis.label(), y_label, ticks.clone());
+        c.x_log = axis.log(runs, phase);
+        c.series = series;
+        c
+    };
+    let mut h = Vec::new();
+    let mut cpu = Vec::new();
+    for (ri, r) in runs.iter().enumerate() {
+        for (k, (name, dash)) in [("busy", ""), ("user", DASHES[1]), ("system", DASHES[2])]
+            .into_iter()
+            .enumerate()
+        {
+            cpu.push(load_series(
+                (ri, r),
+                phase,
+                axis,
+                &format!("resources.server_cpu.{name}"),
+                format!("{} {name}", r.label),
+                dash,
+                move |m| {
+                    let c = server_cpu(server_average(m)?);
+                    let v = match k {
+                        0 => c.busy(),
+                        1 => c.user,
+                        _ => c.kernel(),
+                    };
+                    Some((v, v.to_string()))
+                },
+                move |_, y| format!("server CPU {name} {} %", pct100(y)),
+            ));
+        }
+    }
+    let mut c = mk(
+        "server-cpu",
+        format!("Server CPU: busy, user and system time — {phase}"),
+        "% of the server's cores",
+        cpu,
+    );
+    c.hlines.push(HLine {
+        y: benchlab_results::resources::SATURATED_PERCENT,
+        label: "saturated".into(),
+        colour: "#c00",
+        kind: "saturated",
+        run: String::new(),
+        data_y: benchlab_results::resources::SATURATED_PERCENT.to_string(),
+    });
+    h.push(c.render());
+    let cs = per_run(
+        runs,
+        phase,
+        axis,
+        "resources.hosts.context_switches_per_request",
+        |m| {
+            let v = m.resources.as_ref()?.hosts.first()?.context_switches_per_request?;
+            Some((v, v.to_string()))
+        },
+        |m, y| {
+            format!(
+                "{} context switches per request ({}/s)",
+                fixed(y, 2),
+                server_average(m).map_or(String::new(), |a| int(a.context_switches_per_sec as u64))
+            )
+        },
+    );
+    h.push(
+        mk(
+            "context-switches",
+            format!("Context switches per request — {phase}"),
+            "context switches per request, server host",
+            cs,
+        )
+        .render(),
+    );
+    let net = per_run(
+        runs,
+        phase,
+        axis,
+        "resources.nic.mbit_per_sec",
+        |m| {
+            let n = busiest_nic(server_average(m)?)?;
+            Some((n.mbit_per_sec(), n.mbit_per_sec().to_string()))
+        },
+        |m, y| {
+            let n = server_average(m).and_then(busiest_nic);
+            match n.and_then(|n| n.speed_mbit.map(|s| (n, s))) {
+                Some((n, s)) => format!("{} {} Mbit/s of {s} Mbit/s", n.name, fixed(y, 1)),
+                None => format!("{} {} Mbit/s", n.map_or("", |n| n.name.as_str()), fixed(y, 1)),
+            }
+        },
+    );
+    let mut c = mk(
+        "network",
+        format!("Network against link capacity — {phase}"),
+        "Mbit/s, busier direction of the busiest NIC",
+        net,
+    );
+    let speed = runs
+        .iter()
+        .flat_map(|r| phase_mixes(r, phase))
+        .filter_map(|m| server_average(m).and_then(busiest_nic).and_then(|n| n.speed_mbit))
+        .max();
+    if let Some(s) = speed {
+        c.hlines.push(HLine {
+            y: s as f64,
+            label: format!("link {s} Mbit/s"),
+            colour: "#c00",
+            kind: "link-capacity",
+            run: String::new(),
+            data_y: s.to_string(),
+        });
+    }
+    h.push(c.render());
+    let disk = per_run(
+        runs,
+        phase,
+        axis,
+        "resources.disk.ops_per_sec",
+        |m| {
+            let a = server_average(m)?;
+            let v: f64 = a.disks.iter().map(|d| d.ops_per_sec()).sum();
+            Some((v, v.to_string()))
+        },
+        |m, y| {
+            let busy = server_average(m)
+                .and_then(|a| a.disks.iter().map(|d| d.busy_percent).max_by(f64::total_cmp))
+                .unwrap_or(0.0);
+            format!(
+                "{} disk operations/s, busiest disk {} % busy",
+                fixed(y, 1),
+                pct100(busy)
+            )
+        },
+    );
+    h.push(
+        mk(
+            "disk",
+            format!("Disk operations against load — {phase}"),
+            "disk operations/s (reads + writes), all disks",
+            disk,
+        )
+        .render(),
+    );
+    h
 }
 
 #[cfg(test)]

@@ -27,12 +27,15 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 mod charts;
 mod comparison;
 mod headline;
+mod resources;
 mod tables;
 mod words;
 
 use charts::charts;
+pub(crate) use charts::{busiest_nic, server_cpu};
 use comparison::comparison;
 use headline::headline;
+use resources::resources;
 pub(crate) use tables::cpu_list;
 use tables::{classes, clients, config, definitions, efficiency, fairness, open_loop, summary};
 use words::words;
@@ -222,6 +225,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
     let nav: Vec<(&str, &str)> = [
         ("headline", "Headline"),
         ("analysis", "Analysis"),
+        ("resources", "What limited the run"),
         ("charts", "Charts"),
         ("efficiency", "SPICE efficiency"),
         ("fairness", "Fairness"),
@@ -234,6 +238,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
     ]
     .into_iter()
     .filter(|(id, _)| *id != "open-loop" || tables::any_open_loop(runs))
+    .filter(|(id, _)| *id != "resources" || resources::any_resources(runs))
     .collect();
     let markup = html! {
         (DOCTYPE)
@@ -263,6 +268,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
                     (headline(runs, analyses, o))
                     @if let Some(c) = cmp { (comparison(c)) }
                     (words(runs, analyses, o))
+                    (resources(runs))
                     (charts(runs, analyses, o))
                     (efficiency(analyses))
                     (fairness(runs, analyses, o))
