@@ -144,6 +144,9 @@ struct State {
     /// What results.json says of each agent index.
     history: BTreeMap<u32, AgentResult>,
     monitors_connected: BTreeSet<String>,
+    /// The one sender of each monitor's stream: dropping it at shutdown
+    /// ends the stream, so the monitor exits cleanly instead of on a reset.
+    monitor_tx: BTreeMap<String, Outbound>,
     samples: BTreeMap<String, Vec<(SystemTime, Vec<u8>)>>,
     /// Every URL list handed over this run, for agents that join late.
     lists: Vec<Vec<u8>>,
@@ -363,6 +366,7 @@ impl Service {
                 return Err(Status::already_exists(why));
             }
             st.samples.entry(host.clone()).or_default();
+            st.monitor_tx.insert(host.clone(), tx);
             st.sessions += 1;
         }
         shared.log(format!("monitor of {host} registered from {peer}"));
@@ -391,13 +395,16 @@ impl Service {
                         if last.elapsed() > SILENCE_LIMIT {
                             break format!("silent for {} s", SILENCE_LIMIT.as_secs());
                         }
-                        let _ = tx.send(Ok(ControllerMessage { kind: Some(ToAgent::Heartbeat(Heartbeat { unix_nanos: now_nanos() })) }));
+                        if let Some(tx) = shared.state().monitor_tx.get(&host) {
+                            let _ = tx.send(Ok(ControllerMessage { kind: Some(ToAgent::Heartbeat(Heartbeat { unix_nanos: now_nanos() })) }));
+                        }
                     }
                 }
             };
             shared.log(format!("monitor of {host} gone: {why}"));
             let mut st = shared.state();
             st.monitors_connected.remove(&host);
+            st.monitor_tx.remove(&host);
             st.sessions -= 1;
             drop(st);
             shared.changed.notify_all();
@@ -537,6 +544,7 @@ impl RemotePool {
                 agents: BTreeMap::new(),
                 history: BTreeMap::new(),
                 monitors_connected: BTreeSet::new(),
+                monitor_tx: BTreeMap::new(),
                 samples: BTreeMap::new(),
                 lists: Vec::new(),
                 mixes: 0,
@@ -649,6 +657,7 @@ impl RemotePool {
         for l in links {
             lock(&l.tx).take();
         }
+        self.shared.state().monitor_tx.clear();
         // Monitors and agents see their stream end; give them a moment to
         // close theirs, so they exit cleanly rather than on a reset.
         let deadline = Instant::now() + Duration::from_secs(3);
@@ -660,10 +669,6 @@ impl RemotePool {
                 .wait_timeout(st, Duration::from_millis(100))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
-            // Monitors are ended by the server's shutdown below.
-            if st.agents.values().all(|l| lock(&l.tx).is_none()) && st.sessions <= st.monitors_connected.len() {
-                break;
-            }
         }
         drop(st);
         if let Some(tx) = self.stop_server.take() {

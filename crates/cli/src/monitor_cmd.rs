@@ -87,6 +87,75 @@ impl Monitors {
     }
 }
 
+/// A server monitor connected to this controller (`benchlab monitor
+/// --controller`), read as a [`MonitorSource`]: its samples arrive as the
+/// JSON of [`HostSample`], stamped by the monitor's own clock.
+#[derive(Clone)]
+struct RemoteMonitor {
+    monitors: benchlab_agent::RemoteMonitors,
+    host: String,
+    /// Why a payload could not be read, the first time it happened.
+    bad: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for RemoteMonitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteMonitor")
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MonitorSource for RemoteMonitor {
+    fn host(&self) -> String {
+        self.host.clone()
+    }
+
+    fn source(&self) -> String {
+        "remote monitor (benchlab monitor --controller)".into()
+    }
+
+    fn window(&self, from: std::time::SystemTime, to: std::time::SystemTime) -> Vec<HostSample> {
+        let ms = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        };
+        let (from, to) = (ms(from), ms(to));
+        self.monitors
+            .samples(&self.host)
+            .into_iter()
+            .filter_map(|(_, json)| match serde_json::from_slice::<HostSample>(&json) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    let mut bad = self.bad.lock().unwrap_or_else(|p| p.into_inner());
+                    bad.get_or_insert_with(|| format!("a sample from {} is not a host sample: {e}", self.host));
+                    None
+                }
+            })
+            .filter(|s| s.unix_ms >= from && s.unix_ms <= to)
+            .collect()
+    }
+
+    fn error(&self) -> Option<String> {
+        self.bad.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The monitors registered with a controller, one source per host.
+pub fn remote_sources(monitors: &benchlab_agent::RemoteMonitors) -> Vec<Arc<dyn MonitorSource>> {
+    monitors
+        .hosts()
+        .into_iter()
+        .map(|host| {
+            Arc::new(RemoteMonitor {
+                monitors: monitors.clone(),
+                host,
+                bad: Arc::default(),
+            }) as Arc<dyn MonitorSource>
+        })
+        .collect()
+}
+
 fn cannot(e: benchlab_monitor::MonitorError) -> CliError {
     CliError::CannotRun(format!("monitor: {e}"))
 }
@@ -109,6 +178,93 @@ pub struct MonitorCmdArgs {
     /// monitor sends) instead of the table.
     #[arg(long)]
     json: bool,
+    /// Send the samples to a controller instead of printing them:
+    /// HOST:PORT of `benchlab run … --agents N --monitors M --listen ADDR`.
+    /// Ends when the run does.
+    #[arg(long, value_name = "HOST:PORT", requires_all = ["cert", "key", "ca"])]
+    controller: Option<String>,
+    /// This monitor's certificate (`lab certs` writes monitor.pem).
+    #[arg(long, value_name = "FILE")]
+    cert: Option<std::path::PathBuf>,
+    /// Its private key (monitor.key).
+    #[arg(long, value_name = "FILE")]
+    key: Option<std::path::PathBuf>,
+    /// The lab's CA certificate (ca.pem).
+    #[arg(long, value_name = "FILE")]
+    ca: Option<std::path::PathBuf>,
+    /// The name the controller's certificate must carry [default: HOST].
+    #[arg(long, value_name = "NAME")]
+    server_name: Option<String>,
+    /// How long to keep trying to reach the controller.
+    #[arg(long, value_name = "DUR", default_value = "60s", value_parser = crate::args::duration)]
+    connect_timeout: Duration,
+}
+
+/// `benchlab monitor --controller`: samples on a thread, sent as JSON over
+/// the monitor's session until the controller ends it.
+fn send_to_controller(
+    a: &MonitorCmdArgs,
+    controller: &str,
+    host: &str,
+    mut sampler: Sampler,
+) -> Result<Outcome, CliError> {
+    let (Some(cert), Some(key), Some(ca)) = (&a.cert, &a.key, &a.ca) else {
+        return Err(CliError::Usage("--controller needs --cert, --key and --ca".into()));
+    };
+    let tls = benchlab_agent::TlsFiles::read(ca, cert, key).map_err(|e| CliError::Usage(e.to_string()))?;
+    let peer = benchlab_agent::PeerOptions {
+        controller: controller.to_string(),
+        server_name: a.server_name.clone(),
+        tls,
+        connect_timeout: a.connect_timeout,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let interval = a.interval;
+    let count = a.count;
+    let sampling = std::thread::spawn(move || -> Option<String> {
+        let mut next = Instant::now() + interval;
+        let mut n = 0u64;
+        while count.is_none_or(|c| n < c) {
+            let now = Instant::now();
+            if now < next {
+                std::thread::sleep(next - now);
+            }
+            next += interval;
+            let sample = match sampler.sample() {
+                Ok(s) => s,
+                Err(e) => return Some(e.to_string()),
+            };
+            let json = serde_json::to_vec(&sample).unwrap_or_default();
+            // The session closed the channel: the run is over.
+            if tx.send((std::time::SystemTime::now(), json)).is_err() {
+                return None;
+            }
+            n += 1;
+        }
+        None
+    });
+    eprintln!("benchlab monitor: {host}: sending samples to {controller}");
+    let session = benchlab_agent::monitor_session(&peer, host, rx);
+    match session {
+        Ok(()) => {
+            eprintln!("benchlab monitor: the controller ended the session");
+            Ok(Outcome::Completed)
+        }
+        Err(e) => {
+            // A sampling error ends the channel early; say that rather than
+            // what the session made of it.
+            if sampling.is_finished() {
+                if let Ok(Some(why)) = sampling.join() {
+                    return Err(CliError::CannotRun(format!("monitor: {why}")));
+                }
+            }
+            Err(if e.exit_code() == 2 {
+                CliError::Usage(format!("monitor: {e}"))
+            } else {
+                CliError::CannotRun(format!("monitor: {e}"))
+            })
+        }
+    }
 }
 
 /// `benchlab monitor`: samples this machine and prints a line per interval.
@@ -133,6 +289,9 @@ pub fn run(a: MonitorCmdArgs) -> Result<Outcome, CliError> {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into());
     let mut sampler = Sampler::new(&host, watch).map_err(cannot)?;
+    if let Some(controller) = &a.controller {
+        return send_to_controller(&a, controller, &host, sampler);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let _ = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed));

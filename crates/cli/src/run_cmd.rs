@@ -741,6 +741,12 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let opts = match &remote {
         Some(pool) => RunOptions {
             clients: Arc::clone(pool) as Arc<dyn benchlab_controller::ClientPool>,
+            // Remote monitors (`benchlab monitor --controller`) watch the
+            // server's host: they come first, as the host the verdict judges.
+            monitors: crate::monitor_cmd::remote_sources(&pool.monitors())
+                .into_iter()
+                .chain(opts.monitors.iter().cloned())
+                .collect(),
             ..opts
         },
         None => opts,

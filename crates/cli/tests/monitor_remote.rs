@@ -1,0 +1,144 @@
+//! A server monitor on the server's host (`benchlab monitor --controller`)
+//! sends its samples to the controller over the lab's mutual TLS; the
+//! run's mixes carry that host's seconds and judge the run by them.
+
+mod common;
+
+use common::servers::{Nginx, NginxOpts};
+use common::{benchlab_bin, free_port, run_benchlab, s};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+/// A child killed (and reaped) when dropped.
+struct Proc(Option<Child>);
+
+impl Proc {
+    fn spawn(args: &[&str]) -> Proc {
+        Proc(Some(
+            Command::new(benchlab_bin())
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn benchlab"),
+        ))
+    }
+    fn wait_output(mut self) -> Output {
+        self.0.take().expect("child").wait_with_output().expect("wait")
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn suite(dir: &Path, target: &str) -> String {
+    let t = format!(
+        "name = \"remote-monitor\"\ntarget = \"{target}\"\nseed = 5\n\n[defaults]\nlength = \"3s\"\n\
+         ramp_up = \"0s\"\nramp_down = \"0s\"\nthreads_per_client = 2\npersistent_percent = 100\n\
+         timeout = \"5s\"\n\n[workloads.one]\n[[workloads.one.class]]\nname = \"page\"\npercent = 100\n\
+         [[workloads.one.class.url]]\npath = \"/4k.html\"\nsize = 4096\n\n[[mix]]\nclients = 1\n"
+    );
+    let p = dir.join("suite.toml");
+    std::fs::write(&p, t).expect("write suite");
+    p.display().to_string()
+}
+
+#[test]
+fn a_remote_monitor_feeds_the_mixes_resources() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let certs = work.path().join("certs");
+    let out = run_benchlab(&["lab", "certs", "--out", s(&certs), "--agents", "1"]);
+    common::assert_success("lab certs", &out);
+    let suite = suite(work.path(), &nginx.url(""));
+    let results = work.path().join("results");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let pem = |n: &str| certs.join(n).display().to_string();
+    let controller = Proc::spawn(&[
+        "run",
+        &suite,
+        "--agents",
+        "1",
+        "--monitors",
+        "1",
+        "--listen",
+        &listen,
+        "--tls-dir",
+        s(&certs),
+        "--out",
+        s(&results),
+    ]);
+    let pid = nginx.pid().to_string();
+    let monitor = Proc::spawn(&[
+        "monitor",
+        "--controller",
+        &listen,
+        "--cert",
+        &pem("monitor.pem"),
+        "--key",
+        &pem("monitor.key"),
+        "--ca",
+        &pem("ca.pem"),
+        "--pid",
+        &pid,
+    ]);
+    let agent = Proc::spawn(&[
+        "agent",
+        "--controller",
+        &listen,
+        "--index",
+        "0",
+        "--cert",
+        &pem("agent-0.pem"),
+        "--key",
+        &pem("agent-0.key"),
+        "--ca",
+        &pem("ca.pem"),
+    ]);
+    let out = controller.wait_output();
+    assert!(out.status.success(), "controller:\n{}", text(&out));
+    let o = agent.wait_output();
+    assert!(o.status.success(), "agent:\n{}", text(&o));
+    let o = monitor.wait_output();
+    assert!(o.status.success(), "monitor:\n{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("the controller ended the session"),
+        "{}",
+        text(&o)
+    );
+
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("results.json")).expect("results")).expect("JSON");
+    let host = &r["mixes"][0]["resources"]["hosts"][0];
+    assert!(
+        host["source"].as_str().is_some_and(|s| s.starts_with("remote monitor")),
+        "{host}"
+    );
+    let seconds = host["seconds"].as_array().expect("seconds");
+    assert!(
+        (2..=4).contains(&seconds.len()),
+        "a 3 s window: {} seconds",
+        seconds.len()
+    );
+    // The watched nginx worked during the window, as its host's monitor saw.
+    let avg = &host["average"];
+    let cpu = avg["process"]["cpu_user"].as_f64().expect("user") + avg["process"]["cpu_system"].as_f64().expect("sys");
+    assert!(cpu > 0.0, "{avg}");
+    assert!(r["mixes"][0]["resources"]["verdict"]["limit"].is_string());
+}
