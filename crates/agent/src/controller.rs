@@ -191,16 +191,12 @@ impl Shared {
         if let Some(h) = st.history.get_mut(&link.index) {
             h.lost = Some(why.clone());
         }
+        // The driving loop sees it (`stop_requested`) and stops the mix.
         if self.opts.abort_on_lost_agent && st.aborted.is_none() {
             st.aborted = Some(format!(
                 "agent {} was lost ({why}) and --abort-on-lost-agent is set",
                 link.index
             ));
-            for other in st.agents.values() {
-                for c in lock(&other.clients).keys() {
-                    other.send(ToAgent::Stop(Stop { client: *c }));
-                }
-            }
         }
         drop(st);
         self.changed.notify_all();
@@ -318,9 +314,9 @@ impl Service {
                         clock: Vec::new(),
                         lost: None,
                     });
+                    // A rejoining agent keeps its earlier loss on record.
                     h.peer = peer.clone();
                     h.host = hello.host.clone();
-                    h.lost = None;
                     h.clock.push(ClockCheck {
                         at: "registration".into(),
                         offset_us: offset / 1000,
@@ -767,6 +763,10 @@ impl ClientPool for RemotePool {
         // client, and some slack for the agents to create their threads.
         let clients = links.len() as u64 * u64::from(self.shared.opts.clients_per_agent.max(1));
         Ok(Duration::from_millis(200) + Duration::from_nanos(worst_rtt.saturating_mul(clients + 4)))
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.shared.state().aborted.is_some()
     }
 
     fn agents(&self) -> Vec<AgentResult> {

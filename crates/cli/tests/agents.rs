@@ -362,3 +362,73 @@ fn a_mismatched_agent_is_refused_and_named_missing() {
         "{stderr}"
     );
 }
+
+/// An agent lost in mix 1 that comes back rejoins as the same client at
+/// mix 2: once, with a new clock check.
+#[test]
+fn a_restarted_agent_rejoins_as_the_same_client_at_the_next_mix() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let path = suite(work.path(), &nginx.url(""), "5s", &[2, 2]);
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&path, port, &lab, &out_dir, 2, &[]);
+    let a0 = agent(&lab, port, 0, &[]);
+    let a1 = agent(&lab, port, 1, &[]);
+    wait_for_load_from(&nginx, "127.0.0.2");
+    unsafe { libc::kill(a1.pid(), libc::SIGKILL) };
+    drop(a1);
+    // The controller sees the closed connection at once; the new process
+    // registers well before mix 1's 5 s are over.
+    std::thread::sleep(Duration::from_millis(500));
+    let again = agent(&lab, port, 1, &[]);
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "controller:\n{}", text(&out));
+    assert!(a0.wait_output().status.success());
+    assert!(again.wait_output().status.success());
+    let r = read_json(&out_dir.join("results.json"));
+    let m1 = &r["mixes"][0]["client_data"][1];
+    let m2 = &r["mixes"][1]["client_data"][1];
+    assert!(m1["lost"].is_string(), "{m1}");
+    assert!(m2.get("lost").is_none(), "{m2}");
+    assert!(u(m2, "/requests") > 0);
+    assert_eq!(u(&r["mixes"][1], "/clients_participating"), 2);
+    let clock: Vec<&str> = r["environment"]["agents"][1]["clock"]
+        .as_array()
+        .expect("clock")
+        .iter()
+        .map(|c| c["at"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(clock, ["registration", "mix 1", "registration", "mix 2"]);
+}
+
+/// `--abort-on-lost-agent`: the first loss stops the run, naming the agent.
+#[test]
+fn abort_on_lost_agent_stops_the_run() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let path = suite(work.path(), &nginx.url(""), "20s", &[2, 2]);
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&path, port, &lab, &out_dir, 2, &["--abort-on-lost-agent"]);
+    let a0 = agent(&lab, port, 0, &[]);
+    let a1 = agent(&lab, port, 1, &[]);
+    wait_for_load_from(&nginx, "127.0.0.2");
+    unsafe { libc::kill(a1.pid(), libc::SIGKILL) };
+    let out = ctl.wait_output();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("agent 1 was lost") && stderr.contains("--abort-on-lost-agent is set"),
+        "{stderr}"
+    );
+    assert!(a0.wait_output().status.success());
+    let r = read_json(&out_dir.join("results.json"));
+    assert_eq!(r["mixes"].as_array().map(Vec::len), Some(1));
+    assert_eq!(r["mixes"][0]["partial"], true);
+    assert_eq!(r["complete"], false);
+}
