@@ -85,6 +85,9 @@ struct Link {
     offset_ns: Mutex<i64>,
 }
 
+/// A clock check's result: (agent clock − controller clock, round trip), ns.
+type Clock = (i64, u64);
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -102,7 +105,7 @@ impl Link {
 
     /// One clock check: the NTP exchange with the smallest round trip of
     /// [`CLOCK_SAMPLES`]. Returns (offset, round trip) in ns.
-    fn clock_check(&self) -> Result<(i64, u64), String> {
+    fn clock_check(&self) -> Result<Clock, String> {
         let (tx, rx) = std_mpsc::channel();
         *lock(&self.pongs) = Some(tx);
         let mut best: Option<(i64, u64)> = None;
@@ -727,7 +730,7 @@ impl ClientPool for RemotePool {
             (links, st.mixes)
         };
         // Every agent's clock at once: a check costs a few round trips.
-        let checks: Vec<(Arc<Link>, Result<(i64, u64), String>)> = std::thread::scope(|s| {
+        let checks: Vec<(Arc<Link>, Result<Clock, String>)> = std::thread::scope(|s| {
             let handles: Vec<_> = links
                 .iter()
                 .map(|l| {
