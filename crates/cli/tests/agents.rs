@@ -432,3 +432,269 @@ fn abort_on_lost_agent_stops_the_run() {
     assert_eq!(r["mixes"][0]["partial"], true);
     assert_eq!(r["complete"], false);
 }
+
+/// Network namespaces made for one test, removed (with their links) when
+/// dropped.
+struct Lab {
+    namespaces: Vec<String>,
+    bridge: String,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in &self.namespaces {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+        let _ = Command::new("ip").args(["link", "del", &self.bridge]).status();
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Lab {
+    /// A bridge with 198.18.0.1/24 (the controller, in this namespace) and
+    /// one namespace per host, each on the bridge by a veth pair with its
+    /// address: RFC 2544's benchmarking range, never a real network's.
+    fn make(hosts: &[&str]) -> Result<Lab, String> {
+        let suffix = std::process::id() % 10_000;
+        let mut lab = Lab {
+            namespaces: Vec::new(),
+            bridge: format!("blb{suffix}"),
+        };
+        ip(&["link", "add", &lab.bridge, "type", "bridge"])?;
+        ip(&["addr", "add", "198.18.0.1/24", "dev", &lab.bridge])?;
+        ip(&["link", "set", &lab.bridge, "up"])?;
+        for (k, addr) in hosts.iter().enumerate() {
+            let ns = format!("bl{suffix}h{k}");
+            ip(&["netns", "add", &ns])?;
+            lab.namespaces.push(ns.clone());
+            let (outer, inner) = (format!("blv{suffix}{k}"), format!("blp{suffix}{k}"));
+            ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
+            ip(&["link", "set", &inner, "netns", &ns])?;
+            ip(&["link", "set", &outer, "master", &lab.bridge, "up"])?;
+            let cidr = format!("{addr}/24");
+            ip(&["netns", "exec", &ns, "ip", "addr", "add", &cidr, "dev", &inner])?;
+            ip(&["netns", "exec", &ns, "ip", "link", "set", &inner, "up"])?;
+            ip(&["netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
+        }
+        Ok(lab)
+    }
+}
+
+/// An nginx in namespace `ns` on `addr:8080`, logging each request's
+/// client address and status.
+fn nginx_in(ns: &str, dir: &Path, addr: &str) -> Proc {
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).expect("mkdir");
+    std::fs::write(www.join("4k.html"), vec![b'x'; 4096]).expect("write");
+    let p = |n: &str| dir.join(n).display().to_string();
+    let conf = format!(
+        "user root;\ndaemon off;\nmaster_process off;\nworker_processes 1;\npid {pid};\nerror_log {err} warn;\n\
+         events {{ worker_connections 1024; }}\nhttp {{\n  log_format lab \"$remote_addr\\t$status\";\n  \
+         access_log {log} lab;\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n  \
+         uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n  server {{ listen {addr}:8080; root {www}; }}\n}}\n",
+        pid = p("nginx.pid"),
+        err = p("error.log"),
+        log = p("access.log"),
+        tmp = p("tmp"),
+        www = www.display()
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).expect("write nginx.conf");
+    let child = Command::new("ip")
+        .args(["netns", "exec", ns, "nginx", "-p"])
+        .arg(dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nginx");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect((addr, 8080)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nginx in {ns} does not listen on {addr}:8080"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Proc(Some(child))
+}
+
+/// Four agents, each on a host of its own (a network namespace with its own
+/// address in 198.18.0.0/15), and a real nginx on a fifth: a 3-mix suite
+/// runs across them; nginx sees the four addresses and the counted
+/// requests; one agent killed mid-mix is dropped and the rest is intact.
+/// Needs root and `ip netns`; skipped, saying why, without them.
+#[test]
+fn four_agents_on_their_own_hosts_in_network_namespaces() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: network namespaces need root");
+        return;
+    }
+    common::require("nginx");
+    let agents_at = ["198.18.0.11", "198.18.0.12", "198.18.0.13", "198.18.0.14"];
+    let server_at = "198.18.0.100";
+    let mut hosts = agents_at.to_vec();
+    hosts.push(server_at);
+    let net = match Lab::make(&hosts) {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("skipped: cannot make network namespaces ({why})");
+            return;
+        }
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let server_dir = work.path().join("nginx");
+    std::fs::create_dir_all(server_dir.join("tmp")).expect("mkdir");
+    let nginx = nginx_in(&net.namespaces[4], &server_dir, server_at);
+    let lab = work.path().join("certs");
+    let out = run_benchlab(&[
+        "lab",
+        "certs",
+        "--out",
+        s(&lab),
+        "--agents",
+        "4",
+        "--controller-name",
+        "198.18.0.1",
+    ]);
+    common::assert_success("lab certs", &out);
+    // Each client loads from its agent's own address.
+    let path = suite(work.path(), &format!("http://{server_at}:8080"), "3s", &[2, 4, 4]);
+    let text_of = std::fs::read_to_string(&path).expect("suite");
+    std::fs::write(&path, format!("client_addresses = false\n{text_of}")).expect("suite");
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let listen = format!("198.18.0.1:{port}");
+    let ctl = spawn(
+        &[
+            "run",
+            s(&path),
+            "--agents",
+            "4",
+            "--listen",
+            &listen,
+            "--tls-dir",
+            s(&lab),
+            "--out",
+            s(&out_dir),
+        ],
+        &[],
+    );
+    let mut agents: Vec<Proc> = (0..4)
+        .map(|i| {
+            let (cert, key) = (lab.join(format!("agent-{i}.pem")), lab.join(format!("agent-{i}.key")));
+            let mut c = Command::new("ip");
+            c.args([
+                "netns",
+                "exec",
+                &net.namespaces[i],
+                benchlab_bin(),
+                "agent",
+                "--controller",
+                &listen,
+            ])
+            .arg("--cert")
+            .arg(&cert)
+            .arg("--key")
+            .arg(&key)
+            .arg("--ca")
+            .arg(lab.join("ca.pem"))
+            .args(["--index", &i.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+            Proc(Some(c.spawn().expect("spawn agent")))
+        })
+        .collect();
+    // Kill agent 3 once mix 3 is under way: after its client's requests of
+    // mix 2 and a little more.
+    let log = server_dir.join("access.log");
+    let from = |addr: &str| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(&format!("{addr}\t")))
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !out_dir.join("results.json").exists()
+        || read_json(&out_dir.join("results.json"))["mixes"]
+            .as_array()
+            .map_or(0, Vec::len)
+            < 2
+    {
+        assert!(Instant::now() < deadline, "mix 2 never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = from(agents_at[3]);
+    while from(agents_at[3]) == before {
+        assert!(Instant::now() < deadline, "agent 3 sent nothing in mix 3");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(agents[3].pid(), libc::SIGKILL) };
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "controller:\n{}", text(&out));
+    for a in agents.drain(..3) {
+        let o = a.wait_output();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    drop(nginx);
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    assert_eq!(r["complete"], true);
+    let mixes = r["mixes"].as_array().expect("mixes");
+    assert_eq!(mixes.len(), 3);
+    // Per agent: what it counted in the mixes' windows (no ramps: the
+    // whole mix), and the mixes it ran.
+    let mut counted = [0u64; 4];
+    let mut in_flight = [0u64; 4];
+    let mut ran = [0u64; 4];
+    for m in mixes {
+        for (k, c) in m["client_data"].as_array().expect("rows").iter().enumerate() {
+            counted[k] += u(c, "/requests") + u(c, "/errors_total");
+            in_flight[k] += u(c, "/in_flight");
+            ran[k] += 1;
+        }
+    }
+    let m3 = &mixes[2]["client_data"];
+    assert!(m3[3]["lost"].is_string(), "{}", m3[3]);
+    for k in 0..3 {
+        assert!(m3[k].get("lost").is_none(), "{}", m3[k]);
+        // nginx logged every request counted from this host; besides, the
+        // requests cut off when each mix stopped (in flight), and at most
+        // one a virtual user (2 a client) completed between the window's
+        // end and the moment it saw the stop.
+        let logged = from(agents_at[k]) as u64;
+        assert!(
+            logged >= counted[k] && logged <= counted[k] + in_flight[k] + 2 * ran[k],
+            "{}: nginx logged {logged}, counted {} (+ {} in flight) in {} mixes",
+            agents_at[k],
+            counted[k],
+            in_flight[k],
+            ran[k]
+        );
+    }
+    // The lost agent's requests reached nginx from its own address; its
+    // mixes before the loss are counted too.
+    assert!(from(agents_at[3]) as u64 >= counted[3]);
+    // The controller's own requests: the preflight only.
+    assert_eq!(from("198.18.0.1"), 1);
+    let agents = r["environment"]["agents"].as_array().expect("agents");
+    for (k, a) in agents.iter().enumerate() {
+        assert_eq!(a["peer"].as_str().and_then(|p| p.split(':').next()), Some(agents_at[k]));
+    }
+    assert!(agents[3]["lost"].is_string());
+}
