@@ -503,7 +503,7 @@ fn nginx_in(ns: &str, dir: &Path, addr: &str) -> Proc {
         "user root;\ndaemon off;\nmaster_process off;\nworker_processes 1;\npid {pid};\nerror_log {err} warn;\n\
          events {{ worker_connections 1024; }}\nhttp {{\n  log_format lab \"$remote_addr\\t$status\";\n  \
          access_log {log} lab;\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n  \
-         uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n  server {{ listen {addr}:8080; root {www}; }}\n}}\n",
+         uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n  server {{ listen 8080; root {www}; }}\n}}\n",
         pid = p("nginx.pid"),
         err = p("error.log"),
         log = p("access.log"),
@@ -533,10 +533,72 @@ fn nginx_in(ns: &str, dir: &Path, addr: &str) -> Proc {
     Proc(Some(child))
 }
 
+/// A delaying proxy inside namespace `ns` (its threads enter it with
+/// setns, so their sockets live there): accepts on `listen`, forwards to
+/// `upstream`, and holds each chunk from the client `delay` before passing
+/// it on, so every request through it takes `delay` longer. The kernel
+/// here has no netem; this stands in for a slow network path. Stops
+/// accepting when `stop` is set.
+fn delaying_proxy(
+    ns: &str,
+    listen: std::net::SocketAddr,
+    upstream: std::net::SocketAddr,
+    delay: Duration,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let netns = std::fs::File::open(format!("/var/run/netns/{ns}")).expect("open the namespace");
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let entered = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
+        let listener = std::net::TcpListener::bind(listen).expect("proxy bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        ready_tx.send(()).expect("ready");
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((mut client, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            // Threads made here are in the namespace too.
+            std::thread::spawn(move || {
+                client.set_nonblocking(false).expect("blocking");
+                let Ok(mut server) = std::net::TcpStream::connect(upstream) else {
+                    return;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let (mut c2, mut s2) = (client.try_clone().expect("clone"), server.try_clone().expect("clone"));
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s2, &mut c2);
+                    let _ = c2.shutdown(std::net::Shutdown::Write);
+                });
+                let mut buf = [0u8; 16384];
+                while let Ok(n) = client.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    std::thread::sleep(delay);
+                    if server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = server.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the proxy listens");
+}
+
 /// Four agents, each on a host of its own (a network namespace with its own
 /// address in 198.18.0.0/15), and a real nginx on a fifth: a 3-mix suite
 /// runs across them; nginx sees the four addresses and the counted
-/// requests; one agent killed mid-mix is dropped and the rest is intact.
+/// requests; one agent killed mid-mix is dropped and the rest is intact;
+/// one agent reaches the server through a delaying proxy, and its client's
+/// latency shows the delay.
 /// Needs root and `ip netns`; skipped, saying why, without them.
 #[test]
 fn four_agents_on_their_own_hosts_in_network_namespaces() {
@@ -560,6 +622,43 @@ fn four_agents_on_their_own_hosts_in_network_namespaces() {
     let server_dir = work.path().join("nginx");
     std::fs::create_dir_all(server_dir.join("tmp")).expect("mkdir");
     let nginx = nginx_in(&net.namespaces[4], &server_dir, server_at);
+    // Agent 2's path to the server is slow: on its host the server's
+    // address is a local one where a delaying proxy listens, forwarding to
+    // the server's second address.
+    let server_nic = format!("blp{}4", std::process::id() % 10_000);
+    ip(&[
+        "netns",
+        "exec",
+        &net.namespaces[4],
+        "ip",
+        "addr",
+        "add",
+        "198.18.0.101/24",
+        "dev",
+        &server_nic,
+    ])
+    .expect("second server address");
+    ip(&[
+        "netns",
+        "exec",
+        &net.namespaces[2],
+        "ip",
+        "addr",
+        "add",
+        "198.18.0.100/32",
+        "dev",
+        "lo",
+    ])
+    .expect("local server address on agent 2");
+    let proxy_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let delay = Duration::from_millis(30);
+    delaying_proxy(
+        &net.namespaces[2],
+        "198.18.0.100:8080".parse().unwrap(),
+        "198.18.0.101:8080".parse().unwrap(),
+        delay,
+        std::sync::Arc::clone(&proxy_stop),
+    );
     let lab = work.path().join("certs");
     let out = run_benchlab(&[
         "lab",
@@ -686,6 +785,17 @@ fn four_agents_on_their_own_hosts_in_network_namespaces() {
             in_flight[k],
             ran[k]
         );
+    }
+    // Agent 2's client (client 3 of mixes 2 and 3) waited the proxy's
+    // delay on every request; the others did not.
+    proxy_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let delay_us = delay.as_micros() as u64;
+    for m in &mixes[1..] {
+        let rows = &m["client_data"];
+        assert!(u(&rows[2], "/latency_us/p50") >= delay_us, "{}", rows[2]);
+        for k in [0, 1] {
+            assert!(u(&rows[k], "/latency_us/p50") < delay_us, "{}", rows[k]);
+        }
     }
     // The lost agent's requests reached nginx from its own address; its
     // mixes before the loss are counted too.
