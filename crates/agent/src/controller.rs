@@ -602,19 +602,24 @@ impl RemotePool {
             }
             let now = Instant::now();
             if now >= deadline {
-                let mut why = format!(
-                    "after {}: {} of {} agents registered",
-                    benchlab_format_duration(timeout),
-                    opts.agents as usize - missing.len(),
-                    opts.agents
-                );
+                let mut why = format!("after {}: ", benchlab_format_duration(timeout));
+                if opts.agents > 0 {
+                    why.push_str(&format!(
+                        "{} of {} agents registered",
+                        opts.agents as usize - missing.len(),
+                        opts.agents
+                    ));
+                }
                 if !missing.is_empty() {
                     let list: Vec<String> = missing.iter().map(u32::to_string).collect();
                     why.push_str(&format!("; missing agent indexes: {}", list.join(", ")));
                 }
                 if opts.monitors > 0 {
+                    if opts.agents > 0 {
+                        why.push_str("; ");
+                    }
                     why.push_str(&format!(
-                        "; {monitors} of {} monitors registered{}",
+                        "{monitors} of {} monitors registered{}",
                         opts.monitors,
                         if st.monitors_connected.is_empty() {
                             String::new()

@@ -727,10 +727,11 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         client_cpus: pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, opts.server.as_ref())?,
         ..opts
     };
-    // Remote clients: every agent registered before the first request.
+    // Remote clients (and monitors): every one registered before the
+    // first request.
     let max_clients = suite.mixes.iter().map(|m| m.clients as usize).max().unwrap_or(0);
     let remote = a.agents.pool(max_clients)?;
-    let opts = match &remote {
+    let opts = match remote.as_ref().filter(|_| a.agents.agents.is_some()) {
         Some(pool) => RunOptions {
             clients: Arc::clone(pool) as Arc<dyn benchlab_controller::ClientPool>,
             ..opts

@@ -433,6 +433,33 @@ fn abort_on_lost_agent_stops_the_run() {
     assert_eq!(r["complete"], false);
 }
 
+/// `--monitors M` without agents: the clients run in this process, and
+/// the run waits for the monitors, naming how many came.
+#[test]
+fn a_run_waits_for_its_monitors() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 0);
+    let path = suite(work.path(), "http://127.0.0.1:9", "1s", &[1]);
+    let listen = format!("127.0.0.1:{}", free_port());
+    let out = run_benchlab(&[
+        "run",
+        s(&path),
+        "--monitors",
+        "1",
+        "--listen",
+        &listen,
+        "--tls-dir",
+        s(&lab),
+        "--agent-timeout",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("waiting for 1 monitors"), "{stderr}");
+    assert!(stderr.contains("after 1 s: 0 of 1 monitors registered"), "{stderr}");
+}
+
 /// Network namespaces made for one test, removed (with their links) when
 /// dropped.
 struct Lab {
