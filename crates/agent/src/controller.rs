@@ -47,6 +47,9 @@ pub struct ControllerOptions {
     pub clients_per_agent: u32,
     /// A lost agent stops the run instead of only its clients.
     pub abort_on_lost_agent: bool,
+    /// The run set no worker threads per client (`--os-threads-per-client`):
+    /// each agent sizes them from its own CPUs, not the controller's.
+    pub threads_by_agent: bool,
     /// Where the controller says what happens (registrations, refusals,
     /// losses), one line each; the binary prints them.
     pub log: Arc<dyn Fn(String) + Send + Sync>,
@@ -847,10 +850,16 @@ impl ClientDriver for RemoteDriver {
         // The start on the agent's clock.
         let at = crate::nanos_of(start_at).saturating_add(offset);
         let plan = serde_json::to_vec(&plan).map_err(|e| DriverError::Remote(e.to_string()))?;
+        let opts = &self.shared.opts;
         link.send(ToAgent::Start(Start {
             client: self.client,
             plan,
             start_unix_nanos: at,
+            threads_from_cpus_of: if opts.threads_by_agent {
+                opts.clients_per_agent.max(1)
+            } else {
+                0
+            },
         }));
         let deadline = Instant::now() + ANSWER_TIMEOUT;
         loop {

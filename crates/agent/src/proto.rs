@@ -191,6 +191,11 @@ pub struct Start {
     pub plan: Vec<u8>,
     #[prost(int64, tag = "3")]
     pub start_unix_nanos: i64,
+    /// Set when the run left the worker threads per client to each host:
+    /// the agent gives each client its usable CPUs ÷ this many clients
+    /// (the clients it runs), in place of the plan's `os_threads`.
+    #[prost(uint32, tag = "4")]
+    pub threads_from_cpus_of: u32,
 }
 
 /// Stop client `client` now.

@@ -32,6 +32,7 @@ fn controller(dir: &Path, agents: u32, monitors: u32) -> (RemotePool, Arc<Mutex<
         monitors,
         clients_per_agent: 1,
         abort_on_lost_agent: false,
+        threads_by_agent: true,
         log: Arc::new(move |s| l.lock().unwrap().push(s)),
     })
     .unwrap();

@@ -122,7 +122,9 @@ impl AgentRunArgs {
     /// registered; `None` without --agents and --monitors. With --agents
     /// it is the run's pool of clients. `max_clients`: the most clients any
     /// mix runs.
-    pub fn pool(&self, max_clients: usize) -> Result<Option<Arc<RemotePool>>, CliError> {
+    /// `threads_given`: the run sets the worker threads per client itself
+    /// (otherwise each agent sizes them from its CPUs).
+    pub fn pool(&self, max_clients: usize, threads_given: bool) -> Result<Option<Arc<RemotePool>>, CliError> {
         if self.agents.is_none() && self.monitors == 0 {
             return Ok(None);
         }
@@ -148,6 +150,7 @@ impl AgentRunArgs {
             monitors: self.monitors,
             clients_per_agent: self.clients_per_agent,
             abort_on_lost_agent: self.abort_on_lost_agent,
+            threads_by_agent: !threads_given,
             log: Arc::new(|line| eprintln!("benchlab controller: {line}")),
         })
         .map_err(|e| CliError::CannotRun(e.to_string()))?;

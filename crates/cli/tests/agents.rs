@@ -266,6 +266,16 @@ fn an_agent_killed_mid_mix_is_dropped_and_the_run_completes() {
     let a0 = agent(&lab, port, 0, &[]);
     let a1 = agent(&lab, port, 1, &[]);
     wait_for_load_from(&nginx, "127.0.0.2");
+    // Without --os-threads-per-client, each agent gives its one client the
+    // worker threads of its own CPUs (up to the client's 2 users), not the
+    // controller's cores ÷ 2 clients.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = std::fs::read_dir(format!("/proc/{}/task", a0.pid()))
+        .expect("agent 0's threads")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.starts_with("benchlab-worke"))
+        .count();
+    assert_eq!(workers, cpus.min(2), "agent 0's worker threads");
     unsafe { libc::kill(a1.pid(), libc::SIGKILL) };
     let out = ctl.wait_output();
     assert!(out.status.success(), "controller:\n{}", text(&out));
