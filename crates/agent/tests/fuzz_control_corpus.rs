@@ -100,6 +100,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
                 client: 1,
                 plan: serde_json::to_vec(&plan).unwrap(),
                 start_unix_nanos: 1_800_000_000_000_000_000,
+                threads_from_cpus_of: 2,
             })),
         ),
         ("ping", c(C::Ping(Ping { id: 4, t1: 9 }))),
