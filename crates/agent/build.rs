@@ -3,8 +3,7 @@
 //! The messages are written by hand in `src/proto.rs` (prost derives) and
 //! the service with `tonic_build::manual`, so building needs no `protoc`
 //! and no `.proto` compiler of any kind: `cargo build` on a fresh machine
-//! is enough. `proto/control.proto` documents the same wire format for
-//! other implementations; a unit test keeps the two in step.
+//! is enough. docs/agents.md describes the messages.
 
 fn main() {
     let session = tonic_build::manual::Method::builder()

@@ -47,6 +47,9 @@ pub struct ControllerOptions {
     pub clients_per_agent: u32,
     /// A lost agent stops the run instead of only its clients.
     pub abort_on_lost_agent: bool,
+    /// The run set no worker threads per client (`--os-threads-per-client`):
+    /// each agent sizes them from its own CPUs, not the controller's.
+    pub threads_by_agent: bool,
     /// Where the controller says what happens (registrations, refusals,
     /// losses), one line each; the binary prints them.
     pub log: Arc<dyn Fn(String) + Send + Sync>,
@@ -85,6 +88,9 @@ struct Link {
     offset_ns: Mutex<i64>,
 }
 
+/// A clock check's result: (agent clock − controller clock, round trip), ns.
+type Clock = (i64, u64);
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -102,7 +108,7 @@ impl Link {
 
     /// One clock check: the NTP exchange with the smallest round trip of
     /// [`CLOCK_SAMPLES`]. Returns (offset, round trip) in ns.
-    fn clock_check(&self) -> Result<(i64, u64), String> {
+    fn clock_check(&self) -> Result<Clock, String> {
         let (tx, rx) = std_mpsc::channel();
         *lock(&self.pongs) = Some(tx);
         let mut best: Option<(i64, u64)> = None;
@@ -194,16 +200,12 @@ impl Shared {
         if let Some(h) = st.history.get_mut(&link.index) {
             h.lost = Some(why.clone());
         }
+        // The driving loop sees it (`stop_requested`) and stops the mix.
         if self.opts.abort_on_lost_agent && st.aborted.is_none() {
             st.aborted = Some(format!(
                 "agent {} was lost ({why}) and --abort-on-lost-agent is set",
                 link.index
             ));
-            for other in st.agents.values() {
-                for c in lock(&other.clients).keys() {
-                    other.send(ToAgent::Stop(Stop { client: *c }));
-                }
-            }
         }
         drop(st);
         self.changed.notify_all();
@@ -321,9 +323,9 @@ impl Service {
                         clock: Vec::new(),
                         lost: None,
                     });
+                    // A rejoining agent keeps its earlier loss on record.
                     h.peer = peer.clone();
                     h.host = hello.host.clone();
-                    h.lost = None;
                     h.clock.push(ClockCheck {
                         at: "registration".into(),
                         offset_us: offset / 1000,
@@ -611,19 +613,24 @@ impl RemotePool {
             }
             let now = Instant::now();
             if now >= deadline {
-                let mut why = format!(
-                    "after {}: {} of {} agents registered",
-                    benchlab_format_duration(timeout),
-                    opts.agents as usize - missing.len(),
-                    opts.agents
-                );
+                let mut why = format!("after {}: ", benchlab_format_duration(timeout));
+                if opts.agents > 0 {
+                    why.push_str(&format!(
+                        "{} of {} agents registered",
+                        opts.agents as usize - missing.len(),
+                        opts.agents
+                    ));
+                }
                 if !missing.is_empty() {
                     let list: Vec<String> = missing.iter().map(u32::to_string).collect();
                     why.push_str(&format!("; missing agent indexes: {}", list.join(", ")));
                 }
                 if opts.monitors > 0 {
+                    if opts.agents > 0 {
+                        why.push_str("; ");
+                    }
                     why.push_str(&format!(
-                        "; {monitors} of {} monitors registered{}",
+                        "{monitors} of {} monitors registered{}",
                         opts.monitors,
                         if st.monitors_connected.is_empty() {
                             String::new()
@@ -736,7 +743,7 @@ impl ClientPool for RemotePool {
             (links, st.mixes)
         };
         // Every agent's clock at once: a check costs a few round trips.
-        let checks: Vec<(Arc<Link>, Result<(i64, u64), String>)> = std::thread::scope(|s| {
+        let checks: Vec<(Arc<Link>, Result<Clock, String>)> = std::thread::scope(|s| {
             let handles: Vec<_> = links
                 .iter()
                 .map(|l| {
@@ -772,6 +779,10 @@ impl ClientPool for RemotePool {
         // client, and some slack for the agents to create their threads.
         let clients = links.len() as u64 * u64::from(self.shared.opts.clients_per_agent.max(1));
         Ok(Duration::from_millis(200) + Duration::from_nanos(worst_rtt.saturating_mul(clients + 4)))
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.shared.state().aborted.is_some()
     }
 
     fn agents(&self) -> Vec<AgentResult> {
@@ -844,10 +855,16 @@ impl ClientDriver for RemoteDriver {
         // The start on the agent's clock.
         let at = crate::nanos_of(start_at).saturating_add(offset);
         let plan = serde_json::to_vec(&plan).map_err(|e| DriverError::Remote(e.to_string()))?;
+        let opts = &self.shared.opts;
         link.send(ToAgent::Start(Start {
             client: self.client,
             plan,
             start_unix_nanos: at,
+            threads_from_cpus_of: if opts.threads_by_agent {
+                opts.clients_per_agent.max(1)
+            } else {
+                0
+            },
         }));
         let deadline = Instant::now() + ANSWER_TIMEOUT;
         loop {

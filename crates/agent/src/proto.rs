@@ -1,5 +1,5 @@
-//! The control protocol's messages, as prost types written by hand (the
-//! same wire format as `proto/control.proto`, which documents it).
+//! The control protocol's messages, as prost types written by hand (no
+//! `.proto` compiler at build time; docs/agents.md lists them).
 //!
 //! The envelopes are typed protobuf; what the controller and the engine
 //! already define — a [`ClientPlan`](benchlab_controller::plan::ClientPlan),
@@ -191,6 +191,11 @@ pub struct Start {
     pub plan: Vec<u8>,
     #[prost(int64, tag = "3")]
     pub start_unix_nanos: i64,
+    /// Set when the run left the worker threads per client to each host:
+    /// the agent gives each client its usable CPUs ÷ this many clients
+    /// (the clients it runs), in place of the plan's `os_threads`.
+    #[prost(uint32, tag = "4")]
+    pub threads_from_cpus_of: u32,
 }
 
 /// Stop client `client` now.
@@ -203,4 +208,46 @@ pub struct Stop {
 /// The generated service (client and server halves).
 pub mod control {
     include!(concat!(env!("OUT_DIR"), "/benchlab.control.v1.Control.rs"));
+}
+
+/// Decodes `data` as every control message and every payload they carry,
+/// checking that nothing panics and that a message decoded re-encodes to
+/// the same message: what the fuzz target (`fuzz/fuzz_targets/control.rs`),
+/// its corpus replay and the property tests run. Whatever a peer sends,
+/// the worst it gets is an error.
+pub fn check_decoders(data: &[u8]) {
+    use crate::controller::{decode_report, decode_second};
+    use benchlab_controller::plan::{ClientPlan, UrlList};
+    use prost::Message as _;
+    if let Ok(m) = AgentMessage::decode(data) {
+        let again = AgentMessage::decode(&m.encode_to_vec()[..]).expect("a re-encoded message decodes");
+        assert_eq!(again, m);
+        match &m.kind {
+            Some(agent_message::Kind::Second(p)) => {
+                let _ = decode_second(&p.json);
+            }
+            Some(agent_message::Kind::Report(p)) => {
+                let _ = decode_report(&p.json);
+            }
+            _ => {}
+        }
+    }
+    if let Ok(m) = ControllerMessage::decode(data) {
+        let again = ControllerMessage::decode(&m.encode_to_vec()[..]).expect("a re-encoded message decodes");
+        assert_eq!(again, m);
+        match &m.kind {
+            Some(controller_message::Kind::Urls(p)) => {
+                if let Ok(list) = serde_json::from_slice::<UrlList>(&p.json) {
+                    let _ = list.is_intact();
+                }
+            }
+            Some(controller_message::Kind::Start(s)) => {
+                let _ = serde_json::from_slice::<ClientPlan>(&s.plan);
+            }
+            _ => {}
+        }
+    }
+    let _ = decode_second(data);
+    let _ = decode_report(data);
+    let _ = benchlab_engine::wire::histogram_of_bytes(data);
 }

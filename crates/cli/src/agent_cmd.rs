@@ -111,24 +111,31 @@ pub struct AgentRunArgs {
     /// lost and the mix completes with the others).
     #[arg(long, requires = "agents")]
     pub abort_on_lost_agent: bool,
-    /// Wait for M server monitors as well.
-    #[arg(long, value_name = "M", default_value_t = 0, requires = "agents")]
+    /// Wait for M server monitors (with or without agents): they connect
+    /// to --listen with the lab's monitor certificate.
+    #[arg(long, value_name = "M", default_value_t = 0)]
     pub monitors: u32,
 }
 
 impl AgentRunArgs {
-    /// The pool of remote clients, once every agent and monitor has
-    /// registered; `None` without --agents. `max_clients`: the most
-    /// clients any mix runs.
-    pub fn pool(&self, max_clients: usize) -> Result<Option<Arc<RemotePool>>, CliError> {
-        let Some(agents) = self.agents else {
+    /// The controller's listener, once every agent and monitor has
+    /// registered; `None` without --agents and --monitors. With --agents
+    /// it is the run's pool of clients. `max_clients`: the most clients any
+    /// mix runs.
+    /// `threads_given`: the run sets the worker threads per client itself
+    /// (otherwise each agent sizes them from its CPUs).
+    pub fn pool(&self, max_clients: usize, threads_given: bool) -> Result<Option<Arc<RemotePool>>, CliError> {
+        if self.agents.is_none() && self.monitors == 0 {
             return Ok(None);
-        };
+        }
+        let agents = self.agents.unwrap_or(0);
         let (Some(listen), Some(dir)) = (self.listen, &self.tls_dir) else {
-            return Err(CliError::Usage("--agents needs --listen and --tls-dir".into()));
+            return Err(CliError::Usage(
+                "--agents and --monitors need --listen and --tls-dir".into(),
+            ));
         };
         let capacity = agents as usize * self.clients_per_agent as usize;
-        if max_clients > capacity {
+        if self.agents.is_some() && max_clients > capacity {
             return Err(CliError::Usage(format!(
                 "a mix runs {max_clients} clients, but {agents} agents × {} clients each make {capacity}: \
                  raise --agents or --clients-per-agent",
@@ -143,17 +150,21 @@ impl AgentRunArgs {
             monitors: self.monitors,
             clients_per_agent: self.clients_per_agent,
             abort_on_lost_agent: self.abort_on_lost_agent,
+            threads_by_agent: !threads_given,
             log: Arc::new(|line| eprintln!("benchlab controller: {line}")),
         })
         .map_err(|e| CliError::CannotRun(e.to_string()))?;
+        let mut waiting = Vec::new();
+        if agents > 0 {
+            waiting.push(format!("{agents} agents"));
+        }
+        if self.monitors > 0 {
+            waiting.push(format!("{} monitors", self.monitors));
+        }
         eprintln!(
-            "benchlab controller: listening on {}; waiting for {agents} agents{} (up to {})",
+            "benchlab controller: listening on {}; waiting for {} (up to {})",
             pool.local_addr(),
-            if self.monitors > 0 {
-                format!(" and {} monitors", self.monitors)
-            } else {
-                String::new()
-            },
+            waiting.join(" and "),
             humantime::format_duration(self.agent_timeout)
         );
         pool.wait_for_peers(self.agent_timeout)

@@ -36,7 +36,7 @@ enum Command {
     Demo(demo_cmd::DemoArgs),
     /// Run a suite: mix after mix of rising load; writes a results directory
     /// (results.json, summary.csv, clients.csv) after every mix.
-    Run(run_cmd::RunArgs),
+    Run(Box<run_cmd::RunArgs>),
     /// Validate a suite file without running it.
     Check(run_cmd::CheckArgs),
     /// Load one or more URLs with closed-loop virtual users and report
@@ -103,7 +103,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve_cmd::run(a),
         Command::Fileset(a) => fileset_cmd::run(a),
         Command::Demo(a) => demo_cmd::run(a),
-        Command::Run(a) => run_cmd::run(a),
+        Command::Run(a) => run_cmd::run(*a),
         Command::Check(a) => run_cmd::check(a),
         Command::Workload(a) => workload_cmd::run(a),
         Command::Lab(a) => lab_cmd::run(a),

@@ -74,7 +74,8 @@ pub struct RunArgs {
     /// Trust the CA certificates in this PEM file as well.
     #[arg(long, value_name = "FILE")]
     ca_file: Option<PathBuf>,
-    /// Worker OS threads per in-process client [default: cores ÷ clients].
+    /// Worker OS threads per client [default: cores ÷ clients; with
+    /// --agents, each agent's usable CPUs ÷ --clients-per-agent].
     #[arg(long, value_name = "N")]
     os_threads_per_client: Option<usize>,
     /// Run each mix N times back to back (each --find-peak step too): the
@@ -735,10 +736,11 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         monitors: monitors.sources.clone(),
         ..opts
     };
-    // Remote clients: every agent registered before the first request.
+    // Remote clients (and monitors): every one registered before the
+    // first request.
     let max_clients = suite.mixes.iter().map(|m| m.clients as usize).max().unwrap_or(0);
-    let remote = a.agents.pool(max_clients)?;
-    let opts = match &remote {
+    let remote = a.agents.pool(max_clients, a.os_threads_per_client.is_some())?;
+    let opts = match remote.as_ref().filter(|_| a.agents.agents.is_some()) {
         Some(pool) => RunOptions {
             clients: Arc::clone(pool) as Arc<dyn benchlab_controller::ClientPool>,
             // Remote monitors (`benchlab monitor --controller`) watch the

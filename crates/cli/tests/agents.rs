@@ -266,6 +266,16 @@ fn an_agent_killed_mid_mix_is_dropped_and_the_run_completes() {
     let a0 = agent(&lab, port, 0, &[]);
     let a1 = agent(&lab, port, 1, &[]);
     wait_for_load_from(&nginx, "127.0.0.2");
+    // Without --os-threads-per-client, each agent gives its one client the
+    // worker threads of its own CPUs (up to the client's 2 users), not the
+    // controller's cores ÷ 2 clients.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = std::fs::read_dir(format!("/proc/{}/task", a0.pid()))
+        .expect("agent 0's threads")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.starts_with("benchlab-worke"))
+        .count();
+    assert_eq!(workers, cpus.min(2), "agent 0's worker threads");
     unsafe { libc::kill(a1.pid(), libc::SIGKILL) };
     let out = ctl.wait_output();
     assert!(out.status.success(), "controller:\n{}", text(&out));
@@ -361,4 +371,477 @@ fn a_mismatched_agent_is_refused_and_named_missing() {
         stderr.contains("0 of 2 agents registered; missing agent indexes: 0, 1"),
         "{stderr}"
     );
+}
+
+/// An agent lost in mix 1 that comes back rejoins as the same client at
+/// mix 2: once, with a new clock check.
+#[test]
+fn a_restarted_agent_rejoins_as_the_same_client_at_the_next_mix() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let path = suite(work.path(), &nginx.url(""), "5s", &[2, 2]);
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&path, port, &lab, &out_dir, 2, &[]);
+    let a0 = agent(&lab, port, 0, &[]);
+    let a1 = agent(&lab, port, 1, &[]);
+    wait_for_load_from(&nginx, "127.0.0.2");
+    unsafe { libc::kill(a1.pid(), libc::SIGKILL) };
+    drop(a1);
+    // The controller sees the closed connection at once; the new process
+    // registers well before mix 1's 5 s are over.
+    std::thread::sleep(Duration::from_millis(500));
+    let again = agent(&lab, port, 1, &[]);
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "controller:\n{}", text(&out));
+    assert!(a0.wait_output().status.success());
+    assert!(again.wait_output().status.success());
+    let r = read_json(&out_dir.join("results.json"));
+    let m1 = &r["mixes"][0]["client_data"][1];
+    let m2 = &r["mixes"][1]["client_data"][1];
+    assert!(m1["lost"].is_string(), "{m1}");
+    assert!(m2.get("lost").is_none(), "{m2}");
+    assert!(u(m2, "/requests") > 0);
+    assert_eq!(u(&r["mixes"][1], "/clients_participating"), 2);
+    let clock: Vec<&str> = r["environment"]["agents"][1]["clock"]
+        .as_array()
+        .expect("clock")
+        .iter()
+        .map(|c| c["at"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(clock, ["registration", "mix 1", "registration", "mix 2"]);
+}
+
+/// `--abort-on-lost-agent`: the first loss stops the run, naming the agent.
+#[test]
+fn abort_on_lost_agent_stops_the_run() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let path = suite(work.path(), &nginx.url(""), "20s", &[2, 2]);
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&path, port, &lab, &out_dir, 2, &["--abort-on-lost-agent"]);
+    let a0 = agent(&lab, port, 0, &[]);
+    let a1 = agent(&lab, port, 1, &[]);
+    wait_for_load_from(&nginx, "127.0.0.2");
+    unsafe { libc::kill(a1.pid(), libc::SIGKILL) };
+    let out = ctl.wait_output();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("agent 1 was lost") && stderr.contains("--abort-on-lost-agent is set"),
+        "{stderr}"
+    );
+    assert!(a0.wait_output().status.success());
+    let r = read_json(&out_dir.join("results.json"));
+    assert_eq!(r["mixes"].as_array().map(Vec::len), Some(1));
+    assert_eq!(r["mixes"][0]["partial"], true);
+    assert_eq!(r["complete"], false);
+}
+
+/// `--monitors M` without agents: the clients run in this process, and
+/// the run waits for the monitors, naming how many came.
+#[test]
+fn a_run_waits_for_its_monitors() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 0);
+    let path = suite(work.path(), "http://127.0.0.1:9", "1s", &[1]);
+    let listen = format!("127.0.0.1:{}", free_port());
+    let out = run_benchlab(&[
+        "run",
+        s(&path),
+        "--monitors",
+        "1",
+        "--listen",
+        &listen,
+        "--tls-dir",
+        s(&lab),
+        "--agent-timeout",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("waiting for 1 monitors"), "{stderr}");
+    assert!(stderr.contains("after 1 s: 0 of 1 monitors registered"), "{stderr}");
+}
+
+/// Network namespaces made for one test, removed (with their links) when
+/// dropped.
+struct Lab {
+    namespaces: Vec<String>,
+    bridge: String,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in &self.namespaces {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+        let _ = Command::new("ip").args(["link", "del", &self.bridge]).status();
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Lab {
+    /// A bridge with 198.18.0.1/24 (the controller, in this namespace) and
+    /// one namespace per host, each on the bridge by a veth pair with its
+    /// address: RFC 2544's benchmarking range, never a real network's.
+    fn make(hosts: &[&str]) -> Result<Lab, String> {
+        let suffix = std::process::id() % 10_000;
+        let mut lab = Lab {
+            namespaces: Vec::new(),
+            bridge: format!("blb{suffix}"),
+        };
+        ip(&["link", "add", &lab.bridge, "type", "bridge"])?;
+        ip(&["addr", "add", "198.18.0.1/24", "dev", &lab.bridge])?;
+        ip(&["link", "set", &lab.bridge, "up"])?;
+        for (k, addr) in hosts.iter().enumerate() {
+            let ns = format!("bl{suffix}h{k}");
+            ip(&["netns", "add", &ns])?;
+            lab.namespaces.push(ns.clone());
+            let (outer, inner) = (format!("blv{suffix}{k}"), format!("blp{suffix}{k}"));
+            ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
+            ip(&["link", "set", &inner, "netns", &ns])?;
+            ip(&["link", "set", &outer, "master", &lab.bridge, "up"])?;
+            let cidr = format!("{addr}/24");
+            ip(&["netns", "exec", &ns, "ip", "addr", "add", &cidr, "dev", &inner])?;
+            ip(&["netns", "exec", &ns, "ip", "link", "set", &inner, "up"])?;
+            ip(&["netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
+        }
+        Ok(lab)
+    }
+}
+
+/// An nginx in namespace `ns` on `addr:8080`, logging each request's
+/// client address and status.
+fn nginx_in(ns: &str, dir: &Path, addr: &str) -> Proc {
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).expect("mkdir");
+    std::fs::write(www.join("4k.html"), vec![b'x'; 4096]).expect("write");
+    let p = |n: &str| dir.join(n).display().to_string();
+    let conf = format!(
+        "user root;\ndaemon off;\nmaster_process off;\nworker_processes 1;\npid {pid};\nerror_log {err} warn;\n\
+         events {{ worker_connections 1024; }}\nhttp {{\n  log_format lab \"$remote_addr\\t$status\";\n  \
+         access_log {log} lab;\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n  \
+         uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n  server {{ listen 8080; root {www}; }}\n}}\n",
+        pid = p("nginx.pid"),
+        err = p("error.log"),
+        log = p("access.log"),
+        tmp = p("tmp"),
+        www = www.display()
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).expect("write nginx.conf");
+    let child = Command::new("ip")
+        .args(["netns", "exec", ns, "nginx", "-p"])
+        .arg(dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nginx");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect((addr, 8080)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nginx in {ns} does not listen on {addr}:8080"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Proc(Some(child))
+}
+
+/// A delaying proxy inside namespace `ns` (its threads enter it with
+/// setns, so their sockets live there): accepts on `listen`, forwards to
+/// `upstream`, and holds each chunk from the client `delay` before passing
+/// it on, so every request through it takes `delay` longer. The kernel
+/// here has no netem; this stands in for a slow network path. Stops
+/// accepting when `stop` is set.
+fn delaying_proxy(
+    ns: &str,
+    listen: std::net::SocketAddr,
+    upstream: std::net::SocketAddr,
+    delay: Duration,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let netns = std::fs::File::open(format!("/var/run/netns/{ns}")).expect("open the namespace");
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let entered = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
+        let listener = std::net::TcpListener::bind(listen).expect("proxy bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        ready_tx.send(()).expect("ready");
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((mut client, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            // Threads made here are in the namespace too.
+            std::thread::spawn(move || {
+                client.set_nonblocking(false).expect("blocking");
+                let Ok(mut server) = std::net::TcpStream::connect(upstream) else {
+                    return;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let (mut c2, mut s2) = (client.try_clone().expect("clone"), server.try_clone().expect("clone"));
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s2, &mut c2);
+                    let _ = c2.shutdown(std::net::Shutdown::Write);
+                });
+                let mut buf = [0u8; 16384];
+                while let Ok(n) = client.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    std::thread::sleep(delay);
+                    if server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = server.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the proxy listens");
+}
+
+/// Four agents, each on a host of its own (a network namespace with its own
+/// address in 198.18.0.0/15), and a real nginx on a fifth: a 3-mix suite
+/// runs across them; nginx sees the four addresses and the counted
+/// requests; one agent killed mid-mix is dropped and the rest is intact;
+/// one agent reaches the server through a delaying proxy, and its client's
+/// latency shows the delay.
+/// Needs root and `ip netns`; skipped, saying why, without them.
+#[test]
+fn four_agents_on_their_own_hosts_in_network_namespaces() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: network namespaces need root");
+        return;
+    }
+    common::require("nginx");
+    let agents_at = ["198.18.0.11", "198.18.0.12", "198.18.0.13", "198.18.0.14"];
+    let server_at = "198.18.0.100";
+    let mut hosts = agents_at.to_vec();
+    hosts.push(server_at);
+    let net = match Lab::make(&hosts) {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("skipped: cannot make network namespaces ({why})");
+            return;
+        }
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let server_dir = work.path().join("nginx");
+    std::fs::create_dir_all(server_dir.join("tmp")).expect("mkdir");
+    let nginx = nginx_in(&net.namespaces[4], &server_dir, server_at);
+    // Agent 2's path to the server is slow: on its host the server's
+    // address is a local one where a delaying proxy listens, forwarding to
+    // the server's second address.
+    let server_nic = format!("blp{}4", std::process::id() % 10_000);
+    ip(&[
+        "netns",
+        "exec",
+        &net.namespaces[4],
+        "ip",
+        "addr",
+        "add",
+        "198.18.0.101/24",
+        "dev",
+        &server_nic,
+    ])
+    .expect("second server address");
+    ip(&[
+        "netns",
+        "exec",
+        &net.namespaces[2],
+        "ip",
+        "addr",
+        "add",
+        "198.18.0.100/32",
+        "dev",
+        "lo",
+    ])
+    .expect("local server address on agent 2");
+    let proxy_stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let delay = Duration::from_millis(30);
+    delaying_proxy(
+        &net.namespaces[2],
+        "198.18.0.100:8080".parse().unwrap(),
+        "198.18.0.101:8080".parse().unwrap(),
+        delay,
+        std::sync::Arc::clone(&proxy_stop),
+    );
+    let lab = work.path().join("certs");
+    let out = run_benchlab(&[
+        "lab",
+        "certs",
+        "--out",
+        s(&lab),
+        "--agents",
+        "4",
+        "--controller-name",
+        "198.18.0.1",
+    ]);
+    common::assert_success("lab certs", &out);
+    // Each client loads from its agent's own address.
+    let path = suite(work.path(), &format!("http://{server_at}:8080"), "3s", &[2, 4, 4]);
+    let text_of = std::fs::read_to_string(&path).expect("suite");
+    std::fs::write(&path, format!("client_addresses = false\n{text_of}")).expect("suite");
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let listen = format!("198.18.0.1:{port}");
+    let ctl = spawn(
+        &[
+            "run",
+            s(&path),
+            "--agents",
+            "4",
+            "--listen",
+            &listen,
+            "--tls-dir",
+            s(&lab),
+            "--out",
+            s(&out_dir),
+        ],
+        &[],
+    );
+    let mut agents: Vec<Proc> = (0..4)
+        .map(|i| {
+            let (cert, key) = (lab.join(format!("agent-{i}.pem")), lab.join(format!("agent-{i}.key")));
+            let mut c = Command::new("ip");
+            c.args([
+                "netns",
+                "exec",
+                &net.namespaces[i],
+                benchlab_bin(),
+                "agent",
+                "--controller",
+                &listen,
+            ])
+            .arg("--cert")
+            .arg(&cert)
+            .arg("--key")
+            .arg(&key)
+            .arg("--ca")
+            .arg(lab.join("ca.pem"))
+            .args(["--index", &i.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+            Proc(Some(c.spawn().expect("spawn agent")))
+        })
+        .collect();
+    // Kill agent 3 once mix 3 is under way: after its client's requests of
+    // mix 2 and a little more.
+    let log = server_dir.join("access.log");
+    let from = |addr: &str| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(&format!("{addr}\t")))
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !out_dir.join("results.json").exists()
+        || read_json(&out_dir.join("results.json"))["mixes"]
+            .as_array()
+            .map_or(0, Vec::len)
+            < 2
+    {
+        assert!(Instant::now() < deadline, "mix 2 never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = from(agents_at[3]);
+    while from(agents_at[3]) == before {
+        assert!(Instant::now() < deadline, "agent 3 sent nothing in mix 3");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(agents[3].pid(), libc::SIGKILL) };
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "controller:\n{}", text(&out));
+    for a in agents.drain(..3) {
+        let o = a.wait_output();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    drop(nginx);
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    assert_eq!(r["complete"], true);
+    let mixes = r["mixes"].as_array().expect("mixes");
+    assert_eq!(mixes.len(), 3);
+    // Per agent: what it counted in the mixes' windows (no ramps: the
+    // whole mix), and the mixes it ran.
+    let mut counted = [0u64; 4];
+    let mut in_flight = [0u64; 4];
+    let mut ran = [0u64; 4];
+    for m in mixes {
+        for (k, c) in m["client_data"].as_array().expect("rows").iter().enumerate() {
+            counted[k] += u(c, "/requests") + u(c, "/errors_total");
+            in_flight[k] += u(c, "/in_flight");
+            ran[k] += 1;
+        }
+    }
+    let m3 = &mixes[2]["client_data"];
+    assert!(m3[3]["lost"].is_string(), "{}", m3[3]);
+    for k in 0..3 {
+        assert!(m3[k].get("lost").is_none(), "{}", m3[k]);
+        // nginx logged every request counted from this host; besides, the
+        // requests cut off when each mix stopped (in flight), and at most
+        // one a virtual user (2 a client) completed between the window's
+        // end and the moment it saw the stop.
+        let logged = from(agents_at[k]) as u64;
+        assert!(
+            logged >= counted[k] && logged <= counted[k] + in_flight[k] + 2 * ran[k],
+            "{}: nginx logged {logged}, counted {} (+ {} in flight) in {} mixes",
+            agents_at[k],
+            counted[k],
+            in_flight[k],
+            ran[k]
+        );
+    }
+    // Agent 2's client (client 3 of mixes 2 and 3) waited the proxy's
+    // delay on every request; the others did not.
+    proxy_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let delay_us = delay.as_micros() as u64;
+    for m in &mixes[1..] {
+        let rows = &m["client_data"];
+        assert!(u(&rows[2], "/latency_us/p50") >= delay_us, "{}", rows[2]);
+        for k in [0, 1] {
+            assert!(u(&rows[k], "/latency_us/p50") < delay_us, "{}", rows[k]);
+        }
+    }
+    // The lost agent's requests reached nginx from its own address; its
+    // mixes before the loss are counted too.
+    assert!(from(agents_at[3]) as u64 >= counted[3]);
+    // The controller's own requests: the preflight only.
+    assert_eq!(from("198.18.0.1"), 1);
+    let agents = r["environment"]["agents"].as_array().expect("agents");
+    for (k, a) in agents.iter().enumerate() {
+        assert_eq!(a["peer"].as_str().and_then(|p| p.split(':').next()), Some(agents_at[k]));
+    }
+    assert!(agents[3]["lost"].is_string());
 }

@@ -13,8 +13,8 @@
 //!   client was lost (its seconds so far are all the controller has);
 //! - a driver dropped before `finish` stops its load.
 //!
-//! In-process clients implement it here over the engine; the remote agents
-//! of a later issue will implement it over the network.
+//! In-process clients implement it here over the engine; remote agents
+//! implement it over the network (crate `benchlab-agent`).
 
 use crate::plan::{ClientPlan, UrlList};
 use benchlab_engine::{ClassPlan, Client, ClientReport, EngineError, PlanError, Second, UrlPlan};
@@ -66,7 +66,7 @@ pub trait ClientDriver: Send {
 }
 
 /// Where a run's clients come from: the run chooses (in this process by
-/// default; remote agents later; fakes in tests).
+/// default; remote agents; fakes in tests).
 pub trait ClientPool: std::fmt::Debug + Send + Sync {
     /// Hands a phase's URL list to every client, once per phase, before
     /// its first mix; plans then name it by its id.
@@ -79,6 +79,12 @@ pub trait ClientPool: std::fmt::Debug + Send + Sync {
     /// client has it in time.
     fn before_mix(&self) -> Result<Duration, DriverError> {
         Ok(Duration::ZERO)
+    }
+    /// Whether the pool wants the running mix stopped now (kept as
+    /// partial), as a remote pool does when an agent is lost under
+    /// `--abort-on-lost-agent`.
+    fn stop_requested(&self) -> bool {
+        false
     }
     /// The remote agents behind the clients, for results.json (none for
     /// clients in this process).

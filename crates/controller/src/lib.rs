@@ -4,7 +4,7 @@
 //! participating client (test system) started at the same instant, only the
 //! measurement window counted, results written as each mix ends. Clients
 //! are driven through one interface ([`ClientDriver`]): in-process clients
-//! over the engine now, remote agents later.
+//! over the engine, or remote agents (crate `benchlab-agent`).
 
 mod driver;
 pub mod machine;

@@ -69,7 +69,7 @@ pub struct RunOptions {
     /// compare` sees the run-to-run noise.
     pub repeat: u32,
     /// Where the clients run: chosen by the run, in this process by
-    /// default ([`InProcess`]); remote agents later.
+    /// default ([`InProcess`]), or remote agents.
     pub clients: Arc<dyn ClientPool>,
     /// CPUs the load generator's worker threads are pinned to
     /// (`--client-cpus`), disclosed in results.json; empty: not pinned.
@@ -1195,7 +1195,9 @@ pub fn drive_mix(
     let mut partial = false;
     let wait = Duration::from_millis(if clients > 8 { 5 } else { 50 });
     loop {
-        if stop.load(Ordering::Relaxed) && !partial {
+        // A stop asked for by the user (Ctrl-C) or by the pool (a lost
+        // remote agent under --abort-on-lost-agent): the mix is partial.
+        if (stop.load(Ordering::Relaxed) || pool.stop_requested()) && !partial {
             for d in &mut drivers {
                 d.stop();
             }
