@@ -740,15 +740,21 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     // first request.
     let max_clients = suite.mixes.iter().map(|m| m.clients as usize).max().unwrap_or(0);
     let remote = a.agents.pool(max_clients, a.os_threads_per_client.is_some())?;
-    let opts = match remote.as_ref().filter(|_| a.agents.agents.is_some()) {
+    // Remote monitors (`benchlab monitor --controller`) watch the server's
+    // host: they come first, as the host the verdict judges.
+    let opts = match &remote {
         Some(pool) => RunOptions {
-            clients: Arc::clone(pool) as Arc<dyn benchlab_controller::ClientPool>,
-            // Remote monitors (`benchlab monitor --controller`) watch the
-            // server's host: they come first, as the host the verdict judges.
             monitors: crate::monitor_cmd::remote_sources(&pool.monitors())
                 .into_iter()
                 .chain(opts.monitors.iter().cloned())
                 .collect(),
+            ..opts
+        },
+        None => opts,
+    };
+    let opts = match remote.as_ref().filter(|_| a.agents.agents.is_some()) {
+        Some(pool) => RunOptions {
+            clients: Arc::clone(pool) as Arc<dyn benchlab_controller::ClientPool>,
             ..opts
         },
         None => opts,

@@ -142,3 +142,53 @@ fn a_remote_monitor_feeds_the_mixes_resources() {
     assert!(cpu > 0.0, "{avg}");
     assert!(r["mixes"][0]["resources"]["verdict"]["limit"].is_string());
 }
+
+/// `--monitors` without agents: the clients run in the controller's
+/// process and the remote monitor still feeds every mix.
+#[test]
+fn a_remote_monitor_without_agents() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let certs = work.path().join("certs");
+    let out = run_benchlab(&["lab", "certs", "--out", s(&certs), "--agents", "1"]);
+    common::assert_success("lab certs", &out);
+    let suite = suite(work.path(), &nginx.url(""));
+    let results = work.path().join("results");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let pem = |n: &str| certs.join(n).display().to_string();
+    let controller = Proc::spawn(&[
+        "run",
+        &suite,
+        "--monitors",
+        "1",
+        "--listen",
+        &listen,
+        "--tls-dir",
+        s(&certs),
+        "--out",
+        s(&results),
+    ]);
+    let monitor = Proc::spawn(&[
+        "monitor",
+        "--controller",
+        &listen,
+        "--cert",
+        &pem("monitor.pem"),
+        "--key",
+        &pem("monitor.key"),
+        "--ca",
+        &pem("ca.pem"),
+    ]);
+    let out = controller.wait_output();
+    assert!(out.status.success(), "controller:\n{}", text(&out));
+    let o = monitor.wait_output();
+    assert!(o.status.success(), "monitor:\n{}", text(&o));
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("results.json")).expect("results")).expect("JSON");
+    let host = &r["mixes"][0]["resources"]["hosts"][0];
+    assert!(
+        host["source"].as_str().is_some_and(|s| s.starts_with("remote monitor")),
+        "{host}"
+    );
+    assert!(!host["seconds"].as_array().expect("seconds").is_empty());
+}
