@@ -58,8 +58,11 @@ fn suite(dir: &Path, target: &str) -> String {
     p.display().to_string()
 }
 
-#[test]
-fn a_remote_monitor_feeds_the_mixes_resources() {
+/// Runs the one-mix suite against a fresh nginx with a controller that
+/// waits for one remote monitor (watching nginx's PID) and, with
+/// `agent`, one agent; checks every process ended cleanly and returns
+/// results.json's first mix.
+fn run_with_remote_monitor(agent: bool) -> Value {
     let nginx = Nginx::start(NginxOpts::default());
     let work = tempfile::tempdir().expect("tempdir");
     let certs = work.path().join("certs");
@@ -67,14 +70,11 @@ fn a_remote_monitor_feeds_the_mixes_resources() {
     common::assert_success("lab certs", &out);
     let suite = suite(work.path(), &nginx.url(""));
     let results = work.path().join("results");
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = format!("127.0.0.1:{}", free_port());
     let pem = |n: &str| certs.join(n).display().to_string();
-    let controller = Proc::spawn(&[
+    let mut run = vec![
         "run",
         &suite,
-        "--agents",
-        "1",
         "--monitors",
         "1",
         "--listen",
@@ -83,38 +83,48 @@ fn a_remote_monitor_feeds_the_mixes_resources() {
         s(&certs),
         "--out",
         s(&results),
-    ]);
+    ];
+    if agent {
+        run.extend(["--agents", "1"]);
+    }
+    let controller = Proc::spawn(&run);
     let pid = nginx.pid().to_string();
+    let (monitor_pem, monitor_key, ca) = (pem("monitor.pem"), pem("monitor.key"), pem("ca.pem"));
     let monitor = Proc::spawn(&[
         "monitor",
         "--controller",
         &listen,
         "--cert",
-        &pem("monitor.pem"),
+        &monitor_pem,
         "--key",
-        &pem("monitor.key"),
+        &monitor_key,
         "--ca",
-        &pem("ca.pem"),
+        &ca,
         "--pid",
         &pid,
     ]);
-    let agent = Proc::spawn(&[
-        "agent",
-        "--controller",
-        &listen,
-        "--index",
-        "0",
-        "--cert",
-        &pem("agent-0.pem"),
-        "--key",
-        &pem("agent-0.key"),
-        "--ca",
-        &pem("ca.pem"),
-    ]);
+    let (agent_pem, agent_key) = (pem("agent-0.pem"), pem("agent-0.key"));
+    let agent = agent.then(|| {
+        Proc::spawn(&[
+            "agent",
+            "--controller",
+            &listen,
+            "--index",
+            "0",
+            "--cert",
+            &agent_pem,
+            "--key",
+            &agent_key,
+            "--ca",
+            &ca,
+        ])
+    });
     let out = controller.wait_output();
     assert!(out.status.success(), "controller:\n{}", text(&out));
-    let o = agent.wait_output();
-    assert!(o.status.success(), "agent:\n{}", text(&o));
+    if let Some(agent) = agent {
+        let o = agent.wait_output();
+        assert!(o.status.success(), "agent:\n{}", text(&o));
+    }
     let o = monitor.wait_output();
     assert!(o.status.success(), "monitor:\n{}", text(&o));
     assert!(
@@ -122,10 +132,15 @@ fn a_remote_monitor_feeds_the_mixes_resources() {
         "{}",
         text(&o)
     );
-
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(results.join("results.json")).expect("results")).expect("JSON");
-    let host = &r["mixes"][0]["resources"]["hosts"][0];
+    r["mixes"][0].clone()
+}
+
+#[test]
+fn a_remote_monitor_feeds_the_mixes_resources() {
+    let mix = run_with_remote_monitor(true);
+    let host = &mix["resources"]["hosts"][0];
     assert!(
         host["source"].as_str().is_some_and(|s| s.starts_with("remote monitor")),
         "{host}"
@@ -140,52 +155,15 @@ fn a_remote_monitor_feeds_the_mixes_resources() {
     let avg = &host["average"];
     let cpu = avg["process"]["cpu_user"].as_f64().expect("user") + avg["process"]["cpu_system"].as_f64().expect("sys");
     assert!(cpu > 0.0, "{avg}");
-    assert!(r["mixes"][0]["resources"]["verdict"]["limit"].is_string());
+    assert!(mix["resources"]["verdict"]["limit"].is_string());
 }
 
 /// `--monitors` without agents: the clients run in the controller's
 /// process and the remote monitor still feeds every mix.
 #[test]
 fn a_remote_monitor_without_agents() {
-    let nginx = Nginx::start(NginxOpts::default());
-    let work = tempfile::tempdir().expect("tempdir");
-    let certs = work.path().join("certs");
-    let out = run_benchlab(&["lab", "certs", "--out", s(&certs), "--agents", "1"]);
-    common::assert_success("lab certs", &out);
-    let suite = suite(work.path(), &nginx.url(""));
-    let results = work.path().join("results");
-    let listen = format!("127.0.0.1:{}", free_port());
-    let pem = |n: &str| certs.join(n).display().to_string();
-    let controller = Proc::spawn(&[
-        "run",
-        &suite,
-        "--monitors",
-        "1",
-        "--listen",
-        &listen,
-        "--tls-dir",
-        s(&certs),
-        "--out",
-        s(&results),
-    ]);
-    let monitor = Proc::spawn(&[
-        "monitor",
-        "--controller",
-        &listen,
-        "--cert",
-        &pem("monitor.pem"),
-        "--key",
-        &pem("monitor.key"),
-        "--ca",
-        &pem("ca.pem"),
-    ]);
-    let out = controller.wait_output();
-    assert!(out.status.success(), "controller:\n{}", text(&out));
-    let o = monitor.wait_output();
-    assert!(o.status.success(), "monitor:\n{}", text(&o));
-    let r: Value =
-        serde_json::from_str(&std::fs::read_to_string(results.join("results.json")).expect("results")).expect("JSON");
-    let host = &r["mixes"][0]["resources"]["hosts"][0];
+    let mix = run_with_remote_monitor(false);
+    let host = &mix["resources"]["hosts"][0];
     assert!(
         host["source"].as_str().is_some_and(|s| s.starts_with("remote monitor")),
         "{host}"
