@@ -102,47 +102,24 @@ fn build(runs: &[Run], opts: &ReportOptions) -> Result<Workbook, String> {
     summary.set_name(SUMMARY).map_err(xlsx_err(SUMMARY))?;
     write_summary(summary, runs, several, &bold).map_err(|e| format!("{SUMMARY} sheet: {e}"))?;
 
-    let clients = workbook.add_worksheet();
-    clients.set_name(CLIENT_DATA).map_err(xlsx_err(CLIENT_DATA))?;
-    let table = csv_table(runs, several, clients_csv)?;
-    let mut sheet = Sheet::new(clients, &bold);
-    sheet
-        .table(0, &table)
-        .map_err(|e| format!("{CLIENT_DATA} sheet: {e}"))?;
-    sheet.finish(true);
-
-    let classes = workbook.add_worksheet();
-    classes.set_name(PER_CLASS).map_err(xlsx_err(PER_CLASS))?;
-    let mut sheet = Sheet::new(classes, &bold);
-    sheet
-        .table(0, &class_table(runs, several))
-        .map_err(|e| format!("{PER_CLASS} sheet: {e}"))?;
-    sheet.finish(true);
-
+    table_sheet(
+        &mut workbook,
+        CLIENT_DATA,
+        &csv_table(runs, several, clients_csv)?,
+        &bold,
+    )?;
+    table_sheet(&mut workbook, PER_CLASS, &class_table(runs, several), &bold)?;
     if runs
         .iter()
         .any(|r| r.results.mixes.iter().any(|m| m.open_loop.is_some()))
     {
-        let open = workbook.add_worksheet();
-        open.set_name(OPEN_LOOP).map_err(xlsx_err(OPEN_LOOP))?;
-        let mut sheet = Sheet::new(open, &bold);
-        sheet
-            .table(0, &open_loop_table(runs, several))
-            .map_err(|e| format!("{OPEN_LOOP} sheet: {e}"))?;
-        sheet.finish(true);
+        table_sheet(&mut workbook, OPEN_LOOP, &open_loop_table(runs, several), &bold)?;
     }
-
     if runs
         .iter()
         .any(|r| r.results.mixes.iter().any(|m| m.resources.is_some()))
     {
-        let res = workbook.add_worksheet();
-        res.set_name(RESOURCES).map_err(xlsx_err(RESOURCES))?;
-        let mut sheet = Sheet::new(res, &bold);
-        sheet
-            .table(0, &resources_table(runs, several))
-            .map_err(|e| format!("{RESOURCES} sheet: {e}"))?;
-        sheet.finish(true);
+        table_sheet(&mut workbook, RESOURCES, &resources_table(runs, several), &bold)?;
     }
 
     let config = workbook.add_worksheet();
@@ -150,6 +127,16 @@ fn build(runs: &[Run], opts: &ReportOptions) -> Result<Workbook, String> {
     write_configuration(config, runs, several, &bold).map_err(|e| format!("{CONFIGURATION} sheet: {e}"))?;
 
     Ok(workbook)
+}
+
+/// A sheet that is one table under a frozen header row.
+fn table_sheet(workbook: &mut Workbook, name: &'static str, table: &Table, bold: &Format) -> Result<(), String> {
+    let ws = workbook.add_worksheet();
+    ws.set_name(name).map_err(xlsx_err(name))?;
+    let mut sheet = Sheet::new(ws, bold);
+    sheet.table(0, table).map_err(|e| format!("{name} sheet: {e}"))?;
+    sheet.finish(true);
+    Ok(())
 }
 
 fn xlsx_err(what: &'static str) -> impl Fn(rust_xlsxwriter::XlsxError) -> String {
