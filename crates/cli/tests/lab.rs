@@ -774,3 +774,69 @@ fn cold_cache_drops_the_page_cache_before_each_mix_or_says_why_not() {
     }
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
 }
+
+/// `lab up --backlog N` wins over the profile's `backlog`, reaches the
+/// server's configuration, and the disclosure (text, JSON) says what
+/// net.core.somaxconn makes of it: a backlog above it is capped. A server
+/// without the setting, or a backlog out of range, is refused.
+#[test]
+fn backlog_flag_reaches_the_configuration_and_the_disclosure_says_what_somaxconn_caps() {
+    spice_support::require("lighttpd");
+    let somaxconn: u32 = fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let guard = LabGuard::new();
+    for (args, want) in [
+        (
+            &["up", "benchlab", "--backlog", "64"][..],
+            "--backlog: benchlab has no listen backlog setting",
+        ),
+        (
+            &["up", "lighttpd", "--backlog", "0"][..],
+            "--backlog 0: expected 1 to 65535",
+        ),
+    ] {
+        let out = lab(guard.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let asked = (somaxconn + 1).min(65_535);
+    let profile = guard.path().join("p.toml");
+    fs::write(&profile, "backlog = 64\n").unwrap();
+    let up = lab(
+        guard.path(),
+        &[
+            "up",
+            "lighttpd",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--backlog",
+            &asked.to_string(),
+        ],
+    );
+    assert_success("lab up lighttpd --backlog", &up);
+    let state = guard.path().join("lighttpd");
+    let text = fs::read_to_string(state.join("disclosure.txt")).unwrap();
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        collapsed.contains(&format!("server.listen-backlog = {asked}")),
+        "the configuration asks for {asked}:\n{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(state.join("disclosure.json")).unwrap()).unwrap();
+    let effective = asked.min(somaxconn);
+    assert_eq!(
+        json["listen_backlog"],
+        serde_json::json!({"requested": asked, "somaxconn": somaxconn, "effective": effective})
+    );
+    let line = if asked > somaxconn {
+        format!("listen backlog: {asked} asked, capped to {somaxconn} by net.core.somaxconn\n")
+    } else {
+        format!("listen backlog: {asked} (net.core.somaxconn {somaxconn} does not cap it)\n")
+    };
+    assert!(text.contains(&line), "{text}");
+    assert_success("lab down", &lab(guard.path(), &["down", "lighttpd"]));
+}

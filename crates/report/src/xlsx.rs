@@ -1065,6 +1065,9 @@ fn disclosure(run: &Run) -> Vec<(String, Cell)> {
             "environment.server.cpus".into(),
             Cell::text(crate::html::cpu_list(&sv.cpus)),
         ));
+        if let Some(b) = &sv.listen_backlog {
+            rows.push(("environment.server.listen_backlog".into(), Cell::text(b.text())));
+        }
     }
     for p in &r.phases {
         let mixes: Vec<String> = p.mixes.iter().map(|m| m.to_string()).collect();

@@ -460,6 +460,9 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                         tr { th { "version" } td { code { (sv.version) } } }
                         tr { th { "URL" } td { code { (sv.url) } } }
                         tr { th { "server CPUs" } td { code { (cpu_list(&sv.cpus)) } } }
+                        @if let Some(b) = &sv.listen_backlog {
+                            tr { th { "listen backlog" } td { code { (b.text()) } } }
+                        }
                     } }
                     details { summary { "Profile (its tuning)" } pre { (sv.profile) } }
                     @for c in &sv.effective_configuration {
