@@ -656,7 +656,7 @@ fn a_run_against_a_lab_server_discloses_it_in_results_and_reports() {
 fn client_cpus_never_share_the_lab_servers_cpu_unless_allowed() {
     let guard = LabGuard::new();
     let files = tempfile::tempdir().unwrap();
-    let (root, _) = fileset(files.path());
+    let (root, manifest) = fileset(files.path());
     assert_success(
         "lab up benchlab --cpus 0",
         &lab(
@@ -728,6 +728,27 @@ fn client_cpus_never_share_the_lab_servers_cpu_unless_allowed() {
         html.contains(&format!("<th>client CPUs</th><td><code>{want}</code>")),
         "report.html shows the client CPUs"
     );
+    // `http --json` records its CPU set as well (and `[]` unpinned).
+    let page = format!(
+        "{}{}",
+        record["url"].as_str().unwrap().trim_end_matches('/'),
+        manifest.entries[0].path
+    );
+    for (args, set) in [
+        (vec!["--client-cpus", cpus], serde_json::json!([want])),
+        (vec![], serde_json::json!([])),
+    ] {
+        let http = Command::new(benchlab_bin())
+            .args(["http", &page, "--requests", "5", "--json"])
+            .args(&args)
+            .args(extra)
+            .env("BENCHLAB_LAB_DIR", guard.path())
+            .output()
+            .unwrap();
+        assert_success("http --json", &http);
+        let v: serde_json::Value = serde_json::from_slice(&http.stdout).unwrap();
+        assert_eq!(v["client_cpus"], set, "{args:?}");
+    }
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
 }
 
