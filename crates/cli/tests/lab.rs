@@ -752,11 +752,17 @@ fn client_cpus_never_share_the_lab_servers_cpu_unless_allowed() {
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
 }
 
-/// `run --cold-cache` drops the page cache before each mix and says so in
-/// results.json and the report; where /proc/sys/vm/drop_caches cannot be
-/// written (not root), it is refused before any request.
+/// `run --cold-cache` as root drops the page cache before each mix and says
+/// so in results.json and the report; where /proc/sys/vm/drop_caches
+/// cannot be written (a read-only /proc/sys), it is refused before any
+/// request. (Without root the cgroup path runs: the next test.)
 #[test]
 fn cold_cache_drops_the_page_cache_before_each_mix_or_says_why_not() {
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root (the cgroup path is tested below)");
+        return;
+    }
     let guard = LabGuard::new();
     let files = tempfile::tempdir().unwrap();
     let (root, _) = fileset(files.path());
@@ -782,17 +788,100 @@ fn cold_cache_drops_the_page_cache_before_each_mix_or_says_why_not() {
         let results: serde_json::Value =
             serde_json::from_str(&fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
         assert_eq!(results["environment"]["cold_cache"], true);
+        assert!(results["environment"]["cold_cache_method"]
+            .as_str()
+            .unwrap()
+            .starts_with("sync; echo 3 > /proc/sys/vm/drop_caches"));
         let html = fs::read_to_string(out.join("report.html")).unwrap();
         assert!(html.contains("dropped before each mix (--cold-cache)"));
     } else {
-        // Not root: a usage error; root under a read-only /proc/sys: cannot run.
         assert!(
-            (run.status.code() == Some(2) && stderr.contains("only root may do"))
-                || (run.status.code() == Some(1) && stderr.contains("is not writable here")),
+            run.status.code() == Some(1) && stderr.contains("is not writable here"),
             "{stderr}"
         );
         assert!(!out.exists(), "refused before the run");
     }
+    assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
+}
+
+/// `run --cold-cache` without root (forced here with
+/// BENCHLAB_COLD_CACHE=cgroup, as the tests run as root): the lab server's
+/// processes move into a memory cgroup of their own, whose pages and the
+/// file set's are evicted before each mix; results.json and the report say
+/// so; afterwards the server runs on, back in its cgroup, and the cgroup is
+/// gone. A target that is no lab server is refused with the reason; where
+/// no memory cgroup is writable the message says why.
+#[test]
+fn cold_cache_without_root_evicts_through_the_lab_servers_memory_cgroup() {
+    let guard = LabGuard::new();
+    let files = tempfile::tempdir().unwrap();
+    let (root, _) = fileset(files.path());
+    assert_success(
+        "lab up benchlab",
+        &lab(guard.path(), &["up", "benchlab", "--root", root.to_str().unwrap()]),
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(guard.path().join("benchlab/lab.json")).unwrap()).unwrap();
+    let pid = record["pid"].as_i64().unwrap();
+    let cgroup_before = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let cgroup_run = |args: &[&str]| {
+        let suite = files.path().join("suite.toml");
+        fs::write(&suite, LAB_SUITE).unwrap();
+        Command::new(benchlab_bin())
+            .arg("run")
+            .arg(&suite)
+            .arg("--fileset")
+            .arg(format!("specweb99={}", root.display()))
+            .arg("--cold-cache")
+            .args(args)
+            .env("BENCHLAB_LAB_DIR", guard.path())
+            .env("BENCHLAB_COLD_CACHE", "cgroup")
+            .output()
+            .unwrap()
+    };
+    let refused = cgroup_run(&[
+        "--target",
+        record["url"]
+            .as_str()
+            .unwrap()
+            .replace("127.0.0.1", "127.0.0.2")
+            .as_str(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("add --lab SERVER, or run as root"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let out = files.path().join("cold");
+    let run = cgroup_run(&["--lab", "benchlab", "--out", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if run.status.code() == Some(1) && stderr.contains("memory cgroup") {
+        eprintln!("skipped: no writable memory cgroup here: {stderr}");
+        return;
+    }
+    assert_success("run --cold-cache (cgroup)", &run);
+    // One mix: one eviction, covering the whole file set (36 files and
+    // its manifest).
+    assert_eq!(stderr.matches("cold cache: pages of 37 files (").count(), 1, "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["environment"]["cold_cache"], true);
+    let method = results["environment"]["cold_cache_method"].as_str().unwrap();
+    assert!(method.starts_with("memory cgroup /"), "{method}");
+    assert!(method.contains("posix_fadvise DONTNEED"), "{method}");
+    let dir = method.trim_start_matches("memory cgroup ").split(' ').next().unwrap();
+    assert!(dir.contains("benchlab-lab-benchlab-"), "{method}");
+    assert!(!Path::new(dir).exists(), "the cgroup {dir} is removed after the run");
+    assert_eq!(
+        fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap(),
+        cgroup_before,
+        "the server is back in its own cgroup"
+    );
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(&html_escape(&format!(
+        "dropped before each mix (--cold-cache): {method}"
+    ))));
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
 }
 

@@ -13,6 +13,7 @@
 //! dir. Nothing outside the state dir is written: no system service, no
 //! port below 1024, nothing under /etc.
 
+pub mod cache;
 mod config;
 pub mod process;
 pub mod profile;

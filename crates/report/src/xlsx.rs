@@ -1039,6 +1039,10 @@ fn disclosure(run: &Run) -> Vec<(String, Cell)> {
             Cell::text(crate::html::cpu_list(&e.client_cpus)),
         ),
         ("environment.cold_cache".into(), Cell::Bool(e.cold_cache)),
+        (
+            "environment.cold_cache_method".into(),
+            Cell::text(e.cold_cache_method.clone().unwrap_or_default()),
+        ),
     ];
     if let Some(h) = &e.host_facts {
         for (k, v) in &h.kernel_tunables {
@@ -1294,6 +1298,7 @@ mod tests {
                 client_cpus: Vec::new(),
                 server: None,
                 cold_cache: false,
+                cold_cache_method: None,
             },
             phases: phase_results,
             mixes,

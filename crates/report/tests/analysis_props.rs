@@ -162,6 +162,7 @@ fn run_of(phases: &[(&str, Vec<Mix>)]) -> Run {
                 client_cpus: Vec::new(),
                 server: None,
                 cold_cache: false,
+                cold_cache_method: None,
             },
             phases: infos,
             mixes,

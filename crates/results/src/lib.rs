@@ -626,6 +626,10 @@ pub struct Environment {
     /// The page cache was dropped before each mix (`--cold-cache`).
     #[serde(default)]
     pub cold_cache: bool,
+    /// With `cold_cache`: how (drop_caches as root, or the lab server's
+    /// memory cgroup without root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_cache_method: Option<String>,
 }
 
 /// The host facts that change what a server can do: the kernel's network

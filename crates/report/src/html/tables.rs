@@ -401,7 +401,10 @@ fn environment_rows(e: &benchlab_results::Environment) -> Vec<(&'static str, Str
         (
             "page cache",
             if e.cold_cache {
-                "dropped before each mix (--cold-cache)".into()
+                match &e.cold_cache_method {
+                    Some(how) => format!("dropped before each mix (--cold-cache): {how}"),
+                    None => "dropped before each mix (--cold-cache)".into(),
+                }
             } else {
                 "as the previous mix left it".into()
             },
