@@ -267,7 +267,8 @@ fn bad_loadfiles_and_disk_mixes_are_refused_with_file_and_line() {
 
 /// The same replay against a real Samba (smbd on a loopback high port),
 /// each user a process of its own: exact counts, every status as the
-/// loadfile expects.
+/// loadfile expects; LockX, UnlockX and Flush, which libsmbclient has no
+/// call for, counted as not sent (neither done nor errors).
 #[test]
 fn loadfile_replay_against_smbd_counts_exactly() {
     let Some(smbd) = benchlab_fileserver::smbd::start_smbd() else {
@@ -275,14 +276,7 @@ fn loadfile_replay_against_smbd_counts_exactly() {
         return;
     };
     let d = tempfile::tempdir().unwrap();
-    // libsmbclient has no byte-range locks or Flush: those lines are left
-    // out here (they would end as NT_STATUS_NOT_SUPPORTED errors).
-    let lf: String = LOADFILE
-        .lines()
-        .filter(|l| !l.starts_with("LockX") && !l.starts_with("UnlockX") && !l.starts_with("Flush"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(d.path().join("load.txt"), lf).unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
     let mut s = std::fs::read_to_string(suite(
         d.path(),
         "[workloads.lf]\nloadfile = \"load.txt\"\nloops = 3",
@@ -296,7 +290,18 @@ fn loadfile_replay_against_smbd_counts_exactly() {
     let r = run_ok(&d.path().join("suite.toml"), &d.path().join("out"));
     let m = &r["mixes"][0];
     assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    // 20 lines a pass, 3 passes, 2 users: the 17 libsmbclient can send are
+    // done; LockX, UnlockX and Flush (one line each) are not sent.
     assert_eq!(m["operations"], 17 * 3 * 2);
+    assert_eq!(m["not_sent"], 3 * 3 * 2);
+    for kind in ["LockX", "UnlockX", "Flush"] {
+        assert_eq!(
+            (&op(m, kind)["count"], &op(m, kind)["errors"], &op(m, kind)["not_sent"]),
+            (&Value::from(0), &Value::from(0), &Value::from(6)),
+            "{kind}"
+        );
+    }
+    assert_eq!(op(m, "WriteX")["not_sent"], 0);
     assert_eq!(m["bytes_written"], 4100 * 6);
     assert_eq!(m["bytes_read"], 4000 * 6);
     assert_eq!(m["loops"], 6);
@@ -342,10 +347,10 @@ fn file_results_schema_is_current_and_results_validate() {
 }
 
 /// The shipped NetBench disk mix against Samba, users as processes:
-/// everything ends as expected except what libsmbclient cannot do (locks,
-/// Flush), which is counted by kind as NT_STATUS_NOT_SUPPORTED.
+/// everything ends as expected; what libsmbclient cannot send (locks,
+/// Flush) is counted by kind as not sent, never as done or as an error.
 #[test]
-fn a_disk_mix_against_smbd_counts_only_what_libsmbclient_cannot_do_as_errors() {
+fn a_disk_mix_against_smbd_counts_what_libsmbclient_cannot_send_as_not_sent() {
     let Some(smbd) = benchlab_fileserver::smbd::start_smbd() else {
         eprintln!("skipped: smbd is not installed");
         return;
@@ -372,15 +377,15 @@ fn a_disk_mix_against_smbd_counts_only_what_libsmbclient_cannot_do_as_errors() {
     assert_eq!(m["target"], smbd.url());
     assert_eq!(m["prepared_bytes"], 800_000);
     assert!(m["mbit_per_s"].as_f64().unwrap() > 0.0);
-    for (k, _) in m["errors_by_status"].as_object().unwrap() {
-        assert!(
-            ["LockX", "UnlockX", "Flush"]
-                .iter()
-                .any(|op| k.starts_with(&format!("{op}: expected NT_STATUS_OK, got NT_STATUS_NOT_SUPPORTED"))),
-            "{k}"
-        );
-    }
-    assert_eq!(op(m, "Flush")["errors"], op(m, "Flush")["count"]);
+    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    let flush = op(m, "Flush");
+    assert_eq!((&flush["count"], &flush["errors"]), (&Value::from(0), &Value::from(0)));
+    assert!(flush["not_sent"].as_u64().unwrap() > 0, "{flush}");
+    let not_sent: u64 = ["LockX", "UnlockX", "Flush"]
+        .iter()
+        .map(|k| op(m, k)["not_sent"].as_u64().unwrap())
+        .sum();
+    assert_eq!(m["not_sent"], not_sent);
     assert_eq!(op(m, "WriteX")["errors"], 0);
     for n in 1..=2 {
         assert!(smbd.share.join(format!("clients/client{n}/f00000.dat")).is_file());

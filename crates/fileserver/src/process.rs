@@ -48,6 +48,8 @@ struct Job {
 struct WireOp {
     count: u64,
     errors: u64,
+    #[serde(default)]
+    not_sent: u64,
     /// V2-serialised HDR histogram, base64.
     latency: String,
 }
@@ -99,6 +101,7 @@ fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>) -> Result<St
         ops.push(WireOp {
             count: o.count,
             errors: o.errors,
+            not_sent: o.not_sent,
             latency: base64::engine::general_purpose::STANDARD.encode(buf),
         });
     }
@@ -131,6 +134,7 @@ fn decode(line: &str) -> UserOutcome {
             count: wo.count,
             errors: wo.errors,
             latency: OpStats::default().latency,
+            not_sent: wo.not_sent,
         };
         let _ = o.latency.add(&h);
     }
@@ -345,6 +349,7 @@ mod tests {
             st.record(OpKind::WriteX, us, &Status::Ok, &Status::Ok);
         }
         st.record(OpKind::Flush, 5, &Status::Ok, &Status::NotSupported);
+        st.record(OpKind::LockX, 5, &Status::Ok, &Status::NotSent);
         st.bytes_read = 7;
         st.bytes_written = 1 << 40;
         st.loops = 3;
@@ -356,7 +361,7 @@ mod tests {
         assert_eq!((back.bytes_read, back.bytes_written, back.loops), (7, 1 << 40, 3));
         assert_eq!(back.errors, st.errors);
         for (a, b) in back.ops.iter().zip(&st.ops) {
-            assert_eq!((a.count, a.errors), (b.count, b.errors));
+            assert_eq!((a.count, a.errors, a.not_sent), (b.count, b.errors, b.not_sent));
             assert_eq!(a.latency, b.latency);
         }
         assert!(decode("not json").is_err());

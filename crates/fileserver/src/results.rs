@@ -31,6 +31,11 @@ pub struct OpResult {
     pub operation: String,
     pub count: u64,
     pub errors: u64,
+    /// Operations of this kind the client could not send over the target's
+    /// protocol (over smb://: LockX, UnlockX, Flush, which libsmbclient
+    /// has no call for): not in `count`, not errors, nothing timed.
+    #[serde(default)]
+    pub not_sent: u64,
     pub per_second: f64,
     pub latency_us: Latency,
 }
@@ -68,6 +73,10 @@ pub struct FileMixResult {
     pub read_mbit_per_s: f64,
     pub write_mbit_per_s: f64,
     pub errors: u64,
+    /// Operations not sent (the sum of `by_operation`'s `not_sent`): not in
+    /// `operations`.
+    #[serde(default)]
+    pub not_sent: u64,
     /// "KIND: expected X, got Y" → count.
     pub errors_by_status: BTreeMap<String, u64>,
     /// Whole loadfile passes completed in the window (0 for a disk mix).
@@ -150,11 +159,12 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Fil
     let by_operation = OpKind::ALL
         .iter()
         .zip(&t.ops)
-        .filter(|(_, o)| o.count > 0)
+        .filter(|(_, o)| o.count > 0 || o.not_sent > 0)
         .map(|(k, o)| OpResult {
             operation: k.name().to_string(),
             count: o.count,
             errors: o.errors,
+            not_sent: o.not_sent,
             per_second: rate(o.count, w),
             latency_us: Latency {
                 mean: o.latency.mean(),
@@ -197,6 +207,7 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Fil
         read_mbit_per_s: mbit(t.bytes_read, w),
         write_mbit_per_s: mbit(t.bytes_written, w),
         errors: t.error_count(),
+        not_sent: t.not_sent(),
         errors_by_status: t.errors.clone(),
         loops: t.loops,
         prepared_bytes: m.prepared_bytes,
@@ -501,16 +512,25 @@ pub fn html(r: &FileResults) -> String {
     h.push_str("</table>");
     for m in &r.mixes {
         let _ = write!(h, "<h2>Mix {} — operations (latency in µs)</h2>", m.mix);
-        h.push_str("<table><tr><th>operation</th><th>count</th><th>errors</th><th>/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
+        h.push_str("<table><tr><th>operation</th><th>count</th><th>errors</th><th>not sent</th><th>/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
         for o in &m.by_operation {
             let l = &o.latency_us;
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                o.operation, o.count, o.errors, o.per_second, l.mean, l.p50, l.p90, l.p99, l.max
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                o.operation, o.count, o.errors, o.not_sent, o.per_second, l.mean, l.p50, l.p90, l.p99, l.max
             );
         }
         h.push_str("</table>");
+        if m.not_sent > 0 {
+            let _ = write!(
+                h,
+                "<p class=\"not-sent\">{} operations not sent: the client has no call for them over this protocol \
+                 (libsmbclient has no byte-range lock and no Flush); they are in neither the operations nor the \
+                 errors, and nothing was timed.</p>",
+                m.not_sent
+            );
+        }
         if !m.errors_by_status.is_empty() {
             h.push_str("<p>Errors:</p><ul>");
             for (k, v) in &m.errors_by_status {
@@ -551,6 +571,7 @@ mod tests {
             read_mbit_per_s: 0.0,
             write_mbit_per_s: 0.0,
             errors: 0,
+            not_sent: 0,
             errors_by_status: BTreeMap::new(),
             loops: 0,
             prepared_bytes: 0,
