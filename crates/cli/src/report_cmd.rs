@@ -252,7 +252,9 @@ fn file_report(dirs: &[PathBuf], out: &Path) -> Result<Option<Vec<PathBuf>>, Cli
             let p = out.join("report.html");
             std::fs::write(&p, benchlab_fileserver::results::html(r))
                 .map_err(|e| CliError::CannotRun(format!("cannot write {}: {e}", p.display())))?;
-            Ok(Some(vec![p]))
+            let x = out.join("report.xlsx");
+            benchlab_fileserver::xlsx::write_xlsx(r, &x).map_err(CliError::CannotRun)?;
+            Ok(Some(vec![p, x]))
         }
         l if l.iter().all(|r| r.is_none()) => Ok(None),
         _ => Err(CliError::Usage(

@@ -126,6 +126,65 @@ fn loadfile_replay_counts_every_operation_and_byte_exactly() {
         .contains("Mbit/s per mix"));
 }
 
+/// A file suite's results have each second of the window, summing to the
+/// mix exactly, and a workbook (report.xlsx, from `run` and from `report`)
+/// whose sheets hold the same numbers as results.json.
+#[test]
+fn file_suites_have_per_second_data_and_a_workbook() {
+    use calamine::{open_workbook, Data, Reader, Xlsx};
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"",
+        &[2],
+        "2500ms",
+        "250ms",
+    );
+    let out = d.path().join("out");
+    let r = run_ok(&s, &out);
+    let m = &r["mixes"][0];
+    let seconds = m["per_second"].as_array().unwrap();
+    // A 2 s window: two seconds, numbered from 1.
+    assert_eq!(seconds.len(), 2, "{seconds:?}");
+    let sum = |k: &str| seconds.iter().map(|s| s[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("operations"), m["operations"].as_u64().unwrap());
+    assert_eq!(sum("bytes_read"), m["bytes_read"].as_u64().unwrap());
+    assert_eq!(sum("bytes_written"), m["bytes_written"].as_u64().unwrap());
+    assert_eq!(seconds[1]["second"], 2);
+    let rep = d.path().join("rep");
+    let o = run_benchlab(&["report", out.to_str().unwrap(), "--out", rep.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for book in [out.join("report.xlsx"), rep.join("report.xlsx")] {
+        let mut wb: Xlsx<_> = open_workbook(&book).unwrap();
+        assert_eq!(
+            wb.sheet_names(),
+            [
+                "Summary",
+                "Operations",
+                "Per second",
+                "Client data",
+                "Errors",
+                "Configuration"
+            ]
+        );
+        let summary = wb.worksheet_range("Summary").unwrap();
+        let header: Vec<String> = summary.rows().next().unwrap().iter().map(|c| c.to_string()).collect();
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        let row = summary.rows().nth(1).unwrap();
+        assert_eq!(
+            row[col("operations")],
+            Data::Float(m["operations"].as_u64().unwrap() as f64)
+        );
+        assert_eq!(row[col("not_sent")], Data::Float(0.0));
+        assert_eq!(row[col("mbit_per_s")], Data::Float(m["mbit_per_s"].as_f64().unwrap()));
+        let per_second = wb.worksheet_range("Per second").unwrap();
+        assert_eq!(per_second.rows().count(), 1 + 2);
+        let ops = wb.worksheet_range("Operations").unwrap();
+        assert_eq!(ops.rows().count(), 1 + m["by_operation"].as_array().unwrap().len());
+    }
+}
+
 #[test]
 fn a_status_other_than_expected_is_an_error_counted_by_kind() {
     let d = tempfile::tempdir().unwrap();

@@ -63,6 +63,8 @@ struct WireOutcome {
     loops: u64,
     prepared: u64,
     finished_ns: Option<u64>,
+    #[serde(default)]
+    seconds: Vec<crate::stats::SecondStats>,
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds (what `Instant` reads on Linux).
@@ -113,6 +115,7 @@ fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>) -> Result<St
         loops: st.loops,
         prepared,
         finished_ns: finished.map(ns_of),
+        seconds: st.seconds.clone(),
     })
     .map_err(|e| e.to_string())
 }
@@ -142,6 +145,7 @@ fn decode(line: &str) -> UserOutcome {
     st.bytes_written = w.bytes_written;
     st.errors = w.errors;
     st.loops = w.loops;
+    st.seconds = w.seconds;
     Ok((st, w.prepared, w.finished_ns.map(instant_of)))
 }
 
@@ -321,6 +325,7 @@ pub fn user_main() -> i32 {
         Duration::from_nanos(job.delay_ns),
         instant_of(t0),
         &stop,
+        None,
     );
     drop(state);
     drop(b);
@@ -353,6 +358,8 @@ mod tests {
         st.bytes_read = 7;
         st.bytes_written = 1 << 40;
         st.loops = 3;
+        st.record_second(0, false, 7, 0);
+        st.record_second(2, true, 0, 9);
         let fin = Instant::now() + Duration::from_millis(5);
         let (back, prepared, f) = decode(&encode(&st, 99, Some(fin)).unwrap()).unwrap();
         assert_eq!(prepared, 99);
@@ -360,6 +367,7 @@ mod tests {
         assert!(drift < Duration::from_millis(1), "{drift:?}");
         assert_eq!((back.bytes_read, back.bytes_written, back.loops), (7, 1 << 40, 3));
         assert_eq!(back.errors, st.errors);
+        assert_eq!(back.seconds, st.seconds);
         for (a, b) in back.ops.iter().zip(&st.ops) {
             assert_eq!((a.count, a.errors, a.not_sent), (b.count, b.errors, b.not_sent));
             assert_eq!(a.latency, b.latency);

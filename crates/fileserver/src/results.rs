@@ -40,6 +40,21 @@ pub struct OpResult {
     pub latency_us: Latency,
 }
 
+/// One second of a mix's measurement window, all users summed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct FileSecond {
+    /// 1-based, from the start of the window (the last may be a part of
+    /// one: the window need not be whole seconds).
+    pub second: u64,
+    /// Operations done in it (not-sent ones excluded), errors included.
+    pub operations: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// (read + written) × 8 / 10⁶ over the second.
+    pub mbit_per_s: f64,
+}
+
 /// One client (test system) in a mix.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ClientResult {
@@ -85,6 +100,10 @@ pub struct FileMixResult {
     pub prepared_bytes: u64,
     pub by_operation: Vec<OpResult>,
     pub per_client: Vec<ClientResult>,
+    /// Each second of the window; their operations and bytes sum to the
+    /// mix's.
+    #[serde(default)]
+    pub per_second: Vec<FileSecond>,
     /// Lowest client's Mbit/s over the highest's (1 = all alike).
     pub fairness: f64,
     /// Stopped before its end (Ctrl-C): the window ends where it stopped.
@@ -213,6 +232,19 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Fil
         prepared_bytes: m.prepared_bytes,
         by_operation,
         per_client,
+        per_second: t
+            .seconds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| FileSecond {
+                second: i as u64 + 1,
+                operations: s.operations,
+                errors: s.errors,
+                bytes_read: s.bytes_read,
+                bytes_written: s.bytes_written,
+                mbit_per_s: (s.bytes_read + s.bytes_written) as f64 * 8.0 / 1e6,
+            })
+            .collect(),
         fairness: if hi > 0.0 { lo / hi } else { 1.0 },
         partial: m.partial,
     }
@@ -263,6 +295,8 @@ pub fn load_workloads(suite: &Suite) -> Result<BTreeMap<String, FileWorkload>, S
 /// What the caller sees while a file suite runs.
 pub trait FileObserver {
     fn mix_started(&mut self, _mix: &Mix, _phase: &str) {}
+    /// A second of the mix ended (thread users, file://: live).
+    fn second(&mut self, _mix: &Mix, _second: &crate::run::LiveSecond) {}
     fn mix_finished(&mut self, _result: &FileMixResult) {}
 }
 
@@ -317,7 +351,8 @@ pub fn run_file_suite(
             seed: suite.seed ^ (mix.number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
         observer.mix_started(mix, phase);
-        let m = run_mix(workload, &target, &plan, stop).map_err(|e| format!("mix {}: {e}", mix.number))?;
+        let m = run_mix(workload, &target, &plan, stop, &mut |s| observer.second(mix, &s))
+            .map_err(|e| format!("mix {}: {e}", mix.number))?;
         let r = mix_result(mix, phase, mix.clients * p.threads_per_client, &m);
         observer.mix_finished(&r);
         results.mixes.push(r);
@@ -330,6 +365,7 @@ pub fn run_file_suite(
     write(out, &results)?;
     std::fs::write(out.join("report.html"), html(&results))
         .map_err(|e| format!("cannot write {}: {e}", out.join("report.html").display()))?;
+    crate::xlsx::write_xlsx(&results, &out.join("report.xlsx"))?;
     Ok(results)
 }
 
@@ -579,6 +615,7 @@ mod tests {
             per_client: vec![],
             fairness: 1.0,
             partial: false,
+            per_second: vec![],
         }
     }
 

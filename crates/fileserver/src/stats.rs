@@ -41,6 +41,16 @@ impl Default for OpStats {
     }
 }
 
+/// One second of the measurement window: what completed in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SecondStats {
+    /// Operations done (not-sent ones excluded), errors included.
+    pub operations: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
 /// A user's (or a client's, or a mix's) measurements.
 #[derive(Debug, Clone)]
 pub struct FileStats {
@@ -51,6 +61,9 @@ pub struct FileStats {
     pub errors: BTreeMap<String, u64>,
     /// Whole passes of a loadfile completed in the window.
     pub loops: u64,
+    /// Per second of the window (index 0: its first second), what
+    /// completed in it; the totals above are their sums.
+    pub seconds: Vec<SecondStats>,
 }
 
 impl Default for FileStats {
@@ -61,6 +74,7 @@ impl Default for FileStats {
             bytes_written: 0,
             errors: BTreeMap::new(),
             loops: 0,
+            seconds: Vec::new(),
         }
     }
 }
@@ -102,6 +116,28 @@ impl FileStats {
             *self.errors.entry(k.clone()).or_default() += v;
         }
         self.loops += other.loops;
+        if self.seconds.len() < other.seconds.len() {
+            self.seconds.resize(other.seconds.len(), SecondStats::default());
+        }
+        for (a, b) in self.seconds.iter_mut().zip(&other.seconds) {
+            a.operations += b.operations;
+            a.errors += b.errors;
+            a.bytes_read += b.bytes_read;
+            a.bytes_written += b.bytes_written;
+        }
+    }
+
+    /// Adds one operation to second `second` of the window (as
+    /// [`FileStats::record`] counts it: a not-sent one is not counted).
+    pub fn record_second(&mut self, second: usize, error: bool, bytes_read: u64, bytes_written: u64) {
+        if self.seconds.len() <= second {
+            self.seconds.resize(second + 1, SecondStats::default());
+        }
+        let s = &mut self.seconds[second];
+        s.operations += 1;
+        s.errors += u64::from(error);
+        s.bytes_read += bytes_read;
+        s.bytes_written += bytes_written;
     }
 
     pub fn operations(&self) -> u64 {
