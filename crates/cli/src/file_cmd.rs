@@ -78,6 +78,9 @@ impl FileObserver for Progress {
             );
         }
     }
+    fn repeat_started(&mut self, mix: &Mix, repeat: u32, of: u32) {
+        eprintln!("mix {}: run {repeat} of {of}", mix.number);
+    }
     fn second(&mut self, mix: &Mix, s: &benchlab_fileserver::run::LiveSecond) {
         if let Some(b) = &self.bar {
             // Seconds count from the window's start, after the ramp-up.
@@ -113,6 +116,7 @@ pub fn run(
     target: Option<&str>,
     phase_targets: &[(String, String)],
     phases: &[String],
+    repeat: u32,
 ) -> Result<Outcome, CliError> {
     let mut suite = suite.clone();
     if !suite.workloads.is_empty() {
@@ -159,6 +163,7 @@ pub fn run(
         &workloads,
         &out,
         std::env::args().collect(),
+        repeat,
         &stop,
         &mut Progress {
             tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),

@@ -280,14 +280,23 @@ fn file_compare(a: &CompareArgs) -> Result<Option<Outcome>, CliError> {
             )))
         }
     };
-    let text = benchlab_fileserver::results::compare_text(&base, &new)
+    let c = benchlab_fileserver::results::compare_text(&base, &new, a.max_regression, a.confidence)
         .map_err(|e| CliError::CannotRun(format!("{} against {}: {e}", a.new.display(), a.base.display())))?;
+    let text = c.text;
     print!("{text}");
     let out = a.out.clone().unwrap_or_else(|| a.new.join("compare"));
     std::fs::create_dir_all(&out).map_err(|e| CliError::CannotRun(format!("cannot create {}: {e}", out.display())))?;
     let p = out.join("compare.txt");
     std::fs::write(&p, &text).map_err(|e| CliError::CannotRun(format!("cannot write {}: {e}", p.display())))?;
     print_written(&[p]);
+    if c.regressed {
+        println!(
+            "REGRESSION: the peak Mbit/s fell beyond {:.1} % and the noise at {} confidence",
+            a.max_regression * 100.0,
+            benchlab_format::percent(a.confidence * 100.0)
+        );
+        return Ok(Some(Outcome::Breached));
+    }
     Ok(Some(Outcome::Completed))
 }
 

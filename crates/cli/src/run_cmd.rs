@@ -669,7 +669,14 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         if a.time_scale != 1.0 {
             suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
         }
-        return crate::file_cmd::run(&suite, a.out.clone(), a.target.as_deref(), &a.phase_targets, &a.phases);
+        return crate::file_cmd::run(
+            &suite,
+            a.out.clone(),
+            a.target.as_deref(),
+            &a.phase_targets,
+            &a.phases,
+            a.repeat,
+        );
     }
     let search = a.peak.limits()?;
     if let (Some(n), Some(l)) = (a.peak_start_threads, &search) {

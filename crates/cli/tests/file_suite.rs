@@ -499,6 +499,85 @@ fn ctrl_c_keeps_the_mix_under_way_and_exits_130() {
     );
 }
 
+/// `run --repeat N` runs each mix of a file suite N times and keeps the
+/// median run with every run's figures; `compare` then reads each ratio
+/// against the noise of the repeats at --confidence: a run against itself
+/// is no regression, and the same results with NEW's figures halved are.
+#[test]
+fn repeats_of_a_file_suite_give_compare_its_noise() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"",
+        &[1],
+        "1200ms",
+        "100ms",
+    );
+    let base = d.path().join("base");
+    let o = run_benchlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--repeat",
+        "3",
+        "--out",
+        base.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("mix 1: run 3 of 3"), "{err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(base.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    let runs: Vec<f64> = m["repeats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["mbit_per_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(runs.len(), 3);
+    let mut sorted = runs.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(m["mbit_per_s"].as_f64().unwrap(), sorted[1], "the median run is kept");
+
+    let o = run_benchlab(&[
+        "compare",
+        base.to_str().unwrap(),
+        base.to_str().unwrap(),
+        "--confidence",
+        "99%",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("at 99.0 % confidence; noise from 3+3 repeats): unchanged"),
+        "{out}"
+    );
+
+    // A BASE of tight repeats (10 ± 0.1 Mbit/s) against the same with
+    // every Mbit/s halved: a regression beyond the noise (the repeats of a
+    // one-second mix on a shared machine scatter too widely to show it).
+    let write = |name: &str, scale: f64| {
+        let dir = d.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut h = r.clone();
+        let mix = &mut h["mixes"][0];
+        mix["mbit_per_s"] = Value::from(10.0 * scale);
+        for (rep, v) in mix["repeats"].as_array_mut().unwrap().iter_mut().zip([9.9, 10.0, 10.1]) {
+            rep["mbit_per_s"] = Value::from(v * scale);
+        }
+        h["peak"]["mbit_per_s"] = Value::from(10.0 * scale);
+        std::fs::write(dir.join("results.json"), h.to_string()).unwrap();
+        dir
+    };
+    let (tight, halved) = (write("tight", 1.0), write("halved", 0.5));
+    let o = run_benchlab(&["compare", tight.to_str().unwrap(), halved.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(out.contains("ratio 0.500 ("), "{out}");
+    assert!(out.contains("noise from 3+3 repeats): regressed"), "{out}");
+    assert!(out.contains("REGRESSION: the peak Mbit/s fell beyond 5.0 %"), "{out}");
+}
+
 #[test]
 fn report_and_compare_take_file_suites_results() {
     let d = tempfile::tempdir().unwrap();
@@ -534,14 +613,22 @@ fn report_and_compare_take_file_suites_results() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(elsewhere.join("report.html").is_file());
 
-    // `compare`: per mix, Mbit/s and operations/s of each and their ratio.
-    let o = run_benchlab(&["compare", base.to_str().unwrap(), new.to_str().unwrap()]);
+    // `compare`: per mix, Mbit/s and operations/s of each and their ratio
+    // (two runs of a few milliseconds have no noise to speak of: the
+    // verdict is left out of this test with --max-regression 100%).
+    let o = run_benchlab(&[
+        "compare",
+        base.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--max-regression",
+        "100%",
+    ]);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     let rows: Vec<Vec<&str>> = out
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|w| w.len() == 9 && w[0] != "phase")
+        .filter(|w| w.len() == 11 && w[0] != "phase")
         .collect();
     assert_eq!(rows.len(), 2, "{out}");
     for (i, row) in rows.iter().enumerate() {
