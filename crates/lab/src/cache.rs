@@ -289,54 +289,72 @@ impl Drop for CgroupCache {
     }
 }
 
-/// Drops the cached pages of every regular file under `root`, after
-/// writing out its file system's dirty pages (a dirty page cannot be
-/// dropped, and a file set fresh from `fileset generate` may still be
-/// dirty): one syncfs(2), not an fdatasync per file, which on ext4 costs a
-/// disk cache flush each, clean or not. Returns the files and bytes covered.
+/// Drops the cached pages of every regular file under `root`: each file's
+/// clean pages with posix_fadvise(POSIX_FADV_DONTNEED). A file that keeps
+/// pages in the cache after that has dirty ones, which cannot be dropped
+/// (a file set fresh from `fileset generate` may still be dirty): their
+/// writeback is started for all such files at once with sync_file_range,
+/// then waited for file by file, and the pages dropped again. Neither an
+/// fdatasync per file (a journal commit and disk flush each, clean or not:
+/// measured 12–15 s per eviction of ct-10k's 10,000 clean files on a
+/// shared disk, against a tenth of a second for fadvise and mincore) nor a
+/// syncfs (the whole file system, other programs' data too). Returns the
+/// files and bytes covered.
 pub fn drop_file_pages(root: &Path) -> Result<(u64, u64), String> {
-    {
-        use std::os::fd::AsRawFd;
-        let d = fs::File::open(root).map_err(|e| format!("{}: {e}", root.display()))?;
-        // SAFETY: a valid open fd of a directory on the file system.
-        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+    use std::os::fd::AsRawFd;
+    let dont_need = |f: &fs::File, path: &Path| {
+        // SAFETY: a valid open fd; offset 0, length 0 = the whole file.
+        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if rc != 0 {
             return Err(format!(
-                "syncfs {}: {}",
-                root.display(),
+                "posix_fadvise {}: {}",
+                path.display(),
+                std::io::Error::from_raw_os_error(rc)
+            ));
+        }
+        Ok(())
+    };
+    let write_out = |f: &fs::File, path: &Path, flags: libc::c_uint| {
+        // SAFETY: a valid open fd; offset 0, length 0 = to the end.
+        if unsafe { libc::sync_file_range(f.as_raw_fd(), 0, 0, flags) } != 0 {
+            return Err(format!(
+                "sync_file_range {}: {}",
+                path.display(),
                 std::io::Error::last_os_error()
             ));
         }
-    }
+        Ok(())
+    };
     let mut stack = vec![root.to_owned()];
     let (mut files, mut bytes) = (0u64, 0u64);
+    let mut dirty = Vec::new();
     while let Some(d) = stack.pop() {
         let entries = fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
         for e in entries.flatten() {
-            let Ok(meta) = fs::symlink_metadata(e.path()) else {
+            let path = e.path();
+            let Ok(meta) = fs::symlink_metadata(&path) else {
                 continue;
             };
             if meta.is_dir() {
-                stack.push(e.path());
+                stack.push(path);
             } else if meta.is_file() {
-                let Ok(f) = fs::File::open(e.path()) else {
+                let Ok(f) = fs::File::open(&path) else {
                     continue;
                 };
-                use std::os::fd::AsRawFd;
-                f.sync_data()
-                    .map_err(|err| format!("fdatasync {}: {err}", e.path().display()))?;
-                // SAFETY: a valid open fd; offset 0, length 0 = the whole file.
-                let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-                if rc != 0 {
-                    return Err(format!(
-                        "posix_fadvise {}: {}",
-                        e.path().display(),
-                        std::io::Error::from_raw_os_error(rc)
-                    ));
+                dont_need(&f, &path)?;
+                if resident_pages(&path).is_ok_and(|(resident, _)| resident > 0) {
+                    write_out(&f, &path, libc::SYNC_FILE_RANGE_WRITE)?;
+                    dirty.push((f, path));
                 }
                 files += 1;
                 bytes += meta.size();
             }
         }
+    }
+    let wait = libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WRITE | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    for (f, path) in &dirty {
+        write_out(f, path, wait)?;
+        dont_need(f, path)?;
     }
     Ok((files, bytes))
 }
@@ -424,9 +442,8 @@ mod tests {
         let sub = dir.path().join("d");
         fs::create_dir_all(&sub).unwrap();
         let file = sub.join("f");
+        // Fresh and not synced: dirty pages, which only go once written out.
         fs::write(&file, vec![7u8; 64 * 4096]).unwrap();
-        // Written out, so the pages are clean and may be dropped.
-        fs::File::open(&file).unwrap().sync_all().unwrap();
         fs::File::open(&file).unwrap().read_to_end(&mut Vec::new()).unwrap();
         let (resident, pages) = resident_pages(&file).unwrap();
         assert!(
