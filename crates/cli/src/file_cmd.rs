@@ -44,9 +44,8 @@ pub fn check_lines(suite: &Suite) -> Result<Vec<String>, CliError> {
 }
 
 /// The progress display: a line per mix; on a terminal, while a mix runs,
-/// a bar with each second's Mbit/s, operations/s and errors as web suites
-/// show requests/s (users of an smb:// target are processes that report
-/// at the mix's end: their bar shows the time only).
+/// a bar with each second's Mbit/s, operations/s and errors, as web suites
+/// show requests/s.
 struct Progress {
     tty: bool,
     bar: Option<indicatif::ProgressBar>,

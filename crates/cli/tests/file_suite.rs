@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::run_benchlab;
+use common::{benchlab_bin, run_benchlab};
 use serde_json::Value;
 use std::path::Path;
 
@@ -655,4 +655,56 @@ fn report_and_compare_take_file_suites_results() {
         "{}",
         text(&o)
     );
+}
+
+/// Users of an smb:// target are processes of their own: their counts
+/// reach the live display while the mix runs (each process reports on its
+/// stdout ten times a second), and the live seconds sum exactly to what
+/// the mix counted.
+#[test]
+fn smb_user_processes_report_their_seconds_live() {
+    use benchlab_fileserver::{run_mix, FileMixPlan, FileTarget, FileWorkload};
+    let Some(smbd) = benchlab_fileserver::smbd::start_smbd() else {
+        eprintln!("skipped: smbd is not installed");
+        return;
+    };
+    benchlab_fileserver::process::set_user_command(vec![benchlab_bin().into(), "__file-user".into()]);
+    let d = tempfile::tempdir().unwrap();
+    let lf = d.path().join("load.txt");
+    std::fs::write(&lf, LOADFILE).unwrap();
+    let workload = FileWorkload::Loadfile(
+        std::sync::Arc::new(benchlab_fileserver::loadfile::Loadfile::read(&lf).unwrap()),
+        None,
+    );
+    let plan = FileMixPlan {
+        clients: 2,
+        threads_per_client: 1,
+        delay: std::time::Duration::ZERO,
+        ramp_up: std::time::Duration::from_millis(300),
+        ramp_down: std::time::Duration::from_millis(100),
+        length: std::time::Duration::from_millis(2_400),
+        think_time: std::time::Duration::from_millis(5),
+        seed: 7,
+    };
+    let mut seen = Vec::new();
+    let started = std::time::Instant::now();
+    let m = run_mix(
+        &workload,
+        &FileTarget::parse(&smbd.url()).unwrap(),
+        &plan,
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |s| seen.push((started.elapsed(), s)),
+    )
+    .unwrap();
+    assert!(m.total.operations() > 0);
+    let ops: u64 = seen.iter().map(|(_, s)| s.operations).sum();
+    let bytes: u64 = seen.iter().map(|(_, s)| s.bytes).sum();
+    assert_eq!(ops, m.total.operations(), "{seen:?}");
+    assert_eq!(bytes, m.total.bytes_read + m.total.bytes_written);
+    // The first second arrived while the mix still ran, not at its end.
+    let (at, first) = seen.first().unwrap();
+    assert_eq!(first.second, 1);
+    assert!(first.operations > 0, "{seen:?}");
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(*at < seen.last().unwrap().0, "{seen:?}");
 }

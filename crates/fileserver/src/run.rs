@@ -99,13 +99,20 @@ pub struct LiveCounters {
 }
 
 impl LiveCounters {
-    fn add(&self, error: bool, bytes: u64) {
+    pub(crate) fn add(&self, error: bool, bytes: u64) {
         self.operations.fetch_add(1, Ordering::Relaxed);
         self.errors.fetch_add(u64::from(error), Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
-    fn snapshot(&self) -> [u64; 3] {
+    /// Adds what a user process reported (its counts since its last tick).
+    pub(crate) fn add_counts(&self, operations: u64, errors: u64, bytes: u64) {
+        self.operations.fetch_add(operations, Ordering::Relaxed);
+        self.errors.fetch_add(errors, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> [u64; 3] {
         [
             self.operations.load(Ordering::Relaxed),
             self.errors.load(Ordering::Relaxed),
@@ -124,6 +131,43 @@ pub struct LiveSecond {
     pub errors: u64,
     /// Bytes read and written.
     pub bytes: u64,
+}
+
+/// Calls `on_second` with each second of the window as it ends, from what
+/// the users added to `live`, until `done()`; then once more with what
+/// came after the last whole second (a window of no whole number of
+/// seconds, or users that ended early), so the seconds sum to the mix.
+pub(crate) fn report_seconds(
+    live: &LiveCounters,
+    plan: &FileMixPlan,
+    t0: Instant,
+    done: &dyn Fn() -> bool,
+    on_second: &mut dyn FnMut(LiveSecond),
+) {
+    let (from, to) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down);
+    let (mut next, mut second, mut last) = (from + Duration::from_secs(1), 1, [0u64; 3]);
+    let mut emit = |s: [u64; 3], last: [u64; 3], second: u64| {
+        on_second(LiveSecond {
+            second,
+            operations: s[0] - last[0],
+            errors: s[1] - last[1],
+            bytes: s[2] - last[2],
+        })
+    };
+    while !done() {
+        let now = Instant::now();
+        if now >= next && next <= to + Duration::from_millis(999) {
+            let s = live.snapshot();
+            emit(s, last, second);
+            (last, second, next) = (s, second + 1, next + Duration::from_secs(1));
+            continue;
+        }
+        std::thread::sleep(next.saturating_duration_since(now).min(Duration::from_millis(20)));
+    }
+    let s = live.snapshot();
+    if s != last {
+        emit(s, last, second);
+    }
 }
 
 /// A user made ready for the mix: its workspace filled (disk mix).
@@ -230,9 +274,9 @@ pub(crate) type UserOutcome = Result<(FileStats, u64, Option<Instant>), String>;
 /// threads, an abort), and a global lock around every call would make
 /// 32 clients one.
 ///
-/// `on_second` sees each second of the window as it ends while users are
-/// threads (file://); processes (smb://) report once, at the mix's end,
-/// and their seconds are in the result's per-second data only.
+/// `on_second` sees each second of the window as it ends: thread users
+/// (file://) add to shared counters, user processes (smb://) report theirs
+/// on their stdout ten times a second.
 pub fn run_mix(
     workload: &FileWorkload,
     target: &FileTarget,
@@ -252,7 +296,7 @@ pub fn run_mix(
         })
         .collect();
     let (t0, outcomes) = match target {
-        FileTarget::Smb(_) => crate::process::run_users(workload, target, plan, &delays, stop)?,
+        FileTarget::Smb(_) => crate::process::run_users(workload, target, plan, &delays, stop, on_second)?,
         FileTarget::Local(_) => run_threads(workload, target, plan, &delays, stop, on_second)?,
     };
     let mut total = FileStats::default();
@@ -328,35 +372,7 @@ fn run_threads(
         let t0 = Instant::now() + Duration::from_millis(20);
         let _ = start_cell.set(t0);
         go.wait();
-        // Each second of the window as it ends, until every user is done.
-        let (from, to) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down);
-        let (mut next, mut second, mut last) = (from + Duration::from_secs(1), 1, [0u64; 3]);
-        while !handles.iter().all(|h| h.is_finished()) {
-            let now = Instant::now();
-            if now >= next && next <= to + Duration::from_millis(999) {
-                let s = live.snapshot();
-                on_second(LiveSecond {
-                    second,
-                    operations: s[0] - last[0],
-                    errors: s[1] - last[1],
-                    bytes: s[2] - last[2],
-                });
-                (last, second, next) = (s, second + 1, next + Duration::from_secs(1));
-                continue;
-            }
-            std::thread::sleep(next.saturating_duration_since(now).min(Duration::from_millis(20)));
-        }
-        // What the users did after the last full second (a window of no
-        // whole number of seconds, or users that ended early).
-        let s = live.snapshot();
-        if s != last {
-            on_second(LiveSecond {
-                second,
-                operations: s[0] - last[0],
-                errors: s[1] - last[1],
-                bytes: s[2] - last[2],
-            });
-        }
+        report_seconds(&live, plan, t0, &|| handles.iter().all(|h| h.is_finished()), on_second);
         handles
             .into_iter()
             .map(|h| {
