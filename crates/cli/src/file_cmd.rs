@@ -43,21 +43,60 @@ pub fn check_lines(suite: &Suite) -> Result<Vec<String>, CliError> {
         .collect())
 }
 
-struct Progress;
+/// The progress display: a line per mix; on a terminal, while a mix runs,
+/// a bar with each second's Mbit/s, operations/s and errors, as web suites
+/// show requests/s.
+struct Progress {
+    tty: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
 
 impl FileObserver for Progress {
     fn mix_started(&mut self, mix: &Mix, phase: &str) {
-        eprintln!(
-            "mix {} ({phase}): {} client{} × {} thread{}, {} …",
+        let msg = format!(
+            "mix {} ({phase}): {} client{} × {} thread{}",
             mix.number,
             mix.clients,
             if mix.clients == 1 { "" } else { "s" },
             mix.params.threads_per_client,
             if mix.params.threads_per_client == 1 { "" } else { "s" },
-            humantime::format_duration(Duration::from_millis(mix.params.length.as_millis() as u64))
         );
+        if self.tty {
+            let bar = indicatif::ProgressBar::new(mix.params.length.as_secs().max(1));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {elapsed}/{duration} {prefix}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_message(msg);
+            bar.enable_steady_tick(Duration::from_millis(200));
+            self.bar = Some(bar);
+        } else {
+            eprintln!(
+                "{msg}, {} …",
+                humantime::format_duration(Duration::from_millis(mix.params.length.as_millis() as u64))
+            );
+        }
+    }
+    fn repeat_started(&mut self, mix: &Mix, repeat: u32, of: u32) {
+        eprintln!("mix {}: run {repeat} of {of}", mix.number);
+    }
+    fn second(&mut self, mix: &Mix, s: &benchlab_fileserver::run::LiveSecond) {
+        if let Some(b) = &self.bar {
+            // Seconds count from the window's start, after the ramp-up.
+            b.set_position(mix.params.ramp_up.as_secs() + s.second);
+            b.set_prefix(format!(
+                "{:.1} Mbit/s, {} ops/s, {} error{}",
+                s.bytes as f64 * 8.0 / 1e6,
+                thousands(s.operations),
+                thousands(s.errors),
+                if s.errors == 1 { "" } else { "s" }
+            ));
+        }
     }
     fn mix_finished(&mut self, r: &FileMixResult) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
         eprintln!(
             "mix {}: {:.1} Mbit/s, {} operations/s, {} error{}",
             r.mix,
@@ -76,6 +115,7 @@ pub fn run(
     target: Option<&str>,
     phase_targets: &[(String, String)],
     phases: &[String],
+    repeat: u32,
 ) -> Result<Outcome, CliError> {
     let mut suite = suite.clone();
     if !suite.workloads.is_empty() {
@@ -122,8 +162,12 @@ pub fn run(
         &workloads,
         &out,
         std::env::args().collect(),
+        repeat,
         &stop,
-        &mut Progress,
+        &mut Progress {
+            tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            bar: None,
+        },
     )
     .map_err(CliError::CannotRun)?;
     print!("{}", summary_table(&r));

@@ -211,14 +211,16 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let usage = CliError::Usage;
     let search = a.peak.limits()?;
     // Before the preflight: a refused CPU set sends no request.
-    if a.client_cpus.is_some() {
+    let client_cpus = if a.client_cpus.is_some() {
         // The lab server the URLs name, for the overlap check.
         let server = a
             .urls
             .iter()
             .find_map(|u| crate::run_cmd::lab_disclosure(&u.url, false).ok().flatten());
-        crate::run_cmd::pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, server.as_ref())?;
-    }
+        crate::run_cmd::pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, server.as_ref())?
+    } else {
+        Vec::new()
+    };
     if search.is_some() {
         let conflicting = [
             (a.requests.is_some(), "--requests"),
@@ -416,10 +418,11 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     // reported.
     let _ = ctrlc::set_handler(move || i2.stop());
     if let Some(limits) = search {
-        return find_peak(&a, plan, &limits, ramp_up, &interrupt);
+        return find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus);
     }
     let live = !a.json && std::io::stderr().is_terminal();
-    let (result, report) = run_once(&plan, os_threads, live, &interrupt)?;
+    let (mut result, report) = run_once(&plan, os_threads, live, &interrupt)?;
+    result.client_cpus = client_cpus;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
     } else {
@@ -586,6 +589,7 @@ fn find_peak(
     limits: &SearchLimits,
     ramp_up: Duration,
     interrupt: &Interrupt,
+    client_cpus: &[usize],
 ) -> Result<Outcome, CliError> {
     // Short steps need users started before the count begins.
     let ramp_up = if a.ramp_up.is_some() {
@@ -629,7 +633,8 @@ fn find_peak(
             continue;
         }
         let os_threads = os_threads_max.min(p.virtual_users as usize);
-        let (result, _) = run_once(&p, os_threads, false, interrupt)?;
+        let (mut result, _) = run_once(&p, os_threads, false, interrupt)?;
+        result.client_cpus = client_cpus.to_vec();
         search.record(Step::of(
             load,
             result.requests_per_sec,

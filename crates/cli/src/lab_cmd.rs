@@ -77,6 +77,10 @@ struct UpArgs {
     /// The file set to serve [default: 24 pages of 4,096 bytes made in the state dir].
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
+    /// The listen socket's backlog, over the profile's `backlog`; the
+    /// kernel caps it at net.core.somaxconn, and the disclosure says both.
+    #[arg(long, value_name = "N")]
+    backlog: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -110,6 +114,7 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
                 port: u.port,
                 root: u.root,
                 base: Some(base),
+                backlog: u.backlog,
             };
             let lab = benchlab_lab::up(kind, &opts).map_err(cli_error)?;
             // Scripts read the URL from the first line, the state dir from

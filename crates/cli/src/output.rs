@@ -76,6 +76,9 @@ pub struct HttpResult {
     pub latency_us: Latency,
     pub error_latency_us: Latency,
     pub client_cpu: ClientCpu,
+    /// CPUs the load generator was pinned to (`--client-cpus`), as
+    /// results.json's `environment.client_cpus`; empty: not pinned.
+    pub client_cpus: Vec<usize>,
     pub classes: Vec<ClassResult>,
     pub per_second: Vec<SecondResult>,
     /// Seconds at the start over which users started, not counted.
@@ -243,6 +246,7 @@ impl HttpResult {
             latency_us: latency_of(LatencySummary::of(&total.latency)),
             error_latency_us: latency_of(LatencySummary::of(&total.error_latency)),
             client_cpu: ClientCpu::measure(user, system, wall, cores, done),
+            client_cpus: Vec::new(),
             classes,
             per_second,
             ramp_up_s: plan.ramp_up.as_secs_f64(),

@@ -252,7 +252,9 @@ fn file_report(dirs: &[PathBuf], out: &Path) -> Result<Option<Vec<PathBuf>>, Cli
             let p = out.join("report.html");
             std::fs::write(&p, benchlab_fileserver::results::html(r))
                 .map_err(|e| CliError::CannotRun(format!("cannot write {}: {e}", p.display())))?;
-            Ok(Some(vec![p]))
+            let x = out.join("report.xlsx");
+            benchlab_fileserver::xlsx::write_xlsx(r, &x).map_err(CliError::CannotRun)?;
+            Ok(Some(vec![p, x]))
         }
         l if l.iter().all(|r| r.is_none()) => Ok(None),
         _ => Err(CliError::Usage(
@@ -278,14 +280,23 @@ fn file_compare(a: &CompareArgs) -> Result<Option<Outcome>, CliError> {
             )))
         }
     };
-    let text = benchlab_fileserver::results::compare_text(&base, &new)
+    let c = benchlab_fileserver::results::compare_text(&base, &new, a.max_regression, a.confidence)
         .map_err(|e| CliError::CannotRun(format!("{} against {}: {e}", a.new.display(), a.base.display())))?;
+    let text = c.text;
     print!("{text}");
     let out = a.out.clone().unwrap_or_else(|| a.new.join("compare"));
     std::fs::create_dir_all(&out).map_err(|e| CliError::CannotRun(format!("cannot create {}: {e}", out.display())))?;
     let p = out.join("compare.txt");
     std::fs::write(&p, &text).map_err(|e| CliError::CannotRun(format!("cannot write {}: {e}", p.display())))?;
     print_written(&[p]);
+    if c.regressed {
+        println!(
+            "REGRESSION: the peak Mbit/s fell beyond {:.1} % and the noise at {} confidence",
+            a.max_regression * 100.0,
+            benchlab_format::percent(a.confidence * 100.0)
+        );
+        return Ok(Some(Outcome::Breached));
+    }
     Ok(Some(Outcome::Completed))
 }
 

@@ -41,9 +41,11 @@ pub struct RunArgs {
     /// Run even when --client-cpus shares CPUs with the lab server's.
     #[arg(long, requires = "client_cpus")]
     allow_shared_cpus: bool,
-    /// Drop the page cache before each mix (`sync; echo 3 >
-    /// /proc/sys/vm/drop_caches`; root only), so the server reads its files
-    /// from the disk as after a reboot.
+    /// Drop the page cache before each mix, so the server reads its files
+    /// from the disk as after a reboot: as root `sync; echo 3 >
+    /// /proc/sys/vm/drop_caches`; otherwise (with --lab) the lab server is
+    /// moved into a memory cgroup whose pages, and the file set's, are
+    /// evicted before each mix.
     #[arg(long)]
     cold_cache: bool,
     /// Results directory [default: results/SUITE-YYYYmmdd-HHMMSS].
@@ -614,6 +616,48 @@ fn check_cold_cache() -> Result<(), CliError> {
     }
 }
 
+/// `--cold-cache` without root (or with BENCHLAB_COLD_CACHE=cgroup, how
+/// the tests reach this path as root): the lab server in a memory cgroup
+/// of its own, evicted before each mix (`benchlab_lab::cache`). It needs
+/// the lab server's processes, so a run against another server is refused.
+#[derive(Debug)]
+struct CgroupEvictor(benchlab_lab::cache::CgroupCache);
+
+impl benchlab_controller::CacheEvictor for CgroupEvictor {
+    fn evict(&self) -> Result<String, String> {
+        self.0.evict()
+    }
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+}
+
+fn cold_cache_evictor(
+    server: Option<&benchlab_results::ServerDisclosure>,
+) -> Result<Option<Arc<dyn benchlab_controller::CacheEvictor>>, CliError> {
+    let root = benchlab_lab::cache::is_root();
+    let forced = std::env::var("BENCHLAB_COLD_CACHE").is_ok_and(|v| v == "cgroup");
+    if root && !forced {
+        check_cold_cache()?;
+        return Ok(None);
+    }
+    let Some(server) = server else {
+        return Err(CliError::Usage(
+            "--cold-cache without root evicts the page cache of a server benchlab started (`benchlab lab up`, \
+             moved into a memory cgroup), and this target is none: add --lab SERVER, or run as root (the whole \
+             machine's page cache is then dropped)"
+                .into(),
+        ));
+    };
+    let lab = benchlab_lab::status(&benchlab_lab::default_base())
+        .into_iter()
+        .find(|(l, alive)| *alive && l.server.name() == server.server)
+        .map(|(l, _)| l)
+        .ok_or_else(|| CliError::CannotRun(format!("--cold-cache: the lab's {} is not running", server.server)))?;
+    let cache = benchlab_lab::cache::CgroupCache::create(&lab).map_err(|e| CliError::CannotRun(e.to_string()))?;
+    Ok(Some(Arc::new(CgroupEvictor(cache))))
+}
+
 fn cpus_text(cpus: &[usize]) -> String {
     cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
 }
@@ -631,7 +675,14 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         if a.time_scale != 1.0 {
             suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
         }
-        return crate::file_cmd::run(&suite, a.out.clone(), a.target.as_deref(), &a.phase_targets, &a.phases);
+        return crate::file_cmd::run(
+            &suite,
+            a.out.clone(),
+            a.target.as_deref(),
+            &a.phase_targets,
+            &a.phases,
+            a.repeat,
+        );
     }
     let search = a.peak.limits()?;
     if let (Some(n), Some(l)) = (a.peak_start_threads, &search) {
@@ -723,15 +774,18 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         server: lab_disclosure(&suite.target, a.lab.is_some())?,
         ..RunOptions::default()
     };
-    if a.cold_cache {
-        check_cold_cache()?;
-    }
+    let cache_evictor = if a.cold_cache {
+        cold_cache_evictor(opts.server.as_ref())?
+    } else {
+        None
+    };
     let client_cpus = pin_clients(a.client_cpus.as_deref(), a.allow_shared_cpus, opts.server.as_ref())?;
     // Started after the pinning, so the sampling thread stays off the
     // server's cores as the generator does.
     let monitors = a.monitor.start()?;
     let opts = RunOptions {
         cold_cache: a.cold_cache,
+        cache_evictor,
         client_cpus,
         monitors: monitors.sources.clone(),
         ..opts

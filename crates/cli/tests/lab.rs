@@ -656,7 +656,7 @@ fn a_run_against_a_lab_server_discloses_it_in_results_and_reports() {
 fn client_cpus_never_share_the_lab_servers_cpu_unless_allowed() {
     let guard = LabGuard::new();
     let files = tempfile::tempdir().unwrap();
-    let (root, _) = fileset(files.path());
+    let (root, manifest) = fileset(files.path());
     assert_success(
         "lab up benchlab --cpus 0",
         &lab(
@@ -728,14 +728,41 @@ fn client_cpus_never_share_the_lab_servers_cpu_unless_allowed() {
         html.contains(&format!("<th>client CPUs</th><td><code>{want}</code>")),
         "report.html shows the client CPUs"
     );
+    // `http --json` records its CPU set as well (and `[]` unpinned).
+    let page = format!(
+        "{}{}",
+        record["url"].as_str().unwrap().trim_end_matches('/'),
+        manifest.entries[0].path
+    );
+    for (args, set) in [
+        (vec!["--client-cpus", cpus], serde_json::json!([want])),
+        (vec![], serde_json::json!([])),
+    ] {
+        let http = Command::new(benchlab_bin())
+            .args(["http", &page, "--requests", "5", "--json"])
+            .args(&args)
+            .args(extra)
+            .env("BENCHLAB_LAB_DIR", guard.path())
+            .output()
+            .unwrap();
+        assert_success("http --json", &http);
+        let v: serde_json::Value = serde_json::from_slice(&http.stdout).unwrap();
+        assert_eq!(v["client_cpus"], set, "{args:?}");
+    }
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
 }
 
-/// `run --cold-cache` drops the page cache before each mix and says so in
-/// results.json and the report; where /proc/sys/vm/drop_caches cannot be
-/// written (not root), it is refused before any request.
+/// `run --cold-cache` as root drops the page cache before each mix and says
+/// so in results.json and the report; where /proc/sys/vm/drop_caches
+/// cannot be written (a read-only /proc/sys), it is refused before any
+/// request. (Without root the cgroup path runs: the next test.)
 #[test]
 fn cold_cache_drops_the_page_cache_before_each_mix_or_says_why_not() {
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root (the cgroup path is tested below)");
+        return;
+    }
     let guard = LabGuard::new();
     let files = tempfile::tempdir().unwrap();
     let (root, _) = fileset(files.path());
@@ -761,16 +788,165 @@ fn cold_cache_drops_the_page_cache_before_each_mix_or_says_why_not() {
         let results: serde_json::Value =
             serde_json::from_str(&fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
         assert_eq!(results["environment"]["cold_cache"], true);
+        assert!(results["environment"]["cold_cache_method"]
+            .as_str()
+            .unwrap()
+            .starts_with("sync; echo 3 > /proc/sys/vm/drop_caches"));
         let html = fs::read_to_string(out.join("report.html")).unwrap();
         assert!(html.contains("dropped before each mix (--cold-cache)"));
     } else {
-        // Not root: a usage error; root under a read-only /proc/sys: cannot run.
         assert!(
-            (run.status.code() == Some(2) && stderr.contains("only root may do"))
-                || (run.status.code() == Some(1) && stderr.contains("is not writable here")),
+            run.status.code() == Some(1) && stderr.contains("is not writable here"),
             "{stderr}"
         );
         assert!(!out.exists(), "refused before the run");
     }
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
+}
+
+/// `run --cold-cache` without root (forced here with
+/// BENCHLAB_COLD_CACHE=cgroup, as the tests run as root): the lab server's
+/// processes move into a memory cgroup of their own, whose pages and the
+/// file set's are evicted before each mix; results.json and the report say
+/// so; afterwards the server runs on, back in its cgroup, and the cgroup is
+/// gone. A target that is no lab server is refused with the reason; where
+/// no memory cgroup is writable the message says why.
+#[test]
+fn cold_cache_without_root_evicts_through_the_lab_servers_memory_cgroup() {
+    let guard = LabGuard::new();
+    let files = tempfile::tempdir().unwrap();
+    let (root, _) = fileset(files.path());
+    assert_success(
+        "lab up benchlab",
+        &lab(guard.path(), &["up", "benchlab", "--root", root.to_str().unwrap()]),
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(guard.path().join("benchlab/lab.json")).unwrap()).unwrap();
+    let pid = record["pid"].as_i64().unwrap();
+    let cgroup_before = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let cgroup_run = |args: &[&str]| {
+        let suite = files.path().join("suite.toml");
+        fs::write(&suite, LAB_SUITE).unwrap();
+        Command::new(benchlab_bin())
+            .arg("run")
+            .arg(&suite)
+            .arg("--fileset")
+            .arg(format!("specweb99={}", root.display()))
+            .arg("--cold-cache")
+            .args(args)
+            .env("BENCHLAB_LAB_DIR", guard.path())
+            .env("BENCHLAB_COLD_CACHE", "cgroup")
+            .output()
+            .unwrap()
+    };
+    let refused = cgroup_run(&[
+        "--target",
+        record["url"]
+            .as_str()
+            .unwrap()
+            .replace("127.0.0.1", "127.0.0.2")
+            .as_str(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("add --lab SERVER, or run as root"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let out = files.path().join("cold");
+    let run = cgroup_run(&["--lab", "benchlab", "--out", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if run.status.code() == Some(1) && stderr.contains("memory cgroup") {
+        eprintln!("skipped: no writable memory cgroup here: {stderr}");
+        return;
+    }
+    assert_success("run --cold-cache (cgroup)", &run);
+    // One mix: one eviction, covering the whole file set (36 files and
+    // its manifest).
+    assert_eq!(stderr.matches("cold cache: pages of 37 files (").count(), 1, "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["environment"]["cold_cache"], true);
+    let method = results["environment"]["cold_cache_method"].as_str().unwrap();
+    assert!(method.starts_with("memory cgroup /"), "{method}");
+    assert!(method.contains("posix_fadvise DONTNEED"), "{method}");
+    let dir = method.trim_start_matches("memory cgroup ").split(' ').next().unwrap();
+    assert!(dir.contains("benchlab-lab-benchlab-"), "{method}");
+    assert!(!Path::new(dir).exists(), "the cgroup {dir} is removed after the run");
+    assert_eq!(
+        fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap(),
+        cgroup_before,
+        "the server is back in its own cgroup"
+    );
+    let html = fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(&html_escape(&format!(
+        "dropped before each mix (--cold-cache): {method}"
+    ))));
+    assert_success("lab down", &lab(guard.path(), &["down", "--all"]));
+}
+
+/// `lab up --backlog N` wins over the profile's `backlog`, reaches the
+/// server's configuration, and the disclosure (text, JSON) says what
+/// net.core.somaxconn makes of it: a backlog above it is capped. A server
+/// without the setting, or a backlog out of range, is refused.
+#[test]
+fn backlog_flag_reaches_the_configuration_and_the_disclosure_says_what_somaxconn_caps() {
+    spice_support::require("lighttpd");
+    let somaxconn: u32 = fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let guard = LabGuard::new();
+    for (args, want) in [
+        (
+            &["up", "benchlab", "--backlog", "64"][..],
+            "--backlog: benchlab has no listen backlog setting",
+        ),
+        (
+            &["up", "lighttpd", "--backlog", "0"][..],
+            "--backlog 0: expected 1 to 65535",
+        ),
+    ] {
+        let out = lab(guard.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let asked = (somaxconn + 1).min(65_535);
+    let profile = guard.path().join("p.toml");
+    fs::write(&profile, "backlog = 64\n").unwrap();
+    let up = lab(
+        guard.path(),
+        &[
+            "up",
+            "lighttpd",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--backlog",
+            &asked.to_string(),
+        ],
+    );
+    assert_success("lab up lighttpd --backlog", &up);
+    let state = guard.path().join("lighttpd");
+    let text = fs::read_to_string(state.join("disclosure.txt")).unwrap();
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        collapsed.contains(&format!("server.listen-backlog = {asked}")),
+        "the configuration asks for {asked}:\n{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(state.join("disclosure.json")).unwrap()).unwrap();
+    let effective = asked.min(somaxconn);
+    assert_eq!(
+        json["listen_backlog"],
+        serde_json::json!({"requested": asked, "somaxconn": somaxconn, "effective": effective})
+    );
+    let line = if asked > somaxconn {
+        format!("listen backlog: {asked} asked, capped to {somaxconn} by net.core.somaxconn\n")
+    } else {
+        format!("listen backlog: {asked} (net.core.somaxconn {somaxconn} does not cap it)\n")
+    };
+    assert!(text.contains(&line), "{text}");
+    assert_success("lab down", &lab(guard.path(), &["down", "lighttpd"]));
 }

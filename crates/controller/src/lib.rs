@@ -17,6 +17,6 @@ pub use benchlab_results::*;
 pub use driver::{instant_at, ClientDriver, ClientLost, ClientPool, DriverError, InProcess, LocalClient};
 pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
 pub use run::{
-    arrival_warning, drive_mix, prepare, run_prepared, run_prepared_search, run_suite, ClientEnd, ControllerError,
-    Driven, Observer, Prepared, Quiet, RunOptions,
+    arrival_warning, drive_mix, prepare, run_prepared, run_prepared_search, run_suite, CacheEvictor, ClientEnd,
+    ControllerError, Driven, Observer, Prepared, Quiet, RunOptions,
 };

@@ -77,13 +77,25 @@ pub struct RunOptions {
     /// The server under test as `benchlab lab up` disclosed it, stored in
     /// results.json when the run targets a lab server.
     pub server: Option<benchlab_results::ServerDisclosure>,
-    /// Drop the page cache before each mix (`--cold-cache`, root only): the
-    /// server then reads its files from the disk, as after a reboot.
+    /// Drop the page cache before each mix (`--cold-cache`): the server
+    /// then reads its files from the disk, as after a reboot.
     pub cold_cache: bool,
     /// Monitored hosts (`--monitor-local`, `--node-exporter`, remote
     /// monitors): each mix stores their seconds of its window, and the
     /// first one is taken as the server's host for the mix's verdict.
     pub monitors: Vec<Arc<dyn MonitorSource>>,
+    /// How: None drops the whole page cache (root); an evictor makes it
+    /// cold another way (a memory cgroup, without root).
+    pub cache_evictor: Option<Arc<dyn CacheEvictor>>,
+}
+
+/// Makes the server's page cache cold without root (see
+/// `benchlab_lab::cache`).
+pub trait CacheEvictor: std::fmt::Debug + Send + Sync {
+    /// Evicts; returns a line for the progress display.
+    fn evict(&self) -> Result<String, String>;
+    /// How, for results.json's `environment.cold_cache_method`.
+    fn describe(&self) -> String;
 }
 
 impl Default for RunOptions {
@@ -102,6 +114,7 @@ impl Default for RunOptions {
             server: None,
             cold_cache: false,
             monitors: Vec::new(),
+            cache_evictor: None,
         }
     }
 }
@@ -295,6 +308,11 @@ fn environment(target: &str, opts: &RunOptions) -> Environment {
         server: opts.server.clone(),
         cold_cache: opts.cold_cache,
         agents: opts.clients.agents(),
+        cold_cache_method: opts.cold_cache.then(|| match &opts.cache_evictor {
+            Some(e) => e.describe(),
+            None => "sync; echo 3 > /proc/sys/vm/drop_caches (the whole machine's page cache, dentries and inodes)"
+                .to_owned(),
+        }),
     }
 }
 
@@ -682,8 +700,12 @@ fn run_repeats(
             observer.repeat_started(mix, repeat, of);
         }
         if opts.cold_cache {
-            drop_page_cache().map_err(|e| ControllerError::Target(format!("--cold-cache: {e}")))?;
-            observer.note("cold cache: page cache dropped");
+            let note = match &opts.cache_evictor {
+                Some(e) => e.evict(),
+                None => drop_page_cache().map(|()| "cold cache: page cache dropped".to_owned()),
+            }
+            .map_err(|e| ControllerError::Target(format!("--cold-cache: {e}")))?;
+            observer.note(&note);
         }
         observer.mix_started(mix, phase_name);
         let mut result = run_mix(suite, mix, phase_name, phase, opts, stop, observer)?;

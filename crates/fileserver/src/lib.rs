@@ -22,6 +22,7 @@ pub mod smb;
 pub mod smbd;
 pub mod stats;
 pub mod status;
+pub mod xlsx;
 
 pub use run::{run_mix, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
 pub use status::Status;

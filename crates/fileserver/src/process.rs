@@ -6,7 +6,10 @@
 //! clock in every process of the machine), and writes back what it
 //! measured, histograms included, as one JSON line.
 
-use crate::run::{drive_user, prepare_user, FileMixPlan, FileTarget, FileWorkload, UserOutcome};
+use crate::run::{
+    drive_user, prepare_user, report_seconds, FileMixPlan, FileTarget, FileWorkload, LiveCounters, LiveSecond,
+    UserOutcome,
+};
 use crate::stats::{FileStats, OpStats};
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
@@ -48,6 +51,8 @@ struct Job {
 struct WireOp {
     count: u64,
     errors: u64,
+    #[serde(default)]
+    not_sent: u64,
     /// V2-serialised HDR histogram, base64.
     latency: String,
 }
@@ -61,6 +66,8 @@ struct WireOutcome {
     loops: u64,
     prepared: u64,
     finished_ns: Option<u64>,
+    #[serde(default)]
+    seconds: Vec<crate::stats::SecondStats>,
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds (what `Instant` reads on Linux).
@@ -99,6 +106,7 @@ fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>) -> Result<St
         ops.push(WireOp {
             count: o.count,
             errors: o.errors,
+            not_sent: o.not_sent,
             latency: base64::engine::general_purpose::STANDARD.encode(buf),
         });
     }
@@ -110,6 +118,7 @@ fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>) -> Result<St
         loops: st.loops,
         prepared,
         finished_ns: finished.map(ns_of),
+        seconds: st.seconds.clone(),
     })
     .map_err(|e| e.to_string())
 }
@@ -131,6 +140,7 @@ fn decode(line: &str) -> UserOutcome {
             count: wo.count,
             errors: wo.errors,
             latency: OpStats::default().latency,
+            not_sent: wo.not_sent,
         };
         let _ = o.latency.add(&h);
     }
@@ -138,6 +148,7 @@ fn decode(line: &str) -> UserOutcome {
     st.bytes_written = w.bytes_written;
     st.errors = w.errors;
     st.loops = w.loops;
+    st.seconds = w.seconds;
     Ok((st, w.prepared, w.finished_ns.map(instant_of)))
 }
 
@@ -169,6 +180,7 @@ pub(crate) fn run_users(
     plan: &FileMixPlan,
     delays: &[Duration],
     stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<(Instant, Vec<UserOutcome>), String> {
     let cmd = USER_COMMAND.get().ok_or(
         "smb:// users run as processes of their own, and no user command was set (run it through `benchlab run`)",
@@ -229,9 +241,46 @@ pub(crate) fn run_users(
             let _ = s.flush();
         }
     }
+    // A reader per user: its `tick` lines (counts so far) go to the live
+    // counters as they come, its last line is its outcome.
+    let live = LiveCounters::default();
+    let lasts: Vec<Result<String, String>> = std::thread::scope(|s| {
+        let live = &live;
+        let handles: Vec<_> = procs
+            .iter_mut()
+            .map(|p| {
+                s.spawn(move || -> Result<String, String> {
+                    let mut seen = [0u64; 3];
+                    loop {
+                        let l = read_line(p)?;
+                        let Some(counts) = l.strip_prefix("tick ") else {
+                            return Ok(l);
+                        };
+                        let n: Vec<u64> = counts.split(' ').filter_map(|x| x.parse().ok()).collect();
+                        if let [ops, errors, bytes] = n[..] {
+                            live.add_counts(
+                                ops.saturating_sub(seen[0]),
+                                errors.saturating_sub(seen[1]),
+                                bytes.saturating_sub(seen[2]),
+                            );
+                            seen = [ops.max(seen[0]), errors.max(seen[1]), bytes.max(seen[2])];
+                        }
+                    }
+                })
+            })
+            .collect();
+        report_seconds(live, plan, t0, &|| handles.iter().all(|h| h.is_finished()), on_second);
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a user process's reader panicked".into()))
+            })
+            .collect()
+    });
     let mut outcomes = Vec::new();
-    for p in &mut procs {
-        let l = read_line(p)?;
+    for l in lasts {
+        let l = l?;
         if l.is_empty() && stop.load(std::sync::atomic::Ordering::Relaxed) {
             // Ctrl-C reached the user too: nothing to count from it.
             outcomes.push(Ok((FileStats::default(), 0, None)));
@@ -310,14 +359,40 @@ pub fn user_main() -> i32 {
         seed: job.seed,
     };
     let stop = AtomicBool::new(false);
-    let (st, fin) = drive_user(
-        &mut state,
-        b.as_mut(),
-        &plan,
-        Duration::from_nanos(job.delay_ns),
-        instant_of(t0),
-        &stop,
-    );
+    // Ten times a second, the counts so far (when they changed), for the
+    // parent's live display; the outcome line comes after the last one.
+    let live = LiveCounters::default();
+    let done = AtomicBool::new(false);
+    let (st, fin) = std::thread::scope(|s| {
+        let ticker = s.spawn(|| {
+            let mut last = [0u64; 3];
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                let now = live.snapshot();
+                if now != last {
+                    say(&format!("tick {} {} {}", now[0], now[1], now[2]));
+                    last = now;
+                }
+            }
+            // What came after the last tick: every count reaches the parent.
+            let now = live.snapshot();
+            if now != last {
+                say(&format!("tick {} {} {}", now[0], now[1], now[2]));
+            }
+        });
+        let r = drive_user(
+            &mut state,
+            b.as_mut(),
+            &plan,
+            Duration::from_nanos(job.delay_ns),
+            instant_of(t0),
+            &stop,
+            Some(&live),
+        );
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = ticker.join();
+        r
+    });
     drop(state);
     drop(b);
     match encode(&st, bytes, fin) {
@@ -345,9 +420,12 @@ mod tests {
             st.record(OpKind::WriteX, us, &Status::Ok, &Status::Ok);
         }
         st.record(OpKind::Flush, 5, &Status::Ok, &Status::NotSupported);
+        st.record(OpKind::LockX, 5, &Status::Ok, &Status::NotSent);
         st.bytes_read = 7;
         st.bytes_written = 1 << 40;
         st.loops = 3;
+        st.record_second(0, false, 7, 0);
+        st.record_second(2, true, 0, 9);
         let fin = Instant::now() + Duration::from_millis(5);
         let (back, prepared, f) = decode(&encode(&st, 99, Some(fin)).unwrap()).unwrap();
         assert_eq!(prepared, 99);
@@ -355,8 +433,9 @@ mod tests {
         assert!(drift < Duration::from_millis(1), "{drift:?}");
         assert_eq!((back.bytes_read, back.bytes_written, back.loops), (7, 1 << 40, 3));
         assert_eq!(back.errors, st.errors);
+        assert_eq!(back.seconds, st.seconds);
         for (a, b) in back.ops.iter().zip(&st.ops) {
-            assert_eq!((a.count, a.errors), (b.count, b.errors));
+            assert_eq!((a.count, a.errors, a.not_sent), (b.count, b.errors, b.not_sent));
             assert_eq!(a.latency, b.latency);
         }
         assert!(decode("not json").is_err());

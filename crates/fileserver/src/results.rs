@@ -31,8 +31,36 @@ pub struct OpResult {
     pub operation: String,
     pub count: u64,
     pub errors: u64,
+    /// Operations of this kind the client could not send over the target's
+    /// protocol (over smb://: LockX, UnlockX, Flush, which libsmbclient
+    /// has no call for): not in `count`, not errors, nothing timed.
+    #[serde(default)]
+    pub not_sent: u64,
     pub per_second: f64,
     pub latency_us: Latency,
+}
+
+/// One second of a mix's measurement window, all users summed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct FileSecond {
+    /// 1-based, from the start of the window (the last may be a part of
+    /// one: the window need not be whole seconds).
+    pub second: u64,
+    /// Operations done in it (not-sent ones excluded), errors included.
+    pub operations: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// (read + written) × 8 / 10⁶ over the second.
+    pub mbit_per_s: f64,
+}
+
+/// One run of a mix under `run --repeat N`: the figures the noise of
+/// `compare` is measured from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct FileRepeat {
+    pub mbit_per_s: f64,
+    pub operations_per_s: f64,
 }
 
 /// One client (test system) in a mix.
@@ -68,6 +96,10 @@ pub struct FileMixResult {
     pub read_mbit_per_s: f64,
     pub write_mbit_per_s: f64,
     pub errors: u64,
+    /// Operations not sent (the sum of `by_operation`'s `not_sent`): not in
+    /// `operations`.
+    #[serde(default)]
+    pub not_sent: u64,
     /// "KIND: expected X, got Y" → count.
     pub errors_by_status: BTreeMap<String, u64>,
     /// Whole loadfile passes completed in the window (0 for a disk mix).
@@ -76,6 +108,15 @@ pub struct FileMixResult {
     pub prepared_bytes: u64,
     pub by_operation: Vec<OpResult>,
     pub per_client: Vec<ClientResult>,
+    /// Each second of the window; their operations and bytes sum to the
+    /// mix's.
+    #[serde(default)]
+    pub per_second: Vec<FileSecond>,
+    /// With `run --repeat N` (N ≥ 2): every run's figures, in run order;
+    /// the mix's other fields are those of the median run (by Mbit/s).
+    /// Empty for a mix run once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<FileRepeat>,
     /// Lowest client's Mbit/s over the highest's (1 = all alike).
     pub fairness: f64,
     /// Stopped before its end (Ctrl-C): the window ends where it stopped.
@@ -150,11 +191,12 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Fil
     let by_operation = OpKind::ALL
         .iter()
         .zip(&t.ops)
-        .filter(|(_, o)| o.count > 0)
+        .filter(|(_, o)| o.count > 0 || o.not_sent > 0)
         .map(|(k, o)| OpResult {
             operation: k.name().to_string(),
             count: o.count,
             errors: o.errors,
+            not_sent: o.not_sent,
             per_second: rate(o.count, w),
             latency_us: Latency {
                 mean: o.latency.mean(),
@@ -197,14 +239,50 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Fil
         read_mbit_per_s: mbit(t.bytes_read, w),
         write_mbit_per_s: mbit(t.bytes_written, w),
         errors: t.error_count(),
+        not_sent: t.not_sent(),
         errors_by_status: t.errors.clone(),
         loops: t.loops,
         prepared_bytes: m.prepared_bytes,
         by_operation,
         per_client,
+        per_second: t
+            .seconds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| FileSecond {
+                second: i as u64 + 1,
+                operations: s.operations,
+                errors: s.errors,
+                bytes_read: s.bytes_read,
+                bytes_written: s.bytes_written,
+                mbit_per_s: (s.bytes_read + s.bytes_written) as f64 * 8.0 / 1e6,
+            })
+            .collect(),
+        repeats: Vec::new(),
         fairness: if hi > 0.0 { lo / hi } else { 1.0 },
         partial: m.partial,
     }
+}
+
+/// The median of a mix's runs by Mbit/s (the lower middle one of an even
+/// count), with every run's figures as its `repeats`; a single run as it is.
+fn median_run(mut runs: Vec<FileMixResult>) -> Option<FileMixResult> {
+    if runs.len() < 2 {
+        return runs.pop();
+    }
+    let repeats: Vec<FileRepeat> = runs
+        .iter()
+        .map(|r| FileRepeat {
+            mbit_per_s: r.mbit_per_s,
+            operations_per_s: r.operations_per_s,
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&a, &b| runs[a].mbit_per_s.total_cmp(&runs[b].mbit_per_s));
+    let mut median = runs.swap_remove(order[(order.len() - 1) / 2]);
+    median.partial = runs.iter().any(|r| r.partial) || median.partial;
+    median.repeats = repeats;
+    Some(median)
 }
 
 /// The peak mix (most Mbit/s) and the shape of its phase past it.
@@ -252,6 +330,10 @@ pub fn load_workloads(suite: &Suite) -> Result<BTreeMap<String, FileWorkload>, S
 /// What the caller sees while a file suite runs.
 pub trait FileObserver {
     fn mix_started(&mut self, _mix: &Mix, _phase: &str) {}
+    /// With `run --repeat N`: run `repeat` of `of` of the mix starts.
+    fn repeat_started(&mut self, _mix: &Mix, _repeat: u32, _of: u32) {}
+    /// A second of the mix ended (thread users, file://: live).
+    fn second(&mut self, _mix: &Mix, _second: &crate::run::LiveSecond) {}
     fn mix_finished(&mut self, _result: &FileMixResult) {}
 }
 
@@ -262,6 +344,7 @@ pub fn run_file_suite(
     workloads: &BTreeMap<String, FileWorkload>,
     out: &Path,
     command: Vec<String>,
+    repeat: u32,
     stop: &AtomicBool,
     observer: &mut dyn FileObserver,
 ) -> Result<FileResults, String> {
@@ -305,11 +388,25 @@ pub fn run_file_suite(
             think_time: p.think_time,
             seed: suite.seed ^ (mix.number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         };
-        observer.mix_started(mix, phase);
-        let m = run_mix(workload, &target, &plan, stop).map_err(|e| format!("mix {}: {e}", mix.number))?;
-        let r = mix_result(mix, phase, mix.clients * p.threads_per_client, &m);
-        observer.mix_finished(&r);
-        results.mixes.push(r);
+        let of = repeat.max(1);
+        let mut runs = Vec::new();
+        for r in 1..=of {
+            if r > 1 && stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            if of > 1 {
+                observer.repeat_started(mix, r, of);
+            }
+            observer.mix_started(mix, phase);
+            let m = run_mix(workload, &target, &plan, stop, &mut |s| observer.second(mix, &s))
+                .map_err(|e| format!("mix {}: {e}", mix.number))?;
+            let res = mix_result(mix, phase, mix.clients * p.threads_per_client, &m);
+            observer.mix_finished(&res);
+            runs.push(res);
+        }
+        results
+            .mixes
+            .push(median_run(runs).ok_or_else(|| format!("mix {}: ran no time", mix.number))?);
         results.peak = peak(&results.mixes);
         write(out, &results)?;
     }
@@ -319,6 +416,7 @@ pub fn run_file_suite(
     write(out, &results)?;
     std::fs::write(out.join("report.html"), html(&results))
         .map_err(|e| format!("cannot write {}: {e}", out.join("report.html").display()))?;
+    crate::xlsx::write_xlsx(&results, &out.join("report.xlsx"))?;
     Ok(results)
 }
 
@@ -348,19 +446,81 @@ pub fn load(dir: &Path) -> Result<Option<FileResults>, String> {
         .map_err(|e| format!("{}: not a {FILE_RESULTS_SCHEMA} results file: {e}", p.display()))
 }
 
+/// The samples of a mix's Mbit/s the noise of `compare` comes from: its
+/// repeats' (`run --repeat N`), else its whole seconds inside the window
+/// (a last part-second would read low), as for web suites. The word says
+/// which.
+fn noise_samples(m: &FileMixResult) -> (&'static str, Vec<f64>) {
+    if m.repeats.len() >= 2 {
+        return ("repeats", m.repeats.iter().map(|r| r.mbit_per_s).collect());
+    }
+    let whole = m.window_s.floor() as u64;
+    (
+        "seconds",
+        m.per_second
+            .iter()
+            .filter(|s| s.second <= whole)
+            .map(|s| s.mbit_per_s)
+            .collect(),
+    )
+}
+
+/// A comparison of two file suites' results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileComparison {
+    /// The table and the peak line, for the terminal and compare.txt.
+    pub text: String,
+    /// The peak's Mbit/s is worse beyond `max_regression` and the noise.
+    pub regressed: bool,
+}
+
 /// Two file suites' results side by side, mix by mix (mixes are matched
 /// by phase and position in it, and must have the same client count):
-/// Mbit/s and operations/s of each and NEW ÷ BASE, then the peaks'. File
-/// suites have no repeats or per-second spread yet, so there is no noise
-/// interval: the ratios are the measured ones.
-pub fn compare_text(base: &FileResults, new: &FileResults) -> Result<String, String> {
+/// Mbit/s of each, NEW ÷ BASE and its interval at `confidence` from the
+/// noise of both sides (each mix's repeats, else its seconds: see
+/// [`noise_samples`]; Welch's t on the log ratio, as web suites'
+/// `compare`), operations/s of each and their ratio; then the peaks', with
+/// the verdict: regressed when NEW's peak Mbit/s is worse than BASE's
+/// beyond both `max_regression` and the noise.
+pub fn compare_text(
+    base: &FileResults,
+    new: &FileResults,
+    max_regression: f64,
+    confidence: f64,
+) -> Result<FileComparison, String> {
     use std::fmt::Write;
     let ratio = |b: f64, n: f64| if b > 0.0 { format!("{:.3}", n / b) } else { "-".into() };
+    let interval = |b: &FileMixResult, n: &FileMixResult| -> (Option<(f64, f64)>, String) {
+        let ((bs, bv), (ns, nv)) = (noise_samples(b), noise_samples(n));
+        let source = if bs == ns {
+            format!("{}+{}_{bs}", bv.len(), nv.len())
+        } else {
+            format!("{}_{bs}+{}_{ns}", bv.len(), nv.len())
+        };
+        if b.mbit_per_s <= 0.0 {
+            return (None, source);
+        }
+        (
+            benchlab_report::ratio_interval(n.mbit_per_s / b.mbit_per_s, &bv, &nv, confidence),
+            source,
+        )
+    };
+    let range = |i: Option<(f64, f64)>| i.map_or("-".to_string(), |(l, h)| format!("{l:.3}–{h:.3}"));
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:>5} {:>8} {:>7} {:>12} {:>12} {:>7} {:>12} {:>12} {:>7}",
-        "phase", "mix", "clients", "base Mbit/s", "new Mbit/s", "ratio", "base ops/s", "new ops/s", "ratio"
+        "{:>5} {:>8} {:>7} {:>12} {:>12} {:>7} {:>13} {:>14} {:>12} {:>12} {:>7}",
+        "phase",
+        "mix",
+        "clients",
+        "base Mbit/s",
+        "new Mbit/s",
+        "ratio",
+        "interval",
+        "noise",
+        "base ops/s",
+        "new ops/s",
+        "ratio"
     );
     let mut matched = 0;
     let position =
@@ -377,9 +537,10 @@ pub fn compare_text(base: &FileResults, new: &FileResults) -> Result<String, Str
             ));
         }
         matched += 1;
+        let (iv, source) = interval(b, n);
         let _ = writeln!(
             s,
-            "{:>5} {:>8} {:>7} {:>12.1} {:>12.1} {:>7} {:>12.0} {:>12.0} {:>7}",
+            "{:>5} {:>8} {:>7} {:>12.1} {:>12.1} {:>7} {:>13} {:>14} {:>12.0} {:>12.0} {:>7}",
             b.phase,
             if b.mix == n.mix {
                 b.mix.to_string()
@@ -390,6 +551,8 @@ pub fn compare_text(base: &FileResults, new: &FileResults) -> Result<String, Str
             b.mbit_per_s,
             n.mbit_per_s,
             ratio(b.mbit_per_s, n.mbit_per_s),
+            range(iv),
+            source,
             b.operations_per_s,
             n.operations_per_s,
             ratio(b.operations_per_s, n.operations_per_s)
@@ -398,20 +561,38 @@ pub fn compare_text(base: &FileResults, new: &FileResults) -> Result<String, Str
     if matched == 0 {
         return Err("no mix in common (mixes are matched by phase and position)".into());
     }
-    if let (Some(b), Some(n)) = (&base.peak, &new.peak) {
+    let mut regressed = false;
+    if let (Some(bp), Some(np)) = (&base.peak, &new.peak) {
+        let at = |r: &FileResults, mix: usize| r.mixes.iter().find(|m| m.mix == mix).cloned();
+        let verdict = match (at(base, bp.mix), at(new, np.mix)) {
+            (Some(b), Some(n)) if bp.mbit_per_s > 0.0 => {
+                let r = np.mbit_per_s / bp.mbit_per_s;
+                let (iv, source) = interval(&b, &n);
+                let v = benchlab_report::analysis::regressed(r, iv, true, max_regression);
+                regressed = v == benchlab_report::analysis::Verdict::Regressed;
+                format!(
+                    " ({} at {} confidence; noise from {}): {}",
+                    range(iv),
+                    benchlab_format::percent(confidence * 100.0),
+                    source.replace('_', " "),
+                    v.word()
+                )
+            }
+            _ => String::new(),
+        };
         let _ = writeln!(
             s,
-            "peak: {:.1} Mbit/s (mix {}, {} clients) → {:.1} Mbit/s (mix {}, {} clients), ratio {}",
-            b.mbit_per_s,
-            b.mix,
-            b.clients,
-            n.mbit_per_s,
-            n.mix,
-            n.clients,
-            ratio(b.mbit_per_s, n.mbit_per_s)
+            "peak: {:.1} Mbit/s (mix {}, {} clients) → {:.1} Mbit/s (mix {}, {} clients), ratio {}{verdict}",
+            bp.mbit_per_s,
+            bp.mix,
+            bp.clients,
+            np.mbit_per_s,
+            np.mix,
+            np.clients,
+            ratio(bp.mbit_per_s, np.mbit_per_s)
         );
     }
-    Ok(s)
+    Ok(FileComparison { text: s, regressed })
 }
 
 fn esc(s: &str) -> String {
@@ -501,16 +682,25 @@ pub fn html(r: &FileResults) -> String {
     h.push_str("</table>");
     for m in &r.mixes {
         let _ = write!(h, "<h2>Mix {} — operations (latency in µs)</h2>", m.mix);
-        h.push_str("<table><tr><th>operation</th><th>count</th><th>errors</th><th>/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
+        h.push_str("<table><tr><th>operation</th><th>count</th><th>errors</th><th>not sent</th><th>/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
         for o in &m.by_operation {
             let l = &o.latency_us;
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                o.operation, o.count, o.errors, o.per_second, l.mean, l.p50, l.p90, l.p99, l.max
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                o.operation, o.count, o.errors, o.not_sent, o.per_second, l.mean, l.p50, l.p90, l.p99, l.max
             );
         }
         h.push_str("</table>");
+        if m.not_sent > 0 {
+            let _ = write!(
+                h,
+                "<p class=\"not-sent\">{} operations not sent: the client has no call for them over this protocol \
+                 (libsmbclient has no byte-range lock and no Flush); they are in neither the operations nor the \
+                 errors, and nothing was timed.</p>",
+                m.not_sent
+            );
+        }
         if !m.errors_by_status.is_empty() {
             h.push_str("<p>Errors:</p><ul>");
             for (k, v) in &m.errors_by_status {
@@ -551,6 +741,7 @@ mod tests {
             read_mbit_per_s: 0.0,
             write_mbit_per_s: 0.0,
             errors: 0,
+            not_sent: 0,
             errors_by_status: BTreeMap::new(),
             loops: 0,
             prepared_bytes: 0,
@@ -558,6 +749,8 @@ mod tests {
             per_client: vec![],
             fairness: 1.0,
             partial: false,
+            per_second: vec![],
+            repeats: vec![],
         }
     }
 
@@ -620,23 +813,113 @@ mod tests {
         b.mixes[1].operations_per_s = 1000.0;
         let mut n = results(vec![m(1, 12.0), m(2, 30.0)]);
         n.mixes[1].operations_per_s = 1500.0;
-        let t = compare_text(&b, &n).unwrap();
+        let c = compare_text(&b, &n, 0.05, 0.95).unwrap();
+        let t = &c.text;
         let lines: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
-        assert_eq!(lines[1], ["p", "1", "1", "10.0", "12.0", "1.200", "0", "0", "-"]);
+        // No seconds, no repeats: no noise, no interval.
+        assert_eq!(
+            lines[1],
+            [
+                "p",
+                "1",
+                "1",
+                "10.0",
+                "12.0",
+                "1.200",
+                "-",
+                "0+0_seconds",
+                "0",
+                "0",
+                "-"
+            ]
+        );
         assert_eq!(
             lines[2],
-            ["p", "2", "2", "40.0", "30.0", "0.750", "1000", "1500", "1.500"]
+            [
+                "p",
+                "2",
+                "2",
+                "40.0",
+                "30.0",
+                "0.750",
+                "-",
+                "0+0_seconds",
+                "1000",
+                "1500",
+                "1.500"
+            ]
         );
         assert!(
             t.contains("peak: 40.0 Mbit/s (mix 2, 2 clients) → 30.0 Mbit/s (mix 2, 2 clients), ratio 0.750"),
             "{t}"
         );
+        assert!(c.regressed, "0.75 with no noise is a regression beyond 5 %");
         let mut other = n.clone();
         other.mixes[0].clients = 5;
-        assert!(compare_text(&b, &other)
+        assert!(compare_text(&b, &other, 0.05, 0.95)
             .unwrap_err()
             .contains("base ran 1 clients, new 5"));
         other.mixes.iter_mut().for_each(|m| m.phase = "q".into());
-        assert!(compare_text(&b, &other).unwrap_err().contains("no mix in common"));
+        assert!(compare_text(&b, &other, 0.05, 0.95)
+            .unwrap_err()
+            .contains("no mix in common"));
+    }
+
+    fn repeated(mix: usize, runs: &[f64]) -> FileMixResult {
+        let mut r = m(mix, runs[(runs.len() - 1) / 2]);
+        r.repeats = runs
+            .iter()
+            .map(|&v| FileRepeat {
+                mbit_per_s: v,
+                operations_per_s: 0.0,
+            })
+            .collect();
+        r
+    }
+
+    /// The noise of the repeats decides: a 10 % drop within runs that
+    /// scatter by ±20 % is no regression; the same drop between tight
+    /// runs is one; a drop within --max-regression never is.
+    #[test]
+    fn compare_reads_the_ratio_against_the_noise_of_the_repeats() {
+        let base = results(vec![repeated(1, &[80.0, 100.0, 120.0])]);
+        let noisy = results(vec![repeated(1, &[70.0, 90.0, 110.0])]);
+        let c = compare_text(&base, &noisy, 0.05, 0.95).unwrap();
+        assert!(!c.regressed, "{}", c.text);
+        assert!(c.text.contains("noise from 3+3 repeats): unchanged"), "{}", c.text);
+        let tight = results(vec![repeated(1, &[99.0, 100.0, 101.0])]);
+        let dropped = results(vec![repeated(1, &[89.0, 90.0, 91.0])]);
+        let c = compare_text(&tight, &dropped, 0.05, 0.95).unwrap();
+        assert!(c.regressed, "{}", c.text);
+        assert!(c.text.contains("): regressed"), "{}", c.text);
+        assert!(!compare_text(&tight, &dropped, 0.15, 0.95).unwrap().regressed);
+    }
+
+    /// A mix run once takes its whole seconds as samples (not a last part
+    /// of one), and `repeat` picks the median run with every run's figures.
+    #[test]
+    fn seconds_are_the_samples_of_a_single_run_and_the_median_run_is_kept() {
+        let mut a = m(1, 10.0);
+        a.window_s = 2.5;
+        a.per_second = [9.0, 11.0, 2.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| FileSecond {
+                second: i as u64 + 1,
+                operations: 0,
+                errors: 0,
+                bytes_read: 0,
+                bytes_written: 0,
+                mbit_per_s: v,
+            })
+            .collect();
+        assert_eq!(noise_samples(&a), ("seconds", vec![9.0, 11.0]));
+        let runs = vec![m(1, 30.0), m(1, 10.0), m(1, 20.0)];
+        let med = median_run(runs).unwrap();
+        assert_eq!(med.mbit_per_s, 20.0);
+        let r: Vec<f64> = med.repeats.iter().map(|r| r.mbit_per_s).collect();
+        assert_eq!(r, [30.0, 10.0, 20.0]);
+        assert_eq!(median_run(vec![m(1, 5.0)]).unwrap().repeats, vec![]);
+        assert!(median_run(vec![]).is_none());
     }
 }

@@ -10,7 +10,7 @@ use crate::loadfile::{Loadfile, OpKind};
 use crate::stats::FileStats;
 use crate::status::Status;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -89,6 +89,87 @@ pub struct FileMixMeasure {
     pub partial: bool,
 }
 
+/// What thread users add to as they go (in-window operations only), read
+/// once a second for the live progress display.
+#[derive(Debug, Default)]
+pub struct LiveCounters {
+    operations: AtomicU64,
+    errors: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl LiveCounters {
+    pub(crate) fn add(&self, error: bool, bytes: u64) {
+        self.operations.fetch_add(1, Ordering::Relaxed);
+        self.errors.fetch_add(u64::from(error), Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Adds what a user process reported (its counts since its last tick).
+    pub(crate) fn add_counts(&self, operations: u64, errors: u64, bytes: u64) {
+        self.operations.fetch_add(operations, Ordering::Relaxed);
+        self.errors.fetch_add(errors, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> [u64; 3] {
+        [
+            self.operations.load(Ordering::Relaxed),
+            self.errors.load(Ordering::Relaxed),
+            self.bytes.load(Ordering::Relaxed),
+        ]
+    }
+}
+
+/// One second of a mix as it runs, for the progress display: what users
+/// completed in it, all of them summed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LiveSecond {
+    /// 1-based, from the start of the measurement window.
+    pub second: u64,
+    pub operations: u64,
+    pub errors: u64,
+    /// Bytes read and written.
+    pub bytes: u64,
+}
+
+/// Calls `on_second` with each second of the window as it ends, from what
+/// the users added to `live`, until `done()`; then once more with what
+/// came after the last whole second (a window of no whole number of
+/// seconds, or users that ended early), so the seconds sum to the mix.
+pub(crate) fn report_seconds(
+    live: &LiveCounters,
+    plan: &FileMixPlan,
+    t0: Instant,
+    done: &dyn Fn() -> bool,
+    on_second: &mut dyn FnMut(LiveSecond),
+) {
+    let (from, to) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down);
+    let (mut next, mut second, mut last) = (from + Duration::from_secs(1), 1, [0u64; 3]);
+    let mut emit = |s: [u64; 3], last: [u64; 3], second: u64| {
+        on_second(LiveSecond {
+            second,
+            operations: s[0] - last[0],
+            errors: s[1] - last[1],
+            bytes: s[2] - last[2],
+        })
+    };
+    while !done() {
+        let now = Instant::now();
+        if now >= next && next <= to + Duration::from_millis(999) {
+            let s = live.snapshot();
+            emit(s, last, second);
+            (last, second, next) = (s, second + 1, next + Duration::from_secs(1));
+            continue;
+        }
+        std::thread::sleep(next.saturating_duration_since(now).min(Duration::from_millis(20)));
+    }
+    let s = live.snapshot();
+    if s != last {
+        emit(s, last, second);
+    }
+}
+
 /// A user made ready for the mix: its workspace filled (disk mix).
 pub(crate) enum UserState<'a> {
     DiskMix(DiskMixUser<'a>),
@@ -125,6 +206,7 @@ pub(crate) fn drive_user(
     delay: Duration,
     t0: Instant,
     stop: &AtomicBool,
+    live: Option<&LiveCounters>,
 ) -> (FileStats, Option<Instant>) {
     let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
     sleep_until(t0 + delay, stop);
@@ -133,10 +215,19 @@ pub(crate) fn drive_user(
         let now = Instant::now();
         if now >= from && now <= to {
             st.record(kind, us, &expect, &got);
-            match kind {
-                OpKind::ReadX => st.bytes_read += bytes,
-                OpKind::WriteX => st.bytes_written += bytes,
-                _ => {}
+            let (read, written) = match kind {
+                OpKind::ReadX => (bytes, 0),
+                OpKind::WriteX => (0, bytes),
+                _ => (0, 0),
+            };
+            st.bytes_read += read;
+            st.bytes_written += written;
+            if got != Status::NotSent {
+                let second = (now - from).as_secs() as usize;
+                st.record_second(second, expect != got, read, written);
+                if let Some(l) = live {
+                    l.add(expect != got, read + written);
+                }
             }
         }
     };
@@ -182,11 +273,16 @@ pub(crate) type UserOutcome = Result<(FileStats, u64, Option<Instant>), String>;
 /// one process (measured: smbd-negotiation state mixed up between
 /// threads, an abort), and a global lock around every call would make
 /// 32 clients one.
+///
+/// `on_second` sees each second of the window as it ends: thread users
+/// (file://) add to shared counters, user processes (smb://) report theirs
+/// on their stdout ten times a second.
 pub fn run_mix(
     workload: &FileWorkload,
     target: &FileTarget,
     plan: &FileMixPlan,
     stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<FileMixMeasure, String> {
     let users = plan.clients * plan.threads_per_client;
     let mut delay_rng = Rng::new(plan.seed ^ 0xD1B5_4A32_D192_ED03);
@@ -200,8 +296,8 @@ pub fn run_mix(
         })
         .collect();
     let (t0, outcomes) = match target {
-        FileTarget::Smb(_) => crate::process::run_users(workload, target, plan, &delays, stop)?,
-        FileTarget::Local(_) => run_threads(workload, target, plan, &delays, stop)?,
+        FileTarget::Smb(_) => crate::process::run_users(workload, target, plan, &delays, stop, on_second)?,
+        FileTarget::Local(_) => run_threads(workload, target, plan, &delays, stop, on_second)?,
     };
     let mut total = FileStats::default();
     let mut clients = vec![FileStats::default(); plan.clients as usize];
@@ -243,8 +339,10 @@ fn run_threads(
     plan: &FileMixPlan,
     delays: &[Duration],
     stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<(Instant, Vec<UserOutcome>), String> {
     let users = delays.len();
+    let live = LiveCounters::default();
     // Connect every user before the mix starts: a failure here stops the
     // run with nothing counted.
     let mut conns = Vec::with_capacity(users);
@@ -259,19 +357,22 @@ fn run_threads(
         let mut handles = Vec::new();
         for (u, mut b) in conns.into_iter().enumerate() {
             let (prepared, go, start_cell, delay) = (prepared.clone(), go.clone(), start_cell.clone(), delays[u]);
+            let live = &live;
             handles.push(s.spawn(move || -> UserOutcome {
                 let prep = prepare_user(workload, b.as_mut(), u as u32 + 1, plan.seed);
                 prepared.wait();
                 go.wait();
                 let (mut state, bytes) = prep?;
                 let t0 = *start_cell.get().ok_or("the mix's start was not set")?;
-                let (st, fin) = drive_user(&mut state, b.as_mut(), plan, delay, t0, stop);
+                let (st, fin) = drive_user(&mut state, b.as_mut(), plan, delay, t0, stop, Some(live));
                 Ok((st, bytes, fin))
             }));
         }
         prepared.wait();
-        let _ = start_cell.set(Instant::now() + Duration::from_millis(20));
+        let t0 = Instant::now() + Duration::from_millis(20);
+        let _ = start_cell.set(t0);
         go.wait();
+        report_seconds(&live, plan, t0, &|| handles.iter().all(|h| h.is_finished()), on_second);
         handles
             .into_iter()
             .map(|h| {
@@ -291,5 +392,59 @@ pub(crate) fn sleep_until(t: Instant, stop: &AtomicBool) {
             return;
         }
         std::thread::sleep((t - now).min(Duration::from_millis(50)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The live seconds of a file:// mix add up exactly to what the mix
+    /// counted, and so do its per-second data.
+    #[test]
+    fn live_seconds_and_per_second_data_sum_to_the_mix() {
+        let dir = tempfile::tempdir().unwrap();
+        let lf = dir.path().join("load.txt");
+        std::fs::write(
+            &lf,
+            "NTCreateX \"\\\\a.txt\" 0x40 0x2 1 NT_STATUS_OK\nWriteX 1 0 512 512 NT_STATUS_OK\n\
+             ReadX 1 0 512 512 NT_STATUS_OK\nClose 1 NT_STATUS_OK\n",
+        )
+        .unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let workload = FileWorkload::Loadfile(Arc::new(Loadfile::read(&lf).unwrap()), None);
+        let plan = FileMixPlan {
+            clients: 2,
+            threads_per_client: 1,
+            delay: Duration::ZERO,
+            ramp_up: Duration::from_millis(200),
+            ramp_down: Duration::from_millis(100),
+            length: Duration::from_millis(1_800),
+            think_time: Duration::from_millis(2),
+            seed: 1,
+        };
+        let mut seen = Vec::new();
+        let m = run_mix(
+            &workload,
+            &FileTarget::Local(root),
+            &plan,
+            &AtomicBool::new(false),
+            &mut |s| seen.push(s),
+        )
+        .unwrap();
+        assert!(m.total.operations() > 0);
+        let live_ops: u64 = seen.iter().map(|s| s.operations).sum();
+        let live_bytes: u64 = seen.iter().map(|s| s.bytes).sum();
+        assert_eq!(live_ops, m.total.operations());
+        assert_eq!(live_bytes, m.total.bytes_read + m.total.bytes_written);
+        let numbers: Vec<u64> = seen.iter().map(|s| s.second).collect();
+        assert_eq!(numbers, (1..=seen.len() as u64).collect::<Vec<_>>());
+        let per_second_ops: u64 = m.total.seconds.iter().map(|s| s.operations).sum();
+        let per_second_read: u64 = m.total.seconds.iter().map(|s| s.bytes_read).sum();
+        assert_eq!(per_second_ops, m.total.operations());
+        assert_eq!(per_second_read, m.total.bytes_read);
+        // A 1.5 s window: two seconds, the second one a half.
+        assert_eq!(m.total.seconds.len(), 2);
     }
 }

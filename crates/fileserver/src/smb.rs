@@ -334,9 +334,9 @@ enum Handle {
 /// through the same `smb` handle (its read stops at the end of file the
 /// handle saw when opened), identical through another; through
 /// libsmbclient, identical through both (tests/smb.rs checks it byte for
-/// byte). What libsmbclient lacks: byte-range locks and Flush,
-/// which end as NT_STATUS_NOT_SUPPORTED errors (counted by kind, so a
-/// report shows them as such).
+/// byte). What libsmbclient lacks: byte-range locks and Flush (no call in
+/// libsmbclient.h); they are not sent and counted apart as `not_sent`,
+/// never as done operations nor as errors.
 pub struct SmbBackend {
     lib: &'static Lib,
     ctx: Ctx,
@@ -677,14 +677,19 @@ impl FileBackend for SmbBackend {
         Ok(n)
     }
 
+    /// libsmbclient has no byte-range lock call (libsmbclient.h: none of
+    /// SMB2 LOCK), nor does dbench's own libsmbclient backend send one (it
+    /// skips the loadfile lines it has no function for). Nothing is sent:
+    /// counted as not sent, apart from done operations and errors.
     fn lock(&mut self, key: u64, _offset: u64, _len: u64, _lock: bool) -> Result<(), Status> {
         self.file(key)?;
-        Err(Status::NotSupported)
+        Err(Status::NotSent)
     }
 
+    /// No SMB2 FLUSH call in libsmbclient either: not sent, as [`Self::lock`].
     fn flush(&mut self, key: u64) -> Result<(), Status> {
         self.file(key)?;
-        Err(Status::NotSupported)
+        Err(Status::NotSent)
     }
 
     fn unlink(&mut self, path: &str) -> Result<(), Status> {

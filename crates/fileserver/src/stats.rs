@@ -25,6 +25,9 @@ pub struct OpStats {
     pub errors: u64,
     /// Latency of every counted operation, microseconds.
     pub latency: Histogram<u64>,
+    /// Operations the client could not send over its protocol
+    /// ([`Status::NotSent`]): in neither `count` nor `errors`.
+    pub not_sent: u64,
 }
 
 impl Default for OpStats {
@@ -33,8 +36,19 @@ impl Default for OpStats {
             count: 0,
             errors: 0,
             latency: histogram(),
+            not_sent: 0,
         }
     }
+}
+
+/// One second of the measurement window: what completed in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SecondStats {
+    /// Operations done (not-sent ones excluded), errors included.
+    pub operations: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
 }
 
 /// A user's (or a client's, or a mix's) measurements.
@@ -47,6 +61,9 @@ pub struct FileStats {
     pub errors: BTreeMap<String, u64>,
     /// Whole passes of a loadfile completed in the window.
     pub loops: u64,
+    /// Per second of the window (index 0: its first second), what
+    /// completed in it; the totals above are their sums.
+    pub seconds: Vec<SecondStats>,
 }
 
 impl Default for FileStats {
@@ -57,6 +74,7 @@ impl Default for FileStats {
             bytes_written: 0,
             errors: BTreeMap::new(),
             loops: 0,
+            seconds: Vec::new(),
         }
     }
 }
@@ -66,6 +84,13 @@ impl FileStats {
     /// from `expect` for an error.
     pub fn record(&mut self, kind: OpKind, micros: u64, expect: &Status, got: &Status) {
         let o = &mut self.ops[kind.index()];
+        if *got == Status::NotSent {
+            // Nothing reached the server: no operation done, no latency,
+            // and no error (the loadfile asked for something the client
+            // cannot express, not something the server refused).
+            o.not_sent += 1;
+            return;
+        }
         o.count += 1;
         let _ = o.latency.record(micros.clamp(1, LATENCY_MAX_US));
         if expect != got {
@@ -81,6 +106,7 @@ impl FileStats {
         for (a, b) in self.ops.iter_mut().zip(&other.ops) {
             a.count += b.count;
             a.errors += b.errors;
+            a.not_sent += b.not_sent;
             // Same bounds on both sides: the add cannot fail.
             let _ = a.latency.add(&b.latency);
         }
@@ -90,6 +116,28 @@ impl FileStats {
             *self.errors.entry(k.clone()).or_default() += v;
         }
         self.loops += other.loops;
+        if self.seconds.len() < other.seconds.len() {
+            self.seconds.resize(other.seconds.len(), SecondStats::default());
+        }
+        for (a, b) in self.seconds.iter_mut().zip(&other.seconds) {
+            a.operations += b.operations;
+            a.errors += b.errors;
+            a.bytes_read += b.bytes_read;
+            a.bytes_written += b.bytes_written;
+        }
+    }
+
+    /// Adds one operation to second `second` of the window (as
+    /// [`FileStats::record`] counts it: a not-sent one is not counted).
+    pub fn record_second(&mut self, second: usize, error: bool, bytes_read: u64, bytes_written: u64) {
+        if self.seconds.len() <= second {
+            self.seconds.resize(second + 1, SecondStats::default());
+        }
+        let s = &mut self.seconds[second];
+        s.operations += 1;
+        s.errors += u64::from(error);
+        s.bytes_read += bytes_read;
+        s.bytes_written += bytes_written;
     }
 
     pub fn operations(&self) -> u64 {
@@ -98,5 +146,34 @@ impl FileStats {
 
     pub fn error_count(&self) -> u64 {
         self.ops.iter().map(|o| o.errors).sum()
+    }
+
+    /// Operations not sent (see [`OpStats::not_sent`]).
+    pub fn not_sent(&self) -> u64 {
+        self.ops.iter().map(|o| o.not_sent).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operation_not_sent_is_neither_done_nor_an_error_and_merges() {
+        let mut a = FileStats::default();
+        a.record(OpKind::LockX, 7, &Status::Ok, &Status::NotSent);
+        a.record(OpKind::LockX, 9, &Status::Ok, &Status::Ok);
+        a.record(OpKind::Flush, 3, &Status::Ok, &Status::NotSent);
+        let lock = &a.ops[OpKind::LockX.index()];
+        assert_eq!(
+            (lock.count, lock.errors, lock.not_sent, lock.latency.len()),
+            (1, 0, 1, 1)
+        );
+        assert_eq!((a.operations(), a.error_count(), a.not_sent()), (1, 0, 2));
+        assert!(a.errors.is_empty());
+        let mut b = FileStats::default();
+        b.merge(&a);
+        b.merge(&a);
+        assert_eq!((b.operations(), b.not_sent()), (2, 4));
     }
 }

@@ -30,6 +30,10 @@ pub enum Status {
     NotSupported,
     /// A read or write moved other than the expected number of bytes.
     ShortTransfer,
+    /// The client has no way to send this operation over this protocol
+    /// (libsmbclient has no byte-range lock and no Flush): nothing went to
+    /// the server. Counted apart as not sent, never as done nor as an error.
+    NotSent,
     /// Anything else, by its `NT_STATUS_*` name or the OS error's words.
     Other(String),
 }
@@ -80,6 +84,7 @@ impl Status {
             Status::DiskFull => "DISK_FULL",
             Status::NotSupported => "NOT_SUPPORTED",
             Status::ShortTransfer => return "short transfer".to_string(),
+            Status::NotSent => return "not sent".to_string(),
             Status::Other(s) => return s.clone(),
         };
         format!("NT_STATUS_{n}")

@@ -13,6 +13,7 @@
 //! dir. Nothing outside the state dir is written: no system service, no
 //! port below 1024, nothing under /etc.
 
+pub mod cache;
 mod config;
 pub mod process;
 pub mod profile;
@@ -215,6 +216,8 @@ pub struct UpOptions {
     pub root: Option<PathBuf>,
     /// None: [`default_base`].
     pub base: Option<PathBuf>,
+    /// The listen backlog, over the profile's `backlog` (`lab up --backlog`).
+    pub backlog: Option<u32>,
 }
 
 /// Where state dirs live: `$BENCHLAB_LAB_DIR`, else
@@ -418,10 +421,23 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
             package: "apache2".into(),
         });
     }
-    let profile = match &opts.profile {
+    let mut profile = match &opts.profile {
         Some(p) => Profile::read(p, kind)?,
         None => Profile::default_for(kind),
     };
+    if let Some(b) = opts.backlog {
+        if !kind.settings().contains(&"backlog") {
+            return Err(Error::Usage(format!(
+                "--backlog: {} has no listen backlog setting (its settings: {})",
+                kind.name(),
+                kind.settings().join(", ")
+            )));
+        }
+        if !(1..=65_535).contains(&b) {
+            return Err(Error::Usage(format!("--backlog {b}: expected 1 to 65535")));
+        }
+        profile.backlog = Some(b);
+    }
     let cpus = match &opts.cpus {
         Some(list) => process::parse_cpus(list).map_err(Error::Usage)?,
         None => Vec::new(),
@@ -737,15 +753,19 @@ fn disclose(
         ),
     };
     let profile_text = profile.to_toml(kind);
+    let listen_backlog = profile
+        .backlog
+        .map(|b| benchlab_results::ListenBacklog::new(b, somaxconn()));
     let mut txt = format!(
-        "server: {}\nversion: {}\ncpus: {}\n\n== profile ==\n{profile_text}\n",
+        "server: {}\nversion: {}\ncpus: {}\n{}\n== profile ==\n{profile_text}\n",
         kind.name(),
         version.trim(),
         if cpus.is_empty() {
             "not pinned".to_owned()
         } else {
             cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
-        }
+        },
+        listen_backlog.map_or(String::new(), |b| format!("listen backlog: {}\n", b.text()))
     );
     for (what, text) in &effective {
         txt.push_str(&format!("\n== {what} ==\n{text}\n"));
@@ -771,6 +791,7 @@ fn disclose(
                 .into_iter()
                 .map(|(source, text)| benchlab_results::EffectiveConfiguration { source, text })
                 .collect(),
+            listen_backlog,
         },
         host,
     };
@@ -781,6 +802,13 @@ fn disclose(
     )
     .map_err(io("write disclosure.json"))?;
     Ok(path)
+}
+
+/// `net.core.somaxconn`, which caps every listen(2) backlog.
+fn somaxconn() -> Option<u32> {
+    fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
 }
 
 /// `disclosure.json`: the server as disclosed, and the host's facts when it

@@ -20,8 +20,8 @@ pub use analyze::{
     PhaseEfficiency, PhaseKind, RunAnalysis,
 };
 pub use compare::{
-    check_text, compare_runs, compare_runs_at, Check, Comparison, MixRatio, NoiseSource, P99Basis, PhaseComparison,
-    Samples, DEFAULT_CONFIDENCE,
+    check_text, compare_runs, compare_runs_at, ratio_interval, Check, Comparison, MixRatio, NoiseSource, P99Basis,
+    PhaseComparison, Samples, DEFAULT_CONFIDENCE,
 };
 pub use xlsx::{write_xlsx, write_xlsx_with};
 

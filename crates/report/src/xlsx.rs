@@ -1157,6 +1157,10 @@ fn disclosure(run: &Run) -> Vec<(String, Cell)> {
             Cell::text(crate::html::cpu_list(&e.client_cpus)),
         ),
         ("environment.cold_cache".into(), Cell::Bool(e.cold_cache)),
+        (
+            "environment.cold_cache_method".into(),
+            Cell::text(e.cold_cache_method.clone().unwrap_or_default()),
+        ),
     ];
     if let Some(h) = &e.host_facts {
         for (k, v) in &h.kernel_tunables {
@@ -1183,6 +1187,9 @@ fn disclosure(run: &Run) -> Vec<(String, Cell)> {
             "environment.server.cpus".into(),
             Cell::text(crate::html::cpu_list(&sv.cpus)),
         ));
+        if let Some(b) = &sv.listen_backlog {
+            rows.push(("environment.server.listen_backlog".into(), Cell::text(b.text())));
+        }
     }
     for p in &r.phases {
         let mixes: Vec<String> = p.mixes.iter().map(|m| m.to_string()).collect();
@@ -1413,6 +1420,7 @@ mod tests {
                 server: None,
                 cold_cache: false,
                 agents: Vec::new(),
+                cold_cache_method: None,
             },
             phases: phase_results,
             mixes,

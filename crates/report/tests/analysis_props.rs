@@ -166,6 +166,7 @@ fn run_of(phases: &[(&str, Vec<Mix>)]) -> Run {
                 server: None,
                 cold_cache: false,
                 agents: Vec::new(),
+                cold_cache_method: None,
             },
             phases: infos,
             mixes,

@@ -664,6 +664,10 @@ pub struct Environment {
     /// The page cache was dropped before each mix (`--cold-cache`).
     #[serde(default)]
     pub cold_cache: bool,
+    /// With `cold_cache`: how (drop_caches as root, or the lab server's
+    /// memory cgroup without root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_cache_method: Option<String>,
     /// Remote agents that ran the clients (`run --agents N`), by index;
     /// empty when every client ran in the controller's process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -796,6 +800,49 @@ pub struct ServerDisclosure {
     pub profile: String,
     /// Its full effective configuration, as the server prints it.
     pub effective_configuration: Vec<EffectiveConfiguration>,
+    /// The listen backlog asked for and what the kernel granted (absent for
+    /// a server without the setting: benchlab serve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen_backlog: Option<ListenBacklog>,
+}
+
+/// A listen socket's backlog: the kernel silently caps what `listen(2)`
+/// asks for at `net.core.somaxconn`, so a disclosed backlog says both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ListenBacklog {
+    /// What the server's configuration asks for (profile `backlog`, or
+    /// `lab up --backlog`).
+    pub requested: u32,
+    /// `net.core.somaxconn` when the server started; None when unreadable.
+    pub somaxconn: Option<u32>,
+    /// The queue the kernel gives: the smaller of the two.
+    pub effective: u32,
+}
+
+impl ListenBacklog {
+    pub fn new(requested: u32, somaxconn: Option<u32>) -> ListenBacklog {
+        ListenBacklog {
+            requested,
+            somaxconn,
+            effective: somaxconn.map_or(requested, |m| requested.min(m)),
+        }
+    }
+
+    /// `511 (net.core.somaxconn 4096 does not cap it)` or `8192 asked, capped
+    /// to 4096 by net.core.somaxconn`.
+    pub fn text(&self) -> String {
+        match self.somaxconn {
+            Some(m) if self.requested > m => format!(
+                "{} asked, capped to {} by net.core.somaxconn",
+                self.requested, self.effective
+            ),
+            Some(m) => format!("{} (net.core.somaxconn {m} does not cap it)", self.requested),
+            None => format!(
+                "{} (net.core.somaxconn unreadable: the kernel may cap it)",
+                self.requested
+            ),
+        }
+    }
 }
 
 /// The suite as run.

@@ -401,7 +401,10 @@ fn environment_rows(e: &benchlab_results::Environment) -> Vec<(&'static str, Str
         (
             "page cache",
             if e.cold_cache {
-                "dropped before each mix (--cold-cache)".into()
+                match &e.cold_cache_method {
+                    Some(how) => format!("dropped before each mix (--cold-cache): {how}"),
+                    None => "dropped before each mix (--cold-cache)".into(),
+                }
             } else {
                 "as the previous mix left it".into()
             },
@@ -460,6 +463,9 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                         tr { th { "version" } td { code { (sv.version) } } }
                         tr { th { "URL" } td { code { (sv.url) } } }
                         tr { th { "server CPUs" } td { code { (cpu_list(&sv.cpus)) } } }
+                        @if let Some(b) = &sv.listen_backlog {
+                            tr { th { "listen backlog" } td { code { (b.text()) } } }
+                        }
                     } }
                     details { summary { "Profile (its tuning)" } pre { (sv.profile) } }
                     @for c in &sv.effective_configuration {
