@@ -287,6 +287,7 @@ fn merged_percentiles_equal_one_histogram_of_all_samples() {
             conn: Default::default(),
             latency: LatencySummary::of(&h),
             histogram: Some(h),
+            load: Default::default(),
         };
         let json = serde_json::to_vec(&s).unwrap();
         let back = controller::decode_second(&json).unwrap();

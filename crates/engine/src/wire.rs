@@ -104,6 +104,11 @@ mod tests {
             conn: Default::default(),
             latency: crate::LatencySummary::of(&h),
             histogram: Some(h.clone()),
+            load: crate::LoopLoad {
+                cpu_user_us: 1_200,
+                cpu_system_us: 300,
+                loop_lag_max_us: 45,
+            },
         };
         let back: Second = serde_json::from_slice(&serde_json::to_vec(&second).unwrap()).unwrap();
         assert_eq!(back, second);
