@@ -44,6 +44,7 @@ requirements=(
   "samba|smbd|file-server tests: an unprivileged smbd on a loopback high port (crates/fileserver/src/smbd.rs)"
   "libsmbclient|/usr/lib/x86_64-linux-gnu/libsmbclient.so.0,/usr/lib/aarch64-linux-gnu/libsmbclient.so.0|smb:// targets: Samba's client library, loaded at run time"
   "dbench|dbench|file-suite tests replay its client.txt; bench/dbench-vs-benchlab.sh"
+  "iproute2|ip|agents.rs: test systems in network namespaces (ip netns, veth pairs)"
 )
 
 # Is `probe` satisfied? A comma-separated list of alternatives, each an
