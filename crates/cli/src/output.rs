@@ -262,6 +262,23 @@ pub use benchlab_format::{mbit_per_sec, mbytes_per_sec, mean_us, plural, request
 pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
     let c = plan.connection;
     let conn = match mode {
+        HttpMode::Http2 => {
+            let h2 = plan.http2.unwrap_or(benchlab_engine::H2Plan {
+                connections: 1,
+                streams: 1,
+                window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
+            });
+            let tls = plan
+                .urls
+                .iter()
+                .any(|u| u.target.scheme == benchlab_engine::Scheme::Https);
+            format!(
+                "HTTP/2 ({}), {} × {} at most",
+                if tls { "TLS, ALPN h2" } else { "h2c, prior knowledge" },
+                plural(h2.connections.into(), "connection", "connections"),
+                plural(h2.streams.into(), "stream", "streams")
+            )
+        }
         HttpMode::Http10 if c.http10_percent == 100 => "HTTP/1.0, a connection per request".to_string(),
         HttpMode::Http10KeepAlive if c.http10_percent == 100 => "HTTP/1.0 keep-alive".to_string(),
         _ => {

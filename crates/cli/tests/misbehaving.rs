@@ -48,6 +48,9 @@ const KINDS: [&str; 11] = [
     "header_too_large",
     "tls",
     "bind",
+    "stream_reset",
+    "goaway",
+    "flow_control",
 ];
 
 /// Runs `benchlab http --json ARGS` (exit 0 required) and times it.

@@ -857,6 +857,7 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
                 source_addresses: client_address(suite, phase, c).into_iter().collect(),
                 tls: opts.tls.clone(),
                 seed: rng.next_u64(),
+                http2: None,
             }
         })
         .collect()
@@ -1639,6 +1640,7 @@ mod fake_clients {
             source_addresses: vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, c as u8 + 1))],
             tls: TlsOptions::default(),
             seed: c as u64,
+            http2: None,
         };
         (0..n).map(suite_plan).collect()
     }

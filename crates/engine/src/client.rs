@@ -116,7 +116,11 @@ impl Client {
     /// Validates `plan` and starts its worker threads; load begins at
     /// `start_at` (which may be in the future, for a common start).
     pub fn start(plan: ClientPlan, start_at: Instant) -> Result<Client, EngineError> {
-        let os_threads = plan.os_threads.min(plan.slots() as usize).max(1);
+        let mut os_threads = plan.os_threads.min(plan.slots() as usize).max(1);
+        if let Some(h2) = plan.http2 {
+            // HTTP/2 spreads connections, not users, over the threads.
+            os_threads = os_threads.min(h2.connections as usize).max(1);
+        }
         let vus = plan.slots();
         let classes = plan.classes.len();
         let mut plan = plan;
@@ -127,11 +131,16 @@ impl Client {
         for t in 0..os_threads {
             // Spread virtual users evenly: the first `vus % n` threads get one more.
             let share = vus / os_threads as u32 + u32::from((t as u32) < vus % os_threads as u32);
-            let worker = Worker::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
-            let h = std::thread::Builder::new()
-                .name(format!("benchlab-worker-{t}"))
-                .spawn(move || worker.run())
-                .map_err(EngineError::Spawn)?;
+            let name = format!("benchlab-worker-{t}");
+            let h = if shared.plan.http2.is_some() {
+                let worker =
+                    crate::h2::worker::H2Worker::new(Arc::clone(&shared), t, tx.clone()).map_err(EngineError::Spawn)?;
+                std::thread::Builder::new().name(name).spawn(move || worker.run())
+            } else {
+                let worker = Worker::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
+                std::thread::Builder::new().name(name).spawn(move || worker.run())
+            }
+            .map_err(EngineError::Spawn)?;
             threads.push(h);
         }
         Ok(Client {

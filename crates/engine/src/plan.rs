@@ -368,6 +368,27 @@ pub struct ClientPlan {
     pub tls: TlsOptions,
     /// Seed for URL, version and connection-length draws.
     pub seed: u64,
+    /// HTTP/2 instead of HTTP/1 (docs/connections.md, "HTTP/2"); `None`:
+    /// HTTP/1 by `connection`.
+    pub http2: Option<H2Plan>,
+}
+
+/// How an HTTP/2 client uses its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct H2Plan {
+    /// Connections of the client; its virtual users are spread over them
+    /// (user j on connection j mod C).
+    pub connections: u32,
+    /// Concurrent streams per connection at most (the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS may lower it).
+    pub streams: u32,
+    /// Flow-control window benchlab grants per stream and per connection,
+    /// in bytes (h2load's default is 2³⁰ − 1).
+    pub window: u32,
+}
+
+impl H2Plan {
+    pub const DEFAULT_WINDOW: u32 = (1 << 30) - 1;
 }
 
 impl ClientPlan {
@@ -392,6 +413,7 @@ impl ClientPlan {
             source_addresses: Vec::new(),
             tls: TlsOptions::default(),
             seed: 1,
+            http2: None,
         }
     }
 
@@ -466,6 +488,20 @@ impl ClientPlan {
             let ok_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
             if !ok_name || value.bytes().any(|b| b == b'\r' || b == b'\n') {
                 return bad(format!("header `{name}: {value}`: expected `Name: value` on one line"));
+            }
+        }
+        if let Some(h2) = self.http2 {
+            if h2.connections == 0 || h2.streams == 0 {
+                return bad("HTTP/2 needs at least 1 connection and 1 stream per connection".into());
+            }
+            if h2.window == 0 || h2.window > crate::h2::frame::MAX_WINDOW {
+                return bad(format!("HTTP/2 window {}: expected 1 to 2147483647 bytes", h2.window));
+            }
+            if matches!(self.load, Load::Open(_)) {
+                return bad("an open loop (a rate) runs on HTTP/1 only so far; drop --rate for HTTP/2".into());
+            }
+            if self.connection.http10_percent > 0 {
+                return bad("HTTP/2 and a share of HTTP/1.0 connections cannot be mixed in one client".into());
             }
         }
         if let Stop::Requests(0) = self.stop {

@@ -67,7 +67,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Takes up to `chunk` requests from the shared budget.
-    fn reserve(&self, chunk: u64) -> u64 {
+    pub(crate) fn reserve(&self, chunk: u64) -> u64 {
         let mut cur = self.budget.load(Ordering::Relaxed);
         loop {
             if cur == 0 {
@@ -1627,7 +1627,7 @@ fn unwritten<'a>(parts: &[&'a [u8]; 3], mut written: usize, out: &mut [io::IoSli
 /// Counts a connection event in the second's counters and, when the window
 /// is open, in the run's.
 #[inline]
-fn bump(second: &mut Stats, window: &mut Stats, window_open: bool, f: fn(&mut crate::stats::ConnCounters)) {
+pub(crate) fn bump(second: &mut Stats, window: &mut Stats, window_open: bool, f: fn(&mut crate::stats::ConnCounters)) {
     f(&mut second.conn);
     if window_open {
         f(&mut window.conn);
@@ -1660,7 +1660,11 @@ fn arrival_limit(os_threads: usize) -> usize {
 }
 
 /// Opens a non-blocking TCP connection (connect in progress).
-fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>, busy_poll_us: u32) -> Result<TcpStream, ErrorKind> {
+pub(crate) fn connect(
+    addr: SocketAddr,
+    source: Option<std::net::IpAddr>,
+    busy_poll_us: u32,
+) -> Result<TcpStream, ErrorKind> {
     use socket2::{Domain, Protocol, Socket, Type};
     let sock = Socket::new(
         Domain::for_address(addr),
@@ -1705,7 +1709,7 @@ fn set_bind_address_no_port(sock: &socket2::Socket) {
 }
 
 /// Maps an error seen while connecting (or on a connection's first write).
-fn connect_error_kind(e: &io::Error, tls: bool) -> ErrorKind {
+pub(crate) fn connect_error_kind(e: &io::Error, tls: bool) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
         io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,

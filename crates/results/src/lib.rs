@@ -24,7 +24,7 @@ pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
 /// The kinds of failed request, by their names in JSON and CSV, in the
 /// order of docs/counting.md (the engine's `ErrorKind::ALL`; a test in the
 /// controller keeps the two the same).
-pub const ERROR_KINDS: [&str; 11] = [
+pub const ERROR_KINDS: [&str; 14] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -36,6 +36,9 @@ pub const ERROR_KINDS: [&str; 11] = [
     "header_too_large",
     "tls",
     "bind",
+    "stream_reset",
+    "goaway",
+    "flow_control",
 ];
 
 /// How the search came to run a load.

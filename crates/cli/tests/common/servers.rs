@@ -157,6 +157,9 @@ pub struct NginxOpts {
     /// `multi_accept on`: accept every queued connection per event-loop
     /// turn (the default accepts one).
     pub multi_accept: bool,
+    /// `listen ... http2`: HTTP/2 on the listener (with `tls`, by ALPN;
+    /// without, h2c with prior knowledge only).
+    pub http2: bool,
 }
 
 impl Default for NginxOpts {
@@ -170,6 +173,7 @@ impl Default for NginxOpts {
             backlog: None,
             worker_connections: 1024,
             multi_accept: false,
+            http2: false,
         }
     }
 }
@@ -316,7 +320,7 @@ http {{
     keepalive_requests {keepalive_requests};
     keepalive_timeout {keepalive_timeout};
     server {{
-        listen 127.0.0.1:{port}{ssl_flag}{backlog};
+        listen 127.0.0.1:{port}{ssl_flag}{http2}{backlog};
         server_name localhost;
         root {www};
         location ~ \.shtml$ {{
@@ -337,6 +341,7 @@ http {{
                 keepalive_requests = opts.keepalive_requests,
                 keepalive_timeout = opts.keepalive_timeout,
                 ssl_flag = if opts.tls { " ssl" } else { "" },
+                http2 = if opts.http2 { " http2" } else { "" },
                 backlog = opts.backlog.map(|b| format!(" backlog={b}")).unwrap_or_default(),
                 worker_connections = opts.worker_connections,
                 rlimit = opts.worker_connections * 2,

@@ -1,0 +1,194 @@
+//! HPACK (RFC 7541) for benchlab's requests and the servers' responses.
+//!
+//! Requests are encoded by hand, once per URL before the run: the static
+//! table's `:method GET`, `:scheme`, and literals *without indexing* for
+//! `:path`, `:authority`, `user-agent` and any `-H` header. Without
+//! indexing the encoder keeps no dynamic table, so one byte string per URL
+//! serves every stream of every connection and the loop only copies it
+//! (nghttp2's dynamic table makes h2load's repeated requests some 20 bytes
+//! shorter; at a few hundred bytes of response per request that is noise,
+//! and the encoding stays free of per-connection state).
+//!
+//! Responses are decoded with `loona-hpack` (the maintained fork of
+//! hpack-rs that passes h2spec, Huffman included): decoding needs the
+//! dynamic table the server fills, and is no place to save lines.
+
+use crate::plan::Scheme;
+
+/// Appends an HPACK integer with an `n`-bit prefix, the bits above the
+/// prefix taken from `first` (RFC 7541 §5.1).
+pub fn put_int(out: &mut Vec<u8>, n: u8, first: u8, mut value: usize) {
+    let max = (1usize << n) - 1;
+    if value < max {
+        out.push(first | value as u8);
+        return;
+    }
+    out.push(first | max as u8);
+    value -= max;
+    while value >= 128 {
+        out.push((value % 128) as u8 | 0x80);
+        value /= 128;
+    }
+    out.push(value as u8);
+}
+
+/// Appends a string literal, not Huffman-coded.
+fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    put_int(out, 7, 0, s.len());
+    out.extend_from_slice(s);
+}
+
+/// Static table indices (RFC 7541 Appendix A).
+const AUTHORITY: usize = 1;
+const PATH: usize = 4;
+const USER_AGENT: usize = 58;
+
+/// Headers HTTP/2 forbids (RFC 9113 §8.2.2), and `host`, which becomes
+/// `:authority`.
+fn connection_specific(name: &str) -> bool {
+    [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+/// A GET request's header block.
+pub fn request_block(scheme: Scheme, authority: &str, path: &str, headers: &[(String, String)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + path.len() + authority.len());
+    out.push(0x82); // :method GET
+    out.push(match scheme {
+        Scheme::Http => 0x86,
+        Scheme::Https => 0x87,
+    });
+    if path == "/" {
+        out.push(0x84);
+    } else {
+        put_int(&mut out, 4, 0, PATH);
+        put_str(&mut out, path.as_bytes());
+    }
+    let host = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or(authority, |(_, v)| v.as_str());
+    put_int(&mut out, 4, 0, AUTHORITY);
+    put_str(&mut out, host.as_bytes());
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("user-agent")) {
+        put_int(&mut out, 4, 0, USER_AGENT);
+        put_str(&mut out, concat!("benchlab/", env!("CARGO_PKG_VERSION")).as_bytes());
+    }
+    for (n, v) in headers {
+        if connection_specific(n) {
+            continue;
+        }
+        out.push(0);
+        put_str(&mut out, n.to_ascii_lowercase().as_bytes());
+        put_str(&mut out, v.as_bytes());
+    }
+    out
+}
+
+/// What a response's header block says that benchlab checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: Option<u16>,
+    pub content_length: Option<u64>,
+    /// Decoded size by RFC 9113's measure (name + value + 32 per field).
+    pub list_size: usize,
+}
+
+/// Decodes a header block with the connection's decoder; `Err` when it is
+/// not valid HPACK (a COMPRESSION_ERROR: the connection cannot go on).
+pub fn decode(decoder: &mut loona_hpack::Decoder<'static>, block: &[u8]) -> Result<ResponseHead, ()> {
+    let mut head = ResponseHead::default();
+    let mut bad = false;
+    decoder
+        .decode_with_cb(block, |name, value| {
+            head.list_size += name.len() + value.len() + 32;
+            if &name[..] == b":status" {
+                head.status = std::str::from_utf8(&value).ok().and_then(|s| s.parse().ok());
+                bad |= head.status.is_none();
+            } else if &name[..] == b"content-length" {
+                head.content_length = std::str::from_utf8(&value).ok().and_then(|s| s.parse().ok());
+                bad |= head.content_length.is_none();
+            }
+        })
+        .map_err(|_| ())?;
+    if bad {
+        // A status or length that is not a number: the response is
+        // malformed, which the caller counts as framing.
+        head.status = head.status.or(Some(0));
+    }
+    Ok(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_follow_rfc_7541_examples() {
+        let mut v = Vec::new();
+        put_int(&mut v, 5, 0, 10);
+        assert_eq!(v, [10]);
+        v.clear();
+        put_int(&mut v, 5, 0, 1337);
+        assert_eq!(v, [31, 154, 10]);
+        v.clear();
+        put_int(&mut v, 8, 0, 42);
+        assert_eq!(v, [42]);
+    }
+
+    #[test]
+    fn a_decoder_reads_back_the_request() {
+        let headers = vec![
+            ("X-Test".to_string(), "a b".to_string()),
+            ("Connection".to_string(), "close".to_string()),
+        ];
+        let long_path = format!("/{}", "p".repeat(300));
+        for path in ["/", "/index.html?x=1", long_path.as_str()] {
+            let block = request_block(Scheme::Https, "example.org:8443", path, &headers);
+            let got = loona_hpack::Decoder::new().decode(&block).unwrap();
+            let got: Vec<(String, String)> = got
+                .into_iter()
+                .map(|(n, v)| (String::from_utf8(n).unwrap(), String::from_utf8(v).unwrap()))
+                .collect();
+            let ua = concat!("benchlab/", env!("CARGO_PKG_VERSION"));
+            assert_eq!(
+                got,
+                [
+                    (":method", "GET"),
+                    (":scheme", "https"),
+                    (":path", path),
+                    (":authority", "example.org:8443"),
+                    ("user-agent", ua),
+                    ("x-test", "a b"),
+                ]
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+            );
+        }
+    }
+
+    #[test]
+    fn decodes_huffman_coded_responses() {
+        // RFC 7541 C.6.1: a response with Huffman-coded literals.
+        let block: Vec<u8> = [
+            "488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8e9ae82ae43d3",
+        ]
+        .concat()
+        .as_bytes()
+        .chunks(2)
+        .map(|h| u8::from_str_radix(std::str::from_utf8(h).unwrap(), 16).unwrap())
+        .collect();
+        let mut d = loona_hpack::Decoder::new();
+        let head = decode(&mut d, &block).unwrap();
+        assert_eq!(head.status, Some(302));
+        assert_eq!(head.content_length, None);
+        assert!(decode(&mut d, &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]).is_err());
+    }
+}
