@@ -1,0 +1,170 @@
+//! `benchlab http --http 2` against real servers, counted exactly
+//! (docs/counting.md, "HTTP/2"): nginx on an h2c listener (`listen …
+//! http2`) and a TLS one (`listen … ssl http2`), Apache httpd's mod_http2
+//! and h2o. Each run is `--requests N`, so nothing is in flight at the end
+//! and the server's log holds exactly N lines plus the preflight's one; the
+//! bodies benchlab counted are the bytes the server logged as sent; the
+//! connections benchlab opened are those the server saw.
+
+mod common;
+
+use common::servers::{H2Server, Nginx, NginxOpts, SIZE_4K};
+use common::{http_json, u};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// One OS thread: with two, one thread may take the whole `-n` budget
+/// before the other's first connection is up, and the connections the
+/// server sees would depend on the machine's load.
+fn bench(args: &[&str]) -> Value {
+    let mut all = vec!["--os-threads", "1"];
+    all.extend_from_slice(args);
+    let v = http_json(&all);
+    assert_eq!(u(&v, "/in_flight"), 0, "{v}");
+    v
+}
+
+fn nginx(tls: bool, keepalive_requests: u32) -> Nginx {
+    Nginx::start(NginxOpts {
+        tls,
+        http2: true,
+        keepalive_requests,
+        ..NginxOpts::default()
+    })
+}
+
+/// Checks a `-n n` run of `/4k.html` against nginx's log: n + 1 lines (the
+/// preflight's first), all HTTP/2.0, Σ body bytes = benchlab's + the
+/// preflight's, and `connections` connections besides the preflight's.
+fn assert_nginx_counts(server: &Nginx, v: &Value, n: u64, connections: u64) {
+    assert_eq!(u(v, "/requests"), n, "{v}");
+    assert_eq!(u(v, "/errors_total"), 0, "{v}");
+    assert_eq!(u(v, "/body_bytes"), n * SIZE_4K, "{v}");
+    let lines = server.access_log_lines_at_least(n as usize + 1);
+    assert_eq!(lines.len() as u64, n + 1, "log lines = requests + the preflight");
+    assert!(lines.iter().all(|l| l.version() == "HTTP/2.0" && l.status == 200));
+    let body: u64 = lines[1..].iter().map(|l| l.body_bytes_sent).sum();
+    assert_eq!(body, u(v, "/body_bytes"));
+    let conns: BTreeSet<u64> = lines[1..].iter().map(|l| l.connection).collect();
+    assert_eq!(conns.len() as u64, connections, "connections the server saw");
+    assert_eq!(u(v, "/connections_opened"), connections, "{v}");
+    // Frame bytes: at least the 9-byte DATA and HEADERS frame headers and
+    // the body for each request; HPACK-compressed heads are small.
+    let bytes = u(v, "/bytes");
+    assert!(bytes >= n * (SIZE_4K + 18) && bytes < n * (SIZE_4K + 200), "{bytes}");
+}
+
+#[test]
+fn nginx_h2c_streams_on_few_connections_exact() {
+    let server = nginx(false, 10_000);
+    let url = server.url("/4k.html");
+    let v = bench(&["--http", "2", "--connections", "3", "--streams", "8", "-n", "1200", &url]);
+    assert_eq!(u(&v, "/threads"), 24, "users = connections × streams");
+    assert_nginx_counts(&server, &v, 1200, 3);
+}
+
+#[test]
+fn nginx_tls_h2_exact() {
+    let server = nginx(true, 10_000);
+    let url = server.url("/4k.html");
+    let v = bench(&[
+        "--http",
+        "2",
+        "--insecure",
+        "--connections",
+        "2",
+        "--streams",
+        "5",
+        "-n",
+        "500",
+        &url,
+    ]);
+    assert_nginx_counts(&server, &v, 500, 2);
+    assert_eq!(u(&v, "/tls_full_handshakes"), 2, "{v}");
+}
+
+/// `--requests-per-connection 1`: a new connection for every request, as
+/// HTTP/1.0 without keep-alive does (h2load cannot do this).
+#[test]
+fn nginx_h2c_a_connection_per_request() {
+    let server = nginx(false, 10_000);
+    let url = server.url("/4k.html");
+    let v = bench(&[
+        "--http",
+        "2",
+        "--connections",
+        "2",
+        "--streams",
+        "4",
+        "--requests-per-connection",
+        "1",
+        "-n",
+        "200",
+        &url,
+    ]);
+    assert_nginx_counts(&server, &v, 200, 200);
+}
+
+/// nginx ends a connection after `keepalive_requests` streams with a
+/// GOAWAY: streams it refused are sent again on a new connection and
+/// counted as reconnects, never as errors or extra requests.
+#[test]
+fn nginx_goaway_after_keepalive_requests_is_a_reconnect() {
+    let server = nginx(false, 100);
+    let url = server.url("/4k.html");
+    let v = bench(&["--http", "2", "--connections", "1", "--streams", "10", "-n", "1000", &url]);
+    assert_eq!(u(&v, "/requests"), 1000, "{v}");
+    assert_eq!(u(&v, "/errors_total"), 0, "{v}");
+    let lines = server.access_log_lines_at_least(1001);
+    assert_eq!(lines.len(), 1001);
+    let conns: BTreeSet<u64> = lines[1..].iter().map(|l| l.connection).collect();
+    assert_eq!(conns.len(), 10, "100 streams per connection");
+    assert_eq!(u(&v, "/connections_opened"), 10, "{v}");
+}
+
+fn assert_h2_log(server: &H2Server, v: &Value, n: u64, protocol: &str) {
+    assert_eq!(u(v, "/requests"), n, "{v}");
+    assert_eq!(u(v, "/errors_total"), 0, "{v}");
+    let lines = server.log_lines_at_least(n as usize + 1);
+    assert_eq!(lines.len() as u64, n + 1, "log lines = requests + the preflight");
+    assert!(lines.iter().all(|l| l.protocol == protocol && l.status == 200), "{lines:?}");
+    let body: u64 = lines[1..].iter().map(|l| l.body_bytes).sum();
+    assert_eq!(body, u(v, "/body_bytes"));
+    assert_eq!(body, n * SIZE_4K);
+}
+
+#[test]
+fn apache_mod_http2_h2c_exact() {
+    let server = H2Server::apache();
+    let url = format!("http://127.0.0.1:{}/4k.html", server.h2c);
+    let v = bench(&["--http", "2", "--connections", "2", "--streams", "5", "-n", "400", &url]);
+    assert_h2_log(&server, &v, 400, "HTTP/2.0");
+    assert_eq!(u(&v, "/connections_opened"), 2, "{v}");
+}
+
+#[test]
+fn h2o_h2c_and_tls_exact() {
+    let server = H2Server::h2o();
+    let url = format!("http://127.0.0.1:{}/4k.html", server.h2c);
+    let v = bench(&["--http", "2", "--connections", "2", "--streams", "5", "-n", "300", &url]);
+    assert_h2_log(&server, &v, 300, "HTTP/2");
+    assert_eq!(u(&v, "/connections_opened"), 2, "{v}");
+    drop(server);
+    let server = H2Server::h2o();
+    let Some(tls) = server.tls else { panic!("h2o has a TLS port") };
+    let url = format!("https://localhost:{tls}/4k.html");
+    let v = bench(&[
+        "--http",
+        "2",
+        "--insecure",
+        "--connections",
+        "3",
+        "--streams",
+        "4",
+        "-n",
+        "300",
+        &url,
+    ]);
+    assert_h2_log(&server, &v, 300, "HTTP/2");
+    assert_eq!(u(&v, "/connections_opened"), 3, "{v}");
+}
