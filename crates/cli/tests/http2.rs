@@ -58,7 +58,17 @@ fn assert_nginx_counts(server: &Nginx, v: &Value, n: u64, connections: u64) {
 fn nginx_h2c_streams_on_few_connections_exact() {
     let server = nginx(false, 10_000);
     let url = server.url("/4k.html");
-    let v = bench(&["--http", "2", "--connections", "3", "--streams", "8", "-n", "1200", &url]);
+    let v = bench(&[
+        "--http",
+        "2",
+        "--connections",
+        "3",
+        "--streams",
+        "8",
+        "-n",
+        "1200",
+        &url,
+    ]);
     assert_eq!(u(&v, "/threads"), 24, "users = connections × streams");
     assert_nginx_counts(&server, &v, 1200, 3);
 }
@@ -112,7 +122,17 @@ fn nginx_h2c_a_connection_per_request() {
 fn nginx_goaway_after_keepalive_requests_is_a_reconnect() {
     let server = nginx(false, 100);
     let url = server.url("/4k.html");
-    let v = bench(&["--http", "2", "--connections", "1", "--streams", "10", "-n", "1000", &url]);
+    let v = bench(&[
+        "--http",
+        "2",
+        "--connections",
+        "1",
+        "--streams",
+        "10",
+        "-n",
+        "1000",
+        &url,
+    ]);
     assert_eq!(u(&v, "/requests"), 1000, "{v}");
     assert_eq!(u(&v, "/errors_total"), 0, "{v}");
     let lines = server.access_log_lines_at_least(1001);
@@ -127,7 +147,10 @@ fn assert_h2_log(server: &H2Server, v: &Value, n: u64, protocol: &str) {
     assert_eq!(u(v, "/errors_total"), 0, "{v}");
     let lines = server.log_lines_at_least(n as usize + 1);
     assert_eq!(lines.len() as u64, n + 1, "log lines = requests + the preflight");
-    assert!(lines.iter().all(|l| l.protocol == protocol && l.status == 200), "{lines:?}");
+    assert!(
+        lines.iter().all(|l| l.protocol == protocol && l.status == 200),
+        "{lines:?}"
+    );
     let body: u64 = lines[1..].iter().map(|l| l.body_bytes).sum();
     assert_eq!(body, u(v, "/body_bytes"));
     assert_eq!(body, n * SIZE_4K);
@@ -151,7 +174,9 @@ fn h2o_h2c_and_tls_exact() {
     assert_eq!(u(&v, "/connections_opened"), 2, "{v}");
     drop(server);
     let server = H2Server::h2o();
-    let Some(tls) = server.tls else { panic!("h2o has a TLS port") };
+    let Some(tls) = server.tls else {
+        panic!("h2o has a TLS port")
+    };
     let url = format!("https://localhost:{tls}/4k.html");
     let v = bench(&[
         "--http",

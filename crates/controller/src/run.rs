@@ -1474,6 +1474,7 @@ mod fake_clients {
             users_arrived: 1,
             users_waiting: 0,
             peak_connections: 0,
+            h2_settings: None,
             threads_lost: 0,
         }
     }

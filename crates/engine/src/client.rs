@@ -90,6 +90,9 @@ pub struct ClientReport {
     /// figures are missing from this report. Always 0 unless benchlab has a
     /// bug; the run still ends on time and says so.
     pub threads_lost: usize,
+    /// HTTP/2: the server's SETTINGS as its first connection received them
+    /// (`None` for HTTP/1, or when no connection got that far).
+    pub h2_settings: Option<crate::h2::conn::PeerSettings>,
 }
 
 /// Handle to set a running client's stop flag from anywhere (a Ctrl-C
@@ -203,6 +206,7 @@ impl Client {
         let mut report = collector.into_report();
         report.tls_error = self.shared.tls_error.get().cloned();
         report.peak_connections = self.shared.peak_connections.load(Ordering::Relaxed);
+        report.h2_settings = self.shared.h2_settings.get().copied();
         report
     }
 }
@@ -356,6 +360,7 @@ impl Collector {
             users_waiting: self.users_waiting,
             peak_connections: 0,
             threads_lost: self.threads_lost,
+            h2_settings: None,
         }
     }
 }

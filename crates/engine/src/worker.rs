@@ -63,6 +63,8 @@ pub(crate) struct Shared {
     /// the most there were at once.
     pub open_connections: AtomicU64,
     pub peak_connections: AtomicU64,
+    /// HTTP/2: the first SETTINGS a server sent in this run.
+    pub h2_settings: std::sync::OnceLock<crate::h2::conn::PeerSettings>,
 }
 
 impl Shared {
@@ -1787,6 +1789,7 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         tls_error: std::sync::OnceLock::new(),
         open_connections: AtomicU64::new(0),
         peak_connections: AtomicU64::new(0),
+        h2_settings: std::sync::OnceLock::new(),
         plan,
     })
 }

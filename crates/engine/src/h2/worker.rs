@@ -773,6 +773,9 @@ impl H2Worker {
     fn after_receive(&mut self, l: usize) {
         let Some(link) = self.links[l].as_mut() else { return };
         let conn_bytes = std::mem::take(&mut link.conn.conn_bytes);
+        if link.conn.got_settings && self.shared.h2_settings.get().is_none() {
+            let _ = self.shared.h2_settings.set(link.conn.peer);
+        }
         let slot = link.slot as usize;
         let goaway = link.conn.goaway.is_some();
         self.second.conn.h2_connection_bytes += conn_bytes;
@@ -816,7 +819,11 @@ impl H2Worker {
                         user.queued_at = Instant::now();
                         let slot = user.slot as usize;
                         self.slots[slot].queue.push_front(u as u32);
-                        self.slots[slot].reconnect_pending = true;
+                        // One per stream sent again, as HTTP/1 counts one
+                        // per request re-sent after an idle close.
+                        bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                            c.reconnects += 1
+                        });
                     }
                 }
                 Outcome::Failed(kind) => self.fail(u, kind, e.bytes),
