@@ -44,6 +44,8 @@ requirements=(
   "samba|smbd|file-server tests: an unprivileged smbd on a loopback high port (crates/fileserver/src/smbd.rs)"
   "libsmbclient|/usr/lib/x86_64-linux-gnu/libsmbclient.so.0,/usr/lib/aarch64-linux-gnu/libsmbclient.so.0|smb:// targets: Samba's client library, loaded at run time"
   "dbench|dbench|file-suite tests replay its client.txt; bench/dbench-vs-benchlab.sh"
+  "h2o|h2o|HTTP/2 tests: h2o over h2c and TLS (crates/cli/tests/http2.rs)"
+  "nghttp2-client|h2load|bench/vs-peers.sh: the HTTP/2 row against h2load"
 )
 
 # Is `probe` satisfied? A comma-separated list of alternatives, each an
