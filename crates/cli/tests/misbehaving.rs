@@ -36,7 +36,7 @@ use common::{free_port, http_json, run_benchlab, u};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-const KINDS: [&str; 11] = [
+const KINDS: [&str; 14] = [
     "connect_refused",
     "connect_timeout",
     "reset",
