@@ -121,28 +121,7 @@ pub struct Http2Result {
     pub stream_resets: std::collections::BTreeMap<String, u64>,
 }
 
-/// The name of an HTTP/2 error code (RFC 9113 §7); index 14 holds codes
-/// beyond the registry's.
-pub fn h2_code_name(code: usize) -> &'static str {
-    const NAMES: [&str; 15] = [
-        "NO_ERROR",
-        "PROTOCOL_ERROR",
-        "INTERNAL_ERROR",
-        "FLOW_CONTROL_ERROR",
-        "SETTINGS_TIMEOUT",
-        "STREAM_CLOSED",
-        "FRAME_SIZE_ERROR",
-        "REFUSED_STREAM",
-        "CANCEL",
-        "COMPRESSION_ERROR",
-        "CONNECT_ERROR",
-        "ENHANCE_YOUR_CALM",
-        "INADEQUATE_SECURITY",
-        "HTTP_1_1_REQUIRED",
-        "OTHER",
-    ];
-    NAMES[code.min(14)]
-}
+use benchlab_results::h2_code_name;
 
 /// Errors by kind with every canonical kind present (zeros included), in
 /// the order of docs/counting.md, so consumers never meet a missing key.

@@ -193,3 +193,76 @@ fn h2o_h2c_and_tls_exact() {
     assert_h2_log(&server, &v, 300, "HTTP/2");
     assert_eq!(u(&v, "/connections_opened"), 3, "{v}");
 }
+
+/// A suite whose first mix says `http = "2"` and whose second is HTTP/1.1,
+/// against one nginx TLS listener that speaks both (ALPN): the HTTP/2 mix's
+/// results name its connections and streams; the requests of both mixes
+/// are nginx's log lines, each in its protocol.
+#[test]
+fn a_suite_mixes_an_http2_mix_and_an_http1_mix() {
+    let server = nginx(true, 10_000);
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = work.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"name = "h2-and-h1"
+target = "{}"
+seed = 5
+
+[defaults]
+length = "2s"
+ramp_up = "0.5s"
+ramp_down = "0.5s"
+threads_per_client = 8
+timeout = "5s"
+
+[workloads.one]
+[[workloads.one.class]]
+name = "page"
+percent = 100
+[[workloads.one.class.url]]
+path = "/4k.html"
+size = 4096
+
+[[mix]]
+clients = 1
+http = "2"
+streams_per_connection = 4
+
+[[mix]]
+clients = 1
+"#,
+            server.url("")
+        ),
+    )
+    .expect("write suite");
+    let out_dir = work.path().join("out");
+    let out = common::run_benchlab(&[
+        "run",
+        suite.to_str().expect("utf-8"),
+        "--insecure",
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    common::assert_success("benchlab run", &out);
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
+            .expect("JSON");
+    let h2 = &results["mixes"][0];
+    assert_eq!(u(h2, "/http2/connections"), 2, "8 users ÷ 4 streams: {h2}");
+    assert_eq!(u(h2, "/http2/streams_per_connection"), 4);
+    assert!(u(h2, "/http2/streams_opened") >= u(h2, "/requests"), "{h2}");
+    assert!(u(h2, "/requests") > 0 && u(h2, "/errors_total") == 0, "{h2}");
+    let h1 = &results["mixes"][1];
+    assert!(h1.get("http2").is_none(), "an HTTP/1 mix has no http2 section");
+    assert!(u(h1, "/requests") > 0 && u(h1, "/errors_total") == 0, "{h1}");
+    // Every request the server logged is one of the mixes' (counted inside
+    // their windows or not) or the preflight's: both protocols appear.
+    let lines = server.access_log_lines();
+    let h2_lines = lines.iter().filter(|l| l.version() == "HTTP/2.0").count() as u64;
+    let h1_lines = lines.iter().filter(|l| l.version() == "HTTP/1.1").count() as u64;
+    assert!(h2_lines >= u(h2, "/requests"), "{h2_lines}");
+    assert!(h1_lines > u(h1, "/requests"), "{h1_lines} (the preflight is HTTP/1.1)");
+    assert_eq!(h2_lines + h1_lines, lines.len() as u64);
+}

@@ -203,6 +203,7 @@ fn preflight(
     plan: &PhasePlan,
     source: Option<IpAddr>,
     tls: &TlsOptions,
+    http2: bool,
     observer: &mut dyn Observer,
 ) -> Result<(), ControllerError> {
     let mut checked = 0;
@@ -210,7 +211,14 @@ fn preflight(
         for i in preflight_sample(&plan.urls, class, info.4) {
             let u = &plan.urls[i];
             checked += 1;
-            let r = probe_from(&u.target, source, &[], tls, Duration::from_secs(10)).map_err(|e| {
+            // Over HTTP/2 when every mix of the phase speaks it: an h2c
+            // listener answers nothing else.
+            let r = if http2 {
+                benchlab_engine::h2::probe_h2(&u.target, source, &[], tls, Duration::from_secs(10))
+            } else {
+                probe_from(&u.target, source, &[], tls, Duration::from_secs(10))
+            };
+            let r = r.map_err(|e| {
                 // A TLS failure says what to try itself.
                 let advice = if e.kind == benchlab_engine::ErrorKind::Tls {
                     ""
@@ -449,7 +457,8 @@ fn run_inner(
     for (i, (plan, p)) in phases.iter().zip(&suite.phases).enumerate() {
         let checked = check_client_addresses(suite, i, plan).and_then(|()| {
             if opts.preflight {
-                preflight(plan, client_address(suite, plan, 0), &opts.tls, observer)
+                let http2 = !p.mixes.is_empty() && p.mixes.iter().all(|&m| suite.mixes[m].params.http2);
+                preflight(plan, client_address(suite, plan, 0), &opts.tls, http2, observer)
             } else {
                 Ok(())
             }
@@ -857,7 +866,11 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
                 source_addresses: client_address(suite, phase, c).into_iter().collect(),
                 tls: opts.tls.clone(),
                 seed: rng.next_u64(),
-                http2: None,
+                http2: p.http2.then(|| benchlab_engine::H2Plan {
+                    connections: p.threads_per_client.div_ceil(p.streams_per_connection),
+                    streams: p.streams_per_connection,
+                    window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
+                }),
             }
         })
         .collect()
@@ -1278,6 +1291,20 @@ fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPla
         tls_resumptions: conn.tls_resumptions,
         client_cpu_s: round(cpu.as_secs_f64(), 3),
         client_cpu: ClientCpu::default(),
+        http2: p.http2.then(|| benchlab_results::MixHttp2 {
+            connections: u64::from(p.threads_per_client.div_ceil(p.streams_per_connection)) * u64::from(mix.clients),
+            streams_per_connection: p.streams_per_connection,
+            streams_opened: conn.h2_streams,
+            goaways: conn.h2_goaways,
+            connection_frame_bytes: conn.h2_connection_bytes,
+            stream_resets: conn
+                .stream_reset_codes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(code, n)| (benchlab_results::h2_code_name(code).to_string(), *n))
+                .collect(),
+        }),
         params: ParamsResult {
             delay_s: p.delay.as_secs_f64(),
             ramp_up_s: p.ramp_up.as_secs_f64(),
@@ -1604,6 +1631,8 @@ mod fake_clients {
                 http10_keepalive: false,
                 persistent_percent: 100,
                 requests_per_connection: None,
+                http2: false,
+                streams_per_connection: 1,
                 timeout: Duration::from_secs(5),
                 workload: "w".into(),
                 target: "http://127.0.0.1:1".into(),

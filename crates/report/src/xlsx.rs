@@ -1246,6 +1246,7 @@ mod tests {
             open_loop: None,
             search: None,
             repeats: None,
+            http2: None,
         }
     }
 

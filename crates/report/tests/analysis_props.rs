@@ -112,6 +112,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         open_loop: None,
         search: None,
         repeats: None,
+        http2: None,
     }
 }
 

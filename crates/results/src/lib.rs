@@ -385,6 +385,52 @@ pub struct MixResult {
     /// the median repeat. Absent when the mix ran once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Repeats>,
+    /// An HTTP/2 mix (`http = "2"`): its connections, streams and what they
+    /// met; absent for HTTP/1, whose requests every class of the mix made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<MixHttp2>,
+}
+
+/// What an HTTP/2 mix used and met (docs/counting.md, "HTTP/2"). Every
+/// class of the mix spoke HTTP/2.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MixHttp2 {
+    /// Connections configured, all clients together.
+    pub connections: u64,
+    /// Concurrent streams per connection at most (the server's SETTINGS
+    /// may lower it).
+    pub streams_per_connection: u32,
+    /// Streams opened inside the window (a request sent again after a
+    /// GOAWAY opens two).
+    pub streams_opened: u64,
+    /// GOAWAY frames received.
+    pub goaways: u64,
+    /// Connection-level frame bytes received, in no request's `bytes`.
+    pub connection_frame_bytes: u64,
+    /// RST_STREAM frames that ended a request, by error code name.
+    pub stream_resets: BTreeMap<String, u64>,
+}
+
+/// The name of an HTTP/2 error code (RFC 9113 §7); 14 and above: `OTHER`.
+pub fn h2_code_name(code: usize) -> &'static str {
+    const NAMES: [&str; 15] = [
+        "NO_ERROR",
+        "PROTOCOL_ERROR",
+        "INTERNAL_ERROR",
+        "FLOW_CONTROL_ERROR",
+        "SETTINGS_TIMEOUT",
+        "STREAM_CLOSED",
+        "FRAME_SIZE_ERROR",
+        "REFUSED_STREAM",
+        "CANCEL",
+        "COMPRESSION_ERROR",
+        "CONNECT_ERROR",
+        "ENHANCE_YOUR_CALM",
+        "INADEQUATE_SECURITY",
+        "HTTP_1_1_REQUIRED",
+        "OTHER",
+    ];
+    NAMES[code.min(14)]
 }
 
 /// One run of a mix under `run --repeat N`: the figures `benchlab compare`
