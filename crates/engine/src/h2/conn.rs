@@ -96,7 +96,7 @@ pub struct Conn {
     pub out: Vec<u8>,
     /// A partial frame from the last read.
     inbuf: Vec<u8>,
-    decoder: loona_hpack::Decoder<'static>,
+    decoder: hpack::Decoder,
     pub peer: PeerSettings,
     /// The server's first SETTINGS arrived (it must come first).
     pub got_settings: bool,
@@ -143,7 +143,7 @@ impl Conn {
         Conn {
             out,
             inbuf: Vec::new(),
-            decoder: loona_hpack::Decoder::new(),
+            decoder: hpack::Decoder::default(),
             peer: PeerSettings::default(),
             got_settings: false,
             window,

@@ -9,9 +9,14 @@
 //! shorter; at a few hundred bytes of response per request that is noise,
 //! and the encoding stays free of per-connection state).
 //!
-//! Responses are decoded with `loona-hpack` (the maintained fork of
-//! hpack-rs that passes h2spec, Huffman included): decoding needs the
-//! dynamic table the server fills, and is no place to save lines.
+//! Responses are decoded with `httlib-hpack` (Huffman by `httlib-huffman`'s
+//! flattened 5-bit tables): decoding needs the dynamic table the server
+//! fills, and is no place to save lines. `loona-hpack`, the maintained fork
+//! of hpack-rs, was measured first and dropped: it builds a HashMap of the
+//! whole Huffman code for every Huffman-coded string (nginx sends two a
+//! response, `date` and `content-length`) and looks codes up bit by bit, so
+//! 80 % of the client's CPU went there (perf), 126 µs a request against
+//! nginx over h2c where HTTP/1 costs benchlab 10 µs.
 
 use crate::plan::Scheme;
 
@@ -102,23 +107,46 @@ pub struct ResponseHead {
     pub list_size: usize,
 }
 
+/// A connection's response-header decoder, with buffers kept between
+/// blocks.
+pub struct Decoder {
+    inner: httlib_hpack::Decoder<'static>,
+    buf: Vec<u8>,
+    fields: Vec<(Vec<u8>, Vec<u8>, u8)>,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder {
+            inner: httlib_hpack::Decoder::default(),
+            buf: Vec::new(),
+            fields: Vec::new(),
+        }
+    }
+}
+
 /// Decodes a header block with the connection's decoder; `Err` when it is
 /// not valid HPACK (a COMPRESSION_ERROR: the connection cannot go on).
-pub fn decode(decoder: &mut loona_hpack::Decoder<'static>, block: &[u8]) -> Result<ResponseHead, ()> {
+pub fn decode(decoder: &mut Decoder, block: &[u8]) -> Result<ResponseHead, ()> {
     let mut head = ResponseHead::default();
     let mut bad = false;
+    decoder.buf.clear();
+    decoder.buf.extend_from_slice(block);
+    decoder.fields.clear();
     decoder
-        .decode_with_cb(block, |name, value| {
-            head.list_size += name.len() + value.len() + 32;
-            if &name[..] == b":status" {
-                head.status = std::str::from_utf8(&value).ok().and_then(|s| s.parse().ok());
-                bad |= head.status.is_none();
-            } else if &name[..] == b"content-length" {
-                head.content_length = std::str::from_utf8(&value).ok().and_then(|s| s.parse().ok());
-                bad |= head.content_length.is_none();
-            }
-        })
+        .inner
+        .decode(&mut decoder.buf, &mut decoder.fields)
         .map_err(|_| ())?;
+    for (name, value, _) in &decoder.fields {
+        head.list_size += name.len() + value.len() + 32;
+        if &name[..] == b":status" {
+            head.status = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
+            bad |= head.status.is_none();
+        } else if &name[..] == b"content-length" {
+            head.content_length = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
+            bad |= head.content_length.is_none();
+        }
+    }
     if bad {
         // A status or length that is not a number: the response is
         // malformed, which the caller counts as framing.
@@ -153,10 +181,13 @@ mod tests {
         let long_path = format!("/{}", "p".repeat(300));
         for path in ["/", "/index.html?x=1", long_path.as_str()] {
             let block = request_block(Scheme::Https, "example.org:8443", path, &headers);
-            let got = loona_hpack::Decoder::new().decode(&block).unwrap();
-            let got: Vec<(String, String)> = got
+            let mut fields = Vec::new();
+            httlib_hpack::Decoder::default()
+                .decode(&mut block.clone(), &mut fields)
+                .unwrap();
+            let got: Vec<(String, String)> = fields
                 .into_iter()
-                .map(|(n, v)| (String::from_utf8(n).unwrap(), String::from_utf8(v).unwrap()))
+                .map(|(n, v, _)| (String::from_utf8(n).unwrap(), String::from_utf8(v).unwrap()))
                 .collect();
             let ua = concat!("benchlab/", env!("CARGO_PKG_VERSION"));
             assert_eq!(
@@ -185,7 +216,7 @@ mod tests {
         .chunks(2)
         .map(|h| u8::from_str_radix(std::str::from_utf8(h).unwrap(), 16).unwrap())
         .collect();
-        let mut d = loona_hpack::Decoder::new();
+        let mut d = Decoder::default();
         let head = decode(&mut d, &block).unwrap();
         assert_eq!(head.status, Some(302));
         assert_eq!(head.content_length, None);
