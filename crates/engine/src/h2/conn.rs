@@ -488,7 +488,7 @@ impl Conn {
     /// table in step) and apply it to its stream.
     fn head(&mut self, ended: &mut Vec<Ended>) -> Result<(), (u32, ConnFail)> {
         let stream = std::mem::take(&mut self.block_stream);
-        let head = hpack::decode(&mut self.decoder, &self.block).map_err(|()| {
+        let head = hpack::decode(&mut self.decoder, &self.block).map_err(|hpack::BadBlock| {
             (
                 frame::COMPRESSION_ERROR,
                 ConnFail {

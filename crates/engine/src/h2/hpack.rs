@@ -109,25 +109,20 @@ pub struct ResponseHead {
 
 /// A connection's response-header decoder, with buffers kept between
 /// blocks.
+#[derive(Default)]
 pub struct Decoder {
     inner: httlib_hpack::Decoder<'static>,
     buf: Vec<u8>,
     fields: Vec<(Vec<u8>, Vec<u8>, u8)>,
 }
 
-impl Default for Decoder {
-    fn default() -> Self {
-        Decoder {
-            inner: httlib_hpack::Decoder::default(),
-            buf: Vec::new(),
-            fields: Vec::new(),
-        }
-    }
-}
+/// A header block that is not valid HPACK (a COMPRESSION_ERROR: the
+/// connection cannot go on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadBlock;
 
-/// Decodes a header block with the connection's decoder; `Err` when it is
-/// not valid HPACK (a COMPRESSION_ERROR: the connection cannot go on).
-pub fn decode(decoder: &mut Decoder, block: &[u8]) -> Result<ResponseHead, ()> {
+/// Decodes a header block with the connection's decoder.
+pub fn decode(decoder: &mut Decoder, block: &[u8]) -> Result<ResponseHead, BadBlock> {
     let mut head = ResponseHead::default();
     let mut bad = false;
     decoder.buf.clear();
@@ -136,7 +131,7 @@ pub fn decode(decoder: &mut Decoder, block: &[u8]) -> Result<ResponseHead, ()> {
     decoder
         .inner
         .decode(&mut decoder.buf, &mut decoder.fields)
-        .map_err(|_| ())?;
+        .map_err(|_| BadBlock)?;
     for (name, value, _) in &decoder.fields {
         head.list_size += name.len() + value.len() + 32;
         if &name[..] == b":status" {

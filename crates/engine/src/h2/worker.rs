@@ -873,11 +873,6 @@ impl H2Worker {
             } else if !open {
                 // The connection itself failed: its waiting users' requests
                 // fail with it.
-                let kind = if kind == ErrorKind::Reset && !served {
-                    kind
-                } else {
-                    kind
-                };
                 self.fail_queue(slot, kind);
             } else {
                 self.open_link(slot);
