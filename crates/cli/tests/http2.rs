@@ -252,7 +252,9 @@ clients = 1
     let h2 = &results["mixes"][0];
     assert_eq!(u(h2, "/http2/connections"), 2, "8 users ÷ 4 streams: {h2}");
     assert_eq!(u(h2, "/http2/streams_per_connection"), 4);
-    assert!(u(h2, "/http2/streams_opened") >= u(h2, "/requests"), "{h2}");
+    // Streams are counted when opened in the window, requests when they end
+    // in it: at most the 8 users' streams open as the window opens differ.
+    assert!(u(h2, "/http2/streams_opened") + 8 >= u(h2, "/requests"), "{h2}");
     assert!(u(h2, "/requests") > 0 && u(h2, "/errors_total") == 0, "{h2}");
     let h1 = &results["mixes"][1];
     assert!(h1.get("http2").is_none(), "an HTTP/1 mix has no http2 section");
