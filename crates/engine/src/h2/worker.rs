@@ -359,38 +359,13 @@ impl H2Worker {
         t >= from && t < until
     }
 
-    /// Picks user `u`'s next URL and queues it for a stream on its slot.
+    /// Picks user `u`'s next URL and queues it for a stream on its slot,
+    /// opening one (or a connection) if it can.
     fn start_request(&mut self, u: usize) {
-        if self.budget_chunk > 0 {
-            if self.budget == 0 {
-                self.budget = self.shared.reserve(self.budget_chunk);
-            }
-            if self.budget == 0 {
-                self.users[u].state = UState::Done;
-                self.done_users += 1;
-                return;
-            }
-            self.budget -= 1;
+        self.start_request_deferred(u);
+        if self.users[u].state == UState::Queued {
+            self.service(self.users[u].slot as usize);
         }
-        let cumulative = &self.shared.cumulative;
-        let url = if cumulative.len() == 1 {
-            0
-        } else {
-            let total = cumulative[cumulative.len() - 1];
-            let pick = self.rng.unit() * total;
-            cumulative.partition_point(|&c| c <= pick).min(cumulative.len() - 1)
-        };
-        let now = Instant::now();
-        let user = &mut self.users[u];
-        user.url = url as u32;
-        user.retried = false;
-        user.state = UState::Queued;
-        user.queued_at = now;
-        user.start = now;
-        user.deadline = now + self.shared.plan.timeout;
-        let slot = user.slot as usize;
-        self.slots[slot].queue.push_back(u as u32);
-        self.service(slot);
     }
 
     /// Opens streams for the slot's waiting users while its connection and
