@@ -503,6 +503,17 @@ impl ClientPlan {
             if self.connection.http10_percent > 0 {
                 return bad("HTTP/2 and a share of HTTP/1.0 connections cannot be mixed in one client".into());
             }
+            // A connection carries streams of one origin: its users' URLs
+            // must all name it.
+            let first = &self.urls[0].target;
+            if let Some(other) = self.urls.iter().find(|u| {
+                u.target.scheme != first.scheme || u.target.addr != first.addr || u.target.authority != first.authority
+            }) {
+                return bad(format!(
+                    "HTTP/2 runs load one origin: {} and {} differ in scheme, host or port",
+                    first.url, other.target.url
+                ));
+            }
         }
         if let Stop::Requests(0) = self.stop {
             return bad("--requests must be at least 1".into());
@@ -719,6 +730,31 @@ mod tests {
         assert!(p.validate().is_err());
         p.connection.requests_per_connection = None;
         p.headers.push(("Bad\r\nName".into(), "v".into()));
+        assert!(p.validate().is_err());
+    }
+
+    #[test]
+    fn http2_plans_name_one_origin() {
+        let mut p = plan("http://127.0.0.1:81/a");
+        p.http2 = Some(H2Plan {
+            connections: 1,
+            streams: 4,
+            window: H2Plan::DEFAULT_WINDOW,
+        });
+        assert!(p.validate().is_ok());
+        let mut urls = p.urls.to_vec();
+        urls.push(UrlPlan {
+            target: Target::parse("http://127.0.0.1:82/b").unwrap(),
+            ..urls[0].clone()
+        });
+        p.urls = urls.into();
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("HTTP/2 runs load one origin"), "{e}");
+        p.http2 = Some(H2Plan {
+            connections: 0,
+            streams: 4,
+            window: 1,
+        });
         assert!(p.validate().is_err());
     }
 
