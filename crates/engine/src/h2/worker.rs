@@ -10,9 +10,18 @@
 //!
 //! Why a framing of benchlab's own and not the `h2` crate on a
 //! current-thread tokio runtime per OS thread: counting needs each stream's
-//! frame bytes (docs/counting.md, "HTTP/2"), which `h2` does not expose;
-//! and the CPU per request, measured with `bench/vs-peers.sh` against
-//! h2load, is in bench/README.md.
+//! frame bytes, 9-byte headers and padding included (docs/counting.md,
+//! "HTTP/2"), and `h2` hands out bodies and heads, never frames, so it
+//! could not count `bytes` exactly; and this loop already reaches the
+//! target. Measured with `SCENARIOS=h2 TOOLS="benchlab h2load" DUR=3
+//! CONNS=8 STREAMS=10 bench/vs-peers.sh` (nginx 1.22, one worker, h2c,
+//! 4 KiB; client and server on one CPU each of a shared 2-core machine),
+//! two runs of 5 and 7 interleaved rounds: client CPU per request 10.29
+//! and 11.94 µs against h2load's 11.57 and 12.45 (0.88× and 0.96×, medians
+//! of per-round ratios), requests/s 15,184 and 21,530 against 17,469 and
+//! 17,340 (per-round ratios' medians 0.91× and 1.04×; the server was the
+//! bottleneck, and the machine's noise spans ±40 % between rounds). The
+//! `h2` crate itself was not measured: it could not count.
 
 use super::conn::{Conn, Ended, Outcome};
 use super::hpack;
