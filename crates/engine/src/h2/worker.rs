@@ -667,18 +667,25 @@ impl H2Worker {
                 }
                 Sock::Tls(b) => {
                     let (tcp, tls) = &mut **b;
-                    while link.written < link.conn.out.len() {
-                        let n = tls.writer().write(&link.conn.out[link.written..])?;
-                        if n == 0 {
+                    // rustls takes plaintext up to its buffer limit; what it
+                    // did not take goes after its records are written.
+                    loop {
+                        while link.written < link.conn.out.len() {
+                            let n = tls.writer().write(&link.conn.out[link.written..])?;
+                            if n == 0 {
+                                break;
+                            }
+                            link.written += n;
+                        }
+                        if !tls.wants_write() {
                             break;
                         }
-                        link.written += n;
-                    }
-                    while tls.wants_write() {
-                        match tls.write_tls(tcp) {
-                            Ok(_) => progress = true,
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                            Err(e) => return Err(e),
+                        while tls.wants_write() {
+                            match tls.write_tls(tcp) {
+                                Ok(_) => progress = true,
+                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                                Err(e) => return Err(e),
+                            }
                         }
                     }
                 }
