@@ -121,8 +121,68 @@ pub struct Decoder {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadBlock;
 
+/// Reads an HPACK integer with an `n`-bit prefix at `at`; `None` when it
+/// runs past the block or beyond 2²⁸ (no header needs more).
+fn int_at(block: &[u8], at: &mut usize, n: u8) -> Option<u64> {
+    let max = (1u64 << n) - 1;
+    let mut value = u64::from(*block.get(*at)?) & max;
+    *at += 1;
+    if value < max {
+        return Some(value);
+    }
+    for shift in [0, 7, 14, 21] {
+        let b = *block.get(*at)?;
+        *at += 1;
+        value += u64::from(b & 0x7F) << shift;
+        if b & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// Skips a string literal at `at`; `None` when it runs past the block.
+fn skip_str(block: &[u8], at: &mut usize) -> Option<()> {
+    let len = int_at(block, at, 7)? as usize;
+    *at = at.checked_add(len).filter(|&end| end <= block.len())?;
+    Some(())
+}
+
+/// Whether every representation of `block` lies inside it (RFC 7541 §6):
+/// the checks httlib-hpack leaves out. It indexes past the end of a block
+/// cut inside an integer or a string, and so panicked on inputs the fuzzer
+/// found (`fuzz/fuzz_targets/h2_frames.rs`); a server's bytes must never
+/// bring benchlab down.
+fn well_formed(block: &[u8]) -> bool {
+    let mut at = 0;
+    while at < block.len() {
+        let b = block[at];
+        let ok = if b & 0x80 != 0 {
+            int_at(block, &mut at, 7).is_some_and(|i| i > 0)
+        } else if b & 0x20 != 0 && b & 0x40 == 0 {
+            int_at(block, &mut at, 5).is_some()
+        } else {
+            let prefix = if b & 0x40 != 0 { 6 } else { 4 };
+            match int_at(block, &mut at, prefix) {
+                Some(0) => skip_str(block, &mut at)
+                    .and_then(|()| skip_str(block, &mut at))
+                    .is_some(),
+                Some(_) => skip_str(block, &mut at).is_some(),
+                None => false,
+            }
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
 /// Decodes a header block with the connection's decoder.
 pub fn decode(decoder: &mut Decoder, block: &[u8]) -> Result<ResponseHead, BadBlock> {
+    if !well_formed(block) {
+        return Err(BadBlock);
+    }
     let mut head = ResponseHead::default();
     let mut bad = false;
     decoder.buf.clear();
@@ -212,6 +272,13 @@ mod tests {
         .map(|h| u8::from_str_radix(std::str::from_utf8(h).unwrap(), 16).unwrap())
         .collect();
         let mut d = Decoder::default();
+        // Cut anywhere, the block is refused, never a panic.
+        for cut in 1..block.len() {
+            let _ = decode(&mut Decoder::default(), &block[..cut]);
+        }
+        assert!(decode(&mut d, &[0x40, 0x05, b'a']).is_err(), "a name cut short");
+        assert!(decode(&mut d, &[0x1F]).is_err(), "an integer cut short");
+        assert!(decode(&mut d, &[0x80]).is_err(), "index 0");
         let head = decode(&mut d, &block).unwrap();
         assert_eq!(head.status, Some(302));
         assert_eq!(head.content_length, None);
