@@ -20,8 +20,12 @@
 //! and 11.94 µs against h2load's 11.57 and 12.45 (0.88× and 0.96×, medians
 //! of per-round ratios), requests/s 15,184 and 21,530 against 17,469 and
 //! 17,340 (per-round ratios' medians 0.91× and 1.04×; the server was the
-//! bottleneck, and the machine's noise spans ±40 % between rounds). The
-//! `h2` crate itself was not measured: it could not count.
+//! bottleneck, and the machine's noise spans ±40 % between rounds). A
+//! throwaway client on the `h2` crate (0.4, one current-thread tokio
+//! runtime, the same 8 × 10 streams and 1 GiB windows, not shipped), run
+//! in 7 rounds interleaved with benchlab against the same nginx: 13.77 µs
+//! of CPU per request (median) against benchlab's 12.0, per-round ratio
+//! benchlab ÷ h2 0.93: no faster, and it could not count.
 
 use super::conn::{Conn, Ended, Outcome};
 use super::hpack;
