@@ -267,4 +267,11 @@ clients = 1
     assert!(h2_lines >= u(h2, "/requests"), "{h2_lines}");
     assert!(h1_lines > u(h1, "/requests"), "{h1_lines} (the preflight is HTTP/1.1)");
     assert_eq!(h2_lines + h1_lines, lines.len() as u64);
+    // The report names each mix's protocol.
+    let html = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("HTTP/2, 2 conn. × 4 streams"),
+        "no HTTP/2 mix in the report"
+    );
+    assert!(html.contains("<td>HTTP/1</td>"), "no HTTP/1 mix in the report");
 }

@@ -480,7 +480,7 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                         th.n { "mix" } th.n { "clients" } th.n { "threads/client" } th.n { "delay s" } th.n { "ramp-up s" }
                         th.n { "ramp-down s" } th.n { "length s" } th.n { "think s" } th.n { "receive buffer" } th.n { "HTTP/1.0 %" }
                         th { "1.0 keep-alive" } th.n { "persistent %" } th { "requests/connection" } th.n { "timeout s" }
-                        th { "workload" } th { "target" }
+                        th { "protocol" } th { "workload" } th { "target" }
                     }
                     @for m in &r.results.mixes {
                         @let p = &m.params;
@@ -505,6 +505,16 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                                 }
                             }
                             td.n { (seconds(p.timeout_s)) }
+                            // Every class of a mix speaks the mix's protocol.
+                            td {
+                                @match &m.http2 {
+                                    Some(h) => {
+                                        "HTTP/2, " (int(h.connections)) " conn. × " (h.streams_per_connection) " streams; "
+                                        (int(h.streams_opened)) " streams, " (int(h.stream_resets.values().sum())) " reset"
+                                    }
+                                    None => "HTTP/1",
+                                }
+                            }
                             td { (p.workload) }
                             td { (p.target) }
                         }
