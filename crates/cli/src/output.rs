@@ -307,11 +307,7 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
     let c = plan.connection;
     let conn = match mode {
         HttpMode::Http2 => {
-            let h2 = plan.http2.unwrap_or(benchlab_engine::H2Plan {
-                connections: 1,
-                streams: 1,
-                window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
-            });
+            let h2 = plan.http2.unwrap_or_default();
             let tls = plan
                 .urls
                 .iter()

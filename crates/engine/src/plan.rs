@@ -391,6 +391,17 @@ impl H2Plan {
     pub const DEFAULT_WINDOW: u32 = (1 << 30) - 1;
 }
 
+impl Default for H2Plan {
+    /// One connection with one stream and h2load's window.
+    fn default() -> Self {
+        H2Plan {
+            connections: 1,
+            streams: 1,
+            window: H2Plan::DEFAULT_WINDOW,
+        }
+    }
+}
+
 impl ClientPlan {
     /// A plan for `urls` with the documented defaults (docs/connections.md,
     /// docs/counting.md) and a 10 s run.

@@ -167,11 +167,7 @@ const SWEEP_MAX: Duration = Duration::from_millis(10);
 impl H2Worker {
     pub(crate) fn new(shared: Arc<Shared>, index: usize, tx: Sender<Snapshot>) -> io::Result<H2Worker> {
         let plan = &shared.plan;
-        let h2 = plan.http2.unwrap_or(crate::plan::H2Plan {
-            connections: 1,
-            streams: 1,
-            window: crate::plan::H2Plan::DEFAULT_WINDOW,
-        });
+        let h2 = plan.http2.unwrap_or_default();
         let (_, per_conn) = thread_share(h2.connections, plan.virtual_users, plan.os_threads, index);
         let now = Instant::now();
         let mut users = Vec::new();
@@ -242,11 +238,7 @@ impl H2Worker {
     }
 
     fn h2(&self) -> crate::plan::H2Plan {
-        self.shared.plan.http2.unwrap_or(crate::plan::H2Plan {
-            connections: 1,
-            streams: 1,
-            window: crate::plan::H2Plan::DEFAULT_WINDOW,
-        })
+        self.shared.plan.http2.unwrap_or_default()
     }
 
     pub(crate) fn run(mut self) {
@@ -734,9 +726,7 @@ impl H2Worker {
             match r {
                 Ok(0) => break,
                 Ok(n) => {
-                    let before = self.ended.len();
                     let res = link.conn.receive(&self.buf[..n], &mut self.ended);
-                    let _ = before;
                     if let Err(f) = res {
                         broken = Some(f.kind);
                         break;
