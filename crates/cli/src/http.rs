@@ -278,6 +278,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             connections: a.connections.unwrap_or(a.threads.div_ceil(a.streams)),
             streams: a.streams,
             window,
+            classes: 0,
         })
     } else {
         if a.connections.is_some() || a.h2_window.is_some() || a.streams != 1 {

@@ -275,3 +275,98 @@ clients = 1
     );
     assert!(html.contains("<td>HTTP/1</td>"), "no HTTP/1 mix in the report");
 }
+
+/// HTTP/1 and HTTP/2 classes in one mix, as browsers' traffic mixes them:
+/// the class that says `http = "2"` goes over HTTP/2, the other over
+/// HTTP/1.1, each client's users split between the two by the classes'
+/// shares; nginx logs each class's requests in its protocol.
+#[test]
+fn http1_and_http2_classes_in_one_mix() {
+    let server = nginx(true, 10_000);
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = work.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"name = "classes-of-both"
+target = "{}"
+seed = 6
+
+[defaults]
+length = "2s"
+ramp_up = "0.5s"
+ramp_down = "0.5s"
+threads_per_client = 8
+streams_per_connection = 2
+timeout = "5s"
+
+[workloads.one]
+[[workloads.one.class]]
+name = "h2page"
+percent = 50
+http = "2"
+[[workloads.one.class.url]]
+path = "/4k.html"
+size = 4096
+
+[[workloads.one.class]]
+name = "h1page"
+percent = 50
+[[workloads.one.class.url]]
+path = "/1k.html"
+size = 1024
+
+[[mix]]
+clients = 1
+"#,
+            server.url("")
+        ),
+    )
+    .expect("write suite");
+    let out_dir = work.path().join("out");
+    let out = common::run_benchlab(&[
+        "run",
+        suite.to_str().expect("utf-8"),
+        "--insecure",
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    common::assert_success("benchlab run", &out);
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
+            .expect("JSON");
+    let mix = &results["mixes"][0];
+    assert_eq!(mix["http2"]["classes"], serde_json::json!(["h2page"]), "{mix}");
+    assert_eq!(u(mix, "/http2/connections"), 2, "4 HTTP/2 users ÷ 2 streams: {mix}");
+    assert_eq!(u(mix, "/errors_total"), 0, "{mix}");
+    let class = |name: &str| {
+        mix["classes"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+            .unwrap_or_else(|| panic!("no class {name}"))
+            .clone()
+    };
+    let (h2c, h1c) = (class("h2page"), class("h1page"));
+    assert!(u(&h2c, "/requests") > 0 && u(&h1c, "/requests") > 0, "{mix}");
+    // Each class's requests are in nginx's log under its protocol (the log
+    // also holds the ramps' requests and the preflight's).
+    let lines = server.access_log_lines();
+    let h2_4k = lines
+        .iter()
+        .filter(|l| l.version() == "HTTP/2.0" && l.path() == "/4k.html")
+        .count() as u64;
+    let h1_1k = lines
+        .iter()
+        .filter(|l| l.version() == "HTTP/1.1" && l.path() == "/1k.html")
+        .count() as u64;
+    assert!(h2_4k >= u(&h2c, "/requests"), "{h2_4k}");
+    assert!(h1_1k >= u(&h1c, "/requests"), "{h1_1k}");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| (l.version() == "HTTP/2.0") != (l.path() == "/4k.html"))
+            .count(),
+        0,
+        "a class went over the other protocol"
+    );
+}

@@ -52,6 +52,12 @@ const CASES: &[Case] = &[
         phrases: &["http `3`: expected \"1.1\" or \"2\""],
     },
     Case {
+        file: "class_http_unknown.toml",
+        line: 13,
+        column: 8,
+        phrases: &["http `h3`: expected \"1.1\" or \"2\""],
+    },
+    Case {
         file: "http2_with_http10.toml",
         line: 19,
         column: 8,

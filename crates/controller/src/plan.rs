@@ -270,6 +270,7 @@ mod tests {
                 connections: 3,
                 streams: 10,
                 window: 65_535,
+                classes: 0,
             }),
         };
         let text = serde_json::to_string(&plan).expect("JSON");

@@ -128,6 +128,8 @@ struct PhasePlan {
     classes: Vec<ClassPlan>,
     /// Per class: name, kind, SPI, percent, drawn from a file set.
     class_info: Vec<(String, ClassKind, Option<String>, f64, bool)>,
+    /// Classes that say `http = "2"` (bit i: class i).
+    h2_classes: u64,
 }
 
 fn resolve_phase(
@@ -143,7 +145,17 @@ fn resolve_phase(
     let mut urls = Vec::new();
     let mut classes = Vec::new();
     let mut class_info = Vec::new();
+    let mut h2_classes = 0u64;
     for (ci, c) in w.classes.iter().enumerate() {
+        if c.http2 {
+            if ci >= 64 {
+                return Err(ControllerError::Input(format!(
+                    "class {}: `http = \"2\"` is supported on the first 64 classes of a workload",
+                    c.name
+                )));
+            }
+            h2_classes |= 1 << ci;
+        }
         let resolved = c.resolve(target, filesets).map_err(ControllerError::Input)?;
         classes.push(ClassPlan { name: c.name.clone() });
         let from_fileset = matches!(c.source, benchlab_model::UrlSource::Fileset(_));
@@ -180,6 +192,7 @@ fn resolve_phase(
         urls,
         classes,
         class_info,
+        h2_classes,
     })
 }
 
@@ -211,9 +224,9 @@ fn preflight(
         for i in preflight_sample(&plan.urls, class, info.4) {
             let u = &plan.urls[i];
             checked += 1;
-            // Over HTTP/2 when every mix of the phase speaks it: an h2c
-            // listener answers nothing else.
-            let r = if http2 {
+            // Over HTTP/2 when every mix of the phase speaks it, or the
+            // class does: an h2c listener answers nothing else.
+            let r = if http2 || (class < 64 && plan.h2_classes & (1 << class) != 0) {
                 benchlab_engine::h2::probe_h2(&u.target, source, &[], tls, Duration::from_secs(10))
             } else {
                 probe_from(&u.target, source, &[], tls, Duration::from_secs(10))
@@ -866,10 +879,13 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
                 source_addresses: client_address(suite, phase, c).into_iter().collect(),
                 tls: opts.tls.clone(),
                 seed: rng.next_u64(),
-                http2: p.http2.then(|| benchlab_engine::H2Plan {
+                // A mix's `http = "2"` makes every class HTTP/2; otherwise
+                // the classes that say so are (the client splits its users).
+                http2: (p.http2 || phase.h2_classes != 0).then(|| benchlab_engine::H2Plan {
                     connections: p.threads_per_client.div_ceil(p.streams_per_connection),
                     streams: p.streams_per_connection,
                     window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
+                    classes: if p.http2 { 0 } else { phase.h2_classes },
                 }),
             }
         })
@@ -1291,8 +1307,22 @@ fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPla
         tls_resumptions: conn.tls_resumptions,
         client_cpu_s: round(cpu.as_secs_f64(), 3),
         client_cpu: ClientCpu::default(),
-        http2: p.http2.then(|| benchlab_results::MixHttp2 {
-            connections: u64::from(p.threads_per_client.div_ceil(p.streams_per_connection)) * u64::from(mix.clients),
+        http2: (p.http2 || phase.h2_classes != 0).then(|| benchlab_results::MixHttp2 {
+            connections: {
+                let h2 = benchlab_engine::H2Plan {
+                    classes: if p.http2 { 0 } else { phase.h2_classes },
+                    ..Default::default()
+                };
+                let users = h2.users(&phase.urls, p.threads_per_client);
+                u64::from(users.div_ceil(p.streams_per_connection)) * u64::from(mix.clients)
+            },
+            classes: phase
+                .classes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| p.http2 || (*i < 64 && phase.h2_classes & (1 << i) != 0))
+                .map(|(_, c)| c.name.clone())
+                .collect(),
             streams_per_connection: p.streams_per_connection,
             streams_opened: conn.h2_streams,
             goaways: conn.h2_goaways,
@@ -1647,6 +1677,7 @@ mod fake_clients {
             urls: Vec::new().into(),
             classes,
             class_info: vec![("static".into(), ClassKind::Static, None, 100.0, false)],
+            h2_classes: 0,
         }
     }
 

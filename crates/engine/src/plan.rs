@@ -385,6 +385,14 @@ pub struct H2Plan {
     /// Flow-control window benchlab grants per stream and per connection,
     /// in bytes (h2load's default is 2³⁰ − 1).
     pub window: u32,
+    /// The classes (bit i: class i) whose URLs speak HTTP/2; 0: every
+    /// class. With some classes left out the client is a mixed one: its
+    /// users are split between the two protocols in proportion to the URL
+    /// weights of each, a user speaking one protocol for the whole run (as
+    /// a browser does with a site), and each protocol gets event loops of
+    /// its own (`Client::start`).
+    #[serde(default)]
+    pub classes: u64,
 }
 
 impl H2Plan {
@@ -398,7 +406,32 @@ impl Default for H2Plan {
             connections: 1,
             streams: 1,
             window: H2Plan::DEFAULT_WINDOW,
+            classes: 0,
         }
+    }
+}
+
+impl H2Plan {
+    /// Of `users` users loading `urls`, those that speak HTTP/2: all of
+    /// them, or in a mixed client the HTTP/2 URLs' share of the weights,
+    /// rounded, at least one user of each protocol.
+    pub fn users(&self, urls: &[UrlPlan], users: u32) -> u32 {
+        let (mut h2, mut all) = (0.0, 0.0);
+        for u in urls {
+            all += u.weight;
+            if self.speaks(u.class) {
+                h2 += u.weight;
+            }
+        }
+        if h2 >= all || users < 2 {
+            return users;
+        }
+        ((f64::from(users) * h2 / all).round() as u32).clamp(1, users - 1)
+    }
+
+    /// Whether the URLs of `class` speak HTTP/2.
+    pub fn speaks(&self, class: usize) -> bool {
+        self.classes == 0 || (class < 64 && self.classes & (1 << class) != 0)
     }
 }
 
@@ -516,8 +549,17 @@ impl ClientPlan {
             }
             // A connection carries streams of one origin: its users' URLs
             // must all name it.
-            let first = &self.urls[0].target;
-            if let Some(other) = self.urls.iter().find(|u| {
+            let mut h2_urls = self.urls.iter().filter(|u| h2.speaks(u.class));
+            let Some(first) = h2_urls.next().map(|u| &u.target) else {
+                return bad("HTTP/2 is asked for classes that have no URL".into());
+            };
+            let mixed = self.urls.iter().any(|u| !h2.speaks(u.class));
+            if mixed && matches!(self.stop, Stop::Requests(_)) {
+                return bad(
+                    "a client of HTTP/1 and HTTP/2 classes runs for a duration, not a number of requests".into(),
+                );
+            }
+            if let Some(other) = h2_urls.find(|u| {
                 u.target.scheme != first.scheme || u.target.addr != first.addr || u.target.authority != first.authority
             }) {
                 return bad(format!(
@@ -751,6 +793,7 @@ mod tests {
             connections: 1,
             streams: 4,
             window: H2Plan::DEFAULT_WINDOW,
+            classes: 0,
         });
         assert!(p.validate().is_ok());
         let mut urls = p.urls.to_vec();
@@ -765,6 +808,7 @@ mod tests {
             connections: 0,
             streams: 4,
             window: 1,
+            classes: 0,
         });
         assert!(p.validate().is_err());
     }

@@ -385,18 +385,22 @@ pub struct MixResult {
     /// the median repeat. Absent when the mix ran once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Repeats>,
-    /// An HTTP/2 mix (`http = "2"`): its connections, streams and what they
-    /// met; absent for HTTP/1, whose requests every class of the mix made.
+    /// A mix with HTTP/2 (`http = "2"` on the mix or some classes): its
+    /// connections, streams, HTTP/2 classes and what they met; absent when
+    /// every class spoke HTTP/1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<MixHttp2>,
 }
 
-/// What an HTTP/2 mix used and met (docs/counting.md, "HTTP/2"). Every
-/// class of the mix spoke HTTP/2.
+/// What an HTTP/2 mix used and met (docs/counting.md, "HTTP/2").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MixHttp2 {
     /// Connections configured, all clients together.
     pub connections: u64,
+    /// The classes that spoke HTTP/2 (every class of an `http = "2"` mix;
+    /// those saying `http = "2"` in a mix of both protocols, whose clients
+    /// split their users between the protocols by the classes' shares).
+    pub classes: Vec<String>,
     /// Concurrent streams per connection at most (the server's SETTINGS
     /// may lower it).
     pub streams_per_connection: u32,

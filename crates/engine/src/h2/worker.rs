@@ -116,6 +116,9 @@ struct User {
 pub(crate) struct H2Worker {
     shared: Arc<Shared>,
     index: usize,
+    /// The thread number its snapshots carry (`index`, or after the HTTP/1
+    /// loops of a mixed client).
+    report_as: usize,
     poll: Poll,
     buf: Box<[u8]>,
     second: Stats,
@@ -234,7 +237,15 @@ impl H2Worker {
             tx,
             shared,
             index,
+            report_as: index,
         })
+    }
+
+    /// Snapshots carry thread number `n` (a mixed client's collector counts
+    /// the HTTP/1 loops first).
+    pub(crate) fn reporting_as(mut self, n: usize) -> H2Worker {
+        self.report_as = n;
+        self
     }
 
     fn h2(&self) -> crate::plan::H2Plan {
@@ -348,7 +359,7 @@ impl H2Worker {
 
     fn send_snapshot(&mut self, second: u32, last: Option<ThreadEnd>) {
         let snap = Snapshot {
-            thread: self.index,
+            thread: self.report_as,
             second,
             stats: self.second.clone(),
             last,

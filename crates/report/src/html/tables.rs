@@ -509,7 +509,11 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                             td {
                                 @match &m.http2 {
                                     Some(h) => {
-                                        "HTTP/2, " (int(h.connections)) " conn. × " (h.streams_per_connection) " streams; "
+                                        "HTTP/2, " (int(h.connections)) " conn. × " (h.streams_per_connection) " streams"
+                                        @if h.classes.len() < m.classes.len() {
+                                            " for " (h.classes.join(", ")) ", HTTP/1 for the other classes"
+                                        }
+                                        "; "
                                         (int(h.streams_opened)) " streams, " (int(h.stream_resets.values().sum())) " reset"
                                     }
                                     None => "HTTP/1",
