@@ -804,6 +804,20 @@ mod tests {
         p.urls = urls.into();
         let e = p.validate().unwrap_err().to_string();
         assert!(e.contains("HTTP/2 runs load one origin"), "{e}");
+        // Class 1 over HTTP/2 at a quarter of the weight: 2 of 8 users;
+        // never none of either protocol.
+        let h2 = H2Plan {
+            classes: 1 << 1,
+            ..H2Plan::default()
+        };
+        let mut urls = p.urls.to_vec();
+        urls[0].weight = 3.0;
+        urls[1].class = 1;
+        assert!(h2.speaks(1) && !h2.speaks(0) && H2Plan::default().speaks(0));
+        assert_eq!(h2.users(&urls, 8), 2);
+        assert_eq!(h2.users(&urls, 2), 1);
+        urls[1].weight = 0.001;
+        assert_eq!(h2.users(&urls, 100), 1);
         p.http2 = Some(H2Plan {
             connections: 0,
             streams: 4,
