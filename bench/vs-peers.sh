@@ -9,7 +9,9 @@
 #     REPEATS [5]        runs per tool and scenario, interleaved across tools
 #     CONNS [64]         connections, the same for every tool
 #     TOOLS ["floor benchlab wrk h2load ab"]   subset, any order
-#     SCENARIOS ["keepalive close"]            keepalive and/or close
+#     SCENARIOS ["keepalive close"]            keepalive, close and/or h2 (HTTP/2
+#                        over h2c: benchlab --http 2 against h2load -m)
+#     STREAMS [10]       h2: concurrent streams per connection (h2load's -m)
 #     CLIENT_CPUS [0]    taskset list for the load generator
 #     SERVER_CPUS [1]    taskset list for nginx
 #     NGINX_WORKERS [1]  nginx worker_processes
@@ -45,6 +47,7 @@ done
 DUR=${DUR:-5}
 REPEATS=${REPEATS:-5}
 CONNS=${CONNS:-64}
+STREAMS=${STREAMS:-10}
 TOOLS=${TOOLS:-floor benchlab wrk h2load ab}
 SCENARIOS=${SCENARIOS:-keepalive close}
 CLIENT_CPUS=${CLIENT_CPUS:-0}
@@ -60,7 +63,7 @@ if [[ -z ${NGINX:-} ]]; then NGINX=$(command -v nginx || echo /usr/sbin/nginx); 
 
 die() { echo "vs-peers: $*" >&2; exit 1; }
 
-for v in DUR REPEATS CONNS NGINX_WORKERS WARMUP; do
+for v in DUR REPEATS CONNS STREAMS NGINX_WORKERS WARMUP; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a whole number, got '${!v}'"
 done
 (( DUR >= 1 && REPEATS >= 1 && CONNS >= 1 && NGINX_WORKERS >= 1 )) \
@@ -98,7 +101,7 @@ if [[ -n $VARIANT_TOOLS ]]; then
   fi
 fi
 for s in $SCENARIOS; do
-  case $s in keepalive|close) ;; *) die "unknown scenario '$s' in SCENARIOS (keepalive close)" ;; esac
+  case $s in keepalive|close|h2) ;; *) die "unknown scenario '$s' in SCENARIOS (keepalive close h2)" ;; esac
 done
 command -v python3 >/dev/null || die "python3 is needed (timing, parsing, medians)"
 
@@ -276,11 +279,12 @@ def report(tsv):
     base = ["floor", "benchlab", "wrk", "h2load", "ab"]
     variants = [t for t in seen if t.startswith("benchlab:")]
     order = ["floor", "benchlab"] + variants + ["wrk", "h2load", "ab"]
-    names = {"keepalive": "keep-alive", "close": "a new connection per request"}
-    for sc in [s for s in ["keepalive", "close"] if any(r["scenario"] == s for r in rows)]:
+    names = {"keepalive": "keep-alive", "close": "a new connection per request", "h2": "HTTP/2 (h2c)"}
+    for sc in [s for s in ["keepalive", "close", "h2"] if any(r["scenario"] == s for r in rows)]:
         rs = [r for r in rows if r["scenario"] == sc]
         r0 = rs[0]
-        print(f"\n== {names[sc]}: {r0['conns']} connections, {r0['dur_s']} s runs, "
+        streams = f" × {r0['streams']} streams" if sc == "h2" and r0.get("streams") else ""
+        print(f"\n== {names[sc]}: {r0['conns']} connections{streams}, {r0['dur_s']} s runs, "
               f"client CPUs {r0['client_cpus']}, server CPUs {r0['server_cpus']} ==")
         stats = {}
         for t in order:
@@ -340,7 +344,7 @@ def report(tsv):
         # than a ratio of medians.
         for t in [t for t in stats if t.startswith("benchlab") and stats[t] and "us_med" in stats[t]]:
             paired = []
-            for other in ("floor", "wrk"):
+            for other in ("floor", "wrk", "h2load"):
                 rr = []
                 for rep in sorted({r["repeat"] for r in rs}):
                     a = [float(r["us_per_req"]) for r in rs if r["repeat"] == rep and r["tool"] == t and r["status"] == "ok"]
@@ -413,6 +417,7 @@ if "$NGINX" -h 2>&1 | grep -q -- '-e filename'; then NGINX_ERR_FLAG=(-e "$TMP/lo
 
 start_nginx() {
   PORT=$(helper port)
+  H2_PORT=$(helper port)
   cat >"$TMP/nginx.conf" <<EOF
 $USER_LINE
 worker_processes $NGINX_WORKERS;
@@ -435,6 +440,10 @@ http {
     listen 127.0.0.1:$PORT;
     root $TMP/www;
   }
+  server {
+    listen 127.0.0.1:$H2_PORT http2;
+    root $TMP/www;
+  }
 }
 EOF
   taskset -c "$SERVER_CPUS" "$NGINX" -p "$TMP/" -c "$TMP/nginx.conf" "${NGINX_ERR_FLAG[@]}" \
@@ -455,6 +464,7 @@ if [[ -z $RESPONSE_BYTES ]]; then
   die "nginx did not come up"
 fi
 URL=http://127.0.0.1:$PORT$URL_PATH
+H2_URL=http://127.0.0.1:$H2_PORT$URL_PATH
 
 # ---------------------------------------------------------------- environment
 STAMP=$(date +%Y%m%d-%H%M%S)
@@ -480,7 +490,7 @@ cpu_model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || 
   if has_tool floor; then echo "floor:    $FLOOR_SRC/{floor,floor_close}.c, $(first_line gcc --version 2>/dev/null) -O2"; fi
 } | tee "$REPORT"
 
-printf 'time\tscenario\trepeat\ttool\tconns\tdur_s\tclient_cpus\tserver_cpus\trequests\terrors\tuser_s\tsys_s\twall_s\texit\tstatus\treq_per_s\tus_per_req\tserver_cpu_s\tother_cpu_s\tload1\tcmd\tvcsw\tivcsw\n' >"$TSV"
+printf 'time\tscenario\trepeat\ttool\tconns\tdur_s\tclient_cpus\tserver_cpus\trequests\terrors\tuser_s\tsys_s\twall_s\texit\tstatus\treq_per_s\tus_per_req\tserver_cpu_s\tother_cpu_s\tload1\tcmd\tvcsw\tivcsw\tstreams\n' >"$TSV"
 
 # ---------------------------------------------------------------- runs
 # tool_cmd TOOL SCENARIO: sets CMD (empty: the tool has no such mode).
@@ -489,9 +499,12 @@ tool_cmd() {
   if [[ $1 == benchlab:* ]]; then
     local name=${1#benchlab:} env_words
     read -ra env_words <<<"${VARIANT_ENV[$name]}"
-    CMD=(env "${env_words[@]}" "${VARIANT_BIN[$name]}" http --json --threads "$CONNS" --os-threads 1 --duration "${DUR}s")
-    [[ $2 == close ]] && CMD+=(--http 1.0)
-    CMD+=("$URL")
+    CMD=(env "${env_words[@]}" "${VARIANT_BIN[$name]}" http --json --os-threads 1 --duration "${DUR}s")
+    case $2 in
+      close) CMD+=(--threads "$CONNS" --http 1.0 "$URL") ;;
+      h2) CMD+=(--http 2 --connections "$CONNS" --streams "$STREAMS" "$H2_URL") ;;
+      *) CMD+=(--threads "$CONNS" "$URL") ;;
+    esac
     return
   fi
   case $1:$2 in
@@ -503,6 +516,9 @@ tool_cmd() {
     wrk:close)          CMD=(wrk -t1 "-c$CONNS" "-d${DUR}s" -H 'Connection: close' "$URL") ;;
     h2load:keepalive)   CMD=(h2load --h1 -c "$CONNS" -t 1 -D "$DUR" "$URL") ;;
     h2load:close)       ;;  # h2load has no connection-per-request mode
+    benchlab:h2)        CMD=("$BENCHLAB" http --json --http 2 --connections "$CONNS" --streams "$STREAMS" --os-threads 1 --duration "${DUR}s" "$H2_URL") ;;
+    h2load:h2)          CMD=(h2load -c "$CONNS" -m "$STREAMS" -t 1 -D "$DUR" "$H2_URL") ;;
+    *:h2)               ;;  # HTTP/2: benchlab and h2load only
     ab:keepalive)       CMD=(ab -k -c "$CONNS" -t "$DUR" -n 100000000 "$URL") ;;
     ab:close)           CMD=(ab -c "$CONNS" -t "$DUR" -n 100000000 "$URL") ;;
   esac
@@ -531,8 +547,8 @@ for sc in $SCENARIOS; do
       tool_cmd "$tool" "$sc"
       ts=$(date +%H:%M:%S)
       if (( ${#CMD[@]} == 0 )); then
-        printf '%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t-1\t-1\t0\t0\t0\t-\tskip\t0\t0\t0\t0\t-\t-\n' \
-          "$ts" "$sc" "$rep" "$tool" "$CONNS" "$DUR" "$CLIENT_CPUS" "$SERVER_CPUS" >>"$TSV"
+        printf '%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t-1\t-1\t0\t0\t0\t-\tskip\t0\t0\t0\t0\t-\t-\t-\t-\t%s\n' \
+          "$ts" "$sc" "$rep" "$tool" "$CONNS" "$DUR" "$CLIENT_CPUS" "$SERVER_CPUS" "$STREAMS" >>"$TSV"
         continue
       fi
       base=$LOGS/$sc-$rep-${tool/:/-}
@@ -554,9 +570,9 @@ for sc in $SCENARIOS; do
       read -r rate us < <(python3 -c 'import sys; u,s,r,d=map(float,sys.argv[1:]); print(f"{r/d:.1f}", f"{(u+s)*1e6/r:.3f}" if r>0 else "0")' \
         "$user" "$sys" "$reqs" "$DUR")
       load1=$(cut -d' ' -f1 /proc/loadavg)
-      printf '%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+      printf '%s\t%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$ts" "$sc" "$rep" "$tool" "$CONNS" "$DUR" "$CLIENT_CPUS" "$SERVER_CPUS" "$reqs" "$errs" \
-        "$user" "$sys" "$wall" "$code" "$status" "$rate" "$us" "$server_s" "$other_s" "$load1" "${CMD[*]}" "$vcsw" "$ivcsw" >>"$TSV"
+        "$user" "$sys" "$wall" "$code" "$status" "$rate" "$us" "$server_s" "$other_s" "$load1" "${CMD[*]}" "$vcsw" "$ivcsw" "$STREAMS" >>"$TSV"
       printf '%-9s %-9s rep %d/%d  %10s req/s  %7s µs/req  user %ss sys %ss  others %ss  %s\n' \
         "$sc" "$tool" "$rep" "$REPEATS" "$rate" "$us" "$user" "$sys" "$other_s" "$status"
     done

@@ -45,6 +45,8 @@ requirements=(
   "libsmbclient|/usr/lib/x86_64-linux-gnu/libsmbclient.so.0,/usr/lib/aarch64-linux-gnu/libsmbclient.so.0|smb:// targets: Samba's client library, loaded at run time"
   "dbench|dbench|file-suite tests replay its client.txt; bench/dbench-vs-benchlab.sh"
   "iproute2|ip|agents.rs: test systems in network namespaces (ip netns, veth pairs)"
+  "h2o|h2o|HTTP/2 tests: h2o over h2c and TLS (crates/cli/tests/http2.rs)"
+  "nghttp2-client|h2load|bench/vs-peers.sh: the HTTP/2 row against h2load"
 )
 
 # Is `probe` satisfied? A comma-separated list of alternatives, each an

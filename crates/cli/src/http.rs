@@ -8,8 +8,8 @@ use benchlab_controller::peak::{PeakSearch, SearchLimits, Step, StepKind};
 use benchlab_controller::plan::{ClientPlan as DataPlan, UrlList};
 use benchlab_controller::{drive_mix, ClientEnd, ClientPool, InProcess};
 use benchlab_engine::{
-    probe_from, sys, Arrival, ClassPlan, ClientPlan, ConnectionPolicy, Expect, Load, OpenLoop, PlanError, Scheme, Stop,
-    Target, TlsOptions, UrlPlan,
+    probe_from, sys, Arrival, ClassPlan, ClientPlan, ConnectionPolicy, Expect, H2Plan, Load, OpenLoop, PlanError,
+    Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -29,6 +29,10 @@ pub enum HttpMode {
     /// HTTP/1.1 (persistent connections per --persistent-percent).
     #[value(name = "1.1")]
     Http11,
+    /// HTTP/2: over TLS with ALPN `h2` for https:// URLs, cleartext with
+    /// prior knowledge (h2c) for http:// URLs; see --connections, --streams.
+    #[value(name = "2")]
+    Http2,
 }
 
 /// How an open loop (`--rate`) spaces its sends.
@@ -134,6 +138,21 @@ pub struct HttpArgs {
     /// connection; the last says `Connection: close` [default: unlimited].
     #[arg(long, value_parser = args::range, value_name = "MIN[..MAX]")]
     requests_per_connection: Option<(u32, u32)>,
+
+    /// --http 2: connections of the run; the virtual users are
+    /// --connections × --streams [default: --threads ÷ --streams, rounded up].
+    #[arg(long, value_name = "C", conflicts_with = "threads")]
+    connections: Option<u32>,
+
+    /// --http 2: concurrent streams per connection at most (h2load's -m);
+    /// the server's SETTINGS_MAX_CONCURRENT_STREAMS may lower it.
+    #[arg(long, default_value_t = 1, value_name = "S")]
+    streams: u32,
+
+    /// --http 2: flow-control window granted per stream and per
+    /// connection, in bytes [default: 2^30 - 1, as h2load's].
+    #[arg(long = "h2-window", value_name = "BYTES")]
+    h2_window: Option<u32>,
 
     /// Share of HTTP/1.1 connections that are persistent; the others carry
     /// one request with `Connection: close`.
@@ -241,6 +260,41 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     if a.threads == 0 {
         return Err(usage("--threads must be at least 1".into()));
     }
+    let http2 = if a.http == HttpMode::Http2 {
+        if a.streams == 0 || a.connections == Some(0) {
+            return Err(usage("--connections and --streams must be at least 1".into()));
+        }
+        if a.rate.is_some() || search.is_some() {
+            return Err(usage(
+                "--http 2 runs closed-loop users only so far: drop --rate and --find-peak".into(),
+            ));
+        }
+        if a.http10_percent.is_some_and(|p| p > 0) {
+            return Err(usage("--http10-percent applies to HTTP/1 runs, not --http 2".into()));
+        }
+        let window = a.h2_window.unwrap_or(H2Plan::DEFAULT_WINDOW);
+        if window == 0 || window > i32::MAX as u32 {
+            return Err(usage(format!("--h2-window {window}: expected 1 to 2147483647 bytes")));
+        }
+        Some(H2Plan {
+            connections: a.connections.unwrap_or(a.threads.div_ceil(a.streams)),
+            streams: a.streams,
+            window,
+            classes: 0,
+        })
+    } else {
+        if a.connections.is_some() || a.h2_window.is_some() || a.streams != 1 {
+            return Err(usage(
+                "--connections, --streams and --h2-window apply to --http 2".into(),
+            ));
+        }
+        None
+    };
+    // With --connections, the users are the streams they allow.
+    let users = match (http2, a.connections) {
+        (Some(h2), Some(c)) => c.saturating_mul(h2.streams),
+        _ => a.threads,
+    };
     let load = match a.rate {
         None => Load::Closed,
         Some(r) if !(r > 0.0 && r <= OpenLoop::MAX_RATE) => {
@@ -319,7 +373,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
 
     let source_addresses = a.source_addresses.clone().map(|x| x.0).unwrap_or_default();
     let slots = match load {
-        Load::Closed => a.threads,
+        Load::Closed => users,
         Load::Open(o) => o.max_in_flight,
     };
     sys::check_capacity(slots as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
@@ -336,7 +390,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         for (i, u) in urls.iter_mut().enumerate() {
             // From the load's own source addresses, in turn.
             let source = (!source_addresses.is_empty()).then(|| source_addresses[i % source_addresses.len()]);
-            let r = probe_from(&u.target, source, &a.headers, &tls, a.timeout).map_err(|e| {
+            let r = if http2.is_some() {
+                benchlab_engine::h2::probe_h2(&u.target, source, &a.headers, &tls, a.timeout)
+            } else {
+                probe_from(&u.target, source, &a.headers, &tls, a.timeout)
+            };
+            let r = r.map_err(|e| {
                 // A TLS failure says what to try itself.
                 let advice = if e.kind == benchlab_engine::ErrorKind::Tls {
                     ""
@@ -381,10 +440,11 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let (http10_percent, http10_keepalive) = match a.http {
         HttpMode::Http10 => (a.http10_percent.unwrap_or(100), false),
         HttpMode::Http10KeepAlive => (a.http10_percent.unwrap_or(100), true),
-        HttpMode::Http11 => (a.http10_percent.unwrap_or(0), false),
+        HttpMode::Http11 | HttpMode::Http2 => (a.http10_percent.unwrap_or(0), false),
     };
     let mut plan = ClientPlan::new(urls, classes);
-    plan.virtual_users = a.threads;
+    plan.virtual_users = users;
+    plan.http2 = http2;
     plan.load = load;
     // After pinning: the default counts only the CPUs pinned to.
     plan.os_threads = a.os_threads.unwrap_or_else(sys::usable_cpus).max(1);

@@ -94,9 +94,37 @@ pub struct HttpResult {
     /// was kept. `latency_us` then counts from intended send times.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoopResult>,
+    /// `--http 2` only (absent for HTTP/1): connections, streams, the
+    /// server's SETTINGS and the HTTP/2 counts of docs/counting.md.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Result>,
     /// What benchlab warned about (also printed on stderr).
     pub warnings: Vec<String>,
 }
+
+/// What an HTTP/2 run used and met.
+#[derive(Debug, Clone, Serialize)]
+pub struct Http2Result {
+    /// Connections and concurrent streams per connection configured.
+    pub connections: u32,
+    pub streams: u32,
+    /// Flow-control window benchlab granted per stream and connection.
+    pub window: u32,
+    /// The server's SETTINGS (as its first connection received them);
+    /// `null` when no connection got that far.
+    pub server_settings: Option<benchlab_engine::h2::conn::PeerSettings>,
+    /// Streams opened (requests sent), GOAWAY frames received.
+    pub streams_opened: u64,
+    pub goaways: u64,
+    /// Connection-level frame bytes received (SETTINGS, PING,
+    /// WINDOW_UPDATE, GOAWAY...), not in `bytes`.
+    pub connection_frame_bytes: u64,
+    /// RST_STREAM frames that ended a request, by error code name
+    /// (non-zero codes only).
+    pub stream_resets: std::collections::BTreeMap<String, u64>,
+}
+
+use benchlab_results::h2_code_name;
 
 /// Errors by kind with every canonical kind present (zeros included), in
 /// the order of docs/counting.md, so consumers never meet a missing key.
@@ -254,6 +282,22 @@ impl HttpResult {
             users_waiting: report.users_waiting,
             request_kinds: request_kinds(&shares),
             open_loop,
+            http2: plan.http2.map(|h| Http2Result {
+                connections: h.connections,
+                streams: h.streams,
+                window: h.window,
+                server_settings: report.h2_settings,
+                streams_opened: conn.h2_streams,
+                goaways: conn.h2_goaways,
+                connection_frame_bytes: conn.h2_connection_bytes,
+                stream_resets: conn
+                    .stream_reset_codes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(code, n)| (h2_code_name(code).to_string(), *n))
+                    .collect(),
+            }),
             warnings,
         }
     }
@@ -266,6 +310,19 @@ pub use benchlab_format::{mbit_per_sec, mbytes_per_sec, mean_us, plural, request
 pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
     let c = plan.connection;
     let conn = match mode {
+        HttpMode::Http2 => {
+            let h2 = plan.http2.unwrap_or_default();
+            let tls = plan
+                .urls
+                .iter()
+                .any(|u| u.target.scheme == benchlab_engine::Scheme::Https);
+            format!(
+                "HTTP/2 ({}), {} × {} at most",
+                if tls { "TLS, ALPN h2" } else { "h2c, prior knowledge" },
+                plural(h2.connections.into(), "connection", "connections"),
+                plural(h2.streams.into(), "stream", "streams")
+            )
+        }
         HttpMode::Http10 if c.http10_percent == 100 => "HTTP/1.0, a connection per request".to_string(),
         HttpMode::Http10KeepAlive if c.http10_percent == 100 => "HTTP/1.0 keep-alive".to_string(),
         _ => {
@@ -407,7 +464,42 @@ pub fn human(r: &HttpResult) -> String {
             )
         })
         .collect();
-    let _ = writeln!(o, "  HTTP         {}", kinds.join("; "));
+    match &r.http2 {
+        Some(h) => {
+            let server = match &h.server_settings {
+                Some(s) => format!(
+                    "; server: {} concurrent streams, window {}, frames up to {}",
+                    s.max_concurrent_streams
+                        .map_or("unlimited".to_string(), |n| thousands(n.into())),
+                    thousands(s.initial_window_size.into()),
+                    thousands(s.max_frame_size.into())
+                ),
+                None => String::new(),
+            };
+            let resets: Vec<String> = h
+                .stream_resets
+                .iter()
+                .map(|(k, n)| format!("{k} {}", thousands(*n)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "  HTTP/2       {} × {}, {} opened, {}, {} connection-level frame bytes{server}{}",
+                plural(h.connections.into(), "connection", "connections"),
+                plural(h.streams.into(), "stream", "streams"),
+                plural(h.streams_opened, "stream", "streams"),
+                plural(h.goaways, "GOAWAY", "GOAWAYs"),
+                thousands(h.connection_frame_bytes),
+                if resets.is_empty() {
+                    String::new()
+                } else {
+                    format!("; stream resets: {}", resets.join(", "))
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(o, "  HTTP         {}", kinds.join("; "));
+        }
+    }
     if r.users_waiting > 0 {
         let _ = writeln!(
             o,

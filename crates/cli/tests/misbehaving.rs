@@ -36,7 +36,7 @@ use common::{free_port, http_json, run_benchlab, u};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-const KINDS: [&str; 11] = [
+const KINDS: [&str; 14] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -48,6 +48,9 @@ const KINDS: [&str; 11] = [
     "header_too_large",
     "tls",
     "bind",
+    "stream_reset",
+    "goaway",
+    "flow_control",
 ];
 
 /// Runs `benchlab http --json ARGS` (exit 0 required) and times it.

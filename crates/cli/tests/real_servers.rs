@@ -33,6 +33,9 @@ const ERROR_KINDS: &[&str] = &[
     "header_too_large",
     "tls",
     "bind",
+    "stream_reset",
+    "goaway",
+    "flow_control",
 ];
 
 /// Runs `benchlab http --json ARGS` (which must exit 0) and checks the

@@ -491,6 +491,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("ss", "iproute2"),
     ("smbd", "samba"),
     ("dbench", "dbench"),
+    ("h2o", "h2o"),
     ("taskset", ""),
     ("setpriv", ""),
     ("sh", ""),

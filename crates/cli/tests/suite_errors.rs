@@ -45,6 +45,24 @@ const CASES: &[Case] = &[
         column: 11,
         phrases: &["arrival `burst`: expected \"constant\" or \"poisson\""],
     },
+    Case {
+        file: "http_unknown.toml",
+        line: 18,
+        column: 8,
+        phrases: &["http `3`: expected \"1.1\" or \"2\""],
+    },
+    Case {
+        file: "class_http_unknown.toml",
+        line: 13,
+        column: 8,
+        phrases: &["http `h3`: expected \"1.1\" or \"2\""],
+    },
+    Case {
+        file: "http2_with_http10.toml",
+        line: 19,
+        column: 8,
+        phrases: &["http = \"2\" with http10_percent above 0"],
+    },
     // [defaults]' think time reaches an open-loop mix.
     Case {
         file: "rate_with_think_time.toml",

@@ -125,6 +125,7 @@ fn main() {
         source_addresses: Vec::new(),
         tls: Default::default(),
         seed: 1,
+        http2: None,
     };
     let plans = vec![plan; clients];
     let cpu0 = thread_cpu();

@@ -210,6 +210,7 @@ mod tests {
             source_addresses: Vec::new(),
             tls: Default::default(),
             seed: 1,
+            http2: None,
         };
         let err = pool.driver(0).start(plan, SystemTime::now()).err();
         assert!(matches!(err, Some(DriverError::UnknownUrls(id)) if id == "xxh3:0000000000000000"));

@@ -147,6 +147,9 @@ pub struct ClientPlan {
     /// TLS options; a CA file is a path on the client's host.
     pub tls: TlsOptions,
     pub seed: u64,
+    /// HTTP/2 (`None`: HTTP/1 by `connection`).
+    #[serde(default)]
+    pub http2: Option<benchlab_engine::H2Plan>,
 }
 
 impl ClientPlan {
@@ -170,6 +173,7 @@ impl ClientPlan {
             source_addresses: plan.source_addresses.clone(),
             tls: plan.tls.clone(),
             seed: plan.seed,
+            http2: plan.http2,
         }
     }
 
@@ -191,6 +195,7 @@ impl ClientPlan {
         plan.source_addresses = self.source_addresses.clone();
         plan.tls = self.tls.clone();
         plan.seed = self.seed;
+        plan.http2 = self.http2;
         plan
     }
 }
@@ -261,6 +266,12 @@ mod tests {
                 ca_file: Some("/etc/lab/ca.pem".into()),
             },
             seed: u64::MAX - 7,
+            http2: Some(benchlab_engine::H2Plan {
+                connections: 3,
+                streams: 10,
+                window: 65_535,
+                classes: 0,
+            }),
         };
         let text = serde_json::to_string(&plan).expect("JSON");
         assert_eq!(serde_json::from_str::<ClientPlan>(&text).expect("back"), plan);

@@ -148,6 +148,8 @@ struct PhasePlan {
     classes: Vec<ClassPlan>,
     /// Per class: name, kind, SPI, percent, drawn from a file set.
     class_info: Vec<(String, ClassKind, Option<String>, f64, bool)>,
+    /// Classes that say `http = "2"` (bit i: class i).
+    h2_classes: u64,
 }
 
 fn resolve_phase(
@@ -163,7 +165,17 @@ fn resolve_phase(
     let mut urls = Vec::new();
     let mut classes = Vec::new();
     let mut class_info = Vec::new();
+    let mut h2_classes = 0u64;
     for (ci, c) in w.classes.iter().enumerate() {
+        if c.http2 {
+            if ci >= 64 {
+                return Err(ControllerError::Input(format!(
+                    "class {}: `http = \"2\"` is supported on the first 64 classes of a workload",
+                    c.name
+                )));
+            }
+            h2_classes |= 1 << ci;
+        }
         let resolved = c.resolve(target, filesets).map_err(ControllerError::Input)?;
         classes.push(ClassPlan { name: c.name.clone() });
         let from_fileset = matches!(c.source, benchlab_model::UrlSource::Fileset(_));
@@ -200,6 +212,7 @@ fn resolve_phase(
         urls,
         classes,
         class_info,
+        h2_classes,
     })
 }
 
@@ -223,6 +236,7 @@ fn preflight(
     plan: &PhasePlan,
     source: Option<IpAddr>,
     tls: &TlsOptions,
+    http2: bool,
     observer: &mut dyn Observer,
 ) -> Result<(), ControllerError> {
     let mut checked = 0;
@@ -230,7 +244,14 @@ fn preflight(
         for i in preflight_sample(&plan.urls, class, info.4) {
             let u = &plan.urls[i];
             checked += 1;
-            let r = probe_from(&u.target, source, &[], tls, Duration::from_secs(10)).map_err(|e| {
+            // Over HTTP/2 when every mix of the phase speaks it, or the
+            // class does: an h2c listener answers nothing else.
+            let r = if http2 || (class < 64 && plan.h2_classes & (1 << class) != 0) {
+                benchlab_engine::h2::probe_h2(&u.target, source, &[], tls, Duration::from_secs(10))
+            } else {
+                probe_from(&u.target, source, &[], tls, Duration::from_secs(10))
+            };
+            let r = r.map_err(|e| {
                 // A TLS failure says what to try itself.
                 let advice = if e.kind == benchlab_engine::ErrorKind::Tls {
                     ""
@@ -475,7 +496,8 @@ fn run_inner(
     for (i, (plan, p)) in phases.iter().zip(&suite.phases).enumerate() {
         let checked = check_client_addresses(suite, i, plan).and_then(|()| {
             if opts.preflight {
-                preflight(plan, client_address(suite, plan, 0), &opts.tls, observer)
+                let http2 = !p.mixes.is_empty() && p.mixes.iter().all(|&m| suite.mixes[m].params.http2);
+                preflight(plan, client_address(suite, plan, 0), &opts.tls, http2, observer)
             } else {
                 Ok(())
             }
@@ -984,6 +1006,14 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
                 source_addresses: client_address(suite, phase, c).into_iter().collect(),
                 tls: opts.tls.clone(),
                 seed: rng.next_u64(),
+                // A mix's `http = "2"` makes every class HTTP/2; otherwise
+                // the classes that say so are (the client splits its users).
+                http2: (p.http2 || phase.h2_classes != 0).then(|| benchlab_engine::H2Plan {
+                    connections: p.threads_per_client.div_ceil(p.streams_per_connection),
+                    streams: p.streams_per_connection,
+                    window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
+                    classes: if p.http2 { 0 } else { phase.h2_classes },
+                }),
             }
         })
         .collect()
@@ -1425,6 +1455,34 @@ fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPla
         tls_resumptions: conn.tls_resumptions,
         client_cpu_s: round(cpu.as_secs_f64(), 3),
         client_cpu: ClientCpu::default(),
+        http2: (p.http2 || phase.h2_classes != 0).then(|| benchlab_results::MixHttp2 {
+            connections: {
+                let h2 = benchlab_engine::H2Plan {
+                    classes: if p.http2 { 0 } else { phase.h2_classes },
+                    ..Default::default()
+                };
+                let users = h2.users(&phase.urls, p.threads_per_client);
+                u64::from(users.div_ceil(p.streams_per_connection)) * u64::from(mix.clients)
+            },
+            classes: phase
+                .classes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| p.http2 || (*i < 64 && phase.h2_classes & (1 << i) != 0))
+                .map(|(_, c)| c.name.clone())
+                .collect(),
+            streams_per_connection: p.streams_per_connection,
+            streams_opened: conn.h2_streams,
+            goaways: conn.h2_goaways,
+            connection_frame_bytes: conn.h2_connection_bytes,
+            stream_resets: conn
+                .stream_reset_codes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(code, n)| (benchlab_results::h2_code_name(code).to_string(), *n))
+                .collect(),
+        }),
         params: ParamsResult {
             delay_s: p.delay.as_secs_f64(),
             ramp_up_s: p.ramp_up.as_secs_f64(),
@@ -1623,6 +1681,7 @@ mod fake_clients {
             users_arrived: 1,
             users_waiting: 0,
             peak_connections: 0,
+            h2_settings: None,
             threads_lost: 0,
         }
     }
@@ -1752,6 +1811,8 @@ mod fake_clients {
                 http10_keepalive: false,
                 persistent_percent: 100,
                 requests_per_connection: None,
+                http2: false,
+                streams_per_connection: 1,
                 timeout: Duration::from_secs(5),
                 workload: "w".into(),
                 target: "http://127.0.0.1:1".into(),
@@ -1766,6 +1827,7 @@ mod fake_clients {
             urls: Vec::new().into(),
             classes,
             class_info: vec![("static".into(), ClassKind::Static, None, 100.0, false)],
+            h2_classes: 0,
         }
     }
 
@@ -1789,6 +1851,7 @@ mod fake_clients {
             source_addresses: vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, c as u8 + 1))],
             tls: TlsOptions::default(),
             seed: c as u64,
+            http2: None,
         };
         (0..n).map(suite_plan).collect()
     }

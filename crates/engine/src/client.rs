@@ -97,16 +97,21 @@ pub struct ClientReport {
     /// figures are missing from this report. Always 0 unless benchlab has a
     /// bug; the run still ends on time and says so.
     pub threads_lost: usize,
+    /// HTTP/2: the server's SETTINGS as its first connection received them
+    /// (`None` for HTTP/1, or when no connection got that far).
+    pub h2_settings: Option<crate::h2::conn::PeerSettings>,
 }
 
 /// Handle to set a running client's stop flag from anywhere (a Ctrl-C
 /// handler, the controller).
 #[derive(Debug, Clone)]
-pub struct Stopper(Arc<Shared>);
+pub struct Stopper(Vec<Arc<Shared>>);
 
 impl Stopper {
     pub fn stop(&self) {
-        self.0.stop.store(true, Ordering::Relaxed);
+        for s in &self.0 {
+            s.stop.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -114,6 +119,9 @@ impl Stopper {
 #[derive(Debug)]
 pub struct Client {
     shared: Arc<Shared>,
+    /// A mixed HTTP/1 and HTTP/2 client: the HTTP/2 users' state (their
+    /// own plan and URL picks; `shared` is then the HTTP/1 users').
+    h2_shared: Option<Arc<Shared>>,
     threads: Vec<JoinHandle<()>>,
     rx: Receiver<Snapshot>,
     collector: Collector,
@@ -123,7 +131,14 @@ impl Client {
     /// Validates `plan` and starts its worker threads; load begins at
     /// `start_at` (which may be in the future, for a common start).
     pub fn start(plan: ClientPlan, start_at: Instant) -> Result<Client, EngineError> {
-        let os_threads = plan.os_threads.min(plan.slots() as usize).max(1);
+        if plan.http2.is_some_and(|h| plan.urls.iter().any(|u| !h.speaks(u.class))) {
+            return Client::start_mixed(plan, start_at);
+        }
+        let mut os_threads = plan.os_threads.min(plan.slots() as usize).max(1);
+        if let Some(h2) = plan.http2 {
+            // HTTP/2 spreads connections, not users, over the threads.
+            os_threads = os_threads.min(h2.connections as usize).max(1);
+        }
         let vus = plan.slots();
         let classes = plan.classes.len();
         let mut plan = plan;
@@ -134,6 +149,73 @@ impl Client {
         for t in 0..os_threads {
             // Spread virtual users evenly: the first `vus % n` threads get one more.
             let share = vus / os_threads as u32 + u32::from((t as u32) < vus % os_threads as u32);
+            let name = format!("benchlab-worker-{t}");
+            let h = if shared.plan.http2.is_some() {
+                let worker =
+                    crate::h2::worker::H2Worker::new(Arc::clone(&shared), t, tx.clone()).map_err(EngineError::Spawn)?;
+                std::thread::Builder::new().name(name).spawn(move || worker.run())
+            } else {
+                let worker = Worker::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
+                std::thread::Builder::new().name(name).spawn(move || worker.run())
+            }
+            .map_err(EngineError::Spawn)?;
+            threads.push(h);
+        }
+        Ok(Client {
+            shared,
+            h2_shared: None,
+            threads,
+            rx,
+            collector: Collector::new(classes, os_threads),
+        })
+    }
+
+    /// A client of HTTP/1 and HTTP/2 classes: its users split between the
+    /// protocols by the URL weights of each (at least one user each), a
+    /// user keeping its protocol all run; each protocol runs on event loops
+    /// of its own (at least one each), all reporting to one collector, so
+    /// the client's figures are one as for any client.
+    fn start_mixed(plan: ClientPlan, start_at: Instant) -> Result<Client, EngineError> {
+        plan.validate()?;
+        let Some(h2) = plan.http2 else {
+            return Err(PlanError::Invalid("no HTTP/2 classes".into()).into());
+        };
+        if let crate::plan::Load::Open(_) = plan.load {
+            return Err(PlanError::Invalid("an open loop runs on HTTP/1 only so far".into()).into());
+        }
+        let (h2_urls, h1_urls): (Vec<_>, Vec<_>) = plan.urls.iter().cloned().partition(|u| h2.speaks(u.class));
+        let weight = |urls: &[crate::plan::UrlPlan]| urls.iter().map(|u| u.weight).sum::<f64>();
+        let users = plan.virtual_users;
+        if users < 2 {
+            return Err(PlanError::Invalid(
+                "HTTP/1 and HTTP/2 classes in one client need at least 2 users (one of each protocol)".into(),
+            )
+            .into());
+        }
+        let share = weight(&h2_urls) / (weight(&h2_urls) + weight(&h1_urls));
+        let h2_users = h2.users(&plan.urls, users);
+        let threads = plan.os_threads.max(2);
+        let h2_threads = ((threads as f64 * share).round() as usize).clamp(1, threads - 1);
+        let mut p1 = plan.clone();
+        p1.urls = h1_urls.into();
+        p1.http2 = None;
+        p1.virtual_users = users - h2_users;
+        p1.os_threads = (threads - h2_threads).min(p1.virtual_users as usize).max(1);
+        let mut p2 = plan;
+        p2.urls = h2_urls.into();
+        p2.virtual_users = h2_users;
+        let connections = h2_users.div_ceil(h2.streams);
+        p2.http2 = Some(crate::plan::H2Plan { connections, ..h2 });
+        p2.os_threads = h2_threads.min(connections as usize).max(1);
+        let classes = p1.classes.len();
+        let (n1, n2) = (p1.os_threads, p2.os_threads);
+        let vus = p1.virtual_users;
+        let shared = Arc::new(shared_for(p1, start_at)?);
+        let h2_shared = Arc::new(shared_for(p2, start_at)?);
+        let (tx, rx) = mpsc::channel();
+        let mut threads = Vec::with_capacity(n1 + n2);
+        for t in 0..n1 {
+            let share = vus / n1 as u32 + u32::from((t as u32) < vus % n1 as u32);
             let worker = Worker::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
             let h = std::thread::Builder::new()
                 .name(format!("benchlab-worker-{t}"))
@@ -141,21 +223,33 @@ impl Client {
                 .map_err(EngineError::Spawn)?;
             threads.push(h);
         }
+        for t in 0..n2 {
+            // Reported as threads n1.., after the HTTP/1 loops.
+            let worker = crate::h2::worker::H2Worker::new(Arc::clone(&h2_shared), t, tx.clone())
+                .map_err(EngineError::Spawn)?
+                .reporting_as(n1 + t);
+            let h = std::thread::Builder::new()
+                .name(format!("benchlab-h2-{t}"))
+                .spawn(move || worker.run())
+                .map_err(EngineError::Spawn)?;
+            threads.push(h);
+        }
         Ok(Client {
             shared,
+            h2_shared: Some(h2_shared),
             threads,
             rx,
-            collector: Collector::new(classes, os_threads),
+            collector: Collector::new(classes, n1 + n2),
         })
     }
 
     /// Asks every worker thread to stop at its next loop turn.
     pub fn stop(&self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
+        self.stopper().stop();
     }
 
     pub fn stopper(&self) -> Stopper {
-        Stopper(Arc::clone(&self.shared))
+        Stopper(std::iter::once(&self.shared).chain(&self.h2_shared).cloned().collect())
     }
 
     /// Waits up to `timeout` for the next completed second; `None` when
@@ -199,8 +293,10 @@ impl Client {
         }
         let collector = std::mem::replace(&mut self.collector, Collector::new(0, 0));
         let mut report = collector.into_report();
-        report.tls_error = self.shared.tls_error.get().cloned();
+        let all: Vec<&Arc<Shared>> = std::iter::once(&self.shared).chain(&self.h2_shared).collect();
+        report.tls_error = all.iter().find_map(|s| s.tls_error.get().cloned());
         report.peak_connections = self.shared.peak_connections.load(Ordering::Relaxed);
+        report.h2_settings = all.iter().find_map(|s| s.h2_settings.get().copied());
         report
     }
 }
@@ -354,6 +450,7 @@ impl Collector {
             users_waiting: self.users_waiting,
             peak_connections: 0,
             threads_lost: self.threads_lost,
+            h2_settings: None,
         }
     }
 }

@@ -368,6 +368,71 @@ pub struct ClientPlan {
     pub tls: TlsOptions,
     /// Seed for URL, version and connection-length draws.
     pub seed: u64,
+    /// HTTP/2 instead of HTTP/1 (docs/connections.md, "HTTP/2"); `None`:
+    /// HTTP/1 by `connection`.
+    pub http2: Option<H2Plan>,
+}
+
+/// How an HTTP/2 client uses its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct H2Plan {
+    /// Connections of the client; its virtual users are spread over them
+    /// (user j on connection j mod C).
+    pub connections: u32,
+    /// Concurrent streams per connection at most (the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS may lower it).
+    pub streams: u32,
+    /// Flow-control window benchlab grants per stream and per connection,
+    /// in bytes (h2load's default is 2³⁰ − 1).
+    pub window: u32,
+    /// The classes (bit i: class i) whose URLs speak HTTP/2; 0: every
+    /// class. With some classes left out the client is a mixed one: its
+    /// users are split between the two protocols in proportion to the URL
+    /// weights of each, a user speaking one protocol for the whole run (as
+    /// a browser does with a site), and each protocol gets event loops of
+    /// its own (`Client::start`).
+    #[serde(default)]
+    pub classes: u64,
+}
+
+impl H2Plan {
+    pub const DEFAULT_WINDOW: u32 = (1 << 30) - 1;
+}
+
+impl Default for H2Plan {
+    /// One connection with one stream and h2load's window.
+    fn default() -> Self {
+        H2Plan {
+            connections: 1,
+            streams: 1,
+            window: H2Plan::DEFAULT_WINDOW,
+            classes: 0,
+        }
+    }
+}
+
+impl H2Plan {
+    /// Of `users` users loading `urls`, those that speak HTTP/2: all of
+    /// them, or in a mixed client the HTTP/2 URLs' share of the weights,
+    /// rounded, at least one user of each protocol.
+    pub fn users(&self, urls: &[UrlPlan], users: u32) -> u32 {
+        let (mut h2, mut all) = (0.0, 0.0);
+        for u in urls {
+            all += u.weight;
+            if self.speaks(u.class) {
+                h2 += u.weight;
+            }
+        }
+        if h2 >= all || users < 2 {
+            return users;
+        }
+        ((f64::from(users) * h2 / all).round() as u32).clamp(1, users - 1)
+    }
+
+    /// Whether the URLs of `class` speak HTTP/2.
+    pub fn speaks(&self, class: usize) -> bool {
+        self.classes == 0 || (class < 64 && self.classes & (1 << class) != 0)
+    }
 }
 
 impl ClientPlan {
@@ -392,6 +457,7 @@ impl ClientPlan {
             source_addresses: Vec::new(),
             tls: TlsOptions::default(),
             seed: 1,
+            http2: None,
         }
     }
 
@@ -466,6 +532,40 @@ impl ClientPlan {
             let ok_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
             if !ok_name || value.bytes().any(|b| b == b'\r' || b == b'\n') {
                 return bad(format!("header `{name}: {value}`: expected `Name: value` on one line"));
+            }
+        }
+        if let Some(h2) = self.http2 {
+            if h2.connections == 0 || h2.streams == 0 {
+                return bad("HTTP/2 needs at least 1 connection and 1 stream per connection".into());
+            }
+            if h2.window == 0 || h2.window > crate::h2::frame::MAX_WINDOW {
+                return bad(format!("HTTP/2 window {}: expected 1 to 2147483647 bytes", h2.window));
+            }
+            if matches!(self.load, Load::Open(_)) {
+                return bad("an open loop (a rate) runs on HTTP/1 only so far; drop --rate for HTTP/2".into());
+            }
+            if self.connection.http10_percent > 0 {
+                return bad("HTTP/2 and a share of HTTP/1.0 connections cannot be mixed in one client".into());
+            }
+            // A connection carries streams of one origin: its users' URLs
+            // must all name it.
+            let mut h2_urls = self.urls.iter().filter(|u| h2.speaks(u.class));
+            let Some(first) = h2_urls.next().map(|u| &u.target) else {
+                return bad("HTTP/2 is asked for classes that have no URL".into());
+            };
+            let mixed = self.urls.iter().any(|u| !h2.speaks(u.class));
+            if mixed && matches!(self.stop, Stop::Requests(_)) {
+                return bad(
+                    "a client of HTTP/1 and HTTP/2 classes runs for a duration, not a number of requests".into(),
+                );
+            }
+            if let Some(other) = h2_urls.find(|u| {
+                u.target.scheme != first.scheme || u.target.addr != first.addr || u.target.authority != first.authority
+            }) {
+                return bad(format!(
+                    "HTTP/2 runs load one origin: {} and {} differ in scheme, host or port",
+                    first.url, other.target.url
+                ));
             }
         }
         if let Stop::Requests(0) = self.stop {
@@ -683,6 +783,47 @@ mod tests {
         assert!(p.validate().is_err());
         p.connection.requests_per_connection = None;
         p.headers.push(("Bad\r\nName".into(), "v".into()));
+        assert!(p.validate().is_err());
+    }
+
+    #[test]
+    fn http2_plans_name_one_origin() {
+        let mut p = plan("http://127.0.0.1:81/a");
+        p.http2 = Some(H2Plan {
+            connections: 1,
+            streams: 4,
+            window: H2Plan::DEFAULT_WINDOW,
+            classes: 0,
+        });
+        assert!(p.validate().is_ok());
+        let mut urls = p.urls.to_vec();
+        urls.push(UrlPlan {
+            target: Target::parse("http://127.0.0.1:82/b").unwrap(),
+            ..urls[0].clone()
+        });
+        p.urls = urls.into();
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("HTTP/2 runs load one origin"), "{e}");
+        // Class 1 over HTTP/2 at a quarter of the weight: 2 of 8 users;
+        // never none of either protocol.
+        let h2 = H2Plan {
+            classes: 1 << 1,
+            ..H2Plan::default()
+        };
+        let mut urls = p.urls.to_vec();
+        urls[0].weight = 3.0;
+        urls[1].class = 1;
+        assert!(h2.speaks(1) && !h2.speaks(0) && H2Plan::default().speaks(0));
+        assert_eq!(h2.users(&urls, 8), 2);
+        assert_eq!(h2.users(&urls, 2), 1);
+        urls[1].weight = 0.001;
+        assert_eq!(h2.users(&urls, 100), 1);
+        p.http2 = Some(H2Plan {
+            connections: 0,
+            streams: 4,
+            window: 1,
+            classes: 0,
+        });
         assert!(p.validate().is_err());
     }
 

@@ -32,7 +32,7 @@ pub struct ProbeError {
     pub message: String,
 }
 
-fn perr(kind: ErrorKind, message: impl Into<String>) -> ProbeError {
+pub(crate) fn perr(kind: ErrorKind, message: impl Into<String>) -> ProbeError {
     ProbeError {
         kind,
         message: message.into(),
@@ -171,7 +171,7 @@ pub fn probe_from(
 
 /// Connects within `timeout`, bound to `source` when given. A failed bind
 /// is the outer error (kind `bind`); the connect's own result is inside.
-fn connect_from(
+pub(crate) fn connect_from(
     addr: SocketAddr,
     source: Option<IpAddr>,
     timeout: Duration,
@@ -190,7 +190,7 @@ trait ReadWrite: Read + Write {}
 impl<T: Read + Write> ReadWrite for T {}
 
 /// A failed TLS handshake, told in words (see [`crate::tls::explain`]).
-fn tls_failure(e: io::Error, target: &Target, opts: &TlsOptions) -> ProbeError {
+pub(crate) fn tls_failure(e: io::Error, target: &Target, opts: &TlsOptions) -> ProbeError {
     if let Some(m) = crate::tls::explain_io(&e, &target.host, opts) {
         return perr(ErrorKind::Tls, m);
     }
@@ -202,7 +202,7 @@ fn tls_failure(e: io::Error, target: &Target, opts: &TlsOptions) -> ProbeError {
     }
 }
 
-fn io_kind(e: io::Error, doing: &str) -> ProbeError {
+pub(crate) fn io_kind(e: io::Error, doing: &str) -> ProbeError {
     let kind = match e.kind() {
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ErrorKind::Timeout,
         io::ErrorKind::InvalidData => ErrorKind::Tls,

@@ -40,11 +40,20 @@ pub enum ErrorKind {
     /// The client could not bind its source address (or find a free local
     /// port for it): a failure of the load generator, not of the server.
     Bind,
+    /// HTTP/2: the server reset the stream (RST_STREAM); the codes are
+    /// counted in [`ConnCounters::stream_reset_codes`].
+    StreamReset,
+    /// HTTP/2: the server's GOAWAY refused the stream, and refused it
+    /// again on the new connection it was retried on.
+    GoAway,
+    /// HTTP/2: flow control broke (the server sent beyond benchlab's
+    /// window, or set a window over 2³¹ − 1).
+    FlowControl,
 }
 
 impl ErrorKind {
     /// Number of kinds.
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 14;
     /// All kinds, in the documented order.
     pub const ALL: [ErrorKind; Self::COUNT] = [
         ErrorKind::ConnectRefused,
@@ -58,6 +67,9 @@ impl ErrorKind {
         ErrorKind::HeaderTooLarge,
         ErrorKind::Tls,
         ErrorKind::Bind,
+        ErrorKind::StreamReset,
+        ErrorKind::GoAway,
+        ErrorKind::FlowControl,
     ];
 
     /// The name used in JSON, CSV and reports.
@@ -74,6 +86,9 @@ impl ErrorKind {
             ErrorKind::HeaderTooLarge => "header_too_large",
             ErrorKind::Tls => "tls",
             ErrorKind::Bind => "bind",
+            ErrorKind::StreamReset => "stream_reset",
+            ErrorKind::GoAway => "goaway",
+            ErrorKind::FlowControl => "flow_control",
         }
     }
 }
@@ -280,6 +295,17 @@ pub struct ConnCounters {
     /// Open loop: sends that found every request slot busy (the cap on
     /// requests in flight) and had to wait for one.
     pub in_flight_waits: u64,
+    /// HTTP/2: streams opened (requests sent).
+    pub h2_streams: u64,
+    /// HTTP/2: connection-level frame bytes received (SETTINGS, PING,
+    /// WINDOW_UPDATE, GOAWAY, PRIORITY, frames of streams already ended),
+    /// counted apart from any request's `bytes`.
+    pub h2_connection_bytes: u64,
+    /// HTTP/2: GOAWAY frames received.
+    pub h2_goaways: u64,
+    /// HTTP/2: RST_STREAM frames that ended a request, by error code
+    /// (index = code, 0x0–0xd; index 14 holds codes beyond).
+    pub stream_reset_codes: [u64; 15],
 }
 
 impl ConnCounters {
@@ -294,6 +320,12 @@ impl ConnCounters {
         self.sends += o.sends;
         self.late_sends += o.late_sends;
         self.in_flight_waits += o.in_flight_waits;
+        self.h2_streams += o.h2_streams;
+        self.h2_connection_bytes += o.h2_connection_bytes;
+        self.h2_goaways += o.h2_goaways;
+        for (a, b) in self.stream_reset_codes.iter_mut().zip(o.stream_reset_codes.iter()) {
+            *a += b;
+        }
     }
 }
 
@@ -475,7 +507,10 @@ mod tests {
                 "wrong_body",
                 "header_too_large",
                 "tls",
-                "bind"
+                "bind",
+                "stream_reset",
+                "goaway",
+                "flow_control"
             ]
         );
         for (i, k) in ErrorKind::ALL.iter().enumerate() {

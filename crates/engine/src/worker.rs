@@ -63,11 +63,13 @@ pub(crate) struct Shared {
     /// the most there were at once.
     pub open_connections: AtomicU64,
     pub peak_connections: AtomicU64,
+    /// HTTP/2: the first SETTINGS a server sent in this run.
+    pub h2_settings: std::sync::OnceLock<crate::h2::conn::PeerSettings>,
 }
 
 impl Shared {
     /// Takes up to `chunk` requests from the shared budget.
-    fn reserve(&self, chunk: u64) -> u64 {
+    pub(crate) fn reserve(&self, chunk: u64) -> u64 {
         let mut cur = self.budget.load(Ordering::Relaxed);
         loop {
             if cur == 0 {
@@ -1645,7 +1647,7 @@ fn unwritten<'a>(parts: &[&'a [u8]; 3], mut written: usize, out: &mut [io::IoSli
 /// Counts a connection event in the second's counters and, when the window
 /// is open, in the run's.
 #[inline]
-fn bump(second: &mut Stats, window: &mut Stats, window_open: bool, f: fn(&mut crate::stats::ConnCounters)) {
+pub(crate) fn bump(second: &mut Stats, window: &mut Stats, window_open: bool, f: fn(&mut crate::stats::ConnCounters)) {
     f(&mut second.conn);
     if window_open {
         f(&mut window.conn);
@@ -1678,7 +1680,11 @@ fn arrival_limit(os_threads: usize) -> usize {
 }
 
 /// Opens a non-blocking TCP connection (connect in progress).
-fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>, busy_poll_us: u32) -> Result<TcpStream, ErrorKind> {
+pub(crate) fn connect(
+    addr: SocketAddr,
+    source: Option<std::net::IpAddr>,
+    busy_poll_us: u32,
+) -> Result<TcpStream, ErrorKind> {
     use socket2::{Domain, Protocol, Socket, Type};
     let sock = Socket::new(
         Domain::for_address(addr),
@@ -1723,7 +1729,7 @@ fn set_bind_address_no_port(sock: &socket2::Socket) {
 }
 
 /// Maps an error seen while connecting (or on a connection's first write).
-fn connect_error_kind(e: &io::Error, tls: bool) -> ErrorKind {
+pub(crate) fn connect_error_kind(e: &io::Error, tls: bool) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
         io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
@@ -1801,6 +1807,7 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         tls_error: std::sync::OnceLock::new(),
         open_connections: AtomicU64::new(0),
         peak_connections: AtomicU64::new(0),
+        h2_settings: std::sync::OnceLock::new(),
         plan,
     })
 }

@@ -41,6 +41,12 @@ pub struct MixParams {
     pub persistent_percent: u8,
     /// `None` = unlimited.
     pub requests_per_connection: Option<(u32, u32)>,
+    /// `http = "2"`: the mix speaks HTTP/2 (docs/connections.md, "HTTP/2"),
+    /// each client's users on ⌈threads ÷ streams_per_connection⌉
+    /// connections; `false`: HTTP/1 by the keys above.
+    pub http2: bool,
+    /// HTTP/2: concurrent streams per connection at most.
+    pub streams_per_connection: u32,
     /// Total time for one request (not scaled by `--time-scale`).
     pub timeout: Duration,
     /// Name of the workload (a key of the suite's workloads).
@@ -207,6 +213,8 @@ struct RawParams {
     http10_keepalive: Option<bool>,
     persistent_percent: Option<Spanned<u8>>,
     requests_per_connection: Option<Spanned<toml::Value>>,
+    http: Option<Spanned<String>>,
+    streams_per_connection: Option<Spanned<u32>>,
     timeout: Option<Spanned<String>>,
     workload: Option<Spanned<String>>,
     target: Option<Spanned<String>>,
@@ -229,6 +237,8 @@ fn builtin(target: &str) -> MixParams {
         http10_keepalive: false,
         persistent_percent: 100,
         requests_per_connection: None,
+        http2: false,
+        streams_per_connection: 1,
         timeout: Duration::from_secs(5),
         workload: String::new(),
         target: target.to_string(),
@@ -374,6 +384,38 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
     }
     if let Some(v) = &raw.requests_per_connection {
         p.requests_per_connection = per_connection(src, v)?;
+    }
+    if let Some(v) = &raw.http {
+        p.http2 = match v.get_ref().as_str() {
+            "1.1" | "1" => false,
+            "2" => true,
+            other => {
+                return Err(src.error_at(
+                    v.span().start,
+                    format!("http `{other}`: expected \"1.1\" or \"2\" (HTTP/1.0 is http10_percent)"),
+                ))
+            }
+        };
+    }
+    if let Some(v) = &raw.streams_per_connection {
+        if *v.get_ref() == 0 {
+            return Err(src.error_at(v.span().start, "streams_per_connection is 0: expected at least 1"));
+        }
+        p.streams_per_connection = *v.get_ref();
+    }
+    if p.http2 && p.http10_percent > 0 {
+        let at = raw.http.as_ref().map_or(0, |v| v.span().start);
+        return Err(src.error_at(
+            at,
+            "http = \"2\" with http10_percent above 0: an HTTP/2 mix has no HTTP/1.0 share",
+        ));
+    }
+    if p.http2 && p.rate.is_some() {
+        let at = raw.http.as_ref().map_or(0, |v| v.span().start);
+        return Err(src.error_at(
+            at,
+            "http = \"2\" with a rate: HTTP/2 mixes run closed-loop users only so far",
+        ));
     }
     if let Some(v) = &raw.workload {
         p.workload = v.get_ref().clone();

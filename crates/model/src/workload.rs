@@ -92,6 +92,8 @@ pub(crate) struct RawClass {
     pub validate: Option<Validate>,
     /// Base URL for this class (e.g. `https://127.0.0.1:8443` for TLS).
     pub target: Option<String>,
+    /// `"1.1"` or `"2"`.
+    pub http: Option<Spanned<String>>,
     #[serde(rename = "url", default)]
     pub urls: Vec<Spanned<RawUrl>>,
     pub fileset: Option<Spanned<RawFileset>>,
@@ -152,6 +154,9 @@ pub struct Class {
     pub validate: Option<Validate>,
     pub target: Option<String>,
     pub source: UrlSource,
+    /// `http = "2"`: this class's requests go over HTTP/2, whatever the
+    /// mix's protocol (docs/connections.md, "HTTP/2").
+    pub http2: bool,
 }
 
 /// Where a class's URLs come from.
@@ -310,7 +315,15 @@ impl Workload {
                     })
                 }
             };
+            let http2 = match c.http.as_ref().map(|h| (h, h.get_ref().as_str())) {
+                None | Some((_, "1.1" | "1")) => false,
+                Some((_, "2")) => true,
+                Some((h, other)) => {
+                    return Err(src.error_at(h.span().start, format!("http `{other}`: expected \"1.1\" or \"2\"")))
+                }
+            };
             classes.push(Class {
+                http2,
                 name: c.name,
                 percent: p,
                 kind: c.kind,
@@ -493,6 +506,7 @@ mod tests {
             validate: None,
             target: None,
             source: UrlSource::Fileset(draw),
+            http2: false,
         }
     }
 

@@ -1088,6 +1088,11 @@ const PARAM_COLUMNS: &[&str] = &[
     "persistent_percent",
     "requests_per_connection",
     "timeout_s",
+    "http",
+    "h2_connections",
+    "h2_streams_per_connection",
+    "h2_streams_opened",
+    "h2_stream_resets",
     "workload",
     "target",
 ];
@@ -1116,6 +1121,16 @@ fn param_row(m: &MixResult) -> Vec<Cell> {
         Cell::count(u64::from(p.persistent_percent)),
         per_connection,
         Cell::Num(p.timeout_s),
+        // Every class of a mix speaks the mix's protocol.
+        Cell::text(if m.http2.is_some() { "2" } else { "1.1" }),
+        m.http2.as_ref().map_or(Cell::Blank, |h| Cell::count(h.connections)),
+        m.http2
+            .as_ref()
+            .map_or(Cell::Blank, |h| Cell::count(u64::from(h.streams_per_connection))),
+        m.http2.as_ref().map_or(Cell::Blank, |h| Cell::count(h.streams_opened)),
+        m.http2
+            .as_ref()
+            .map_or(Cell::Blank, |h| Cell::count(h.stream_resets.values().sum())),
         Cell::text(p.workload.as_str()),
         Cell::text(p.target.as_str()),
     ]
@@ -1374,6 +1389,7 @@ mod tests {
             search: None,
             repeats: None,
             resources: None,
+            http2: None,
         }
     }
 

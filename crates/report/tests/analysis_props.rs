@@ -115,6 +115,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         search: None,
         repeats: None,
         resources: None,
+        http2: None,
     }
 }
 

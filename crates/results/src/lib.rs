@@ -26,7 +26,7 @@ pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
 /// The kinds of failed request, by their names in JSON and CSV, in the
 /// order of docs/counting.md (the engine's `ErrorKind::ALL`; a test in the
 /// controller keeps the two the same).
-pub const ERROR_KINDS: [&str; 11] = [
+pub const ERROR_KINDS: [&str; 14] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -38,6 +38,9 @@ pub const ERROR_KINDS: [&str; 11] = [
     "header_too_large",
     "tls",
     "bind",
+    "stream_reset",
+    "goaway",
+    "flow_control",
 ];
 
 /// How the search came to run a load.
@@ -420,6 +423,56 @@ pub struct MixResult {
     /// it. Absent when nothing was monitored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<resources::MixResources>,
+    /// A mix with HTTP/2 (`http = "2"` on the mix or some classes): its
+    /// connections, streams, HTTP/2 classes and what they met; absent when
+    /// every class spoke HTTP/1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<MixHttp2>,
+}
+
+/// What an HTTP/2 mix used and met (docs/counting.md, "HTTP/2").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MixHttp2 {
+    /// Connections configured, all clients together.
+    pub connections: u64,
+    /// The classes that spoke HTTP/2 (every class of an `http = "2"` mix;
+    /// those saying `http = "2"` in a mix of both protocols, whose clients
+    /// split their users between the protocols by the classes' shares).
+    pub classes: Vec<String>,
+    /// Concurrent streams per connection at most (the server's SETTINGS
+    /// may lower it).
+    pub streams_per_connection: u32,
+    /// Streams opened inside the window (a request sent again after a
+    /// GOAWAY opens two).
+    pub streams_opened: u64,
+    /// GOAWAY frames received.
+    pub goaways: u64,
+    /// Connection-level frame bytes received, in no request's `bytes`.
+    pub connection_frame_bytes: u64,
+    /// RST_STREAM frames that ended a request, by error code name.
+    pub stream_resets: BTreeMap<String, u64>,
+}
+
+/// The name of an HTTP/2 error code (RFC 9113 §7); 14 and above: `OTHER`.
+pub fn h2_code_name(code: usize) -> &'static str {
+    const NAMES: [&str; 15] = [
+        "NO_ERROR",
+        "PROTOCOL_ERROR",
+        "INTERNAL_ERROR",
+        "FLOW_CONTROL_ERROR",
+        "SETTINGS_TIMEOUT",
+        "STREAM_CLOSED",
+        "FRAME_SIZE_ERROR",
+        "REFUSED_STREAM",
+        "CANCEL",
+        "COMPRESSION_ERROR",
+        "CONNECT_ERROR",
+        "ENHANCE_YOUR_CALM",
+        "INADEQUATE_SECURITY",
+        "HTTP_1_1_REQUIRED",
+        "OTHER",
+    ];
+    NAMES[code.min(14)]
 }
 
 /// One run of a mix under `run --repeat N`: the figures `benchlab compare`

@@ -66,7 +66,7 @@ fn file_contents(name: &str, len: usize) -> Vec<u8> {
 }
 
 /// Creates `dir/www` with [`FILES`] and returns its path.
-fn make_docroot(dir: &Path) -> PathBuf {
+pub fn make_docroot(dir: &Path) -> PathBuf {
     let www = dir.join("www");
     fs::create_dir_all(&www).expect("create docroot");
     for (name, len) in FILES {
@@ -82,7 +82,7 @@ fn make_docroot(dir: &Path) -> PathBuf {
 /// took the port between `free_port` and its bind) is retried on a fresh
 /// port; the third failure, or a server that never listens, panics with the
 /// server's error log.
-fn start_on_free_port(name: &str, error_log: &Path, mut command: impl FnMut(u16) -> Command) -> (Child, u16) {
+pub fn start_on_free_port(name: &str, error_log: &Path, mut command: impl FnMut(u16) -> Command) -> (Child, u16) {
     let log = || fs::read_to_string(error_log).unwrap_or_default();
     for attempt in 1..=3 {
         let port = free_port();
@@ -111,14 +111,14 @@ fn start_on_free_port(name: &str, error_log: &Path, mut command: impl FnMut(u16)
     unreachable!()
 }
 
-fn kill_and_reap(child: &mut Child) {
+pub fn kill_and_reap(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
 
 /// Reads `path` as lines, waiting until it holds at least `at_least` lines
 /// (or 5 s pass), then a little longer so a late extra line shows up too.
-fn read_log_lines(path: &Path, at_least: usize) -> Vec<String> {
+pub fn read_log_lines(path: &Path, at_least: usize) -> Vec<String> {
     let read = || -> Vec<String> {
         fs::read_to_string(path)
             .unwrap_or_default()
@@ -157,6 +157,9 @@ pub struct NginxOpts {
     /// `multi_accept on`: accept every queued connection per event-loop
     /// turn (the default accepts one).
     pub multi_accept: bool,
+    /// `listen ... http2`: HTTP/2 on the listener (with `tls`, by ALPN;
+    /// without, h2c with prior knowledge only).
+    pub http2: bool,
 }
 
 impl Default for NginxOpts {
@@ -170,6 +173,7 @@ impl Default for NginxOpts {
             backlog: None,
             worker_connections: 1024,
             multi_accept: false,
+            http2: false,
         }
     }
 }
@@ -316,7 +320,7 @@ http {{
     keepalive_requests {keepalive_requests};
     keepalive_timeout {keepalive_timeout};
     server {{
-        listen 127.0.0.1:{port}{ssl_flag}{backlog};
+        listen 127.0.0.1:{port}{ssl_flag}{http2}{backlog};
         server_name localhost;
         root {www};
         location ~ \.shtml$ {{
@@ -337,6 +341,7 @@ http {{
                 keepalive_requests = opts.keepalive_requests,
                 keepalive_timeout = opts.keepalive_timeout,
                 ssl_flag = if opts.tls { " ssl" } else { "" },
+                http2 = if opts.http2 { " http2" } else { "" },
                 backlog = opts.backlog.map(|b| format!(" backlog={b}")).unwrap_or_default(),
                 worker_connections = opts.worker_connections,
                 rlimit = opts.worker_connections * 2,
@@ -516,6 +521,173 @@ mimetype.assign = ( ".html" => "text/html", ".bin" => "application/octet-stream"
 }
 
 impl Drop for Lighttpd {
+    fn drop(&mut self) {
+        kill_and_reap(&mut self.child);
+    }
+}
+
+/// A server with HTTP/2 on a plain (h2c) and a TLS listener, its access
+/// log one line per request: status, body bytes, protocol, request line.
+pub struct H2Server {
+    child: Child,
+    dir: TempDir,
+    /// Cleartext (h2c, prior knowledge) and TLS (ALPN h2) ports.
+    pub h2c: u16,
+    pub tls: Option<u16>,
+}
+
+/// One request of an [`H2Server`]'s log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct H2LogLine {
+    pub status: u16,
+    pub body_bytes: u64,
+    pub protocol: String,
+}
+
+fn self_signed(d: &Path) -> (PathBuf, PathBuf) {
+    require("openssl");
+    let (cert, key) = (d.join("cert.pem"), d.join("key.pem"));
+    let status = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes"])
+        .args(["-subj", "/CN=localhost", "-days", "1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run openssl");
+    assert!(status.success(), "openssl req failed: {status}");
+    (cert, key)
+}
+
+impl H2Server {
+    /// Apache httpd with mod_http2 (`Protocols h2 h2c http/1.1`, `H2Direct
+    /// on` for prior knowledge), event MPM, on a cleartext port.
+    pub fn apache() -> H2Server {
+        require("apache2");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path().to_path_buf();
+        // httpd's workers run as www-data: they must reach the docroot.
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).expect("chmod tempdir");
+        let www = make_docroot(&d);
+        let m = "/usr/lib/apache2/modules";
+        let (child, port) = start_on_free_port("apache2", &d.join("error.log"), |port| {
+            let conf = format!(
+                r#"ServerRoot "{d}"
+ServerName 127.0.0.1
+Listen 127.0.0.1:{port}
+PidFile "{d}/apache2.pid"
+ErrorLog "{d}/error.log"
+LogLevel warn
+DefaultRuntimeDir "{d}"
+Mutex file:{d} default
+User www-data
+Group www-data
+LoadModule mpm_event_module {m}/mod_mpm_event.so
+LoadModule authz_core_module {m}/mod_authz_core.so
+LoadModule mime_module {m}/mod_mime.so
+LoadModule http2_module {m}/mod_http2.so
+<IfModule !log_config_module>
+    LoadModule log_config_module {m}/mod_log_config.so
+</IfModule>
+TypesConfig /etc/mime.types
+CustomLog "{d}/access.log" "%>s\t%B\t%H"
+Protocols h2 h2c http/1.1
+H2Direct on
+DocumentRoot "{www}"
+<Directory "{www}">
+    Require all granted
+</Directory>
+"#,
+                d = d.display(),
+                www = www.display(),
+            );
+            fs::write(d.join("apache2.conf"), conf).expect("write apache2.conf");
+            let mut cmd = Command::new("apache2");
+            cmd.arg("-f").arg(d.join("apache2.conf")).arg("-DFOREGROUND");
+            cmd
+        });
+        H2Server {
+            child,
+            dir,
+            h2c: port,
+            tls: None,
+        }
+    }
+
+    /// h2o on a cleartext port (HTTP/1 and h2c by prior knowledge) and a
+    /// TLS port (ALPN h2).
+    pub fn h2o() -> H2Server {
+        require("h2o");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path().to_path_buf();
+        let www = make_docroot(&d);
+        let (cert, key) = self_signed(&d);
+        let tls_port = free_port();
+        let (child, port) = start_on_free_port("h2o", &d.join("error.log"), |port| {
+            let conf = format!(
+                r#"user: root
+pid-file: {d}/h2o.pid
+error-log: {d}/error.log
+access-log:
+  path: {d}/access.log
+  format: "%s\t%b\t%H"
+listen:
+  host: 127.0.0.1
+  port: {port}
+listen:
+  host: 127.0.0.1
+  port: {tls_port}
+  ssl:
+    certificate-file: {cert}
+    key-file: {key}
+    ocsp-update-interval: 0
+hosts:
+  default:
+    paths:
+      /:
+        file.dir: {www}
+"#,
+                d = d.display(),
+                cert = cert.display(),
+                key = key.display(),
+                www = www.display(),
+            );
+            fs::write(d.join("h2o.conf"), conf).expect("write h2o.conf");
+            let mut cmd = Command::new("h2o");
+            cmd.arg("-c").arg(d.join("h2o.conf"));
+            cmd
+        });
+        super::wait_for_port(tls_port, Duration::from_secs(10));
+        H2Server {
+            child,
+            dir,
+            h2c: port,
+            tls: Some(tls_port),
+        }
+    }
+
+    /// The access log, waiting (up to 5 s) for `at_least` lines.
+    pub fn log_lines_at_least(&self, at_least: usize) -> Vec<H2LogLine> {
+        read_log_lines(&self.dir.path().join("access.log"), at_least)
+            .iter()
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                assert_eq!(f.len(), 3, "unexpected log line {l:?}");
+                H2LogLine {
+                    status: f[0].parse().expect("status"),
+                    body_bytes: f[1].parse().unwrap_or(0),
+                    protocol: f[2].to_owned(),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for H2Server {
     fn drop(&mut self) {
         kill_and_reap(&mut self.child);
     }

@@ -486,7 +486,7 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                         th.n { "mix" } th.n { "clients" } th.n { "threads/client" } th.n { "delay s" } th.n { "ramp-up s" }
                         th.n { "ramp-down s" } th.n { "length s" } th.n { "think s" } th.n { "receive buffer" } th.n { "HTTP/1.0 %" }
                         th { "1.0 keep-alive" } th.n { "persistent %" } th { "requests/connection" } th.n { "timeout s" }
-                        th { "workload" } th { "target" }
+                        th { "protocol" } th { "workload" } th { "target" }
                     }
                     @for m in &r.results.mixes {
                         @let p = &m.params;
@@ -511,6 +511,20 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                                 }
                             }
                             td.n { (seconds(p.timeout_s)) }
+                            // Every class of a mix speaks the mix's protocol.
+                            td {
+                                @match &m.http2 {
+                                    Some(h) => {
+                                        "HTTP/2, " (int(h.connections)) " conn. × " (h.streams_per_connection) " streams"
+                                        @if h.classes.len() < m.classes.len() {
+                                            " for " (h.classes.join(", ")) ", HTTP/1 for the other classes"
+                                        }
+                                        "; "
+                                        (int(h.streams_opened)) " streams, " (int(h.stream_resets.values().sum())) " reset"
+                                    }
+                                    None => "HTTP/1",
+                                }
+                            }
                             td { (p.workload) }
                             td { (p.target) }
                         }

@@ -1,0 +1,678 @@
+//! One HTTP/2 connection's protocol state, without I/O: bytes received go
+//! in ([`Conn::receive`]), frames to send come out ([`Conn::out`]), and
+//! streams that ended are reported with their exact byte counts
+//! (docs/counting.md, "HTTP/2"). The event loop (`h2/worker.rs`) and the
+//! preflight probe drive the same code.
+
+use super::frame::{self, Frame, FrameError};
+use super::hpack;
+use crate::stats::ErrorKind;
+use xxhash_rust::xxh3::Xxh3;
+
+/// A response head larger than this is `header_too_large`, as HTTP/1's.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// Header blocks are gathered up to this (HEADERS + CONTINUATION) before
+/// the connection is given up: a server sending endless CONTINUATION
+/// frames must not grow the client without bound.
+const MAX_BLOCK: usize = 1024 * 1024;
+
+/// The server's SETTINGS (RFC 9113 §6.5.2), as last received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PeerSettings {
+    /// `None`: the server set no limit.
+    pub max_concurrent_streams: Option<u32>,
+    pub initial_window_size: u32,
+    pub max_frame_size: u32,
+    pub header_table_size: u32,
+    pub max_header_list_size: Option<u32>,
+}
+
+impl Default for PeerSettings {
+    fn default() -> Self {
+        PeerSettings {
+            max_concurrent_streams: None,
+            initial_window_size: 65_535,
+            max_frame_size: frame::DEFAULT_MAX_FRAME,
+            header_table_size: 4096,
+            max_header_list_size: None,
+        }
+    }
+}
+
+/// How a stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The stream ended cleanly; the caller checks status and body.
+    Done {
+        status: u16,
+        body: u64,
+        xxh3: Option<u64>,
+    },
+    /// The server reset it (RST_STREAM) with this code.
+    Reset(u32),
+    /// The server's GOAWAY said it will not process it: it may be sent
+    /// again on a new connection.
+    Refused,
+    Failed(ErrorKind),
+}
+
+/// A stream that ended: whose it was, its frame bytes, how it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    pub user: u32,
+    pub bytes: u64,
+    pub outcome: Outcome,
+}
+
+/// The connection cannot go on; every open stream fails with `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnFail {
+    pub kind: ErrorKind,
+    pub why: &'static str,
+}
+
+struct Stream {
+    id: u32,
+    user: u32,
+    status: Option<u16>,
+    /// The final (non-1xx) head arrived.
+    head_done: bool,
+    /// Frame bytes received for the stream (HEADERS, CONTINUATION, DATA,
+    /// with their 9-byte headers and padding).
+    bytes: u64,
+    body: u64,
+    content_length: Option<u64>,
+    head_size: usize,
+    /// Receive window left, and bytes consumed since the last
+    /// WINDOW_UPDATE.
+    window: i64,
+    consumed: u32,
+    hasher: Option<Box<Xxh3>>,
+}
+
+/// One HTTP/2 connection.
+pub struct Conn {
+    /// Bytes to send, in order (preface, SETTINGS, HEADERS, updates...).
+    pub out: Vec<u8>,
+    /// A partial frame from the last read.
+    inbuf: Vec<u8>,
+    decoder: hpack::Decoder,
+    pub peer: PeerSettings,
+    /// The server's first SETTINGS arrived (it must come first).
+    pub got_settings: bool,
+    /// Our window per stream, and the connection's.
+    window: u32,
+    conn_window: i64,
+    conn_consumed: u32,
+    next_id: u32,
+    streams: Vec<Stream>,
+    /// The server's GOAWAY, with its last stream id.
+    pub goaway: Option<u32>,
+    /// A header block in progress: its stream, END_STREAM flag, bytes.
+    block: Vec<u8>,
+    block_stream: u32,
+    block_end_stream: bool,
+    /// Streams opened on this connection.
+    pub opened: u32,
+    /// Connection-level frame bytes received (SETTINGS, PING,
+    /// WINDOW_UPDATE, GOAWAY, PRIORITY, unknown), since the caller last
+    /// took them.
+    pub conn_bytes: u64,
+}
+
+impl Conn {
+    /// A new connection with its preface, SETTINGS and (for a window over
+    /// the default) a connection WINDOW_UPDATE queued.
+    pub fn new(window: u32) -> Conn {
+        let window = window.clamp(1, frame::MAX_WINDOW);
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(frame::PREFACE);
+        frame::put_settings(
+            &mut out,
+            &[
+                (frame::SETTINGS_ENABLE_PUSH, 0),
+                (frame::SETTINGS_INITIAL_WINDOW_SIZE, window),
+                (frame::SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEAD as u32),
+            ],
+        );
+        let mut conn_window = 65_535i64;
+        if window as i64 > conn_window {
+            frame::put_window_update(&mut out, 0, window - 65_535);
+            conn_window = window as i64;
+        }
+        Conn {
+            out,
+            inbuf: Vec::new(),
+            decoder: hpack::Decoder::default(),
+            peer: PeerSettings::default(),
+            got_settings: false,
+            window,
+            conn_window,
+            conn_consumed: 0,
+            next_id: 1,
+            streams: Vec::new(),
+            goaway: None,
+            block: Vec::new(),
+            block_stream: 0,
+            block_end_stream: false,
+            opened: 0,
+            conn_bytes: 0,
+        }
+    }
+
+    /// Streams open now.
+    pub fn active(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Whether another stream may be opened now: the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (and `limit`, benchlab's own) not
+    /// reached, no GOAWAY, stream ids left.
+    pub fn can_open(&self, limit: u32) -> bool {
+        let server = self.peer.max_concurrent_streams.unwrap_or(u32::MAX);
+        self.goaway.is_none() && self.next_id < frame::MAX_WINDOW && (self.streams.len() as u32) < server.min(limit)
+    }
+
+    /// Opens a stream for `user` with a request `block`; returns its id.
+    pub fn open(&mut self, user: u32, block: &[u8], checksum: bool) -> u32 {
+        let id = self.next_id;
+        self.next_id += 2;
+        self.opened += 1;
+        frame::put_request(&mut self.out, id, block, self.peer.max_frame_size);
+        self.streams.push(Stream {
+            id,
+            user,
+            status: None,
+            head_done: false,
+            bytes: 0,
+            body: 0,
+            content_length: None,
+            head_size: 0,
+            window: self.window as i64,
+            consumed: 0,
+            hasher: checksum.then(|| Box::new(Xxh3::new())),
+        });
+        id
+    }
+
+    /// Cancels `user`'s stream (a timeout): RST_STREAM(CANCEL) is queued
+    /// and its bytes so far returned.
+    pub fn cancel(&mut self, user: u32) -> Option<u64> {
+        let at = self.streams.iter().position(|s| s.user == user)?;
+        let s = self.streams.swap_remove(at);
+        frame::put_rst_stream(&mut self.out, s.id, 0x8);
+        Some(s.bytes)
+    }
+
+    /// Ends every open stream with `outcome` (the connection failed or
+    /// closed), appending them to `ended`.
+    pub fn end_all(&mut self, ended: &mut Vec<Ended>, kind: ErrorKind) {
+        for s in self.streams.drain(..) {
+            // A stream that had its head and then lost the connection lost
+            // its body: short_body, as HTTP/1's.
+            let kind = if kind == ErrorKind::Reset && s.head_done {
+                ErrorKind::ShortBody
+            } else {
+                kind
+            };
+            ended.push(Ended {
+                user: s.user,
+                bytes: s.bytes,
+                outcome: Outcome::Failed(kind),
+            });
+        }
+    }
+
+    /// Takes in received bytes; streams that ended go to `ended`. An error
+    /// means the connection is broken (a GOAWAY is queued); its streams are
+    /// still open, for the caller to end with [`Conn::end_all`].
+    pub fn receive(&mut self, data: &[u8], ended: &mut Vec<Ended>) -> Result<(), ConnFail> {
+        let mut buf = std::mem::take(&mut self.inbuf);
+        let result = if buf.is_empty() {
+            let r = self.frames(data, ended);
+            if let Ok(used) = r {
+                buf.extend_from_slice(&data[used..]);
+            }
+            r
+        } else {
+            buf.extend_from_slice(data);
+            let r = self.frames(&buf, ended);
+            if let Ok(used) = r {
+                buf.drain(..used);
+            }
+            r
+        };
+        self.inbuf = buf;
+        match result {
+            Ok(_) => Ok(()),
+            Err(fail) => {
+                // The server opens no streams (push is off): last id 0.
+                frame::put_goaway(&mut self.out, 0, fail.0);
+                Err(fail.1)
+            }
+        }
+    }
+
+    /// Handles every whole frame in `buf`; returns the bytes used.
+    fn frames(&mut self, buf: &[u8], ended: &mut Vec<Ended>) -> Result<usize, (u32, ConnFail)> {
+        let mut at = 0;
+        let framing = |e: FrameError| {
+            (
+                e.code,
+                ConnFail {
+                    kind: ErrorKind::Framing,
+                    why: e.why,
+                },
+            )
+        };
+        while let Some((f, n)) = frame::parse(&buf[at..], frame::DEFAULT_MAX_FRAME).map_err(framing)? {
+            at += n;
+            self.frame(f, n as u64, ended)?;
+        }
+        Ok(at)
+    }
+
+    fn find(&mut self, id: u32) -> Option<usize> {
+        self.streams.iter().position(|s| s.id == id)
+    }
+
+    fn frame(&mut self, f: Frame<'_>, n: u64, ended: &mut Vec<Ended>) -> Result<(), (u32, ConnFail)> {
+        let protocol = |why| {
+            (
+                frame::PROTOCOL_ERROR,
+                ConnFail {
+                    kind: ErrorKind::Framing,
+                    why,
+                },
+            )
+        };
+        if !self.got_settings && !matches!(f, Frame::Settings { ack: false, .. }) {
+            return Err(protocol("the server's first frame was not SETTINGS"));
+        }
+        if self.block_stream != 0 && !matches!(f, Frame::Continuation { .. }) {
+            return Err(protocol("a frame between HEADERS and its CONTINUATION"));
+        }
+        match f {
+            Frame::Settings { ack: true, .. } => self.conn_bytes += n,
+            Frame::Settings { ack: false, params } => {
+                self.conn_bytes += n;
+                for (id, v) in frame::settings_params(params) {
+                    match id {
+                        frame::SETTINGS_HEADER_TABLE_SIZE => self.peer.header_table_size = v,
+                        frame::SETTINGS_MAX_CONCURRENT_STREAMS => self.peer.max_concurrent_streams = Some(v),
+                        frame::SETTINGS_INITIAL_WINDOW_SIZE => {
+                            if v > frame::MAX_WINDOW {
+                                return Err((
+                                    frame::FLOW_CONTROL_ERROR,
+                                    ConnFail {
+                                        kind: ErrorKind::FlowControl,
+                                        why: "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1",
+                                    },
+                                ));
+                            }
+                            self.peer.initial_window_size = v;
+                        }
+                        frame::SETTINGS_MAX_FRAME_SIZE => {
+                            if !(frame::DEFAULT_MAX_FRAME..=0xFF_FFFF).contains(&v) {
+                                return Err(protocol("SETTINGS_MAX_FRAME_SIZE out of range"));
+                            }
+                            self.peer.max_frame_size = v;
+                        }
+                        frame::SETTINGS_MAX_HEADER_LIST_SIZE => self.peer.max_header_list_size = Some(v),
+                        _ => {}
+                    }
+                }
+                self.got_settings = true;
+                frame::put_settings_ack(&mut self.out);
+            }
+            Frame::Ping { ack, data } => {
+                self.conn_bytes += n;
+                if !ack {
+                    frame::put_ping_ack(&mut self.out, data);
+                }
+            }
+            Frame::GoAway { last_stream, .. } => {
+                self.conn_bytes += n;
+                // A second GOAWAY may only lower the last stream id.
+                let last = self.goaway.map_or(last_stream, |l| l.min(last_stream));
+                self.goaway = Some(last);
+                let mut k = 0;
+                while k < self.streams.len() {
+                    if self.streams[k].id > last {
+                        let s = self.streams.swap_remove(k);
+                        ended.push(Ended {
+                            user: s.user,
+                            bytes: s.bytes,
+                            outcome: Outcome::Refused,
+                        });
+                    } else {
+                        k += 1;
+                    }
+                }
+            }
+            Frame::WindowUpdate { .. } | Frame::Ignored { .. } => {
+                // benchlab sends no DATA, so the server's windows never
+                // hold it back; the frames are counted, nothing more.
+                self.conn_bytes += n;
+            }
+            Frame::PushPromise { .. } => return Err(protocol("PUSH_PROMISE after SETTINGS_ENABLE_PUSH = 0")),
+            Frame::RstStream { stream, code } => {
+                if let Some(k) = self.find(stream) {
+                    let s = self.streams.swap_remove(k);
+                    ended.push(Ended {
+                        user: s.user,
+                        bytes: s.bytes + n,
+                        outcome: Outcome::Reset(code),
+                    });
+                } else {
+                    self.conn_bytes += n;
+                }
+            }
+            Frame::Headers {
+                stream,
+                end_stream,
+                end_headers,
+                block,
+            } => {
+                if stream % 2 == 0 || stream >= self.next_id {
+                    return Err(protocol("HEADERS on a stream benchlab did not open"));
+                }
+                if let Some(k) = self.find(stream) {
+                    self.streams[k].bytes += n;
+                }
+                self.block.clear();
+                self.block.extend_from_slice(block);
+                self.block_stream = stream;
+                self.block_end_stream = end_stream;
+                if end_headers {
+                    self.head(ended)?;
+                }
+            }
+            Frame::Continuation {
+                stream,
+                end_headers,
+                block,
+            } => {
+                if stream != self.block_stream {
+                    return Err(protocol("CONTINUATION without its HEADERS"));
+                }
+                if self.block.len() + block.len() > MAX_BLOCK {
+                    return Err((
+                        frame::PROTOCOL_ERROR,
+                        ConnFail {
+                            kind: ErrorKind::HeaderTooLarge,
+                            why: "a header block over 1 MiB",
+                        },
+                    ));
+                }
+                if let Some(k) = self.find(stream) {
+                    self.streams[k].bytes += n;
+                }
+                self.block.extend_from_slice(block);
+                if end_headers {
+                    self.head(ended)?;
+                }
+            }
+            Frame::Data {
+                stream,
+                end_stream,
+                len,
+                data,
+            } => {
+                self.conn_window -= len as i64;
+                if self.conn_window < 0 {
+                    return Err((
+                        frame::FLOW_CONTROL_ERROR,
+                        ConnFail {
+                            kind: ErrorKind::FlowControl,
+                            why: "DATA beyond the connection's window",
+                        },
+                    ));
+                }
+                self.conn_consumed += len;
+                if self.conn_consumed as i64 >= self.conn_window_size() / 2 {
+                    frame::put_window_update(&mut self.out, 0, self.conn_consumed);
+                    self.conn_window += self.conn_consumed as i64;
+                    self.conn_consumed = 0;
+                }
+                let Some(k) = self.find(stream) else {
+                    if stream % 2 == 0 || stream >= self.next_id {
+                        return Err(protocol("DATA on a stream benchlab did not open"));
+                    }
+                    // A stream benchlab cancelled: the data still counts
+                    // against the connection's window (done above).
+                    self.conn_bytes += n;
+                    return Ok(());
+                };
+                let s = &mut self.streams[k];
+                s.bytes += n;
+                s.window -= len as i64;
+                if s.window < 0 {
+                    let s = self.streams.swap_remove(k);
+                    frame::put_rst_stream(&mut self.out, s.id, frame::FLOW_CONTROL_ERROR);
+                    ended.push(Ended {
+                        user: s.user,
+                        bytes: s.bytes,
+                        outcome: Outcome::Failed(ErrorKind::FlowControl),
+                    });
+                    return Ok(());
+                }
+                if !s.head_done {
+                    return Err(protocol("DATA before the response's HEADERS"));
+                }
+                s.body += data.len() as u64;
+                if let Some(h) = s.hasher.as_deref_mut() {
+                    h.update(data);
+                }
+                if end_stream {
+                    let s = self.streams.swap_remove(k);
+                    ended.push(finish(s));
+                } else {
+                    s.consumed += len;
+                    if s.consumed >= self.window / 2 {
+                        frame::put_window_update(&mut self.out, s.id, s.consumed);
+                        s.window += s.consumed as i64;
+                        s.consumed = 0;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn conn_window_size(&self) -> i64 {
+        (self.window as i64).max(65_535)
+    }
+
+    /// A whole header block arrived: decode it (always, to keep the HPACK
+    /// table in step) and apply it to its stream.
+    fn head(&mut self, ended: &mut Vec<Ended>) -> Result<(), (u32, ConnFail)> {
+        let stream = std::mem::take(&mut self.block_stream);
+        let head = hpack::decode(&mut self.decoder, &self.block).map_err(|hpack::BadBlock| {
+            (
+                frame::COMPRESSION_ERROR,
+                ConnFail {
+                    kind: ErrorKind::Framing,
+                    why: "a header block that is not valid HPACK",
+                },
+            )
+        })?;
+        let Some(k) = self.find(stream) else {
+            return Ok(()); // a cancelled stream
+        };
+        let end_stream = self.block_end_stream;
+        let s = &mut self.streams[k];
+        s.head_size += head.list_size;
+        let fail = |kind| Some(Outcome::Failed(kind));
+        let outcome = if s.head_size > MAX_HEAD {
+            fail(ErrorKind::HeaderTooLarge)
+        } else if s.head_done {
+            // Trailers: they must end the stream.
+            if end_stream {
+                None
+            } else {
+                fail(ErrorKind::Framing)
+            }
+        } else {
+            match head.status {
+                Some(st @ 100..=199) if st != 101 => {
+                    // An interim response: its bytes count, the final one follows.
+                    if end_stream {
+                        fail(ErrorKind::Framing)
+                    } else {
+                        return Ok(());
+                    }
+                }
+                Some(st @ 200..=999) => {
+                    s.status = Some(st);
+                    s.head_done = true;
+                    s.content_length = head.content_length;
+                    None
+                }
+                _ => fail(ErrorKind::Framing),
+            }
+        };
+        if let Some(o) = outcome {
+            let s = self.streams.swap_remove(k);
+            frame::put_rst_stream(&mut self.out, s.id, frame::PROTOCOL_ERROR);
+            ended.push(Ended {
+                user: s.user,
+                bytes: s.bytes,
+                outcome: o,
+            });
+        } else if end_stream {
+            let s = self.streams.swap_remove(k);
+            ended.push(finish(s));
+        }
+        Ok(())
+    }
+}
+
+/// A stream ended by END_STREAM: done, unless its body disagrees with its
+/// `content-length` (fewer bytes: short_body; more: framing, as HTTP/1's).
+fn finish(s: Stream) -> Ended {
+    let outcome = match s.content_length {
+        Some(cl) if s.body < cl => Outcome::Failed(ErrorKind::ShortBody),
+        Some(cl) if s.body > cl => Outcome::Failed(ErrorKind::Framing),
+        _ => Outcome::Done {
+            status: s.status.unwrap_or(0),
+            body: s.body,
+            xxh3: s.hasher.map(|h| h.digest()),
+        },
+    };
+    Ended {
+        user: s.user,
+        bytes: s.bytes,
+        outcome,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::h2::frame::*;
+
+    /// A response HEADERS block: `:status` literal, optional content-length.
+    pub(crate) fn response_block(status: u16, content_length: Option<usize>) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.push(0x08); // literal without indexing, name index 8 (:status)
+        let st = status.to_string();
+        b.push(st.len() as u8);
+        b.extend_from_slice(st.as_bytes());
+        if let Some(cl) = content_length {
+            b.push(0x0F);
+            b.push(28 - 15); // content-length is static index 28
+            let v = cl.to_string();
+            b.push(v.len() as u8);
+            b.extend_from_slice(v.as_bytes());
+        }
+        b
+    }
+
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        put_header(&mut v, payload.len(), kind, flags, stream);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn conn_with_settings(settings: &[u8]) -> (Conn, Vec<Ended>) {
+        let mut c = Conn::new(65_535);
+        let mut ended = Vec::new();
+        c.receive(&frame(SETTINGS, 0, 0, settings), &mut ended).unwrap();
+        assert!(c.got_settings);
+        (c, ended)
+    }
+
+    #[test]
+    fn counts_a_streams_frame_bytes_and_body() {
+        let (mut c, mut ended) = conn_with_settings(&[0, 3, 0, 0, 0, 1]);
+        assert_eq!(c.peer.max_concurrent_streams, Some(1));
+        assert!(c.can_open(10));
+        let id = c.open(7, &[0x82], true);
+        assert!(!c.can_open(10), "the server allows one stream");
+        let head = response_block(200, Some(5));
+        let mut wire = frame(HEADERS, FLAG_END_HEADERS, id, &head);
+        wire.extend(frame(DATA, FLAG_PADDED, id, &[3, b'h', b'e', 0, 0, 0]));
+        wire.extend(frame(PING, 0, 0, &[0; 8]));
+        wire.extend(frame(DATA, FLAG_END_STREAM, id, b"llo"));
+        // Byte by byte: frames split anywhere.
+        for b in &wire {
+            c.receive(std::slice::from_ref(b), &mut ended).unwrap();
+        }
+        let expect_bytes = (9 + head.len() + 9 + 6 + 9 + 3) as u64;
+        assert_eq!(ended.len(), 1);
+        let e = ended[0];
+        assert_eq!(e.user, 7);
+        assert_eq!(e.bytes, expect_bytes);
+        let Outcome::Done { status, body, xxh3 } = e.outcome else {
+            panic!("{e:?}")
+        };
+        assert_eq!((status, body), (200, 5));
+        assert_eq!(xxh3, Some(xxhash_rust::xxh3::xxh3_64(b"hello")));
+        assert_eq!(c.conn_bytes, 9 + 6 + 9 + 8, "SETTINGS and PING are the connection's");
+        assert!(c.can_open(10));
+    }
+
+    #[test]
+    fn reset_goaway_flow_control_and_malformed_frames_land_in_their_buckets() {
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let a = c.open(1, &[0x82], false);
+        let b = c.open(2, &[0x82], false);
+        let d = c.open(3, &[0x82], false);
+        c.receive(&frame(RST_STREAM, 0, a, &[0, 0, 0, 2]), &mut ended).unwrap();
+        assert_eq!(ended[0].outcome, Outcome::Reset(2));
+        c.receive(&frame(GOAWAY, 0, 0, &[0, 0, 0, b as u8, 0, 0, 0, 0]), &mut ended)
+            .unwrap();
+        assert_eq!(ended[1].user, 3);
+        assert_eq!(ended[1].outcome, Outcome::Refused);
+        assert!(!c.can_open(10));
+        let _ = (b, d);
+        // A server that ignores benchlab's window: 200 bytes against 100.
+        let mut c = Conn::new(100);
+        let mut ended = Vec::new();
+        c.receive(&frame(SETTINGS, 0, 0, &[]), &mut ended).unwrap();
+        let s = c.open(1, &[0x82], false);
+        c.receive(
+            &frame(HEADERS, FLAG_END_HEADERS, s, &response_block(200, None)),
+            &mut ended,
+        )
+        .unwrap();
+        c.receive(&frame(DATA, 0, s, &[0; 200]), &mut ended).unwrap();
+        assert_eq!(ended[0].outcome, Outcome::Failed(ErrorKind::FlowControl));
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        c.open(1, &[0x82], false);
+        let r = c.receive(&frame(PING, 0, 0, &[0; 3]), &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::Framing);
+        c.end_all(&mut ended, ErrorKind::Framing);
+        assert_eq!(ended[0].outcome, Outcome::Failed(ErrorKind::Framing));
+    }
+
+    #[test]
+    fn a_first_frame_other_than_settings_breaks_the_connection() {
+        let mut c = Conn::new(1 << 20);
+        assert!(c.out.starts_with(PREFACE));
+        let mut ended = Vec::new();
+        assert!(c.receive(&frame(PING, 0, 0, &[0; 8]), &mut ended).is_err());
+    }
+}
