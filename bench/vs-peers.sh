@@ -13,6 +13,9 @@
 #                        over h2c: benchlab --http 2 against h2load -m)
 #     STREAMS [10]       h2: concurrent streams per connection (h2load's -m)
 #     CLIENT_CPUS [0]    taskset list for the load generator
+#     CLIENT_CPU_QUOTA [none]  percent of one CPU each client may use (a cpu
+#                        cgroup, root): makes every tool client-bound, so
+#                        its requests/s is what its client can do
 #     SERVER_CPUS [1]    taskset list for nginx
 #     NGINX_WORKERS [1]  nginx worker_processes
 #     WARMUP [1]         seconds of unrecorded load before the first run (0: none)
@@ -58,6 +61,8 @@ MAX_OTHERS=${MAX_OTHERS:-}
 [[ -z $MAX_OTHERS || $MAX_OTHERS =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "vs-peers: MAX_OTHERS must be a number of seconds, got '$MAX_OTHERS'" >&2; exit 1; }
 BENCHLAB=${BENCHLAB:-target/release/benchlab}
 BENCHLAB_VARIANTS=${BENCHLAB_VARIANTS:-}
+CLIENT_CPU_QUOTA=${CLIENT_CPU_QUOTA:-}
+[[ -z $CLIENT_CPU_QUOTA || $CLIENT_CPU_QUOTA =~ ^[0-9]+$ ]] || { echo "vs-peers: CLIENT_CPU_QUOTA must be a whole percent, got '$CLIENT_CPU_QUOTA'" >&2; exit 1; }
 OUT_DIR=${OUT_DIR:-bench/out}
 if [[ -z ${NGINX:-} ]]; then NGINX=$(command -v nginx || echo /usr/sbin/nginx); fi
 
@@ -108,6 +113,7 @@ command -v python3 >/dev/null || die "python3 is needed (timing, parsing, median
 mkdir -p "$OUT_DIR"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/vs-peers.XXXXXX")
 NGINX_PID=
+CLIENT_CG=
 
 cleanup() {
   local rc=$?
@@ -118,6 +124,8 @@ cleanup() {
     wait "$NGINX_PID" 2>/dev/null || true
   fi
   rm -rf "$TMP"
+  # The clients' cgroup of CLIENT_CPU_QUOTA, empty once they exited.
+  if [[ -n ${CLIENT_CG:-} ]]; then rmdir "$CLIENT_CG" 2>/dev/null || true; fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -526,13 +534,40 @@ tool_cmd() {
 
 LIMIT=$((DUR + 30))   # a run that outlives this is killed and recorded as "timeout"
 
+# CLIENT_CPU_QUOTA: every client runs in one cpu cgroup limited to that
+# share of a CPU (cgroup v2's cpu.max, or v1's cfs quota), removed at exit.
+if [[ -n $CLIENT_CPU_QUOTA ]]; then
+  (( EUID == 0 )) || die "CLIENT_CPU_QUOTA needs root (it makes a cpu cgroup)"
+  if [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+    CLIENT_CG=/sys/fs/cgroup/benchlab-vs-peers-$$
+    mkdir "$CLIENT_CG"
+    echo "$((CLIENT_CPU_QUOTA * 1000)) 100000" >"$CLIENT_CG/cpu.max"
+  elif [[ -d /sys/fs/cgroup/cpu ]]; then
+    CLIENT_CG=/sys/fs/cgroup/cpu/benchlab-vs-peers-$$
+    mkdir "$CLIENT_CG"
+    echo 100000 >"$CLIENT_CG/cpu.cfs_period_us"
+    echo "$((CLIENT_CPU_QUOTA * 1000))" >"$CLIENT_CG/cpu.cfs_quota_us"
+  else
+    die "CLIENT_CPU_QUOTA: no cpu cgroup controller here"
+  fi
+  echo "clients:  limited to $CLIENT_CPU_QUOTA % of one CPU ($CLIENT_CG)"
+fi
+# Runs a client: pinned to CLIENT_CPUS, inside the quota's cgroup if any.
+client() {
+  if [[ -n $CLIENT_CG ]]; then
+    sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CLIENT_CG" taskset -c "$CLIENT_CPUS" "$@"
+  else
+    taskset -c "$CLIENT_CPUS" "$@"
+  fi
+}
+
 if (( WARMUP > 0 )); then
   read -r first_tool _ <<<"$TOOLS"
   read -r first_sc _ <<<"$SCENARIOS"
   DUR_SAVE=$DUR; DUR=$WARMUP; tool_cmd "$first_tool" "$first_sc"; DUR=$DUR_SAVE
   if (( ${#CMD[@]} )); then
     echo "warm-up: $first_tool $first_sc for ${WARMUP} s (not recorded)"
-    taskset -c "$CLIENT_CPUS" python3 "$TMP/helper.py" run "$TMP/warm.out" "$TMP/warm.err" "$LIMIT" "$NGINX_PID" "${CMD[@]}" >/dev/null || true
+    client python3 "$TMP/helper.py" run "$TMP/warm.out" "$TMP/warm.err" "$LIMIT" "$NGINX_PID" "${CMD[@]}" >/dev/null || true
   fi
 fi
 
@@ -554,7 +589,7 @@ for sc in $SCENARIOS; do
       base=$LOGS/$sc-$rep-${tool/:/-}
       printf '%s\n' "${CMD[*]}" >"$base.cmd"
       other_s=
-      read -r user sys wall code server_s other_s vcsw ivcsw < <(taskset -c "$CLIENT_CPUS" python3 "$TMP/helper.py" run \
+      read -r user sys wall code server_s other_s vcsw ivcsw < <(client python3 "$TMP/helper.py" run \
         "$base.out" "$base.err" "$LIMIT" "$NGINX_PID" "${CMD[@]}") || true
       [[ -n ${other_s:-} ]] || die "the run wrapper failed for $tool ($sc); see $base.err"
       read -r reqs errs < <(helper parse "$tool" "$base.out" "$base.err") || true

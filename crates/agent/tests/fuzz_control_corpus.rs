@@ -51,6 +51,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         source_addresses: vec!["127.0.0.2".parse().unwrap()],
         tls: Default::default(),
         seed: 7,
+        http2: None,
     };
     let a = |k| AgentMessage { kind: Some(k) }.encode_to_vec();
     let c = |k| ControllerMessage { kind: Some(k) }.encode_to_vec();

@@ -124,11 +124,17 @@ mod tests {
             users_waiting: 0,
             peak_connections: 9,
             threads_lost: 0,
+            h2_settings: Some(crate::h2::conn::PeerSettings {
+                max_concurrent_streams: Some(100),
+                ..Default::default()
+            }),
         };
         let back: ClientReport = serde_json::from_slice(&serde_json::to_vec(&report).unwrap()).unwrap();
         assert_eq!(back.stats.classes[1].latency, h);
         assert_eq!(back.stats.classes[0].latency_as_sent.as_ref().map(|h| h.len()), Some(0));
         assert_eq!(back.seconds, report.seconds);
+        // An agent's HTTP/2 client reports the server's SETTINGS too.
+        assert_eq!(back.h2_settings, report.h2_settings);
         assert_eq!(
             (back.in_flight, back.cpu_user, back.peak_connections),
             (2, report.cpu_user, 9)
