@@ -311,7 +311,7 @@ pub fn run(a: MonitorCmdArgs) -> Result<Outcome, CliError> {
                 serde_json::to_string(&sample).map_err(|e| CliError::CannotRun(e.to_string()))?
             );
         } else {
-            if n % 20 == 0 {
+            if n.is_multiple_of(20) {
                 println!("{}", header(&sample));
             }
             println!("{}", line(&sample));

@@ -135,7 +135,7 @@ fn serve(mut c: TcpStream, mode: Mode, overlapped: &AtomicBool) {
         }
         let mut out = Vec::new();
         match mode {
-            Mode::ResetEveryOther if streams % 2 == 0 => out.extend(frame(3, 0, id, &2u32.to_be_bytes())),
+            Mode::ResetEveryOther if streams.is_multiple_of(2) => out.extend(frame(3, 0, id, &2u32.to_be_bytes())),
             Mode::GoAwayAlways => {
                 out.extend(frame(7, 0, 0, &[0, 0, 0, 0, 0, 0, 0, 0]));
                 let _ = c.write_all(&out);

@@ -502,7 +502,7 @@ fn workbook_of_a_real_run_matches_the_csv_files() {
             other => panic!("row {row}: {other:?}"),
         })
         .collect();
-    assert!(!notes.is_empty() && notes.len() % 2 == 0, "{notes:?}");
+    assert!(!notes.is_empty() && notes.len().is_multiple_of(2), "{notes:?}");
     let (first, second) = notes.split_at(notes.len() / 2);
     assert!(first.iter().all(|t| t.starts_with("tiny: ")), "{notes:?}");
     assert!(second.iter().all(|t| t.starts_with("tiny again: ")), "{notes:?}");

@@ -256,7 +256,7 @@ pub fn parse(buf: &[u8], max_frame: u32) -> Result<Option<(Frame<'_>, usize)>, F
         SETTINGS => {
             on_connection()?;
             let ack = flags & FLAG_ACK != 0;
-            if (ack && len != 0) || len % 6 != 0 {
+            if (ack && len != 0) || !len.is_multiple_of(6) {
                 return Err(frame_size("SETTINGS of a bad length"));
             }
             Frame::Settings { ack, params: payload }
