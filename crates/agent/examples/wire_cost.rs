@@ -38,6 +38,7 @@ fn main() {
                 conn: Default::default(),
                 latency: LatencySummary::of(&h),
                 histogram: Some(h),
+                load: Default::default(),
             };
             AgentMessage {
                 kind: Some(agent_message::Kind::Second(ClientPayload {

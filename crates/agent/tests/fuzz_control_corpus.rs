@@ -22,6 +22,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         conn: Default::default(),
         latency: LatencySummary::of(&h),
         histogram: Some(h),
+        load: Default::default(),
     };
     let list = UrlList::new(
         vec![ClassPlan { name: "page".into() }],

@@ -984,3 +984,70 @@ fn http_with_a_missing_agent_names_it_after_the_timeout() {
     // The preflight's request only.
     assert_eq!(nginx.access_log_lines().len(), 1);
 }
+
+/// `benchlab agent` with the certificate and key files `cert` (e.g.
+/// `agent-1`) claiming index `index`, for the controller on `port`.
+fn agent_with_cert(certs: &Path, port: u16, cert: &str, index: u32) -> Proc {
+    let (pem, key, ca) = (
+        certs.join(format!("{cert}.pem")),
+        certs.join(format!("{cert}.key")),
+        certs.join("ca.pem"),
+    );
+    let controller = format!("127.0.0.1:{port}");
+    let index = index.to_string();
+    let args = [
+        "agent",
+        "--controller",
+        &controller,
+        "--cert",
+        s(&pem),
+        "--key",
+        s(&key),
+        "--ca",
+        s(&ca),
+        "--index",
+        &index,
+    ];
+    spawn(&args, &[])
+}
+
+/// A certificate registers only in its own role: agent 1's certificate
+/// claiming index 0, and the monitor's used by an agent, are refused,
+/// both sides naming what the certificate says and what the Hello says.
+#[test]
+fn a_certificate_registers_only_as_the_agent_it_was_made_for() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let port = free_port();
+    let ctl = http_controller(
+        "http://127.0.0.1:9/",
+        port,
+        &lab,
+        2,
+        &["--agent-timeout", "4s", "--no-preflight"],
+    );
+    let wrong_index = agent_with_cert(&lab, port, "agent-1", 0).wait_output();
+    let monitor_as_agent = agent_with_cert(&lab, port, "monitor", 1).wait_output();
+    let out = ctl.wait_output();
+    for (o, says) in [
+        (
+            &wrong_index,
+            "has the certificate of agent-1, but its Hello says agent index 0; use agent-0.pem",
+        ),
+        (
+            &monitor_as_agent,
+            "has the certificate of monitor, but its Hello says agent index 1; use agent-1.pem",
+        ),
+    ] {
+        assert_eq!(o.status.code(), Some(2), "{}", text(o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{}", text(o));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{}", text(&out));
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("0 of 2 agents registered; missing agent indexes: 0, 1"),
+        "{}",
+        text(&out)
+    );
+}
