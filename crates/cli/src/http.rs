@@ -876,3 +876,59 @@ fn peak_table(r: &PeakSearchJson) -> String {
     );
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_are_as_even_as_whole_numbers_allow_and_sum_exactly() {
+        assert_eq!(split(5, 2), [3, 2]);
+        assert_eq!(split(400, 8), [50; 8]);
+        assert_eq!(split(7, 3), [3, 2, 2]);
+        assert_eq!(split(3, 1), [3]);
+        for (total, clients) in [(1_000_003, 7), (64, 64), (65, 64)] {
+            assert_eq!(split(total, clients).iter().sum::<u64>(), total);
+        }
+    }
+
+    #[test]
+    fn each_client_plan_gets_its_share_its_seed_and_its_own_loopback_address() {
+        let target = Target::parse("http://127.0.0.1:8080/a.html").expect("a URL");
+        let url = UrlPlan {
+            target,
+            weight: 1.0,
+            class: 0,
+            expect_status: 200,
+            expect: Expect::Status,
+        };
+        let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
+        plan.virtual_users = 5;
+        plan.stop = Stop::Requests(401);
+        plan.seed = 9;
+        let plans = client_plans(&plan, 2);
+        assert_eq!(plans.iter().map(|p| p.virtual_users).collect::<Vec<_>>(), [3, 2]);
+        assert!(matches!(plans[0].stop, Stop::Requests(201)) && matches!(plans[1].stop, Stop::Requests(200)));
+        assert_eq!(plans[0].seed, 9);
+        assert_ne!(plans[1].seed, 9);
+        assert_eq!(
+            plans[1].source_addresses,
+            ["127.0.0.2".parse::<std::net::IpAddr>().expect("an address")]
+        );
+        // One client: the plan itself.
+        assert!(client_plans(&plan, 1)[0].source_addresses.is_empty());
+        plan.load = Load::Open(OpenLoop {
+            rate: 300.0,
+            arrival: Arrival::Constant,
+            max_in_flight: 10,
+        });
+        let open: Vec<(f64, u32)> = client_plans(&plan, 3)
+            .iter()
+            .map(|p| match p.load {
+                Load::Open(o) => (o.rate, o.max_in_flight),
+                Load::Closed => (0.0, 0),
+            })
+            .collect();
+        assert_eq!(open, [(100.0, 4), (100.0, 3), (100.0, 3)]);
+    }
+}
