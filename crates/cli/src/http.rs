@@ -263,9 +263,10 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         ));
     }
     // Each client gets a share of the load: a share of zero would be a
-    // client with nothing to do.
+    // client with nothing to do. (Zero for the one client in this process
+    // is refused below with the flag's own words.)
     let too_few = |flag: &str, n: u64| {
-        (n < clients as u64).then(|| {
+        (clients > 1 && n < clients as u64).then(|| {
             usage(format!(
                 "{flag} {n} is split over {clients} clients (--agents × --clients-per-agent): give at least {clients}"
             ))

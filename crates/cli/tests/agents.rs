@@ -983,6 +983,27 @@ fn http_with_a_missing_agent_names_it_after_the_timeout() {
     drop(a0);
     // The preflight's request only.
     assert_eq!(nginx.access_log_lines().len(), 1);
+    // Fewer users than clients is refused before anything is sent.
+    let listen = format!("127.0.0.1:{port}");
+    let o = run_benchlab(&[
+        "http",
+        &nginx.url("/4k.html"),
+        "--agents",
+        "3",
+        "--threads",
+        "2",
+        "--listen",
+        &listen,
+        "--tls-dir",
+        s(&lab),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--threads 2 is split over 3 clients"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(nginx.access_log_lines().len(), 1);
 }
 
 /// `benchlab agent` with the certificate and key files `cert` (e.g.
