@@ -104,6 +104,7 @@ mod tests {
             conn: Default::default(),
             latency: crate::LatencySummary::of(&h),
             histogram: Some(h.clone()),
+            load: Default::default(),
         };
         let back: Second = serde_json::from_slice(&serde_json::to_vec(&second).unwrap()).unwrap();
         assert_eq!(back, second);
