@@ -244,8 +244,10 @@ fn only_the_monitor_certificate_registers_as_a_monitor() {
     let (pool, lines) = controller(dir.path(), 0, 1);
     let (c, k) = agent_files(0);
     let opts = peer(dir.path(), &pool, &c, &k);
-    let (_tx, rx) = std::sync::mpsc::channel();
-    let err = monitor_session(&opts, "server-1", rx).unwrap_err();
+    // No samples to send: accepted, the session would end at once (Ok).
+    let (tx, rx) = std::sync::mpsc::channel();
+    drop(tx);
+    let err = monitor_session(&opts, "server-1", rx).expect_err("the agent's certificate must be refused");
     assert_eq!(err.exit_code(), 2);
     let says = "has the certificate of agent-0, but its Hello says monitor; use monitor.pem";
     assert!(err.to_string().contains(says), "{err}");
