@@ -11,7 +11,7 @@ use crate::proto::agent_message::Kind as FromAgent;
 use crate::proto::control::control_server::{Control, ControlServer};
 use crate::proto::controller_message::Kind as ToAgent;
 use crate::proto::*;
-use crate::tls::TlsFiles;
+use crate::tls::{CertRole, TlsFiles};
 use crate::{now_nanos, time_of_nanos, AgentError};
 use benchlab_controller::plan::{ClientPlan, UrlList};
 use benchlab_controller::{ClientDriver, ClientLost, ClientPool, DriverError};
@@ -224,6 +224,12 @@ impl Control for Service {
         request: Request<Streaming<AgentMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
         let peer = request.remote_addr().map(|a| a.to_string()).unwrap_or_default();
+        // The role the peer's certificate was made for (the first of its
+        // chain is its own): checked against what its Hello claims.
+        let cert_role = request
+            .peer_certs()
+            .and_then(|chain| chain.first().map(|c| CertRole::of_der(c)))
+            .unwrap_or_else(|| CertRole::Other("no certificate".into()));
         let mut inbound = request.into_inner();
         let hello = match tokio::time::timeout(Duration::from_secs(10), inbound.message()).await {
             Ok(Ok(Some(AgentMessage {
@@ -241,6 +247,31 @@ impl Control for Service {
             shared.log(why.clone());
             return Err(Status::failed_precondition(why));
         }
+        // A lab certificate registers only in its own role: agent-I's as
+        // agent index I, the monitor's as a monitor. (An index beyond the
+        // run's agents is refused first, with the run's size.)
+        let role = Role::try_from(hello.role);
+        let claimed = match role {
+            Ok(Role::Agent) if hello.index < shared.opts.agents => Some(CertRole::Agent(hello.index)),
+            Ok(Role::Monitor) => Some(CertRole::Monitor),
+            _ => None,
+        };
+        if let Some(claimed) = claimed.filter(|c| *c != cert_role) {
+            let says = match claimed {
+                CertRole::Agent(i) => format!("agent index {i}"),
+                _ => "monitor".to_string(),
+            };
+            let why = format!(
+                "refused: the peer at {peer} has the certificate of {cert_role}, but its Hello says {says}; \
+                 use {} and its key",
+                match claimed {
+                    CertRole::Agent(i) => format!("agent-{i}.pem"),
+                    _ => "monitor.pem".to_string(),
+                }
+            );
+            shared.log(why.clone());
+            return Err(Status::permission_denied(why));
+        }
         let (tx, rx) = unbounded_channel();
         let welcome = ControllerMessage {
             kind: Some(ToAgent::Welcome(Welcome {
@@ -248,7 +279,7 @@ impl Control for Service {
             })),
         };
         let _ = tx.send(Ok(welcome));
-        match Role::try_from(hello.role) {
+        match role {
             Ok(Role::Agent) => self.agent(hello, peer, inbound, tx)?,
             Ok(Role::Monitor) => self.monitor(hello, peer, inbound, tx)?,
             _ => return Err(Status::invalid_argument("Hello names no role (agent or monitor)")),

@@ -24,6 +24,61 @@ pub fn agent_files(index: u32) -> (String, String) {
     (format!("agent-{index}.pem"), format!("agent-{index}.key"))
 }
 
+/// The common names `lab certs` gives the agents' certificates (followed
+/// by the index) and the monitor's: the controller lets a certificate
+/// register only in the role it names.
+pub const AGENT_CN_PREFIX: &str = "benchlab agent ";
+pub const MONITOR_CN: &str = "benchlab monitor";
+
+/// The role a lab certificate was made for, read from its common name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertRole {
+    /// `agent-I.pem`: may register as agent index I only.
+    Agent(u32),
+    /// `monitor.pem`: may register as a monitor only.
+    Monitor,
+    /// Any other name (the controller's, one made by another tool): no role.
+    Other(String),
+}
+
+impl CertRole {
+    /// The role of the certificate `der` (DER, as TLS carries it).
+    pub fn of_der(der: &[u8]) -> CertRole {
+        let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) else {
+            return CertRole::Other("an unreadable certificate".into());
+        };
+        let cn = cert
+            .subject()
+            .iter_common_name()
+            .next()
+            .and_then(|cn| cn.as_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        CertRole::of_name(&cn)
+    }
+
+    /// The role of a certificate whose common name is `cn`.
+    pub fn of_name(cn: &str) -> CertRole {
+        if cn == MONITOR_CN {
+            return CertRole::Monitor;
+        }
+        match cn.strip_prefix(AGENT_CN_PREFIX).map(str::parse::<u32>) {
+            Some(Ok(i)) if cn == format!("{AGENT_CN_PREFIX}{i}") => CertRole::Agent(i),
+            _ => CertRole::Other(format!("`{cn}`")),
+        }
+    }
+}
+
+impl std::fmt::Display for CertRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CertRole::Agent(i) => write!(f, "agent-{i}"),
+            CertRole::Monitor => write!(f, "monitor"),
+            CertRole::Other(name) => write!(f, "{name} (no agent or monitor)"),
+        }
+    }
+}
+
 /// Why a certificate could not be made or read.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -136,7 +191,7 @@ pub fn write_certs(dir: &Path, plan: &CertsPlan) -> Result<Vec<PathBuf>, TlsErro
     write(CONTROLLER_KEY, &key, true)?;
     for i in 0..plan.agents {
         let (cert, key) = leaf(
-            &format!("benchlab agent {i}"),
+            &format!("{AGENT_CN_PREFIX}{i}"),
             Vec::new(),
             ExtendedKeyUsagePurpose::ClientAuth,
         )?;
@@ -144,7 +199,7 @@ pub fn write_certs(dir: &Path, plan: &CertsPlan) -> Result<Vec<PathBuf>, TlsErro
         write(&c, &cert, false)?;
         write(&k, &key, true)?;
     }
-    let (cert, key) = leaf("benchlab monitor", Vec::new(), ExtendedKeyUsagePurpose::ClientAuth)?;
+    let (cert, key) = leaf(MONITOR_CN, Vec::new(), ExtendedKeyUsagePurpose::ClientAuth)?;
     write(MONITOR_CERT, &cert, false)?;
     write(MONITOR_KEY, &key, true)?;
     Ok(written)
@@ -215,5 +270,38 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("ca.key is not a PEM certificate"), "{err}");
+    }
+
+    #[test]
+    fn each_lab_certificate_names_its_role() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = CertsPlan {
+            controller_names: vec!["localhost".into()],
+            agents: 3,
+        };
+        write_certs(dir.path(), &plan).unwrap();
+        let role = |name: &str| {
+            let pem = std::fs::read(dir.path().join(name)).unwrap();
+            let (_, pem) = x509_parser::pem::parse_x509_pem(&pem).unwrap();
+            CertRole::of_der(&pem.contents)
+        };
+        assert_eq!(role("agent-0.pem"), CertRole::Agent(0));
+        assert_eq!(role("agent-2.pem"), CertRole::Agent(2));
+        assert_eq!(role("monitor.pem"), CertRole::Monitor);
+        assert_eq!(
+            role("controller.pem").to_string(),
+            "`benchlab controller` (no agent or monitor)"
+        );
+        assert_eq!(role("agent-2.pem").to_string(), "agent-2");
+        // Only the exact name: no sign, no leading zero, no suffix.
+        for cn in [
+            "benchlab agent +1",
+            "benchlab agent 01",
+            "benchlab agent 1x",
+            "benchlab agent ",
+        ] {
+            assert!(matches!(CertRole::of_name(cn), CertRole::Other(_)), "{cn}");
+        }
+        assert!(matches!(CertRole::of_der(b"not DER"), CertRole::Other(_)));
     }
 }

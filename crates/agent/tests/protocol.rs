@@ -237,6 +237,24 @@ fn a_monitor_streams_its_samples_kept_per_host() {
     assert!(pool.monitors().samples("elsewhere").is_empty());
 }
 
+#[test]
+fn only_the_monitor_certificate_registers_as_a_monitor() {
+    let dir = tempfile::tempdir().unwrap();
+    certs(dir.path(), 1);
+    let (pool, lines) = controller(dir.path(), 0, 1);
+    let (c, k) = agent_files(0);
+    let opts = peer(dir.path(), &pool, &c, &k);
+    // No samples to send: accepted, the session would end at once (Ok).
+    let (tx, rx) = std::sync::mpsc::channel();
+    drop(tx);
+    let err = monitor_session(&opts, "server-1", rx).expect_err("the agent's certificate must be refused");
+    assert_eq!(err.exit_code(), 2);
+    let says = "has the certificate of agent-0, but its Hello says monitor; use monitor.pem";
+    assert!(err.to_string().contains(says), "{err}");
+    assert!(lines.lock().unwrap().iter().any(|l| l.contains(says)));
+    assert!(pool.monitors().hosts().is_empty());
+}
+
 proptest::proptest! {
     #[test]
     fn control_message_decoders_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {

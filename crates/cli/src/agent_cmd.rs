@@ -118,6 +118,14 @@ pub struct AgentRunArgs {
 }
 
 impl AgentRunArgs {
+    /// The clients a run has: --agents × --clients-per-agent, or the one
+    /// in this process.
+    pub fn clients(&self) -> usize {
+        self.agents
+            .map_or(1, |n| n as usize * self.clients_per_agent as usize)
+            .max(1)
+    }
+
     /// The controller's listener, once every agent and monitor has
     /// registered; `None` without --agents and --monitors. With --agents
     /// it is the run's pool of clients. `max_clients`: the most clients any

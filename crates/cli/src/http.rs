@@ -223,6 +223,9 @@ pub struct HttpArgs {
     /// (default 0.5 s with --find-peak: users start over it, not counted).
     #[arg(long, value_parser = args::duration, default_value = "3s", value_name = "DUR", requires = "find_peak")]
     step_duration: Duration,
+
+    #[command(flatten)]
+    agents: crate::agent_cmd::AgentRunArgs,
 }
 
 /// Builds the plan, checks the target and the system, runs, prints.
@@ -295,6 +298,51 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         (Some(h2), Some(c)) => c.saturating_mul(h2.streams),
         _ => a.threads,
     };
+    // With --agents the load runs on N×K clients elsewhere; what only
+    // makes sense in this process is refused before anything is sent.
+    let clients = a.agents.clients();
+    if a.agents.agents.is_some() {
+        if search.is_some() {
+            return Err(usage(
+                "--find-peak runs its loads in this process; it cannot be combined with --agents".into(),
+            ));
+        }
+        if a.http == HttpMode::Http2 {
+            return Err(usage(
+                "--http 2 runs in this process only so far: drop --agents, or run HTTP/2 classes in a suite across agents".into(),
+            ));
+        }
+        if a.client_cpus.is_some() {
+            return Err(usage(
+                "--client-cpus pins this process's threads; with --agents the load runs on the agents".into(),
+            ));
+        }
+    }
+    if a.agents.monitors > 0 {
+        return Err(usage(
+            "--monitors applies to `benchlab run`, not to `benchlab http`".into(),
+        ));
+    }
+    // Each client gets a share of the load: a share of zero would be a
+    // client with nothing to do. (Zero for the one client in this process
+    // is refused below with the flag's own words.)
+    let too_few = |flag: &str, n: u64| {
+        (clients > 1 && n < clients as u64).then(|| {
+            usage(format!(
+                "{flag} {n} is split over {clients} clients (--agents × --clients-per-agent): give at least {clients}"
+            ))
+        })
+    };
+    let split_checks = [
+        (a.rate.is_none(), "--threads", u64::from(a.threads)),
+        (a.rate.is_some(), "--max-in-flight", u64::from(a.max_in_flight)),
+        (a.requests.is_some(), "--requests", a.requests.unwrap_or(0)),
+    ];
+    for (applies, flag, n) in split_checks {
+        if let Some(e) = applies.then(|| too_few(flag, n)).flatten() {
+            return Err(e);
+        }
+    }
     let load = match a.rate {
         None => Load::Closed,
         Some(r) if !(r > 0.0 && r <= OpenLoop::MAX_RATE) => {
@@ -376,9 +424,13 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         Load::Closed => users,
         Load::Open(o) => o.max_in_flight,
     };
-    sys::check_capacity(slots as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
-    let targets: Vec<_> = urls.iter().map(|u| u.target.addr).collect();
-    sys::check_source_addresses(&source_addresses, &targets).map_err(CliError::CannotRun)?;
+    // Limits and addresses of this machine: with --agents the load (and
+    // its sockets) are the agents'.
+    if a.agents.agents.is_none() {
+        sys::check_capacity(slots as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
+        let targets: Vec<_> = urls.iter().map(|u| u.target.addr).collect();
+        sys::check_source_addresses(&source_addresses, &targets).map_err(CliError::CannotRun)?;
+    }
 
     if a.no_preflight {
         if a.validate != Validate::Status && !a.json {
@@ -481,12 +533,27 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         return find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus);
     }
     let live = !a.json && std::io::stderr().is_terminal();
-    let (mut result, report) = run_once(&plan, os_threads, live, &interrupt)?;
+    // After the preflight: a target that does not answer keeps no agent
+    // waiting. Agents size their clients' threads unless --os-threads.
+    let remote = a.agents.pool(clients, a.os_threads.is_some())?;
+    let pool: Arc<dyn ClientPool> = match &remote {
+        Some(p) => Arc::clone(p) as Arc<dyn ClientPool>,
+        None => Arc::new(InProcess::default()),
+    };
+    let (mut result, report) = run_once(pool.as_ref(), &plan, clients, os_threads, live, &interrupt)?;
     result.client_cpus = client_cpus;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
     } else {
         print!("{}", output::human(&result));
+    }
+    for c in &result.clients {
+        if let Some(why) = &c.lost {
+            eprintln!(
+                "benchlab: warning: client {} (agent {}) was lost ({why}): its figures are apart, not in the totals",
+                c.client, c.agent
+            );
+        }
     }
     if report.threads_lost > 0 {
         eprintln!(
@@ -552,29 +619,35 @@ impl Interrupt {
     }
 }
 
-/// Runs `plan` once, as one client through the controller's client seam
-/// (the plan as data, a wall-clock start, the same driving loop as a
-/// suite's mixes): the result (the generator's CPU and the machine's
-/// included) and the client's report. `live`: a line per second on stderr.
+/// Runs `plan` once through the controller's client seam (the plan as
+/// data, a wall-clock start, the same driving loop as a suite's mixes),
+/// split over `clients` clients of `pool`: the result (the generator's CPU
+/// and the machine's included) and the clients' reports merged into one.
+/// `live`: a line per second on stderr.
 fn run_once(
+    pool: &dyn ClientPool,
     plan: &ClientPlan,
+    clients: usize,
     os_threads: usize,
     live: bool,
     interrupt: &Interrupt,
 ) -> Result<(HttpResult, benchlab_engine::ClientReport), CliError> {
     let cannot = |e: &dyn std::fmt::Display| CliError::CannotRun(e.to_string());
     let urls = Arc::new(UrlList::of_engine(&plan.urls, &plan.classes));
-    let clients = InProcess::default();
-    clients.load_urls(&urls).map_err(|e| cannot(&e))?;
-    let data = DataPlan::of_engine(plan, urls.id.clone());
+    pool.load_urls(&urls).map_err(|e| cannot(&e))?;
+    let plans = client_plans(plan, clients);
+    let data: Vec<DataPlan> = plans.iter().map(|p| DataPlan::of_engine(p, urls.id.clone())).collect();
     let cpu0 = sys::cpu_time(false);
     let machine0 = benchlab_controller::machine::CpuTicks::now();
     let started = Instant::now();
+    // A remote pool checks every agent's clock and says how far ahead the
+    // start must be for every order to arrive in time.
+    let ahead = pool.before_mix().map_err(|e| cannot(&e))?;
     let driven = drive_mix(
-        &clients,
-        &[data],
+        pool,
+        &data,
         plan.window,
-        SystemTime::now(),
+        SystemTime::now() + ahead,
         &interrupt.stopped,
         &mut |s| {
             if live {
@@ -593,21 +666,100 @@ fn run_once(
     if live {
         eprintln!();
     }
-    let report = match driven.clients.into_iter().next() {
-        Some(ClientEnd::Finished(r)) => r,
-        Some(ClientEnd::Lost { why, .. }) => return Err(CliError::CannotRun(format!("the client was lost: {why}"))),
-        None => return Err(CliError::CannotRun("no client ran".into())),
+    let reports: Vec<&benchlab_engine::ClientReport> = driven.reports().collect();
+    let report = match driven.clients.as_slice() {
+        [ClientEnd::Finished(r)] => r.clone(),
+        [ClientEnd::Lost { why, .. }] => return Err(CliError::CannotRun(format!("the client was lost: {why}"))),
+        [] => return Err(CliError::CannotRun("no client ran".into())),
+        _ if reports.is_empty() => {
+            return Err(CliError::CannotRun(
+                "every client was lost; nothing was measured (see the lines above)".into(),
+            ))
+        }
+        _ => output::merge_reports(&reports, &driven.seconds),
     };
     let cpu1 = sys::cpu_time(false);
     let machine_busy = machine0
         .zip(benchlab_controller::machine::CpuTicks::now())
         .and_then(|(a, b)| a.busy_share(b));
     let wall = started.elapsed();
-    let mut result = HttpResult::new(plan, &report, os_threads, cpu0, cpu1, wall);
-    // A server on this machine (a loopback URL) shares its CPUs.
-    let co_located = plan.urls.iter().any(|u| u.target.addr.ip().is_loopback());
-    result.client_cpu = result.client_cpu.clone().with_machine(machine_busy, co_located);
+    let peaks: Vec<u64> = reports.iter().map(|r| r.peak_connections).collect();
+    let result = if remote_clients(pool) {
+        // The load's CPU is the agents' worker threads', not this process's.
+        let user = reports.iter().map(|r| r.cpu_user).sum();
+        let system = reports.iter().map(|r| r.cpu_system).sum();
+        let cores = plans.iter().map(|p| p.os_threads.min(p.slots() as usize)).sum();
+        let mut r = HttpResult::new(
+            plan,
+            &report,
+            &peaks,
+            cores,
+            (Duration::ZERO, Duration::ZERO),
+            (user, system),
+            wall,
+        );
+        r.clients = output::client_rows(&plans, &driven, &pool.agents(), r.duration_s);
+        r
+    } else {
+        let mut r = HttpResult::new(plan, &report, &peaks, os_threads, cpu0, cpu1, wall);
+        // A server on this machine (a loopback URL) shares its CPUs.
+        let co_located = plan.urls.iter().any(|u| u.target.addr.ip().is_loopback());
+        r.client_cpu = r.client_cpu.clone().with_machine(machine_busy, co_located);
+        r
+    };
     Ok((result, report))
+}
+
+/// Whether the pool's clients run on agents (they list themselves).
+fn remote_clients(pool: &dyn ClientPool) -> bool {
+    !pool.agents().is_empty()
+}
+
+/// `clients` shares of `total`, as equal as whole numbers allow, summing
+/// to it exactly: the first `total % clients` get one more.
+fn split(total: u64, clients: usize) -> Vec<u64> {
+    let n = clients.max(1) as u64;
+    (0..n).map(|c| total / n + u64::from(c < total % n)).collect()
+}
+
+/// Each client's plan: the run's plan with its share of the virtual users
+/// (or of the open loop's rate and in-flight bound) and of `--requests`,
+/// its own seed, and on a loopback target its own source address
+/// 127.0.0.(c + 1), as a suite's clients have, so the server's log tells
+/// them apart. One client: the plan itself.
+fn client_plans(plan: &ClientPlan, clients: usize) -> Vec<ClientPlan> {
+    if clients <= 1 {
+        return vec![plan.clone()];
+    }
+    let users = split(plan.virtual_users.into(), clients);
+    let requests = match plan.stop {
+        Stop::Requests(n) => Some(split(n, clients)),
+        Stop::After(_) => None,
+    };
+    let in_flight = match plan.load {
+        Load::Open(o) => split(o.max_in_flight.into(), clients),
+        Load::Closed => Vec::new(),
+    };
+    let loopback = plan.urls.first().is_some_and(|u| u.target.addr.ip().is_loopback());
+    (0..clients)
+        .map(|c| {
+            let mut p = plan.clone();
+            p.virtual_users = u32::try_from(users[c]).unwrap_or(u32::MAX);
+            if let Some(r) = &requests {
+                p.stop = Stop::Requests(r[c]);
+            }
+            if let Load::Open(o) = &mut p.load {
+                o.rate /= clients as f64;
+                o.max_in_flight = u32::try_from(in_flight[c]).unwrap_or(u32::MAX);
+            }
+            // Client 0 keeps the run's seed; the others draw their own.
+            p.seed = plan.seed.wrapping_add((c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            if p.source_addresses.is_empty() && loopback && c < 254 {
+                p.source_addresses = vec![std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, c as u8 + 1))];
+            }
+            p
+        })
+        .collect()
 }
 
 /// One load of `http --find-peak` and how the search came to run it.
@@ -693,7 +845,7 @@ fn find_peak(
             continue;
         }
         let os_threads = os_threads_max.min(p.virtual_users as usize);
-        let (mut result, _) = run_once(&p, os_threads, false, interrupt)?;
+        let (mut result, _) = run_once(&InProcess::default(), &p, 1, os_threads, false, interrupt)?;
         result.client_cpus = client_cpus.to_vec();
         search.record(Step::of(
             load,
@@ -794,4 +946,60 @@ fn peak_table(r: &PeakSearchJson) -> String {
         at(r.useful_peak_threads.zip(r.useful_peak_requests_per_sec))
     );
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_are_as_even_as_whole_numbers_allow_and_sum_exactly() {
+        assert_eq!(split(5, 2), [3, 2]);
+        assert_eq!(split(400, 8), [50; 8]);
+        assert_eq!(split(7, 3), [3, 2, 2]);
+        assert_eq!(split(3, 1), [3]);
+        for (total, clients) in [(1_000_003, 7), (64, 64), (65, 64)] {
+            assert_eq!(split(total, clients).iter().sum::<u64>(), total);
+        }
+    }
+
+    #[test]
+    fn each_client_plan_gets_its_share_its_seed_and_its_own_loopback_address() {
+        let target = Target::parse("http://127.0.0.1:8080/a.html").expect("a URL");
+        let url = UrlPlan {
+            target,
+            weight: 1.0,
+            class: 0,
+            expect_status: 200,
+            expect: Expect::Status,
+        };
+        let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
+        plan.virtual_users = 5;
+        plan.stop = Stop::Requests(401);
+        plan.seed = 9;
+        let plans = client_plans(&plan, 2);
+        assert_eq!(plans.iter().map(|p| p.virtual_users).collect::<Vec<_>>(), [3, 2]);
+        assert!(matches!(plans[0].stop, Stop::Requests(201)) && matches!(plans[1].stop, Stop::Requests(200)));
+        assert_eq!(plans[0].seed, 9);
+        assert_ne!(plans[1].seed, 9);
+        assert_eq!(
+            plans[1].source_addresses,
+            ["127.0.0.2".parse::<std::net::IpAddr>().expect("an address")]
+        );
+        // One client: the plan itself.
+        assert!(client_plans(&plan, 1)[0].source_addresses.is_empty());
+        plan.load = Load::Open(OpenLoop {
+            rate: 300.0,
+            arrival: Arrival::Constant,
+            max_in_flight: 10,
+        });
+        let open: Vec<(f64, u32)> = client_plans(&plan, 3)
+            .iter()
+            .map(|p| match p.load {
+                Load::Open(o) => (o.rate, o.max_in_flight),
+                Load::Closed => (0.0, 0),
+            })
+            .collect();
+        assert_eq!(open, [(100.0, 4), (100.0, 3), (100.0, 3)]);
+    }
 }

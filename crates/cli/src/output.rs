@@ -100,6 +100,10 @@ pub struct HttpResult {
     pub http2: Option<Http2Result>,
     /// What benchlab warned about (also printed on stderr).
     pub warnings: Vec<String>,
+    /// With --agents: each client, where it ran and what it did (absent
+    /// when the run's one client ran in this process).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<HttpClientResult>,
 }
 
 /// What an HTTP/2 run used and met.
@@ -169,9 +173,12 @@ fn rate(n: u64, secs: f64) -> f64 {
 }
 
 impl HttpResult {
+    /// `report`: the run's one client's, or its clients' merged
+    /// ([`merge_reports`]); `peaks`: each client's most connections open.
     pub fn new(
         plan: &ClientPlan,
         report: &ClientReport,
+        peaks: &[u64],
         os_threads: usize,
         cpu0: (Duration, Duration),
         cpu1: (Duration, Duration),
@@ -205,8 +212,8 @@ impl HttpResult {
                 conn,
                 &total,
                 secs,
-                // One client: its peak is exact.
-                &[report.peak_connections],
+                // One client: its peak is exact; several: each one's.
+                peaks,
             )),
         };
         warnings.extend(
@@ -299,8 +306,159 @@ impl HttpResult {
                     .collect(),
             }),
             warnings,
+            clients: Vec::new(),
         }
     }
+}
+
+/// One client of `http --agents`: where it ran and what it did (the
+/// figures of a suite's `client_data` row).
+#[derive(Debug, Clone, Serialize)]
+pub struct HttpClientResult {
+    /// 1-based.
+    pub client: u32,
+    /// The agent that ran it (0-based index) and its host name.
+    pub agent: u32,
+    pub host: String,
+    /// Local address its connections came from, when it had its own.
+    pub address: Option<String>,
+    /// Its share of the virtual users (closed loop) or of the rate (open).
+    pub threads: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    #[serde(flatten)]
+    pub figures: benchlab_controller::Figures,
+    pub connections_opened: u64,
+    pub in_flight: u64,
+    /// Why it was lost mid-run: its figures are then those of the seconds
+    /// it sent, apart from the run's totals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+}
+
+/// The rows of `http --agents`'s clients, in client order (`window_s`:
+/// the run's counted seconds, for the rates).
+pub fn client_rows(
+    plans: &[ClientPlan],
+    driven: &benchlab_controller::Driven,
+    agents: &[benchlab_controller::AgentResult],
+    window_s: f64,
+) -> Vec<HttpClientResult> {
+    use benchlab_controller::{ClientEnd, Figures, FiguresOf};
+    driven
+        .clients
+        .iter()
+        .zip(plans)
+        .enumerate()
+        .map(|(i, (end, plan))| {
+            let agent = agents.iter().find(|a| a.clients.contains(&(i + 1)));
+            let (figures, connections_opened, in_flight, lost) = match end {
+                ClientEnd::Finished(r) => (
+                    Figures::of(&r.stats.total(), window_s),
+                    r.stats.conn.connections_opened,
+                    r.in_flight,
+                    None,
+                ),
+                ClientEnd::Lost {
+                    why,
+                    window,
+                    conn,
+                    seconds,
+                } => (
+                    Figures::of(window, f64::from(*seconds)),
+                    conn.connections_opened,
+                    0,
+                    Some(why.clone()),
+                ),
+            };
+            HttpClientResult {
+                client: i as u32 + 1,
+                agent: agent.map_or(0, |a| a.index),
+                host: agent.map(|a| a.host.clone()).unwrap_or_default(),
+                address: plan.source_addresses.first().map(|a| a.to_string()),
+                threads: match plan.load {
+                    Load::Closed => plan.virtual_users,
+                    Load::Open(_) => 0,
+                },
+                rate: match plan.load {
+                    Load::Closed => None,
+                    Load::Open(o) => Some(o.rate),
+                },
+                figures,
+                connections_opened,
+                in_flight,
+                lost,
+            }
+        })
+        .collect()
+}
+
+/// Several clients' reports as one: every count summed, histograms added
+/// (so percentiles are those of all requests), each second's counts summed
+/// with the percentiles of its merged histogram from `seconds` (the
+/// controller's merge of the streamed seconds).
+pub fn merge_reports(reports: &[&ClientReport], seconds: &[benchlab_controller::SecondResult]) -> ClientReport {
+    use std::collections::BTreeMap;
+    let classes = reports.first().map_or(0, |r| r.stats.classes.len());
+    let mut stats = benchlab_engine::Stats::new(classes);
+    let mut by_second: BTreeMap<u32, benchlab_engine::Second> = BTreeMap::new();
+    let mut m = ClientReport {
+        stats: benchlab_engine::Stats::new(classes),
+        seconds: Vec::new(),
+        in_flight: 0,
+        cpu_user: Duration::ZERO,
+        cpu_system: Duration::ZERO,
+        elapsed: Duration::ZERO,
+        tls_error: None,
+        users_arrived: 0,
+        users_waiting: 0,
+        peak_connections: 0,
+        threads_lost: 0,
+        h2_settings: None,
+    };
+    for r in reports {
+        stats.add(&r.stats);
+        for s in &r.seconds {
+            match by_second.entry(s.second) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(s.clone());
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    let t = o.get_mut();
+                    t.counters.add(&s.counters);
+                    t.conn.add(&s.conn);
+                    t.load.add(&s.load);
+                }
+            }
+        }
+        m.in_flight += r.in_flight;
+        m.cpu_user += r.cpu_user;
+        m.cpu_system += r.cpu_system;
+        m.elapsed = m.elapsed.max(r.elapsed);
+        if m.tls_error.is_none() {
+            m.tls_error.clone_from(&r.tls_error);
+        }
+        m.h2_settings = m.h2_settings.or(r.h2_settings);
+        m.users_arrived += r.users_arrived;
+        m.users_waiting += r.users_waiting;
+        // At most: the clients' peaks need not coincide.
+        m.peak_connections += r.peak_connections;
+        m.threads_lost += r.threads_lost;
+    }
+    m.stats = stats;
+    m.seconds = by_second
+        .into_values()
+        .map(|mut s| {
+            // The controller numbers seconds from 1.
+            if let Some(merged) = seconds.iter().find(|x| x.second == s.second + 1) {
+                s.latency.p50 = merged.latency_p50_us;
+                s.latency.p99 = merged.latency_p99_us;
+            }
+            s.histogram = None;
+            s
+        })
+        .collect();
+    m
 }
 
 /// Numbers for people: the one formatter of the terminal, HTML and XLSX.
@@ -564,6 +722,30 @@ pub fn human(r: &HttpResult) -> String {
                 thousands(c.latency_us.p99),
                 thousands(c.errors_total),
                 c.name
+            );
+        }
+    }
+    if !r.clients.is_empty() {
+        let _ = writeln!(o, "  per client:");
+        for c in &r.clients {
+            let load = match c.rate {
+                Some(rate) => format!("{} req/s sent", benchlab_format::rate(rate)),
+                None => plural(c.threads.into(), "user", "users"),
+            };
+            let _ = writeln!(
+                o,
+                "    client {} on agent {} ({}{}): {}, {:>10} req  {:>10} req/s  p50 {:>7} µs  p99 {:>7} µs  errors {}{}",
+                c.client,
+                c.agent,
+                if c.host.is_empty() { "?" } else { &c.host },
+                c.address.as_ref().map_or(String::new(), |a| format!(", from {a}")),
+                load,
+                thousands(c.figures.requests),
+                requests_per_sec(c.figures.requests_per_sec),
+                thousands(c.figures.latency_us.p50),
+                thousands(c.figures.latency_us.p99),
+                thousands(c.figures.errors_total),
+                c.lost.as_ref().map_or(String::new(), |w| format!("  LOST: {w}"))
             );
         }
     }

@@ -845,3 +845,230 @@ fn four_agents_on_their_own_hosts_in_network_namespaces() {
     }
     assert!(agents[3]["lost"].is_string());
 }
+
+/// `benchlab http --agents N …` on the controller at `port`.
+fn http_controller(url: &str, port: u16, certs: &Path, agents: u32, extra: &[&str]) -> Proc {
+    let listen = format!("127.0.0.1:{port}");
+    let n = agents.to_string();
+    let mut args = vec!["http", url, "--agents", &n, "--listen", &listen, "--tls-dir", s(certs)];
+    args.extend_from_slice(extra);
+    spawn(&args, &[])
+}
+
+fn http_json(o: &Output) -> Value {
+    assert!(o.status.success(), "benchlab http --agents:\n{}", text(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("JSON: {e}\n{}", text(o)))
+}
+
+/// `http --agents 2 -n 400`: the 400 requests are split 200 + 200 over the
+/// two agents' clients, each from its own address, and nginx logged
+/// exactly those (plus the controller's one preflight request).
+#[test]
+fn http_across_two_agents_runs_exactly_the_requests_asked_for() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let port = free_port();
+    let url = nginx.url("/4k.html");
+    let ctl = http_controller(&url, port, &lab, 2, &["-n", "400", "--threads", "5", "--json"]);
+    let agents: Vec<Proc> = (0..2).map(|i| agent(&lab, port, i, &[])).collect();
+    let r = http_json(&ctl.wait_output());
+    for a in agents {
+        assert!(a.wait_output().status.success());
+    }
+    assert_eq!(u(&r, "/requests"), 400, "{r}");
+    assert_eq!(u(&r, "/errors_total"), 0);
+    assert_eq!(u(&r, "/in_flight"), 0);
+    assert_eq!(u(&r, "/threads"), 5);
+    let rows = r["clients"].as_array().expect("clients");
+    assert_eq!(rows.len(), 2);
+    let per_client: Vec<u64> = rows.iter().map(|c| u(c, "/requests")).collect();
+    assert_eq!(per_client, [200, 200]);
+    // 5 users split 3 + 2, each client on its own agent and address.
+    let users: Vec<u64> = rows.iter().map(|c| u(c, "/threads")).collect();
+    assert_eq!(users, [3, 2]);
+    for (i, c) in rows.iter().enumerate() {
+        assert_eq!(u(c, "/client"), i as u64 + 1);
+        assert_eq!(u(c, "/agent"), i as u64);
+        assert_eq!(c["address"], format!("127.0.0.{}", i + 1));
+    }
+    for field in ["/bytes", "/connections_opened"] {
+        let sum: u64 = rows.iter().map(|c| u(c, field)).sum();
+        assert_eq!(u(&r, field), sum, "{field}");
+    }
+    let lines = nginx.access_log_lines_at_least(401);
+    let from = |a: &str| lines.iter().filter(|l| l.remote_addr == a).count() as u64;
+    assert_eq!(lines.len(), 401, "400 requests and the preflight");
+    assert_eq!(from("127.0.0.1"), 200 + 1, "client 1 and the preflight");
+    assert_eq!(from("127.0.0.2"), 200);
+    assert!(lines.iter().all(|l| l.status == 200));
+}
+
+/// A timed `http --agents` run: the totals are the sum of the clients',
+/// and its merged percentiles (of the clients' histograms added) lie
+/// between the clients' own. Two clients per agent, and the terminal
+/// summary has a line per client.
+#[test]
+fn http_across_agents_merges_the_clients_histograms() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 1);
+    let url = nginx.url("/4k.html");
+    let port = free_port();
+    let extra = ["-d", "2s", "--threads", "4", "--clients-per-agent", "2", "--json"];
+    let ctl = http_controller(&url, port, &lab, 1, &extra);
+    let a0 = agent(&lab, port, 0, &[]);
+    let r = http_json(&ctl.wait_output());
+    assert!(a0.wait_output().status.success());
+    let rows = r["clients"].as_array().expect("clients");
+    assert_eq!(rows.len(), 2);
+    for field in ["/requests", "/errors_total", "/bytes", "/in_flight"] {
+        let sum: u64 = rows.iter().map(|c| u(c, field)).sum();
+        assert_eq!(u(&r, field), sum, "{field}");
+    }
+    assert!(rows.iter().all(|c| u(c, "/requests") > 0 && u(c, "/agent") == 0));
+    for p in ["/latency_us/p50", "/latency_us/p99"] {
+        let own: Vec<u64> = rows.iter().map(|c| u(c, p)).collect();
+        let merged = u(&r, p);
+        assert!(
+            merged >= *own.iter().min().expect("a client") && merged <= *own.iter().max().expect("a client"),
+            "{p}: merged {merged}, the clients' {own:?}"
+        );
+    }
+
+    // The terminal summary: a line per client, saying where it ran.
+    let port = free_port();
+    let ctl = http_controller(
+        &url,
+        port,
+        &lab,
+        1,
+        &["-n", "20", "--threads", "2", "--clients-per-agent", "2"],
+    );
+    let a0 = agent(&lab, port, 0, &[]);
+    let o = ctl.wait_output();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(a0.wait_output().status.success());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("client 1 on agent 0 ("), "{stdout}");
+    assert!(stdout.contains("from 127.0.0.2): 1 user,"), "{stdout}");
+}
+
+/// `http --agents 2` with one agent: after --agent-timeout the run stops,
+/// naming the missing agent, and sends no load.
+#[test]
+fn http_with_a_missing_agent_names_it_after_the_timeout() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let port = free_port();
+    let ctl = http_controller(
+        &nginx.url("/4k.html"),
+        port,
+        &lab,
+        2,
+        &["--agent-timeout", "2s", "-n", "10"],
+    );
+    let a0 = agent(&lab, port, 0, &[]);
+    let o = ctl.wait_output();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("1 of 2 agents registered; missing agent indexes: 1"),
+        "{stderr}"
+    );
+    drop(a0);
+    // The preflight's request only.
+    assert_eq!(nginx.access_log_lines().len(), 1);
+    // Fewer users than clients is refused before anything is sent.
+    let listen = format!("127.0.0.1:{port}");
+    let o = run_benchlab(&[
+        "http",
+        &nginx.url("/4k.html"),
+        "--agents",
+        "3",
+        "--threads",
+        "2",
+        "--listen",
+        &listen,
+        "--tls-dir",
+        s(&lab),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--threads 2 is split over 3 clients"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(nginx.access_log_lines().len(), 1);
+}
+
+/// `benchlab agent` with the certificate and key files `cert` (e.g.
+/// `agent-1`) claiming index `index`, for the controller on `port`.
+fn agent_with_cert(certs: &Path, port: u16, cert: &str, index: u32) -> Proc {
+    let (pem, key, ca) = (
+        certs.join(format!("{cert}.pem")),
+        certs.join(format!("{cert}.key")),
+        certs.join("ca.pem"),
+    );
+    let controller = format!("127.0.0.1:{port}");
+    let index = index.to_string();
+    let args = [
+        "agent",
+        "--controller",
+        &controller,
+        "--cert",
+        s(&pem),
+        "--key",
+        s(&key),
+        "--ca",
+        s(&ca),
+        "--index",
+        &index,
+    ];
+    spawn(&args, &[])
+}
+
+/// A certificate registers only in its own role: agent 1's certificate
+/// claiming index 0, and the monitor's used by an agent, are refused,
+/// both sides naming what the certificate says and what the Hello says.
+#[test]
+fn a_certificate_registers_only_as_the_agent_it_was_made_for() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let port = free_port();
+    let ctl = http_controller(
+        "http://127.0.0.1:9/",
+        port,
+        &lab,
+        2,
+        &["--agent-timeout", "4s", "--no-preflight"],
+    );
+    let wrong_index = agent_with_cert(&lab, port, "agent-1", 0).wait_output();
+    let monitor_as_agent = agent_with_cert(&lab, port, "monitor", 1).wait_output();
+    let out = ctl.wait_output();
+    for (o, says) in [
+        (
+            &wrong_index,
+            "has the certificate of agent-1, but its Hello says agent index 0; use agent-0.pem",
+        ),
+        (
+            &monitor_as_agent,
+            "has the certificate of monitor, but its Hello says agent index 1; use agent-1.pem",
+        ),
+    ] {
+        assert_eq!(o.status.code(), Some(2), "{}", text(o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{}", text(o));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{}", text(&out));
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("0 of 2 agents registered; missing agent indexes: 0, 1"),
+        "{}",
+        text(&out)
+    );
+}
