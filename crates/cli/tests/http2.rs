@@ -194,6 +194,23 @@ fn h2o_h2c_and_tls_exact() {
     assert_eq!(u(&v, "/connections_opened"), 3, "{v}");
 }
 
+/// Writes `toml` as a suite in `dir`, runs it (`--insecure`: the TLS
+/// listener's certificate is self-signed) and returns its results.json.
+fn run_suite(dir: &std::path::Path, toml: &str) -> Value {
+    let suite = dir.join("suite.toml");
+    std::fs::write(&suite, toml).expect("write suite");
+    let out_dir = dir.join("out");
+    let out = common::run_benchlab(&[
+        "run",
+        suite.to_str().expect("utf-8"),
+        "--insecure",
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    common::assert_success("benchlab run", &out);
+    serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json")).expect("JSON")
+}
+
 /// A suite whose first mix says `http = "2"` and whose second is HTTP/1.1,
 /// against one nginx TLS listener that speaks both (ALPN): the HTTP/2 mix's
 /// results name its connections and streams; the requests of both mixes
@@ -202,10 +219,9 @@ fn h2o_h2c_and_tls_exact() {
 fn a_suite_mixes_an_http2_mix_and_an_http1_mix() {
     let server = nginx(true, 10_000);
     let work = tempfile::tempdir().expect("tempdir");
-    let suite = work.path().join("suite.toml");
-    std::fs::write(
-        &suite,
-        format!(
+    let results = run_suite(
+        work.path(),
+        &format!(
             r#"name = "h2-and-h1"
 target = "{}"
 seed = 5
@@ -235,20 +251,7 @@ clients = 1
 "#,
             server.url("")
         ),
-    )
-    .expect("write suite");
-    let out_dir = work.path().join("out");
-    let out = common::run_benchlab(&[
-        "run",
-        suite.to_str().expect("utf-8"),
-        "--insecure",
-        "--out",
-        out_dir.to_str().expect("utf-8"),
-    ]);
-    common::assert_success("benchlab run", &out);
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
-            .expect("JSON");
+    );
     let h2 = &results["mixes"][0];
     assert_eq!(u(h2, "/http2/connections"), 2, "8 users ÷ 4 streams: {h2}");
     assert_eq!(u(h2, "/http2/streams_per_connection"), 4);
@@ -268,7 +271,7 @@ clients = 1
     assert!(h1_lines > u(h1, "/requests"), "{h1_lines} (the preflight is HTTP/1.1)");
     assert_eq!(h2_lines + h1_lines, lines.len() as u64);
     // The report names each mix's protocol.
-    let html = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+    let html = std::fs::read_to_string(work.path().join("out").join("report.html")).expect("report.html");
     assert!(
         html.contains("HTTP/2, 2 conn. × 4 streams"),
         "no HTTP/2 mix in the report"
@@ -284,10 +287,9 @@ clients = 1
 fn http1_and_http2_classes_in_one_mix() {
     let server = nginx(true, 10_000);
     let work = tempfile::tempdir().expect("tempdir");
-    let suite = work.path().join("suite.toml");
-    std::fs::write(
-        &suite,
-        format!(
+    let results = run_suite(
+        work.path(),
+        &format!(
             r#"name = "classes-of-both"
 target = "{}"
 seed = 6
@@ -321,20 +323,7 @@ clients = 1
 "#,
             server.url("")
         ),
-    )
-    .expect("write suite");
-    let out_dir = work.path().join("out");
-    let out = common::run_benchlab(&[
-        "run",
-        suite.to_str().expect("utf-8"),
-        "--insecure",
-        "--out",
-        out_dir.to_str().expect("utf-8"),
-    ]);
-    common::assert_success("benchlab run", &out);
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
-            .expect("JSON");
+    );
     let mix = &results["mixes"][0];
     assert_eq!(mix["http2"]["classes"], serde_json::json!(["h2page"]), "{mix}");
     assert_eq!(u(mix, "/http2/connections"), 2, "4 HTTP/2 users ÷ 2 streams: {mix}");
