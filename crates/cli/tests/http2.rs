@@ -358,6 +358,14 @@ clients = 1
         0,
         "a class went over the other protocol"
     );
+    // The report's class table names each class's protocol.
+    let html = std::fs::read_to_string(work.path().join("out").join("report.html")).expect("report.html");
+    for (class, protocol) in [("h2page", "HTTP/2"), ("h1page", "HTTP/1")] {
+        assert!(
+            html.contains(&format!("<td>{class}</td><td>static</td><td></td><td>{protocol}</td>")),
+            "the class table does not say {class} spoke {protocol}"
+        );
+    }
 }
 
 /// HTTP/2 runs in this process only so far: with --agents it is refused

@@ -842,6 +842,7 @@ fn class_table(runs: &[Run], several: bool) -> Table {
             "class",
             "kind",
             "spi",
+            "protocol",
             "percent",
             "observed_percent",
             "requests",
@@ -868,6 +869,7 @@ fn class_table(runs: &[Run], several: bool) -> Table {
                     Cell::text(c.name.as_str()),
                     Cell::text(c.kind.as_str()),
                     Cell::opt_text(c.spi.as_deref()),
+                    Cell::text(m.class_protocol(&c.name)),
                     Cell::Num(c.percent),
                     Cell::Num(c.observed_percent),
                     Cell::count(f.requests),
@@ -1530,7 +1532,8 @@ mod tests {
         assert_eq!(t.header.len(), t.rows[0].len());
         assert_eq!(t.rows[1][4], Cell::Text("inproc".into()));
         assert_eq!(t.rows[0][4], Cell::Blank);
-        assert_eq!(t.rows[0][9], Cell::Num(0.123));
+        assert_eq!(t.rows[0][10], Cell::Num(0.123));
+        assert_eq!(t.rows[0][5], Cell::Text("HTTP/1".into()));
     }
 
     /// A run whose second mix was monitored: a CPU-bound server.

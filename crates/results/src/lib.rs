@@ -430,6 +430,18 @@ pub struct MixResult {
     pub http2: Option<MixHttp2>,
 }
 
+impl MixResult {
+    /// The protocol class `class` spoke in this mix: `HTTP/2` for the
+    /// classes of `http2.classes`, else `HTTP/1` (1.0 or 1.1 by the mix's
+    /// `http10_percent`).
+    pub fn class_protocol(&self, class: &str) -> &'static str {
+        match &self.http2 {
+            Some(h) if h.classes.iter().any(|c| c == class) => "HTTP/2",
+            _ => "HTTP/1",
+        }
+    }
+}
+
 /// What an HTTP/2 mix used and met (docs/counting.md, "HTTP/2").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MixHttp2 {

@@ -303,7 +303,7 @@ pub(super) fn classes(runs: &[Run]) -> Markup {
                 h3 { (swatch(i)) (r.label) }
                 div.tw { table {
                     tr {
-                        th.n { "mix" } th.n { "threads" } th { "class" } th { "kind" } th { "SPI" } th.n { "configured %" }
+                        th.n { "mix" } th.n { "threads" } th { "class" } th { "kind" } th { "SPI" } th { "protocol" } th.n { "configured %" }
                         th.n { "observed %" } th.n { "requests" } th.n { "requests/s" } th.n { "MB/s" } th.n { "mean µs" }
                         th.n { "p50 µs" } th.n { "p99 µs" } th.n { "errors" }
                     }
@@ -316,6 +316,7 @@ pub(super) fn classes(runs: &[Run]) -> Markup {
                                 td { (c.name) }
                                 td { (c.kind) }
                                 td { (c.spi.as_deref().unwrap_or("")) }
+                                td { (m.class_protocol(&c.name)) }
                                 td.n { (pct100(c.percent)) }
                                 td.n { (pct100(c.observed_percent)) }
                                 td.n { (int(f.requests)) }
