@@ -68,6 +68,20 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The URL a request goes to: the weighted pick over the cumulative
+    /// weights, one draw of `rng` (none when there is one URL), shared by
+    /// the HTTP/1 and HTTP/2 loops so both draw the same sequence.
+    #[inline]
+    pub fn pick_url(&self, rng: &mut SplitMix64) -> usize {
+        let cumulative = &self.cumulative;
+        if cumulative.len() == 1 {
+            return 0;
+        }
+        let total = cumulative[cumulative.len() - 1];
+        let pick = rng.unit() * total;
+        cumulative.partition_point(|&c| c <= pick).min(cumulative.len() - 1)
+    }
+
     /// Takes up to `chunk` requests from the shared budget.
     pub(crate) fn reserve(&self, chunk: u64) -> u64 {
         let mut cur = self.budget.load(Ordering::Relaxed);
@@ -778,14 +792,7 @@ impl Worker {
             }
             self.budget -= 1;
         }
-        let cumulative = &self.shared.cumulative;
-        let url = if cumulative.len() == 1 {
-            0
-        } else {
-            let total = cumulative[cumulative.len() - 1];
-            let pick = self.rng.unit() * total;
-            cumulative.partition_point(|&c| c <= pick).min(cumulative.len() - 1)
-        };
+        let url = self.shared.pick_url(&mut self.rng);
         let v = &mut self.vus[i];
         v.url = url as u32;
         v.parser.reset();

@@ -999,14 +999,7 @@ impl H2Worker {
             }
             self.budget -= 1;
         }
-        let cumulative = &self.shared.cumulative;
-        let url = if cumulative.len() == 1 {
-            0
-        } else {
-            let total = cumulative[cumulative.len() - 1];
-            let pick = self.rng.unit() * total;
-            cumulative.partition_point(|&c| c <= pick).min(cumulative.len() - 1)
-        };
+        let url = self.shared.pick_url(&mut self.rng);
         let now = Instant::now();
         let user = &mut self.users[u];
         user.url = url as u32;
