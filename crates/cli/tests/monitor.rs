@@ -241,15 +241,17 @@ fn monitored_nginx_cpu_agrees_with_proc_stat_and_the_run_stores_it() {
     assert!(html.contains(&summary.replace('\'', "&#39;").replace('"', "&quot;")) || html.contains(&summary));
 }
 
-#[test]
-fn a_burner_beside_the_server_makes_it_cpu_bound_and_leaves_the_generator_room() {
+/// nginx pinned to core 0 and the generator to core 1 (monitoring the
+/// host and nginx's PID), with a CPU burner held on core `burn`; returns
+/// the run's results.json.
+fn pinned_run_with_burner(burn: usize) -> Value {
     let _one = one_at_a_time();
     let nginx = Nginx::start(NginxOpts::default());
     pin(nginx.pid(), 0);
-    let _burn = burner(0);
+    let _burn = burner(burn);
     let dir = tempfile::tempdir().expect("tempdir");
     let s = suite(dir.path(), &nginx.url(""), &[("static", "/4k.html", 4096)], 8);
-    let r = run(
+    run(
         dir.path(),
         &s,
         &[
@@ -259,7 +261,12 @@ fn a_burner_beside_the_server_makes_it_cpu_bound_and_leaves_the_generator_room()
             "--client-cpus",
             "1",
         ],
-    );
+    )
+}
+
+#[test]
+fn a_burner_beside_the_server_makes_it_cpu_bound_and_leaves_the_generator_room() {
+    let r = pinned_run_with_burner(0);
     let mix = &r["mixes"][0];
     let (limit, summary, _) = verdict(mix);
     eprintln!("burner beside the server: {summary}");
@@ -273,23 +280,7 @@ fn a_burner_beside_the_server_makes_it_cpu_bound_and_leaves_the_generator_room()
 
 #[test]
 fn a_generator_pinned_to_a_busy_core_is_saturated() {
-    let _one = one_at_a_time();
-    let nginx = Nginx::start(NginxOpts::default());
-    pin(nginx.pid(), 0);
-    let _burn = burner(1);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let s = suite(dir.path(), &nginx.url(""), &[("static", "/4k.html", 4096)], 8);
-    let r = run(
-        dir.path(),
-        &s,
-        &[
-            "--monitor-local",
-            "--monitor-pid",
-            &nginx.pid().to_string(),
-            "--client-cpus",
-            "1",
-        ],
-    );
+    let r = pinned_run_with_burner(1);
     let mix = &r["mixes"][0];
     let (limit, summary, saturated) = verdict(mix);
     eprintln!("generator on a busy core: {summary}");

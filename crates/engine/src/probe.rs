@@ -50,17 +50,14 @@ pub fn probe(
     probe_from(target, None, headers, tls, timeout)
 }
 
-/// [`probe`] from the local address `source` (the kernel's choice when
-/// `None`): the preflight of a run with source addresses uses them, as its
-/// load will.
-pub fn probe_from(
+/// The blocking connection a probe (HTTP/1 or HTTP/2) speaks over: a
+/// refused or timed-out connect is the probe's error, named as the load
+/// would count it; reads and writes time out after `timeout`.
+pub(crate) fn probe_connection(
     target: &Target,
     source: Option<IpAddr>,
-    headers: &[(String, String)],
-    tls: &TlsOptions,
     timeout: Duration,
-) -> Result<ProbeResponse, ProbeError> {
-    let start = Instant::now();
+) -> Result<std::net::TcpStream, ProbeError> {
     let tcp = connect_from(target.addr, source, timeout)?.map_err(|e| match e.kind() {
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => perr(
             ErrorKind::ConnectTimeout,
@@ -74,6 +71,21 @@ pub fn probe_from(
     let _ = tcp.set_read_timeout(Some(timeout));
     let _ = tcp.set_write_timeout(Some(timeout));
     let _ = tcp.set_nodelay(true);
+    Ok(tcp)
+}
+
+/// [`probe`] from the local address `source` (the kernel's choice when
+/// `None`): the preflight of a run with source addresses uses them, as its
+/// load will.
+pub fn probe_from(
+    target: &Target,
+    source: Option<IpAddr>,
+    headers: &[(String, String)],
+    tls: &TlsOptions,
+    timeout: Duration,
+) -> Result<ProbeResponse, ProbeError> {
+    let start = Instant::now();
+    let tcp = probe_connection(target, source, timeout)?;
     let mut req = format!("GET {} HTTP/1.1\r\n", target.path);
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         req.push_str(&format!("Host: {}\r\n", target.authority));
@@ -171,7 +183,7 @@ pub fn probe_from(
 
 /// Connects within `timeout`, bound to `source` when given. A failed bind
 /// is the outer error (kind `bind`); the connect's own result is inside.
-pub(crate) fn connect_from(
+fn connect_from(
     addr: SocketAddr,
     source: Option<IpAddr>,
     timeout: Duration,

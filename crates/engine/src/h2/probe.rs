@@ -5,7 +5,7 @@
 use super::conn::{Conn, Ended, Outcome};
 use super::hpack;
 use crate::plan::{PlanError, Scheme, Target, TlsOptions};
-use crate::probe::{connect_from, io_kind, perr, tls_failure, ProbeError, ProbeResponse};
+use crate::probe::{io_kind, perr, probe_connection, tls_failure, ProbeError, ProbeResponse};
 use crate::stats::ErrorKind;
 use crate::tls::{server_name, TlsConfigs};
 use std::io::{self, Read, Write};
@@ -26,19 +26,7 @@ pub fn probe_h2(
     timeout: Duration,
 ) -> Result<ProbeResponse, ProbeError> {
     let start = Instant::now();
-    let tcp = connect_from(target.addr, source, timeout)?.map_err(|e| match e.kind() {
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => perr(
-            ErrorKind::ConnectTimeout,
-            format!("no connection to {} within {timeout:?}", target.addr),
-        ),
-        _ => perr(
-            ErrorKind::ConnectRefused,
-            format!("cannot connect to {}: {e}", target.addr),
-        ),
-    })?;
-    let _ = tcp.set_read_timeout(Some(timeout));
-    let _ = tcp.set_write_timeout(Some(timeout));
-    let _ = tcp.set_nodelay(true);
+    let tcp = probe_connection(target, source, timeout)?;
     let mut stream: Box<dyn ReadWrite> = match target.scheme {
         Scheme::Http => Box::new(tcp),
         Scheme::Https => {
