@@ -35,11 +35,17 @@ pub struct Source {
 
 impl Source {
     pub fn read(path: &Path) -> Result<Source, ModelError> {
-        let bytes = std::fs::read(path).map_err(|e| ModelError {
+        Source::read_bounded(path, "suite or workload", crate::input::MAX_WORKLOAD_BYTES)
+    }
+
+    /// [`Source::read`] with the limit of a `what` file
+    /// ([`crate::input::read_bounded`]).
+    pub fn read_bounded(path: &Path, what: &'static str, limit: u64) -> Result<Source, ModelError> {
+        let bytes = crate::input::read_bounded(path, what, limit).map_err(|e| ModelError {
             file: path.to_path_buf(),
             line: None,
             column: None,
-            message: format!("cannot read: {e}"),
+            message: e.message(),
         })?;
         Source::from_bytes(path, bytes)
     }

@@ -8,6 +8,7 @@
 mod duration;
 mod error;
 mod files;
+pub mod input;
 mod suite;
 mod workload;
 

@@ -429,7 +429,7 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
 impl Suite {
     /// Reads and checks a suite file (and the workload files it names).
     pub fn from_file(path: &Path) -> Result<Suite, ModelError> {
-        let src = Source::read(path)?;
+        let src = Source::read_bounded(path, "suite", crate::input::MAX_SUITE_BYTES)?;
         let raw: RawSuite = src.parse()?;
         let dir = path.parent().unwrap_or(Path::new("."));
 
@@ -477,7 +477,7 @@ impl Suite {
                         ));
                     }
                     let p = dir.join(&file);
-                    let wsrc = Source::read(&p).map_err(|e| match e.line {
+                    let wsrc = Source::read_bounded(&p, "workload", crate::input::MAX_WORKLOAD_BYTES).map_err(|e| match e.line {
                         // A problem inside the workload file: its own place.
                         Some(_) => src.error_at(at, format!("workload `{key}`: {e}")),
                         None => src.error_at(at, format!("workload `{key}`: file `{file}`: {}", e.message)),

@@ -201,7 +201,7 @@ pub struct ResolvedUrl {
 impl Workload {
     /// Parses a workload from its own file.
     pub fn from_file(path: &Path) -> Result<Workload, ModelError> {
-        let src = Source::read(path)?;
+        let src = Source::read_bounded(path, "workload", crate::input::MAX_WORKLOAD_BYTES)?;
         let raw: RawWorkload = src.parse()?;
         let default_name = path
             .file_stem()
