@@ -18,7 +18,7 @@ mod run_cmd;
 mod serve_cmd;
 mod workload_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// benchlab — an open benchmark lab for web servers and file servers.
@@ -97,13 +97,17 @@ pub enum CliError {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Http(a) => http::run(*a),
         Command::Serve(a) => serve_cmd::run(a),
         Command::Fileset(a) => fileset_cmd::run(a),
         Command::Demo(a) => demo_cmd::run(a),
-        Command::Run(a) => run_cmd::run(*a),
+        Command::Run(mut a) => {
+            a.given = given_flags(&matches, "run");
+            run_cmd::run(*a)
+        }
         Command::Check(a) => run_cmd::check(a),
         Command::Workload(a) => workload_cmd::run(a),
         Command::Lab(a) => lab_cmd::run(a),
@@ -121,6 +125,27 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::from(process_exit_code(&result))
+}
+
+/// The flags given on `sub`'s command line, as (clap id, `--long` name),
+/// defaults and positional arguments left out: what a command checks
+/// against the flags that apply to its case.
+fn given_flags(matches: &clap::ArgMatches, sub: &str) -> Vec<(String, String)> {
+    let Some(m) = matches.subcommand_matches(sub) else {
+        return Vec::new();
+    };
+    let cmd = Cli::command();
+    let Some(sc) = cmd.find_subcommand(sub) else {
+        return Vec::new();
+    };
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .filter_map(|id| {
+            let arg = sc.get_arguments().find(|a| a.get_id() == id)?;
+            let long = arg.get_long()?;
+            Some((id.to_string(), format!("--{long}")))
+        })
+        .collect()
 }
 
 /// The documented exit code of a command's end (`benchlab_results::exit`).
