@@ -138,6 +138,21 @@ pub fn run(
     suite.select_phases(phases).map_err(CliError::Usage)?;
     // Every workload file and loadfile checked before anything runs.
     let workloads = load_workloads(&suite).map_err(CliError::Usage)?;
+    // And every mix's target: a bad `smb://…?encrypt=bogus` in mix 3 is
+    // the user's input, refused now (exit 2), not after mixes 1 and 2 ran.
+    for mix in &suite.mixes {
+        match benchlab_fileserver::FileTarget::parse(&mix.params.target) {
+            Err(e) => return Err(CliError::Usage(format!("mix {}: {e}", mix.number))),
+            Ok(benchlab_fileserver::FileTarget::Local(p)) if !p.is_dir() => {
+                return Err(CliError::Usage(format!(
+                    "mix {}: target file://{}: no such directory: expected an existing directory (local or mounted)",
+                    mix.number,
+                    p.display()
+                )))
+            }
+            Ok(_) => {}
+        }
+    }
     let out = out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, crate::run_cmd::stamp())));
     let mut targets: Vec<&str> = suite.phases.iter().map(|p| p.target.as_str()).collect();
     targets.dedup();

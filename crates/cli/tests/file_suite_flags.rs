@@ -205,3 +205,18 @@ fn the_flags_that_apply_to_a_file_suite_run_it() {
     // 5 operations a pass, 2 passes, 1 user.
     assert_eq!(r["mixes"][0]["operations"], 10, "{}", r["mixes"][0]);
 }
+
+#[test]
+fn a_bad_target_in_a_later_mix_is_refused_before_the_first_mix_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let s = suite(d.path());
+    let text = std::fs::read_to_string(&s).unwrap()
+        + "[[mix]]\nclients = 1\ntarget = \"smb://127.0.0.1:9/share?encrypt=bogus\"\n";
+    std::fs::write(&s, text).unwrap();
+    let out = d.path().join("out");
+    let o = run_benchlab(&["run", s.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("mix 2") && stderr.contains("encrypt=bogus"), "{stderr}");
+    assert!(!out.join("results.json").exists(), "mix 1 ran before the refusal");
+}

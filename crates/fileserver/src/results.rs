@@ -423,7 +423,12 @@ pub fn run_file_suite(
 fn write(out: &Path, r: &FileResults) -> Result<(), String> {
     let p: PathBuf = out.join("results.json");
     let text = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
-    std::fs::write(&p, text + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))
+    // Written whole or not at all (temporary file, then rename), as a web
+    // suite's: a crash or Ctrl-C mid-write never leaves half a JSON file.
+    let tmp = p.with_extension("json.tmp");
+    std::fs::write(&tmp, text + "\n")
+        .and_then(|()| std::fs::rename(&tmp, &p))
+        .map_err(|e| format!("cannot write {}: {e}", p.display()))
 }
 
 /// A results directory's file-suite results: `Ok(None)` where its
