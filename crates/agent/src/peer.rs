@@ -261,13 +261,13 @@ fn start_client(
 ) -> Option<(u32, std::thread::JoinHandle<()>)> {
     let client = s.client;
     let started = move |error: String| FromAgent::Started(Started { client, error });
-    let plan: ClientPlan = match serde_json::from_slice(&s.plan) {
+    let plan: ClientPlan = match serde_json::from_slice::<ClientPlan>(&s.plan) {
         // The controller's default (its cores ÷ clients) means nothing
         // here: this host's CPUs are shared by the clients it runs.
-        Ok(p) if s.threads_from_cpus_of > 0 => ClientPlan {
-            os_threads: (benchlab_engine::sys::usable_cpus() / s.threads_from_cpus_of as usize).max(1),
-            ..p
-        },
+        Ok(mut p) if s.threads_from_cpus_of > 0 => {
+            p.os_threads = (benchlab_engine::sys::usable_cpus() / s.threads_from_cpus_of as usize).max(1);
+            p
+        }
         Ok(p) => p,
         Err(e) => {
             send(tx, started(format!("the plan does not decode: {e}")));

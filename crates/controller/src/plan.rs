@@ -9,12 +9,10 @@
 //! every [`ClientPlan`] by its content hash, so a plan stays small and a
 //! client holding another list than the controller's is caught.
 
-use benchlab_engine::{ClassPlan, ConnectionPolicy, Expect, Load, PlanError, Stop, Target, TlsOptions, UrlPlan};
+use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, Target, UrlPlan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// One URL of a phase, as text, with its share and what its responses
 /// must be.
@@ -118,38 +116,29 @@ fn target_for(url: &str, origins: &mut BTreeMap<String, Target>) -> Result<Targe
     Ok(t)
 }
 
-/// Everything one client does in one mix, as data: the engine's plan
-/// without its resolved URLs, which it names by [`UrlList::id`].
+/// Everything one client does in one mix, as data: the engine's
+/// [`ClientSettings`] (the one definition of a client's settings) and the
+/// [`UrlList`] it loads, named by id. What an agent receives; on the wire
+/// the settings' fields sit beside `urls`, as before they were one type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientPlan {
     /// The [`UrlList`] the client was given for this phase.
     pub urls: String,
-    /// Closed-loop virtual users (WebBench's worker threads).
-    pub virtual_users: u32,
-    pub load: Load,
-    /// Event-loop OS threads the virtual users are spread over.
-    pub os_threads: usize,
-    pub stop: Stop,
-    /// The measurement window, as offsets from the mix's start.
-    pub window: (Duration, Duration),
-    /// The client's random WebBench delay after the mix's start.
-    pub start_delay: Duration,
-    pub think_time: Duration,
-    pub ramp_up: Duration,
-    pub timeout: Duration,
-    pub connection: ConnectionPolicy,
-    pub receive_buffer: usize,
-    /// Extra request headers, `Name: value` each.
-    pub headers: Vec<(String, String)>,
-    /// Local addresses its connections leave from; empty: the kernel's
-    /// choice. Addresses of the host the client runs on.
-    pub source_addresses: Vec<IpAddr>,
-    /// TLS options; a CA file is a path on the client's host.
-    pub tls: TlsOptions,
-    pub seed: u64,
-    /// HTTP/2 (`None`: HTTP/1 by `connection`).
-    #[serde(default)]
-    pub http2: Option<benchlab_engine::H2Plan>,
+    #[serde(flatten)]
+    pub settings: ClientSettings,
+}
+
+impl std::ops::Deref for ClientPlan {
+    type Target = ClientSettings;
+    fn deref(&self) -> &ClientSettings {
+        &self.settings
+    }
+}
+
+impl std::ops::DerefMut for ClientPlan {
+    fn deref_mut(&mut self) -> &mut ClientSettings {
+        &mut self.settings
+    }
 }
 
 impl ClientPlan {
@@ -158,52 +147,26 @@ impl ClientPlan {
     pub fn of_engine(plan: &benchlab_engine::ClientPlan, urls: String) -> ClientPlan {
         ClientPlan {
             urls,
-            virtual_users: plan.virtual_users,
-            load: plan.load,
-            os_threads: plan.os_threads,
-            stop: plan.stop,
-            window: plan.window,
-            start_delay: plan.start_delay,
-            think_time: plan.think_time,
-            ramp_up: plan.ramp_up,
-            timeout: plan.timeout,
-            connection: plan.connection,
-            receive_buffer: plan.receive_buffer,
-            headers: plan.headers.clone(),
-            source_addresses: plan.source_addresses.clone(),
-            tls: plan.tls.clone(),
-            seed: plan.seed,
-            http2: plan.http2,
+            settings: plan.settings.clone(),
         }
     }
 
-    /// The engine's plan for this data and its resolved URL list.
+    /// The engine's plan for this data and its resolved URL list: the one
+    /// place the hot-loop form is made from the wire form.
     pub fn to_engine(&self, urls: Arc<[UrlPlan]>, classes: Vec<ClassPlan>) -> benchlab_engine::ClientPlan {
-        let mut plan = benchlab_engine::ClientPlan::new(urls, classes);
-        plan.virtual_users = self.virtual_users;
-        plan.load = self.load;
-        plan.os_threads = self.os_threads;
-        plan.stop = self.stop;
-        plan.window = self.window;
-        plan.start_delay = self.start_delay;
-        plan.think_time = self.think_time;
-        plan.ramp_up = self.ramp_up;
-        plan.timeout = self.timeout;
-        plan.connection = self.connection;
-        plan.receive_buffer = self.receive_buffer;
-        plan.headers = self.headers.clone();
-        plan.source_addresses = self.source_addresses.clone();
-        plan.tls = self.tls.clone();
-        plan.seed = self.seed;
-        plan.http2 = self.http2;
-        plan
+        benchlab_engine::ClientPlan {
+            urls,
+            classes,
+            settings: self.settings.clone(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use benchlab_engine::{Arrival, OpenLoop};
+    use benchlab_engine::{Arrival, ConnectionPolicy, Load, OpenLoop, Stop, TlsOptions};
+    use std::time::Duration;
 
     fn list() -> UrlList {
         UrlList::new(
@@ -238,40 +201,42 @@ mod tests {
         let urls = list();
         let plan = ClientPlan {
             urls: urls.id.clone(),
-            virtual_users: 64,
-            load: Load::Open(OpenLoop {
-                rate: 1234.5,
-                arrival: Arrival::Poisson,
-                max_in_flight: 512,
-            }),
-            os_threads: 3,
-            stop: Stop::After(Duration::from_millis(30_500)),
-            window: (Duration::from_secs(5), Duration::from_millis(25_250)),
-            start_delay: Duration::from_nanos(123_456_789),
-            think_time: Duration::from_millis(7),
-            ramp_up: Duration::ZERO,
-            timeout: Duration::from_secs(5),
-            connection: ConnectionPolicy {
-                http10_percent: 10,
-                http10_keepalive: true,
-                persistent_percent: 80,
-                requests_per_connection: Some((2, 9)),
+            settings: ClientSettings {
+                virtual_users: 64,
+                load: Load::Open(OpenLoop {
+                    rate: 1234.5,
+                    arrival: Arrival::Poisson,
+                    max_in_flight: 512,
+                }),
+                os_threads: 3,
+                stop: Stop::After(Duration::from_millis(30_500)),
+                window: (Duration::from_secs(5), Duration::from_millis(25_250)),
+                start_delay: Duration::from_nanos(123_456_789),
+                think_time: Duration::from_millis(7),
+                ramp_up: Duration::ZERO,
+                timeout: Duration::from_secs(5),
+                connection: ConnectionPolicy {
+                    http10_percent: 10,
+                    http10_keepalive: true,
+                    persistent_percent: 80,
+                    requests_per_connection: Some((2, 9)),
+                },
+                receive_buffer: 4096,
+                headers: vec![("X-Lab".into(), "1".into())],
+                source_addresses: vec!["127.0.0.3".parse().expect("an address"), "::1".parse().expect("v6")],
+                tls: TlsOptions {
+                    insecure: true,
+                    resumption_percent: 50,
+                    ca_file: Some("/etc/lab/ca.pem".into()),
+                },
+                seed: u64::MAX - 7,
+                http2: Some(benchlab_engine::H2Plan {
+                    connections: 3,
+                    streams: 10,
+                    window: 65_535,
+                    classes: 0,
+                }),
             },
-            receive_buffer: 4096,
-            headers: vec![("X-Lab".into(), "1".into())],
-            source_addresses: vec!["127.0.0.3".parse().expect("an address"), "::1".parse().expect("v6")],
-            tls: TlsOptions {
-                insecure: true,
-                resumption_percent: 50,
-                ca_file: Some("/etc/lab/ca.pem".into()),
-            },
-            seed: u64::MAX - 7,
-            http2: Some(benchlab_engine::H2Plan {
-                connections: 3,
-                streams: 10,
-                window: 65_535,
-                classes: 0,
-            }),
         };
         let text = serde_json::to_string(&plan).expect("JSON");
         assert_eq!(serde_json::from_str::<ClientPlan>(&text).expect("back"), plan);

@@ -986,34 +986,36 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
             };
             ClientPlan {
                 urls: phase.list.id.clone(),
-                virtual_users: p.threads_per_client,
-                load,
-                os_threads,
-                stop: Stop::After(p.length),
-                window: mix.window(),
-                start_delay,
-                think_time: p.think_time,
-                ramp_up: Duration::ZERO,
-                timeout: p.timeout,
-                connection: ConnectionPolicy {
-                    http10_percent: p.http10_percent,
-                    http10_keepalive: p.http10_keepalive,
-                    persistent_percent: p.persistent_percent,
-                    requests_per_connection: p.requests_per_connection,
+                settings: benchlab_engine::ClientSettings {
+                    virtual_users: p.threads_per_client,
+                    load,
+                    os_threads,
+                    stop: Stop::After(p.length),
+                    window: mix.window(),
+                    start_delay,
+                    think_time: p.think_time,
+                    ramp_up: Duration::ZERO,
+                    timeout: p.timeout,
+                    connection: ConnectionPolicy {
+                        http10_percent: p.http10_percent,
+                        http10_keepalive: p.http10_keepalive,
+                        persistent_percent: p.persistent_percent,
+                        requests_per_connection: p.requests_per_connection,
+                    },
+                    receive_buffer: p.receive_buffer,
+                    headers: Vec::new(),
+                    source_addresses: client_address(suite, phase, c).into_iter().collect(),
+                    tls: opts.tls.clone(),
+                    seed: rng.next_u64(),
+                    // A mix's `http = "2"` makes every class HTTP/2; otherwise
+                    // the classes that say so are (the client splits its users).
+                    http2: (p.http2 || phase.h2_classes != 0).then(|| benchlab_engine::H2Plan {
+                        connections: p.threads_per_client.div_ceil(p.streams_per_connection),
+                        streams: p.streams_per_connection,
+                        window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
+                        classes: if p.http2 { 0 } else { phase.h2_classes },
+                    }),
                 },
-                receive_buffer: p.receive_buffer,
-                headers: Vec::new(),
-                source_addresses: client_address(suite, phase, c).into_iter().collect(),
-                tls: opts.tls.clone(),
-                seed: rng.next_u64(),
-                // A mix's `http = "2"` makes every class HTTP/2; otherwise
-                // the classes that say so are (the client splits its users).
-                http2: (p.http2 || phase.h2_classes != 0).then(|| benchlab_engine::H2Plan {
-                    connections: p.threads_per_client.div_ceil(p.streams_per_connection),
-                    streams: p.streams_per_connection,
-                    window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
-                    classes: if p.http2 { 0 } else { phase.h2_classes },
-                }),
             }
         })
         .collect()
@@ -1836,22 +1838,24 @@ mod fake_clients {
     fn plans(n: usize) -> Vec<ClientPlan> {
         let suite_plan = |c: usize| ClientPlan {
             urls: phase().list.id.clone(),
-            virtual_users: 2,
-            load: Load::Closed,
-            os_threads: 1,
-            stop: Stop::After(Duration::from_secs(4)),
-            window: WINDOW,
-            start_delay: Duration::from_millis(100 * (c as u64 + 1)),
-            think_time: Duration::ZERO,
-            ramp_up: Duration::ZERO,
-            timeout: Duration::from_secs(5),
-            connection: ConnectionPolicy::default(),
-            receive_buffer: 4096,
-            headers: Vec::new(),
-            source_addresses: vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, c as u8 + 1))],
-            tls: TlsOptions::default(),
-            seed: c as u64,
-            http2: None,
+            settings: benchlab_engine::ClientSettings {
+                virtual_users: 2,
+                load: Load::Closed,
+                os_threads: 1,
+                stop: Stop::After(Duration::from_secs(4)),
+                window: WINDOW,
+                start_delay: Duration::from_millis(100 * (c as u64 + 1)),
+                think_time: Duration::ZERO,
+                ramp_up: Duration::ZERO,
+                timeout: Duration::from_secs(5),
+                connection: ConnectionPolicy::default(),
+                receive_buffer: 4096,
+                headers: Vec::new(),
+                source_addresses: vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, c as u8 + 1))],
+                tls: TlsOptions::default(),
+                seed: c as u64,
+                http2: None,
+            },
         };
         (0..n).map(suite_plan).collect()
     }

@@ -331,12 +331,15 @@ pub struct ClassPlan {
     pub name: String,
 }
 
-/// Everything one client does in one run (one mix).
-#[derive(Debug, Clone)]
-pub struct ClientPlan {
-    /// Shared, so the clients of a mix hold one copy of a large URL list.
-    pub urls: std::sync::Arc<[UrlPlan]>,
-    pub classes: Vec<ClassPlan>,
+/// Everything one client does in one run (one mix), as plain data: what a
+/// controller sends an agent and what a results file records. It is the one
+/// definition of a client's settings — the controller's plan for the wire
+/// (`benchlab_controller::ClientPlan`) carries it as is, with its URL list
+/// named by id, and the engine's [`ClientPlan`] adds only the resolved URLs
+/// — so a field added here travels to remote agents without another copy
+/// to keep in step.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClientSettings {
     /// Closed-loop virtual users (WebBench's worker threads); unused by an
     /// open loop.
     pub virtual_users: u32,
@@ -370,7 +373,58 @@ pub struct ClientPlan {
     pub seed: u64,
     /// HTTP/2 instead of HTTP/1 (docs/connections.md, "HTTP/2"); `None`:
     /// HTTP/1 by `connection`.
+    #[serde(default)]
     pub http2: Option<H2Plan>,
+}
+
+impl Default for ClientSettings {
+    /// The documented defaults (docs/connections.md, docs/counting.md)
+    /// and a 10 s run.
+    fn default() -> Self {
+        ClientSettings {
+            virtual_users: 10,
+            load: Load::Closed,
+            os_threads: 1,
+            stop: Stop::After(Duration::from_secs(10)),
+            window: (Duration::ZERO, Duration::MAX),
+            start_delay: Duration::ZERO,
+            think_time: Duration::ZERO,
+            ramp_up: Duration::ZERO,
+            timeout: Duration::from_secs(5),
+            connection: ConnectionPolicy::default(),
+            receive_buffer: 64 * 1024,
+            headers: Vec::new(),
+            source_addresses: Vec::new(),
+            tls: TlsOptions::default(),
+            seed: 1,
+            http2: None,
+        }
+    }
+}
+
+/// A client's [`ClientSettings`] with its URLs resolved: the form the event
+/// loops run. It dereferences to its settings (`plan.virtual_users`), so
+/// the hot loop reads one struct and the settings stay single-sourced.
+#[derive(Debug, Clone)]
+pub struct ClientPlan {
+    /// Shared, so the clients of a mix hold one copy of a large URL list.
+    pub urls: std::sync::Arc<[UrlPlan]>,
+    pub classes: Vec<ClassPlan>,
+    /// Everything else: plain, serialisable data.
+    pub settings: ClientSettings,
+}
+
+impl std::ops::Deref for ClientPlan {
+    type Target = ClientSettings;
+    fn deref(&self) -> &ClientSettings {
+        &self.settings
+    }
+}
+
+impl std::ops::DerefMut for ClientPlan {
+    fn deref_mut(&mut self) -> &mut ClientSettings {
+        &mut self.settings
+    }
 }
 
 /// How an HTTP/2 client uses its connections.
@@ -442,22 +496,7 @@ impl ClientPlan {
         ClientPlan {
             urls: urls.into(),
             classes,
-            virtual_users: 10,
-            load: Load::Closed,
-            os_threads: 1,
-            stop: Stop::After(Duration::from_secs(10)),
-            window: (Duration::ZERO, Duration::MAX),
-            start_delay: Duration::ZERO,
-            think_time: Duration::ZERO,
-            ramp_up: Duration::ZERO,
-            timeout: Duration::from_secs(5),
-            connection: ConnectionPolicy::default(),
-            receive_buffer: 64 * 1024,
-            headers: Vec::new(),
-            source_addresses: Vec::new(),
-            tls: TlsOptions::default(),
-            seed: 1,
-            http2: None,
+            settings: ClientSettings::default(),
         }
     }
 
