@@ -5,7 +5,6 @@
 //! (with its own file:line errors) before anything runs.
 
 use crate::error::{ModelError, Source};
-use crate::suite::RawWorkloadRef;
 use std::path::{Path, PathBuf};
 
 /// What a file-server workload replays.
@@ -44,17 +43,27 @@ pub fn is_file_target(t: &str) -> bool {
         || t.strip_prefix("smb://").is_some_and(|r| r.len() > 1 && r.contains('/'))
 }
 
+/// The file-server keys of a suite's `[workloads.KEY]` table, as the
+/// suite's parser read them (the suite depends on this module, not the
+/// other way round).
+pub(crate) struct FileKeys<'a> {
+    pub(crate) disk_mix: &'a Option<String>,
+    pub(crate) loadfile: &'a Option<String>,
+    pub(crate) loops: &'a Option<toml::Spanned<u32>>,
+    pub(crate) target: &'a Option<toml::Spanned<String>>,
+}
+
 /// The file-server workload of `[workloads.KEY]`, if it names one.
 pub(crate) fn file_workload(
     src: &Source,
     key: &str,
     at: usize,
-    w: &RawWorkloadRef,
+    w: FileKeys<'_>,
     dir: &Path,
 ) -> Result<Option<FileWorkloadRef>, ModelError> {
-    let (kind, file) = match (&w.disk_mix, &w.loadfile) {
+    let (kind, file) = match (w.disk_mix, w.loadfile) {
         (None, None) => {
-            if let Some(l) = &w.loops {
+            if let Some(l) = w.loops {
                 return Err(src.error_at(
                     l.span().start,
                     format!("workload `{key}`: `loops` without `loadfile`: expected it with a loadfile"),
@@ -71,7 +80,7 @@ pub(crate) fn file_workload(
         (Some(f), None) => (FileWorkloadKind::DiskMix, f),
         (None, Some(f)) => (FileWorkloadKind::Loadfile, f),
     };
-    let loops = match &w.loops {
+    let loops = match w.loops {
         Some(l) if *l.get_ref() == 0 => {
             return Err(src.error_at(
                 l.span().start,
@@ -86,7 +95,7 @@ pub(crate) fn file_workload(
         }
         l => l.as_ref().map(|l| *l.get_ref()),
     };
-    if let Some(t) = &w.target {
+    if let Some(t) = w.target {
         if !is_file_target(t.get_ref()) {
             return Err(src.error_at(
                 t.span().start,

@@ -440,7 +440,18 @@ impl Suite {
         for (key, w) in raw.workloads {
             let at = w.span().start;
             let w = w.into_inner();
-            if let Some(f) = crate::files::file_workload(&src, &key, at, &w, dir)? {
+            if let Some(f) = crate::files::file_workload(
+                &src,
+                &key,
+                at,
+                crate::files::FileKeys {
+                    disk_mix: &w.disk_mix,
+                    loadfile: &w.loadfile,
+                    loops: &w.loops,
+                    target: &w.target,
+                },
+                dir,
+            )? {
                 if w.file.is_some() || !w.classes.is_empty() {
                     return Err(src.error_at(
                         at,
