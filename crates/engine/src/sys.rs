@@ -12,8 +12,9 @@ pub fn cpu_time(thread_only: bool) -> (Duration, Duration) {
     } else {
         libc::RUSAGE_SELF
     };
-    // SAFETY: getrusage writes into the zeroed struct we own.
+    // SAFETY: rusage is plain integers, for which all-zero bytes are valid.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own and borrow mutably.
     let rc = unsafe { libc::getrusage(who, &mut ru) };
     if rc != 0 {
         return (Duration::ZERO, Duration::ZERO);

@@ -1193,11 +1193,11 @@ impl Worker {
             (Some(b), Some(u)) if res > 0 => u.data(b, res as usize),
             _ => (std::ptr::null(), 0),
         };
-        // SAFETY: the buffer is the kernel's again only after recycle,
-        // below; the mapping outlives the worker's loop.
         let data: &[u8] = if data.1 == 0 {
             &[]
         } else {
+            // SAFETY: the buffer is the kernel's again only after recycle,
+            // below; the mapping outlives the worker's loop.
             unsafe { std::slice::from_raw_parts(data.0, data.1) }
         };
         self.received(i, generation, res, data, more);
