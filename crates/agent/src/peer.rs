@@ -265,7 +265,7 @@ fn start_client(
         // The controller's default (its cores ÷ clients) means nothing
         // here: this host's CPUs are shared by the clients it runs.
         Ok(mut p) if s.threads_from_cpus_of > 0 => {
-            p.os_threads = (benchlab_engine::sys::usable_cpus() / s.threads_from_cpus_of as usize).max(1);
+            p.settings.os_threads = (benchlab_engine::sys::usable_cpus() / s.threads_from_cpus_of as usize).max(1);
             p
         }
         Ok(p) => p,

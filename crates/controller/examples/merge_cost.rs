@@ -135,7 +135,7 @@ fn main() {
     let driven = drive_mix(
         &pool,
         &plans,
-        plans[0].window,
+        plans[0].settings.window,
         SystemTime::now(),
         &AtomicBool::new(false),
         &mut |s| merged += s.requests,

@@ -128,19 +128,6 @@ pub struct ClientPlan {
     pub settings: ClientSettings,
 }
 
-impl std::ops::Deref for ClientPlan {
-    type Target = ClientSettings;
-    fn deref(&self) -> &ClientSettings {
-        &self.settings
-    }
-}
-
-impl std::ops::DerefMut for ClientPlan {
-    fn deref_mut(&mut self) -> &mut ClientSettings {
-        &mut self.settings
-    }
-}
-
 impl ClientPlan {
     /// The data of an engine plan, its URLs named by `urls` (the id of
     /// [`UrlList::of_engine`] of the same plan).

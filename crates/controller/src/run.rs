@@ -1332,8 +1332,10 @@ fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPla
     let mut warnings: Vec<String> = Vec::new();
     for (i, end) in driven.clients.iter().enumerate() {
         let plan = plans.get(i);
-        let address = plan.and_then(|p| p.source_addresses.first()).map(|a| a.to_string());
-        let delay_s = round(plan.map_or(0.0, |p| p.start_delay.as_secs_f64()), 3);
+        let address = plan
+            .and_then(|p| p.settings.source_addresses.first())
+            .map(|a| a.to_string());
+        let delay_s = round(plan.map_or(0.0, |p| p.settings.start_delay.as_secs_f64()), 3);
         let r = match end {
             ClientEnd::Finished(r) => r,
             ClientEnd::Lost {
