@@ -4,10 +4,10 @@
 //! module only shows progress, the summary table and where results went.
 
 use crate::output::{plural, thousands};
-use benchlab_format::{mbit_per_sec, mbytes_per_sec, requests_per_sec};
 use crate::{CliError, Outcome};
 use benchlab_fileserver::results::{load_workloads, run_file_suite, FileMixResult, FileObserver, FileResults};
 use benchlab_fileserver::FileWorkload;
+use benchlab_format::{mbit_per_sec, mbytes_per_sec, requests_per_sec};
 use benchlab_model::{Mix, Suite};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -362,7 +362,9 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
             println!("  requires: {r} (phase {})", phases.join(", "));
         }
         if !suite.requires.is_empty() {
-            println!("  (the suite's own `requires` cover all its phases: `benchlab check` without --phase lists them)");
+            println!(
+                "  (the suite's own `requires` cover all its phases: `benchlab check` without --phase lists them)"
+            );
         }
     }
     Ok(Outcome::Completed)
@@ -399,7 +401,11 @@ fn selected_requires(suite: &Suite) -> Vec<(String, Vec<String>)> {
                     &p.name,
                 ),
                 (UrlSource::Fileset(f), _) => need(
-                    format!("file set `{}` served at {base}{}/", f.name, f.prefix.trim_end_matches('/')),
+                    format!(
+                        "file set `{}` served at {base}{}/",
+                        f.name,
+                        f.prefix.trim_end_matches('/')
+                    ),
                     &p.name,
                 ),
                 (UrlSource::List(urls), ClassKind::Dynamic) => {
@@ -411,7 +417,11 @@ fn selected_requires(suite: &Suite) -> Vec<(String, Vec<String>)> {
                         };
                         let more = match urls.len() - 1 {
                             0 => String::new(),
-                            n => format!(" and {} of class {}", plural(n as u64, "other URL", "other URLs"), c.name),
+                            n => format!(
+                                " and {} of class {}",
+                                plural(n as u64, "other URL", "other URLs"),
+                                c.name
+                            ),
                         };
                         need(format!("a program at {url}{spi}{more}"), &p.name);
                     }

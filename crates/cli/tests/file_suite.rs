@@ -59,7 +59,11 @@ fn run_ok_with_output(suite: &Path, out: &Path) -> (Value, String, String) {
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     );
-    assert!(o.status.success(), "benchlab run failed ({}):\n{stdout}\n{stderr}", o.status);
+    assert!(
+        o.status.success(),
+        "benchlab run failed ({}):\n{stdout}\n{stderr}",
+        o.status
+    );
     let r = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     (r, stdout, stderr)
 }
@@ -205,7 +209,13 @@ fn file_suite_numbers_have_the_format_crates_decimals_and_separators() {
                 Close 1 NT_STATUS_OK\n\
                 Unlink \"\\\\big.dat\" 0x6 NT_STATUS_OK\n";
     std::fs::write(d.path().join("load.txt"), load).unwrap();
-    let s = suite(d.path(), "[workloads.lf]\nloadfile = \"load.txt\"", &[1], "1500ms", "250ms");
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"",
+        &[1],
+        "1500ms",
+        "250ms",
+    );
     let out = d.path().join("out");
     let (r, stdout, _) = run_ok_with_output(&s, &out);
     let m = &r["mixes"][0];
@@ -229,7 +239,10 @@ fn file_suite_numbers_have_the_format_crates_decimals_and_separators() {
         .split_whitespace()
         .collect();
     assert_eq!(row, want, "{stdout}");
-    let peak = format!("peak: mix 1 (1 client), {} Mbit/s", mbit_per_sec(r["peak"]["mbit_per_s"].as_f64().unwrap()));
+    let peak = format!(
+        "peak: mix 1 (1 client), {} Mbit/s",
+        mbit_per_sec(r["peak"]["mbit_per_s"].as_f64().unwrap())
+    );
     assert!(stdout.contains(&peak), "no `{peak}` in:\n{stdout}");
 
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();

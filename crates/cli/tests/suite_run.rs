@@ -1492,7 +1492,9 @@ fn find_peak_help_says_what_each_command_grows() {
         assert_success(&format!("{cmd} --help"), &out);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         // The flag's own entry: from `--find-peak` to the next flag.
-        let at = text.find("      --find-peak").unwrap_or_else(|| panic!("no --find-peak in:\n{text}"));
+        let at = text
+            .find("      --find-peak")
+            .unwrap_or_else(|| panic!("no --find-peak in:\n{text}"));
         let entry = &text[at + "      --find-peak".len()..];
         let end = entry.find("\n      --").unwrap_or(entry.len());
         entry[..end].split_whitespace().collect::<Vec<_>>().join(" ")
@@ -1505,7 +1507,10 @@ fn find_peak_help_says_what_each_command_grows() {
          its ramp-up, then --step-duration"
     );
     let run = help("run");
-    assert!(run.starts_with("Search for the peak instead of running the suite's mixes"), "{run}");
+    assert!(
+        run.starts_with("Search for the peak instead of running the suite's mixes"),
+        "{run}"
+    );
 }
 
 /// `http --find-peak` over virtual users in short steps, against the same

@@ -292,7 +292,10 @@ fn build(r: &FileResults) -> Result<Workbook, String> {
         rows.push(vec![t("peak clients"), c(p.clients.into())]);
         rows.push(vec![t("peak Mbit/s"), mbit(p.mbit_per_s)]);
         for (m, pct) in &p.past_peak {
-            rows.push(vec![t(format!("past the peak: mix {m}, % of the peak")), q(*pct, Quantity::Percent)]);
+            rows.push(vec![
+                t(format!("past the peak: mix {m}, % of the peak")),
+                q(*pct, Quantity::Percent),
+            ]);
         }
     }
     write_table(
