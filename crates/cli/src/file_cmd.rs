@@ -3,11 +3,13 @@
 //! ramps and think time as a web suite, run by crates/fileserver; this
 //! module only shows progress, the summary table and where results went.
 
-use crate::output::thousands;
+use crate::output::{plural, thousands};
 use crate::{CliError, Outcome};
 use benchlab_fileserver::results::{load_workloads, run_file_suite, FileMixResult, FileObserver, FileResults};
 use benchlab_fileserver::FileWorkload;
+use benchlab_format::{mbit_per_sec, mbytes_per_sec, requests_per_sec};
 use benchlab_model::{Mix, Suite};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -49,32 +51,49 @@ pub fn check_lines(suite: &Suite) -> Result<Vec<String>, CliError> {
 struct Progress {
     tty: bool,
     bar: Option<indicatif::ProgressBar>,
+    /// Bytes each user of a disk-mix workload writes to fill its workspace
+    /// before the mix's clock starts, by workload name.
+    fills: BTreeMap<String, u64>,
 }
 
 impl FileObserver for Progress {
     fn mix_started(&mut self, mix: &Mix, phase: &str) {
         let msg = format!(
-            "mix {} ({phase}): {} client{} × {} thread{}",
+            "mix {} ({phase}): {} × {}",
             mix.number,
-            mix.clients,
-            if mix.clients == 1 { "" } else { "s" },
-            mix.params.threads_per_client,
-            if mix.params.threads_per_client == 1 { "" } else { "s" },
+            plural(mix.clients.into(), "client", "clients"),
+            plural(mix.params.threads_per_client.into(), "thread", "threads"),
         );
+        let length = humantime::format_duration(Duration::from_millis(mix.params.length.as_millis() as u64));
+        // A disk mix fills every user's workspace before its clock starts,
+        // which takes a while on a big workspace: say so, rather than show
+        // a bar standing at 0.
+        let fill = self.fills.get(&mix.params.workload).map(|bytes| {
+            format!(
+                "filling workspaces ({} per user) first",
+                plural(*bytes, "byte", "bytes")
+            )
+        });
         if self.tty {
             let bar = indicatif::ProgressBar::new(mix.params.length.as_secs().max(1));
+            // The mix's own seconds (position), not the time since it was
+            // started: the fill is not part of the mix.
             bar.set_style(
-                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {elapsed}/{duration} {prefix}")
+                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} s {prefix}")
                     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
             bar.set_message(msg);
+            bar.set_prefix(match &fill {
+                Some(f) => format!("{f}, then the ramp-up …"),
+                None => "ramp-up …".to_string(),
+            });
             bar.enable_steady_tick(Duration::from_millis(200));
             self.bar = Some(bar);
         } else {
-            eprintln!(
-                "{msg}, {} …",
-                humantime::format_duration(Duration::from_millis(mix.params.length.as_millis() as u64))
-            );
+            match fill {
+                Some(f) => eprintln!("{msg}, {length}: {f} …"),
+                None => eprintln!("{msg}, {length} …"),
+            }
         }
     }
     fn repeat_started(&mut self, mix: &Mix, repeat: u32, of: u32) {
@@ -85,11 +104,10 @@ impl FileObserver for Progress {
             // Seconds count from the window's start, after the ramp-up.
             b.set_position(mix.params.ramp_up.as_secs() + s.second);
             b.set_prefix(format!(
-                "{:.1} Mbit/s, {} ops/s, {} error{}",
-                s.bytes as f64 * 8.0 / 1e6,
+                "{} Mbit/s, {} ops/s, {}",
+                mbit_per_sec(s.bytes as f64 * 8.0 / 1e6),
                 thousands(s.operations),
-                thousands(s.errors),
-                if s.errors == 1 { "" } else { "s" }
+                plural(s.errors, "error", "errors")
             ));
         }
     }
@@ -98,12 +116,11 @@ impl FileObserver for Progress {
             b.finish_and_clear();
         }
         eprintln!(
-            "mix {}: {:.1} Mbit/s, {} operations/s, {} error{}",
+            "mix {}: {} Mbit/s, {} operations/s, {}",
             r.mix,
-            r.mbit_per_s,
-            thousands(r.operations_per_s.round() as u64),
-            thousands(r.errors),
-            if r.errors == 1 { "" } else { "s" }
+            mbit_per_sec(r.mbit_per_s),
+            requests_per_sec(r.operations_per_s),
+            plural(r.errors, "error", "errors")
         );
     }
 }
@@ -182,6 +199,13 @@ pub fn run(
         &mut Progress {
             tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
             bar: None,
+            fills: workloads
+                .iter()
+                .filter_map(|(name, w)| match w {
+                    FileWorkload::DiskMix(m) => Some((name.clone(), m.workspace)),
+                    FileWorkload::Loadfile(..) => None,
+                })
+                .collect(),
         },
     )
     .map_err(CliError::CannotRun)?;
@@ -195,41 +219,45 @@ pub fn run(
     })
 }
 
-/// The terminal table: one line per mix, then the peak.
+/// The terminal table: one line per mix, then the peak; numbers as web
+/// suites write them (crates/format: separators, each quantity's decimals).
 pub fn summary_table(r: &FileResults) -> String {
     let mut s = format!(
-        "{:>4} {:>7} {:>10} {:>10} {:>10} {:>12} {:>8} {:>6}\n",
+        "{:>4} {:>7} {:>10} {:>10} {:>10} {:>12} {:>8} {:>7}\n",
         "mix", "clients", "Mbit/s", "read MB/s", "write MB/s", "ops/s", "errors", "loops"
     );
     for m in &r.mixes {
         s += &format!(
-            "{:>4} {:>7} {:>10.1} {:>10.2} {:>10.2} {:>12} {:>8} {:>6}\n",
+            "{:>4} {:>7} {:>10} {:>10} {:>10} {:>12} {:>8} {:>7}\n",
             m.mix,
-            m.clients,
-            m.mbit_per_s,
-            m.bytes_read as f64 / m.window_s / 1e6,
-            m.bytes_written as f64 / m.window_s / 1e6,
-            thousands(m.operations_per_s.round() as u64),
+            thousands(m.clients.into()),
+            mbit_per_sec(m.mbit_per_s),
+            mbytes_per_sec(m.bytes_read as f64 / m.window_s),
+            mbytes_per_sec(m.bytes_written as f64 / m.window_s),
+            requests_per_sec(m.operations_per_s),
             thousands(m.errors),
-            m.loops
+            thousands(m.loops)
         );
     }
     for m in r.mixes.iter().filter(|m| m.partial) {
         s += &format!(
-            "mix {} stopped early (Ctrl-C): its rates are of the {:.1} s it ran\n",
-            m.mix, m.window_s
+            "mix {} stopped early (Ctrl-C): its rates are of the {} s it ran\n",
+            m.mix,
+            benchlab_format::seconds(m.window_s)
         );
     }
     if let Some(p) = &r.peak {
         s += &format!(
-            "peak: mix {} ({} clients), {:.1} Mbit/s",
-            p.mix, p.clients, p.mbit_per_s
+            "peak: mix {} ({}), {} Mbit/s",
+            p.mix,
+            plural(p.clients.into(), "client", "clients"),
+            mbit_per_sec(p.mbit_per_s)
         );
         if !p.past_peak.is_empty() {
             let shape: Vec<String> = p
                 .past_peak
                 .iter()
-                .map(|(m, pct)| format!("mix {m} {pct:.0} %"))
+                .map(|(m, pct)| format!("mix {m} {}", benchlab_format::percent(*pct)))
                 .collect();
             s += &format!("; past the peak: {}", shape.join(", "));
         }

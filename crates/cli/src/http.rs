@@ -71,6 +71,13 @@ time (a stall is not hidden), and the latency as sent is shown beside it \
 Exit status: 0 the run completed (whatever the server did); 1 the run could \
 not be done (preflight failed, system limits); 2 bad usage; 3 a --max-* \
 threshold was breached.")]
+// --find-peak's flag group is `run`'s too, whose help speaks of a suite's
+// mixes; `http` grows its own virtual users, and says so.
+#[command(mut_arg("find_peak", |a| a.help(
+    "Search for the peak instead of one run: the virtual users of --threads (the first load) doubled until \
+     requests/s stops rising or a limit is broken, then bisected around the knee; each load runs its ramp-up, \
+     then --step-duration"
+)))]
 pub struct HttpArgs {
     /// URLs to load, `URL` or `URL@WEIGHT`; picked uniformly unless weighted.
     #[arg(required = true, value_name = "URL[@WEIGHT]", value_parser = args::weighted_url)]
@@ -200,7 +207,7 @@ pub struct HttpArgs {
     #[arg(long, value_parser = args::percent, default_value = "0", value_name = "P")]
     tls_resumption: u8,
 
-    /// Print the result as JSON (schema benchlab.http/1, see README).
+    /// Print the result as JSON (schema benchlab.http/1, see docs/http.md).
     #[arg(long)]
     json: bool,
 

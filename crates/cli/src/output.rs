@@ -2,7 +2,7 @@
 //! human summary printed from the same struct, so both always agree.
 //!
 //! Field names and meanings are those of docs/counting.md; the
-//! README documents each one.
+//! docs/http.md documents each one.
 
 use crate::http::HttpMode;
 use benchlab_engine::{sys, ClassStats, ClientPlan, ClientReport, Counters, ErrorKind, LatencySummary, Load, Stop};

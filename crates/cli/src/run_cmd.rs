@@ -8,7 +8,7 @@ use benchlab_controller::{
     prepare, run_prepared, run_prepared_search, MixResult, Observer, Prepared, Results, RunOptions, SecondResult,
 };
 use benchlab_engine::TlsOptions;
-use benchlab_model::{Class, Mix, Suite, UrlSource};
+use benchlab_model::{Class, ClassKind, Mix, Suite, UrlSource};
 use benchlab_report::{generator_notes, write_reports, ReportOptions, Run};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The suite file (TOML; see README "Suites").
+    /// The suite file (TOML; see docs/running.md, "Suite format").
     suite: PathBuf,
     /// Base URL of the server under test; replaces the suite's `target`
     /// (mixes and workloads that name their own target keep it).
@@ -107,7 +107,7 @@ pub struct RunArgs {
     pub given: Vec<(String, String)>,
 }
 
-/// `--find-peak` and its rules (README "Automatic peak search").
+/// `--find-peak` and its rules (docs/running.md, "Automatic peak search").
 #[derive(Debug, Args)]
 pub struct PeakArgs {
     /// Search for the peak instead of running the suite's mixes: per phase,
@@ -362,10 +362,90 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
     for line in file_lines {
         println!("{line}");
     }
-    for r in &suite.requires {
-        println!("  requires: {r}");
+    if a.phases.is_empty() {
+        for r in &suite.requires {
+            println!("  requires: {r}");
+        }
+    } else {
+        // The suite's `requires` is one text for all its phases: naming the
+        // file sets and programs of phases not selected would send people
+        // to prepare what this run never touches. Say what the selected
+        // phases themselves draw on instead.
+        for (r, phases) in selected_requires(&suite) {
+            println!("  requires: {r} (phase {})", phases.join(", "));
+        }
+        if !suite.requires.is_empty() {
+            println!(
+                "  (the suite's own `requires` cover all its phases: `benchlab check` without --phase lists them)"
+            );
+        }
     }
     Ok(Outcome::Completed)
+}
+
+/// What the phases left after [`Suite::select_phases`] need of their
+/// targets, from their classes: each file set (where it is served) and each
+/// dynamic class's program (SPI and path), each with the phases that need
+/// it, in the suite's order.
+fn selected_requires(suite: &Suite) -> Vec<(String, Vec<String>)> {
+    let mut needs: Vec<(String, Vec<String>)> = Vec::new();
+    let mut need = |what: String, phase: &str| match needs.iter_mut().find(|(w, _)| *w == what) {
+        Some((_, phases)) => {
+            if !phases.iter().any(|p| p == phase) {
+                phases.push(phase.to_string());
+            }
+        }
+        None => needs.push((what, vec![phase.to_string()])),
+    };
+    for p in &suite.phases {
+        let Some(w) = suite.workloads.get(&p.workload) else {
+            continue;
+        };
+        for c in &w.classes {
+            let base = c.target.as_deref().unwrap_or(&p.target).trim_end_matches('/');
+            let spi = c.spi.as_deref().map(|s| format!(" (SPI {s})")).unwrap_or_default();
+            match (&c.source, c.kind) {
+                (UrlSource::Fileset(f), ClassKind::Dynamic) => need(
+                    format!(
+                        "a program at {base}{}/…{spi} answering for file set `{}`",
+                        f.prefix.trim_end_matches('/'),
+                        f.name
+                    ),
+                    &p.name,
+                ),
+                (UrlSource::Fileset(f), _) => need(
+                    format!(
+                        "file set `{}` served at {base}{}/",
+                        f.name,
+                        f.prefix.trim_end_matches('/')
+                    ),
+                    &p.name,
+                ),
+                (UrlSource::List(urls), ClassKind::Dynamic) => {
+                    if let Some(u) = urls.first() {
+                        let url = if u.path.starts_with("http://") || u.path.starts_with("https://") {
+                            u.path.clone()
+                        } else {
+                            format!("{base}{}", u.path)
+                        };
+                        let more = match urls.len() - 1 {
+                            0 => String::new(),
+                            n => format!(
+                                " and {} of class {}",
+                                plural(n as u64, "other URL", "other URLs"),
+                                c.name
+                            ),
+                        };
+                        need(format!("a program at {url}{spi}{more}"), &p.name);
+                    }
+                }
+                // Listed static URLs are the class itself: `check` shows them
+                // above, and the preflight asks for each.
+                (UrlSource::List(_), _) => {}
+            }
+        }
+    }
+    needs
 }
 
 /// Shows a progress bar per mix (a line per mix when not on a terminal).

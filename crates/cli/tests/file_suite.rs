@@ -49,15 +49,23 @@ fn suite(dir: &Path, workload: &str, clients: &[u32], length: &str, ramps: &str)
 }
 
 fn run_ok(suite: &Path, out: &Path) -> Value {
+    run_ok_with_output(suite, out).0
+}
+
+/// [`run_ok`] with what the run printed: (results.json, stdout, stderr).
+fn run_ok_with_output(suite: &Path, out: &Path) -> (Value, String, String) {
     let o = run_benchlab(&["run", suite.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
     assert!(
         o.status.success(),
-        "benchlab run failed ({}):\n{}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        "benchlab run failed ({}):\n{stdout}\n{stderr}",
+        o.status
     );
-    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+    let r = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    (r, stdout, stderr)
 }
 
 fn op<'a>(mix: &'a Value, name: &str) -> &'a Value {
@@ -185,6 +193,85 @@ fn file_suites_have_per_second_data_and_a_workbook() {
     }
 }
 
+/// A file suite's numbers read as a web suite's (crates/format): the
+/// terminal's rows and peak, the report page and the workbook group
+/// thousands and give each quantity its decimals (Mbit/s 1, MB/s 2,
+/// operations/s 1), and one client is `1 client`.
+#[test]
+fn file_suite_numbers_have_the_format_crates_decimals_and_separators() {
+    use benchlab_format::{mbit_per_sec, mbytes_per_sec, requests_per_sec, thousands};
+    let d = tempfile::tempdir().unwrap();
+    // Large writes and reads: thousands of Mbit/s on any machine's page
+    // cache, so the separators show.
+    let load = "NTCreateX \"\\\\big.dat\" 0x40 0x2 1 NT_STATUS_OK\n\
+                WriteX 1 0 1048576 1048576 NT_STATUS_OK\n\
+                ReadX 1 0 1048576 1048576 NT_STATUS_OK\n\
+                Close 1 NT_STATUS_OK\n\
+                Unlink \"\\\\big.dat\" 0x6 NT_STATUS_OK\n";
+    std::fs::write(d.path().join("load.txt"), load).unwrap();
+    let s = suite(
+        d.path(),
+        "[workloads.lf]\nloadfile = \"load.txt\"",
+        &[1],
+        "1500ms",
+        "250ms",
+    );
+    let out = d.path().join("out");
+    let (r, stdout, _) = run_ok_with_output(&s, &out);
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    let f = |k: &str| m[k].as_f64().unwrap();
+    let window = f("window_s");
+    let want = [
+        "1".to_string(),
+        "1".to_string(),
+        mbit_per_sec(f("mbit_per_s")),
+        mbytes_per_sec(f("bytes_read") / window),
+        mbytes_per_sec(f("bytes_written") / window),
+        requests_per_sec(f("operations_per_s")),
+        thousands(m["errors"].as_u64().unwrap()),
+        thousands(m["loops"].as_u64().unwrap()),
+    ];
+    let row: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("1"))
+        .unwrap_or_else(|| panic!("no row of mix 1 in:\n{stdout}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row, want, "{stdout}");
+    let peak = format!(
+        "peak: mix 1 (1 client), {} Mbit/s",
+        mbit_per_sec(r["peak"]["mbit_per_s"].as_f64().unwrap())
+    );
+    assert!(stdout.contains(&peak), "no `{peak}` in:\n{stdout}");
+
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let peak = format!("Peak: mix 1 (1 client), {} Mbit/s.", mbit_per_sec(f("mbit_per_s")));
+    assert!(page.contains(&peak), "no `{peak}` in the page");
+    let cells = format!(
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+        mbit_per_sec(f("mbit_per_s")),
+        mbit_per_sec(f("read_mbit_per_s")),
+        mbit_per_sec(f("write_mbit_per_s")),
+        requests_per_sec(f("operations_per_s")),
+        thousands(m["operations"].as_u64().unwrap())
+    );
+    assert!(page.contains(&cells), "no `{cells}` in the page");
+
+    // The workbook keeps exact numbers and shows them with the same
+    // decimals and separators.
+    let book = std::fs::File::open(out.join("report.xlsx")).unwrap();
+    let mut zip = zip::ZipArchive::new(book).unwrap();
+    let mut styles = String::new();
+    std::io::Read::read_to_string(&mut zip.by_name("xl/styles.xml").unwrap(), &mut styles).unwrap();
+    for code in ["#,##0", "#,##0.0", "#,##0.00"] {
+        assert!(
+            styles.contains(&format!(r#"formatCode="{code}""#)),
+            "no number format {code} in styles.xml"
+        );
+    }
+}
+
 #[test]
 fn a_status_other_than_expected_is_an_error_counted_by_kind() {
     let d = tempfile::tempdir().unwrap();
@@ -266,7 +353,13 @@ fn a_disk_mix_fills_each_workspace_then_runs_mix_after_mix() {
         "500ms",
     );
     let out = d.path().join("out");
-    let r = run_ok(&s, &out);
+    let (r, _, stderr) = run_ok_with_output(&s, &out);
+    // The fill comes before the mix's clock: the progress says so rather
+    // than sitting at 0.
+    for (mix, users) in [(1, "1 client × 1 thread"), (2, "2 clients × 1 thread")] {
+        let line = format!("mix {mix} (nb): {users}, 2s: filling workspaces (300,000 bytes per user) first …");
+        assert!(stderr.contains(&line), "no `{line}` in:\n{stderr}");
+    }
     let mixes = r["mixes"].as_array().unwrap();
     assert_eq!(mixes.len(), 2);
     for m in mixes {

@@ -1251,6 +1251,21 @@ fn ct_1999_phases_need_only_their_own_sets() {
         assert!(stdout.contains(want), "no `{want}` in:\n{stdout}");
     }
     assert!(!stdout.contains("file set ct-1m"), "{stdout}");
+    // "requires" names what the three phases draw on, not the suite's text
+    // for all five (pages-1m's file set, cgi-sleep's program).
+    let requires: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  requires: ")).collect();
+    assert_eq!(
+        requires,
+        [
+            "  requires: file set `ct-single` served at http://127.0.0.1:8080/ (phase one-page)",
+            "  requires: file set `ct-10k` served at http://127.0.0.1:8080/ (phase pages-10k)",
+            "  requires: a program at http://127.0.0.1:8081/spice/cgi-script/adrot/… (SPI cgi-script) \
+             answering for file set `ct-single` (phase cgi)",
+        ],
+        "{stdout}"
+    );
+    assert!(!stdout.contains("ct-1m"), "{stdout}");
+    assert!(!stdout.contains("/sleep"), "{stdout}");
 }
 
 /// Every shipped suite resolves against the file sets its header says to
@@ -1466,6 +1481,36 @@ fn find_peak_finds_the_capacity_of_a_fixed_pool() {
         "the report does not say how the search ended"
     );
     eprintln!("run --find-peak: peak {peak}, wrk {wrk}, capacity {capacity}; {threads:?}; {stopped}");
+}
+
+/// `--find-peak` is one flag group for `run` and `http`, but each says what
+/// it grows: `run` a phase's threads per client, `http` its virtual users.
+#[test]
+fn find_peak_help_says_what_each_command_grows() {
+    let help = |cmd: &str| {
+        let out = run_benchlab(&[cmd, "--help"]);
+        assert_success(&format!("{cmd} --help"), &out);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // The flag's own entry: from `--find-peak` to the next flag.
+        let at = text
+            .find("      --find-peak")
+            .unwrap_or_else(|| panic!("no --find-peak in:\n{text}"));
+        let entry = &text[at + "      --find-peak".len()..];
+        let end = entry.find("\n      --").unwrap_or(entry.len());
+        entry[..end].split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let http = help("http");
+    assert_eq!(
+        http,
+        "Search for the peak instead of one run: the virtual users of --threads (the first load) doubled \
+         until requests/s stops rising or a limit is broken, then bisected around the knee; each load runs \
+         its ramp-up, then --step-duration"
+    );
+    let run = help("run");
+    assert!(
+        run.starts_with("Search for the peak instead of running the suite's mixes"),
+        "{run}"
+    );
 }
 
 /// `http --find-peak` over virtual users in short steps, against the same

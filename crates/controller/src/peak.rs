@@ -5,7 +5,7 @@
 //!
 //! The search grows the load by doubling until requests/s stops rising or a
 //! limit is broken, then bisects between the highest load below the knee and
-//! the lowest load at or past it. Rules (README "Automatic peak search"):
+//! the lowest load at or past it. Rules (docs/running.md, "Automatic peak search"):
 //!
 //! - a step *rises* when its rate is above the best rate before it by more
 //!   than `tolerance` (a fraction);

@@ -8,6 +8,7 @@ use crate::diskmix::DiskMix;
 use crate::loadfile::{Loadfile, OpKind};
 use crate::run::{run_mix, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
 use crate::stats::FileStats;
+use benchlab_format::{mbit_per_sec, mean_us, percent, plural, ratio, requests_per_sec, thousands};
 use benchlab_model::{FileWorkloadKind, Mix, Suite};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -545,7 +546,7 @@ pub fn compare_text(
         let (iv, source) = interval(b, n);
         let _ = writeln!(
             s,
-            "{:>5} {:>8} {:>7} {:>12.1} {:>12.1} {:>7} {:>13} {:>14} {:>12.0} {:>12.0} {:>7}",
+            "{:>5} {:>8} {:>7} {:>12} {:>12} {:>7} {:>13} {:>14} {:>12} {:>12} {:>7}",
             b.phase,
             if b.mix == n.mix {
                 b.mix.to_string()
@@ -553,13 +554,13 @@ pub fn compare_text(
                 format!("{}/{}", b.mix, n.mix)
             },
             b.clients,
-            b.mbit_per_s,
-            n.mbit_per_s,
+            mbit_per_sec(b.mbit_per_s),
+            mbit_per_sec(n.mbit_per_s),
             ratio(b.mbit_per_s, n.mbit_per_s),
             range(iv),
             source,
-            b.operations_per_s,
-            n.operations_per_s,
+            requests_per_sec(b.operations_per_s),
+            requests_per_sec(n.operations_per_s),
             ratio(b.operations_per_s, n.operations_per_s)
         );
     }
@@ -587,13 +588,13 @@ pub fn compare_text(
         };
         let _ = writeln!(
             s,
-            "peak: {:.1} Mbit/s (mix {}, {} clients) → {:.1} Mbit/s (mix {}, {} clients), ratio {}{verdict}",
-            bp.mbit_per_s,
+            "peak: {} Mbit/s (mix {}, {}) → {} Mbit/s (mix {}, {}), ratio {}{verdict}",
+            mbit_per_sec(bp.mbit_per_s),
             bp.mix,
-            bp.clients,
-            np.mbit_per_s,
+            plural(bp.clients.into(), "client", "clients"),
+            mbit_per_sec(np.mbit_per_s),
             np.mix,
-            np.clients,
+            plural(np.clients.into(), "client", "clients"),
             ratio(bp.mbit_per_s, np.mbit_per_s)
         );
     }
@@ -623,14 +624,16 @@ pub fn html(r: &FileResults) -> String {
     if let Some(p) = &r.peak {
         let _ = write!(
             h,
-            "<p id=\"peak\">Peak: mix {} ({} clients), {:.1} Mbit/s.",
-            p.mix, p.clients, p.mbit_per_s
+            "<p id=\"peak\">Peak: mix {} ({}), {} Mbit/s.",
+            p.mix,
+            plural(p.clients.into(), "client", "clients"),
+            mbit_per_sec(p.mbit_per_s)
         );
         if !p.past_peak.is_empty() {
             let shape: Vec<String> = p
                 .past_peak
                 .iter()
-                .map(|(m, pct)| format!("mix {m}: {pct:.0} %"))
+                .map(|(m, pct)| format!("mix {m}: {}", percent(*pct)))
                 .collect();
             let _ = write!(h, " Past the peak: {}.", shape.join(", "));
         }
@@ -650,12 +653,12 @@ pub fn html(r: &FileResults) -> String {
         let x = 10.0 + i as f64 * bw;
         let _ = write!(
             h,
-            "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{bh}\" fill=\"#4a7\"><title>mix {}: {:.1} Mbit/s</title></rect>\
+            "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{bh}\" fill=\"#4a7\"><title>mix {}: {} Mbit/s</title></rect>\
              <text x=\"{}\" y=\"{}\" font-size=\"10\">{}</text>",
             ht - bh,
             bw - 6.0,
             m.mix,
-            m.mbit_per_s,
+            mbit_per_sec(m.mbit_per_s),
             x + 4.0,
             ht + 14.0,
             m.clients
@@ -669,19 +672,19 @@ pub fn html(r: &FileResults) -> String {
     for m in &r.mixes {
         let _ = write!(
             h,
-            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td></tr>",
+            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             m.mix,
             if m.partial { " (partial)" } else { "" },
             esc(&m.phase),
-            m.clients,
-            m.mbit_per_s,
-            m.read_mbit_per_s,
-            m.write_mbit_per_s,
-            m.operations_per_s,
-            m.operations,
-            m.errors,
-            m.loops,
-            m.fairness
+            thousands(m.clients.into()),
+            mbit_per_sec(m.mbit_per_s),
+            mbit_per_sec(m.read_mbit_per_s),
+            mbit_per_sec(m.write_mbit_per_s),
+            requests_per_sec(m.operations_per_s),
+            thousands(m.operations),
+            thousands(m.errors),
+            thousands(m.loops),
+            ratio(m.fairness)
         );
     }
     h.push_str("</table>");
@@ -692,31 +695,40 @@ pub fn html(r: &FileResults) -> String {
             let l = &o.latency_us;
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                o.operation, o.count, o.errors, o.not_sent, o.per_second, l.mean, l.p50, l.p90, l.p99, l.max
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                o.operation,
+                thousands(o.count),
+                thousands(o.errors),
+                thousands(o.not_sent),
+                requests_per_sec(o.per_second),
+                mean_us(l.mean),
+                thousands(l.p50),
+                thousands(l.p90),
+                thousands(l.p99),
+                thousands(l.max)
             );
         }
         h.push_str("</table>");
         if m.not_sent > 0 {
             let _ = write!(
                 h,
-                "<p class=\"not-sent\">{} operations not sent: the client has no call for them over this protocol \
+                "<p class=\"not-sent\">{} not sent: the client has no call for them over this protocol \
                  (libsmbclient has no byte-range lock and no Flush); they are in neither the operations nor the \
                  errors, and nothing was timed.</p>",
-                m.not_sent
+                plural(m.not_sent, "operation", "operations")
             );
         }
         if !m.errors_by_status.is_empty() {
             h.push_str("<p>Errors:</p><ul>");
             for (k, v) in &m.errors_by_status {
-                let _ = write!(h, "<li>{}: {v}</li>", esc(k));
+                let _ = write!(h, "<li>{}: {}</li>", esc(k), thousands(*v));
             }
             h.push_str("</ul>");
         }
         let per: Vec<String> = m
             .per_client
             .iter()
-            .map(|c| format!("{}: {:.1}", c.client, c.mbit_per_s))
+            .map(|c| format!("{}: {}", c.client, mbit_per_sec(c.mbit_per_s)))
             .collect();
         let _ = write!(h, "<p>Mbit/s per client: {}</p>", per.join(", "));
     }
@@ -833,8 +845,8 @@ mod tests {
                 "1.200",
                 "-",
                 "0+0_seconds",
-                "0",
-                "0",
+                "0.0",
+                "0.0",
                 "-"
             ]
         );
@@ -849,8 +861,8 @@ mod tests {
                 "0.750",
                 "-",
                 "0+0_seconds",
-                "1000",
-                "1500",
+                "1,000.0",
+                "1,500.0",
                 "1.500"
             ]
         );

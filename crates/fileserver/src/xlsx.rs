@@ -5,29 +5,49 @@
 //! rate, latency), Per second (each second of each mix), Client data
 //! (per mix and client), Errors (per mix and kind of error) and
 //! Configuration (the suite, the command, the peak and the shape past it).
-//! Numbers are numbers, never text, so they sum and chart as they are.
+//! Numbers are numbers, never text, so they sum and chart as they are, shown
+//! with the separators and decimals of their quantity (crates/format) as a
+//! web suite's workbook shows them.
 
 use crate::results::FileResults;
+use benchlab_format::Quantity;
 use rust_xlsxwriter::{Chart, ChartLegendPosition, ChartType, Format, Workbook, Worksheet};
 use std::path::Path;
 
-/// A cell of a table: text or a number.
+/// A cell of a table: text, or a number with its quantity's number format
+/// (none: a mix or client number, a name more than a count).
 enum Cell {
     Text(String),
-    Num(f64),
+    Num(f64, Option<Quantity>),
 }
 
 fn t(s: impl Into<String>) -> Cell {
     Cell::Text(s.into())
 }
 
-fn n(v: impl Into<f64>) -> Cell {
-    Cell::Num(v.into())
+/// Mbit/s.
+fn mbit(v: f64) -> Cell {
+    Cell::Num(v, Some(Quantity::MbitPerSec))
+}
+
+/// Operations per second, as requests/s.
+fn ops(v: f64) -> Cell {
+    Cell::Num(v, Some(Quantity::RequestsPerSec))
+}
+
+/// A number of the given quantity.
+fn q(v: f64, quantity: Quantity) -> Cell {
+    Cell::Num(v, Some(quantity))
 }
 
 /// Counts as numbers (Excel keeps 15 significant digits: exact below 2^53).
 fn c(v: u64) -> Cell {
-    Cell::Num(v as f64)
+    Cell::Num(v as f64, Some(Quantity::Count))
+}
+
+/// A mix, client or second number: a name more than a count.
+fn id(v: u64) -> Cell {
+    Cell::Num(v as f64, None)
 }
 
 fn write_table(ws: &mut Worksheet, header: &[&str], rows: &[Vec<Cell>], bold: &Format) -> Result<(), String> {
@@ -40,7 +60,11 @@ fn write_table(ws: &mut Worksheet, header: &[&str], rows: &[Vec<Cell>], bold: &F
         for (col, cell) in row.iter().enumerate() {
             match cell {
                 Cell::Text(s) => ws.write_string(r, col as u16, s).map_err(e)?,
-                Cell::Num(v) => ws.write_number(r, col as u16, *v).map_err(e)?,
+                Cell::Num(v, None) => ws.write_number(r, col as u16, *v).map_err(e)?,
+                Cell::Num(v, Some(quantity)) => {
+                    let format = Format::new().set_num_format(quantity.excel_format());
+                    ws.write_number_with_format(r, col as u16, *v, &format).map_err(e)?
+                }
             };
         }
     }
@@ -63,17 +87,17 @@ fn build(r: &FileResults) -> Result<Workbook, String> {
         .iter()
         .map(|m| {
             vec![
-                c(m.mix as u64),
+                id(m.mix as u64),
                 t(m.phase.as_str()),
                 t(m.workload.as_str()),
                 t(m.target.as_str()),
                 c(m.clients.into()),
                 c(m.users.into()),
-                n(m.window_s),
-                n(m.mbit_per_s),
-                n(m.read_mbit_per_s),
-                n(m.write_mbit_per_s),
-                n(m.operations_per_s),
+                q(m.window_s, Quantity::Seconds),
+                mbit(m.mbit_per_s),
+                mbit(m.read_mbit_per_s),
+                mbit(m.write_mbit_per_s),
+                ops(m.operations_per_s),
                 c(m.operations),
                 c(m.bytes_read),
                 c(m.bytes_written),
@@ -81,7 +105,7 @@ fn build(r: &FileResults) -> Result<Workbook, String> {
                 c(m.not_sent),
                 c(m.loops),
                 c(m.prepared_bytes),
-                n(m.fairness),
+                q(m.fairness, Quantity::Ratio),
                 t(if m.partial { "yes" } else { "no" }),
             ]
         })
@@ -137,13 +161,13 @@ fn build(r: &FileResults) -> Result<Workbook, String> {
         .flat_map(|m| {
             m.by_operation.iter().map(move |o| {
                 vec![
-                    c(m.mix as u64),
+                    id(m.mix as u64),
                     t(o.operation.as_str()),
                     c(o.count),
                     c(o.errors),
                     c(o.not_sent),
-                    n(o.per_second),
-                    n(o.latency_us.mean),
+                    ops(o.per_second),
+                    q(o.latency_us.mean, Quantity::MeanMicros),
                     c(o.latency_us.p50),
                     c(o.latency_us.p90),
                     c(o.latency_us.p99),
@@ -178,12 +202,12 @@ fn build(r: &FileResults) -> Result<Workbook, String> {
         .flat_map(|m| {
             m.per_second.iter().map(move |s| {
                 vec![
-                    c(m.mix as u64),
-                    c(s.second),
+                    id(m.mix as u64),
+                    id(s.second),
                     c(s.operations),
                     c(s.bytes_read),
                     c(s.bytes_written),
-                    n(s.mbit_per_s),
+                    mbit(s.mbit_per_s),
                     c(s.errors),
                 ]
             })
@@ -211,12 +235,12 @@ fn build(r: &FileResults) -> Result<Workbook, String> {
         .flat_map(|m| {
             m.per_client.iter().map(move |cl| {
                 vec![
-                    c(m.mix as u64),
-                    c(cl.client.into()),
+                    id(m.mix as u64),
+                    id(cl.client.into()),
                     c(cl.operations),
                     c(cl.bytes_read),
                     c(cl.bytes_written),
-                    n(cl.mbit_per_s),
+                    mbit(cl.mbit_per_s),
                     c(cl.errors),
                 ]
             })
@@ -244,7 +268,7 @@ fn build(r: &FileResults) -> Result<Workbook, String> {
         .flat_map(|m| {
             m.errors_by_status
                 .iter()
-                .map(move |(k, v)| vec![c(m.mix as u64), t(k.as_str()), c(*v)])
+                .map(move |(k, v)| vec![id(m.mix as u64), t(k.as_str()), c(*v)])
         })
         .collect();
     write_table(
@@ -259,16 +283,19 @@ fn build(r: &FileResults) -> Result<Workbook, String> {
         vec![t("schema"), t(r.schema.as_str())],
         vec![t("suite"), t(r.suite.as_str())],
         vec![t("description"), t(r.description.as_str())],
-        vec![t("started (Unix seconds)"), c(r.started)],
+        vec![t("started (Unix seconds)"), id(r.started)],
         vec![t("command"), t(r.command.join(" "))],
         vec![t("interrupted"), t(if r.interrupted { "yes" } else { "no" })],
     ];
     if let Some(p) = &r.peak {
-        rows.push(vec![t("peak mix"), c(p.mix as u64)]);
+        rows.push(vec![t("peak mix"), id(p.mix as u64)]);
         rows.push(vec![t("peak clients"), c(p.clients.into())]);
-        rows.push(vec![t("peak Mbit/s"), n(p.mbit_per_s)]);
+        rows.push(vec![t("peak Mbit/s"), mbit(p.mbit_per_s)]);
         for (m, pct) in &p.past_peak {
-            rows.push(vec![t(format!("past the peak: mix {m}, % of the peak")), n(*pct)]);
+            rows.push(vec![
+                t(format!("past the peak: mix {m}, % of the peak")),
+                q(*pct, Quantity::Percent),
+            ]);
         }
     }
     write_table(

@@ -7,7 +7,7 @@
 //! - Every count and rate has thousands separators (`120,306`), whatever
 //!   its size.
 //! - Each quantity has one number of decimals, defined once in
-//!   [`Quantity`] (the README's "Numbers" section lists them): requests/s
+//!   [`Quantity`] (docs/reports.md, "Numbers", lists them): requests/s
 //!   1, MB/s 2, Mbit/s 1, latency percentiles 0 (whole µs), mean latency 1,
 //!   percentages 1, seconds 2, ratios 3.
 //! - A count names its unit in the singular for exactly one (`1 client`,

@@ -63,7 +63,7 @@ impl StepKind {
     }
 }
 
-/// The exit codes of `benchlab`, documented in the README: what a script
+/// The exit codes of `benchlab`, documented in docs/http.md and docs/reports.md: what a script
 /// or CI job may rely on.
 pub mod exit {
     /// The command completed (whatever the server did).
