@@ -447,7 +447,11 @@ fn watch(server: &Server, args: &[&str], interrupt_when: Option<&dyn Fn() -> boo
             let _ = child.wait();
             panic!(
                 "benchlab {args:?} killed: {} (peak {peak_kib} KiB)",
-                if too_big { "its memory grew past the limit" } else { "still running after 30 s" }
+                if too_big {
+                    "its memory grew past the limit"
+                } else {
+                    "still running after 30 s"
+                }
             );
         }
         if let Some(ready) = interrupt_when {
@@ -573,8 +577,20 @@ fn frames_to_ignore_without_end_do_not_keep_a_run_past_its_end_or_ctrl_c() {
 fn a_window_update_past_2_31_on_the_connection_is_flow_control() {
     let server = start(Mode::ConnWindowOverflow);
     let v = http_json(&[
-        "--http", "2", "--os-threads", "1", "--no-preflight", "--timeout", "1s", "--connections", "1",
-        "--streams", "1", "-n", "5", &format!("http://127.0.0.1:{}/x", server.port),
+        "--http",
+        "2",
+        "--os-threads",
+        "1",
+        "--no-preflight",
+        "--timeout",
+        "1s",
+        "--connections",
+        "1",
+        "--streams",
+        "1",
+        "-n",
+        "5",
+        &format!("http://127.0.0.1:{}/x", server.port),
     ]);
     assert_eq!(u(&v, "/errors/flow_control"), 5, "{v}");
     assert_eq!(u(&v, "/errors_total"), 5, "{v}");
@@ -585,10 +601,26 @@ fn a_window_update_past_2_31_on_the_connection_is_flow_control() {
 fn a_window_update_past_2_31_on_a_stream_is_flow_control() {
     let server = start(Mode::StreamWindowOverflow);
     let v = http_json(&[
-        "--http", "2", "--os-threads", "1", "--no-preflight", "--timeout", "1s", "--connections", "1",
-        "--streams", "1", "-n", "5", &format!("http://127.0.0.1:{}/x", server.port),
+        "--http",
+        "2",
+        "--os-threads",
+        "1",
+        "--no-preflight",
+        "--timeout",
+        "1s",
+        "--connections",
+        "1",
+        "--streams",
+        "1",
+        "-n",
+        "5",
+        &format!("http://127.0.0.1:{}/x", server.port),
     ]);
     assert_eq!(u(&v, "/errors/flow_control"), 5, "{v}");
     assert_eq!(u(&v, "/errors_total"), 5, "{v}");
-    assert_eq!(u(&v, "/connections_opened"), 1, "a stream error leaves the connection: {v}");
+    assert_eq!(
+        u(&v, "/connections_opened"),
+        1,
+        "a stream error leaves the connection: {v}"
+    );
 }

@@ -401,7 +401,9 @@ impl Conn {
                             for s in &mut self.streams {
                                 s.send_window += delta;
                                 if s.send_window > frame::MAX_WINDOW as i64 {
-                                    return Err(flow_control("SETTINGS_INITIAL_WINDOW_SIZE took a stream's window over 2^31-1"));
+                                    return Err(flow_control(
+                                        "SETTINGS_INITIAL_WINDOW_SIZE took a stream's window over 2^31-1",
+                                    ));
                                 }
                             }
                             self.peer.initial_window_size = v;
@@ -806,6 +808,126 @@ pub(crate) mod tests {
         assert_eq!(r.unwrap_err().kind, ErrorKind::Framing);
         c.end_all(&mut ended, ErrorKind::Framing);
         assert_eq!(ended[0].outcome, Outcome::Failed(ErrorKind::Framing));
+    }
+
+    #[test]
+    fn a_window_update_past_2_31_is_flow_control_on_the_connection_and_on_a_stream() {
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let a = c.open(1, &[0x82], false);
+        c.open(2, &[0x82], false);
+        // 65,535 + (2³¹ − 65,536) is the largest window: allowed.
+        c.receive(
+            &frame(WINDOW_UPDATE, 0, a, &(MAX_WINDOW - 65_535).to_be_bytes()),
+            &mut ended,
+        )
+        .unwrap();
+        assert!(ended.is_empty());
+        c.receive(&frame(WINDOW_UPDATE, 0, a, &1u32.to_be_bytes()), &mut ended)
+            .unwrap();
+        assert_eq!(ended.len(), 1);
+        assert_eq!(
+            (ended[0].user, ended[0].outcome),
+            (1, Outcome::Failed(ErrorKind::FlowControl))
+        );
+        assert!(
+            c.unsent()
+                .ends_with(&[0, 0, 4, RST_STREAM, 0, 0, 0, 0, a as u8, 0, 0, 0, 3]),
+            "RST_STREAM(FLOW_CONTROL_ERROR)"
+        );
+        assert_eq!(c.active(), 1, "the connection goes on");
+        c.receive(
+            &frame(WINDOW_UPDATE, 0, 0, &(MAX_WINDOW - 65_535).to_be_bytes()),
+            &mut ended,
+        )
+        .unwrap();
+        let r = c.receive(&frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()), &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::FlowControl);
+        assert!(c.unsent().ends_with(&[0, 0, 0, 3]), "GOAWAY(FLOW_CONTROL_ERROR)");
+        // A new initial window moves the open streams' windows (§6.9.2).
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let s = c.open(1, &[0x82], false);
+        c.receive(
+            &frame(WINDOW_UPDATE, 0, s, &(MAX_WINDOW - 65_535).to_be_bytes()),
+            &mut ended,
+        )
+        .unwrap();
+        let r = c.receive(&frame(SETTINGS, 0, 0, &[0, 4, 0, 1, 0, 0]), &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::FlowControl);
+    }
+
+    #[test]
+    fn a_header_block_is_bounded_in_continuations_and_in_bytes() {
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let s = c.open(1, &[0x82], false);
+        c.receive(&frame(HEADERS, 0, s, &[0x88]), &mut ended).unwrap();
+        for _ in 0..MAX_CONTINUATIONS {
+            c.receive(&frame(CONTINUATION, 0, s, &[]), &mut ended).unwrap();
+        }
+        let r = c.receive(&frame(CONTINUATION, 0, s, &[]), &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::HeaderTooLarge);
+        assert!(c.unsent().ends_with(&[0, 0, 0, ENHANCE_YOUR_CALM as u8]));
+        // 16 CONTINUATIONs are allowed: the block ends and decodes.
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let s = c.open(1, &[0x82], false);
+        c.receive(&frame(HEADERS, FLAG_END_STREAM, s, &[0x88]), &mut ended)
+            .unwrap();
+        for k in 1..=MAX_CONTINUATIONS {
+            let end = if k == MAX_CONTINUATIONS { FLAG_END_HEADERS } else { 0 };
+            c.receive(&frame(CONTINUATION, end, s, &[]), &mut ended).unwrap();
+        }
+        assert!(matches!(ended[0].outcome, Outcome::Done { status: 200, .. }));
+        // Over 64 KiB of block bytes.
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let s = c.open(1, &[0x82], false);
+        let piece = vec![0u8; DEFAULT_MAX_FRAME as usize];
+        c.receive(&frame(HEADERS, 0, s, &piece), &mut ended).unwrap();
+        for _ in 0..3 {
+            c.receive(&frame(CONTINUATION, 0, s, &piece), &mut ended).unwrap();
+        }
+        let r = c.receive(&frame(CONTINUATION, 0, s, &[0]), &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::HeaderTooLarge);
+    }
+
+    #[test]
+    fn answers_the_server_does_not_read_are_bounded() {
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        // The first SETTINGS' acknowledgement is queued: 999 more fit.
+        let ping = frame(PING, 0, 0, &[1; 8]);
+        for _ in 1..MAX_CONTROL_QUEUED {
+            c.receive(&ping, &mut ended).unwrap();
+        }
+        // The server reads a byte: the count starts over.
+        c.wrote(1);
+        for _ in 0..MAX_CONTROL_QUEUED {
+            c.receive(&ping, &mut ended).unwrap();
+        }
+        let r = c.receive(&ping, &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::Framing);
+        assert!(c.unsent().ends_with(&[0, 0, 0, ENHANCE_YOUR_CALM as u8]));
+        // A server that reads now and then still meets the bound in bytes.
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let r = (0..200_000).try_for_each(|_| {
+            c.wrote(1);
+            c.receive(&ping, &mut ended)
+        });
+        assert_eq!(r.unwrap_err().kind, ErrorKind::Framing);
+        assert!(c.unsent().len() <= MAX_UNSENT + 64);
+        assert!(
+            c.out.capacity() <= 2 * (MAX_UNSENT + COMPACT_AT),
+            "{}",
+            c.out.capacity()
+        );
+        // No stream opens while 64 KiB wait (each PING's answer is 17
+        // bytes, one of them taken).
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        for _ in 0..MAX_UNSENT_TO_OPEN / 16 {
+            c.wrote(1);
+            c.receive(&ping, &mut ended).unwrap();
+        }
+        assert!(!c.can_open(10));
+        let n = c.unsent().len();
+        c.wrote(n);
+        assert!(c.unsent().is_empty() && c.can_open(10));
     }
 
     #[test]
