@@ -542,7 +542,17 @@ fn endless_continuation_frames_are_header_too_large() {
 #[test]
 fn endless_continuation_frames_end_on_time_and_on_ctrl_c() {
     let server = start(Mode::EndlessContinuation);
-    let args = ["--timeout", "1s", "--connections", "1", "--streams", "1"];
+    // Each request ends its connection: a think time keeps them few.
+    let args = [
+        "--timeout",
+        "1s",
+        "--think-time",
+        "20ms",
+        "--connections",
+        "1",
+        "--streams",
+        "1",
+    ];
     let timed = watch(&server, &[&args[..], &["-d", "2s"]].concat(), None).json();
     assert!(u(&timed, "/errors/header_too_large") >= 1, "{timed}");
     assert_eq!(
