@@ -553,6 +553,11 @@ impl H2Worker {
             LinkState::Open => {
                 if writable {
                     self.flush(l);
+                    // Streams held back while bytes waited unsent
+                    // (`conn::MAX_UNSENT_TO_OPEN`) may open now.
+                    if let Some(slot) = self.links[l].as_ref().map(|k| k.slot as usize) {
+                        self.service(slot);
+                    }
                 }
                 if readable {
                     self.read(l);
