@@ -11,10 +11,33 @@ use xxhash_rust::xxh3::Xxh3;
 
 /// A response head larger than this is `header_too_large`, as HTTP/1's.
 pub const MAX_HEAD: usize = 64 * 1024;
-/// Header blocks are gathered up to this (HEADERS + CONTINUATION) before
-/// the connection is given up: a server sending endless CONTINUATION
-/// frames must not grow the client without bound.
-const MAX_BLOCK: usize = 1024 * 1024;
+/// A header block (HEADERS + CONTINUATION) is gathered up to this many
+/// bytes, HTTP/1's 64 KiB head rule: HPACK never makes a real head longer
+/// than its decoded list, so a longer block is a head over 64 KiB. Past
+/// it the block cannot be decoded, and without it the HPACK table is lost:
+/// the connection ends, its streams `header_too_large`.
+const MAX_BLOCK: usize = MAX_HEAD;
+/// CONTINUATION frames one header block may take (nghttp2 allows 8): a
+/// server sending endless empty ones grows nothing but must still end,
+/// as `header_too_large`, with GOAWAY(ENHANCE_YOUR_CALM).
+pub const MAX_CONTINUATIONS: u32 = 16;
+/// Control frames (SETTINGS and PING acknowledgements, RST_STREAM,
+/// WINDOW_UPDATE) queued since the server last took a byte of benchlab's:
+/// past this the server floods without reading (nghttp2's limit of queued
+/// acknowledgements is 1,000 too), and the connection ends with
+/// GOAWAY(ENHANCE_YOUR_CALM), its streams `framing`.
+pub const MAX_CONTROL_QUEUED: u32 = 1000;
+/// Bytes queued and not yet written past which a control frame is a flood
+/// too (a server that reads a byte now and then to reset the count).
+/// benchlab's own requests stay far below it: no stream is opened while
+/// [`MAX_UNSENT_TO_OPEN`] bytes wait.
+const MAX_UNSENT: usize = 1024 * 1024;
+/// No new stream is opened while this many bytes wait to be written: the
+/// server is not reading, and requests would only pile up.
+pub const MAX_UNSENT_TO_OPEN: usize = 64 * 1024;
+/// Written bytes at the front of `out` are dropped (moved, not
+/// reallocated) once this many pile up while the rest waits.
+const COMPACT_AT: usize = 64 * 1024;
 
 /// The server's SETTINGS (RFC 9113 §6.5.2), as last received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -87,14 +110,25 @@ struct Stream {
     /// WINDOW_UPDATE.
     window: i64,
     consumed: u32,
+    /// The server's window for the stream (benchlab sends no DATA, but a
+    /// WINDOW_UPDATE past 2³¹ − 1 is still a flow-control error).
+    send_window: i64,
     hasher: Option<Box<Xxh3>>,
 }
 
 /// One HTTP/2 connection.
 pub struct Conn {
-    /// Bytes to send, in order (preface, SETTINGS, HEADERS, updates...).
+    /// Bytes to send, in order (preface, SETTINGS, HEADERS, updates...);
+    /// the first `written` of them are gone (see [`Conn::unsent`]).
     pub out: Vec<u8>,
-    /// A partial frame from the last read.
+    written: usize,
+    /// Control frames queued since the server last took a byte (see
+    /// [`MAX_CONTROL_QUEUED`]).
+    control_queued: u32,
+    /// The server's connection-level window (RFC 9113 §6.9.1).
+    send_window: i64,
+    /// A partial frame from the last read: never longer than one frame
+    /// (`frame::parse` refuses a length over 16 KiB) plus one read.
     inbuf: Vec<u8>,
     decoder: hpack::Decoder,
     pub peer: PeerSettings,
@@ -112,6 +146,8 @@ pub struct Conn {
     block: Vec<u8>,
     block_stream: u32,
     block_end_stream: bool,
+    /// CONTINUATION frames of the block so far.
+    block_frames: u32,
     /// Streams opened on this connection.
     pub opened: u32,
     /// Connection-level frame bytes received (SETTINGS, PING,
@@ -142,6 +178,9 @@ impl Conn {
         }
         Conn {
             out,
+            written: 0,
+            control_queued: 0,
+            send_window: 65_535,
             inbuf: Vec::new(),
             decoder: hpack::Decoder::default(),
             peer: PeerSettings::default(),
@@ -155,6 +194,7 @@ impl Conn {
             block: Vec::new(),
             block_stream: 0,
             block_end_stream: false,
+            block_frames: 0,
             opened: 0,
             conn_bytes: 0,
         }
@@ -165,12 +205,58 @@ impl Conn {
         self.streams.len()
     }
 
+    /// What is queued and not yet written.
+    pub fn unsent(&self) -> &[u8] {
+        &self.out[self.written..]
+    }
+
+    /// `n` bytes of [`Conn::unsent`] were written. Any byte taken means the
+    /// server reads, so the count of queued control frames starts over.
+    pub fn wrote(&mut self, n: usize) {
+        self.written += n;
+        if n > 0 {
+            self.control_queued = 0;
+        }
+        if self.written >= self.out.len() {
+            self.out.clear();
+            self.written = 0;
+        } else if self.written >= COMPACT_AT {
+            self.out.drain(..self.written);
+            self.written = 0;
+        }
+    }
+
+    /// Control frames queued since the server last took a byte.
+    pub fn control_queued(&self) -> u32 {
+        self.control_queued
+    }
+
+    /// Counts a control frame about to be queued; a connection error when
+    /// the server floods benchlab with frames to answer and reads none of
+    /// the answers (RFC 9113 §10.5: ENHANCE_YOUR_CALM).
+    fn control(&mut self) -> Result<(), (u32, ConnFail)> {
+        if self.control_queued >= MAX_CONTROL_QUEUED || self.out.len() - self.written >= MAX_UNSENT {
+            return Err((
+                frame::ENHANCE_YOUR_CALM,
+                ConnFail {
+                    kind: ErrorKind::Framing,
+                    why: "a flood of frames to answer (SETTINGS, PING...) while the server read none of the answers",
+                },
+            ));
+        }
+        self.control_queued += 1;
+        Ok(())
+    }
+
     /// Whether another stream may be opened now: the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS (and `limit`, benchlab's own) not
     /// reached, no GOAWAY, stream ids left.
     pub fn can_open(&self, limit: u32) -> bool {
         let server = self.peer.max_concurrent_streams.unwrap_or(u32::MAX);
-        self.goaway.is_none() && self.next_id < frame::MAX_WINDOW && (self.streams.len() as u32) < server.min(limit)
+        self.goaway.is_none()
+            && self.next_id < frame::MAX_WINDOW
+            && (self.streams.len() as u32) < server.min(limit)
+            && self.out.len() - self.written < MAX_UNSENT_TO_OPEN
     }
 
     /// Opens a stream for `user` with a request `block`; returns its id.
@@ -190,6 +276,7 @@ impl Conn {
             head_size: 0,
             window: self.window as i64,
             consumed: 0,
+            send_window: self.peer.initial_window_size as i64,
             hasher: checksum.then(|| Box::new(Xxh3::new())),
         });
         id
@@ -200,6 +287,9 @@ impl Conn {
     pub fn cancel(&mut self, user: u32) -> Option<u64> {
         let at = self.streams.iter().position(|s| s.user == user)?;
         let s = self.streams.swap_remove(at);
+        // Counted, not refused: a timeout is benchlab's doing; the next
+        // frame to answer finds the count.
+        self.control_queued = self.control_queued.saturating_add(1);
         frame::put_rst_stream(&mut self.out, s.id, 0x8);
         Some(s.bytes)
     }
@@ -296,19 +386,25 @@ impl Conn {
             Frame::Settings { ack: true, .. } => self.conn_bytes += n,
             Frame::Settings { ack: false, params } => {
                 self.conn_bytes += n;
+                self.control()?;
                 for (id, v) in frame::settings_params(params) {
                     match id {
                         frame::SETTINGS_HEADER_TABLE_SIZE => self.peer.header_table_size = v,
                         frame::SETTINGS_MAX_CONCURRENT_STREAMS => self.peer.max_concurrent_streams = Some(v),
                         frame::SETTINGS_INITIAL_WINDOW_SIZE => {
                             if v > frame::MAX_WINDOW {
-                                return Err((
-                                    frame::FLOW_CONTROL_ERROR,
-                                    ConnFail {
-                                        kind: ErrorKind::FlowControl,
-                                        why: "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1",
-                                    },
-                                ));
+                                return Err(flow_control("SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1"));
+                            }
+                            // A change moves every open stream's window by
+                            // the difference (RFC 9113 §6.9.2).
+                            let delta = v as i64 - self.peer.initial_window_size as i64;
+                            for s in &mut self.streams {
+                                s.send_window += delta;
+                                if s.send_window > frame::MAX_WINDOW as i64 {
+                                    return Err(flow_control(
+                                        "SETTINGS_INITIAL_WINDOW_SIZE took a stream's window over 2^31-1",
+                                    ));
+                                }
                             }
                             self.peer.initial_window_size = v;
                         }
@@ -328,6 +424,7 @@ impl Conn {
             Frame::Ping { ack, data } => {
                 self.conn_bytes += n;
                 if !ack {
+                    self.control()?;
                     frame::put_ping_ack(&mut self.out, data);
                 }
             }
@@ -350,11 +447,35 @@ impl Conn {
                     }
                 }
             }
-            Frame::WindowUpdate { .. } | Frame::Ignored { .. } => {
+            Frame::WindowUpdate { stream: 0, increment } => {
                 // benchlab sends no DATA, so the server's windows never
-                // hold it back; the frames are counted, nothing more.
+                // hold it back; they are kept only to find one past
+                // 2³¹ − 1, a connection error (RFC 9113 §6.9.1).
                 self.conn_bytes += n;
+                self.send_window += increment as i64;
+                if self.send_window > frame::MAX_WINDOW as i64 {
+                    return Err(flow_control("a WINDOW_UPDATE took the connection's window over 2^31-1"));
+                }
             }
+            Frame::WindowUpdate { stream, increment } => {
+                // Connection-level bytes, as every WINDOW_UPDATE; past
+                // 2³¹ − 1 it is a stream error: RST_STREAM, `flow_control`.
+                self.conn_bytes += n;
+                if let Some(k) = self.find(stream) {
+                    self.streams[k].send_window += increment as i64;
+                    if self.streams[k].send_window > frame::MAX_WINDOW as i64 {
+                        self.control()?;
+                        let s = self.streams.swap_remove(k);
+                        frame::put_rst_stream(&mut self.out, s.id, frame::FLOW_CONTROL_ERROR);
+                        ended.push(Ended {
+                            user: s.user,
+                            bytes: s.bytes,
+                            outcome: Outcome::Failed(ErrorKind::FlowControl),
+                        });
+                    }
+                }
+            }
+            Frame::Ignored { .. } => self.conn_bytes += n,
             Frame::PushPromise { .. } => return Err(protocol("PUSH_PROMISE after SETTINGS_ENABLE_PUSH = 0")),
             Frame::RstStream { stream, code } => {
                 if let Some(k) = self.find(stream) {
@@ -384,6 +505,7 @@ impl Conn {
                 self.block.extend_from_slice(block);
                 self.block_stream = stream;
                 self.block_end_stream = end_stream;
+                self.block_frames = 0;
                 if end_headers {
                     self.head(ended)?;
                 }
@@ -396,12 +518,22 @@ impl Conn {
                 if stream != self.block_stream {
                     return Err(protocol("CONTINUATION without its HEADERS"));
                 }
+                self.block_frames += 1;
+                if self.block_frames > MAX_CONTINUATIONS {
+                    return Err((
+                        frame::ENHANCE_YOUR_CALM,
+                        ConnFail {
+                            kind: ErrorKind::HeaderTooLarge,
+                            why: "a header block in more than 16 CONTINUATION frames",
+                        },
+                    ));
+                }
                 if self.block.len() + block.len() > MAX_BLOCK {
                     return Err((
                         frame::PROTOCOL_ERROR,
                         ConnFail {
                             kind: ErrorKind::HeaderTooLarge,
-                            why: "a header block over 1 MiB",
+                            why: "a header block over 64 KiB",
                         },
                     ));
                 }
@@ -421,16 +553,11 @@ impl Conn {
             } => {
                 self.conn_window -= len as i64;
                 if self.conn_window < 0 {
-                    return Err((
-                        frame::FLOW_CONTROL_ERROR,
-                        ConnFail {
-                            kind: ErrorKind::FlowControl,
-                            why: "DATA beyond the connection's window",
-                        },
-                    ));
+                    return Err(flow_control("DATA beyond the connection's window"));
                 }
                 self.conn_consumed += len;
                 if self.conn_consumed as i64 >= self.conn_window_size() / 2 {
+                    self.control()?;
                     frame::put_window_update(&mut self.out, 0, self.conn_consumed);
                     self.conn_window += self.conn_consumed as i64;
                     self.conn_consumed = 0;
@@ -448,6 +575,7 @@ impl Conn {
                 s.bytes += n;
                 s.window -= len as i64;
                 if s.window < 0 {
+                    self.control()?;
                     let s = self.streams.swap_remove(k);
                     frame::put_rst_stream(&mut self.out, s.id, frame::FLOW_CONTROL_ERROR);
                     ended.push(Ended {
@@ -470,6 +598,8 @@ impl Conn {
                 } else {
                     s.consumed += len;
                     if s.consumed >= self.window / 2 {
+                        self.control()?;
+                        let s = &mut self.streams[k];
                         frame::put_window_update(&mut self.out, s.id, s.consumed);
                         s.window += s.consumed as i64;
                         s.consumed = 0;
@@ -533,6 +663,7 @@ impl Conn {
             }
         };
         if let Some(o) = outcome {
+            self.control()?;
             let s = self.streams.swap_remove(k);
             frame::put_rst_stream(&mut self.out, s.id, frame::PROTOCOL_ERROR);
             ended.push(Ended {
@@ -546,6 +677,17 @@ impl Conn {
         }
         Ok(())
     }
+}
+
+/// A connection error of flow control (RFC 9113 §6.9): `flow_control`.
+fn flow_control(why: &'static str) -> (u32, ConnFail) {
+    (
+        frame::FLOW_CONTROL_ERROR,
+        ConnFail {
+            kind: ErrorKind::FlowControl,
+            why,
+        },
+    )
 }
 
 /// A stream ended by END_STREAM: done, unless its body disagrees with its
@@ -666,6 +808,126 @@ pub(crate) mod tests {
         assert_eq!(r.unwrap_err().kind, ErrorKind::Framing);
         c.end_all(&mut ended, ErrorKind::Framing);
         assert_eq!(ended[0].outcome, Outcome::Failed(ErrorKind::Framing));
+    }
+
+    #[test]
+    fn a_window_update_past_2_31_is_flow_control_on_the_connection_and_on_a_stream() {
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let a = c.open(1, &[0x82], false);
+        c.open(2, &[0x82], false);
+        // 65,535 + (2³¹ − 65,536) is the largest window: allowed.
+        c.receive(
+            &frame(WINDOW_UPDATE, 0, a, &(MAX_WINDOW - 65_535).to_be_bytes()),
+            &mut ended,
+        )
+        .unwrap();
+        assert!(ended.is_empty());
+        c.receive(&frame(WINDOW_UPDATE, 0, a, &1u32.to_be_bytes()), &mut ended)
+            .unwrap();
+        assert_eq!(ended.len(), 1);
+        assert_eq!(
+            (ended[0].user, ended[0].outcome),
+            (1, Outcome::Failed(ErrorKind::FlowControl))
+        );
+        assert!(
+            c.unsent()
+                .ends_with(&[0, 0, 4, RST_STREAM, 0, 0, 0, 0, a as u8, 0, 0, 0, 3]),
+            "RST_STREAM(FLOW_CONTROL_ERROR)"
+        );
+        assert_eq!(c.active(), 1, "the connection goes on");
+        c.receive(
+            &frame(WINDOW_UPDATE, 0, 0, &(MAX_WINDOW - 65_535).to_be_bytes()),
+            &mut ended,
+        )
+        .unwrap();
+        let r = c.receive(&frame(WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes()), &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::FlowControl);
+        assert!(c.unsent().ends_with(&[0, 0, 0, 3]), "GOAWAY(FLOW_CONTROL_ERROR)");
+        // A new initial window moves the open streams' windows (§6.9.2).
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let s = c.open(1, &[0x82], false);
+        c.receive(
+            &frame(WINDOW_UPDATE, 0, s, &(MAX_WINDOW - 65_535).to_be_bytes()),
+            &mut ended,
+        )
+        .unwrap();
+        let r = c.receive(&frame(SETTINGS, 0, 0, &[0, 4, 0, 1, 0, 0]), &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::FlowControl);
+    }
+
+    #[test]
+    fn a_header_block_is_bounded_in_continuations_and_in_bytes() {
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let s = c.open(1, &[0x82], false);
+        c.receive(&frame(HEADERS, 0, s, &[0x88]), &mut ended).unwrap();
+        for _ in 0..MAX_CONTINUATIONS {
+            c.receive(&frame(CONTINUATION, 0, s, &[]), &mut ended).unwrap();
+        }
+        let r = c.receive(&frame(CONTINUATION, 0, s, &[]), &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::HeaderTooLarge);
+        assert!(c.unsent().ends_with(&[0, 0, 0, ENHANCE_YOUR_CALM as u8]));
+        // 16 CONTINUATIONs are allowed: the block ends and decodes.
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let s = c.open(1, &[0x82], false);
+        c.receive(&frame(HEADERS, FLAG_END_STREAM, s, &[0x88]), &mut ended)
+            .unwrap();
+        for k in 1..=MAX_CONTINUATIONS {
+            let end = if k == MAX_CONTINUATIONS { FLAG_END_HEADERS } else { 0 };
+            c.receive(&frame(CONTINUATION, end, s, &[]), &mut ended).unwrap();
+        }
+        assert!(matches!(ended[0].outcome, Outcome::Done { status: 200, .. }));
+        // Over 64 KiB of block bytes.
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let s = c.open(1, &[0x82], false);
+        let piece = vec![0u8; DEFAULT_MAX_FRAME as usize];
+        c.receive(&frame(HEADERS, 0, s, &piece), &mut ended).unwrap();
+        for _ in 0..3 {
+            c.receive(&frame(CONTINUATION, 0, s, &piece), &mut ended).unwrap();
+        }
+        let r = c.receive(&frame(CONTINUATION, 0, s, &[0]), &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::HeaderTooLarge);
+    }
+
+    #[test]
+    fn answers_the_server_does_not_read_are_bounded() {
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        // The first SETTINGS' acknowledgement is queued: 999 more fit.
+        let ping = frame(PING, 0, 0, &[1; 8]);
+        for _ in 1..MAX_CONTROL_QUEUED {
+            c.receive(&ping, &mut ended).unwrap();
+        }
+        // The server reads a byte: the count starts over.
+        c.wrote(1);
+        for _ in 0..MAX_CONTROL_QUEUED {
+            c.receive(&ping, &mut ended).unwrap();
+        }
+        let r = c.receive(&ping, &mut ended);
+        assert_eq!(r.unwrap_err().kind, ErrorKind::Framing);
+        assert!(c.unsent().ends_with(&[0, 0, 0, ENHANCE_YOUR_CALM as u8]));
+        // A server that reads now and then still meets the bound in bytes.
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        let r = (0..200_000).try_for_each(|_| {
+            c.wrote(1);
+            c.receive(&ping, &mut ended)
+        });
+        assert_eq!(r.unwrap_err().kind, ErrorKind::Framing);
+        assert!(c.unsent().len() <= MAX_UNSENT + 64);
+        assert!(
+            c.out.capacity() <= 2 * (MAX_UNSENT + COMPACT_AT),
+            "{}",
+            c.out.capacity()
+        );
+        // No stream opens while 64 KiB wait (each PING's answer is 17
+        // bytes, one of them taken).
+        let (mut c, mut ended) = conn_with_settings(&[]);
+        for _ in 0..MAX_UNSENT_TO_OPEN / 16 {
+            c.wrote(1);
+            c.receive(&ping, &mut ended).unwrap();
+        }
+        assert!(!c.can_open(10));
+        let n = c.unsent().len();
+        c.wrote(n);
+        assert!(c.unsent().is_empty() && c.can_open(10));
     }
 
     #[test]

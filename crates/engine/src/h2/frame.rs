@@ -47,6 +47,7 @@ pub const PROTOCOL_ERROR: u32 = 0x1;
 pub const FLOW_CONTROL_ERROR: u32 = 0x3;
 pub const FRAME_SIZE_ERROR: u32 = 0x6;
 pub const COMPRESSION_ERROR: u32 = 0x9;
+pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 
 /// The largest flow-control window (2³¹ − 1).
 pub const MAX_WINDOW: u32 = 0x7FFF_FFFF;

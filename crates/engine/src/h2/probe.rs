@@ -60,11 +60,11 @@ pub fn probe_h2(
             conn.open(0, &block, true);
             opened = true;
         }
-        if !conn.out.is_empty() {
+        if !conn.unsent().is_empty() {
             stream
-                .write_all(&conn.out)
+                .write_all(conn.unsent())
                 .map_err(|e| io_kind(e, "sending the request"))?;
-            conn.out.clear();
+            conn.wrote(conn.unsent().len());
         }
         if let Some(e) = ended.pop() {
             return match e.outcome {
