@@ -259,6 +259,14 @@ clients = 1
     // in it: at most the 8 users' streams open as the window opens differ.
     assert!(u(h2, "/http2/streams_opened") + 8 >= u(h2, "/requests"), "{h2}");
     assert!(u(h2, "/requests") > 0 && u(h2, "/errors_total") == 0, "{h2}");
+    // The HTTP/2 loop meters its own CPU each second, as the HTTP/1 loop
+    // does (both charge one LoopMeter): no second reads 0.
+    let seconds = h2["per_second"].as_array().expect("per_second");
+    assert!(seconds.len() >= 2, "{h2}");
+    for s in seconds {
+        let cpu = s["client_cpu_user_s"].as_f64().unwrap_or(0.0) + s["client_cpu_system_s"].as_f64().unwrap_or(0.0);
+        assert!(cpu > 0.0, "an HTTP/2 second without client CPU: {s}");
+    }
     let h1 = &results["mixes"][1];
     assert!(h1.get("http2").is_none(), "an HTTP/1 mix has no http2 section");
     assert!(u(h1, "/requests") > 0 && u(h1, "/errors_total") == 0, "{h1}");

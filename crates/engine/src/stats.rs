@@ -352,6 +352,37 @@ impl LoopLoad {
     }
 }
 
+/// A loop's own CPU and lag, charged to each second's [`LoopLoad`]: the
+/// one meter of the HTTP/1 and HTTP/2 event loops, so both report the
+/// client's load the same way (one `getrusage` a second).
+#[derive(Debug, Default)]
+pub(crate) struct LoopMeter {
+    /// The thread's CPU time (user, system) at the last tick.
+    mark: (Duration, Duration),
+}
+
+impl LoopMeter {
+    /// Starts counting from the thread's CPU time now.
+    pub(crate) fn start(&mut self) {
+        self.mark = crate::sys::cpu_time(true);
+    }
+
+    /// Charges `load` with the thread's CPU since the last tick and with
+    /// `lag`, how late this tick ran.
+    pub(crate) fn tick(&mut self, load: &mut LoopLoad, lag: Duration) {
+        let now = crate::sys::cpu_time(true);
+        load.cpu_user_us += now.0.saturating_sub(self.mark.0).as_micros() as u64;
+        load.cpu_system_us += now.1.saturating_sub(self.mark.1).as_micros() as u64;
+        load.loop_lag_max_us = load.loop_lag_max_us.max(lag.as_micros() as u64);
+        self.mark = now;
+    }
+
+    /// The thread's CPU time (user, system) at the last tick.
+    pub(crate) fn total(&self) -> (Duration, Duration) {
+        self.mark
+    }
+}
+
 /// Everything one client counted over some span of time.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Stats {

@@ -199,9 +199,8 @@ pub(crate) struct Worker {
     /// Everything that completed in the current second (ramps included),
     /// for the per-second series; sent and reset once a second.
     second: Stats,
-    /// The thread's CPU (user, system) at its last tick, to charge each
-    /// second with its own.
-    cpu_mark: (Duration, Duration),
+    /// The thread's CPU and loop lag, charged to each second.
+    cpu: crate::stats::LoopMeter,
     /// What completed inside the measurement window: the run's totals,
     /// sent once, when the thread stops.
     window: Stats,
@@ -431,7 +430,7 @@ impl Worker {
             } else {
                 Stats::new(plan.classes.len())
             },
-            cpu_mark: (Duration::ZERO, Duration::ZERO),
+            cpu: crate::stats::LoopMeter::default(),
             window: if open.is_some() {
                 Stats::open_loop(plan.classes.len())
             } else {
@@ -482,7 +481,7 @@ impl Worker {
         let mut events = self.reactor.events(1024);
         let mut second: u32 = 0;
         let mut next_snapshot = start + Duration::from_secs(1);
-        self.cpu_mark = crate::sys::cpu_time(true);
+        self.cpu.start();
 
         if let Err(e) = self.reactor.start() {
             // Nothing was sent: the run reports no requests, and why.
@@ -628,7 +627,7 @@ impl Worker {
             .count() as u64;
         let users_waiting = self.vus.iter().filter(|v| v.state == State::Arriving).count() as u64;
         self.tick(Duration::ZERO);
-        let (cpu_user, cpu_system) = self.cpu_mark;
+        let (cpu_user, cpu_system) = self.cpu.total();
         // Close every connection before reporting, so the caller may count
         // on the sockets being gone once the last snapshot arrives (an
         // io_uring receive holds its socket open until cancelled).
@@ -656,12 +655,7 @@ impl Worker {
     /// Charges the second with the thread's CPU since the last tick and
     /// with `lag`, how late this tick ran (one `getrusage` a second).
     fn tick(&mut self, lag: Duration) {
-        let now = crate::sys::cpu_time(true);
-        let load = &mut self.second.load;
-        load.cpu_user_us += now.0.saturating_sub(self.cpu_mark.0).as_micros() as u64;
-        load.cpu_system_us += now.1.saturating_sub(self.cpu_mark.1).as_micros() as u64;
-        load.loop_lag_max_us = load.loop_lag_max_us.max(lag.as_micros() as u64);
-        self.cpu_mark = now;
+        self.cpu.tick(&mut self.second.load, lag);
     }
 
     fn send_snapshot(&mut self, second: u32, last: Option<ThreadEnd>) {

@@ -121,6 +121,8 @@ pub(crate) struct H2Worker {
     buf: Box<[u8]>,
     second: Stats,
     window: Stats,
+    /// The thread's CPU and loop lag, charged to each second.
+    cpu: crate::stats::LoopMeter,
     window_open: bool,
     users: Vec<User>,
     slots: Vec<Slot>,
@@ -223,6 +225,7 @@ impl H2Worker {
             buf: vec![0u8; plan.receive_buffer.max(16 * 1024)].into_boxed_slice(),
             second: Stats::new(plan.classes.len()),
             window: Stats::new(plan.classes.len()),
+            cpu: crate::stats::LoopMeter::default(),
             window_open: false,
             users,
             slots,
@@ -278,6 +281,7 @@ impl H2Worker {
             std::thread::sleep(begin - now);
         }
         let now = Instant::now();
+        self.cpu.start();
         self.window_open = self.in_window(now);
         let threads = plan.os_threads as u128;
         let total = plan.virtual_users.max(1) as u128;
@@ -316,6 +320,7 @@ impl H2Worker {
                 next_sweep = now + sweep_every;
             }
             if now >= next_snapshot {
+                self.cpu.tick(&mut self.second.load, now - next_snapshot);
                 self.send_snapshot(second, None);
                 second += 1;
                 next_snapshot += Duration::from_secs(1);
@@ -357,7 +362,8 @@ impl H2Worker {
             .iter()
             .filter(|u| matches!(u.state, UState::Streaming | UState::Queued))
             .count() as u64;
-        let (cpu_user, cpu_system) = crate::sys::cpu_time(true);
+        self.cpu.tick(&mut self.second.load, Duration::ZERO);
+        let (cpu_user, cpu_system) = self.cpu.total();
         self.links.clear();
         let window = std::mem::replace(&mut self.window, Stats::new(0));
         self.send_snapshot(
