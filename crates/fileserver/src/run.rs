@@ -54,7 +54,7 @@ impl FileTarget {
                 if !p.is_dir() {
                     return Err(format!("file://{}: not a directory", p.display()));
                 }
-                Ok(Box::new(LocalBackend::new(p)))
+                Ok(Box::new(LocalBackend::new(p)?))
             }
             FileTarget::Smb(u) => Ok(Box::new(crate::smb::SmbBackend::connect(u)?)),
         }
