@@ -67,6 +67,11 @@ pub struct RunArgs {
     /// suite and over --target.
     #[arg(long = "phase-target", value_parser = phase_target_arg, value_name = "PHASE=URL")]
     phase_targets: Vec<(String, String)>,
+    /// File suites: the password of an smb://USER@HOST/SHARE target, the
+    /// first line of FILE (or set BENCHLAB_SMB_PASSWORD), so it is never on
+    /// the command line.
+    #[arg(long, value_name = "FILE")]
+    smb_password_file: Option<PathBuf>,
     /// Skip the check of each URL before the run.
     #[arg(long)]
     no_preflight: bool,
@@ -330,7 +335,7 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
         println!(
             "  phase {}: {} — clients×threads (or ×rate) {}",
             p.name,
-            p.target,
+            benchlab_fileserver::smb::redact(&p.target),
             mixes.join(", ")
         );
     }
@@ -682,7 +687,13 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             &a.phase_targets,
             &a.phases,
             a.repeat,
+            a.smb_password_file.as_deref(),
         );
+    }
+    if a.smb_password_file.is_some() {
+        return Err(CliError::Usage(
+            "--smb-password-file is for file suites' smb:// targets; this suite runs web workloads".into(),
+        ));
     }
     let search = a.peak.limits()?;
     if let (Some(n), Some(l)) = (a.peak_start_threads, &search) {

@@ -226,7 +226,8 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Fil
         mix: mix.number,
         phase: phase.to_string(),
         workload: mix.params.workload.clone(),
-        target: mix.params.target.clone(),
+        // Shown and stored: never a password (issue 21).
+        target: crate::smb::redact(&mix.params.target),
         clients: mix.clients,
         users,
         window_s: w,
@@ -359,7 +360,9 @@ pub fn run_file_suite(
         suite: suite.name.clone(),
         description: suite.description.clone(),
         started,
-        command,
+        // The command line may hold smb://USER:PASS@ (--target): stored
+        // with the password as `***`.
+        command: command.iter().map(|a| crate::smb::redact(a)).collect(),
         mixes: Vec::new(),
         peak: None,
         interrupted: false,

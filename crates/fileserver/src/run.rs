@@ -35,15 +35,16 @@ impl FileTarget {
     pub fn parse(t: &str) -> Result<FileTarget, String> {
         if let Some(p) = t.strip_prefix("file://") {
             if !p.starts_with('/') {
-                return Err(format!("target `{t}`: expected file:///ABSOLUTE/PATH"));
+                return Err(format!("target `{}`: expected file:///ABSOLUTE/PATH", crate::smb::redact(t)));
             }
             return Ok(FileTarget::Local(PathBuf::from(p)));
         }
         if t.starts_with("smb://") {
-            return crate::smb::SmbUrl::parse(t).map(FileTarget::Smb);
+            return crate::smb::SmbUrl::parse(t).map(|u| FileTarget::Smb(u.with_default_password()));
         }
         Err(format!(
-            "target `{t}`: expected file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE"
+            "target `{}`: expected file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
+            crate::smb::redact(t)
         ))
     }
 
