@@ -63,7 +63,11 @@ fn loadfile_paths_leaving_the_target_are_refused_before_any_load() {
     ];
     for (line, why) in cases {
         let lf = d.path().join("load.txt");
-        std::fs::write(&lf, format!("Mkdir \"\\clients\" NT_STATUS_OK\n{line}\nClose 1 NT_STATUS_OK\n")).unwrap();
+        std::fs::write(
+            &lf,
+            format!("Mkdir \"\\clients\" NT_STATUS_OK\n{line}\nClose 1 NT_STATUS_OK\n"),
+        )
+        .unwrap();
         let s = suite(d.path(), "loadfile = \"load.txt\"\nloops = 1");
         let out = d.path().join("out");
         for args in [
@@ -81,7 +85,10 @@ fn loadfile_paths_leaving_the_target_are_refused_before_any_load() {
             assert!(!all.contains("panicked"), "{all}");
         }
         assert!(!out.exists(), "{line}: a results directory was made");
-        assert!(!d.path().join("t/root/clients").exists(), "{line}: load reached the target");
+        assert!(
+            !d.path().join("t/root/clients").exists(),
+            "{line}: load reached the target"
+        );
         assert!(!d.path().join("t/ESCAPED").exists() && !absolute.exists());
         assert_eq!(std::fs::read(victim.join("precious")).unwrap(), b"keep me");
     }
@@ -126,7 +133,14 @@ Deltree "\clients\client1\out" NT_STATUS_OK
     // Unlink, Rename, QUERY_PATH_INFORMATION, the inner Deltree.
     assert_eq!(m["errors"], 8, "{}", m["errors_by_status"]);
     let by = m["errors_by_status"].to_string();
-    for kind in ["NTCreateX", "Mkdir", "Unlink", "Rename", "QUERY_PATH_INFORMATION", "Deltree"] {
+    for kind in [
+        "NTCreateX",
+        "Mkdir",
+        "Unlink",
+        "Rename",
+        "QUERY_PATH_INFORMATION",
+        "Deltree",
+    ] {
         assert!(
             by.contains(&format!("{kind}: expected NT_STATUS_OK, got NT_STATUS_ACCESS_DENIED")),
             "{kind}: {by}"
@@ -151,8 +165,14 @@ Deltree "\clients\client1\out" NT_STATUS_OK
 fn endless_loadfiles_and_disk_mixes_are_refused_at_their_limit() {
     let d = tempfile::tempdir().unwrap();
     for (workload, limit) in [
-        ("loadfile = \"/dev/zero\"", "larger than 256 MiB, the most benchlab reads for a loadfile"),
-        ("disk_mix = \"/dev/zero\"", "larger than 16 MiB, the most benchlab reads for a disk mix"),
+        (
+            "loadfile = \"/dev/zero\"",
+            "larger than 256 MiB, the most benchlab reads for a loadfile",
+        ),
+        (
+            "disk_mix = \"/dev/zero\"",
+            "larger than 16 MiB, the most benchlab reads for a disk mix",
+        ),
     ] {
         let s = suite(d.path(), workload);
         let o = run_benchlab(&["check", s.to_str().unwrap()]);
@@ -216,7 +236,10 @@ fn smb_passwords_never_reach_results_reports_or_the_terminal() {
     // The share for the user only (smbd reads its changed configuration
     // at the next connection).
     let conf = std::fs::read_to_string(smbd.config()).unwrap();
-    let conf = conf.replace(" guest ok = yes\n guest only = yes\n", &format!(" guest ok = no\n valid users = {me}\n"));
+    let conf = conf.replace(
+        " guest ok = yes\n guest only = yes\n",
+        &format!(" guest ok = no\n valid users = {me}\n"),
+    );
     assert!(conf.contains("valid users"), "{conf}");
     std::fs::write(smbd.config(), conf).unwrap();
     let d = tempfile::tempdir().unwrap();
@@ -224,25 +247,41 @@ fn smb_passwords_never_reach_results_reports_or_the_terminal() {
     let with_pw = format!("smb://{me}:SECRETPW@127.0.0.1:{}/bench", smbd.port);
     let redacted = format!("smb://{me}:***@127.0.0.1:{}/bench", smbd.port);
     let s = suite(d.path(), "loadfile = \"load.txt\"\nloops = 2");
-    let body = std::fs::read_to_string(&s).unwrap().replace(
-        &format!("file://{}", d.path().join("t/root").display()),
-        &with_pw,
-    );
+    let body = std::fs::read_to_string(&s)
+        .unwrap()
+        .replace(&format!("file://{}", d.path().join("t/root").display()), &with_pw);
     std::fs::write(&s, body).unwrap();
 
     let out = d.path().join("out");
-    let o = run_benchlab(&["run", s.to_str().unwrap(), "--target", &with_pw, "--out", out.to_str().unwrap()]);
+    let o = run_benchlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--target",
+        &with_pw,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o).replace("SECRETPW", "<leaked>"));
-    assert!(!hits(text(&o).as_bytes(), "SECRETPW"), "the terminal showed the password");
+    assert!(
+        !hits(text(&o).as_bytes(), "SECRETPW"),
+        "the terminal showed the password"
+    );
     let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(r["mixes"][0]["errors"], 0, "{}", r["mixes"][0]["errors_by_status"]);
     assert_eq!(r["mixes"][0]["bytes_written"], 200);
     assert_eq!(r["mixes"][0]["target"], redacted.as_str());
-    assert!(r["command"].as_array().unwrap().iter().any(|a| a == redacted.as_str()), "{}", r["command"]);
+    assert!(
+        r["command"].as_array().unwrap().iter().any(|a| a == redacted.as_str()),
+        "{}",
+        r["command"]
+    );
     let mut files = Vec::new();
     every_file(&out, &mut files);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
-    assert!(names.iter().any(|n| n.ends_with("report.xlsx!xl/sharedStrings.xml")), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.ends_with("report.xlsx!xl/sharedStrings.xml")),
+        "{names:?}"
+    );
     assert!(names.iter().any(|n| n.ends_with("report.html")), "{names:?}");
     for (name, bytes) in &files {
         assert!(!hits(bytes, "SECRETPW"), "{name} holds the password");
@@ -256,13 +295,38 @@ fn smb_passwords_never_reach_results_reports_or_the_terminal() {
     assert!(o.status.success(), "{}", text(&o).replace("SECRETPW", "<leaked>"));
     assert!(hits(text(&o).as_bytes(), &redacted) && !hits(text(&o).as_bytes(), "SECRETPW"));
     let unreachable = format!("smb://{me}:SECRETPW@127.0.0.1:{}/bench", common::free_port());
-    let o = run_benchlab(&["run", s.to_str().unwrap(), "--target", &unreachable, "--out", d.path().join("o2").to_str().unwrap()]);
+    let o = run_benchlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--target",
+        &unreachable,
+        "--out",
+        d.path().join("o2").to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
-    assert!(!hits(text(&o).as_bytes(), "SECRETPW"), "{}", text(&o).replace("SECRETPW", "<leaked>"));
-    for bad in [format!("smb://{me}:SECRETPW@127.0.0.1:x/bench"), format!("smb://{me}:SECRETPW@")] {
-        let o = run_benchlab(&["run", s.to_str().unwrap(), "--target", &bad, "--out", d.path().join("o3").to_str().unwrap()]);
+    assert!(
+        !hits(text(&o).as_bytes(), "SECRETPW"),
+        "{}",
+        text(&o).replace("SECRETPW", "<leaked>")
+    );
+    for bad in [
+        format!("smb://{me}:SECRETPW@127.0.0.1:x/bench"),
+        format!("smb://{me}:SECRETPW@"),
+    ] {
+        let o = run_benchlab(&[
+            "run",
+            s.to_str().unwrap(),
+            "--target",
+            &bad,
+            "--out",
+            d.path().join("o3").to_str().unwrap(),
+        ]);
         assert_eq!(o.status.code(), Some(2), "{}", text(&o).replace("SECRETPW", "<leaked>"));
-        assert!(!hits(text(&o).as_bytes(), "SECRETPW"), "{}", text(&o).replace("SECRETPW", "<leaked>"));
+        assert!(
+            !hits(text(&o).as_bytes(), "SECRETPW"),
+            "{}",
+            text(&o).replace("SECRETPW", "<leaked>")
+        );
     }
 
     // The password from a file or the environment; the target names only
@@ -300,7 +364,12 @@ fn smb_passwords_never_reach_results_reports_or_the_terminal() {
     assert!(!o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("cannot reach the share"), "{}", text(&o));
     // The flag refused where it cannot apply.
-    let o = run_to(&with_pw, &["--smb-password-file", pw_file.to_str().unwrap()], None, "both");
+    let o = run_to(
+        &with_pw,
+        &["--smb-password-file", pw_file.to_str().unwrap()],
+        None,
+        "both",
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o).replace("SECRETPW", "<leaked>"));
     assert!(text(&o).contains("--smb-password-file") && !hits(text(&o).as_bytes(), "SECRETPW"));
 }
@@ -312,8 +381,17 @@ fn a_password_file_without_an_smb_user_is_refused_by_name() {
     std::fs::write(d.path().join("load.txt"), SMALL_LOADFILE).unwrap();
     std::fs::write(d.path().join("pw"), "x\n").unwrap();
     let s = suite(d.path(), "loadfile = \"load.txt\"\nloops = 1");
-    let o = run_benchlab(&["run", s.to_str().unwrap(), "--smb-password-file", d.path().join("pw").to_str().unwrap()]);
+    let o = run_benchlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--smb-password-file",
+        d.path().join("pw").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--smb-password-file: no target of this run is smb://USER@"), "{}", text(&o));
+    assert!(
+        text(&o).contains("--smb-password-file: no target of this run is smb://USER@"),
+        "{}",
+        text(&o)
+    );
     assert!(!d.path().join("t/root/clients").exists());
 }

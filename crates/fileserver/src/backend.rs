@@ -215,7 +215,13 @@ fn remove_tree(parent: BorrowedFd<'_>, name: &CStr, depth: usize) -> io::Result<
     }
     let dir = openat(parent, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)?;
     for n in names(dir.as_fd())? {
-        let gone = |e: io::Error| if e.kind() == io::ErrorKind::NotFound { Ok(()) } else { Err(e) };
+        let gone = |e: io::Error| {
+            if e.kind() == io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        };
         match file_type(dir.as_fd(), &n) {
             Ok(libc::S_IFDIR) => remove_tree(dir.as_fd(), &n, depth + 1).or_else(gone)?,
             Ok(_) => unlinkat(dir.as_fd(), &n, 0).or_else(gone)?,
@@ -301,18 +307,19 @@ impl LocalBackend {
             Resolve::Walk => {
                 let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
                 let Some((last, dirs)) = parts.split_last() else {
-                    return openat(self.dir.as_fd(), c"." , flags);
+                    return openat(self.dir.as_fd(), c".", flags);
                 };
                 let mut cur: Option<OwnedFd> = None;
                 for d in dirs {
                     let at = cur.as_ref().map(|f| f.as_fd()).unwrap_or(self.dir.as_fd());
                     let name = CString::new(*d).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-                    let next = openat(at, &name, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW)
-                        .map_err(|e| match file_type(at, &name) {
+                    let next = openat(at, &name, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW).map_err(|e| {
+                        match file_type(at, &name) {
                             // A symlink on the way: not followed.
                             Ok(libc::S_IFLNK) => io::Error::from_raw_os_error(libc::EXDEV),
                             _ => e,
-                        })?;
+                        }
+                    })?;
                     cur = Some(next);
                 }
                 let at = cur.as_ref().map(|f| f.as_fd()).unwrap_or(self.dir.as_fd());
@@ -390,8 +397,12 @@ impl FileBackend for LocalBackend {
                 }
                 (Err(e), _) => return Err(status(&e)),
             }
-            let f = openat(dir.as_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
-                .map_err(|e| status(&e))?;
+            let f = openat(
+                dir.as_fd(),
+                &name,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            )
+            .map_err(|e| status(&e))?;
             self.files.insert(key, File::from(f));
             return Ok(());
         }

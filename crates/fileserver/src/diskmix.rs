@@ -34,10 +34,10 @@
 use crate::backend::FileBackend;
 use crate::loadfile::OpKind;
 use crate::status::Status;
+use benchlab_model::input::{excerpt, read_bounded_text, InputError, MAX_DISK_MIX_BYTES};
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::fmt;
-use benchlab_model::input::{excerpt, read_bounded_text, InputError, MAX_DISK_MIX_BYTES};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -674,7 +674,10 @@ flush = 4
     #[test]
     fn dev_zero_is_refused_at_the_disk_mix_limit() {
         let e = DiskMix::read(Path::new("/dev/zero")).unwrap_err();
-        assert!(e.message.contains("larger than 16 MiB") && e.message.contains("disk mix"), "{e}");
+        assert!(
+            e.message.contains("larger than 16 MiB") && e.message.contains("disk mix"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -683,7 +686,10 @@ flush = 4
         let e = parse(&GOOD.replace("read = 8", &format!("{k} = 8"))).unwrap_err();
         assert!(e.message.contains("unknown action") && e.message.len() < 400, "{e}");
         let e = parse(&GOOD.replace("name = \"m\"", &format!("{k} = 1"))).unwrap_err();
-        assert!(e.message.contains("(100000 characters)") && e.message.len() < 600, "{e}");
+        assert!(
+            e.message.contains("(100000 characters)") && e.message.len() < 600,
+            "{e}"
+        );
         let e = parse(&GOOD.replace("\"1MB\"", &format!("\"{k}\""))).unwrap_err();
         assert!(e.message.contains("workspace") && e.message.len() < 400, "{e}");
     }

@@ -368,7 +368,10 @@ fn number(w: &(String, bool), what: &str) -> Result<u64, String> {
     };
     match v {
         Some(v) if !w.1 => Ok(v),
-        _ => Err(format!("{what} `{}`: expected a whole number (decimal or 0x hex)", excerpt(s))),
+        _ => Err(format!(
+            "{what} `{}`: expected a whole number (decimal or 0x hex)",
+            excerpt(s)
+        )),
     }
 }
 
@@ -412,9 +415,8 @@ pub fn inside_share(p: &str) -> Result<(), String> {
     if !parts.contains(&"..") {
         return Ok(());
     }
-    let workspace = parts.len() >= 2
-        && parts[0].eq_ignore_ascii_case("clients")
-        && parts[1].eq_ignore_ascii_case("client1");
+    let workspace =
+        parts.len() >= 2 && parts[0].eq_ignore_ascii_case("clients") && parts[1].eq_ignore_ascii_case("client1");
     let mut depth = 0usize;
     for c in &parts {
         if *c == ".." {
@@ -690,10 +692,19 @@ Unlink "\clients\client1\c" 0x6 NT_STATUS_OK
                 r#"NTCreateX "\clients\client1\..\..\..\ESCAPED" 0x0 0x2 1 NT_STATUS_OK"#,
                 "climbs out of the user's workspace",
             ),
-            (r#"NTCreateX "/tmp/ESCAPED" 0x0 0x2 1 NT_STATUS_OK"#, "is an absolute local path"),
-            (r#"Deltree "\clients\client1\..\..\..\victim" NT_STATUS_OK"#, "climbs out"),
+            (
+                r#"NTCreateX "/tmp/ESCAPED" 0x0 0x2 1 NT_STATUS_OK"#,
+                "is an absolute local path",
+            ),
+            (
+                r#"Deltree "\clients\client1\..\..\..\victim" NT_STATUS_OK"#,
+                "climbs out",
+            ),
             (r#"Unlink "\clients\client1/../../x" 0x6 NT_STATUS_OK"#, "climbs out"),
-            (r#"Rename "\clients\client1\a" "\clients\..\b" NT_STATUS_OK"#, "new path"),
+            (
+                r#"Rename "\clients\client1\a" "\clients\..\b" NT_STATUS_OK"#,
+                "new path",
+            ),
             (r#"Mkdir "\clients\client1\..\client2" NT_STATUS_OK"#, "climbs out"),
             (r#"FIND_FIRST "\..\*" 260 1366 0 NT_STATUS_OK"#, "pattern"),
             (r#"QUERY_PATH_INFORMATION "C:\x" 1004 NT_STATUS_OK"#, "names a drive"),
@@ -718,7 +729,10 @@ Unlink "\clients\client1\c" 0x6 NT_STATUS_OK
     fn dev_zero_is_refused_at_the_loadfile_limit() {
         let e = Loadfile::read(Path::new("/dev/zero")).unwrap_err();
         assert_eq!(e.line, None);
-        assert!(e.message.contains("larger than 256 MiB") && e.message.contains("loadfile"), "{e}");
+        assert!(
+            e.message.contains("larger than 256 MiB") && e.message.contains("loadfile"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -35,7 +35,10 @@ impl FileTarget {
     pub fn parse(t: &str) -> Result<FileTarget, String> {
         if let Some(p) = t.strip_prefix("file://") {
             if !p.starts_with('/') {
-                return Err(format!("target `{}`: expected file:///ABSOLUTE/PATH", crate::smb::redact(t)));
+                return Err(format!(
+                    "target `{}`: expected file:///ABSOLUTE/PATH",
+                    crate::smb::redact(t)
+                ));
             }
             return Ok(FileTarget::Local(PathBuf::from(p)));
         }

@@ -102,7 +102,10 @@ pub fn redact(text: &str) -> String {
         // As SmbUrl::parse reads it: the user part ends at the last `@`
         // before the options, the password after the user's first `:`.
         let options = token.find('?').unwrap_or(token.len());
-        match token[..options].rfind('@').and_then(|at| Some((at, token[..at].split_once(':')?))) {
+        match token[..options]
+            .rfind('@')
+            .and_then(|at| Some((at, token[..at].split_once(':')?)))
+        {
             // `smb://[USER[:PASS]@]HOST`, the form in help texts, holds no
             // password.
             Some((at, (user, _))) if !user.starts_with('[') => {
@@ -854,14 +857,23 @@ mod tests {
     #[test]
     fn passwords_are_redacted_wherever_a_url_appears() {
         let cases = [
-            ("smb://bench:SECRETPW@127.0.0.1:445/share", "smb://bench:***@127.0.0.1:445/share"),
+            (
+                "smb://bench:SECRETPW@127.0.0.1:445/share",
+                "smb://bench:***@127.0.0.1:445/share",
+            ),
             (
                 "--target=smb://u:p:w@h/s?sign=off and `smb://v:x@y@h/t`",
                 "--target=smb://u:***@h/s?sign=off and `smb://v:***@h/t`",
             ),
             ("PHASE=smb://u:pw@h/s", "PHASE=smb://u:***@h/s"),
-            ("smb://guest@h/s smb://h/s file:///x", "smb://guest@h/s smb://h/s file:///x"),
-            ("target \"smb://a:b@h/s\": refused", "target \"smb://a:***@h/s\": refused"),
+            (
+                "smb://guest@h/s smb://h/s file:///x",
+                "smb://guest@h/s smb://h/s file:///x",
+            ),
+            (
+                "target \"smb://a:b@h/s\": refused",
+                "target \"smb://a:***@h/s\": refused",
+            ),
             ("no url here", "no url here"),
             (
                 "expected smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
