@@ -28,7 +28,7 @@ pub fn check_lines(suite: &Suite) -> Result<Vec<String>, CliError> {
         .map(|(name, w)| match w {
             FileWorkload::DiskMix(m) => format!(
                 "  workload {name}: disk mix `{}` ({}), workspace {} bytes per user, file sizes median {} / p90 {} bytes",
-                m.name,
+                benchlab_model::input::excerpt(&m.name),
                 m.path.display(),
                 thousands(m.workspace),
                 thousands(m.median),

@@ -22,8 +22,9 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::{Mutex, OnceLock};
 
-/// A parsed `smb://` target.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parsed `smb://` target. Its Debug and Display show the password as
+/// `***`; only [`SmbUrl::with_password`] writes it.
+#[derive(Clone, PartialEq, Eq)]
 pub struct SmbUrl {
     pub user: Option<String>,
     pub password: Option<String>,
@@ -237,6 +238,12 @@ impl SmbUrl {
 impl std::fmt::Display for SmbUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.write(false))
+    }
+}
+
+impl std::fmt::Debug for SmbUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SmbUrl({})", self.write(false))
     }
 }
 
@@ -838,6 +845,7 @@ mod tests {
             u.to_string(),
             "smb://bench:***@nas.example:4450/share?encrypt=require&sign=required"
         );
+        assert!(!format!("{u:?}").contains("se:cret"));
         let g = SmbUrl::parse("smb://127.0.0.1/bench/").unwrap();
         assert_eq!((g.user, g.port, g.encrypt, g.sign), (None, 445, None, None));
         for bad in [
