@@ -6,6 +6,7 @@
 use crate::output::{plural, thousands};
 use crate::{CliError, Outcome};
 use benchlab_fileserver::results::{load_workloads, run_file_suite, FileMixResult, FileObserver, FileResults};
+use benchlab_fileserver::smb::{redact, SmbUrl};
 use benchlab_fileserver::FileWorkload;
 use benchlab_format::{mbit_per_sec, mbytes_per_sec, requests_per_sec};
 use benchlab_model::{Mix, Suite};
@@ -29,7 +30,7 @@ pub fn check_lines(suite: &Suite) -> Result<Vec<String>, CliError> {
         .map(|(name, w)| match w {
             FileWorkload::DiskMix(m) => format!(
                 "  workload {name}: disk mix `{}` ({}), workspace {} bytes per user, file sizes median {} / p90 {} bytes",
-                m.name,
+                benchlab_model::input::excerpt(&m.name),
                 m.path.display(),
                 thousands(m.workspace),
                 thousands(m.median),
@@ -133,6 +134,7 @@ pub fn run(
     phase_targets: &[(String, String)],
     phases: &[String],
     repeat: u32,
+    smb_password_file: Option<&std::path::Path>,
 ) -> Result<Outcome, CliError> {
     let mut suite = suite.clone();
     if !suite.workloads.is_empty() {
@@ -144,7 +146,8 @@ pub fn run(
     if let Some(t) = target {
         if !benchlab_model::is_file_target(t) {
             return Err(CliError::Usage(format!(
-                "--target `{t}`: a file suite expects file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE"
+                "--target `{}`: a file suite expects file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
+                redact(t)
             )));
         }
         suite.retarget(t);
@@ -153,6 +156,9 @@ pub fn run(
         suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
     }
     suite.select_phases(phases).map_err(CliError::Usage)?;
+    if let Some(f) = smb_password_file {
+        benchlab_fileserver::smb::set_password(password_for(&suite, f)?);
+    }
     // Every workload file and loadfile checked before anything runs.
     let workloads = load_workloads(&suite).map_err(CliError::Usage)?;
     // And every mix's target: a bad `smb://…?encrypt=bogus` in mix 3 is
@@ -179,7 +185,7 @@ pub fn run(
         suite.mixes.len(),
         if suite.mixes.len() == 1 { "" } else { "es" },
         humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
-        targets.join(", "),
+        redact(&targets.join(", ")),
         out.display()
     );
     // smb:// users run as processes of their own: this binary again.
@@ -217,6 +223,41 @@ pub fn run(
     } else {
         Outcome::Completed
     })
+}
+
+/// `--smb-password-file FILE`'s password (its first line), for the
+/// suite's `smb://USER@…` targets; refused where no target can use it
+/// (file://, a guest) or a target has a password of its own.
+fn password_for(suite: &Suite, file: &std::path::Path) -> Result<String, CliError> {
+    let flag = "--smb-password-file";
+    let mut users = 0;
+    for m in &suite.mixes {
+        let Ok(u) = SmbUrl::parse(&m.params.target) else {
+            continue;
+        };
+        if u.password.is_some() {
+            return Err(CliError::Usage(format!(
+                "{flag}: target `{u}` has a password of its own: expected smb://USER@HOST/SHARE with {flag}"
+            )));
+        }
+        users += usize::from(u.user.is_some());
+    }
+    if users == 0 {
+        return Err(CliError::Usage(format!(
+            "{flag}: no target of this run is smb://USER@HOST/SHARE (file:// targets and SMB guests have no \
+             password): expected a user in the smb:// target"
+        )));
+    }
+    let text = benchlab_model::input::read_bounded_text(file, "password file", 1 << 20)
+        .map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+    let password = text.lines().next().unwrap_or_default().to_string();
+    if password.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{flag}: {} is empty: expected the SMB password on its first line",
+            file.display()
+        )));
+    }
+    Ok(password)
 }
 
 /// The terminal table: one line per mix, then the peak; numbers as web

@@ -120,8 +120,9 @@ fn main() -> ExitCode {
     };
     if let Err(e) = &result {
         match e {
-            CliError::Usage(m) => eprintln!("benchlab: error: {m}"),
-            CliError::CannotRun(m) => eprintln!("benchlab: {m}"),
+            // An smb:// target's password never reaches the terminal.
+            CliError::Usage(m) => eprintln!("benchlab: error: {}", benchlab_fileserver::smb::redact(m)),
+            CliError::CannotRun(m) => eprintln!("benchlab: {}", benchlab_fileserver::smb::redact(m)),
         }
     }
     ExitCode::from(process_exit_code(&result))

@@ -67,6 +67,11 @@ pub struct RunArgs {
     /// suite and over --target.
     #[arg(long = "phase-target", value_parser = phase_target_arg, value_name = "PHASE=URL")]
     phase_targets: Vec<(String, String)>,
+    /// File suites: the password of an smb://USER@HOST/SHARE target, the
+    /// first line of FILE (or set BENCHLAB_SMB_PASSWORD), so it is never on
+    /// the command line.
+    #[arg(long, value_name = "FILE")]
+    smb_password_file: Option<PathBuf>,
     /// Skip the check of each URL before the run.
     #[arg(long)]
     no_preflight: bool,
@@ -343,7 +348,7 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
         println!(
             "  phase {}: {} — clients×threads (or ×rate) {}",
             p.name,
-            p.target,
+            benchlab_fileserver::smb::redact(&p.target),
             mixes.join(", ")
         );
     }
@@ -763,6 +768,7 @@ pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
     "phases",
     "phase_targets",
     "repeat",
+    "smb_password_file",
 ];
 
 /// Refuses the flags of `given` (clap id, flag as typed) that do not apply
@@ -779,7 +785,7 @@ fn refuse_flags_for_file_suite(suite: &Suite, given: &[(String, String)]) -> Res
     Err(CliError::Usage(format!(
         "{} {} not apply to suite `{}`: its workloads are file workloads (disk mixes, loadfiles), \
          which run in this process only and take --target, --out, --time-scale, --phase, \
-         --phase-target and --repeat (docs/fileservers.md)",
+         --phase-target, --repeat and --smb-password-file (docs/fileservers.md)",
         refused.join(", "),
         if refused.len() == 1 { "does" } else { "do" },
         suite.name
@@ -806,7 +812,13 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             &a.phase_targets,
             &a.phases,
             a.repeat,
+            a.smb_password_file.as_deref(),
         );
+    }
+    if a.smb_password_file.is_some() {
+        return Err(CliError::Usage(
+            "--smb-password-file is for file suites' smb:// targets; this suite runs web workloads".into(),
+        ));
     }
     let search = a.peak.limits()?;
     if let (Some(n), Some(l)) = (a.peak_start_threads, &search) {

@@ -12,7 +12,15 @@ use std::path::Path;
 
 /// The flags a file suite takes today (crates/cli/src/run_cmd.rs,
 /// `FILE_SUITE_FLAGS`); the others must be refused.
-const APPLIES: &[&str] = &["target", "out", "time-scale", "phase", "phase-target", "repeat"];
+const APPLIES: &[&str] = &[
+    "target",
+    "out",
+    "time-scale",
+    "phase",
+    "phase-target",
+    "repeat",
+    "smb-password-file",
+];
 
 const LOADFILE: &str = "Mkdir \"\\clients\" NT_STATUS_OK\n\
 NTCreateX \"\\clients\\client1\\a.txt\" 0x40 0x2 1 NT_STATUS_OK\n\

@@ -9,9 +9,11 @@
 
 use crate::status::Status;
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 /// The operations a workload needs of a file server (one per loadfile
@@ -79,33 +81,291 @@ pub fn wildcard_match(pattern: &str, name: &str) -> bool {
     go(pattern.as_bytes(), name.as_bytes())
 }
 
+/// How a path is resolved below the target's directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resolve {
+    /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`: the kernel
+    /// refuses any step (`..`, an absolute symlink, a symlink pointing
+    /// outside) that would leave the directory.
+    Beneath,
+    /// Kernels without openat2 (before 5.6, or a seccomp filter that
+    /// refuses it): one component at a time with `O_NOFOLLOW`, so no
+    /// symlink on the way is followed at all.
+    Walk,
+}
+
+/// Symlinks a Deltree never follows; directories nested deeper than this
+/// are left (and the Deltree is an error), so a deep tree cannot exhaust
+/// file descriptors or the stack.
+const MAX_DELTREE_DEPTH: usize = 256;
+
 /// A local or mounted directory (`file:///PATH`).
+///
+/// Every path is resolved relative to a descriptor of the directory,
+/// never by joining strings: a loadfile's path, or a symlink planted
+/// inside the directory, cannot reach a file outside it (an audit's
+/// loadfile created and deleted files outside the target). A path that
+/// would is answered ACCESS_DENIED, an error like any other.
 #[derive(Debug)]
 pub struct LocalBackend {
     root: PathBuf,
+    dir: OwnedFd,
+    resolve: Resolve,
     files: HashMap<u64, File>,
 }
 
+/// The path's components below the target's root, `\` and `/` both
+/// separating, `.` dropped and `..` taken back lexically; climbing above
+/// the root is refused (loadfiles are checked for it when read; this keeps
+/// the backend safe on its own).
+fn components(p: &str) -> Result<Vec<&str>, Status> {
+    let mut out = Vec::new();
+    for c in p.split(['\\', '/']) {
+        match c {
+            "" | "." => {}
+            ".." => {
+                out.pop().ok_or(Status::AccessDenied)?;
+            }
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+fn cstring(s: &str) -> Result<CString, Status> {
+    CString::new(s).map_err(|_| Status::Other("NT_STATUS_OBJECT_NAME_INVALID".into()))
+}
+
+/// An OS error as SMB names it; `EXDEV` is openat2's "that would leave
+/// the directory", `ELOOP` a symlink benchlab does not follow.
+fn status(e: &io::Error) -> Status {
+    match e.raw_os_error() {
+        Some(libc::EXDEV | libc::ELOOP) => Status::AccessDenied,
+        _ => Status::from_io(e),
+    }
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn openat(dir: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: a valid directory descriptor and a NUL-terminated name; the
+    // descriptor returned is owned by no one else.
+    let fd = cvt(unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC, 0o666) })?;
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `fstatat(…, AT_SYMLINK_NOFOLLOW)`'s file type bits.
+fn file_type(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<libc::mode_t> {
+    // SAFETY: a valid descriptor, a NUL-terminated name, a zeroed stat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    cvt(unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
+    Ok(st.st_mode & libc::S_IFMT)
+}
+
+fn unlinkat(dir: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: a valid descriptor and a NUL-terminated name.
+    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) }).map(drop)
+}
+
+fn mkdirat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    // SAFETY: a valid descriptor and a NUL-terminated name.
+    cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) }).map(drop)
+}
+
+/// The names in a directory (without `.` and `..`), read through `dir`.
+fn names(dir: BorrowedFd<'_>) -> io::Result<Vec<CString>> {
+    // fdopendir takes the descriptor it is given: hand it a duplicate.
+    let fd = dir.try_clone_to_owned()?;
+    // SAFETY: an owned descriptor of a directory opened for reading; the
+    // stream owns it from here and closedir closes both.
+    let d = unsafe { libc::fdopendir(fd.as_raw_fd()) };
+    if d.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    std::mem::forget(fd);
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: a stream from fdopendir; each entry is read before the
+        // next call.
+        let e = unsafe { libc::readdir(d) };
+        if e.is_null() {
+            break;
+        }
+        let name = unsafe { CStr::from_ptr((*e).d_name.as_ptr()) };
+        if name.to_bytes() != b"." && name.to_bytes() != b".." {
+            out.push(name.to_owned());
+        }
+    }
+    // SAFETY: the stream from fdopendir, closed once.
+    unsafe { libc::closedir(d) };
+    Ok(out)
+}
+
+/// Empties the directory `name` of `parent` and removes it, never
+/// following a symlink: a symlink inside is unlinked itself.
+fn remove_tree(parent: BorrowedFd<'_>, name: &CStr, depth: usize) -> io::Result<()> {
+    if depth > MAX_DELTREE_DEPTH {
+        return Err(io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    let dir = openat(parent, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)?;
+    for n in names(dir.as_fd())? {
+        let gone = |e: io::Error| {
+            if e.kind() == io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        };
+        match file_type(dir.as_fd(), &n) {
+            Ok(libc::S_IFDIR) => remove_tree(dir.as_fd(), &n, depth + 1).or_else(gone)?,
+            Ok(_) => unlinkat(dir.as_fd(), &n, 0).or_else(gone)?,
+            Err(e) => gone(e)?,
+        }
+    }
+    unlinkat(parent, name, libc::AT_REMOVEDIR)
+}
+
 impl LocalBackend {
-    pub fn new(root: &Path) -> LocalBackend {
-        LocalBackend {
+    /// A backend on the directory `root` (it must exist).
+    pub fn new(root: &Path) -> Result<LocalBackend, String> {
+        let c = CString::new(root.as_os_str().as_encoded_bytes())
+            .map_err(|_| format!("file://{}: the path holds a NUL byte", root.display()))?;
+        // SAFETY: a NUL-terminated path; the descriptor returned is ours.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(format!(
+                "file://{}: not a directory ({})",
+                root.display(),
+                io::Error::last_os_error()
+            ));
+        }
+        let mut b = LocalBackend {
             root: root.to_path_buf(),
+            dir: unsafe { OwnedFd::from_raw_fd(fd) },
+            resolve: Resolve::Beneath,
             files: HashMap::new(),
+        };
+        // Whether this kernel has openat2 (a seccomp filter may answer
+        // EPERM for a call it does not know).
+        if let Err(e) = b.open(".", libc::O_PATH | libc::O_DIRECTORY, false) {
+            if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
+                b.resolve = Resolve::Walk;
+            }
+        }
+        Ok(b)
+    }
+
+    /// The backend with openat2's absence assumed, to test the walk.
+    #[cfg(test)]
+    fn walking(root: &Path) -> LocalBackend {
+        let mut b = LocalBackend::new(root).unwrap();
+        b.resolve = Resolve::Walk;
+        b
+    }
+
+    /// Opens `rel` (components joined by `/`, no `..`) below the root.
+    /// `nofollow`: a symlink as the last component is not followed.
+    fn open(&self, rel: &str, flags: libc::c_int, nofollow: bool) -> io::Result<OwnedFd> {
+        let flags = flags | libc::O_CLOEXEC | if nofollow { libc::O_NOFOLLOW } else { 0 };
+        let c = CString::new(if rel.is_empty() { "." } else { rel })
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        match self.resolve {
+            Resolve::Beneath => {
+                // SAFETY: a zeroed open_how filled in; the descriptor
+                // returned is ours.
+                let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+                how.flags = flags as u64;
+                how.mode = if flags & libc::O_CREAT != 0 { 0o666 } else { 0 };
+                how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+                // openat2 answers EAGAIN when a rename raced the lookup.
+                for _ in 0..8 {
+                    let r = unsafe {
+                        libc::syscall(
+                            libc::SYS_openat2,
+                            self.dir.as_raw_fd(),
+                            c.as_ptr(),
+                            &how as *const libc::open_how,
+                            std::mem::size_of::<libc::open_how>(),
+                        )
+                    };
+                    if r >= 0 {
+                        return Ok(unsafe { OwnedFd::from_raw_fd(r as libc::c_int) });
+                    }
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EAGAIN) {
+                        return Err(e);
+                    }
+                }
+                Err(io::Error::from_raw_os_error(libc::EAGAIN))
+            }
+            Resolve::Walk => {
+                let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+                let Some((last, dirs)) = parts.split_last() else {
+                    return openat(self.dir.as_fd(), c".", flags);
+                };
+                let mut cur: Option<OwnedFd> = None;
+                for d in dirs {
+                    let at = cur.as_ref().map(|f| f.as_fd()).unwrap_or(self.dir.as_fd());
+                    let name = CString::new(*d).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+                    let next = openat(at, &name, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW).map_err(|e| {
+                        match file_type(at, &name) {
+                            // A symlink on the way: not followed.
+                            Ok(libc::S_IFLNK) => io::Error::from_raw_os_error(libc::EXDEV),
+                            _ => e,
+                        }
+                    })?;
+                    cur = Some(next);
+                }
+                let at = cur.as_ref().map(|f| f.as_fd()).unwrap_or(self.dir.as_fd());
+                let name = CString::new(*last).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+                // The last component is never followed either.
+                let f = openat(at, &name, flags | libc::O_NOFOLLOW).map_err(|e| match e.raw_os_error() {
+                    Some(libc::ELOOP) if !nofollow => io::Error::from_raw_os_error(libc::EXDEV),
+                    Some(libc::ENOTDIR) if !nofollow && file_type(at, &name).ok() == Some(libc::S_IFLNK) => {
+                        io::Error::from_raw_os_error(libc::EXDEV)
+                    }
+                    _ => e,
+                })?;
+                // O_PATH | O_NOFOLLOW opens a symlink itself; asked to
+                // follow it, refuse it as openat2 refuses one leading out.
+                if flags & libc::O_PATH != 0 && !nofollow && file_type(at, &name)? == libc::S_IFLNK {
+                    return Err(io::Error::from_raw_os_error(libc::EXDEV));
+                }
+                Ok(f)
+            }
         }
     }
 
-    fn path(&self, p: &str) -> PathBuf {
-        let mut out = self.root.clone();
-        for part in p.split('\\').filter(|s| !s.is_empty()) {
-            out.push(part);
-        }
-        out
+    /// The directory that holds `path`'s last component, and that name:
+    /// operations on a name (mkdir, unlink, rename, rmdir) go through it.
+    /// A missing directory on the way is OBJECT_PATH_NOT_FOUND; the root
+    /// itself has no parent here (ACCESS_DENIED: it is not the loadfile's
+    /// to remove or rename).
+    fn parent(&self, path: &str) -> Result<(OwnedFd, CString), Status> {
+        let parts = components(path)?;
+        let Some((last, dirs)) = parts.split_last() else {
+            return Err(Status::AccessDenied);
+        };
+        let dir = self
+            .open(&dirs.join("/"), libc::O_PATH | libc::O_DIRECTORY, false)
+            .map_err(|e| match status(&e) {
+                Status::ObjectNameNotFound => Status::ObjectPathNotFound,
+                s => s,
+            })?;
+        Ok((dir, cstring(last)?))
     }
 
-    /// `ENOENT` told apart as SMB does: the name, or a directory on the way.
-    fn not_found(&self, p: &Path, e: &std::io::Error) -> Status {
-        match Status::from_io(e) {
-            Status::ObjectNameNotFound if !p.parent().is_some_and(Path::is_dir) => Status::ObjectPathNotFound,
+    /// `ENOENT` of `path` told apart as SMB does: the name, or a directory
+    /// on the way.
+    fn not_found(&self, path: &str, e: &io::Error) -> Status {
+        match status(e) {
+            Status::ObjectNameNotFound if self.parent(path).is_err() => Status::ObjectPathNotFound,
             s => s,
         }
     }
@@ -117,43 +377,46 @@ impl LocalBackend {
 
 impl FileBackend for LocalBackend {
     fn create(&mut self, key: u64, path: &str, directory: bool, disposition: u32) -> Result<(), Status> {
-        let p = self.path(path);
         if directory {
-            let made = std::fs::create_dir(&p);
+            let (dir, name) = self.parent(path)?;
+            let made = mkdirat(dir.as_fd(), &name);
             match (made, disposition) {
                 (Ok(()), 0 | 2 | 3 | 5) => {}
                 (Ok(()), _) => {
                     // Open of a directory that was not there: undo.
-                    let _ = std::fs::remove_dir(&p);
+                    let _ = unlinkat(dir.as_fd(), &name, libc::AT_REMOVEDIR);
                     return Err(Status::ObjectNameNotFound);
                 }
-                (Err(e), _) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                (Err(e), _) if e.kind() == io::ErrorKind::AlreadyExists => {
                     if disposition == 2 {
                         return Err(Status::ObjectNameCollision);
                     }
-                    if !p.is_dir() {
+                    if file_type(dir.as_fd(), &name).ok() != Some(libc::S_IFDIR) {
                         return Err(Status::NotADirectory);
                     }
                 }
-                (Err(e), 1 | 4) if e.kind() == std::io::ErrorKind::NotFound => return Err(self.not_found(&p, &e)),
-                (Err(e), _) => return Err(self.not_found(&p, &e)),
+                (Err(e), _) => return Err(status(&e)),
             }
-            let f = File::open(&p).map_err(|e| self.not_found(&p, &e))?;
-            self.files.insert(key, f);
+            let f = openat(
+                dir.as_fd(),
+                &name,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            )
+            .map_err(|e| status(&e))?;
+            self.files.insert(key, File::from(f));
             return Ok(());
         }
-        let mut o = OpenOptions::new();
-        o.read(true).write(true);
-        match disposition {
-            0 | 5 => o.create(true).truncate(true),
-            1 => &mut o,
-            2 => o.create_new(true),
-            3 => o.create(true),
-            _ => o.truncate(true),
-        };
-        o.custom_flags(libc::O_NOFOLLOW);
-        let f = o.open(&p).map_err(|e| self.not_found(&p, &e))?;
-        self.files.insert(key, f);
+        let rel = components(path)?.join("/");
+        let flags = libc::O_RDWR
+            | match disposition {
+                0 | 5 => libc::O_CREAT | libc::O_TRUNC,
+                1 => 0,
+                2 => libc::O_CREAT | libc::O_EXCL,
+                3 => libc::O_CREAT,
+                _ => libc::O_TRUNC,
+            };
+        let f = self.open(&rel, flags, true).map_err(|e| self.not_found(path, &e))?;
+        self.files.insert(key, File::from(f));
         Ok(())
     }
 
@@ -182,8 +445,10 @@ impl FileBackend for LocalBackend {
     }
 
     fn query_path(&mut self, path: &str) -> Result<(), Status> {
-        let p = self.path(path);
-        std::fs::metadata(&p).map(drop).map_err(|e| self.not_found(&p, &e))
+        let rel = components(path)?.join("/");
+        self.open(&rel, libc::O_PATH, false)
+            .map(drop)
+            .map_err(|e| self.not_found(path, &e))
     }
 
     fn query_file(&mut self, key: u64) -> Result<(), Status> {
@@ -210,15 +475,18 @@ impl FileBackend for LocalBackend {
     }
 
     fn find(&mut self, pattern: &str) -> Result<u32, Status> {
-        let (dir, mask) = pattern.rsplit_once('\\').unwrap_or(("", pattern));
-        let d = self.path(dir);
-        let entries = std::fs::read_dir(&d).map_err(|e| match Status::from_io(&e) {
+        let (dir, mask) = pattern.rsplit_once(['\\', '/']).unwrap_or(("", pattern));
+        let rel = components(dir)?.join("/");
+        let not_found = |e: io::Error| match status(&e) {
             Status::ObjectNameNotFound => Status::ObjectPathNotFound,
             s => s,
-        })?;
+        };
+        let d = self
+            .open(&rel, libc::O_RDONLY | libc::O_DIRECTORY, false)
+            .map_err(not_found)?;
         let mut n = 0u32;
-        for e in entries.flatten() {
-            if wildcard_match(mask, &e.file_name().to_string_lossy()) {
+        for name in names(d.as_fd()).map_err(not_found)? {
+            if wildcard_match(mask, &name.to_string_lossy()) {
                 n += 1;
             }
         }
@@ -251,30 +519,54 @@ impl FileBackend for LocalBackend {
     }
 
     fn unlink(&mut self, path: &str) -> Result<(), Status> {
-        let p = self.path(path);
-        std::fs::remove_file(&p).map_err(|e| self.not_found(&p, &e))
+        let (dir, name) = self.parent(path)?;
+        unlinkat(dir.as_fd(), &name, 0).map_err(|e| status(&e))
     }
 
     fn rename(&mut self, from: &str, to: &str) -> Result<(), Status> {
-        let (a, b) = (self.path(from), self.path(to));
-        std::fs::rename(&a, &b).map_err(|e| self.not_found(&a, &e))
+        let (a, an) = self.parent(from)?;
+        let (b, bn) = self.parent(to)?;
+        // SAFETY: valid directory descriptors and NUL-terminated names;
+        // renameat moves the name itself, a symlink included, never what
+        // it points to.
+        cvt(unsafe { libc::renameat(a.as_raw_fd(), an.as_ptr(), b.as_raw_fd(), bn.as_ptr()) })
+            .map(drop)
+            .map_err(|e| status(&e))
     }
 
     fn mkdir(&mut self, path: &str) -> Result<(), Status> {
-        let p = self.path(path);
-        match std::fs::create_dir(&p) {
+        let (dir, name) = self.parent(path)?;
+        match mkdirat(dir.as_fd(), &name) {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && p.is_dir() => Ok(()),
-            Err(e) => Err(self.not_found(&p, &e)),
+            Err(e)
+                if e.kind() == io::ErrorKind::AlreadyExists
+                    && file_type(dir.as_fd(), &name).ok() == Some(libc::S_IFDIR) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(status(&e)),
         }
     }
 
     fn deltree(&mut self, path: &str) -> Result<(), Status> {
-        let p = self.path(path);
-        match std::fs::remove_dir_all(&p) {
+        let (dir, name) = match self.parent(path) {
+            Ok(x) => x,
+            // A missing directory on the way: nothing to remove.
+            Err(Status::ObjectPathNotFound) => return Ok(()),
+            Err(s) => return Err(s),
+        };
+        let done = match file_type(dir.as_fd(), &name) {
+            Ok(libc::S_IFDIR) => remove_tree(dir.as_fd(), &name, 0),
+            // A symlink is removed itself, never followed (as
+            // std::fs::remove_dir_all does); a file is not a tree.
+            Ok(libc::S_IFLNK) => unlinkat(dir.as_fd(), &name, 0),
+            Ok(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+            Err(e) => Err(e),
+        };
+        match done {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Status::from_io(&e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(status(&e)),
         }
     }
 }
@@ -296,7 +588,7 @@ mod tests {
     #[test]
     fn local_operations_answer_smb_statuses() {
         let d = tempfile::tempdir().unwrap();
-        let mut b = LocalBackend::new(d.path());
+        let mut b = LocalBackend::new(d.path()).unwrap();
         assert_eq!(b.query_path("\\a\\b"), Err(Status::ObjectPathNotFound));
         assert_eq!(b.query_path("\\a"), Err(Status::ObjectNameNotFound));
         b.mkdir("\\a").unwrap();
@@ -325,5 +617,76 @@ mod tests {
         assert_eq!(b.create(4, "\\a\\e", true, 1), Err(Status::ObjectNameNotFound));
         b.deltree("\\a").unwrap();
         b.deltree("\\a").unwrap();
+    }
+
+    /// Whatever a path says, nothing outside the target is reached: `..`
+    /// above the root and symlinks planted inside that point out are
+    /// refused as ACCESS_DENIED (an error, counted), with openat2 and with
+    /// the walk used where the kernel has none; the outside is untouched.
+    #[test]
+    fn nothing_outside_the_target_is_reached() {
+        for walk in [false, true] {
+            let outside = tempfile::tempdir().unwrap();
+            std::fs::write(outside.path().join("keep"), b"x").unwrap();
+            std::fs::create_dir(outside.path().join("sub")).unwrap();
+            std::fs::write(outside.path().join("sub/f"), b"y").unwrap();
+            let d = tempfile::tempdir().unwrap();
+            let ws = d.path().join("clients/client1");
+            std::fs::create_dir_all(&ws).unwrap();
+            std::os::unix::fs::symlink(outside.path(), ws.join("out")).unwrap();
+            std::os::unix::fs::symlink(outside.path().join("keep"), ws.join("keep")).unwrap();
+            std::os::unix::fs::symlink("/", ws.join("root")).unwrap();
+            let mut b = if walk {
+                LocalBackend::walking(d.path())
+            } else {
+                LocalBackend::new(d.path()).unwrap()
+            };
+            assert_eq!(b.resolve == Resolve::Walk, walk);
+            let denied = Err(Status::AccessDenied);
+            let o = "\\clients\\client1\\out";
+            assert_eq!(b.create(1, &format!("{o}\\new"), false, 2), denied, "walk {walk}");
+            assert_eq!(b.create(1, &format!("{o}\\keep"), false, 1), denied);
+            assert_eq!(b.create(1, "\\clients\\client1\\keep", false, 1), denied);
+            assert_eq!(b.create(1, "\\clients\\client1\\root\\tmp\\x", false, 2), denied);
+            assert_eq!(b.create(2, &format!("{o}\\d"), true, 2), denied);
+            assert_eq!(b.mkdir(&format!("{o}\\d")), denied);
+            assert_eq!(b.unlink(&format!("{o}\\keep")), denied);
+            assert_eq!(b.rename(&format!("{o}\\keep"), "\\clients\\client1\\k"), denied);
+            assert_eq!(b.rename("\\clients\\client1\\keep", &format!("{o}\\k")), denied);
+            assert_eq!(b.query_path(&format!("{o}\\keep")), denied);
+            assert_eq!(b.query_path("\\clients\\client1\\keep"), denied);
+            assert_eq!(b.find(&format!("{o}\\*")), Err(Status::AccessDenied));
+            assert_eq!(b.deltree(&format!("{o}\\sub")), denied);
+            assert_eq!(b.create(1, "\\clients\\..\\..\\x", false, 2), denied);
+            assert_eq!(b.deltree("\\clients\\client1/../../.."), denied);
+            assert_eq!(b.deltree("\\"), denied);
+            // Deltree of the workspace removes the links, not their targets.
+            b.deltree("\\clients\\client1").unwrap();
+            assert!(!ws.exists());
+            assert_eq!(std::fs::read(outside.path().join("keep")).unwrap(), b"x");
+            assert_eq!(std::fs::read(outside.path().join("sub/f")).unwrap(), b"y");
+            assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 2);
+        }
+    }
+
+    /// The walk answers the same statuses as openat2 on ordinary paths.
+    #[test]
+    fn the_walk_answers_as_openat2_does() {
+        let d = tempfile::tempdir().unwrap();
+        let mut b = LocalBackend::walking(d.path());
+        assert_eq!(b.query_path("\\a\\b"), Err(Status::ObjectPathNotFound));
+        assert_eq!(b.query_path("\\a"), Err(Status::ObjectNameNotFound));
+        b.mkdir("\\a").unwrap();
+        b.mkdir("\\a\\b").unwrap();
+        b.create(1, "\\a\\b\\f", false, 2).unwrap();
+        assert_eq!(b.create(2, "\\a\\b\\f", false, 2), Err(Status::ObjectNameCollision));
+        assert_eq!(b.create(2, "\\a\\c\\f", false, 2), Err(Status::ObjectPathNotFound));
+        assert_eq!(b.write(1, 0, b"hi").unwrap(), 2);
+        b.query_path("\\a\\b\\..\\b\\f").unwrap();
+        assert_eq!(b.find("\\a\\b\\*"), Ok(1));
+        b.rename("\\a\\b\\f", "\\a\\g").unwrap();
+        b.unlink("\\a\\g").unwrap();
+        b.deltree("\\a").unwrap();
+        assert!(std::fs::read_dir(d.path()).unwrap().next().is_none());
     }
 }

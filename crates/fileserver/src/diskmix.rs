@@ -34,6 +34,7 @@
 use crate::backend::FileBackend;
 use crate::loadfile::OpKind;
 use crate::status::Status;
+use benchlab_model::input::{excerpt, read_bounded_text, InputError, MAX_DISK_MIX_BYTES};
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::fmt;
@@ -135,13 +136,35 @@ pub fn parse_size(s: &str) -> Option<u64> {
     (0.0..1e15).contains(&v).then_some(v.round() as u64)
 }
 
+/// A TOML parser's message with each `…`-quoted piece (a key, a value of
+/// the user's) cut to an [`excerpt`], the rest kept whole.
+fn shorten_quoted(m: &str) -> String {
+    let mut out = String::new();
+    for (i, piece) in m.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 {
+            out.push_str(&excerpt(piece));
+        } else {
+            out.push_str(piece);
+        }
+    }
+    out
+}
+
 impl DiskMix {
     pub fn read(path: &Path) -> Result<DiskMix, DiskMixError> {
-        let text = std::fs::read_to_string(path).map_err(|e| DiskMixError {
+        // Bounded: a disk mix named by mistake as /dev/zero must not grow
+        // until the machine runs out of memory.
+        let text = read_bounded_text(path, "disk mix", MAX_DISK_MIX_BYTES).map_err(|e| DiskMixError {
             file: path.to_path_buf(),
             line: None,
             column: None,
-            message: format!("cannot read the disk-mix workload: {e}"),
+            message: match e {
+                InputError::Io { source, .. } => format!("cannot read the disk-mix workload: {source}"),
+                e => e.message(),
+            },
         })?;
         DiskMix::parse(path, &text)
     }
@@ -157,12 +180,12 @@ impl DiskMix {
             }
         };
         let raw: Raw = toml::from_str(text).map_err(|e| match e.span() {
-            Some(s) => at(s.start, e.message().trim().to_string()),
+            Some(s) => at(s.start, shorten_quoted(e.message().trim())),
             None => DiskMixError {
                 file: path.to_path_buf(),
                 line: None,
                 column: None,
-                message: e.message().trim().to_string(),
+                message: shorten_quoted(e.message().trim()),
             },
         })?;
         let _ = raw.description;
@@ -178,7 +201,7 @@ impl DiskMix {
                     v.span().start,
                     format!(
                         "{what} {}: expected a size of at least {min} bytes, e.g. 4096 or \"85KB\" (KB, MB, GB are 1,000s; KiB, MiB, GiB 1,024s)",
-                        v.get_ref()
+                        excerpt(&v.get_ref().to_string())
                     ),
                 )),
             }
@@ -243,14 +266,18 @@ impl DiskMix {
             let Some(i) = ACTIONS.iter().position(|a| a == k) else {
                 return Err(at(
                     v.span().start,
-                    format!("unknown action `{k}`: expected one of {}", ACTIONS.join(", ")),
+                    format!(
+                        "unknown action `{}`: expected one of {}",
+                        excerpt(k),
+                        ACTIONS.join(", ")
+                    ),
                 ));
             };
             let p = *v.get_ref();
             if !(p.is_finite() && (0.0..=100.0).contains(&p)) {
                 return Err(at(
                     v.span().start,
-                    format!("{k} = {p}: expected a percentage from 0 to 100"),
+                    format!("{} = {p}: expected a percentage from 0 to 100", excerpt(k)),
                 ));
             }
             shares[i] = p;
@@ -645,6 +672,29 @@ flush = 4
     }
 
     #[test]
+    fn dev_zero_is_refused_at_the_disk_mix_limit() {
+        let e = DiskMix::read(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            e.message.contains("larger than 16 MiB") && e.message.contains("disk mix"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn long_keys_and_values_are_quoted_briefly() {
+        let k = "k".repeat(100_000);
+        let e = parse(&GOOD.replace("read = 8", &format!("{k} = 8"))).unwrap_err();
+        assert!(e.message.contains("unknown action") && e.message.len() < 400, "{e}");
+        let e = parse(&GOOD.replace("name = \"m\"", &format!("{k} = 1"))).unwrap_err();
+        assert!(
+            e.message.contains("(100000 characters)") && e.message.len() < 600,
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("\"1MB\"", &format!("\"{k}\""))).unwrap_err();
+        assert!(e.message.contains("workspace") && e.message.len() < 400, "{e}");
+    }
+
+    #[test]
     fn sizes() {
         assert_eq!(parse_size("85KB"), Some(85_000));
         assert_eq!(parse_size("4KiB"), Some(4096));
@@ -690,7 +740,7 @@ flush = 4
         let mut m = DiskMix::read(&p).unwrap();
         m.workspace = 1_000_000;
         let d = tempfile::tempdir().unwrap();
-        let mut b = LocalBackend::new(d.path());
+        let mut b = LocalBackend::new(d.path()).unwrap();
         let mut u = DiskMixUser::new(&m, 1, 7);
         u.fill(&mut b).unwrap();
         let (mut w, mut r) = (0u64, 0u64);
@@ -709,7 +759,7 @@ flush = 4
     fn a_user_fills_its_workspace_and_runs_the_mix_without_errors() {
         let m = parse(GOOD).unwrap();
         let d = tempfile::tempdir().unwrap();
-        let mut b = LocalBackend::new(d.path());
+        let mut b = LocalBackend::new(d.path()).unwrap();
         let mut u = DiskMixUser::new(&m, 3, 1);
         assert_eq!(u.fill(&mut b).unwrap(), 1_000_000);
         let on_disk: u64 = std::fs::read_dir(d.path().join("clients/client3"))

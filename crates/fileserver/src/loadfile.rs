@@ -12,8 +12,14 @@
 //! (accepted, not used for pacing). Paths name `\clients\client1`; each
 //! user replays them in its own `\clients\clientN`. Blank lines and lines
 //! starting with `#` are skipped. Every problem names file:line.
+//!
+//! Every path must stay inside the share (or the `file://` directory): a
+//! path that is absolute, holds a NUL, or climbs with `..` out of the
+//! user's own `\clients\client1` is refused here, at `check`, before any
+//! load (an audit's loadfile created and deleted files outside the target).
 
 use crate::status::Status;
+use benchlab_model::input::{excerpt, read_bounded, MAX_LOADFILE_BYTES};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -244,10 +250,17 @@ pub struct LoadfileError {
 
 impl Loadfile {
     pub fn read(path: &Path) -> Result<Loadfile, LoadfileError> {
-        let bytes = std::fs::read(path).map_err(|e| LoadfileError {
+        // Bounded: a loadfile named by mistake as /dev/zero must not grow
+        // until the machine runs out of memory.
+        let bytes = read_bounded(path, "loadfile", MAX_LOADFILE_BYTES).map_err(|e| LoadfileError {
             file: path.to_path_buf(),
             line: None,
-            message: format!("cannot read the loadfile: {e}"),
+            message: match e {
+                benchlab_model::input::InputError::Io { source, .. } => {
+                    format!("cannot read the loadfile: {source}")
+                }
+                e => e.message(),
+            },
         })?;
         // dbench's loadfiles are ASCII; a stray byte is kept, not refused.
         Loadfile::parse(path, &String::from_utf8_lossy(&bytes))
@@ -329,7 +342,7 @@ fn words(t: &str) -> Result<Vec<(String, bool)>, String> {
                 w.push(c);
             }
             if !closed {
-                return Err(format!("unclosed quote in `{t}`: expected a closing `\"`"));
+                return Err(format!("unclosed quote in `{}`: expected a closing `\"`", excerpt(t)));
             }
             out.push((w, true));
         } else {
@@ -355,7 +368,10 @@ fn number(w: &(String, bool), what: &str) -> Result<u64, String> {
     };
     match v {
         Some(v) if !w.1 => Ok(v),
-        _ => Err(format!("{what} `{s}`: expected a whole number (decimal or 0x hex)")),
+        _ => Err(format!(
+            "{what} `{}`: expected a whole number (decimal or 0x hex)",
+            excerpt(s)
+        )),
     }
 }
 
@@ -370,7 +386,52 @@ fn path(w: &(String, bool), what: &str) -> Result<String, String> {
             "{what} is empty: expected a path such as \"\\clients\\client1\\f\""
         ));
     }
+    if w.0.contains('\0') {
+        return Err(format!(
+            "{what} \"{}\" holds a NUL byte: expected a path such as \"\\clients\\client1\\f\"",
+            excerpt(&w.0)
+        ));
+    }
+    inside_share(&w.0).map_err(|why| format!("{what} \"{}\" {why}", excerpt(&w.0)))?;
     Ok(w.0.clone())
+}
+
+/// Whether a loadfile path stays inside the share: paths are from the
+/// share's root (`\clients\client1\f`), `\` and `/` both separate, and a
+/// `..` may only climb back inside the user's own workspace
+/// `\clients\client1` (each user replays it in `\clients\clientN`, so a
+/// `..` above it would reach another user's files or leave the share).
+/// The reason when not, to follow the quoted path.
+pub fn inside_share(p: &str) -> Result<(), String> {
+    const EXPECTED: &str = "expected a path from the share's root such as \"\\clients\\client1\\f\"";
+    let b = p.as_bytes();
+    if b.first() == Some(&b'/') {
+        return Err(format!("is an absolute local path: {EXPECTED}"));
+    }
+    if b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':' {
+        return Err(format!("names a drive ({}:): {EXPECTED}", b[0] as char));
+    }
+    let parts: Vec<&str> = p.split(['\\', '/']).filter(|c| !c.is_empty() && *c != ".").collect();
+    if !parts.contains(&"..") {
+        return Ok(());
+    }
+    let workspace =
+        parts.len() >= 2 && parts[0].eq_ignore_ascii_case("clients") && parts[1].eq_ignore_ascii_case("client1");
+    let mut depth = 0usize;
+    for c in &parts {
+        if *c == ".." {
+            if !workspace || depth <= 2 {
+                return Err(format!(
+                    "climbs out of the user's workspace \\clients\\client1 with `..`: {EXPECTED}, \
+                     `..` only below the workspace"
+                ));
+            }
+            depth -= 1;
+        } else {
+            depth += 1;
+        }
+    }
+    Ok(())
 }
 
 fn parse_line(t: &str) -> Result<(Op, Status), String> {
@@ -384,7 +445,11 @@ fn parse_line(t: &str) -> Result<(Op, Status), String> {
     };
     let kind = OpKind::from_name(&first.0).ok_or_else(|| {
         let known: Vec<&str> = OpKind::ALL.iter().map(|k| k.name()).collect();
-        format!("unknown operation `{}`: expected one of {}", first.0, known.join(", "))
+        format!(
+            "unknown operation `{}`: expected one of {}",
+            excerpt(&first.0),
+            known.join(", ")
+        )
     })?;
     let usage = || format!("{} takes {} STATUS", kind.name(), kind.arguments());
     let Some(last) = w.last() else {
@@ -396,7 +461,7 @@ fn parse_line(t: &str) -> Result<(Op, Status), String> {
     let expect = Status::parse(&last.0).filter(|_| !last.1).ok_or_else(|| {
         format!(
             "`{}` is not a status: expected NT_STATUS_OK or another NT_STATUS_… name last ({})",
-            last.0,
+            excerpt(&last.0),
             usage()
         )
     })?;
@@ -616,6 +681,65 @@ Unlink "\clients\client1\c" 0x6 NT_STATUS_OK
         }
         let e = parse("# only a comment\n").unwrap_err();
         assert!(e.to_string().contains("no operations"), "{e}");
+    }
+
+    /// The audit's escapes (issue 21) and their kin are refused with
+    /// file:line and the path; `..` that stays in the workspace is not.
+    #[test]
+    fn paths_that_leave_the_share_are_refused_with_their_line() {
+        let cases = [
+            (
+                r#"NTCreateX "\clients\client1\..\..\..\ESCAPED" 0x0 0x2 1 NT_STATUS_OK"#,
+                "climbs out of the user's workspace",
+            ),
+            (
+                r#"NTCreateX "/tmp/ESCAPED" 0x0 0x2 1 NT_STATUS_OK"#,
+                "is an absolute local path",
+            ),
+            (
+                r#"Deltree "\clients\client1\..\..\..\victim" NT_STATUS_OK"#,
+                "climbs out",
+            ),
+            (r#"Unlink "\clients\client1/../../x" 0x6 NT_STATUS_OK"#, "climbs out"),
+            (
+                r#"Rename "\clients\client1\a" "\clients\..\b" NT_STATUS_OK"#,
+                "new path",
+            ),
+            (r#"Mkdir "\clients\client1\..\client2" NT_STATUS_OK"#, "climbs out"),
+            (r#"FIND_FIRST "\..\*" 260 1366 0 NT_STATUS_OK"#, "pattern"),
+            (r#"QUERY_PATH_INFORMATION "C:\x" 1004 NT_STATUS_OK"#, "names a drive"),
+            ("Mkdir \"\\clients\\a\0b\" NT_STATUS_OK", "holds a NUL byte"),
+        ];
+        for (line, why) in cases {
+            let e = parse(&format!("Close 1 NT_STATUS_OK\n{line}\n")).unwrap_err();
+            assert_eq!(e.line, Some(2), "{line}: {e}");
+            assert!(e.to_string().starts_with("l.txt:2: "), "{e}");
+            assert!(e.message.contains(why), "{line}: {e}");
+        }
+        // The path is quoted in the message, briefly.
+        let long = format!(r#"Deltree "\{}\..\x" NT_STATUS_OK"#, "d".repeat(10_000));
+        let e = parse(&long).unwrap_err();
+        assert!(e.message.len() < 400 && e.message.contains("characters)"), "{e}");
+        // `..` below the workspace stays inside it.
+        let ok = parse(r#"NTCreateX "\clients\client1\a\..\b" 0x0 0x2 1 NT_STATUS_OK"#).unwrap();
+        assert_eq!(ok.lines.len(), 1);
+    }
+
+    #[test]
+    fn dev_zero_is_refused_at_the_loadfile_limit() {
+        let e = Loadfile::read(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(e.line, None);
+        assert!(
+            e.message.contains("larger than 256 MiB") && e.message.contains("loadfile"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_bad_line_is_quoted_briefly() {
+        let e = parse(&format!("Frob{} 1 NT_STATUS_OK\n", "x".repeat(100_000))).unwrap_err();
+        assert!(e.to_string().len() < 600, "{e}");
+        assert!(e.message.contains("(100004 characters)"), "{e}");
     }
 
     #[test]

@@ -195,7 +195,8 @@ pub(crate) fn run_users(
     let mut procs = Vec::new();
     for (u, d) in delays.iter().enumerate() {
         let job = Job {
-            target: url.to_string(),
+            // The password goes on the user's stdin, never its command line.
+            target: url.with_password(),
             kind: kind.into(),
             path: path.clone(),
             loops,

@@ -227,7 +227,8 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Fil
         mix: mix.number,
         phase: phase.to_string(),
         workload: mix.params.workload.clone(),
-        target: mix.params.target.clone(),
+        // Shown and stored: never a password (issue 21).
+        target: crate::smb::redact(&mix.params.target),
         clients: mix.clients,
         users,
         window_s: w,
@@ -360,7 +361,9 @@ pub fn run_file_suite(
         suite: suite.name.clone(),
         description: suite.description.clone(),
         started,
-        command,
+        // The command line may hold smb://USER:PASS@ (--target): stored
+        // with the password as `***`.
+        command: command.iter().map(|a| crate::smb::redact(a)).collect(),
         mixes: Vec::new(),
         peak: None,
         interrupted: false,
@@ -447,9 +450,15 @@ pub fn load(dir: &Path) -> Result<Option<FileResults>, String> {
     if v.get("schema").and_then(|s| s.as_str()) != Some(FILE_RESULTS_SCHEMA) {
         return Ok(None);
     }
-    serde_json::from_value(v)
-        .map(Some)
-        .map_err(|e| format!("{}: not a {FILE_RESULTS_SCHEMA} results file: {e}", p.display()))
+    let mut r: FileResults = serde_json::from_value(v)
+        .map_err(|e| format!("{}: not a {FILE_RESULTS_SCHEMA} results file: {e}", p.display()))?;
+    // Results written before passwords were redacted (issue 21) may hold
+    // one: the reports made again from them do not.
+    r.command = r.command.iter().map(|a| crate::smb::redact(a)).collect();
+    for m in &mut r.mixes {
+        m.target = crate::smb::redact(&m.target);
+    }
+    Ok(Some(r))
 }
 
 /// The samples of a mix's Mbit/s the noise of `compare` comes from: its
@@ -822,6 +831,14 @@ mod tests {
         .unwrap();
         let e = load(dir.path()).unwrap_err();
         assert!(e.contains("not a benchlab.file-results/1 results file"), "{e}");
+        // An older results.json with an SMB password reads back without it.
+        let mut old = results(vec![m(1, 10.0)]);
+        old.mixes[0].target = "smb://u:SECRETPW@h:445/s".into();
+        old.command = vec!["benchlab".into(), "--target=smb://u:SECRETPW@h/s".into()];
+        std::fs::write(dir.path().join("results.json"), serde_json::to_string(&old).unwrap()).unwrap();
+        let back = load(dir.path()).unwrap().unwrap();
+        assert_eq!(back.mixes[0].target, "smb://u:***@h:445/s");
+        assert_eq!(back.command[1], "--target=smb://u:***@h/s");
     }
 
     #[test]

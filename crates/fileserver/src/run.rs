@@ -35,15 +35,19 @@ impl FileTarget {
     pub fn parse(t: &str) -> Result<FileTarget, String> {
         if let Some(p) = t.strip_prefix("file://") {
             if !p.starts_with('/') {
-                return Err(format!("target `{t}`: expected file:///ABSOLUTE/PATH"));
+                return Err(format!(
+                    "target `{}`: expected file:///ABSOLUTE/PATH",
+                    crate::smb::redact(t)
+                ));
             }
             return Ok(FileTarget::Local(PathBuf::from(p)));
         }
         if t.starts_with("smb://") {
-            return crate::smb::SmbUrl::parse(t).map(FileTarget::Smb);
+            return crate::smb::SmbUrl::parse(t).map(|u| FileTarget::Smb(u.with_default_password()));
         }
         Err(format!(
-            "target `{t}`: expected file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE"
+            "target `{}`: expected file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
+            crate::smb::redact(t)
         ))
     }
 
@@ -54,7 +58,7 @@ impl FileTarget {
                 if !p.is_dir() {
                     return Err(format!("file://{}: not a directory", p.display()));
                 }
-                Ok(Box::new(LocalBackend::new(p)))
+                Ok(Box::new(LocalBackend::new(p)?))
             }
             FileTarget::Smb(u) => Ok(Box::new(crate::smb::SmbBackend::connect(u)?)),
         }

@@ -22,8 +22,9 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::{Mutex, OnceLock};
 
-/// A parsed `smb://` target.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parsed `smb://` target. Its Debug and Display show the password as
+/// `***`; only [`SmbUrl::with_password`] writes it.
+#[derive(Clone, PartialEq, Eq)]
 pub struct SmbUrl {
     pub user: Option<String>,
     pub password: Option<String>,
@@ -70,9 +71,65 @@ pub enum Encrypt {
     Require,
 }
 
+/// The environment variable a target's password may come from (a target
+/// `smb://USER@…` without one), so it is never on a command line.
+pub const PASSWORD_ENV: &str = "BENCHLAB_SMB_PASSWORD";
+
+/// `--smb-password-file`'s password, set once by `benchlab run`.
+static PASSWORD: OnceLock<String> = OnceLock::new();
+
+/// The password for targets that name a user and no password (from
+/// `--smb-password-file`); it wins over [`PASSWORD_ENV`].
+pub fn set_password(password: String) {
+    let _ = PASSWORD.set(password);
+}
+
+/// `text` with the password of every `smb://USER:PASS@…` in it shown as
+/// `***` (`smb://USER:***@…`): every place a target or the command line
+/// is shown or stored (results.json, the reports, the terminal, error
+/// messages) goes through it; the real password only reaches the
+/// connection. A URL ends at white space or a quote.
+pub fn redact(text: &str) -> String {
+    const SCHEME: &str = "smb://";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(SCHEME) {
+        let (before, url) = rest.split_at(i + SCHEME.len());
+        out.push_str(before);
+        let end = url
+            .find(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\''))
+            .unwrap_or(url.len());
+        let token = &url[..end];
+        // As SmbUrl::parse reads it: the user part ends at the last `@`
+        // before the options, the password after the user's first `:`.
+        let options = token.find('?').unwrap_or(token.len());
+        match token[..options]
+            .rfind('@')
+            .and_then(|at| Some((at, token[..at].split_once(':')?)))
+        {
+            // `smb://[USER[:PASS]@]HOST`, the form in help texts, holds no
+            // password.
+            Some((at, (user, _))) if !user.starts_with('[') => {
+                out.push_str(user);
+                out.push_str(":***");
+                out.push_str(&token[at..]);
+            }
+            _ => out.push_str(token),
+        }
+        rest = &url[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 impl SmbUrl {
     pub fn parse(t: &str) -> Result<SmbUrl, String> {
-        let bad = |why: &str| format!("target `{t}`: {why}: expected smb://[USER[:PASS]@]HOST[:PORT]/SHARE");
+        let bad = |why: &str| {
+            format!(
+                "target `{}`: {why}: expected smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
+                redact(t)
+            )
+        };
         let rest = t.strip_prefix("smb://").ok_or_else(|| bad("not smb://"))?;
         let (rest, query) = match rest.split_once('?') {
             Some((r, q)) => (r, Some(q)),
@@ -129,17 +186,38 @@ impl SmbUrl {
     }
 }
 
-impl std::fmt::Display for SmbUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("smb://")?;
-        if let Some(u) = &self.user {
-            f.write_str(u)?;
-            if let Some(p) = &self.password {
-                write!(f, ":{p}")?;
-            }
-            f.write_str("@")?;
+impl SmbUrl {
+    /// A target that names a user and no password takes
+    /// `--smb-password-file`'s, or else [`PASSWORD_ENV`]'s.
+    pub fn with_default_password(mut self) -> SmbUrl {
+        if self.user.is_some() && self.password.is_none() {
+            self.password = PASSWORD
+                .get()
+                .cloned()
+                .or_else(|| std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty()));
         }
-        write!(f, "{}:{}/{}", self.host, self.port, self.share)?;
+        self
+    }
+
+    /// The whole URL, password included: only for handing the target to
+    /// a user process (on its stdin, never its command line). Everything
+    /// shown uses Display, which prints `***`.
+    pub fn with_password(&self) -> String {
+        self.write(true)
+    }
+
+    fn write(&self, password: bool) -> String {
+        use std::fmt::Write;
+        let mut f = String::from("smb://");
+        if let Some(u) = &self.user {
+            f.push_str(u);
+            if let Some(p) = &self.password {
+                f.push(':');
+                f.push_str(if password { p } else { "***" });
+            }
+            f.push('@');
+        }
+        let _ = write!(f, "{}:{}/{}", self.host, self.port, self.share);
         let mut q = Vec::new();
         match self.encrypt {
             None => {}
@@ -151,9 +229,21 @@ impl std::fmt::Display for SmbUrl {
             q.push(format!("sign={}", s.name()));
         }
         if !q.is_empty() {
-            write!(f, "?{}", q.join("&"))?;
+            let _ = write!(f, "?{}", q.join("&"));
         }
-        Ok(())
+        f
+    }
+}
+
+impl std::fmt::Display for SmbUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.write(false))
+    }
+}
+
+impl std::fmt::Debug for SmbUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SmbUrl({})", self.write(false))
     }
 }
 
@@ -750,7 +840,12 @@ mod tests {
             ("nas.example", 4450, "share")
         );
         assert_eq!((u.encrypt, u.sign), (Some(Encrypt::Require), Some(Sign::Required)));
-        assert_eq!(SmbUrl::parse(&u.to_string()).unwrap(), u);
+        assert_eq!(SmbUrl::parse(&u.with_password()).unwrap(), u);
+        assert_eq!(
+            u.to_string(),
+            "smb://bench:***@nas.example:4450/share?encrypt=require&sign=required"
+        );
+        assert!(!format!("{u:?}").contains("se:cret"));
         let g = SmbUrl::parse("smb://127.0.0.1/bench/").unwrap();
         assert_eq!((g.user, g.port, g.encrypt, g.sign), (None, 445, None, None));
         for bad in [
@@ -762,6 +857,39 @@ mod tests {
         ] {
             let e = SmbUrl::parse(bad).unwrap_err();
             assert!(e.contains("expected"), "{bad}: {e}");
+        }
+        let e = SmbUrl::parse("smb://u:SECRETPW@h:x/s").unwrap_err();
+        assert!(!e.contains("SECRETPW") && e.contains("smb://u:***@h:x/s"), "{e}");
+    }
+
+    #[test]
+    fn passwords_are_redacted_wherever_a_url_appears() {
+        let cases = [
+            (
+                "smb://bench:SECRETPW@127.0.0.1:445/share",
+                "smb://bench:***@127.0.0.1:445/share",
+            ),
+            (
+                "--target=smb://u:p:w@h/s?sign=off and `smb://v:x@y@h/t`",
+                "--target=smb://u:***@h/s?sign=off and `smb://v:***@h/t`",
+            ),
+            ("PHASE=smb://u:pw@h/s", "PHASE=smb://u:***@h/s"),
+            (
+                "smb://guest@h/s smb://h/s file:///x",
+                "smb://guest@h/s smb://h/s file:///x",
+            ),
+            (
+                "target \"smb://a:b@h/s\": refused",
+                "target \"smb://a:***@h/s\": refused",
+            ),
+            ("no url here", "no url here"),
+            (
+                "expected smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
+                "expected smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(redact(text), want, "{text}");
         }
     }
 }
