@@ -157,6 +157,7 @@ fn openat(dir: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) -> io::Result<Ow
     // SAFETY: a valid directory descriptor and a NUL-terminated name; the
     // descriptor returned is owned by no one else.
     let fd = cvt(unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC, 0o666) })?;
+    // SAFETY: openat just returned this descriptor; nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
@@ -164,6 +165,7 @@ fn openat(dir: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) -> io::Result<Ow
 fn file_type(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<libc::mode_t> {
     // SAFETY: a valid descriptor, a NUL-terminated name, a zeroed stat.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor, a NUL-terminated name and a stat we own.
     cvt(unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
     Ok(st.st_mode & libc::S_IFMT)
 }
@@ -197,6 +199,7 @@ fn names(dir: BorrowedFd<'_>) -> io::Result<Vec<CString>> {
         if e.is_null() {
             break;
         }
+        // SAFETY: readdir returned a non-null entry; its d_name is NUL-terminated and valid until the next readdir.
         let name = unsafe { CStr::from_ptr((*e).d_name.as_ptr()) };
         if name.to_bytes() != b"." && name.to_bytes() != b".." {
             out.push(name.to_owned());
@@ -247,6 +250,7 @@ impl LocalBackend {
         }
         let mut b = LocalBackend {
             root: root.to_path_buf(),
+            // SAFETY: openat returned this descriptor just above; nothing else owns it.
             dir: unsafe { OwnedFd::from_raw_fd(fd) },
             resolve: Resolve::Beneath,
             files: HashMap::new(),
@@ -285,6 +289,7 @@ impl LocalBackend {
                 how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
                 // openat2 answers EAGAIN when a rename raced the lookup.
                 for _ in 0..8 {
+                    // SAFETY: openat2 with a valid directory descriptor, a NUL-terminated path and an open_how of the size passed.
                     let r = unsafe {
                         libc::syscall(
                             libc::SYS_openat2,
@@ -295,6 +300,7 @@ impl LocalBackend {
                         )
                     };
                     if r >= 0 {
+                        // SAFETY: openat2 just returned this descriptor; nothing else owns it.
                         return Ok(unsafe { OwnedFd::from_raw_fd(r as libc::c_int) });
                     }
                     let e = io::Error::last_os_error();
@@ -460,6 +466,7 @@ impl FileBackend for LocalBackend {
             std::ffi::CString::new(self.root.as_os_str().as_encoded_bytes()).map_err(|_| Status::ObjectNameNotFound)?;
         // SAFETY: a NUL-terminated path and a zeroed statvfs to fill.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: a NUL-terminated path and a statvfs we own.
         let r = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
         if r != 0 {
             return Err(Status::from_io(&std::io::Error::last_os_error()));
@@ -500,6 +507,7 @@ impl FileBackend for LocalBackend {
         let f = self.file(key)?;
         // Open-file-description locks: per handle, as SMB's byte-range
         // locks are, not per process as classic POSIX locks.
+        // SAFETY: flock is plain integers, for which all-zero bytes are valid.
         let mut fl: libc::flock = unsafe { std::mem::zeroed() };
         fl.l_type = if lock { libc::F_WRLCK } else { libc::F_UNLCK } as libc::c_short;
         fl.l_whence = libc::SEEK_SET as libc::c_short;

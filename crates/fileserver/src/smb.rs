@@ -625,6 +625,7 @@ impl FileBackend for SmbBackend {
         // handles this context opened.
         if directory {
             if matches!(disposition, 0 | 2 | 3 | 5) {
+                // SAFETY: our context and a NUL-terminated URL.
                 let r = unsafe { ((l.get_mkdir)(c))(c, p.as_ptr(), 0o755) };
                 if r != 0 {
                     let s = errno_status();
@@ -633,6 +634,7 @@ impl FileBackend for SmbBackend {
                     }
                 }
             }
+            // SAFETY: our context and a NUL-terminated URL.
             let d = unsafe { ((l.get_opendir)(c))(c, p.as_ptr()) };
             if d.is_null() {
                 return Err(errno_status());
@@ -650,6 +652,7 @@ impl FileBackend for SmbBackend {
                 3 => libc::O_CREAT,
                 _ => libc::O_TRUNC,
             };
+        // SAFETY: our context and a NUL-terminated URL.
         let f = unsafe { ((l.get_open)(c))(c, p.as_ptr(), flags, 0o644) };
         if f.is_null() {
             return Err(errno_status());
@@ -713,10 +716,12 @@ impl FileBackend for SmbBackend {
         let p = self.path(path);
         // SAFETY: our context; a zeroed stat to fill.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: our context, a NUL-terminated URL and a stat we own.
         Self::check(unsafe { ((self.lib.get_stat)(self.ctx))(self.ctx, p.as_ptr(), &mut st) })
     }
 
     fn query_file(&mut self, key: u64) -> Result<(), Status> {
+        // SAFETY: stat is plain integers, for which all-zero bytes are valid.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         match self.handles.get(&key) {
             // SAFETY: our handle and a stat to fill.
@@ -731,6 +736,7 @@ impl FileBackend for SmbBackend {
 
     fn query_fs(&mut self) -> Result<(), Status> {
         let p = CString::new(self.base.clone()).unwrap_or_default();
+        // SAFETY: statvfs is plain integers, for which all-zero bytes are valid.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
         // SAFETY: statvfs takes a mutable char* it does not keep.
         Self::check(unsafe { ((self.lib.get_statvfs)(self.ctx))(self.ctx, p.as_ptr() as *mut c_char, &mut st) })
@@ -820,7 +826,9 @@ impl SmbBackend {
     fn release(&self, h: Handle) -> Result<(), Status> {
         // SAFETY: a handle this context opened, closed once.
         match h {
+            // SAFETY: a file handle this context opened, closed once.
             Handle::File(f, _) => Self::check(unsafe { ((self.lib.get_close)(self.ctx))(self.ctx, f) }),
+            // SAFETY: a directory handle this context opened, closed once.
             Handle::Dir(d, _) => Self::check(unsafe { ((self.lib.get_closedir)(self.ctx))(self.ctx, d) }),
         }
     }
