@@ -247,7 +247,8 @@ fn header_timeout_and_outside_symlink_flags_reach_the_server() {
     std::os::unix::fs::symlink(dir.path().join("secret.txt"), dir.path().join("www/link.html")).unwrap();
     let www = dir.path().join("www");
     let serve = Serve::start(&www, &["--header-timeout", "300ms"]);
-    let (head, body) = split(&exchange(serve.addr, "GET /link.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+    let reply = exchange(serve.addr, "GET /link.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    let (head, body) = split(&reply);
     assert!(head.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{head}");
     assert!(!String::from_utf8_lossy(body).contains("outside"));
     // Without Host: 400.
@@ -274,7 +275,8 @@ fn header_timeout_and_outside_symlink_flags_reach_the_server() {
     drop(serve);
 
     let serve = Serve::start(&www, &["--follow-outside-symlinks"]);
-    let (head, body) = split(&exchange(serve.addr, "GET /link.html HTTP/1.0\r\n\r\n"));
+    let reply = exchange(serve.addr, "GET /link.html HTTP/1.0\r\n\r\n");
+    let (head, body) = split(&reply);
     assert!(head.starts_with("HTTP/1.0 200 OK\r\n"), "{head}");
     assert_eq!(body, b"outside");
 
