@@ -6,7 +6,8 @@
 #   bash scripts/leftover-servers.sh check FILE      # after them
 #
 # `snapshot` writes every process now running (pid and start time) to FILE.
-# `check` lists this user's processes that are not in FILE (so started
+# `check` lists this user's processes (as root: everyone's, as the servers'
+# workers run as www-data or nobody) that are not in FILE (so started
 # since, whatever reused pids), are not zombies, and are a server the tests
 # start (nginx, apache2, lighttpd, smbd, h2o, fcgiwrap, spawn-fcgi, benchlab,
 # or a program inside a test temp dir such as the SPICE programs) with a
@@ -32,7 +33,10 @@ snapshot() {
 # The leftover servers, one `PID ARGS` line each.
 leftovers() {
   local before="$1"
-  processes -u "$(id -u)" | awk -v tmp="$tmp" -v before="$before" '
+  # As root every user's: the servers' workers run as www-data or nobody.
+  local who=(-u "$(id -u)")
+  [ "$(id -u)" -ne 0 ] || who=(-e)
+  processes "${who[@]}" | awk -v tmp="$tmp" -v before="$before" '
     BEGIN {
       while ((getline line < before) > 0) seen[line] = 1
       while (("ps -e -o pid=" | getline p) > 0) alive[p + 0] = 1
