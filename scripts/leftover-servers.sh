@@ -16,6 +16,8 @@
 # Every test stops what it starts, children included; a process found here
 # is a leak: `check` prints it, stops it (SIGTERM, then SIGKILL to that pid
 # only) and exits 1. It waits up to 3 s first, for servers still exiting.
+# Run one test command per machine at a time: servers of another run started
+# meanwhile would look like leftovers of this one.
 set -euo pipefail
 
 tmp="${TMPDIR:-/tmp}"
