@@ -213,7 +213,10 @@ pub fn write_certs(dir: &Path, plan: &CertsPlan) -> Result<Vec<PathBuf>, TlsErro
 fn write_file(path: &Path, bytes: &[u8], secret: bool) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)

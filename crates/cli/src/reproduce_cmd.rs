@@ -411,8 +411,7 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
             names.join(", ")
         )));
     };
-    let server =
-        benchlab_lab::ServerKind::parse(&a.server).map_err(|e| CliError::Usage(format!("--server: {e}")))?;
+    let server = benchlab_lab::ServerKind::parse(&a.server).map_err(|e| CliError::Usage(format!("--server: {e}")))?;
     let multi = matches!(name, "servers" | "spi");
     if a.servers.is_some() && !multi {
         return Err(CliError::Usage(format!(
@@ -422,11 +421,7 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
     let servers = server_list(a.servers.as_deref())?;
     // Every side starts its server with `lab up`, which refuses one that is
     // already up: say so now, before minutes of file set generation.
-    let wanted: Vec<benchlab_lab::ServerKind> = if multi {
-        servers.clone()
-    } else {
-        vec![server]
-    };
+    let wanted: Vec<benchlab_lab::ServerKind> = if multi { servers.clone() } else { vec![server] };
     let up: Vec<String> = benchlab_lab::status(&benchlab_lab::default_base())
         .into_iter()
         .filter(|(lab, _)| wanted.contains(&lab.server))

@@ -988,7 +988,11 @@ fn certs_refuse_an_existing_ca_unless_forced_and_never_write_through_links() {
     fs::write(&victim, "not a key").unwrap();
     fs::remove_file(out.join("ca.key")).unwrap();
     std::os::unix::fs::symlink(&victim, out.join("ca.key")).unwrap();
-    assert_eq!(certs(&[]).status.code(), Some(2), "still refused with a link for ca.key");
+    assert_eq!(
+        certs(&[]).status.code(),
+        Some(2),
+        "still refused with a link for ca.key"
+    );
     assert_success("lab certs --force", &certs(&["--force"]));
     assert_eq!(fs::read_to_string(&victim).unwrap(), "not a key");
     let meta = fs::symlink_metadata(out.join("ca.key")).unwrap();

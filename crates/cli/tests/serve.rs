@@ -247,7 +247,10 @@ fn header_timeout_and_outside_symlink_flags_reach_the_server() {
     std::os::unix::fs::symlink(dir.path().join("secret.txt"), dir.path().join("www/link.html")).unwrap();
     let www = dir.path().join("www");
     let serve = Serve::start(&www, &["--header-timeout", "300ms"]);
-    let reply = exchange(serve.addr, "GET /link.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    let reply = exchange(
+        serve.addr,
+        "GET /link.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
     let (head, body) = split(&reply);
     assert!(head.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{head}");
     assert!(!String::from_utf8_lossy(body).contains("outside"));

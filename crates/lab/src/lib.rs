@@ -706,7 +706,11 @@ pub fn sample_page(root: &Path) -> Option<String> {
     let mut budget = 1000usize;
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
-        let mut names: Vec<_> = fs::read_dir(root.join(&rel)).ok()?.flatten().map(|e| e.file_name()).collect();
+        let mut names: Vec<_> = fs::read_dir(root.join(&rel))
+            .ok()?
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
         budget = budget.checked_sub(names.len())?;
         names.sort();
         let mut dirs = Vec::new();

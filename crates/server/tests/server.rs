@@ -140,7 +140,10 @@ fn static_files_are_byte_identical_on_one_keep_alive_connection() {
         assert!(r.body.is_empty());
     }
     // A GET carrying a body: the body is skipped, the connection stays usable.
-    let r = request(&mut s, "GET /a.html HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+    let r = request(
+        &mut s,
+        "GET /a.html HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
+    );
     assert_eq!(r.body, A_HTML);
     let r = request(&mut s, &get("/a.html"));
     assert_eq!(r.body, A_HTML);
@@ -231,7 +234,10 @@ fn errors_missing_traversal_methods_and_garbage() {
     }
 
     let mut s = connect(addr);
-    let r = request(&mut s, "POST /a.html HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi");
+    let r = request(
+        &mut s,
+        "POST /a.html HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi",
+    );
     assert_eq!((r.status(), r.field("allow")), (405, Some("GET, HEAD")));
     assert!(closed(&mut s));
 
@@ -243,7 +249,10 @@ fn errors_missing_traversal_methods_and_garbage() {
     assert!(closed(&mut s));
 
     let mut s = connect(addr);
-    let r = request(&mut s, "GET /spice/inproc/sleep/a.html?ms=soon HTTP/1.1\r\nHost: t\r\n\r\n");
+    let r = request(
+        &mut s,
+        "GET /spice/inproc/sleep/a.html?ms=soon HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
     assert_eq!(r.status(), 400);
     assert!(String::from_utf8_lossy(&r.body).contains("ms="), "{:?}", r.body);
 
@@ -471,7 +480,11 @@ fn a_missing_or_second_host_field_is_a_bad_request() {
         let mut s = connect(addr);
         let r = request(&mut s, raw);
         assert_eq!(r.status(), 400, "{raw:?}: {}", r.head);
-        assert!(String::from_utf8_lossy(&r.body).contains("Host"), "{raw:?}: {:?}", r.body);
+        assert!(
+            String::from_utf8_lossy(&r.body).contains("Host"),
+            "{raw:?}: {:?}",
+            r.body
+        );
         assert!(closed(&mut s), "{raw:?}");
     }
     let mut s = connect(addr);
@@ -479,10 +492,7 @@ fn a_missing_or_second_host_field_is_a_bad_request() {
     assert_eq!((r.status(), r.body.as_slice()), (200, A_HTML));
     server.shutdown().unwrap();
     let text = std::fs::read_to_string(&log).unwrap();
-    let statuses: Vec<&str> = text
-        .lines()
-        .map(|l| l.rsplit(' ').nth(1).unwrap_or_default())
-        .collect();
+    let statuses: Vec<&str> = text.lines().map(|l| l.rsplit(' ').nth(1).unwrap_or_default()).collect();
     assert_eq!(statuses, ["400", "400", "400", "200"], "{text}");
     assert!(text.contains("\"GET /a.html HTTP/1.1\" 400 "), "{text}");
 }
@@ -549,7 +559,11 @@ fn a_request_head_trickled_past_the_header_timeout_is_cut_off() {
         }
     }
     assert!(sent < 200, "the trickled head was never cut off");
-    assert!(t0.elapsed() >= Duration::from_millis(350), "cut off after {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(350),
+        "cut off after {:?}",
+        t0.elapsed()
+    );
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     assert!(closed(&mut s));
 
@@ -560,5 +574,8 @@ fn a_request_head_trickled_past_the_header_timeout_is_cut_off() {
     assert_eq!(request(&mut s, &get("/a.html")).body, A_HTML);
     server.shutdown().unwrap();
     let text = std::fs::read_to_string(&log).unwrap();
-    assert!(text.lines().next().is_some_and(|l| l.ends_with("\"-\" 408 85")), "{text}");
+    assert!(
+        text.lines().next().is_some_and(|l| l.ends_with("\"-\" 408 85")),
+        "{text}"
+    );
 }
