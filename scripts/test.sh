@@ -11,6 +11,13 @@
 #    rustup is there).
 # 3. Runs `cargo fmt --all -- --check`, `cargo clippy --workspace --all-targets
 #    --locked -- -D warnings` and `cargo test --workspace --locked`.
+# 4. Checks that no server the tests started outlived them
+#    (scripts/leftover-servers.sh: every process of this user started during
+#    `cargo test` that is nginx, apache2, lighttpd, smbd, h2o, fcgiwrap,
+#    spawn-fcgi, benchlab or a SPICE program with a test temp dir on its
+#    command line, or an orphaned nginx/smbd worker). Each one found is
+#    printed and stopped, and the script exits 1: a test that leaks a server
+#    fails the run even when every test passed.
 #
 # It never stops, restarts or reconfigures the machine's own services: the
 # tests start their own nginx, Apache, lighttpd, fcgiwrap … on free loopback
@@ -152,4 +159,10 @@ cargo fmt --all -- --check
 echo "== cargo clippy --workspace --all-targets --locked -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test --workspace --locked"
-cargo test --workspace --locked
+before="$(mktemp)"
+bash scripts/leftover-servers.sh snapshot "$before"
+status=0
+cargo test --workspace --locked || status=$?
+bash scripts/leftover-servers.sh check "$before" || status=1
+rm -f "$before"
+exit "$status"

@@ -205,23 +205,34 @@ pub fn write_certs(dir: &Path, plan: &CertsPlan) -> Result<Vec<PathBuf>, TlsErro
     Ok(written)
 }
 
-/// Writes `bytes` to `path`, owner-only when `secret` (set at creation, so
-/// a key is never readable by others even for a moment).
+/// Writes `bytes` to `path` as a new file: first to a fresh temporary file
+/// beside it (created exclusively, never through a link, owner-only when
+/// `secret`, so a key is never readable by others even for a moment), then
+/// renamed over `path`. A symbolic link planted at `path` is replaced, never
+/// written through, and a reader never sees half a file.
 fn write_file(path: &Path, bytes: &[u8], secret: bool) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    if secret {
-        o.mode(0o600);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        // O_CREAT|O_EXCL: fails on anything already there, a link included.
+        .create_new(true)
+        .mode(if secret { 0o600 } else { 0o644 })
+        .open(&tmp)?;
+    let written = f.write_all(bytes).and_then(|()| f.sync_all());
+    drop(f);
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    let mut f = o.open(path)?;
-    if secret {
-        // An existing file keeps its mode on open: set it.
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    f.write_all(bytes)
 }
 
 #[cfg(test)]
@@ -270,6 +281,32 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("ca.key is not a PEM certificate"), "{err}");
+    }
+
+    #[test]
+    fn certificates_replace_planted_links_and_never_write_through_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"not yours").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = dir.path().join("certs");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&victim, out.join("ca.key")).unwrap();
+        let plan = CertsPlan {
+            controller_names: vec!["localhost".into()],
+            agents: 1,
+        };
+        write_certs(&out, &plan).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"not yours");
+        let meta = std::fs::symlink_metadata(out.join("ca.key")).unwrap();
+        assert!(meta.file_type().is_file(), "ca.key is still a link");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

@@ -24,7 +24,8 @@ The server serves the file set at / and SPICE at /spice/<spi>/{adrot,session,sle
 (docs/spice.md): benchlab serves inproc; nginx, Apache and lighttpd serve cgi-c, cgi-script and \
 fastcgi. Everything it needs and writes (configuration, pid, logs, sockets, the SPICE programs, \
 disclosure.txt and disclosure.json: version and effective configuration) is in its state dir, \
-printed on the second line. `benchlab lab down SERVER` stops it and removes the state dir.")]
+printed on the second line. The third line, `page URL`, is a file of the set to try (the base URL \
+itself has no index page: 403 or 404). `benchlab lab down SERVER` stops it and removes the state dir.")]
     Up(UpArgs),
     /// Stop a server the lab started (SIGTERM, SIGKILL after --grace) and
     /// remove its state dir.
@@ -43,7 +44,8 @@ printed on the second line. `benchlab lab down SERVER` stops it and removes the 
     Kubernetes(crate::kube_cmd::KubeArgs),
     /// Make a lab's certificates for agents and monitors (mutual TLS):
     /// ca.pem, ca.key, controller.pem/.key, agent-I.pem/.key for each
-    /// agent, monitor.pem/.key; keys are written owner-only.
+    /// agent, monitor.pem/.key; keys are written owner-only. A DIR that
+    /// already holds a CA is refused unless --force.
     Certs(CertsArgs),
 }
 
@@ -59,6 +61,10 @@ struct CertsArgs {
     /// certificate (repeatable) [default: localhost and 127.0.0.1].
     #[arg(long = "controller-name", value_name = "NAME")]
     controller_names: Vec<String>,
+    /// Replace a CA already in DIR (ca.pem, ca.key): every certificate the
+    /// old CA signed stops being trusted by what the new one signs.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -119,10 +125,15 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
             let lab = benchlab_lab::up(kind, &opts).map_err(cli_error)?;
             // Scripts read the URL from the first line, the state dir from
             // the second. A closed stdout (`| head -1`) is no error: the
-            // server is up and recorded either way.
+            // server is up and recorded either way. The base URL is the
+            // target of runs, but a file set has no index page, so a page
+            // to try in a browser or with curl follows.
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{}", lab.url);
             let _ = writeln!(out, "state {}", lab.state_dir.display());
+            if let Some(page) = benchlab_lab::sample_page(&lab.root) {
+                let _ = writeln!(out, "page {}{}", lab.url, page.trim_start_matches('/'));
+            }
             let _ = out.flush();
             drop(out);
             eprintln!(
@@ -194,6 +205,21 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
             Ok(Outcome::Completed)
         }
         LabCommand::Certs(c) => {
+            // A second `lab certs` into the same directory would silently
+            // make a new CA, and every agent holding the old one's
+            // certificates would be locked out: refuse unless asked.
+            let existing: Vec<&str> = [benchlab_agent::tls::CA_CERT, benchlab_agent::tls::CA_KEY]
+                .into_iter()
+                .filter(|name| c.out.join(name).symlink_metadata().is_ok())
+                .collect();
+            if !existing.is_empty() && !c.force {
+                return Err(CliError::Usage(format!(
+                    "--out {}: already holds a lab CA ({}); a new one would lock out every agent and monitor \
+                     holding a certificate of the old one: pass --force to replace it, or pick another --out",
+                    c.out.display(),
+                    existing.join(", ")
+                )));
+            }
             let names = if c.controller_names.is_empty() {
                 vec!["localhost".to_string(), "127.0.0.1".to_string()]
             } else {

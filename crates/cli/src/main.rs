@@ -51,8 +51,9 @@ enum Command {
     /// The test lab: start a server under test (nginx, Apache, lighttpd,
     /// benchlab serve) from a generated configuration, and stop it again.
     Lab(lab_cmd::LabArgs),
-    /// Run one of the seeds' experiments end to end (keepalive, cpus) on a
-    /// lab server and write one side-by-side report; --list describes them.
+    /// Run one of the seeds' experiments end to end (keepalive, cpus,
+    /// servers, spi, cold-cache) on lab servers and write one side-by-side
+    /// report; --list describes them.
     Reproduce(reproduce_cmd::ReproduceArgs),
     /// Sample this machine every second (CPU per core, context switches,
     /// NICs, disks, memory, a server process) and print a line per sample.

@@ -12,7 +12,8 @@ use std::process::Command;
 
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
-    /// The experiment (see --list).
+    /// The experiment: keepalive, cpus, servers, spi or cold-cache (--list
+    /// describes each).
     #[arg(value_name = "NAME", required_unless_present = "list")]
     name: Option<String>,
     /// Describe each experiment and exit.
@@ -410,7 +411,7 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
             names.join(", ")
         )));
     };
-    benchlab_lab::ServerKind::parse(&a.server).map_err(|e| CliError::Usage(format!("--server: {e}")))?;
+    let server = benchlab_lab::ServerKind::parse(&a.server).map_err(|e| CliError::Usage(format!("--server: {e}")))?;
     let multi = matches!(name, "servers" | "spi");
     if a.servers.is_some() && !multi {
         return Err(CliError::Usage(format!(
@@ -418,6 +419,21 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
         )));
     }
     let servers = server_list(a.servers.as_deref())?;
+    // Every side starts its server with `lab up`, which refuses one that is
+    // already up: say so now, before minutes of file set generation.
+    let wanted: Vec<benchlab_lab::ServerKind> = if multi { servers.clone() } else { vec![server] };
+    let up: Vec<String> = benchlab_lab::status(&benchlab_lab::default_base())
+        .into_iter()
+        .filter(|(lab, _)| wanted.contains(&lab.server))
+        .map(|(lab, _)| format!("{} ({})", lab.server.name(), lab.url))
+        .collect();
+    if !up.is_empty() {
+        return Err(CliError::CannotRun(format!(
+            "reproduce {name}: already up in the lab: {}; each side starts its server with its own \
+             configuration: stop it first (`benchlab lab down NAME`)",
+            up.join(", ")
+        )));
+    }
     let out = a
         .out
         .clone()
@@ -541,4 +557,20 @@ fn summary(name: &str, peaks: &[(String, Vec<(String, f64)>)]) -> String {
         _ => {}
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `reproduce --help` names every experiment, however many there are.
+    #[test]
+    fn the_help_names_every_experiment() {
+        let cmd = ReproduceArgs::augment_args(clap::Command::new("reproduce"));
+        let name = cmd.get_arguments().find(|a| a.get_id() == "name").unwrap();
+        let help = name.get_help().unwrap().to_string();
+        for e in EXPERIMENTS {
+            assert!(help.contains(e.name), "{} missing from {help:?}", e.name);
+        }
+    }
 }

@@ -17,6 +17,11 @@ picks an ad (header X-Ad)
   /spice/inproc/session/<file path>          session: locked counter + log line
   /spice/inproc/sleep/<file path>?ms=3000    slow back end: waits ms (default 3000)
 
+Answers 400 to an HTTP/1.1 request without a Host header field and to any \
+request with two (RFC 9112 section 3.2), 403 to a file a symbolic link leads \
+to outside --root (unless --follow-outside-symlinks), 408 to a request head \
+not complete within --header-timeout; each is a line in the access log.
+
 Session log format: line 1 is the counter (12 digits, zero-padded), then one \
 line per session request: ISO-8601 UTC time (YYYY-MM-DDTHH:MM:SSZ), process \
 id, file path, separated by tabs. Writers hold flock(2) on the file.
@@ -55,6 +60,26 @@ pub struct ServeArgs {
     /// Close a keep-alive connection idle this long.
     #[arg(long, value_name = "DUR", default_value = "75s", value_parser = crate::args::duration)]
     keepalive_timeout: Duration,
+
+    /// A request head must arrive whole within this time of its first byte;
+    /// else 408 and the connection is closed (a client trickling its head,
+    /// slowloris, holds no connection for long).
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = positive_duration)]
+    header_timeout: Duration,
+
+    /// Serve files that symbolic links in --root lead to outside it [default:
+    /// refused with 403; links that stay inside --root are always followed].
+    #[arg(long)]
+    follow_outside_symlinks: bool,
+}
+
+/// A duration above zero (a zero header timeout would cut off every
+/// request that arrives in two pieces).
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match crate::args::duration(s)? {
+        d if d.is_zero() => Err("expected a duration above 0, e.g. 10s".to_string()),
+        d => Ok(d),
+    }
 }
 
 fn listen_addr(s: &str) -> Result<SocketAddr, String> {
@@ -70,6 +95,8 @@ pub fn run(a: ServeArgs) -> Result<Outcome, CliError> {
     config.session_log = a.session_log;
     config.cache_max_file = a.cache_max_file;
     config.keepalive_timeout = a.keepalive_timeout;
+    config.header_timeout = a.header_timeout;
+    config.follow_outside_symlinks = a.follow_outside_symlinks;
     let mut server = Server::bind(config).map_err(|e| {
         if e.is_input_error() {
             CliError::Usage(e.to_string())

@@ -113,6 +113,14 @@ fn check_server(server: &str) {
     assert_eq!(lines.next(), Some(format!("http://127.0.0.1:{port}/").as_str()));
     let state = PathBuf::from(lines.next().and_then(|l| l.strip_prefix("state ")).expect("state line"));
     assert!(state.starts_with(guard.path()), "{}", state.display());
+    // The page it shows answers 200 (the base URL has no index page).
+    let page = lines.next().and_then(|l| l.strip_prefix("page ")).expect("page line");
+    let path = page
+        .strip_prefix(&format!("http://127.0.0.1:{port}"))
+        .unwrap_or_else(|| panic!("{server}: page {page}"));
+    assert!(manifest.get(path).is_some(), "{server}: {path} is not in the file set");
+    let r = spice_support::get(port, path);
+    assert_eq!(r.status, 200, "{server}: GET {page}");
     let record: serde_json::Value = serde_json::from_str(&fs::read_to_string(state.join("lab.json")).unwrap()).unwrap();
     let disclosure = fs::read_to_string(state.join("disclosure.txt")).unwrap();
     assert!(
@@ -949,4 +957,53 @@ fn backlog_flag_reaches_the_configuration_and_the_disclosure_says_what_somaxconn
     };
     assert!(text.contains(&line), "{text}");
     assert_success("lab down", &lab(guard.path(), &["down", "lighttpd"]));
+}
+
+/// `lab certs` refuses a directory that already holds a CA (the agents'
+/// certificates would stop being trusted) unless `--force`, and replaces a
+/// planted link rather than writing through it; keys are owner-only.
+#[test]
+fn certs_refuse_an_existing_ca_unless_forced_and_never_write_through_links() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let certs = |extra: &[&str]| {
+        let mut args = vec!["certs", "--out", out.to_str().unwrap()];
+        args.extend(extra);
+        lab(dir.path(), &args)
+    };
+    assert_success("lab certs", &certs(&[]));
+    let ca = fs::read(out.join("ca.pem")).unwrap();
+    let again = certs(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        err.contains("already holds a lab CA (ca.pem, ca.key)") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(fs::read(out.join("ca.pem")).unwrap(), ca, "the CA was overwritten");
+
+    // A link planted where the CA key goes: replaced, its target untouched.
+    let victim = dir.path().join("victim");
+    fs::write(&victim, "not a key").unwrap();
+    fs::remove_file(out.join("ca.key")).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("ca.key")).unwrap();
+    assert_eq!(
+        certs(&[]).status.code(),
+        Some(2),
+        "still refused with a link for ca.key"
+    );
+    assert_success("lab certs --force", &certs(&["--force"]));
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "not a key");
+    let meta = fs::symlink_metadata(out.join("ca.key")).unwrap();
+    assert!(meta.file_type().is_file(), "ca.key is still a link");
+    assert_ne!(fs::read(out.join("ca.pem")).unwrap(), ca, "--force makes a new CA");
+    for e in fs::read_dir(&out).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let mode = e.metadata().unwrap().permissions().mode() & 0o777;
+        if name.ends_with(".key") {
+            assert_eq!(mode, 0o600, "{name}");
+        }
+        assert!(!name.ends_with(".tmp"), "{name} left behind");
+    }
 }

@@ -242,3 +242,62 @@ fn list_describes_each_experiment_and_an_unknown_name_is_refused() {
     assert!(String::from_utf8_lossy(&o.stderr)
         .contains("unknown experiment \"nosuch\" (expected one of: keepalive, cpus, servers, spi, cold-cache;"));
 }
+
+/// `reproduce --help` names all five experiments in its description and in
+/// NAME's (the flags' texts alone do not count).
+#[test]
+fn help_names_every_experiment() {
+    let base = tempfile::tempdir().unwrap();
+    let o = reproduce(base.path(), &["--help"]);
+    assert_success("reproduce --help", &o);
+    let help = String::from_utf8_lossy(&o.stdout);
+    let (about, rest) = help.split_once("Usage:").expect("a usage line");
+    let name_help = rest
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("[NAME]"))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    for e in ["keepalive", "cpus", "servers", "spi", "cold-cache"] {
+        assert!(about.contains(e), "{e} missing from the description: {about}");
+        assert!(name_help.contains(e), "{e} missing from NAME's help: {name_help}");
+    }
+}
+
+/// A server of the experiment already up in the lab is found before
+/// anything is generated: the error names it, and no file set is made.
+#[test]
+fn a_server_already_up_is_refused_before_the_file_set_is_made() {
+    let base = tempfile::tempdir().unwrap();
+    let up = Command::new(benchlab_bin())
+        .args(["lab", "up", "benchlab"])
+        .env("BENCHLAB_LAB_DIR", base.path())
+        .output()
+        .expect("run benchlab lab up");
+    assert_success("lab up benchlab", &up);
+    // Stops it whatever the assertions below do.
+    struct Down<'a>(&'a Path);
+    impl Drop for Down<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new(benchlab_bin())
+                .args(["lab", "down", "--all", "--grace", "3s"])
+                .env("BENCHLAB_LAB_DIR", self.0)
+                .output();
+        }
+    }
+    let _down = Down(base.path());
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("x");
+    let o = reproduce(
+        base.path(),
+        &["keepalive", "--server", "benchlab", "--out", dir.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("reproduce keepalive: already up in the lab: benchlab (http://127.0.0.1:"),
+        "{err}"
+    );
+    assert!(!err.contains("fileset generate"), "{err}");
+    assert!(!dir.exists(), "nothing is made before the check");
+}

@@ -57,7 +57,7 @@ fn serves_files_byte_identical_with_keep_alive_and_http10_close() {
     let reply = exchange(
         serve.addr,
         "GET /a.html HTTP/1.1\r\nHost: t\r\n\r\nGET /d/big.bin HTTP/1.1\r\nHost: t\r\n\r\n\
-         GET /spice/inproc/adrot/a.html?zone=1 HTTP/1.1\r\nCookie: u=1\r\nConnection: close\r\n\r\n",
+         GET /spice/inproc/adrot/a.html?zone=1 HTTP/1.1\r\nHost: t\r\nCookie: u=1\r\nConnection: close\r\n\r\n",
     );
     let (h1, rest) = split(&reply);
     assert!(h1.starts_with("HTTP/1.1 200 OK\r\n") && h1.contains(&format!("Content-Length: {}\r\n", A_HTML.len())));
@@ -80,7 +80,7 @@ fn serves_files_byte_identical_with_keep_alive_and_http10_close() {
 
     let (head, _) = split(&exchange(serve.addr, "GET /nope.html HTTP/1.0\r\n\r\n"));
     assert!(head.starts_with("HTTP/1.0 404 Not Found\r\n"), "{head}");
-    let (head, _) = split(&exchange(serve.addr, "GET /d/../../secret HTTP/1.1\r\n\r\n"));
+    let (head, _) = split(&exchange(serve.addr, "GET /d/../../secret HTTP/1.1\r\nHost: t\r\n\r\n"));
     assert!(head.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{head}");
 }
 
@@ -235,4 +235,60 @@ fn sigterm_also_stops_gracefully_and_flushes_the_access_log() {
         text.ends_with(&format!("\"GET /a.html HTTP/1.0\" 200 {}\n", A_HTML.len())),
         "{text}"
     );
+}
+
+/// `--header-timeout` and `--follow-outside-symlinks` reach the server: a
+/// head trickled past the timeout gets 408, a link out of the root 403 by
+/// default and its file with the flag; a zero timeout is refused by name.
+#[test]
+fn header_timeout_and_outside_symlink_flags_reach_the_server() {
+    let dir = docroot();
+    std::fs::write(dir.path().join("secret.txt"), b"outside").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), dir.path().join("www/link.html")).unwrap();
+    let www = dir.path().join("www");
+    let serve = Serve::start(&www, &["--header-timeout", "300ms"]);
+    let reply = exchange(
+        serve.addr,
+        "GET /link.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    let (head, body) = split(&reply);
+    assert!(head.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{head}");
+    assert!(!String::from_utf8_lossy(body).contains("outside"));
+    // Without Host: 400.
+    let (head, _) = split(&exchange(serve.addr, "GET /a.html HTTP/1.1\r\n\r\n"));
+    assert!(head.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{head}");
+
+    let mut s = TcpStream::connect(serve.addr).unwrap();
+    s.write_all(b"GET /a.html HTTP/1.1\r\nHost: t\r\nX-Slow: ").unwrap();
+    let mut reply = Vec::new();
+    for _ in 0..200 {
+        if s.write_all(b"a").is_err() {
+            break;
+        }
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut b = [0u8; 512];
+        match s.read(&mut b) {
+            Ok(0) => break,
+            Ok(n) => reply.extend_from_slice(&b[..n]),
+            Err(_) => {}
+        }
+    }
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{reply:?}");
+    drop(serve);
+
+    let serve = Serve::start(&www, &["--follow-outside-symlinks"]);
+    let reply = exchange(serve.addr, "GET /link.html HTTP/1.0\r\n\r\n");
+    let (head, body) = split(&reply);
+    assert!(head.starts_with("HTTP/1.0 200 OK\r\n"), "{head}");
+    assert_eq!(body, b"outside");
+
+    let out = Command::new(bin())
+        .args(["serve", "--header-timeout", "0s", "--root"])
+        .arg(&www)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--header-timeout") && err.contains("above 0"), "{err}");
 }

@@ -5,11 +5,13 @@
 //! guests and mapped to the user running it (root included, as in CI).
 //! Never port 445, never a system service.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A running smbd; killed (by its own pid) when dropped.
+/// A running smbd, leading a process group of its own with the child it
+/// forks per client connection; dropping it stops the whole group.
 pub struct Smbd {
     child: Child,
     pub port: u16,
@@ -18,10 +20,43 @@ pub struct Smbd {
 }
 
 impl Drop for Smbd {
+    /// SIGTERM to the group, up to 3 s for smbd to exit, SIGKILL to what is
+    /// left, smbd reaped, then up to 5 s until no member is alive (killing
+    /// smbd alone would leave its per-connection children running).
     fn drop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: kill(2) with a negative pid signals process group `pgid`,
+        // which smbd leads (spawned with process_group(0)).
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_alive(pgid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
+}
+
+/// Whether any live (not zombie) process is in process group `pgid`.
+fn group_alive(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+            // Fields after the command name's last ')': state, ppid, pgrp, ...
+            let f: Vec<&str> = stat
+                .rsplit_once(')')
+                .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+            f.len() > 2 && f[0] != "Z" && f[2].parse() == Ok(pgid)
+        })
+    })
 }
 
 fn smbd_path() -> Option<PathBuf> {
@@ -73,11 +108,14 @@ pub fn start_smbd_with(extra_global: &str) -> Option<Smbd> {
         d = d.display()
     );
     std::fs::write(d.join("smb.conf"), conf).ok()?;
+    // `--no-process-group` keeps smbd from making a session of its own, so it
+    // stays in the group process_group(0) makes it lead.
     let child = Command::new(smbd)
         .args(["-F", "--no-process-group", "-s"])
         .arg(d.join("smb.conf"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .ok()?;
     let s = Smbd {

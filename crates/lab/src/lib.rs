@@ -675,6 +675,63 @@ fn start(
     Ok(lab)
 }
 
+/// The URL path of one page of the file set at `root` that a server
+/// answers 200 for, to show the user (the root URL itself answers 403 or
+/// 404 on a file set without an `index.html`): the manifest's first entry
+/// that is a file, else the first file of the tree in name order (a tree
+/// without a manifest), skipping the manifest itself. Only a bounded part
+/// of either is read: a million-file set costs no more than a small one.
+pub fn sample_page(root: &Path) -> Option<String> {
+    use std::io::{BufRead, Read};
+    let is_page = |url: &str| {
+        url.starts_with('/')
+            && url.len() > 1
+            && url.bytes().all(|b| b.is_ascii_graphic() && !b"%?#\\\"".contains(&b))
+            && root.join(url.trim_start_matches('/')).is_file()
+    };
+    if let Ok(f) = fs::File::open(root.join("manifest")) {
+        let head = std::io::BufReader::new(f.take(64 * 1024));
+        let first = head
+            .lines()
+            .map_while(Result::ok)
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split('\t').next().map(str::to_owned))
+            .take(100)
+            .find(|url| is_page(url));
+        if first.is_some() {
+            return first;
+        }
+    }
+    // Depth first, names sorted, at most 1,000 directory entries looked at.
+    let mut budget = 1000usize;
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let mut names: Vec<_> = fs::read_dir(root.join(&rel))
+            .ok()?
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        budget = budget.checked_sub(names.len())?;
+        names.sort();
+        let mut dirs = Vec::new();
+        for name in names {
+            let child = rel.join(&name);
+            let url = format!("/{}", child.to_string_lossy());
+            if rel.as_os_str().is_empty() && name == "manifest" {
+                continue;
+            }
+            if is_page(&url) {
+                return Some(url);
+            }
+            if root.join(&child).is_dir() {
+                dirs.push(child);
+            }
+        }
+        stack.extend(dirs.into_iter().rev());
+    }
+    None
+}
+
 /// Runs `cmd` and returns what it printed (stdout then stderr), or why not.
 fn capture(mut cmd: Command) -> String {
     match cmd.output() {
@@ -898,6 +955,27 @@ mod tests {
         ] {
             assert!(!lab.serves(no), "{no}");
         }
+    }
+
+    #[test]
+    fn the_sample_page_is_a_file_of_the_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // No manifest: the first file in name order, past empty directories.
+        fs::create_dir_all(root.join("a/empty")).unwrap();
+        fs::create_dir_all(root.join("b")).unwrap();
+        fs::write(root.join("b/z.html"), "z").unwrap();
+        fs::write(root.join("b/y.html"), "y").unwrap();
+        assert_eq!(sample_page(root).as_deref(), Some("/b/y.html"));
+        // A manifest: its first entry that exists (a missing one is skipped).
+        fs::write(
+            root.join("manifest"),
+            "# benchlab-manifest 1\n/gone.html\t1\t0000000000000000\tc\t1\n/b/z.html\t1\t0000000000000000\tc\t1\n",
+        )
+        .unwrap();
+        assert_eq!(sample_page(root).as_deref(), Some("/b/z.html"));
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(sample_page(empty.path()), None);
     }
 
     #[test]

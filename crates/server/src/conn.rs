@@ -7,6 +7,13 @@
 //! borrowed unless percent-escaped, and the response is built in a buffer the
 //! connection keeps.
 //!
+//! A request head must arrive whole within the header timeout of its first
+//! byte, or the connection gets 408 and is closed: the idle timer below is
+//! re-armed by every read, so a client trickling a head a byte at a time
+//! (slowloris) would otherwise hold the connection for ever. The head's
+//! timer exists only while part of a head waits in the buffer, which a
+//! client that sends each request in one piece never sees.
+//!
 //! Idle connections are closed after the keep-alive timeout. The timer is
 //! re-armed only when its deadline has drifted by more than an eighth of the
 //! timeout (at most a second): re-arming takes a lock in tokio's timer, which
@@ -113,6 +120,8 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
     let mut start = 0usize;
     // Bytes of a request body still to be skipped.
     let mut skip = 0u64;
+    // When the head whose first bytes are in the buffer must be complete.
+    let mut head_due: Option<Instant> = None;
     loop {
         // Answer every complete request in the buffer, in order.
         loop {
@@ -130,13 +139,17 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
             let mut headers = [const { MaybeUninit::uninit() }; MAX_HEADERS];
             let next = match http::parse_head(&rbuf[start..], &mut headers) {
                 Ok(Some(head)) => {
+                    head_due = None;
                     let _active = Active::new(&shared.in_flight);
                     let next = conn.respond(&head).await;
                     start += head.len;
                     skip = head.content_length;
                     next
                 }
-                Ok(None) => break,
+                Ok(None) => {
+                    head_due.get_or_insert_with(|| Instant::now() + shared.header_timeout);
+                    break;
+                }
                 Err(e) => {
                     let why = match e {
                         HeadError::Malformed => "not an HTTP/1.0 or HTTP/1.1 request",
@@ -178,9 +191,22 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
         if rbuf.capacity() - rbuf.len() < READ_RESERVE / 2 {
             rbuf.reserve(READ_RESERVE);
         }
-        match conn.read(&mut rbuf).await {
-            Ok(0) | Err(_) => return,
+        match conn.read(&mut rbuf, head_due).await {
+            Ok(0) => return,
             Ok(_) => {}
+            Err(_) if head_due.is_some_and(|due| Instant::now() >= due) => {
+                conn.error(
+                    None,
+                    1,
+                    Status::RequestTimeout,
+                    "the request head did not arrive whole within the header timeout",
+                );
+                if conn.flush().await.is_ok() {
+                    conn.linger().await;
+                }
+                return;
+            }
+            Err(_) => return,
         }
     }
 }
@@ -196,12 +222,22 @@ impl Conn {
         }
     }
 
-    async fn read(&mut self, rbuf: &mut Vec<u8>) -> io::Result<usize> {
+    /// Reads more bytes, until the idle timeout or, with part of a request
+    /// head waiting, `head_due`.
+    async fn read(&mut self, rbuf: &mut Vec<u8>, head_due: Option<Instant>) -> io::Result<usize> {
         self.arm_timer();
-        tokio::select! {
-            biased;
-            r = self.stream.read_buf(rbuf) => r,
-            () = &mut self.timer => Err(io::ErrorKind::TimedOut.into()),
+        match head_due {
+            None => tokio::select! {
+                biased;
+                r = self.stream.read_buf(rbuf) => r,
+                () = &mut self.timer => Err(io::ErrorKind::TimedOut.into()),
+            },
+            Some(due) => tokio::select! {
+                biased;
+                r = self.stream.read_buf(rbuf) => r,
+                () = &mut self.timer => Err(io::ErrorKind::TimedOut.into()),
+                () = tokio::time::sleep_until(due) => Err(io::ErrorKind::TimedOut.into()),
+            },
         }
     }
 
@@ -261,6 +297,9 @@ impl Conn {
             minor: head.minor,
         });
         let minor = head.minor;
+        if let Some(why) = head.host_error() {
+            return self.error(request, minor, Status::BadRequest, why);
+        }
         if head.method == Method::Other {
             return self.error(request, minor, Status::MethodNotAllowed, "only GET and HEAD are served");
         }

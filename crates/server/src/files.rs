@@ -14,7 +14,14 @@
 //! Opening and reading happen on the worker thread, not in a blocking task:
 //! for files in the page cache they take microseconds, less than handing
 //! work to another thread (nginx does the same without `aio threads`).
-//! Symbolic links are followed, as nginx does by default.
+//! Symbolic links inside the root are followed; a file that a link leads
+//! to outside the root is refused with 403 (as nginx's `disable_symlinks`
+//! would; nginx follows links by default), unless
+//! `--follow-outside-symlinks`: a stray link in a file set must not publish
+//! the rest of the machine. The
+//! check reads where the opened descriptor really is
+//! (`/proc/self/fd/N`), so a link swapped between check and open cannot
+//! slip through, and it runs only when a file is opened, never on a cache hit.
 
 use crate::http::{content_type, entity_fields};
 use std::collections::HashMap;
@@ -77,7 +84,8 @@ pub(crate) enum Missing {
     /// No such file (or a directory without `index.html`, or not a regular
     /// file): 404.
     NotFound,
-    /// The server may not read it: 403.
+    /// The server may not read it, or it lies outside the root (through a
+    /// symbolic link): 403.
     Forbidden,
     /// Anything else the file system said: 500.
     Io(io::Error),
@@ -86,7 +94,10 @@ pub(crate) enum Missing {
 /// The document root and its cache of small files.
 #[derive(Debug)]
 pub(crate) struct Files {
+    /// Canonical (every link resolved), so it compares with real paths.
     root: PathBuf,
+    /// Files whose real path leaves the root are refused (403).
+    confine: bool,
     /// Files of at most this many bytes are cached (0: none).
     max_file: u64,
     /// Total bytes the cache may hold; past it, files are read per request.
@@ -100,9 +111,12 @@ pub(crate) struct Files {
 }
 
 impl Files {
-    pub(crate) fn new(root: PathBuf, max_file: u64, budget: u64) -> Files {
+    /// `root` must be canonical ([`std::fs::canonicalize`]); `confine`
+    /// refuses files that resolve outside it.
+    pub(crate) fn new(root: PathBuf, confine: bool, max_file: u64, budget: u64) -> Files {
         Files {
             root,
+            confine,
             max_file,
             budget,
             used: AtomicU64::new(0),
@@ -145,6 +159,9 @@ impl Files {
         }
         if !meta.is_file() {
             return Err(Missing::NotFound);
+        }
+        if self.confine && !real_path(&file, &path).is_ok_and(|real| real.starts_with(&self.root)) {
+            return Err(Missing::Forbidden);
         }
         let len = meta.len();
         let ctype = content_type(path.to_str().unwrap_or(url_path));
@@ -192,6 +209,13 @@ fn open(path: &Path) -> Result<(File, Metadata), Missing> {
     Ok((file, meta))
 }
 
+/// Where an open file really is: the kernel's name for its descriptor,
+/// else (no /proc) the path with every link resolved.
+fn real_path(file: &File, path: &Path) -> io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).or_else(|_| std::fs::canonicalize(path))
+}
+
 fn missing(e: io::Error) -> Missing {
     match e.kind() {
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => Missing::NotFound,
@@ -224,7 +248,7 @@ mod tests {
         std::fs::write(dir.path().join("big.bin"), vec![7u8; 100]).unwrap();
         std::fs::create_dir(dir.path().join("d")).unwrap();
         std::fs::write(dir.path().join("d/index.html"), b"idx").unwrap();
-        let files = Files::new(dir.path().to_path_buf(), 10, 1 << 20);
+        let files = Files::new(dir.path().canonicalize().unwrap(), true, 10, 1 << 20);
 
         assert!(matches!(files.lookup("/small.html"), Ok(Found::Cached(_))));
         assert_eq!(body(files.lookup("/small.html")), b"hello");
@@ -248,14 +272,39 @@ mod tests {
     }
 
     #[test]
+    fn links_out_of_the_root_are_refused_unless_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("www");
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        std::fs::write(dir.path().join("secret"), b"outside").unwrap();
+        std::fs::create_dir(dir.path().join("out")).unwrap();
+        std::fs::write(dir.path().join("out/index.html"), b"outside index").unwrap();
+        std::fs::write(root.join("d/in.html"), b"inside").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("secret.html")).unwrap();
+        std::os::unix::fs::symlink("../../secret", root.join("d/rel.html")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("out"), root.join("outdir")).unwrap();
+        std::os::unix::fs::symlink("d/in.html", root.join("inside.html")).unwrap();
+        let root = root.canonicalize().unwrap();
+        let confined = Files::new(root.clone(), true, 1 << 10, 1 << 20);
+        for path in ["/secret.html", "/d/rel.html", "/outdir", "/outdir/index.html"] {
+            assert!(matches!(confined.lookup(path), Err(Missing::Forbidden)), "{path}");
+        }
+        // A link that stays inside the root is followed.
+        assert_eq!(body(confined.lookup("/inside.html")), b"inside");
+        let open = Files::new(root, false, 1 << 10, 1 << 20);
+        assert_eq!(body(open.lookup("/secret.html")), b"outside");
+        assert_eq!(body(open.lookup("/outdir")), b"outside index");
+    }
+
+    #[test]
     fn budget_and_zero_max_disable_caching() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a"), b"aaaa").unwrap();
         std::fs::write(dir.path().join("b"), b"bbbb").unwrap();
-        let files = Files::new(dir.path().to_path_buf(), 100, 6);
+        let files = Files::new(dir.path().canonicalize().unwrap(), true, 100, 6);
         assert!(matches!(files.lookup("/a"), Ok(Found::Cached(_))));
         assert!(matches!(files.lookup("/b"), Ok(Found::Stream { .. })));
-        let none = Files::new(dir.path().to_path_buf(), 0, 1 << 20);
+        let none = Files::new(dir.path().canonicalize().unwrap(), true, 0, 1 << 20);
         assert!(matches!(none.lookup("/a"), Ok(Found::Stream { .. })));
     }
 }

@@ -41,10 +41,26 @@ pub(crate) struct Head<'h, 'b> {
     pub(crate) content_length: u64,
     /// A `Transfer-Encoding` was sent: the body length is unknown to us.
     pub(crate) transfer_encoding: bool,
+    /// `Host` field lines sent (saturating): RFC 9112 §3.2 wants exactly
+    /// one in HTTP/1.1 and at most one in HTTP/1.0 ([`Head::host_error`]).
+    pub(crate) hosts: u8,
     /// All header fields, for the ad rotation program's "environment".
     pub(crate) headers: &'h [httparse::Header<'b>],
     /// Length of the head in bytes (request line to the empty line).
     pub(crate) len: usize,
+}
+
+impl Head<'_, '_> {
+    /// Why the head's `Host` fields make it a bad request (RFC 9112 §3.2: a
+    /// server answers 400 to an HTTP/1.1 request without `Host` and to any
+    /// request with more than one), or `None` when they are fine.
+    pub(crate) fn host_error(&self) -> Option<&'static str> {
+        match (self.minor, self.hosts) {
+            (_, 2..) => Some("more than one Host header field (RFC 9112 section 3.2)"),
+            (1, 0) => Some("an HTTP/1.1 request needs a Host header field (RFC 9112 section 3.2)"),
+            _ => None,
+        }
+    }
 }
 
 /// Why a request head was refused; each maps to a status and a reason text.
@@ -98,6 +114,7 @@ pub(crate) fn parse_head<'h, 'b>(
     let mut keep_alive_token = false;
     let mut content_length: Option<u64> = None;
     let mut transfer_encoding = false;
+    let mut hosts = 0u8;
     for h in req.headers.iter() {
         if h.name.eq_ignore_ascii_case("connection") {
             for token in h.value.split(|&c| c == b',') {
@@ -113,6 +130,8 @@ pub(crate) fn parse_head<'h, 'b>(
             content_length = Some(v);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             transfer_encoding = true;
+        } else if h.name.eq_ignore_ascii_case("host") {
+            hosts = hosts.saturating_add(1);
         }
     }
     let keep_alive = !close && (minor == 1 || keep_alive_token);
@@ -124,6 +143,7 @@ pub(crate) fn parse_head<'h, 'b>(
         keep_alive,
         content_length: content_length.unwrap_or(0),
         transfer_encoding,
+        hosts,
         headers: req.headers,
         len,
     }))
@@ -261,6 +281,7 @@ pub(crate) enum Status {
     Forbidden,
     NotFound,
     MethodNotAllowed,
+    RequestTimeout,
     HeaderTooLarge,
     Internal,
     NotImplemented,
@@ -274,6 +295,7 @@ impl Status {
             Status::Forbidden => 403,
             Status::NotFound => 404,
             Status::MethodNotAllowed => 405,
+            Status::RequestTimeout => 408,
             Status::HeaderTooLarge => 431,
             Status::Internal => 500,
             Status::NotImplemented => 501,
@@ -287,6 +309,7 @@ impl Status {
             Status::Forbidden => "Forbidden",
             Status::NotFound => "Not Found",
             Status::MethodNotAllowed => "Method Not Allowed",
+            Status::RequestTimeout => "Request Timeout",
             Status::HeaderTooLarge => "Request Header Fields Too Large",
             Status::Internal => "Internal Server Error",
             Status::NotImplemented => "Not Implemented",
@@ -301,6 +324,7 @@ impl Status {
             Status::Forbidden => b"403 Forbidden\r\n",
             Status::NotFound => b"404 Not Found\r\n",
             Status::MethodNotAllowed => b"405 Method Not Allowed\r\nAllow: GET, HEAD\r\n",
+            Status::RequestTimeout => b"408 Request Timeout\r\n",
             Status::HeaderTooLarge => b"431 Request Header Fields Too Large\r\n",
             Status::Internal => b"500 Internal Server Error\r\n",
             Status::NotImplemented => b"501 Not Implemented\r\n",
@@ -425,6 +449,24 @@ mod tests {
         assert!(!ka(b"GET / HTTP/1.0\r\n\r\n"));
         assert!(ka(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));
         assert!(!ka(b"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n"));
+    }
+
+    #[test]
+    fn host_fields_follow_rfc_9112() {
+        let host_error = |raw: &[u8]| {
+            let mut hb = [const { MaybeUninit::uninit() }; MAX_HEADERS];
+            parse_head(raw, &mut hb).unwrap().unwrap().host_error()
+        };
+        assert_eq!(host_error(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"), None);
+        assert_eq!(host_error(b"GET / HTTP/1.0\r\n\r\n"), None);
+        assert_eq!(host_error(b"GET / HTTP/1.0\r\nhost: x\r\n\r\n"), None);
+        assert!(host_error(b"GET / HTTP/1.1\r\n\r\n").unwrap().contains("needs a Host"));
+        for two in [
+            &b"GET / HTTP/1.1\r\nHost: x\r\nHOST: y\r\n\r\n"[..],
+            b"GET / HTTP/1.0\r\nHost: x\r\nHost: x\r\n\r\n",
+        ] {
+            assert!(host_error(two).unwrap().contains("more than one Host"));
+        }
     }
 
     #[test]

@@ -17,8 +17,12 @@
 //!
 //! HTTP/1.0 and 1.1, GET and HEAD, keep-alive, pipelining, `Content-Length`
 //! on every response, small files from memory, large ones with `sendfile`,
-//! `400` for garbage, `404` for missing files, `405` for other methods,
-//! `..` refused. It is not meant to win benchmarks, only never to be the
+//! `400` for garbage and for an HTTP/1.1 request without `Host` or any
+//! with two (RFC 9112 §3.2), `404` for missing files, `405` for other
+//! methods, `408` for a request head not complete within the header timeout
+//! (10 s from its first byte: slowloris), `..` refused, and `403` for a
+//! file a symbolic link leads to outside the root (unless
+//! [`Config::follow_outside_symlinks`]). It is not meant to win benchmarks, only never to be the
 //! bottleneck of benchlab's tests: `bench/serve-vs-nginx.sh` compares it with
 //! nginx on one core.
 //!
@@ -72,6 +76,10 @@ pub const DEFAULT_CACHE_BUDGET: u64 = 256 * 1024 * 1024;
 /// Default idle time after which a keep-alive connection is closed (nginx's).
 pub const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(75);
 
+/// Default time a request head has to arrive whole, from its first byte
+/// (a slowloris client trickling a head is cut off after it).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long a graceful shutdown waits for requests being answered (a SPICE
 /// sleep of the default 3 s fits).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -105,6 +113,12 @@ pub struct Config {
     pub cache_budget: u64,
     /// `--keepalive-timeout`: an idle connection is closed after this long.
     pub keepalive_timeout: Duration,
+    /// `--header-timeout`: a request head must be complete this long after
+    /// its first byte, or the connection gets 408 and is closed.
+    pub header_timeout: Duration,
+    /// `--follow-outside-symlinks`: serve files that symbolic links lead to
+    /// outside the root (refused with 403 when false, the default).
+    pub follow_outside_symlinks: bool,
 }
 
 impl Config {
@@ -120,6 +134,8 @@ impl Config {
             cache_max_file: DEFAULT_CACHE_MAX_FILE,
             cache_budget: DEFAULT_CACHE_BUDGET,
             keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            follow_outside_symlinks: false,
         }
     }
 }
@@ -211,6 +227,7 @@ pub(crate) struct Shared {
     pub(crate) session_log: Arc<SessionLog>,
     pub(crate) access_log: Option<Arc<AccessLog>>,
     pub(crate) keepalive_timeout: Duration,
+    pub(crate) header_timeout: Duration,
     /// Requests being answered; a graceful shutdown waits for zero.
     pub(crate) in_flight: AtomicUsize,
     /// Set when shutting down: responses then close their connections.
@@ -302,10 +319,16 @@ impl Server {
             })?
         };
         let shared = Arc::new(Shared {
-            files: Files::new(root, config.cache_max_file, config.cache_budget),
+            files: Files::new(
+                root,
+                !config.follow_outside_symlinks,
+                config.cache_max_file,
+                config.cache_budget,
+            ),
             session_log: Arc::new(session_log),
             access_log,
             keepalive_timeout: config.keepalive_timeout.max(Duration::from_millis(1)),
+            header_timeout: config.header_timeout.max(Duration::from_millis(1)),
             in_flight: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
         });

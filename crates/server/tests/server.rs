@@ -132,7 +132,7 @@ fn static_files_are_byte_identical_on_one_keep_alive_connection() {
         assert_eq!(r.body, b"index of d\n");
         let r = request(&mut s, &get("/empty.txt"));
         assert_eq!((r.status(), r.field("content-length")), (200, Some("0")));
-        let r = request(&mut s, "HEAD /a.html HTTP/1.1\r\n\r\n");
+        let r = request(&mut s, "HEAD /a.html HTTP/1.1\r\nHost: t\r\n\r\n");
         assert_eq!(
             (r.status(), r.field("content-length")),
             (200, Some(A_HTML.len().to_string().as_str()))
@@ -140,7 +140,10 @@ fn static_files_are_byte_identical_on_one_keep_alive_connection() {
         assert!(r.body.is_empty());
     }
     // A GET carrying a body: the body is skipped, the connection stays usable.
-    let r = request(&mut s, "GET /a.html HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello");
+    let r = request(
+        &mut s,
+        "GET /a.html HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
+    );
     assert_eq!(r.body, A_HTML);
     let r = request(&mut s, &get("/a.html"));
     assert_eq!(r.body, A_HTML);
@@ -156,7 +159,7 @@ fn pipelined_requests_are_answered_in_order() {
     for p in ["/a.html", "/nope", "/big.bin", "/d/", "/spice/inproc/adrot/a.html"] {
         batch.push_str(&get(p));
     }
-    batch.push_str("GET /spice/inproc/sleep/a.html?ms=0 HTTP/1.1\r\nConnection: close\r\n\r\n");
+    batch.push_str("GET /spice/inproc/sleep/a.html?ms=0 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     // Sent in two pieces that split a request line, as a slow client might.
     let (x, y) = batch.as_bytes().split_at(37);
     s.write_all(x).unwrap();
@@ -196,7 +199,7 @@ fn http10_closes_unless_keep_alive_is_asked() {
         assert_eq!(r.field("connection"), Some("keep-alive"));
         assert_eq!(r.body, A_HTML);
     }
-    let r = request(&mut s, "GET /a.html HTTP/1.1\r\nConnection: close\r\n\r\n");
+    let r = request(&mut s, "GET /a.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     assert_eq!(r.field("connection"), Some("close"));
     assert!(closed(&mut s));
 }
@@ -231,7 +234,10 @@ fn errors_missing_traversal_methods_and_garbage() {
     }
 
     let mut s = connect(addr);
-    let r = request(&mut s, "POST /a.html HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi");
+    let r = request(
+        &mut s,
+        "POST /a.html HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi",
+    );
     assert_eq!((r.status(), r.field("allow")), (405, Some("GET, HEAD")));
     assert!(closed(&mut s));
 
@@ -243,14 +249,17 @@ fn errors_missing_traversal_methods_and_garbage() {
     assert!(closed(&mut s));
 
     let mut s = connect(addr);
-    let r = request(&mut s, "GET /spice/inproc/sleep/a.html?ms=soon HTTP/1.1\r\n\r\n");
+    let r = request(
+        &mut s,
+        "GET /spice/inproc/sleep/a.html?ms=soon HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
     assert_eq!(r.status(), 400);
     assert!(String::from_utf8_lossy(&r.body).contains("ms="), "{:?}", r.body);
 
     let mut s = connect(addr);
     let r = request(
         &mut s,
-        "GET /a.html HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "GET /a.html HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     );
     assert_eq!(r.status(), 501);
 }
@@ -263,7 +272,7 @@ fn spice_programs_return_exactly_the_static_bytes() {
     let statik = request(&mut s, &get("/a.html"));
     let adrot = request(
         &mut s,
-        "GET /spice/inproc/adrot/a.html?zone=top&n=3 HTTP/1.1\r\nCookie: uid=42; seen=1,2\r\nUser-Agent: t/1\r\n\r\n",
+        "GET /spice/inproc/adrot/a.html?zone=top&n=3 HTTP/1.1\r\nHost: t\r\nCookie: uid=42; seen=1,2\r\nUser-Agent: t/1\r\n\r\n",
     );
     let session = request(&mut s, &get("/spice/inproc/session/a.html"));
     let sleep = request(&mut s, &get("/spice/inproc/sleep/a.html?ms=1"));
@@ -377,7 +386,7 @@ fn access_log_has_one_clf_line_per_request_after_shutdown() {
     let mut s = connect(server.local_addr());
     request(&mut s, &get("/a.html"));
     request(&mut s, &get("/nope"));
-    request(&mut s, "HEAD /a.html HTTP/1.1\r\n\r\n");
+    request(&mut s, "HEAD /a.html HTTP/1.1\r\nHost: t\r\n\r\n");
     request(&mut s, &get("/spice/inproc/adrot/a.html?x=\"1\""));
     request(&mut s, "GET /big.bin HTTP/1.0\r\n\r\n");
     server.shutdown().unwrap();
@@ -452,4 +461,121 @@ fn shutdown_lets_requests_in_flight_finish_then_refuses_connections() {
     );
     assert!(was_closed);
     assert!(TcpStream::connect(addr).is_err(), "still accepting after shutdown");
+}
+
+/// RFC 9112 §3.2: an HTTP/1.1 request without `Host`, or any request with
+/// two, is answered 400 and closed, and the access log counts it as 400;
+/// HTTP/1.0 without `Host` is served.
+#[test]
+fn a_missing_or_second_host_field_is_a_bad_request() {
+    let dir = docroot();
+    let log = dir.path().join("access.log");
+    let server = start(dir.path(), |c| c.access_log = Some(log.clone()));
+    let addr = server.local_addr();
+    for raw in [
+        "GET /a.html HTTP/1.1\r\n\r\n",
+        "GET /a.html HTTP/1.1\r\nHost: t\r\nhost: u\r\n\r\n",
+        "GET /a.html HTTP/1.0\r\nHost: t\r\nHost: t\r\n\r\n",
+    ] {
+        let mut s = connect(addr);
+        let r = request(&mut s, raw);
+        assert_eq!(r.status(), 400, "{raw:?}: {}", r.head);
+        assert!(
+            String::from_utf8_lossy(&r.body).contains("Host"),
+            "{raw:?}: {:?}",
+            r.body
+        );
+        assert!(closed(&mut s), "{raw:?}");
+    }
+    let mut s = connect(addr);
+    let r = request(&mut s, "GET /a.html HTTP/1.0\r\n\r\n");
+    assert_eq!((r.status(), r.body.as_slice()), (200, A_HTML));
+    server.shutdown().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let statuses: Vec<&str> = text.lines().map(|l| l.rsplit(' ').nth(1).unwrap_or_default()).collect();
+    assert_eq!(statuses, ["400", "400", "400", "200"], "{text}");
+    assert!(text.contains("\"GET /a.html HTTP/1.1\" 400 "), "{text}");
+}
+
+/// A symbolic link in the root that leads outside it is answered 403 (its
+/// target never on the wire) unless `follow_outside_symlinks`; a link that
+/// stays inside the root is followed.
+#[test]
+fn files_behind_links_out_of_the_root_are_forbidden_by_default() {
+    let dir = docroot();
+    std::fs::write(dir.path().join("secret.txt"), b"outside the root").unwrap();
+    let www = dir.path().join("www");
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), www.join("secret.html")).unwrap();
+    std::os::unix::fs::symlink("../..", www.join("d/up")).unwrap();
+    std::os::unix::fs::symlink("a.html", www.join("alias.html")).unwrap();
+    let server = start(dir.path(), |_| {});
+    let mut s = connect(server.local_addr());
+    for path in ["/secret.html", "/d/up/secret.txt", "/spice/inproc/adrot/secret.html"] {
+        let r = request(&mut s, &get(path));
+        assert_eq!(r.status(), 403, "{path}");
+        assert!(!String::from_utf8_lossy(&r.body).contains("outside"), "{path}");
+    }
+    assert_eq!(request(&mut s, &get("/alias.html")).body, A_HTML);
+    server.shutdown().unwrap();
+
+    let server = start(dir.path(), |c| c.follow_outside_symlinks = true);
+    let mut s = connect(server.local_addr());
+    assert_eq!(request(&mut s, &get("/secret.html")).body, b"outside the root");
+    assert_eq!(request(&mut s, &get("/d/up/secret.txt")).body, b"outside the root");
+}
+
+/// A client that sends its request head a few bytes at a time (slowloris)
+/// gets 408 and a closed connection once the header timeout has passed
+/// since the head's first byte, however often bytes arrive; a keep-alive
+/// connection idle between requests is not cut off by it.
+#[test]
+fn a_request_head_trickled_past_the_header_timeout_is_cut_off() {
+    let dir = docroot();
+    let log = dir.path().join("access.log");
+    let server = start(dir.path(), |c| {
+        c.header_timeout = Duration::from_millis(400);
+        c.keepalive_timeout = Duration::from_secs(30);
+        c.access_log = Some(log.clone());
+    });
+    let mut s = connect(server.local_addr());
+    let t0 = Instant::now();
+    s.write_all(b"GET /a.html HTTP/1.1\r\nHost: t\r\nX-Slow: ").unwrap();
+    // One byte of a header value every 50 ms, each re-arming an idle timer,
+    // for up to 200 bytes (10 s; far from any size limit): the server must
+    // close long before the end.
+    let mut sent = 0;
+    while sent < 200 && s.write_all(b"a").is_ok() {
+        sent += 1;
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut b = [0u8; 512];
+        match s.read(&mut b) {
+            Ok(n) if n > 0 => {
+                let head = String::from_utf8_lossy(&b[..n]).into_owned();
+                assert!(head.starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{head}");
+                break;
+            }
+            Ok(_) => panic!("closed without a response"),
+            Err(_) => {}
+        }
+    }
+    assert!(sent < 200, "the trickled head was never cut off");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(350),
+        "cut off after {:?}",
+        t0.elapsed()
+    );
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(closed(&mut s));
+
+    // Idle between two requests for longer than the header timeout: fine.
+    let mut s = connect(server.local_addr());
+    assert_eq!(request(&mut s, &get("/a.html")).body, A_HTML);
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(request(&mut s, &get("/a.html")).body, A_HTML);
+    server.shutdown().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.lines().next().is_some_and(|l| l.ends_with("\"-\" 408 85")),
+        "{text}"
+    );
 }

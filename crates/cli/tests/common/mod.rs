@@ -6,6 +6,7 @@ pub mod servers;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -98,8 +99,61 @@ pub fn assert_success(what: &str, out: &Output) {
     );
 }
 
-/// A running `benchlab serve` on a free loopback port, killed when dropped
-/// (also when a test fails).
+/// The live (not zombie) processes of process group `pgid`, from /proc.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name's last ')': state, ppid, pgrp, ...
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[0] != "Z" && f[2].parse() == Ok(pgid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Stops a process the tests started as the leader of a process group of
+/// its own (`CommandExt::process_group(0)`) with everything it forked
+/// (Apache's and smbd's children, FastCGI workers): SIGTERM to the group,
+/// up to 3 s for the leader to exit, SIGKILL to whatever of the group is
+/// left, the leader reaped, then up to 5 s until no member is alive (those
+/// are not our children: init reaps them). Killing the leader alone left
+/// Apache's workers running long after the tests.
+pub fn stop_group(child: &mut Child) {
+    let pgid = child.id() as i32;
+    if child.try_wait().ok().flatten().is_none() || !group_members(pgid).is_empty() {
+        // SAFETY: kill(2) with a negative pid signals process group `pgid`,
+        // which this child leads (it was spawned with process_group(0)).
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !group_members(pgid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A running `benchlab serve` on a free loopback port, in a process group
+/// of its own, stopped with it when dropped (also when a test fails).
 pub struct Serve {
     pub child: Child,
     pub addr: SocketAddr,
@@ -115,6 +169,7 @@ impl Serve {
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .spawn()
             .expect("start benchlab serve");
         let mut first = String::new();
@@ -127,12 +182,11 @@ impl Serve {
             .and_then(|a| a.strip_suffix('/'))
             .and_then(|a| a.parse().ok());
         let Some(addr) = addr else {
-            let _ = child.kill();
+            stop_group(&mut child);
             let mut err = String::new();
             if let Some(mut e) = child.stderr.take() {
                 let _ = e.read_to_string(&mut err);
             }
-            let _ = child.wait();
             panic!("benchlab serve did not start: stdout {first:?}, stderr {err}");
         };
         Serve { child, addr }
@@ -163,9 +217,6 @@ impl Serve {
 
 impl Drop for Serve {
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        stop_group(&mut self.child);
     }
 }

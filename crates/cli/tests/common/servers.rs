@@ -2,8 +2,10 @@
 //!
 //! Each server runs in the foreground as a child of the test process, with
 //! its configuration, docroot, logs, pid file and temp paths all inside one
-//! `TempDir`. The guard kills and reaps the child when it is dropped, so a
-//! failing assertion never leaves a server behind.
+//! `TempDir`, and in a process group of its own: the guard stops the whole
+//! group (the server and whatever it forked, such as Apache's workers) and
+//! reaps it when dropped, so a failing assertion never leaves a server
+//! behind ([`super::stop_group`]).
 //!
 //! Both servers write an access log in a tab-separated format chosen so the
 //! tests can compare benchlab's counters with what the server saw: per
@@ -11,6 +13,7 @@
 //! sent (headers included) and body bytes sent.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -90,11 +93,14 @@ pub fn start_on_free_port(name: &str, error_log: &Path, mut command: impl FnMut(
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
+            .process_group(0)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(status) = child.try_wait().expect("try_wait") {
+                // Whatever it forked before it exited goes too.
+                kill_and_reap(&mut child);
                 assert!(attempt < 3, "{name} exited at start ({status}); error log:\n{}", log());
                 break;
             }
@@ -111,9 +117,10 @@ pub fn start_on_free_port(name: &str, error_log: &Path, mut command: impl FnMut(
     unreachable!()
 }
 
+/// Stops a server started by [`start_on_free_port`] with its whole
+/// process group, and reaps it.
 pub fn kill_and_reap(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
+    super::stop_group(child);
 }
 
 /// Reads `path` as lines, waiting until it holds at least `at_least` lines

@@ -249,7 +249,28 @@ impl Drop for Proc {
         signal("KILL", group);
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // The group's other members are not our children (init reaps them):
+        // wait until none is alive, so no test outlives its servers.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_alive(self.child.id()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
+}
+
+/// Whether any live (not zombie) process is in process group `pgid`.
+fn group_alive(pgid: u32) -> bool {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+            let f: Vec<&str> = stat
+                .rsplit_once(')')
+                .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+            f.len() > 2 && f[0] != "Z" && f[2].parse() == Ok(pgid)
+        })
+    })
 }
 
 /// The children of `pid` (from /proc; None where the kernel does not list
