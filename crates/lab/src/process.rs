@@ -28,6 +28,7 @@ pub fn spawn(mut cmd: Command, log: &Path, cpus: Option<&[usize]>) -> std::io::R
         .env_remove("SPICE_SESSION_LOG")
         .process_group(0);
     if let Some(cpus) = cpus {
+        // SAFETY: cpu_set_t is a bit array: all-zero bytes are the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         for &c in cpus {
             // SAFETY: `set` is a valid cpu_set_t; CPU_SET bounds-checks `c`
@@ -51,6 +52,7 @@ pub fn spawn(mut cmd: Command, log: &Path, cpus: Option<&[usize]>) -> std::io::R
 /// Pins the calling thread to `cpus`; threads it spawns afterwards inherit
 /// the set (how `run --client-cpus` pins the load generator's workers).
 pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is a bit array: all-zero bytes are the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {
         // SAFETY: `set` is a valid cpu_set_t; `parse_cpu_set` kept `c`
