@@ -5,8 +5,9 @@
 
 use crate::output::{plural, thousands};
 use crate::{CliError, Outcome};
-use benchlab_fileserver::results::{load_workloads, run_file_suite, FileMixResult, FileObserver, FileResults};
+use benchlab_fileserver::results::{FileMixResult, FileResults};
 use benchlab_fileserver::smb::{redact, SmbUrl};
+use benchlab_fileserver::suite::{load_workloads, run_file_suite, FileObserver};
 use benchlab_fileserver::FileWorkload;
 use benchlab_format::{mbit_per_sec, mbytes_per_sec, requests_per_sec};
 use benchlab_model::{Mix, Suite};

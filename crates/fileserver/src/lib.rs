@@ -14,6 +14,7 @@
 pub mod backend;
 pub mod diskmix;
 pub mod loadfile;
+pub mod mix;
 pub mod process;
 pub mod replay;
 pub mod results;
@@ -22,7 +23,9 @@ pub mod smb;
 pub mod smbd;
 pub mod stats;
 pub mod status;
+pub mod suite;
 pub mod xlsx;
 
-pub use run::{run_mix, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
+pub use mix::run_mix;
+pub use run::{FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
 pub use status::Status;

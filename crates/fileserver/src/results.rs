@@ -4,17 +4,14 @@
 //! the shape past it. Written as results.json (after every mix) and
 //! report.html (a page of its own, see [`html`]) in the results directory.
 
-use crate::diskmix::DiskMix;
-use crate::loadfile::{Loadfile, OpKind};
-use crate::run::{run_mix, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
+use crate::loadfile::OpKind;
+use crate::run::FileMixMeasure;
 use crate::stats::FileStats;
 use benchlab_format::{mbit_per_sec, mean_us, percent, plural, ratio, requests_per_sec, thousands};
-use benchlab_model::{FileWorkloadKind, Mix, Suite};
+use benchlab_model::Mix;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// Latency of one operation kind, microseconds.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
@@ -268,7 +265,7 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Fil
 
 /// The median of a mix's runs by Mbit/s (the lower middle one of an even
 /// count), with every run's figures as its `repeats`; a single run as it is.
-fn median_run(mut runs: Vec<FileMixResult>) -> Option<FileMixResult> {
+pub(crate) fn median_run(mut runs: Vec<FileMixResult>) -> Option<FileMixResult> {
     if runs.len() < 2 {
         return runs.pop();
     }
@@ -311,120 +308,8 @@ pub fn peak(mixes: &[FileMixResult]) -> Option<Peak> {
     })
 }
 
-/// Reads and checks every file workload of the suite (disk-mix files and
-/// loadfiles), before anything runs.
-pub fn load_workloads(suite: &Suite) -> Result<BTreeMap<String, FileWorkload>, String> {
-    let mut out = BTreeMap::new();
-    for (name, w) in &suite.file_workloads {
-        let fw = match w.kind {
-            FileWorkloadKind::DiskMix => {
-                FileWorkload::DiskMix(Arc::new(DiskMix::read(&w.path).map_err(|e| e.to_string())?))
-            }
-            FileWorkloadKind::Loadfile => {
-                FileWorkload::Loadfile(Arc::new(Loadfile::read(&w.path).map_err(|e| e.to_string())?), w.loops)
-            }
-        };
-        out.insert(name.clone(), fw);
-    }
-    Ok(out)
-}
-
-/// What the caller sees while a file suite runs.
-pub trait FileObserver {
-    fn mix_started(&mut self, _mix: &Mix, _phase: &str) {}
-    /// With `run --repeat N`: run `repeat` of `of` of the mix starts.
-    fn repeat_started(&mut self, _mix: &Mix, _repeat: u32, _of: u32) {}
-    /// A second of the mix ended (thread users, file://: live).
-    fn second(&mut self, _mix: &Mix, _second: &crate::run::LiveSecond) {}
-    fn mix_finished(&mut self, _result: &FileMixResult) {}
-}
-
-/// Runs a file suite's mixes in order, writing results.json after each
-/// and report.html at the end, into `out`.
-pub fn run_file_suite(
-    suite: &Suite,
-    workloads: &BTreeMap<String, FileWorkload>,
-    out: &Path,
-    command: Vec<String>,
-    repeat: u32,
-    stop: &AtomicBool,
-    observer: &mut dyn FileObserver,
-) -> Result<FileResults, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let mut results = FileResults {
-        schema: FILE_RESULTS_SCHEMA.into(),
-        kind: "file".into(),
-        suite: suite.name.clone(),
-        description: suite.description.clone(),
-        started,
-        // The command line may hold smb://USER:PASS@ (--target): stored
-        // with the password as `***`.
-        command: command.iter().map(|a| crate::smb::redact(a)).collect(),
-        mixes: Vec::new(),
-        peak: None,
-        interrupted: false,
-    };
-    for mix in &suite.mixes {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            results.interrupted = true;
-            break;
-        }
-        let phase = &suite.phases[mix.phase].name;
-        let workload = workloads.get(&mix.params.workload).ok_or_else(|| {
-            format!(
-                "mix {}: workload `{}` is not a file workload",
-                mix.number, mix.params.workload
-            )
-        })?;
-        let target = FileTarget::parse(&mix.params.target)?;
-        let p = &mix.params;
-        let plan = FileMixPlan {
-            clients: mix.clients,
-            threads_per_client: p.threads_per_client,
-            delay: p.delay,
-            ramp_up: p.ramp_up,
-            ramp_down: p.ramp_down,
-            length: p.length,
-            think_time: p.think_time,
-            seed: suite.seed ^ (mix.number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-        };
-        let of = repeat.max(1);
-        let mut runs = Vec::new();
-        for r in 1..=of {
-            if r > 1 && stop.load(std::sync::atomic::Ordering::Relaxed) {
-                break;
-            }
-            if of > 1 {
-                observer.repeat_started(mix, r, of);
-            }
-            observer.mix_started(mix, phase);
-            let m = run_mix(workload, &target, &plan, stop, &mut |s| observer.second(mix, &s))
-                .map_err(|e| format!("mix {}: {e}", mix.number))?;
-            let res = mix_result(mix, phase, mix.clients * p.threads_per_client, &m);
-            observer.mix_finished(&res);
-            runs.push(res);
-        }
-        results
-            .mixes
-            .push(median_run(runs).ok_or_else(|| format!("mix {}: ran no time", mix.number))?);
-        results.peak = peak(&results.mixes);
-        write(out, &results)?;
-    }
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-        results.interrupted = true;
-    }
-    write(out, &results)?;
-    std::fs::write(out.join("report.html"), html(&results))
-        .map_err(|e| format!("cannot write {}: {e}", out.join("report.html").display()))?;
-    crate::xlsx::write_xlsx(&results, &out.join("report.xlsx"))?;
-    Ok(results)
-}
-
-fn write(out: &Path, r: &FileResults) -> Result<(), String> {
+/// Writes `r` as `out/results.json`.
+pub(crate) fn write(out: &Path, r: &FileResults) -> Result<(), String> {
     let p: PathBuf = out.join("results.json");
     let text = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
     // Written whole or not at all (temporary file, then rename), as a web

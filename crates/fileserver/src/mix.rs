@@ -1,0 +1,136 @@
+//! Running one mix of a file suite: every user prepared, then all started
+//! at one instant — as threads of this process (`file://`) or as processes
+//! of their own (`smb://`, [`crate::process`]) — and their counts added.
+//! The users' side (what a user does, the live seconds) is [`crate::run`];
+//! this module only chooses how users run, so neither of those two modules
+//! needs the other's.
+
+use crate::diskmix::Rng;
+use crate::run::{
+    drive_user, prepare_user, report_seconds, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload, LiveCounters,
+    LiveSecond, UserOutcome,
+};
+use crate::stats::FileStats;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// Runs one mix. `stop` (Ctrl-C) ends it early; what was measured stays.
+///
+/// Users of a `file://` target are threads of this process. Users of an
+/// `smb://` target are processes of their own (see [`crate::process`]):
+/// libsmbclient's contexts are not safe to drive from several threads of
+/// one process (measured: smbd-negotiation state mixed up between
+/// threads, an abort), and a global lock around every call would make
+/// 32 clients one.
+///
+/// `on_second` sees each second of the window as it ends: thread users
+/// (file://) add to shared counters, user processes (smb://) report theirs
+/// on their stdout ten times a second.
+pub fn run_mix(
+    workload: &FileWorkload,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
+) -> Result<FileMixMeasure, String> {
+    let users = plan.clients * plan.threads_per_client;
+    let mut delay_rng = Rng::new(plan.seed ^ 0xD1B5_4A32_D192_ED03);
+    let delays: Vec<Duration> = (0..users)
+        .map(|_| {
+            if plan.delay.is_zero() {
+                Duration::ZERO
+            } else {
+                Duration::from_nanos(delay_rng.below(plan.delay.as_nanos() as u64 + 1))
+            }
+        })
+        .collect();
+    let (t0, outcomes) = match target {
+        FileTarget::Smb(_) => crate::process::run_users(workload, target, plan, &delays, stop, on_second)?,
+        FileTarget::Local(_) => run_threads(workload, target, plan, &delays, stop, on_second)?,
+    };
+    let mut total = FileStats::default();
+    let mut clients = vec![FileStats::default(); plan.clients as usize];
+    let mut prepared_bytes = 0;
+    let mut last_finish: Option<Instant> = Some(t0);
+    for (u, r) in outcomes.into_iter().enumerate() {
+        let (st, prep, fin) = r?;
+        prepared_bytes += prep;
+        total.merge(&st);
+        clients[u / plan.threads_per_client as usize].merge(&st);
+        last_finish = match (last_finish, fin) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+    }
+    let full = (plan.length - plan.ramp_down - plan.ramp_up).as_secs_f64();
+    // Stopped early (Ctrl-C): the window ends where the users stopped.
+    let partial = stop.load(Ordering::Relaxed);
+    if partial {
+        last_finish = Some(Instant::now());
+    }
+    let window = match last_finish {
+        Some(f) => (f.saturating_duration_since(t0 + plan.ramp_up).as_secs_f64()).clamp(1e-6, full),
+        None => full,
+    };
+    Ok(FileMixMeasure {
+        total,
+        clients,
+        window,
+        prepared_bytes,
+        partial,
+    })
+}
+
+/// Every user a thread of this process, with its own connection.
+fn run_threads(
+    workload: &FileWorkload,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    delays: &[Duration],
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
+) -> Result<(Instant, Vec<UserOutcome>), String> {
+    let users = delays.len();
+    let live = LiveCounters::default();
+    // Connect every user before the mix starts: a failure here stops the
+    // run with nothing counted.
+    let mut conns = Vec::with_capacity(users);
+    for _ in 0..users {
+        conns.push(target.connect()?);
+    }
+    // Two gates: every user prepared, then the common start is set.
+    let prepared = Arc::new(Barrier::new(users + 1));
+    let go = Arc::new(Barrier::new(users + 1));
+    let start_cell: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
+    let outcomes = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (u, mut b) in conns.into_iter().enumerate() {
+            let (prepared, go, start_cell, delay) = (prepared.clone(), go.clone(), start_cell.clone(), delays[u]);
+            let live = &live;
+            handles.push(s.spawn(move || -> UserOutcome {
+                let prep = prepare_user(workload, b.as_mut(), u as u32 + 1, plan.seed);
+                prepared.wait();
+                go.wait();
+                let (mut state, bytes) = prep?;
+                let t0 = *start_cell.get().ok_or("the mix's start was not set")?;
+                let (st, fin) = drive_user(&mut state, b.as_mut(), plan, delay, t0, stop, Some(live));
+                Ok((st, bytes, fin))
+            }));
+        }
+        prepared.wait();
+        let t0 = Instant::now() + Duration::from_millis(20);
+        let _ = start_cell.set(t0);
+        go.wait();
+        report_seconds(&live, plan, t0, &|| handles.iter().all(|h| h.is_finished()), on_second);
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a file-suite user thread panicked".to_string()))
+            })
+            .collect::<Vec<_>>()
+    });
+    let t0 = *start_cell.get().ok_or("the mix's start was not set")?;
+    Ok((t0, outcomes))
+}
