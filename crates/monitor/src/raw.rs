@@ -5,7 +5,7 @@
 //! seconds for CPU time): CPU shares are ratios of time, so the unit
 //! cancels; everything else is a count or bytes.
 
-use crate::{CpuShares, DiskSample, HostSample, MemorySample, NicSample, ProcessSample};
+use crate::{CpuShares, DiskSample, HostSample, MemorySample, NicSample, ProcessSample, TopProcess, TOP_PROCESSES};
 use benchlab_results::round;
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -44,13 +44,18 @@ pub struct DiskCounters {
     pub io_seconds: f64,
 }
 
-/// The watched processes: CPU seconds and context switches per PID (a
-/// PID seen in one reading only counts from when it was first seen).
+/// The watched processes: CPU seconds per PID and context switches per
+/// thread (a PID or thread first seen in a reading counts whole: it was
+/// born inside the span).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProcessCounters {
     pub name: String,
-    /// PID → (user s, system s, context switches).
-    pub pids: BTreeMap<i32, (f64, f64, f64)>,
+    /// PID (a thread id for `of_threads`) → (user s, system s).
+    pub pids: BTreeMap<i32, (f64, f64)>,
+    /// Thread id → its context switches (voluntary + involuntary), every
+    /// thread of the watched processes: /proc/PID/status counts the main
+    /// thread's only. A thread that ended is gone with its switches.
+    pub switches: BTreeMap<i32, f64>,
     pub threads: u64,
     pub open_files: u64,
     pub cpus: Vec<u32>,
@@ -73,6 +78,10 @@ pub struct Raw {
     pub listen_overflows: f64,
     pub listen_drops: f64,
     pub process: Option<ProcessCounters>,
+    /// PID → (name, CPU seconds, user and system) of every other process
+    /// (not watched, not benchlab's own): the busiest become
+    /// [`HostSample::top_processes`]. Empty where the source lists none.
+    pub others: BTreeMap<i32, (String, f64)>,
 }
 
 impl Raw {
@@ -91,6 +100,7 @@ impl Raw {
             listen_overflows: 0.0,
             listen_drops: 0.0,
             process: None,
+            others: BTreeMap::new(),
         }
     }
 }
@@ -161,16 +171,15 @@ pub fn rates(host: &str, prev: &Raw, now: &Raw) -> HostSample {
         .collect();
     let process = now.process.as_ref().map(|p| {
         let (mut user, mut system, mut ctx) = (0.0, 0.0, 0.0);
-        for (pid, &(u, s, c)) in &p.pids {
+        let before = prev.process.as_ref();
+        for (pid, &(u, s)) in &p.pids {
             // A process born inside the span: everything it used is new.
-            let (u0, s0, c0) = prev
-                .process
-                .as_ref()
-                .and_then(|q| q.pids.get(pid))
-                .copied()
-                .unwrap_or((0.0, 0.0, 0.0));
+            let (u0, s0) = before.and_then(|q| q.pids.get(pid)).copied().unwrap_or((0.0, 0.0));
             user += (u - u0).max(0.0);
             system += (s - s0).max(0.0);
+        }
+        for (tid, &c) in &p.switches {
+            let c0 = before.and_then(|q| q.switches.get(tid)).copied().unwrap_or(0.0);
             ctx += (c - c0).max(0.0);
         }
         ProcessSample {
@@ -185,6 +194,23 @@ pub fn rates(host: &str, prev: &Raw, now: &Raw) -> HostSample {
             cpus: p.cpus.clone(),
         }
     });
+    // The busiest other processes: a PID whose name changed was reused
+    // (or exec'd) and counts from zero, like one born inside the span.
+    let mut top: Vec<TopProcess> = now
+        .others
+        .iter()
+        .map(|(&pid, (name, cpu))| {
+            let cpu0 = prev.others.get(&pid).filter(|(n, _)| n == name).map_or(0.0, |(_, c)| *c);
+            TopProcess {
+                pid,
+                name: name.clone(),
+                cpu: round((cpu - cpu0).max(0.0) / span, 4),
+            }
+        })
+        .filter(|t| t.cpu >= 0.01)
+        .collect();
+    top.sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(a.pid.cmp(&b.pid)));
+    top.truncate(TOP_PROCESSES);
     HostSample {
         host: host.to_string(),
         unix_ms: now.at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
@@ -200,6 +226,7 @@ pub fn rates(host: &str, prev: &Raw, now: &Raw) -> HostSample {
         listen_overflows_per_sec: rate(prev.listen_overflows, now.listen_overflows),
         listen_drops_per_sec: rate(prev.listen_drops, now.listen_drops),
         process,
+        top_processes: top,
     }
 }
 
@@ -219,7 +246,8 @@ mod tests {
         a.context_switches = 1000.0;
         a.process = Some(ProcessCounters {
             name: "nginx".into(),
-            pids: [(1, (1.0, 1.0, 10.0))].into(),
+            pids: [(1, (1.0, 1.0))].into(),
+            switches: [(1, 10.0), (3, 50.0)].into(),
             ..ProcessCounters::default()
         });
         let mut b = a.clone();
@@ -230,17 +258,30 @@ mod tests {
         b.context_switches = 3000.0;
         b.process = Some(ProcessCounters {
             name: "nginx".into(),
-            pids: [(1, (2.0, 1.5, 30.0)), (2, (0.5, 0.5, 10.0))].into(),
+            pids: [(1, (2.0, 1.5)), (2, (0.5, 0.5))].into(),
+            // Threads 1 and 3 of process 1 were there before, 2 is new.
+            switches: [(1, 30.0), (2, 10.0), (3, 70.0)].into(),
             ..ProcessCounters::default()
         });
+        a.others = [(10, ("stress".into(), 5.0)), (11, ("make".into(), 1.0))].into();
+        b.others = [
+            (10, ("stress".into(), 7.0)),
+            (11, ("sh".into(), 0.5)),
+            (12, ("cc1".into(), 0.3)),
+            (13, ("idle".into(), 0.0)),
+        ]
+        .into();
         let s = rates("h", &a, &b);
+        let top: Vec<(i32, &str, f64)> = s.top_processes.iter().map(|t| (t.pid, t.name.as_str(), t.cpu)).collect();
+        // PID 11 is another process now (its name changed): counted whole.
+        assert_eq!(top, [(10, "stress", 1.0), (11, "sh", 0.25), (12, "cc1", 0.15)]);
         assert_eq!(s.interval_s, 2.0);
         assert_eq!(s.context_switches_per_sec, 1000.0);
         assert_eq!((s.cpu.user, s.cpu.system, s.cpu.idle), (50.0, 30.0, 20.0));
         let p = s.process.expect("watched");
         assert_eq!(
             (p.processes, p.cpu_user, p.cpu_system, p.context_switches_per_sec),
-            (2, 0.75, 0.5, 15.0)
+            (2, 0.75, 0.5, 25.0)
         );
     }
 }
