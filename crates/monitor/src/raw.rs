@@ -63,6 +63,18 @@ pub struct ProcessCounters {
     pub of_threads: bool,
 }
 
+/// A process that is neither watched nor benchlab's own, as read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OtherProcess {
+    /// Its name (`comm`; a kernel worker's changes with its work).
+    pub name: String,
+    /// When it started (clock ticks since boot): a PID reused by another
+    /// process starts at another time.
+    pub started: u64,
+    /// CPU seconds, user and system.
+    pub cpu: f64,
+}
+
 /// Everything read at one instant.
 #[derive(Debug, Clone)]
 pub struct Raw {
@@ -78,10 +90,10 @@ pub struct Raw {
     pub listen_overflows: f64,
     pub listen_drops: f64,
     pub process: Option<ProcessCounters>,
-    /// PID → (name, CPU seconds, user and system) of every other process
-    /// (not watched, not benchlab's own): the busiest become
-    /// [`HostSample::top_processes`]. Empty where the source lists none.
-    pub others: BTreeMap<i32, (String, f64)>,
+    /// Every other process (not watched, not benchlab's own), by PID: the
+    /// busiest become [`HostSample::top_processes`]. Empty where the source
+    /// lists none.
+    pub others: BTreeMap<i32, OtherProcess>,
 }
 
 impl Raw {
@@ -194,17 +206,22 @@ pub fn rates(host: &str, prev: &Raw, now: &Raw) -> HostSample {
             cpus: p.cpus.clone(),
         }
     });
-    // The busiest other processes: a PID whose name changed was reused
-    // (or exec'd) and counts from zero, like one born inside the span.
+    // The busiest other processes: a PID reused by a process that started
+    // since counts from zero, like one born inside the span (not one whose
+    // name changed: a kernel worker renames itself with its work).
     let mut top: Vec<TopProcess> = now
         .others
         .iter()
-        .map(|(&pid, (name, cpu))| {
-            let cpu0 = prev.others.get(&pid).filter(|(n, _)| n == name).map_or(0.0, |(_, c)| *c);
+        .map(|(&pid, p)| {
+            let cpu0 = prev
+                .others
+                .get(&pid)
+                .filter(|q| q.started == p.started)
+                .map_or(0.0, |q| q.cpu);
             TopProcess {
                 pid,
-                name: name.clone(),
-                cpu: round((cpu - cpu0).max(0.0) / span, 4),
+                name: p.name.clone(),
+                cpu: round((p.cpu - cpu0).max(0.0) / span, 4),
             }
         })
         .filter(|t| t.cpu >= 0.01)
@@ -263,18 +280,38 @@ mod tests {
             switches: [(1, 30.0), (2, 10.0), (3, 70.0)].into(),
             ..ProcessCounters::default()
         });
-        a.others = [(10, ("stress".into(), 5.0)), (11, ("make".into(), 1.0))].into();
+        let other = |name: &str, started: u64, cpu: f64| OtherProcess {
+            name: name.into(),
+            started,
+            cpu,
+        };
+        a.others = [
+            (10, other("stress", 100, 5.0)),
+            (11, other("make", 100, 1.0)),
+            (14, other("kworker/0:1-events", 1, 30.0)),
+        ]
+        .into();
         b.others = [
-            (10, ("stress".into(), 7.0)),
-            (11, ("sh".into(), 0.5)),
-            (12, ("cc1".into(), 0.3)),
-            (13, ("idle".into(), 0.0)),
+            (10, other("stress", 100, 7.0)),
+            (11, other("sh", 200, 0.5)),
+            (12, other("cc1", 200, 0.3)),
+            (13, other("idle", 200, 0.0)),
+            (14, other("kworker/0:1-mm_percpu_wq", 1, 30.2)),
         ]
         .into();
         let s = rates("h", &a, &b);
         let top: Vec<(i32, &str, f64)> = s.top_processes.iter().map(|t| (t.pid, t.name.as_str(), t.cpu)).collect();
-        // PID 11 is another process now (its name changed): counted whole.
-        assert_eq!(top, [(10, "stress", 1.0), (11, "sh", 0.25), (12, "cc1", 0.15)]);
+        // PID 11 is another process now (it started since): counted whole;
+        // the kernel worker renamed itself but is the same process.
+        assert_eq!(
+            top,
+            [
+                (10, "stress", 1.0),
+                (11, "sh", 0.25),
+                (12, "cc1", 0.15),
+                (14, "kworker/0:1-mm_percpu_wq", 0.1)
+            ]
+        );
         assert_eq!(s.interval_s, 2.0);
         assert_eq!(s.context_switches_per_sec, 1000.0);
         assert_eq!((s.cpu.user, s.cpu.system, s.cpu.idle), (50.0, 30.0, 20.0));

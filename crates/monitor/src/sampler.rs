@@ -3,7 +3,7 @@
 //! `TcpExt` of /proc/net/netstat, and NIC link speeds in /sys — which are
 //! a line or a number each.
 
-use crate::raw::{rates, CpuCounters, DiskCounters, NicCounters, ProcessCounters, Raw};
+use crate::raw::{rates, CpuCounters, DiskCounters, NicCounters, OtherProcess, ProcessCounters, Raw};
 use crate::{HostSample, MemorySample, MonitorError};
 use procfs::{Current, CurrentSI};
 use std::collections::{BTreeMap, BTreeSet};
@@ -136,13 +136,21 @@ fn read(watch: &Watch, ticks: f64) -> Result<Raw, MonitorError> {
     }
     // One pass over /proc: every process's name and CPU time, for a watch
     // by name and for the busiest other processes.
-    let all: Vec<(i32, String, f64)> = match procfs::process::all_processes() {
+    let all: Vec<(i32, OtherProcess)> = match procfs::process::all_processes() {
         Ok(ps) => ps
             .filter_map(Result::ok)
             .take(MAX_PROCESSES)
             .filter_map(|p| {
                 let st = p.stat().ok()?;
-                Some((p.pid, st.comm, (st.utime + st.stime) as f64 / ticks))
+                let cpu = (st.utime + st.stime) as f64 / ticks;
+                Some((
+                    p.pid,
+                    OtherProcess {
+                        name: st.comm,
+                        started: st.starttime,
+                        cpu,
+                    },
+                ))
             })
             .collect(),
         Err(e) if matches!(watch, Watch::Name(_)) => return Err(MonitorError::proc("/proc", e)),
@@ -153,7 +161,7 @@ fn read(watch: &Watch, ticks: f64) -> Result<Raw, MonitorError> {
         Watch::Pid(pid) => Some(processes(&pid.to_string(), [*pid].into_iter(), ticks)),
         Watch::Name(name) => {
             let comm = comm_of(name);
-            let pids = all.iter().filter(|(_, c, _)| *c == comm).map(|(pid, _, _)| *pid);
+            let pids = all.iter().filter(|(_, p)| p.name == comm).map(|(pid, _)| *pid);
             Some(processes(name, pids, ticks))
         }
         Watch::Threads { pid, name } => Some(threads(*pid, name, ticks)),
@@ -165,11 +173,7 @@ fn read(watch: &Watch, ticks: f64) -> Result<Raw, MonitorError> {
     if let Watch::Threads { pid, .. } = watch {
         mine.insert(*pid);
     }
-    r.others = all
-        .into_iter()
-        .filter(|(pid, _, _)| !mine.contains(pid))
-        .map(|(pid, comm, cpu)| (pid, (comm, cpu)))
-        .collect();
+    r.others = all.into_iter().filter(|(pid, _)| !mine.contains(pid)).collect();
     Ok(r)
 }
 
@@ -456,7 +460,7 @@ mod tests {
                 .expect("/proc")
                 .others
                 .get(&pid)
-                .map_or(0.0, |(_, c)| *c)
+                .map_or(0.0, |p| p.cpu)
         };
         while cpu() < 0.05 {
             assert!(started.elapsed() < std::time::Duration::from_secs(30), "the burner never ran");
@@ -464,7 +468,11 @@ mod tests {
         }
         let r = read(&Watch::Nothing, ticks).expect("/proc");
         let me = std::process::id() as i32;
-        assert!(r.others.get(&pid).is_some_and(|(name, _)| name.starts_with("python3")), "{:?}", r.others.get(&pid));
+        assert!(
+            r.others.get(&pid).is_some_and(|p| p.name.starts_with("python3")),
+            "{:?}",
+            r.others.get(&pid)
+        );
         assert!(!r.others.contains_key(&me));
         let r = read(&Watch::Pid(pid), ticks).expect("/proc");
         assert!(!r.others.contains_key(&pid) && !r.others.contains_key(&me));
