@@ -477,11 +477,14 @@ impl Suite {
                         ));
                     }
                     let p = dir.join(&file);
-                    let wsrc = Source::read_bounded(&p, "workload", crate::input::MAX_WORKLOAD_BYTES).map_err(|e| match e.line {
-                        // A problem inside the workload file: its own place.
-                        Some(_) => src.error_at(at, format!("workload `{key}`: {e}")),
-                        None => src.error_at(at, format!("workload `{key}`: file `{file}`: {}", e.message)),
-                    })?;
+                    let wsrc =
+                        Source::read_bounded(&p, "workload", crate::input::MAX_WORKLOAD_BYTES).map_err(
+                            |e| match e.line {
+                                // A problem inside the workload file: its own place.
+                                Some(_) => src.error_at(at, format!("workload `{key}`: {e}")),
+                                None => src.error_at(at, format!("workload `{key}`: file `{file}`: {}", e.message)),
+                            },
+                        )?;
                     let rw: RawWorkload = wsrc.parse()?;
                     Workload::check(rw, &wsrc, &key, wsrc.text.len())?
                 }

@@ -300,7 +300,11 @@ mod tests {
         ]
         .into();
         let s = rates("h", &a, &b);
-        let top: Vec<(i32, &str, f64)> = s.top_processes.iter().map(|t| (t.pid, t.name.as_str(), t.cpu)).collect();
+        let top: Vec<(i32, &str, f64)> = s
+            .top_processes
+            .iter()
+            .map(|t| (t.pid, t.name.as_str(), t.cpu))
+            .collect();
         // PID 11 is another process now (it started since): counted whole;
         // the kernel worker renamed itself but is the same process.
         assert_eq!(

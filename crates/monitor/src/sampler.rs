@@ -429,7 +429,10 @@ mod tests {
         let pid = child.0.id() as i32;
         let started = std::time::Instant::now();
         while std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count()) < 5 {
-            assert!(started.elapsed() < std::time::Duration::from_secs(20), "the threads never started");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "the threads never started"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let mut s = Sampler::new("here", Watch::Pid(pid)).expect("/proc");
@@ -444,8 +447,14 @@ mod tests {
         let counted = p.context_switches_per_sec * h.interval_s;
         let (all, main) = (all1 - all0, main1 - main0);
         assert!(all > 100.0, "the threads slept: {all} switches");
-        assert!(counted >= all * 0.99, "{counted} switches counted, {all} over the threads");
-        assert!(counted > main * 10.0 + 50.0, "{counted} switches counted, {main} of the main thread");
+        assert!(
+            counted >= all * 0.99,
+            "{counted} switches counted, {all} over the threads"
+        );
+        assert!(
+            counted > main * 10.0 + 50.0,
+            "{counted} switches counted, {main} of the main thread"
+        );
         assert_eq!(p.threads, 5, "{p:?}");
     }
 
@@ -463,7 +472,10 @@ mod tests {
                 .map_or(0.0, |p| p.cpu)
         };
         while cpu() < 0.05 {
-            assert!(started.elapsed() < std::time::Duration::from_secs(30), "the burner never ran");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "the burner never ran"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let r = read(&Watch::Nothing, ticks).expect("/proc");

@@ -768,7 +768,13 @@ mod tests {
             assert_eq!(c.mixes[0].not_gated.as_deref(), Some("co-located"));
             assert_eq!(c.not_gated.len(), 1, "{:?}", c.not_gated);
             assert!(c.not_gated[0].ends_with("not gated: co-located"), "{:?}", c.not_gated);
-            assert!(c.notes.iter().any(|n| n.starts_with("Not gated: p mix 1/1 (co-located)")), "{:?}", c.notes);
+            assert!(
+                c.notes
+                    .iter()
+                    .any(|n| n.starts_with("Not gated: p mix 1/1 (co-located)")),
+                "{:?}",
+                c.notes
+            );
         }
         // A saturated generator, on its own machine: client-bound.
         let mut n = new.clone();
@@ -797,7 +803,10 @@ mod tests {
         new.results.mixes[0].phase = "demo".into();
         let c = compare_runs(&base, &new, 0.05);
         assert!(c.phases.is_empty() && c.mixes.is_empty() && !c.regressed(), "{c:?}");
-        assert_eq!((c.base_phases, c.new_phases), (vec!["p".to_string()], vec!["demo".to_string()]));
+        assert_eq!(
+            (c.base_phases, c.new_phases),
+            (vec!["p".to_string()], vec!["demo".to_string()])
+        );
     }
 
     #[test]

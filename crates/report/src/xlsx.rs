@@ -1642,7 +1642,10 @@ mod tests {
         assert_eq!(t.rows[0][col("nic_mbit_per_sec")], Cell::Num(8218.0));
         assert_eq!(t.rows[0][col("nic_speed_mbit")], Cell::Blank);
         let html = crate::render_html(&runs, &crate::ReportOptions::default());
-        assert!(html.contains("<td>lo 8,218.0 Mbit/s</td>"), "the table's network column");
+        assert!(
+            html.contains("<td>lo 8,218.0 Mbit/s</td>"),
+            "the table's network column"
+        );
         assert!(!html.contains("<td>eth0 0.6"), "the table's network column");
         assert!(html.contains("NIC lo carried the load: 8,218.0 Mbit/s (link speed unknown)"));
         let point = html

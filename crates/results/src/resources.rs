@@ -649,10 +649,7 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
     // Busy time that neither the watched server nor the generator used
     // (another tenant, a build) would otherwise read as the server's: the
     // busiest other processes are named where it mattered.
-    let judged = server_cpus
-        .iter()
-        .filter(|&&c| (c as usize) < s.per_core.len())
-        .count();
+    let judged = server_cpus.iter().filter(|&&c| (c as usize) < s.per_core.len()).count();
     let judged = if judged == 0 { s.per_core.len() } else { judged };
     let busy_cores = cpu.busy() / 100.0 * judged as f64;
     let client_used = if one_box && overlap(&server_cpus, &generator.cpus) {
@@ -1181,7 +1178,11 @@ mod tests {
         let v = verdict(Some(&s), false, &client(0.2, 1), &GeneratorCores::default());
         assert_eq!(v.limit, Limit::ServerCpu);
         assert!(!v.summary.contains("other processes"), "{}", v.summary);
-        assert!(!v.evidence.iter().any(|e| e.contains("busiest processes")), "{:?}", v.evidence);
+        assert!(
+            !v.evidence.iter().any(|e| e.contains("busiest processes")),
+            "{:?}",
+            v.evidence
+        );
         // One box: the generator's own CPU counts as accounted for too.
         if let Some(p) = s.process.as_mut() {
             p.cpu_user = 0.6;
@@ -1203,7 +1204,10 @@ mod tests {
         let mut b = host(&[shares(10.0, 10.0)]);
         b.top_processes = vec![top("cc1", 8, 2.0), top("cc1", 9, 0.2)];
         let m = HostSample::mean(&[a, b]).expect("two samples");
-        assert_eq!(m.top_processes, [top("cc1", 8, 1.25), top("make", 7, 0.5), top("cc1", 9, 0.1)]);
+        assert_eq!(
+            m.top_processes,
+            [top("cc1", 8, 1.25), top("make", 7, 0.5), top("cc1", 9, 0.1)]
+        );
     }
 
     #[test]
