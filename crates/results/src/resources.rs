@@ -754,11 +754,21 @@ fn client_summary(busy: f64) -> String {
 }
 
 /// `stress (pid 4242) 98 % of a core, make (pid 77) 40 % of a core`: the
-/// first `n` of `top`.
+/// first `n` of `top`. A process names itself (any bytes but NUL, up to
+/// 15, or a peer's longer), and the summary reaches the terminal: control
+/// characters become `?`, a name is cut at 32 characters.
 fn top_words(top: &[TopProcess], n: usize) -> String {
     top.iter()
         .take(n)
-        .map(|t| format!("{} (pid {}) {} % of a core", t.name, t.pid, pct(t.cpu * 100.0)))
+        .map(|t| {
+            let name: String = t
+                .name
+                .chars()
+                .take(32)
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect();
+            format!("{name} (pid {}) {} % of a core", t.pid, pct(t.cpu * 100.0))
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -1170,6 +1180,10 @@ mod tests {
             "{:?}",
             v.evidence
         );
+        // A name with a terminal escape in it is shown without it.
+        s.top_processes[1].name = "make\u{1b}[2J".into();
+        let v = verdict(Some(&s), false, &client(0.2, 1), &GeneratorCores::default());
+        assert!(v.summary.ends_with("make?[2J (pid 77) 10 % of a core"), "{}", v.summary);
         // The server itself used the cores: nothing else is named.
         if let Some(p) = s.process.as_mut() {
             p.cpu_user = 1.5;
