@@ -314,22 +314,28 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
     opts.compare_confidence = a.confidence;
     let c = compare_runs_at(&runs[0], &runs[1], a.max_regression, a.confidence);
     if c.phases.is_empty() {
+        let names = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
         return Err(CliError::CannotRun(format!(
-            "{} and {} have no phase in common: nothing to compare",
+            "{} and {} have no phase in common: nothing to compare (BASE's phases: {}; NEW's: {})",
             a.base.display(),
-            a.new.display()
+            a.new.display(),
+            names(&c.base_phases),
+            names(&c.new_phases)
         )));
     }
     let out = a.out.clone().unwrap_or_else(|| a.new.join("compare"));
     let files = write_reports(&runs, &out, &opts).map_err(CliError::CannotRun)?;
+    // A client-bound or co-located mix's figures are said, never gated.
+    let gate = |why: &Option<String>| why.as_ref().map_or(String::new(), |w| format!(" (not gated: {w})"));
     for p in &c.phases {
         println!(
-            "phase {}: peak {} → {} requests/s, {}: {}",
+            "phase {}: peak {} → {} requests/s, {}: {}{}",
             p.phase,
             benchlab_format::requests_per_sec(p.base_peak),
             benchlab_format::requests_per_sec(p.new_peak),
             check_text(&p.peak_check),
-            p.peak_check.verdict.word()
+            p.peak_check.verdict.word(),
+            gate(&p.peak_not_gated)
         );
         let at = match p.p99_basis {
             P99Basis::SameLoad => "at the peak load",
@@ -337,18 +343,22 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
             P99Basis::NewPeak => "at NEW's peak",
         };
         println!(
-            "phase {}: p99 {at} {} µs (mix {}) → {} µs (mix {}), {}: {}",
+            "phase {}: p99 {at} {} µs (mix {}) → {} µs (mix {}), {}: {}{}",
             p.phase,
             benchlab_format::thousands(p.base_p99_us),
             p.base_peak_mix,
             benchlab_format::thousands(p.new_p99_us),
             p.new_p99_mix,
             check_text(&p.p99_check),
-            p.p99_check.verdict.word()
+            p.p99_check.verdict.word(),
+            gate(&p.p99_not_gated)
         );
     }
     for i in &c.improvements {
         println!("improved: {i}");
+    }
+    for w in &c.not_gated {
+        println!("not gated: {w}");
     }
     for n in &c.notes {
         println!("note: {n}");

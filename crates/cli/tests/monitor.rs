@@ -273,6 +273,14 @@ fn a_burner_beside_the_server_makes_it_cpu_bound_and_leaves_the_generator_room()
     // Core 0 holds the burner at 100 %: nothing else can run there.
     assert_eq!(limit, "server_cpu", "{}", mix["resources"]["verdict"]);
     assert!(summary.starts_with("CPU-bound: server CPU (cores 0)"), "{summary}");
+    // The burner, not the watched nginx, kept core 0 busy: the verdict
+    // says other processes used it, and lists the busiest.
+    assert!(summary.contains("; other processes used "), "{summary}");
+    let evidence = mix["resources"]["verdict"]["evidence"].to_string();
+    assert!(
+        evidence.contains("the busiest processes besides the watched server and benchlab, by CPU over the window: "),
+        "{evidence}"
+    );
     // The generator, on core 1, waited for the starved server: its own
     // threads did not fill their core.
     assert!(!mix["client_cpu"]["client_bound"].as_bool().expect("client_bound"));

@@ -5,7 +5,7 @@
 //! seconds for CPU time): CPU shares are ratios of time, so the unit
 //! cancels; everything else is a count or bytes.
 
-use crate::{CpuShares, DiskSample, HostSample, MemorySample, NicSample, ProcessSample};
+use crate::{CpuShares, DiskSample, HostSample, MemorySample, NicSample, ProcessSample, TopProcess, TOP_PROCESSES};
 use benchlab_results::round;
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -44,18 +44,35 @@ pub struct DiskCounters {
     pub io_seconds: f64,
 }
 
-/// The watched processes: CPU seconds and context switches per PID (a
-/// PID seen in one reading only counts from when it was first seen).
+/// The watched processes: CPU seconds per PID and context switches per
+/// thread (a PID or thread first seen in a reading counts whole: it was
+/// born inside the span).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProcessCounters {
     pub name: String,
-    /// PID → (user s, system s, context switches).
-    pub pids: BTreeMap<i32, (f64, f64, f64)>,
+    /// PID (a thread id for `of_threads`) → (user s, system s).
+    pub pids: BTreeMap<i32, (f64, f64)>,
+    /// Thread id → its context switches (voluntary + involuntary), every
+    /// thread of the watched processes: /proc/PID/status counts the main
+    /// thread's only. A thread that ended is gone with its switches.
+    pub switches: BTreeMap<i32, f64>,
     pub threads: u64,
     pub open_files: u64,
     pub cpus: Vec<u32>,
     /// `pids` are thread ids of one process.
     pub of_threads: bool,
+}
+
+/// A process that is neither watched nor benchlab's own, as read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OtherProcess {
+    /// Its name (`comm`; a kernel worker's changes with its work).
+    pub name: String,
+    /// When it started (clock ticks since boot): a PID reused by another
+    /// process starts at another time.
+    pub started: u64,
+    /// CPU seconds, user and system.
+    pub cpu: f64,
 }
 
 /// Everything read at one instant.
@@ -73,6 +90,10 @@ pub struct Raw {
     pub listen_overflows: f64,
     pub listen_drops: f64,
     pub process: Option<ProcessCounters>,
+    /// Every other process (not watched, not benchlab's own), by PID: the
+    /// busiest become [`HostSample::top_processes`]. Empty where the source
+    /// lists none.
+    pub others: BTreeMap<i32, OtherProcess>,
 }
 
 impl Raw {
@@ -91,6 +112,7 @@ impl Raw {
             listen_overflows: 0.0,
             listen_drops: 0.0,
             process: None,
+            others: BTreeMap::new(),
         }
     }
 }
@@ -161,16 +183,15 @@ pub fn rates(host: &str, prev: &Raw, now: &Raw) -> HostSample {
         .collect();
     let process = now.process.as_ref().map(|p| {
         let (mut user, mut system, mut ctx) = (0.0, 0.0, 0.0);
-        for (pid, &(u, s, c)) in &p.pids {
+        let before = prev.process.as_ref();
+        for (pid, &(u, s)) in &p.pids {
             // A process born inside the span: everything it used is new.
-            let (u0, s0, c0) = prev
-                .process
-                .as_ref()
-                .and_then(|q| q.pids.get(pid))
-                .copied()
-                .unwrap_or((0.0, 0.0, 0.0));
+            let (u0, s0) = before.and_then(|q| q.pids.get(pid)).copied().unwrap_or((0.0, 0.0));
             user += (u - u0).max(0.0);
             system += (s - s0).max(0.0);
+        }
+        for (tid, &c) in &p.switches {
+            let c0 = before.and_then(|q| q.switches.get(tid)).copied().unwrap_or(0.0);
             ctx += (c - c0).max(0.0);
         }
         ProcessSample {
@@ -185,6 +206,28 @@ pub fn rates(host: &str, prev: &Raw, now: &Raw) -> HostSample {
             cpus: p.cpus.clone(),
         }
     });
+    // The busiest other processes: a PID reused by a process that started
+    // since counts from zero, like one born inside the span (not one whose
+    // name changed: a kernel worker renames itself with its work).
+    let mut top: Vec<TopProcess> = now
+        .others
+        .iter()
+        .map(|(&pid, p)| {
+            let cpu0 = prev
+                .others
+                .get(&pid)
+                .filter(|q| q.started == p.started)
+                .map_or(0.0, |q| q.cpu);
+            TopProcess {
+                pid,
+                name: p.name.clone(),
+                cpu: round((p.cpu - cpu0).max(0.0) / span, 4),
+            }
+        })
+        .filter(|t| t.cpu >= 0.01)
+        .collect();
+    top.sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(a.pid.cmp(&b.pid)));
+    top.truncate(TOP_PROCESSES);
     HostSample {
         host: host.to_string(),
         unix_ms: now.at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
@@ -200,6 +243,7 @@ pub fn rates(host: &str, prev: &Raw, now: &Raw) -> HostSample {
         listen_overflows_per_sec: rate(prev.listen_overflows, now.listen_overflows),
         listen_drops_per_sec: rate(prev.listen_drops, now.listen_drops),
         process,
+        top_processes: top,
     }
 }
 
@@ -219,7 +263,8 @@ mod tests {
         a.context_switches = 1000.0;
         a.process = Some(ProcessCounters {
             name: "nginx".into(),
-            pids: [(1, (1.0, 1.0, 10.0))].into(),
+            pids: [(1, (1.0, 1.0))].into(),
+            switches: [(1, 10.0), (3, 50.0)].into(),
             ..ProcessCounters::default()
         });
         let mut b = a.clone();
@@ -230,17 +275,54 @@ mod tests {
         b.context_switches = 3000.0;
         b.process = Some(ProcessCounters {
             name: "nginx".into(),
-            pids: [(1, (2.0, 1.5, 30.0)), (2, (0.5, 0.5, 10.0))].into(),
+            pids: [(1, (2.0, 1.5)), (2, (0.5, 0.5))].into(),
+            // Threads 1 and 3 of process 1 were there before, 2 is new.
+            switches: [(1, 30.0), (2, 10.0), (3, 70.0)].into(),
             ..ProcessCounters::default()
         });
+        let other = |name: &str, started: u64, cpu: f64| OtherProcess {
+            name: name.into(),
+            started,
+            cpu,
+        };
+        a.others = [
+            (10, other("stress", 100, 5.0)),
+            (11, other("make", 100, 1.0)),
+            (14, other("kworker/0:1-events", 1, 30.0)),
+        ]
+        .into();
+        b.others = [
+            (10, other("stress", 100, 7.0)),
+            (11, other("sh", 200, 0.5)),
+            (12, other("cc1", 200, 0.3)),
+            (13, other("idle", 200, 0.0)),
+            (14, other("kworker/0:1-mm_percpu_wq", 1, 30.2)),
+        ]
+        .into();
         let s = rates("h", &a, &b);
+        let top: Vec<(i32, &str, f64)> = s
+            .top_processes
+            .iter()
+            .map(|t| (t.pid, t.name.as_str(), t.cpu))
+            .collect();
+        // PID 11 is another process now (it started since): counted whole;
+        // the kernel worker renamed itself but is the same process.
+        assert_eq!(
+            top,
+            [
+                (10, "stress", 1.0),
+                (11, "sh", 0.25),
+                (12, "cc1", 0.15),
+                (14, "kworker/0:1-mm_percpu_wq", 0.1)
+            ]
+        );
         assert_eq!(s.interval_s, 2.0);
         assert_eq!(s.context_switches_per_sec, 1000.0);
         assert_eq!((s.cpu.user, s.cpu.system, s.cpu.idle), (50.0, 30.0, 20.0));
         let p = s.process.expect("watched");
         assert_eq!(
             (p.processes, p.cpu_user, p.cpu_system, p.context_switches_per_sec),
-            (2, 0.75, 0.5, 15.0)
+            (2, 0.75, 0.5, 25.0)
         );
     }
 }

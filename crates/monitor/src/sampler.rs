@@ -3,10 +3,10 @@
 //! `TcpExt` of /proc/net/netstat, and NIC link speeds in /sys — which are
 //! a line or a number each.
 
-use crate::raw::{rates, CpuCounters, DiskCounters, NicCounters, ProcessCounters, Raw};
+use crate::raw::{rates, CpuCounters, DiskCounters, NicCounters, OtherProcess, ProcessCounters, Raw};
 use crate::{HostSample, MemorySample, MonitorError};
 use procfs::{Current, CurrentSI};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The server process to watch.
@@ -134,38 +134,85 @@ fn read(watch: &Watch, ticks: f64) -> Result<Raw, MonitorError> {
         r.listen_overflows = overflows;
         r.listen_drops = drops;
     }
+    // One pass over /proc: every process's name and CPU time, for a watch
+    // by name and for the busiest other processes.
+    let all: Vec<(i32, OtherProcess)> = match procfs::process::all_processes() {
+        Ok(ps) => ps
+            .filter_map(Result::ok)
+            .take(MAX_PROCESSES)
+            .filter_map(|p| {
+                let st = p.stat().ok()?;
+                let cpu = (st.utime + st.stime) as f64 / ticks;
+                Some((
+                    p.pid,
+                    OtherProcess {
+                        name: st.comm,
+                        started: st.starttime,
+                        cpu,
+                    },
+                ))
+            })
+            .collect(),
+        Err(e) if matches!(watch, Watch::Name(_)) => return Err(MonitorError::proc("/proc", e)),
+        Err(_) => Vec::new(),
+    };
     r.process = match watch {
         Watch::Nothing => None,
         Watch::Pid(pid) => Some(processes(&pid.to_string(), [*pid].into_iter(), ticks)),
         Watch::Name(name) => {
             let comm = comm_of(name);
-            let pids: Vec<i32> = procfs::process::all_processes()
-                .map_err(|e| MonitorError::proc("/proc", e))?
-                .filter_map(Result::ok)
-                .filter(|p| p.stat().is_ok_and(|s| s.comm == comm))
-                .map(|p| p.pid)
-                .collect();
-            Some(processes(name, pids.into_iter(), ticks))
+            let pids = all.iter().filter(|(_, p)| p.name == comm).map(|(pid, _)| *pid);
+            Some(processes(name, pids, ticks))
         }
         Watch::Threads { pid, name } => Some(threads(*pid, name, ticks)),
     };
+    // The busiest others leave out the server (whatever its watch) and this
+    // process (the load generator, or the monitor itself).
+    let mut mine: BTreeSet<i32> = r.process.iter().flat_map(|p| p.pids.keys().copied()).collect();
+    mine.insert(std::process::id() as i32);
+    if let Watch::Threads { pid, .. } = watch {
+        mine.insert(*pid);
+    }
+    r.others = all.into_iter().filter(|(pid, _)| !mine.contains(pid)).collect();
     Ok(r)
 }
 
+/// Processes read per reading at most: the scan of /proc stays bounded on
+/// a host with very many (a busy host's busiest are rarely past it).
+const MAX_PROCESSES: usize = 16_384;
+
+/// Threads of the watched processes whose context switches are read per
+/// reading at most (each is a /proc/PID/task/TID/status).
+const MAX_THREADS: usize = 16_384;
+
 /// The counters of `pids` together (those that vanished while read are
-/// left out: they ended).
+/// left out: they ended): CPU per process, context switches per thread.
 fn processes(name: &str, pids: impl Iterator<Item = i32>, ticks: f64) -> ProcessCounters {
     let mut c = ProcessCounters {
         name: name.to_string(),
         ..ProcessCounters::default()
     };
-    let mut cpus = std::collections::BTreeSet::new();
+    let mut cpus = BTreeSet::new();
     for pid in pids {
         let Ok(p) = procfs::process::Process::new(pid) else {
             continue;
         };
         let Ok(stat) = p.stat() else { continue };
-        c.pids.insert(pid, task(&stat, p.status().ok(), ticks, &mut cpus));
+        // The process's stat counts all its threads' CPU (those that ended
+        // too); its status's switches are the main thread's alone, so each
+        // thread's are read.
+        c.pids.insert(pid, cpu_of(&stat, ticks));
+        if let Ok(status) = p.status() {
+            add_cpus(&status, &mut cpus);
+        }
+        for t in p.tasks().into_iter().flatten().filter_map(Result::ok) {
+            if c.switches.len() >= MAX_THREADS {
+                break;
+            }
+            if let Ok(status) = t.status() {
+                c.switches.insert(t.tid, switches_of(&status));
+            }
+        }
         c.threads += stat.num_threads.max(0) as u64;
         c.open_files += p.fd_count().unwrap_or(0) as u64;
     }
@@ -173,21 +220,21 @@ fn processes(name: &str, pids: impl Iterator<Item = i32>, ticks: f64) -> Process
     c
 }
 
-/// One task's (a process's or a thread's) CPU seconds and context
-/// switches; adds the CPUs it may run on to `cpus`.
-fn task(
-    stat: &procfs::process::Stat,
-    status: Option<procfs::process::Status>,
-    ticks: f64,
-    cpus: &mut std::collections::BTreeSet<u32>,
-) -> (f64, f64, f64) {
-    let ctx = status.as_ref().map_or(0, |s| {
-        s.voluntary_ctxt_switches.unwrap_or(0) + s.nonvoluntary_ctxt_switches.unwrap_or(0)
-    });
-    for (a, b) in status.and_then(|s| s.cpus_allowed_list).unwrap_or_default() {
+/// A task's (a process's or a thread's) user and system CPU seconds.
+fn cpu_of(stat: &procfs::process::Stat, ticks: f64) -> (f64, f64) {
+    (stat.utime as f64 / ticks, stat.stime as f64 / ticks)
+}
+
+/// One task's context switches, voluntary and involuntary.
+fn switches_of(status: &procfs::process::Status) -> f64 {
+    (status.voluntary_ctxt_switches.unwrap_or(0) + status.nonvoluntary_ctxt_switches.unwrap_or(0)) as f64
+}
+
+/// Adds the CPUs a task may run on (its affinity) to `cpus`.
+fn add_cpus(status: &procfs::process::Status, cpus: &mut BTreeSet<u32>) {
+    for &(a, b) in status.cpus_allowed_list.iter().flatten() {
         cpus.extend(a..=b.min(a + 4096));
     }
-    (stat.utime as f64 / ticks, stat.stime as f64 / ticks, ctx as f64)
 }
 
 /// The counters of the threads of `pid` named `name`, keyed by thread id;
@@ -201,13 +248,17 @@ fn threads(pid: i32, name: &str, ticks: f64) -> ProcessCounters {
     let Ok(p) = procfs::process::Process::new(pid) else {
         return c;
     };
-    let mut cpus = std::collections::BTreeSet::new();
-    for t in p.tasks().into_iter().flatten().filter_map(Result::ok) {
+    let mut cpus = BTreeSet::new();
+    for t in p.tasks().into_iter().flatten().filter_map(Result::ok).take(MAX_THREADS) {
         let Ok(stat) = t.stat() else { continue };
         if stat.comm != name {
             continue;
         }
-        c.pids.insert(t.tid, task(&stat, t.status().ok(), ticks, &mut cpus));
+        c.pids.insert(t.tid, cpu_of(&stat, ticks));
+        if let Ok(status) = t.status() {
+            c.switches.insert(t.tid, switches_of(&status));
+            add_cpus(&status, &mut cpus);
+        }
         c.threads += 1;
     }
     c.open_files = p.fd_count().unwrap_or(0) as u64;
@@ -321,6 +372,123 @@ mod tests {
         spin.join().expect("join");
         assert_eq!((p.processes, p.threads, p.of_threads), (1, 1, true), "{p:?}");
         assert!(p.cpu_user + p.cpu_system > 0.0, "the spinning thread used CPU: {p:?}");
+    }
+
+    /// A child process killed and reaped on drop (a failed assertion
+    /// leaves nothing running).
+    struct Child(std::process::Child);
+
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// `python3 -c PROGRAM` with its stdin a pipe kept open.
+    fn python(program: &str) -> Child {
+        Child(
+            std::process::Command::new("python3")
+                .args(["-c", program])
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .expect("python3 (scripts/test.sh installs it)"),
+        )
+    }
+
+    /// Context switches of a task, from its status file.
+    fn switches_at(path: &str) -> f64 {
+        let status = std::fs::read_to_string(path).unwrap_or_default();
+        status
+            .lines()
+            .filter(|l| l.starts_with("voluntary_ctxt_switches:") || l.starts_with("nonvoluntary_ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .sum()
+    }
+
+    /// The switches of every thread of `pid`, summed, and of its main thread.
+    fn switches_of_tasks(pid: i32) -> (f64, f64) {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("task dir");
+        let all = tasks
+            .filter_map(Result::ok)
+            .map(|t| switches_at(&format!("{}/status", t.path().display())))
+            .sum();
+        (all, switches_at(&format!("/proc/{pid}/status")))
+    }
+
+    #[test]
+    fn a_watched_process_counts_the_switches_of_all_its_threads() {
+        // Four threads sleeping 1 ms at a time switch thousands of times a
+        // second; the main thread waits on stdin and hardly switches at all.
+        let child = python(
+            "import sys, threading, time\n\
+             def nap():\n    while True: time.sleep(0.001)\n\
+             for _ in range(4): threading.Thread(target=nap, daemon=True).start()\n\
+             sys.stdin.read()\n",
+        );
+        let pid = child.0.id() as i32;
+        let started = std::time::Instant::now();
+        while std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count()) < 5 {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "the threads never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let mut s = Sampler::new("here", Watch::Pid(pid)).expect("/proc");
+        let (all0, main0) = switches_of_tasks(pid);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let (all1, main1) = switches_of_tasks(pid);
+        let h = s.sample().expect("sample");
+        let p = h.process.expect("watched");
+        // The monitor's span holds this one: at least the threads' sum
+        // (less the rounding of a rate and a span), far above the main
+        // thread's alone.
+        let counted = p.context_switches_per_sec * h.interval_s;
+        let (all, main) = (all1 - all0, main1 - main0);
+        assert!(all > 100.0, "the threads slept: {all} switches");
+        assert!(
+            counted >= all * 0.99,
+            "{counted} switches counted, {all} over the threads"
+        );
+        assert!(
+            counted > main * 10.0 + 50.0,
+            "{counted} switches counted, {main} of the main thread"
+        );
+        assert_eq!(p.threads, 5, "{p:?}");
+    }
+
+    #[test]
+    fn the_busiest_other_processes_leave_out_the_watched_and_this_one() {
+        let burner = python("while True: pass\n");
+        let pid = burner.0.id() as i32;
+        let ticks = procfs::ticks_per_second().max(1) as f64;
+        let started = std::time::Instant::now();
+        let cpu = || {
+            read(&Watch::Nothing, ticks)
+                .expect("/proc")
+                .others
+                .get(&pid)
+                .map_or(0.0, |p| p.cpu)
+        };
+        while cpu() < 0.05 {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "the burner never ran"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let r = read(&Watch::Nothing, ticks).expect("/proc");
+        let me = std::process::id() as i32;
+        assert!(
+            r.others.get(&pid).is_some_and(|p| p.name.starts_with("python3")),
+            "{:?}",
+            r.others.get(&pid)
+        );
+        assert!(!r.others.contains_key(&me));
+        let r = read(&Watch::Pid(pid), ticks).expect("/proc");
+        assert!(!r.others.contains_key(&pid) && !r.others.contains_key(&me));
+        assert!(r.process.is_some_and(|p| p.pids.contains_key(&pid)));
     }
 
     #[test]

@@ -64,7 +64,11 @@ impl SampleStore {
 
     /// Adds a sample received as JSON (a remote monitor's message).
     pub fn push_json(&self, bytes: &[u8]) -> Result<(), MonitorError> {
-        self.push(serde_json::from_slice(bytes)?);
+        let mut sample: HostSample = serde_json::from_slice(bytes)?;
+        // A peer's list is kept to what a local sample holds: a window's
+        // mean ranks these lists against each other.
+        sample.top_processes.truncate(crate::TOP_PROCESSES);
+        self.push(sample);
         Ok(())
     }
 
@@ -228,6 +232,18 @@ mod tests {
             .expect("valid sample");
         assert_eq!(s.all().len(), 5);
         assert!(s.push_json(b"{").is_err());
+        // A peer listing more busiest processes than a sample holds: cut.
+        let mut many = at(6000);
+        many.top_processes = (0..50)
+            .map(|pid| crate::TopProcess {
+                pid,
+                name: "p".into(),
+                cpu: 0.5,
+            })
+            .collect();
+        s.push_json(&serde_json::to_vec(&many).expect("JSON"))
+            .expect("valid sample");
+        assert_eq!(s.all()[5].top_processes.len(), crate::TOP_PROCESSES);
     }
 
     #[test]

@@ -20,10 +20,18 @@
 //! the noise), otherwise at NEW's lightest load that reaches BASE's peak
 //! requests/s (matched throughput) — never at a load where NEW is simply
 //! doing more work, which in a closed loop costs latency by itself.
+//!
+//! A mix that measured the client, not the server, gates nothing: where its
+//! verdict (in either run) says the load generator was saturated
+//! ("client-bound") or that client and server shared one machine's cores
+//! ("co-located"), its figures are compared and marked, and a figure worse
+//! beyond the limit and the noise is printed as not gated, never a
+//! regression ([`not_gated`]).
 
 use crate::analysis::{self, Verdict};
 use crate::analyze::phase_mixes;
 use crate::Run;
+use benchlab_results::resources::{HostRole, Limit};
 use benchlab_results::MixResult;
 use serde::Serialize;
 
@@ -47,6 +55,9 @@ pub struct MixRatio {
     pub p99: Option<f64>,
     pub base_errors: u64,
     pub new_errors: u64,
+    /// Why these figures gate nothing (`client-bound`, `co-located`, from
+    /// either run's verdict); `None` when they gate.
+    pub not_gated: Option<String>,
 }
 
 /// Where the noise of one side's figure came from.
@@ -120,6 +131,11 @@ pub struct PhaseComparison {
     pub p99_regressed: bool,
     pub peak_check: Check,
     pub p99_check: Check,
+    /// Why the peak's figures gate nothing ([`not_gated`] of BASE's or
+    /// NEW's peak mix); `None` when they gate.
+    pub peak_not_gated: Option<String>,
+    /// The same for the two mixes whose p99 was compared.
+    pub p99_not_gated: Option<String>,
 }
 
 /// BASE against NEW.
@@ -138,8 +154,14 @@ pub struct Comparison {
     pub regressions: Vec<String>,
     /// Where NEW is better than BASE beyond the limit and the noise.
     pub improvements: Vec<String>,
+    /// Figures worse beyond the limit and the noise in mixes that gate
+    /// nothing (client-bound, co-located): said, never a regression.
+    pub not_gated: Vec<String>,
     /// Phases only one run has, different suites, unknown noise.
     pub notes: Vec<String>,
+    /// Each run's phase names, in order (to say why none matched).
+    pub base_phases: Vec<String>,
+    pub new_phases: Vec<String>,
 }
 
 impl Comparison {
@@ -147,6 +169,31 @@ impl Comparison {
     pub fn regressed(&self) -> bool {
         !self.regressions.is_empty()
     }
+}
+
+/// Why mix `m`'s figures cannot gate a comparison: its verdict says the
+/// load generator was saturated (`client-bound`: the mix measured the
+/// client), or that client and server shared one machine's cores
+/// (`co-located`: either may have set the figures, and a neighbour's load
+/// moves them). `None` for a mix that gates — or one not monitored, whose
+/// verdict is unknown, unless its own client CPU was saturated.
+pub fn not_gated(m: &MixResult) -> Option<&'static str> {
+    let verdict = m.resources.as_ref();
+    if m.client_cpu.client_bound
+        || verdict.is_some_and(|r| r.verdict.client_saturated || r.verdict.limit == Limit::Client)
+    {
+        return Some("client-bound");
+    }
+    verdict
+        .is_some_and(|r| {
+            r.verdict.limit == Limit::SharedCores || r.hosts.iter().any(|h| h.role == HostRole::ServerAndClient)
+        })
+        .then_some("co-located")
+}
+
+/// [`not_gated`] of either of two mixes (BASE's reason first).
+fn either_not_gated(a: &MixResult, b: &MixResult) -> Option<String> {
+    not_gated(a).or_else(|| not_gated(b)).map(String::from)
 }
 
 /// The default confidence of `benchlab compare`.
@@ -388,21 +435,19 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
             base.results.suite.name, new.results.suite.name
         ));
     }
-    // With a single phase each but different names, compare them anyway.
-    let pairs: Vec<(&String, &Vec<&MixResult>, &Vec<&MixResult>)> = if bp.len() == 1 && np.len() == 1 {
-        vec![(&bp[0].0, &bp[0].1, &np[0].1)]
-    } else {
-        bp.iter()
-            .filter_map(|(n, b)| np.iter().find(|(m, _)| m == n).map(|(_, nm)| (n, b, nm)))
-            .collect()
-    };
+    // Phases are matched by name only: a `static` phase against a `demo`
+    // one compares different work, so no name in common compares nothing.
+    let pairs: Vec<(&String, &Vec<&MixResult>, &Vec<&MixResult>)> = bp
+        .iter()
+        .filter_map(|(n, b)| np.iter().find(|(m, _)| m == n).map(|(_, nm)| (n, b, nm)))
+        .collect();
     for (n, _) in &bp {
-        if !np.iter().any(|(m, _)| m == n) && pairs.len() > 1 {
+        if !np.iter().any(|(m, _)| m == n) && !pairs.is_empty() {
             notes.push(format!("Phase {n:?} is only in {}.", base.label));
         }
     }
     for (n, _) in &np {
-        if !bp.iter().any(|(m, _)| m == n) && pairs.len() > 1 {
+        if !bp.iter().any(|(m, _)| m == n) && !pairs.is_empty() {
             notes.push(format!("Phase {n:?} is only in {}.", new.label));
         }
     }
@@ -410,6 +455,7 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
     let mut phases = Vec::new();
     let mut regressions = Vec::new();
     let mut improvements = Vec::new();
+    let mut ungated = Vec::new();
     let limit = format!("{:.1} %", max_regression * 100.0);
     for (name, bm, nm) in pairs {
         for b in bm.iter() {
@@ -435,6 +481,7 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
                 p99: analysis::ratio(nf.latency_us.p99 as f64, bf.latency_us.p99 as f64),
                 base_errors: bf.errors_total,
                 new_errors: nf.errors_total,
+                not_gated: either_not_gated(b, n),
             });
         }
         let br: Vec<f64> = bm.iter().map(|m| m.figures.requests_per_sec).collect();
@@ -499,13 +546,22 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
             p99_check.ratio.map(pct).unwrap_or_else(|| "n/a".into()),
             check_text(&p99_check)
         );
-        for (c, line, sign) in [(&peak_check, peak_line, '−'), (&p99_check, p99_line, '+')] {
-            match c.verdict {
-                Verdict::Regressed => {
+        let peak_not_gated = either_not_gated(b, n);
+        let p99_not_gated = either_not_gated(b, n99);
+        for (c, line, sign, why) in [
+            (&peak_check, peak_line, '−', &peak_not_gated),
+            (&p99_check, p99_line, '+', &p99_not_gated),
+        ] {
+            match (c.verdict, why) {
+                (Verdict::Regressed, None) => {
                     regressions.push(format!("{line} — beyond the {sign}{limit} limit and the noise"))
                 }
-                Verdict::Improved => improvements.push(line),
-                Verdict::Unchanged => {}
+                (Verdict::Regressed, Some(why)) => ungated.push(format!(
+                    "{line} — beyond the {sign}{limit} limit and the noise, not gated: {why}"
+                )),
+                (Verdict::Improved, None) => improvements.push(line),
+                (Verdict::Improved, Some(why)) => improvements.push(format!("{line} (not gated: {why})")),
+                (Verdict::Unchanged, _) => {}
             }
             if c.low.is_none() && c.ratio.is_some() && !notes.iter().any(|n| n.starts_with("The noise")) {
                 notes.push(
@@ -531,10 +587,26 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
             p99_regressed: p99_check.verdict == Verdict::Regressed,
             peak_check,
             p99_check,
+            peak_not_gated,
+            p99_not_gated,
         });
     }
     if phases.is_empty() {
         notes.push("No phase in common: nothing to compare.".into());
+    }
+    if mixes.iter().any(|m| m.not_gated.is_some()) {
+        let listed: Vec<String> = mixes
+            .iter()
+            .filter_map(|m| {
+                let why = m.not_gated.as_deref()?;
+                Some(format!("{} mix {}/{} ({why})", m.phase, m.base_mix, m.new_mix))
+            })
+            .collect();
+        notes.push(format!(
+            "Not gated: {} — a client-bound mix measured the load generator, a co-located one shared its cores with \
+             the server; their figures are compared but never a regression. Run the load from another machine.",
+            listed.join(", ")
+        ));
     }
     Comparison {
         base: base.label.clone(),
@@ -545,7 +617,10 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
         phases,
         regressions,
         improvements,
+        not_gated: ungated,
         notes,
+        base_phases: bp.iter().map(|(n, _)| n.clone()).collect(),
+        new_phases: np.iter().map(|(n, _)| n.clone()).collect(),
     }
 }
 
@@ -649,6 +724,88 @@ mod tests {
         assert!(
             c.phases[0].p99_regressed && c.regressions[0].contains("p99 at the peak load"),
             "{c:?}"
+        );
+    }
+
+    /// Mix `i` of `r` monitored with this verdict, on a host of `role`.
+    fn monitored(r: &mut Run, i: usize, role: HostRole, limit: Limit, client_saturated: bool) {
+        use benchlab_results::resources::{HostResources, MixResources, Verdict as Said};
+        r.results.mixes[i].resources = Some(MixResources {
+            hosts: vec![HostResources {
+                host: "box".into(),
+                role,
+                source: "local".into(),
+                seconds: Vec::new(),
+                average: None,
+                context_switches_per_request: None,
+            }],
+            verdict: Said {
+                limit,
+                summary: String::new(),
+                evidence: Vec::new(),
+                client_saturated,
+            },
+        });
+    }
+
+    #[test]
+    fn client_bound_and_co_located_mixes_are_compared_but_never_gate() {
+        let q: &[u64] = &[1000, 1000, 1000];
+        let base = run("base", &[(8, 1000.0, 10_000, q)]);
+        let new = run("new", &[(8, 1000.0, 16_800, q)]);
+        let c = compare_runs(&base, &new, 0.05);
+        assert!(c.regressed() && c.phases[0].p99_regressed, "{c:?}");
+        assert_eq!((c.mixes[0].not_gated.as_deref(), c.not_gated.len()), (None, 0));
+        // Either run's verdict on one box: co-located.
+        for side in 0..2 {
+            let (mut b, mut n) = (base.clone(), new.clone());
+            let r = if side == 0 { &mut b } else { &mut n };
+            monitored(r, 0, HostRole::ServerAndClient, Limit::Software, false);
+            let c = compare_runs(&b, &n, 0.05);
+            assert!(!c.regressed(), "{c:?}");
+            assert!(c.phases[0].p99_regressed, "the figure is still worse: {c:?}");
+            assert_eq!(c.phases[0].p99_not_gated.as_deref(), Some("co-located"));
+            assert_eq!(c.mixes[0].not_gated.as_deref(), Some("co-located"));
+            assert_eq!(c.not_gated.len(), 1, "{:?}", c.not_gated);
+            assert!(c.not_gated[0].ends_with("not gated: co-located"), "{:?}", c.not_gated);
+            assert!(
+                c.notes
+                    .iter()
+                    .any(|n| n.starts_with("Not gated: p mix 1/1 (co-located)")),
+                "{:?}",
+                c.notes
+            );
+        }
+        // A saturated generator, on its own machine: client-bound.
+        let mut n = new.clone();
+        monitored(&mut n, 0, HostRole::Server, Limit::ServerCpu, true);
+        let c = compare_runs(&base, &n, 0.05);
+        assert!(!c.regressed());
+        assert_eq!(c.phases[0].p99_not_gated.as_deref(), Some("client-bound"));
+        let mut n = new.clone();
+        n.results.mixes[0].client_cpu.client_bound = true;
+        assert_eq!(
+            compare_runs(&base, &n, 0.05).mixes[0].not_gated.as_deref(),
+            Some("client-bound")
+        );
+        // A server on its own machine, not saturated by its client: gates.
+        let mut n = new.clone();
+        monitored(&mut n, 0, HostRole::Server, Limit::ServerCpu, false);
+        assert!(compare_runs(&base, &n, 0.05).regressed());
+    }
+
+    #[test]
+    fn phases_are_matched_by_name_only() {
+        let q: &[u64] = &[1000, 1000, 1000];
+        let base = run("base", &[(8, 1000.0, 10_000, q)]);
+        let mut new = run("new", &[(8, 500.0, 10_000, q)]);
+        new.results.phases[0].name = "demo".into();
+        new.results.mixes[0].phase = "demo".into();
+        let c = compare_runs(&base, &new, 0.05);
+        assert!(c.phases.is_empty() && c.mixes.is_empty() && !c.regressed(), "{c:?}");
+        assert_eq!(
+            (c.base_phases, c.new_phases),
+            (vec!["p".to_string()], vec!["demo".to_string()])
         );
     }
 

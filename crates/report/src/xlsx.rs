@@ -1610,6 +1610,54 @@ mod tests {
         assert!(resources_table(&[run("a", &[("demo", 2)])], false).rows.is_empty());
     }
 
+    #[test]
+    fn the_network_figures_show_the_nic_that_carried_the_load() {
+        use benchlab_results::resources::*;
+        // A loopback run: lo carried 8,218 Mbit/s, eth0 the machine's own
+        // 0.6 Mbit/s.
+        let mut r = monitored();
+        let client = r.results.mixes[1].client_cpu.clone();
+        let res = r.results.mixes[1].resources.as_mut().expect("monitored");
+        let avg = res.hosts[0].average.as_mut().expect("average");
+        avg.nics = vec![
+            NicSample {
+                name: "eth0".into(),
+                rx_bytes_per_sec: 40_000.0,
+                tx_bytes_per_sec: 75_000.0,
+                speed_mbit: Some(1000),
+                ..NicSample::default()
+            },
+            NicSample {
+                name: "lo".into(),
+                rx_bytes_per_sec: 1_027_250_000.0,
+                tx_bytes_per_sec: 1_027_250_000.0,
+                ..NicSample::default()
+            },
+        ];
+        res.verdict = verdict(Some(avg), true, &client, &GeneratorCores::default());
+        let runs = [r];
+        let t = resources_table(&runs, false);
+        let col = |name: &str| t.header.iter().position(|h| h == name).expect("column");
+        assert_eq!(t.rows[0][col("nic")], Cell::Text("lo".into()));
+        assert_eq!(t.rows[0][col("nic_mbit_per_sec")], Cell::Num(8218.0));
+        assert_eq!(t.rows[0][col("nic_speed_mbit")], Cell::Blank);
+        let html = crate::render_html(&runs, &crate::ReportOptions::default());
+        assert!(
+            html.contains("<td>lo 8,218.0 Mbit/s</td>"),
+            "the table's network column"
+        );
+        assert!(!html.contains("<td>eth0 0.6"), "the table's network column");
+        assert!(html.contains("NIC lo carried the load: 8,218.0 Mbit/s (link speed unknown)"));
+        let point = html
+            .split(r#"data-chart="resources.nic.mbit_per_sec""#)
+            .nth(1)
+            .and_then(|rest| rest.split('>').next())
+            .expect("the network chart's point");
+        assert!(point.contains(r#"data-y="8218""#), "the chart's point: {point}");
+        assert!(point.contains("lo 8,218.0 Mbit/s"), "the chart's tip: {point}");
+        assert!(!html.contains("eth0 0.6 Mbit/s"), "nowhere");
+    }
+
     /// The headline of `runs`' report page.
     fn headline(runs: &[Run]) -> String {
         let html = crate::render_html(runs, &crate::ReportOptions::default());

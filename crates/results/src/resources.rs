@@ -82,17 +82,23 @@ impl CpuShares {
 
     /// The mean of several sets' shares (equal weights: cores of one host).
     pub fn mean<'a>(all: impl IntoIterator<Item = &'a CpuShares>) -> CpuShares {
+        Self::weighted_mean(all.into_iter().map(|c| (c, 1.0)))
+    }
+
+    /// The mean of several spans' shares, each weighing its length (seconds
+    /// of a window: a short catch-up span counts for what it covers).
+    pub fn weighted_mean<'a>(all: impl IntoIterator<Item = (&'a CpuShares, f64)>) -> CpuShares {
         let mut m = CpuShares::default();
         let mut n = 0.0;
-        for c in all {
-            m.user += c.user;
-            m.system += c.system;
-            m.iowait += c.iowait;
-            m.irq += c.irq;
-            m.softirq += c.softirq;
-            m.steal += c.steal;
-            m.idle += c.idle;
-            n += 1.0;
+        for (c, w) in all {
+            m.user += c.user * w;
+            m.system += c.system * w;
+            m.iowait += c.iowait * w;
+            m.irq += c.irq * w;
+            m.softirq += c.softirq * w;
+            m.steal += c.steal * w;
+            m.idle += c.idle * w;
+            n += w;
         }
         if n > 0.0 {
             for v in [
@@ -142,6 +148,11 @@ impl NicSample {
         self.rx_bytes_per_sec.max(self.tx_bytes_per_sec) * 8.0 / 1e6
     }
 
+    /// Both directions together, bytes per second: what the NIC carried.
+    pub fn bytes_per_sec(&self) -> f64 {
+        self.rx_bytes_per_sec + self.tx_bytes_per_sec
+    }
+
     /// The busier direction as a percentage of the link speed, when known.
     pub fn link_percent(&self) -> Option<f64> {
         self.speed_mbit
@@ -187,13 +198,30 @@ pub struct ProcessSample {
     pub cpu_system: f64,
     pub threads: u64,
     pub open_files: u64,
-    /// Context switches of its threads per second (voluntary: waits for
-    /// I/O; involuntary: preempted).
+    /// Context switches of all its threads per second (voluntary: waits
+    /// for I/O; involuntary: preempted), summed over the threads alive at
+    /// each reading: a thread that ended inside a span takes its last
+    /// switches with it.
     pub context_switches_per_sec: f64,
     /// CPUs its processes may run on (their affinity), ascending: the
     /// cores whose load [`verdict`] judges the server by.
     pub cpus: Vec<u32>,
 }
+
+/// A process by the CPU it used over a span: the host's busiest processes
+/// besides the watched server and benchlab's own, so that a verdict can
+/// name what else kept a busy machine busy (another tenant, a build).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TopProcess {
+    pub pid: i32,
+    /// Its name (`comm`, as `ps` shows it).
+    pub name: String,
+    /// CPU seconds per second, user and system (1.0 is one core).
+    pub cpu: f64,
+}
+
+/// How many of the busiest other processes a sample keeps.
+pub const TOP_PROCESSES: usize = 5;
 
 /// One second of a monitored host: counters turned into rates over the
 /// span since the previous sample, levels as read at its end.
@@ -224,6 +252,11 @@ pub struct HostSample {
     /// The watched server process; absent when none was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<ProcessSample>,
+    /// The busiest processes other than the watched server and benchlab's
+    /// own, most CPU first, at most [`TOP_PROCESSES`] (a local monitor
+    /// only: a node_exporter does not list processes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top_processes: Vec<TopProcess>,
 }
 
 impl HostSample {
@@ -244,16 +277,40 @@ impl HostSample {
         }
     }
 
-    /// The field-by-field mean of `samples` (a mix's average): rates and
+    /// The NIC that carried the load: the one with the most bytes, both
+    /// directions together (`lo` for a loopback run); `None` when no NIC
+    /// carried any. The report's network figures and the verdict name it.
+    pub fn load_nic(&self) -> Option<&NicSample> {
+        self.nics
+            .iter()
+            .filter(|n| n.bytes_per_sec() > 0.0)
+            .fold(None, |best: Option<&NicSample>, n| match best {
+                Some(b) if b.bytes_per_sec() >= n.bytes_per_sec() => Some(b),
+                _ => Some(n),
+            })
+    }
+
+    /// The mean of `samples` over their window (a mix's average), field by
+    /// field, each sample weighing its span (`interval_s`): a 0.002 s
+    /// catch-up sample counts for 0.002 s, not for a second. Rates and
     /// levels averaged, NICs and disks matched by name, the process's CPU
-    /// list taken from the last sample. `None` for no samples.
+    /// list taken from the last sample, the busiest other processes
+    /// re-ranked by their CPU over the window. `None` for no samples.
     pub fn mean(samples: &[HostSample]) -> Option<HostSample> {
         let last = samples.last()?;
-        let n = samples.len() as f64;
-        let avg = |f: &dyn Fn(&HostSample) -> f64| round(samples.iter().map(f).sum::<f64>() / n, 3);
+        // Spans of old results (or hand-made samples) may be missing: equal
+        // weights then.
+        let weights: Vec<f64> = if samples.iter().all(|s| s.interval_s > 0.0) {
+            samples.iter().map(|s| s.interval_s).collect()
+        } else {
+            vec![1.0; samples.len()]
+        };
+        let total: f64 = weights.iter().sum();
+        let weighted = || samples.iter().zip(weights.iter().copied());
+        let avg = |f: &dyn Fn(&HostSample) -> f64| round(weighted().map(|(s, w)| f(s) * w).sum::<f64>() / total, 3);
         let cores = samples.iter().map(|s| s.per_core.len()).min().unwrap_or(0);
         let per_core = (0..cores)
-            .map(|i| CpuShares::mean(samples.iter().map(|s| &s.per_core[i])))
+            .map(|i| CpuShares::weighted_mean(weighted().map(|(s, w)| (&s.per_core[i], w))))
             .collect();
         let nics = last
             .nics
@@ -261,12 +318,10 @@ impl HostSample {
             .map(|nic| {
                 let of = |f: &dyn Fn(&NicSample) -> f64| {
                     round(
-                        samples
-                            .iter()
-                            .filter_map(|s| s.nics.iter().find(|x| x.name == nic.name))
-                            .map(f)
+                        weighted()
+                            .filter_map(|(s, w)| s.nics.iter().find(|x| x.name == nic.name).map(|x| f(x) * w))
                             .sum::<f64>()
-                            / n,
+                            / total,
                         1,
                     )
                 };
@@ -286,12 +341,10 @@ impl HostSample {
             .map(|disk| {
                 let of = |f: &dyn Fn(&DiskSample) -> f64| {
                     round(
-                        samples
-                            .iter()
-                            .filter_map(|s| s.disks.iter().find(|x| x.name == disk.name))
-                            .map(f)
+                        weighted()
+                            .filter_map(|(s, w)| s.disks.iter().find(|x| x.name == disk.name).map(|x| f(x) * w))
                             .sum::<f64>()
-                            / n,
+                            / total,
                         2,
                     )
                 };
@@ -306,12 +359,15 @@ impl HostSample {
             })
             .collect();
         let process = last.process.as_ref().map(|p| {
-            let procs: Vec<&ProcessSample> = samples.iter().filter_map(|s| s.process.as_ref()).collect();
-            let k = procs.len().max(1) as f64;
-            let of = |f: &dyn Fn(&ProcessSample) -> f64| round(procs.iter().map(|p| f(p)).sum::<f64>() / k, 4);
+            let procs: Vec<(&ProcessSample, f64)> = weighted()
+                .filter_map(|(s, w)| s.process.as_ref().map(|p| (p, w)))
+                .collect();
+            let k: f64 = procs.iter().map(|(_, w)| w).sum();
+            let k = if k > 0.0 { k } else { 1.0 };
+            let of = |f: &dyn Fn(&ProcessSample) -> f64| round(procs.iter().map(|(p, w)| f(p) * w).sum::<f64>() / k, 4);
             ProcessSample {
                 name: p.name.clone(),
-                processes: procs.iter().map(|p| p.processes).max().unwrap_or(0),
+                processes: procs.iter().map(|(p, _)| p.processes).max().unwrap_or(0),
                 of_threads: p.of_threads,
                 cpu_user: of(&|p| p.cpu_user),
                 cpu_system: of(&|p| p.cpu_system),
@@ -321,11 +377,30 @@ impl HostSample {
                 cpus: p.cpus.clone(),
             }
         });
+        // A process counts for the spans it was among a sample's busiest
+        // (outside them it used less than the sample's last one listed).
+        let mut others: Vec<TopProcess> = Vec::new();
+        for (s, w) in weighted() {
+            for t in &s.top_processes {
+                match others.iter_mut().find(|o| o.pid == t.pid && o.name == t.name) {
+                    Some(o) => o.cpu += t.cpu * w,
+                    None => others.push(TopProcess {
+                        cpu: t.cpu * w,
+                        ..t.clone()
+                    }),
+                }
+            }
+        }
+        for o in &mut others {
+            o.cpu = round(o.cpu / total, 4);
+        }
+        others.sort_by(|a, b| b.cpu.total_cmp(&a.cpu).then(a.pid.cmp(&b.pid)));
+        others.truncate(TOP_PROCESSES);
         Some(HostSample {
             host: last.host.clone(),
             unix_ms: last.unix_ms,
             interval_s: round(samples.iter().map(|s| s.interval_s).sum::<f64>(), 3),
-            cpu: CpuShares::mean(samples.iter().map(|s| &s.cpu)),
+            cpu: CpuShares::weighted_mean(weighted().map(|(s, w)| (&s.cpu, w))),
             per_core,
             context_switches_per_sec: avg(&|s| s.context_switches_per_sec),
             interrupts_per_sec: avg(&|s| s.interrupts_per_sec),
@@ -340,6 +415,7 @@ impl HostSample {
             listen_overflows_per_sec: avg(&|s| s.listen_overflows_per_sec),
             listen_drops_per_sec: avg(&|s| s.listen_drops_per_sec),
             process,
+            top_processes: others,
         })
     }
 }
@@ -513,7 +589,16 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
         ));
     }
     let mut nic_full: Option<String> = None;
-    for nic in &s.nics {
+    // The NIC that carried the load first, and said to be (the report's
+    // network figures show the same one); a full link on any NIC counts.
+    let load_nic = s.load_nic().map(|n| n.name.as_str());
+    let nics = s
+        .nics
+        .iter()
+        .filter(|n| Some(n.name.as_str()) == load_nic)
+        .chain(s.nics.iter().filter(|n| Some(n.name.as_str()) != load_nic));
+    for nic in nics {
+        let carried = Some(nic.name.as_str()) == load_nic;
         match nic.link_percent() {
             Some(p) => {
                 let words = format!(
@@ -525,11 +610,16 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
                 if p > SATURATED_PERCENT && nic_full.is_none() {
                     nic_full = Some(words.clone());
                 }
-                evidence.push(words);
+                evidence.push(if carried {
+                    format!("{words}, the NIC that carried the load")
+                } else {
+                    words
+                });
             }
-            None if nic.mbit_per_sec() >= 1.0 => evidence.push(format!(
-                "NIC {} carried {} Mbit/s (link speed unknown)",
+            None if nic.mbit_per_sec() >= 1.0 || carried => evidence.push(format!(
+                "NIC {} carried {}{} Mbit/s (link speed unknown)",
                 nic.name,
+                if carried { "the load: " } else { "" },
                 benchlab_format::mbit_per_sec(nic.mbit_per_sec())
             )),
             None => {}
@@ -556,6 +646,53 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
         ));
     }
     let server_busy = cpu.busy() > SATURATED_PERCENT;
+    // Busy time that neither the watched server nor the generator used
+    // (another tenant, a build) would otherwise read as the server's: the
+    // busiest other processes are named where it mattered.
+    let judged = server_cpus.iter().filter(|&&c| (c as usize) < s.per_core.len()).count();
+    let judged = if judged == 0 { s.per_core.len() } else { judged };
+    let busy_cores = cpu.busy() / 100.0 * judged as f64;
+    let client_used = if one_box && overlap(&server_cpus, &generator.cpus) {
+        client.utilisation * client.cores as f64
+    } else {
+        0.0
+    };
+    let others = s
+        .process
+        .as_ref()
+        .filter(|_| judged > 0)
+        .map(|p| (busy_cores - p.cpu_user - p.cpu_system - client_used).max(0.0));
+    let tenant = others.is_none_or(|o| o >= 0.1 && o > 0.25 * busy_cores);
+    let name_others =
+        !s.top_processes.is_empty() && ((server_busy && tenant) || (client_saturated && !client.client_bound));
+    // Said in the summary after the limit: "; other processes used …".
+    let mut others_words = String::new();
+    if name_others {
+        let busiest = if s.process.is_some() {
+            "the busiest processes besides the watched server and benchlab"
+        } else {
+            "the busiest processes besides benchlab"
+        };
+        others_words = match others {
+            Some(o) => {
+                evidence.push(format!(
+                    "other processes used {} of the {} busy cores the server ran on",
+                    benchlab_format::fixed(o, 1),
+                    benchlab_format::fixed(busy_cores, 1)
+                ));
+                format!(
+                    "; other processes used {} of those cores: {}",
+                    benchlab_format::fixed(o, 1),
+                    top_words(&s.top_processes, 3)
+                )
+            }
+            None => format!("; {busiest}: {}", top_words(&s.top_processes, 3)),
+        };
+        evidence.push(format!(
+            "{busiest}, by CPU over the window: {}",
+            top_words(&s.top_processes, TOP_PROCESSES)
+        ));
+    }
     // The generator's own threads filling its cores is unambiguous; its
     // cores filled by other work is, unless the server's are full too (a
     // CPU-bound server on its own cores leaves a pinned generator idle, so
@@ -565,13 +702,14 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
         if one_box {
             w.push_str("; client and server share the cores");
         }
+        w.push_str(&others_words);
         (Limit::Client, w)
     } else if server_busy && client_saturated && one_box && overlap(&server_cpus, &generator.cpus) {
         (
             Limit::SharedCores,
             format!(
                 "client and server share the cores, {} % busy: either may have set the figures ({cpu_words}); run the \
-                 load from another machine",
+                 load from another machine{others_words}",
                 pct(cores_busy.max(cpu.busy()))
             ),
         )
@@ -583,6 +721,7 @@ pub fn verdict(server: Option<&HostSample>, one_box: bool, client: &ClientCpu, g
                 pct(cores_busy)
             ));
         }
+        w.push_str(&others_words);
         (Limit::ServerCpu, w)
     } else if let Some(w) = nic_full {
         (Limit::Network, format!("network-bound: {w}"))
@@ -612,6 +751,26 @@ fn client_summary(busy: f64) -> String {
         "load generator saturated ({} % of its cores): this mix measured the client, not the server",
         pct(busy)
     )
+}
+
+/// `stress (pid 4242) 98 % of a core, make (pid 77) 40 % of a core`: the
+/// first `n` of `top`. A process names itself (any bytes but NUL, up to
+/// 15, or a peer's longer), and the summary reaches the terminal: control
+/// characters become `?`, a name is cut at 32 characters.
+fn top_words(top: &[TopProcess], n: usize) -> String {
+    top.iter()
+        .take(n)
+        .map(|t| {
+            let name: String = t
+                .name
+                .chars()
+                .take(32)
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect();
+            format!("{name} (pid {}) {} % of a core", t.pid, pct(t.cpu * 100.0))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn pct(x: f64) -> String {
@@ -888,6 +1047,181 @@ mod tests {
         assert_eq!(m.nics[0].rx_bytes_per_sec, 20.0);
         assert_eq!(m.interval_s, 2.0);
         assert!(HostSample::mean(&[]).is_none());
+    }
+
+    #[test]
+    fn a_short_catch_up_sample_weighs_its_span_not_a_second() {
+        // Two full seconds at 1,000 switches/s and 10 % busy, then a 0.002 s
+        // catch-up span that happened to see 500,000/s and a full CPU.
+        let mut full = host(&[shares(5.0, 5.0)]);
+        full.context_switches_per_sec = 1000.0;
+        full.process = Some(ProcessSample {
+            cpu_user: 0.1,
+            context_switches_per_sec: 100.0,
+            ..ProcessSample::default()
+        });
+        full.nics = vec![NicSample {
+            name: "lo".into(),
+            rx_bytes_per_sec: 1000.0,
+            ..NicSample::default()
+        }];
+        let mut short = host(&[shares(50.0, 50.0)]);
+        short.interval_s = 0.002;
+        short.context_switches_per_sec = 500_000.0;
+        short.process = Some(ProcessSample {
+            cpu_user: 1.0,
+            context_switches_per_sec: 100_100.0,
+            ..ProcessSample::default()
+        });
+        short.nics = vec![NicSample {
+            name: "lo".into(),
+            rx_bytes_per_sec: 1_001_000.0,
+            ..NicSample::default()
+        }];
+        let m = HostSample::mean(&[full.clone(), full, short]).expect("three samples");
+        // (2 × 1,000 + 0.002 × 500,000) ÷ 2.002 = 1,498.5; unweighted 167,333.
+        assert_eq!(m.context_switches_per_sec, 1498.501);
+        // (2 × 10 + 0.002 × 100) ÷ 2.002 = 10.09 % busy; unweighted 40 %.
+        assert_eq!(round(m.cpu.busy(), 2), 10.09);
+        assert_eq!(round(m.per_core[0].busy(), 2), 10.09);
+        assert_eq!(m.nics[0].rx_bytes_per_sec, 1999.0);
+        let p = m.process.expect("watched");
+        assert_eq!((p.cpu_user, p.context_switches_per_sec), (0.1009, 199.9001));
+        assert_eq!(m.interval_s, 2.002);
+    }
+
+    #[test]
+    fn the_load_nic_is_the_one_with_the_most_bytes_and_the_verdict_says_so() {
+        let mut s = host(&[shares(10.0, 10.0)]);
+        s.nics = vec![
+            NicSample {
+                name: "eth0".into(),
+                rx_bytes_per_sec: 40_000.0,
+                tx_bytes_per_sec: 35_000.0, // 0.6 Mbit/s
+                speed_mbit: Some(1000),
+                ..NicSample::default()
+            },
+            NicSample {
+                name: "lo".into(),
+                rx_bytes_per_sec: 1_027_250_000.0, // 8,218 Mbit/s
+                tx_bytes_per_sec: 1_027_250_000.0,
+                ..NicSample::default()
+            },
+        ];
+        assert_eq!(s.load_nic().map(|n| n.name.as_str()), Some("lo"));
+        let v = verdict(Some(&s), true, &client(0.3, 1), &GeneratorCores::default());
+        assert_eq!(
+            v.evidence.iter().filter(|e| e.starts_with("NIC ")).collect::<Vec<_>>(),
+            [
+                "NIC lo carried the load: 8,218.0 Mbit/s (link speed unknown)",
+                "NIC eth0 at 0 % of 1000 Mbit/s"
+            ],
+            "{:?}",
+            v.evidence
+        );
+        // A remote client's run: eth0 carried it.
+        s.nics[1].rx_bytes_per_sec = 10.0;
+        s.nics[1].tx_bytes_per_sec = 10.0;
+        assert_eq!(s.load_nic().map(|n| n.name.as_str()), Some("eth0"));
+        let v = verdict(Some(&s), false, &client(0.3, 1), &GeneratorCores::default());
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e == "NIC eth0 at 0 % of 1000 Mbit/s, the NIC that carried the load"),
+            "{:?}",
+            v.evidence
+        );
+        s.nics.clear();
+        assert_eq!(s.load_nic(), None);
+    }
+
+    fn top(name: &str, pid: i32, cpu: f64) -> TopProcess {
+        TopProcess {
+            pid,
+            name: name.into(),
+            cpu,
+        }
+    }
+
+    #[test]
+    fn a_machine_busy_with_neither_names_the_busiest_other_processes() {
+        // Two cores 98 % busy; nginx used 0.3 of a core, the generator is
+        // elsewhere: 1.66 cores went to other work.
+        let mut s = host(&[shares(60.0, 38.0), shares(60.0, 38.0)]);
+        s.process = Some(ProcessSample {
+            name: "nginx".into(),
+            processes: 2,
+            cpu_user: 0.2,
+            cpu_system: 0.1,
+            ..ProcessSample::default()
+        });
+        s.top_processes = vec![top("stress-ng", 4242, 1.5), top("make", 77, 0.1)];
+        let v = verdict(Some(&s), false, &client(0.2, 1), &GeneratorCores::default());
+        assert_eq!(v.limit, Limit::ServerCpu);
+        assert!(
+            v.summary.ends_with(
+                "; other processes used 1.7 of those cores: stress-ng (pid 4242) 150 % of a core, make (pid 77) 10 % \
+                 of a core"
+            ),
+            "{}",
+            v.summary
+        );
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e == "other processes used 1.7 of the 2.0 busy cores the server ran on"),
+            "{:?}",
+            v.evidence
+        );
+        assert!(
+            v.evidence.iter().any(|e| e
+                == "the busiest processes besides the watched server and benchlab, by CPU over the window: stress-ng \
+                    (pid 4242) 150 % of a core, make (pid 77) 10 % of a core"),
+            "{:?}",
+            v.evidence
+        );
+        // A name with a terminal escape in it is shown without it.
+        s.top_processes[1].name = "make\u{1b}[2J".into();
+        let v = verdict(Some(&s), false, &client(0.2, 1), &GeneratorCores::default());
+        assert!(v.summary.ends_with("make?[2J (pid 77) 10 % of a core"), "{}", v.summary);
+        // The server itself used the cores: nothing else is named.
+        if let Some(p) = s.process.as_mut() {
+            p.cpu_user = 1.5;
+            p.cpu_system = 0.4;
+        }
+        let v = verdict(Some(&s), false, &client(0.2, 1), &GeneratorCores::default());
+        assert_eq!(v.limit, Limit::ServerCpu);
+        assert!(!v.summary.contains("other processes"), "{}", v.summary);
+        assert!(
+            !v.evidence.iter().any(|e| e.contains("busiest processes")),
+            "{:?}",
+            v.evidence
+        );
+        // One box: the generator's own CPU counts as accounted for too.
+        if let Some(p) = s.process.as_mut() {
+            p.cpu_user = 0.6;
+            p.cpu_system = 0.3;
+        }
+        let v = verdict(Some(&s), true, &client(0.9, 1), &GeneratorCores::default());
+        assert!(!v.summary.contains("other processes"), "{}", v.summary);
+        // An idle machine names nobody.
+        let mut idle = host(&[shares(10.0, 5.0)]);
+        idle.top_processes = vec![top("cron", 1, 0.01)];
+        let v = verdict(Some(&idle), false, &client(0.2, 1), &GeneratorCores::default());
+        assert!(!v.evidence.iter().any(|e| e.contains("busiest")), "{:?}", v.evidence);
+    }
+
+    #[test]
+    fn the_busiest_others_of_a_window_are_ranked_by_their_cpu_over_it() {
+        let mut a = host(&[shares(10.0, 10.0)]);
+        a.top_processes = vec![top("make", 7, 1.0), top("cc1", 8, 0.5)];
+        let mut b = host(&[shares(10.0, 10.0)]);
+        b.top_processes = vec![top("cc1", 8, 2.0), top("cc1", 9, 0.2)];
+        let m = HostSample::mean(&[a, b]).expect("two samples");
+        assert_eq!(
+            m.top_processes,
+            [top("cc1", 8, 1.25), top("make", 7, 0.5), top("cc1", 9, 0.1)]
+        );
     }
 
     #[test]

@@ -823,17 +823,12 @@ pub(crate) fn server_cpu(a: &benchlab_results::resources::HostSample) -> benchla
     a.cpu_of(a.process.as_ref().map(|p| p.cpus.as_slice()).unwrap_or(&[]))
 }
 
-/// The NIC that carried the most (loopback only when nothing else did).
+/// The NIC that carried the load (the most bytes; `lo` for a loopback
+/// run): the one the verdict names too.
 pub(crate) fn busiest_nic(
     a: &benchlab_results::resources::HostSample,
 ) -> Option<&benchlab_results::resources::NicSample> {
-    let by = |n: &&benchlab_results::resources::NicSample| n.mbit_per_sec();
-    a.nics
-        .iter()
-        .filter(|n| n.name != "lo")
-        .max_by(|x, y| by(x).total_cmp(&by(y)))
-        .filter(|n| n.mbit_per_sec() > 0.0)
-        .or_else(|| a.nics.iter().find(|n| n.name == "lo"))
+    a.load_nic()
 }
 
 /// Charts of the monitored server against load, beside requests/s: its
@@ -941,7 +936,7 @@ fn resource_charts(runs: &[Run], phase: &str, pi: usize, axis: LoadAxis) -> Vec<
     let mut c = mk(
         "network",
         format!("Network against link capacity — {phase}"),
-        "Mbit/s, busier direction of the busiest NIC",
+        "Mbit/s, busier direction of the NIC that carried the load",
         net,
     );
     let speed = runs

@@ -46,6 +46,12 @@ pub(super) fn comparison(c: &Comparison) -> Markup {
                     ul { @for r in &c.improvements { li { (r) } } }
                 }
             }
+            @if !c.not_gated.is_empty() {
+                div.verdict {
+                    "Worse beyond the limit and the noise, but not gated (the mix measured the client, or shared its cores with the server):"
+                    ul { @for r in &c.not_gated { li { (r) } } }
+                }
+            }
             @for n in &c.notes { div.note { (n) } }
             p.note {
                 "Each ratio is NEW ÷ BASE with the interval the noise leaves it (the spread of each mix's repeats, or of its seconds when it ran once). "
@@ -66,7 +72,9 @@ pub(super) fn comparison(c: &Comparison) -> Markup {
                         td.n { (int(p.new_p99_us)) " µs (mix " (p.new_p99_mix) ", " (basis_words(p.p99_basis)) ")" }
                         td.n { (interval(&p.p99_check)) }
                         td {
-                            @if p.peak_regressed || p.p99_regressed { span.flag { "regressed" } }
+                            @let why = p.peak_not_gated.as_ref().or(p.p99_not_gated.as_ref());
+                            @if (p.peak_regressed && p.peak_not_gated.is_none()) || (p.p99_regressed && p.p99_not_gated.is_none()) { span.flag { "regressed" } }
+                            @else if let Some(w) = why { span.flag { "not gated: " (w) } }
                             @else if p.peak_check.verdict == Verdict::Improved || p.p99_check.verdict == Verdict::Improved { span.ok { "improved" } }
                             @else { span.ok { "ok" } }
                         }
@@ -79,6 +87,7 @@ pub(super) fn comparison(c: &Comparison) -> Markup {
                     th { "phase" } th.n { "threads" } th.n { "clients" } th.n { "mix base/new" } th.n { "base requests/s" }
                     th.n { "new requests/s" } th.n { "requests/s" } th.n { "bytes/s" } th.n { "base p50 µs" } th.n { "new p50 µs" }
                     th.n { "p50" } th.n { "base p99 µs" } th.n { "new p99 µs" } th.n { "p99" } th.n { "errors base/new" }
+                    th { "gates" }
                 }
                 @for m in &c.mixes {
                     tr {
@@ -97,6 +106,7 @@ pub(super) fn comparison(c: &Comparison) -> Markup {
                         td.n { (int(m.new_p99_us)) }
                         td.n { (r3(m.p99)) }
                         td.n { (int(m.base_errors)) " / " (int(m.new_errors)) }
+                        td { @if let Some(w) = &m.not_gated { span.flag { "not gated: " (w) } } @else { "yes" } }
                     }
                 }
             } }
