@@ -401,7 +401,7 @@ pub fn compare_text(
             return (None, source);
         }
         (
-            benchlab_report::ratio_interval(n.mbit_per_s / b.mbit_per_s, &bv, &nv, confidence),
+            benchlab_results::noise::ratio_interval(n.mbit_per_s / b.mbit_per_s, &bv, &nv, confidence),
             source,
         )
     };
@@ -468,8 +468,8 @@ pub fn compare_text(
             (Some(b), Some(n)) if bp.mbit_per_s > 0.0 => {
                 let r = np.mbit_per_s / bp.mbit_per_s;
                 let (iv, source) = interval(&b, &n);
-                let v = benchlab_report::analysis::regressed(r, iv, true, max_regression);
-                regressed = v == benchlab_report::analysis::Verdict::Regressed;
+                let v = benchlab_results::noise::regressed(r, iv, true, max_regression);
+                regressed = v == benchlab_results::noise::Verdict::Regressed;
                 format!(
                     " ({} at {} confidence; noise from {}): {}",
                     range(iv),

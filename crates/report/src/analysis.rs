@@ -255,60 +255,7 @@ pub fn ratio(new: f64, base: f64) -> Option<f64> {
     (base > 0.0).then(|| new / base)
 }
 
-/// What `benchlab compare` says of one figure of NEW against BASE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Worse beyond both the limit and the noise.
-    Regressed,
-    /// Better beyond both the limit and the noise; never a regression.
-    Improved,
-    /// Within the limit or within the noise.
-    Unchanged,
-}
-
-impl Verdict {
-    pub fn word(self) -> &'static str {
-        match self {
-            Verdict::Regressed => "regressed",
-            Verdict::Improved => "improved",
-            Verdict::Unchanged => "unchanged",
-        }
-    }
-}
-
-/// The regression rule of `benchlab compare` for one figure: NEW ÷ BASE is
-/// `ratio`, and the noise of both runs puts it within `interval` (low,
-/// high) at the confidence used; `None` where the noise is unknown, and the
-/// limit alone decides. `higher_is_better` for a rate, not for a latency.
-/// NEW regressed only when even the end of the interval most favourable to
-/// it is worse than BASE by more than `max_regression` (a fraction);
-/// improved when even the least favourable end is better by more than it.
-pub fn regressed(ratio: f64, interval: Option<(f64, f64)>, higher_is_better: bool, max_regression: f64) -> Verdict {
-    let (low, high) = interval.unwrap_or((ratio, ratio));
-    let (best, worst) = if higher_is_better { (high, low) } else { (low, high) };
-    let worse = |x: f64| {
-        if higher_is_better {
-            x < 1.0 - max_regression
-        } else {
-            x > 1.0 + max_regression
-        }
-    };
-    let better = |x: f64| {
-        if higher_is_better {
-            x > 1.0 + max_regression
-        } else {
-            x < 1.0 - max_regression
-        }
-    };
-    if worse(best) {
-        Verdict::Regressed
-    } else if better(worst) {
-        Verdict::Improved
-    } else {
-        Verdict::Unchanged
-    }
-}
+pub use benchlab_results::noise::{regressed, Verdict};
 
 /// Mixes as prose: `mix 2`, `mixes 2 and 3`, `mixes 2, 3 and 5`.
 pub fn mixes_text(mixes: &[usize]) -> String {

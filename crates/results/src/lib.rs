@@ -19,6 +19,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+pub mod noise;
 pub mod resources;
 
 pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
