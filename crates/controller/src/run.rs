@@ -42,6 +42,11 @@ pub enum ControllerError {
         #[source]
         source: std::io::Error,
     },
+    /// Every remote agent a mix needs was lost before it: the run stops
+    /// (the mixes before it are kept) rather than run a mix without
+    /// clients.
+    #[error("the run stops before mix {mix}: {why}")]
+    ClientsLost { mix: usize, why: String },
     /// A client could not start (the mix's other clients were stopped).
     #[error("cannot start client {client}: {source}")]
     Driver {
@@ -816,6 +821,12 @@ fn run_mix(
     // the generator's too.
     let controller_cpu0 = sys::cpu_time(true);
     let machine0 = CpuTicks::now();
+    opts.clients
+        .clients_left(clients)
+        .map_err(|e| ControllerError::ClientsLost {
+            mix: mix.number,
+            why: e.to_string(),
+        })?;
     // Every client starts at the same wall-clock instant (after its own
     // delay); give the threads time to be created first.
     let lead = opts
@@ -1311,6 +1322,18 @@ fn generator_cpu(reports: &[&ClientReport], controller: (Duration, Duration), co
     ClientCpu::measure(user, system, wall, cores, completed)
 }
 
+/// Whether a mix measured less than its window: its clients stopped early
+/// (every one lost, the controller stopped or suspended), or seconds of
+/// the window never came from any client. Such a mix is `partial`: its
+/// figures hold, over the shorter time, but it is not the whole mix. A
+/// tenth of a second is the slack of a client's own stop.
+fn window_cut(window_s: f64, (from, until): (Duration, Duration), seconds: &[SecondResult]) -> bool {
+    let planned = until.saturating_sub(from);
+    let whole_seconds = planned.as_secs();
+    let in_window = seconds.iter().filter(|s| s.in_window).count() as u64;
+    window_s + 0.1 < planned.as_secs_f64() || in_window < whole_seconds
+}
+
 /// A mix's result from how its clients ended (`plans`: theirs, in client
 /// order). A lost client keeps its number and its row, marked out of the
 /// mix; its figures are those of the seconds it sent inside the window,
@@ -1318,11 +1341,11 @@ fn generator_cpu(reports: &[&ClientReport], controller: (Duration, Duration), co
 fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPlan], driven: &Driven) -> MixResult {
     let p = &mix.params;
     let (from, until) = mix.window();
-    let partial = driven.partial;
     let reports: Vec<&ClientReport> = driven.reports().collect();
     // The window measured: to its end, or to the stop of a partial mix.
     let elapsed = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
     let window_s = (until.min(elapsed).saturating_sub(from)).as_secs_f64();
+    let partial = driven.partial || window_cut(window_s, (from, until), &driven.seconds);
     let mut merged = Stats::new(phase.classes.len());
     let mut client_data = Vec::with_capacity(driven.clients.len());
     let mut in_flight = 0;
