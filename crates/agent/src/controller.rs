@@ -459,7 +459,11 @@ impl Service {
                     }
                 }
             };
-            shared.log(format!("monitor of {host} gone: {why}"));
+            if shared.state().ending {
+                shared.log(format!("monitor of {host}: session ended with the run"));
+            } else {
+                shared.log(format!("monitor of {host} gone: {why}"));
+            }
             let mut st = shared.state();
             st.monitors_connected.remove(&host);
             st.monitor_tx.remove(&host);

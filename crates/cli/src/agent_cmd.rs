@@ -136,7 +136,7 @@ pub fn run(a: AgentArgs) -> Result<Outcome, CliError> {
     eprintln!("benchlab agent {index}: connecting to {}", a.controller);
     match benchlab_agent::run_agent(&opts, &|line| eprintln!("benchlab {line}")) {
         Ok(()) => {
-            eprintln!("benchlab agent {index}: the run ended; the controller closed the session");
+            eprintln!("benchlab agent {index}: the controller ended the session: the run is over");
             Ok(Outcome::Completed)
         }
         Err(e) if e.exit_code() == 2 => Err(CliError::Usage(format!("agent {index}: {e}"))),

@@ -1329,8 +1329,8 @@ fn generator_cpu(reports: &[&ClientReport], controller: (Duration, Duration), co
 /// tenth of a second is the slack of a client's own stop.
 fn window_cut(window_s: f64, (from, until): (Duration, Duration), seconds: &[SecondResult]) -> bool {
     let planned = until.saturating_sub(from);
-    let whole_seconds = planned.as_secs();
-    let in_window = seconds.iter().filter(|s| s.in_window).count() as u64;
+    let whole_seconds = (0..=until.as_secs() as u32).filter(|&s| in_window(s, (from, until))).count();
+    let in_window = seconds.iter().filter(|s| s.in_window).count();
     window_s + 0.1 < planned.as_secs_f64() || in_window < whole_seconds
 }
 
@@ -2031,6 +2031,30 @@ mod fake_clients {
         assert_eq!(r.figures.requests, 40);
         assert_eq!(h.context_switches_per_request, Some(12.5));
         assert_eq!(res.verdict.limit, Limit::Software);
+    }
+
+    #[test]
+    fn a_mix_whose_every_client_was_lost_mid_window_is_partial() {
+        let pool = FakePool {
+            scripts: vec![Script {
+                // Seconds 0 and 1 of a window of seconds 1 and 2.
+                seconds: vec![second(0, &[200; 7], 0), second(1, &[300; 5], 0)],
+                lost: Some("the connection closed"),
+                refuse_start: false,
+            }],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("the mix ends");
+        assert!(r.partial, "a window cut short is partial");
+        assert_eq!(r.window_s, 0.0);
+        // The whole window measured: not partial.
+        let pool = FakePool {
+            scripts: vec![Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect())],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("the mix ends");
+        assert!(!r.partial);
+        assert_eq!(r.window_s, 2.0);
     }
 
     #[test]
