@@ -218,7 +218,10 @@ impl Shared {
         let mut st = self.state();
         if st.ending {
             drop(st);
-            self.log(format!("agent {} ({}): session ended with the run", link.index, link.peer));
+            self.log(format!(
+                "agent {} ({}): session ended with the run",
+                link.index, link.peer
+            ));
             return;
         }
         self.log(format!("agent {} ({}) lost: {why}", link.index, link.peer));

@@ -139,7 +139,12 @@ async fn open(opts: &PeerOptions, hello: Hello) -> Result<(Outbound, tonic::Stre
     };
     let (tx, rx) = unbounded_channel();
     send(&tx, FromAgent::Hello(hello));
-    let refused = |s: tonic::Status| tls_refused(&s).unwrap_or_else(|| AgentError::Refused { role, why: status_words(&s) });
+    let refused = |s: tonic::Status| {
+        tls_refused(&s).unwrap_or_else(|| AgentError::Refused {
+            role,
+            why: status_words(&s),
+        })
+    };
     let mut inbound = ControlClient::new(channel)
         .session(UnboundedReceiverStream::new(rx))
         .await

@@ -98,7 +98,10 @@ fn a_missing_agent_is_named_after_the_timeout() {
     while benchlab_controller::ClientPool::agents(&pool).is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let err = pool.wait_for_peers(Duration::from_millis(300), &|| false).unwrap_err().to_string();
+    let err = pool
+        .wait_for_peers(Duration::from_millis(300), &|| false)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("1 of 3 agents registered; missing agent indexes: 0, 2"),
         "{err}"
@@ -172,7 +175,13 @@ fn a_certificate_of_another_ca_or_none_is_refused() {
     let refused = |what: &str| {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let lines: Vec<String> = log.lock().unwrap().iter().filter(|l| l.contains(what)).cloned().collect();
+            let lines: Vec<String> = log
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|l| l.contains(what))
+                .cloned()
+                .collect();
             if !lines.is_empty() || std::time::Instant::now() >= deadline {
                 return lines;
             }
@@ -272,7 +281,9 @@ fn stalled_handshakes_are_bounded_and_time_out_and_keep_no_agent_out() {
         "{lines:?}"
     );
     assert!(
-        lines.iter().any(|l| l.ends_with("finished no TLS handshake within 10 s")),
+        lines
+            .iter()
+            .any(|l| l.ends_with("finished no TLS handshake within 10 s")),
         "{lines:?}"
     );
     pool.shutdown();

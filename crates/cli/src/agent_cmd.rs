@@ -28,7 +28,10 @@ pub fn on_ctrl_c(hook: impl Fn() + Send + 'static) {
             }
         });
     });
-    CTRL_C_HOOKS.lock().unwrap_or_else(|e| e.into_inner()).push(Box::new(hook));
+    CTRL_C_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Box::new(hook));
 }
 
 #[derive(Debug, Args)]

@@ -1065,16 +1065,12 @@ fn a_certificate_registers_only_as_the_agent_it_was_made_for() {
         "{}",
         text(&wrong_index)
     );
-    for (o, says) in [
-        (
-            &monitor_as_agent,
-            "has the certificate of monitor, but its Hello says agent index 1; use agent-1.pem",
-        ),
-    ] {
-        assert_eq!(o.status.code(), Some(2), "{}", text(o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{}", text(o));
-        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{}", text(&out));
-    }
+    // The monitor's certificate used by an agent: the controller refuses it.
+    let says = "has the certificate of monitor, but its Hello says agent index 1; use agent-1.pem";
+    let o = &monitor_as_agent;
+    assert_eq!(o.status.code(), Some(2), "{}", text(o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{}", text(o));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{}", text(&out));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("0 of 2 agents registered; missing agent indexes: 0, 1"),
@@ -1151,8 +1147,14 @@ fn a_run_whose_agents_are_all_lost_stops_naming_them() {
     let out = ctl.wait_output();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("the run stops before mix 2: no client is left"), "{stderr}");
-    assert!(stderr.contains("(agent 0 (host ") && stderr.contains("; agent 1 (host "), "{stderr}");
+    assert!(
+        stderr.contains("the run stops before mix 2: no client is left"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("(agent 0 (host ") && stderr.contains("; agent 1 (host "),
+        "{stderr}"
+    );
     let r = read_json(&out_dir.join("results.json"));
     assert_eq!(r["complete"], false);
     assert_eq!(r["mixes"].as_array().map(Vec::len), Some(1));
@@ -1170,7 +1172,14 @@ fn ctrl_c_while_waiting_for_agents_exits_130() {
     let path = suite(work.path(), "http://127.0.0.1:9", "1s", &[1]);
     let out_dir = work.path().join("results");
     let port = free_port();
-    let ctl = controller(&path, port, &lab, &out_dir, 1, &["--no-preflight", "--agent-timeout", "10m"]);
+    let ctl = controller(
+        &path,
+        port,
+        &lab,
+        &out_dir,
+        1,
+        &["--no-preflight", "--agent-timeout", "10m"],
+    );
     // Listening means waiting (the Ctrl-C hook follows within
     // microseconds; a moment more for it).
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -1183,7 +1192,8 @@ fn ctrl_c_while_waiting_for_agents_exits_130() {
     let out = exits_within(ctl, Duration::from_secs(60), "the controller after Ctrl-C");
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("interrupted while waiting for agents and monitors: 0 of 1 agent registered"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains("interrupted while waiting for agents and monitors: 0 of 1 agent registered"),
         "{}",
         text(&out)
     );
@@ -1239,7 +1249,8 @@ fn an_agent_of_another_ca_is_refused_at_once_both_sides_saying_why() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("benchlab controller: refused: the peer at 127.0.0.1:")
-            && stderr.contains(": its certificate is refused: its signature does not verify (signed by another lab's CA"),
+            && stderr
+                .contains(": its certificate is refused: its signature does not verify (signed by another lab's CA"),
         "{stderr}"
     );
 }
@@ -1277,8 +1288,14 @@ fn an_agent_dropped_by_the_controller_exits_1_and_the_runs_end_is_no_loss() {
     let o0 = a0.wait_output();
     assert!(o0.status.success(), "{}", text(&o0));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("agent 1 (") && stderr.contains("lost: silent for 3 s"), "{stderr}");
-    assert!(stderr.contains("agent 0 (") && stderr.contains("): session ended with the run"), "{stderr}");
+    assert!(
+        stderr.contains("agent 1 (") && stderr.contains("lost: silent for 3 s"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("agent 0 (") && stderr.contains("): session ended with the run"),
+        "{stderr}"
+    );
     assert!(
         !stderr.lines().any(|l| l.contains("agent 0 (") && l.contains(") lost:")),
         "agent 0 logged as lost:\n{stderr}"

@@ -1329,7 +1329,9 @@ fn generator_cpu(reports: &[&ClientReport], controller: (Duration, Duration), co
 /// tenth of a second is the slack of a client's own stop.
 fn window_cut(window_s: f64, (from, until): (Duration, Duration), seconds: &[SecondResult]) -> bool {
     let planned = until.saturating_sub(from);
-    let whole_seconds = (0..=until.as_secs() as u32).filter(|&s| in_window(s, (from, until))).count();
+    let whole_seconds = (0..=until.as_secs() as u32)
+        .filter(|&s| in_window(s, (from, until)))
+        .count();
     let in_window = seconds.iter().filter(|s| s.in_window).count();
     window_s + 0.1 < planned.as_secs_f64() || in_window < whole_seconds
 }

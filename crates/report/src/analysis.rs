@@ -76,7 +76,9 @@ pub fn shape(values: &[f64]) -> Option<Shape> {
 /// what the clients did, not the server; it is left out of the peak and of
 /// the shape past it. Indexes are those of `values`.
 pub fn shape_of_whole_mixes(values: &[f64], lost: &[bool]) -> Option<Shape> {
-    let kept: Vec<usize> = (0..values.len()).filter(|&i| !lost.get(i).copied().unwrap_or(false)).collect();
+    let kept: Vec<usize> = (0..values.len())
+        .filter(|&i| !lost.get(i).copied().unwrap_or(false))
+        .collect();
     let whole: Vec<f64> = kept.iter().map(|&i| values[i]).collect();
     let s = shape(&whole)?;
     Some(Shape {

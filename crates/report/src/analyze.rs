@@ -341,7 +341,12 @@ fn analyze_phase(
         spi,
         mixes: mixes.iter().map(|m| m.mix).collect(),
         kept_at_last: shape.as_ref().map(|s| s.kept_at_last),
-        last_mix: mixes.iter().zip(&lost).rev().find(|(_, l)| !**l).map(|(m, _)| PeakInfo::of(m)),
+        last_mix: mixes
+            .iter()
+            .zip(&lost)
+            .rev()
+            .find(|(_, l)| !**l)
+            .map(|(m, _)| PeakInfo::of(m)),
         lowest_after_peak: shape.as_ref().and_then(|s| s.lowest_after_peak),
         lowest_mix: shape
             .as_ref()
