@@ -1160,6 +1160,21 @@ fn a_run_whose_agents_are_all_lost_stops_naming_them() {
     assert_eq!(r["mixes"].as_array().map(Vec::len), Some(1));
     let rows = r["mixes"][0]["client_data"].as_array().expect("client_data");
     assert!(rows.iter().all(|c| c["lost"].is_string()), "{rows:?}");
+    // The report says the mix lost its clients and is partial, and does
+    // not read it as the server's collapse.
+    let report_dir = work.path().join("report");
+    let o = run_benchlab(&["report", s(&out_dir), "--out", s(&report_dir)]);
+    common::assert_success("benchlab report", &o);
+    let html = std::fs::read_to_string(report_dir.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("Mix 1: client(s) 1, 2 were lost (their agent gone)")
+            && html.contains("never read as a collapse"),
+        "no lost-clients note in the report"
+    );
+    assert!(
+        html.contains("Mix 1 is partial: measured over 0 s"),
+        "no partial note in the report"
+    );
 }
 
 /// Ctrl-C while the controller waits for its agents: it stops at once,
