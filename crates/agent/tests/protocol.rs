@@ -413,3 +413,74 @@ fn merged_percentiles_equal_one_histogram_of_all_samples() {
         assert_eq!(merged.value_at_quantile(q), all.value_at_quantile(q), "q {q}");
     }
 }
+
+/// Certificates of the lab's CA that are still refused: expired, not valid
+/// yet, made for a server. The controller names why for the peer; the agent
+/// says why and gives up at once (exit 1), never "transport error".
+#[test]
+fn an_expired_early_or_server_certificate_is_refused_naming_why() {
+    let dir = tempfile::tempdir().unwrap();
+    certs(dir.path(), 1);
+    let (pool, log) = controller(dir.path(), 1, 0);
+    // The lab's CA, from its key: same name, same key, so it signs as it.
+    let ca_key = rcgen::KeyPair::from_pem(&std::fs::read_to_string(dir.path().join("ca.key")).unwrap()).unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Constrained(0));
+    ca.distinguished_name.push(rcgen::DnType::CommonName, "benchlab lab CA");
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let day = rcgen::date_time_ymd;
+    let cases = [
+        (
+            day(2000, 1, 1),
+            day(2001, 1, 1),
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+            "it has expired",
+            "it has expired or is not valid yet",
+        ),
+        (
+            day(2999, 1, 1),
+            day(3000, 1, 1),
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+            "it is not valid yet",
+            "it has expired or is not valid yet",
+        ),
+        (
+            day(2000, 1, 1),
+            day(3000, 1, 1),
+            rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+            "it is not made for this use",
+            "it is not made for a client",
+        ),
+    ];
+    for (from, until, usage, controller_says, agent_says) in cases {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(rcgen::DnType::CommonName, "benchlab agent 0");
+        p.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        p.extended_key_usages = vec![usage];
+        p.not_before = from;
+        p.not_after = until;
+        let cert = p.signed_by(&key, &issuer).unwrap();
+        let mut opts = agent(dir.path(), &pool, 0, PROTOCOL_VERSION);
+        opts.peer.tls.cert = cert.pem().into_bytes();
+        opts.peer.tls.key = key.serialize_pem().into_bytes();
+        let err = run_agent(&opts, &|_| {}).unwrap_err();
+        assert_eq!(err.exit_code(), 1, "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("the controller refused this certificate: {agent_says}")),
+            "{err}"
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let want = format!(": its certificate is refused: {controller_says}");
+        while !log.lock().unwrap().iter().any(|l| l.contains(&want)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no `{want}` in {:?}",
+                log.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    assert!(benchlab_controller::ClientPool::agents(&pool).is_empty());
+}
