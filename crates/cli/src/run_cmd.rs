@@ -486,7 +486,7 @@ impl Observer for Progress {
             } else {
                 ""
             },
-            if r.partial { " (partial: stopped)" } else { "" }
+            if r.partial { " (partial)" } else { "" }
         );
     }
 
