@@ -17,18 +17,29 @@ use benchlab_controller::plan::{ClientPlan, UrlList};
 use benchlab_controller::{ClientDriver, ClientLost, ClientPool, DriverError};
 use benchlab_engine::{ClientReport, Second};
 use benchlab_results::{AgentResult, ClockCheck};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_stream::wrappers::UnboundedReceiverStream;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic::transport::Server;
 use tonic::{Request, Response, Status, Streaming};
 
-/// A peer silent this long is lost (WebBench's rule).
+/// A peer silent this long is lost (WebBench's rule): three of its
+/// heartbeats ([`HEARTBEAT`]) missed in a row.
 pub const SILENCE_LIMIT: Duration = Duration::from_secs(3);
+/// Both sides send a heartbeat this often.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long a peer may take over its TLS handshake: a connection that
+/// opens and says nothing holds a descriptor and a task until then.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Handshakes in progress at most. A new connection beyond it drops the
+/// oldest pending one: a real agent's handshake takes milliseconds, so a
+/// flood of stalled connections cannot keep it out, nor use up the
+/// controller's descriptors.
+pub const MAX_PENDING_HANDSHAKES: usize = 64;
 /// Clock samples per check; the one with the smallest round trip counts.
 const CLOCK_SAMPLES: u32 = 5;
 /// How long a clock sample or a start acknowledgement may take.
@@ -162,6 +173,9 @@ struct State {
     aborted: Option<String>,
     /// Reader tasks still running (for a clean shutdown).
     sessions: usize,
+    /// The run is over and the controller ends every session: a stream
+    /// that closes now is the end of the run, not a loss.
+    ending: bool,
 }
 
 struct Shared {
@@ -190,13 +204,27 @@ impl Shared {
             }
             *lost = Some(why.clone());
         }
-        // No more orders to it; its stream ends.
-        lock(&link.tx).take();
+        // No more orders to it; its stream ends in an error that says why,
+        // so an agent that is still there exits 1, not as at a run's end.
+        if let Some(tx) = lock(&link.tx).take() {
+            let _ = tx.send(Err(Status::aborted(format!(
+                "the controller dropped agent {}: {why}",
+                link.index
+            ))));
+        }
         for tx in lock(&link.clients).values() {
             let _ = tx.send(Event::Lost(why.clone()));
         }
-        self.log(format!("agent {} ({}) lost: {why}", link.index, link.peer));
         let mut st = self.state();
+        if st.ending {
+            drop(st);
+            self.log(format!(
+                "agent {} ({}): session ended with the run",
+                link.index, link.peer
+            ));
+            return;
+        }
+        self.log(format!("agent {} ({}) lost: {why}", link.index, link.peer));
         if let Some(h) = st.history.get_mut(&link.index) {
             h.lost = Some(why.clone());
         }
@@ -294,8 +322,8 @@ impl Service {
         let index = hello.index;
         if index >= shared.opts.agents {
             let why = format!(
-                "refused: agent index {index} from {peer}, but this run has {} agents (indexes 0 to {})",
-                shared.opts.agents,
+                "refused: agent index {index} from {peer}, but this run has {} (indexes 0 to {})",
+                agents_word(shared.opts.agents),
                 shared.opts.agents.saturating_sub(1)
             );
             shared.log(why.clone());
@@ -405,7 +433,7 @@ impl Service {
         shared.log(format!("monitor of {host} registered from {peer}"));
         shared.changed.notify_all();
         tokio::spawn(async move {
-            let mut beat = tokio::time::interval(Duration::from_secs(1));
+            let mut beat = tokio::time::interval(HEARTBEAT);
             let mut last = Instant::now();
             let why = loop {
                 tokio::select! {
@@ -434,7 +462,11 @@ impl Service {
                     }
                 }
             };
-            shared.log(format!("monitor of {host} gone: {why}"));
+            if shared.state().ending {
+                shared.log(format!("monitor of {host}: session ended with the run"));
+            } else {
+                shared.log(format!("monitor of {host} gone: {why}"));
+            }
             let mut st = shared.state();
             st.monitors_connected.remove(&host);
             st.monitor_tx.remove(&host);
@@ -492,7 +524,7 @@ async fn read_agent(shared: &Shared, link: &Link, mut inbound: Streaming<AgentMe
 /// Heartbeats to the agent every second; declares it lost after
 /// [`SILENCE_LIMIT`] of silence.
 async fn watch(shared: Arc<Shared>, link: Arc<Link>) {
-    let mut beat = tokio::time::interval(Duration::from_secs(1));
+    let mut beat = tokio::time::interval(HEARTBEAT);
     loop {
         beat.tick().await;
         if link.is_lost().is_some() {
@@ -505,6 +537,72 @@ async fn watch(shared: Arc<Shared>, link: Arc<Link>) {
         link.send(ToAgent::Heartbeat(Heartbeat {
             unix_nanos: now_nanos(),
         }));
+    }
+}
+
+type TlsConn = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+
+/// Accepts connections and does their TLS handshakes, each within
+/// [`HANDSHAKE_TIMEOUT`], at most [`MAX_PENDING_HANDSHAKES`] at once (the
+/// oldest dropped for a new one); hands the finished ones to the gRPC
+/// server and logs a line for each refused peer, naming why.
+async fn accept_tls(
+    listener: tokio::net::TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    shared: Arc<Shared>,
+    out: tokio::sync::mpsc::Sender<Result<TlsConn, std::io::Error>>,
+) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let pending: Arc<Mutex<VecDeque<(u64, SocketAddr, tokio::task::AbortHandle)>>> = Arc::default();
+    let mut next = 0u64;
+    loop {
+        let (tcp, addr) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                // Out of descriptors, most likely: let some close.
+                shared.log(format!("cannot accept a connection: {e}"));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let id = next;
+        next += 1;
+        let acceptor = acceptor.clone();
+        let task_shared = Arc::clone(&shared);
+        let task_pending = Arc::clone(&pending);
+        let out = out.clone();
+        // Held across the spawn: the task removes its entry only after it
+        // is in.
+        let mut p = lock(&pending);
+        let task = tokio::spawn(async move {
+            let shake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await;
+            lock(&task_pending).retain(|(i, _, _)| *i != id);
+            match shake {
+                Ok(Ok(conn)) => {
+                    let _ = out.send(Ok(conn)).await;
+                }
+                Ok(Err(e)) => {
+                    let why = crate::tls::tls_error_in(&e)
+                        .map(crate::tls::refused_peer_words)
+                        .unwrap_or_else(|| format!("its TLS handshake failed: {e}"));
+                    task_shared.log(format!("refused: the peer at {addr}: {why}"));
+                }
+                Err(_) => task_shared.log(format!(
+                    "refused: the peer at {addr} finished no TLS handshake within {} s",
+                    HANDSHAKE_TIMEOUT.as_secs()
+                )),
+            }
+        });
+        p.push_back((id, addr, task.abort_handle()));
+        while p.len() > MAX_PENDING_HANDSHAKES {
+            if let Some((_, old, h)) = p.pop_front() {
+                h.abort();
+                shared.log(format!(
+                    "refused: the peer at {old}: its TLS handshake was still unfinished with {MAX_PENDING_HANDSHAKES} \
+                     others pending"
+                ));
+            }
+        }
     }
 }
 
@@ -562,9 +660,7 @@ impl RemotePool {
             .enable_all()
             .build()
             .map_err(|e| AgentError::Io(format!("cannot start the control threads: {e}")))?;
-        let tls = ServerTlsConfig::new()
-            .identity(Identity::from_pem(&opts.tls.cert, &opts.tls.key))
-            .client_ca_root(Certificate::from_pem(&opts.tls.ca));
+        let tls = crate::tls::server_config(&opts.tls).map_err(AgentError::Tls)?;
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind(opts.listen))
             .map_err(|e| AgentError::Io(format!("cannot listen on {}: {e}", opts.listen)))?;
@@ -583,21 +679,22 @@ impl RemotePool {
                 mixes: 0,
                 aborted: None,
                 sessions: 0,
+                ending: false,
             }),
             changed: Condvar::new(),
         });
-        let server = Server::builder()
-            .tls_config(tls)
-            .map_err(|e| AgentError::Tls(format!("the controller's certificate or key: {e}")))?
-            .add_service(ControlServer::new(Service(Arc::clone(&shared))));
+        let server = Server::builder().add_service(ControlServer::new(Service(Arc::clone(&shared))));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let (tls_tx, tls_rx) = tokio::sync::mpsc::channel(8);
+        let accepting = runtime.spawn(accept_tls(listener, tls, Arc::clone(&shared), tls_tx));
+        let incoming = tokio_stream::wrappers::ReceiverStream::new(tls_rx);
         runtime.spawn(async move {
             let _ = server
                 .serve_with_incoming_shutdown(incoming, async {
                     let _ = stop_rx.await;
                 })
                 .await;
+            accepting.abort();
         });
         Ok(RemotePool {
             shared,
@@ -629,8 +726,9 @@ impl RemotePool {
     }
 
     /// Waits until every expected agent and monitor has registered;
-    /// after `timeout`, says who is missing.
-    pub fn wait_for_peers(&self, timeout: Duration) -> Result<(), AgentError> {
+    /// after `timeout`, says who is missing. `interrupted` (Ctrl-C) is
+    /// asked every 100 ms and ends the wait.
+    pub fn wait_for_peers(&self, timeout: Duration, interrupted: &dyn Fn() -> bool) -> Result<(), AgentError> {
         let deadline = Instant::now() + timeout;
         let opts = &self.shared.opts;
         let mut st = self.shared.state();
@@ -642,14 +740,21 @@ impl RemotePool {
             if missing.is_empty() && monitors >= opts.monitors {
                 return Ok(());
             }
+            if interrupted() {
+                return Err(AgentError::Interrupted(format!(
+                    "interrupted while waiting for agents and monitors: {} of {} registered",
+                    opts.agents as usize - missing.len(),
+                    agents_word(opts.agents)
+                )));
+            }
             let now = Instant::now();
             if now >= deadline {
                 let mut why = format!("after {}: ", benchlab_format_duration(timeout));
                 if opts.agents > 0 {
                     why.push_str(&format!(
-                        "{} of {} agents registered",
+                        "{} of {} registered",
                         opts.agents as usize - missing.len(),
-                        opts.agents
+                        agents_word(opts.agents)
                     ));
                 }
                 if !missing.is_empty() {
@@ -678,7 +783,7 @@ impl RemotePool {
             st = self
                 .shared
                 .changed
-                .wait_timeout(st, deadline - now)
+                .wait_timeout(st, (deadline - now).min(Duration::from_millis(100)))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
@@ -691,6 +796,7 @@ impl RemotePool {
     }
 
     fn close(&mut self) {
+        self.shared.state().ending = true;
         let links: Vec<Arc<Link>> = self.shared.state().agents.values().cloned().collect();
         for l in links {
             lock(&l.tx).take();
@@ -723,6 +829,15 @@ impl Drop for RemotePool {
         if self.runtime.is_some() {
             self.close();
         }
+    }
+}
+
+/// "1 agent", "2 agents".
+pub fn agents_word(n: u32) -> String {
+    if n == 1 {
+        "1 agent".into()
+    } else {
+        format!("{n} agents")
     }
 }
 
@@ -814,6 +929,35 @@ impl ClientPool for RemotePool {
 
     fn stop_requested(&self) -> bool {
         self.shared.state().aborted.is_some()
+    }
+
+    fn clients_left(&self, clients: usize) -> Result<(), DriverError> {
+        let k = self.shared.opts.clients_per_agent.max(1) as usize;
+        let st = self.shared.state();
+        // The agents that run this mix's clients: agent c ÷ K runs client c.
+        let indexes: Vec<u32> = (0..clients.div_ceil(k) as u32).collect();
+        if indexes
+            .iter()
+            .any(|i| st.agents.get(i).is_some_and(|l| l.is_lost().is_none()))
+        {
+            return Ok(());
+        }
+        let named: Vec<String> = indexes
+            .iter()
+            .map(|i| match st.history.get(i) {
+                Some(h) => format!(
+                    "agent {i} (host {}, {}){}",
+                    if h.host.is_empty() { "unnamed" } else { &h.host },
+                    h.peer,
+                    h.lost.as_ref().map(|w| format!(": {w}")).unwrap_or_default()
+                ),
+                None => format!("agent {i} (never registered)"),
+            })
+            .collect();
+        Err(DriverError::Remote(format!(
+            "no client is left to run the mix: every agent it needs was lost ({})",
+            named.join("; ")
+        )))
     }
 
     fn agents(&self) -> Vec<AgentResult> {

@@ -43,6 +43,18 @@ pub enum AgentError {
     /// Peers that did not register in time.
     #[error("{0}")]
     Missing(String),
+    /// Ctrl-C while waiting.
+    #[error("{0}")]
+    Interrupted(String),
+    /// A TLS-level refusal (a certificate of another CA, expired, not yet
+    /// valid, made for another use, a key that does not match): a setup
+    /// to fix, so it is not retried.
+    #[error("cannot register with the controller at {at}: {why}")]
+    TlsRefused { at: String, why: String },
+    /// The controller dropped this agent (silent too long, bad bytes)
+    /// while the run goes on.
+    #[error("{0}")]
+    Dropped(String),
 }
 
 impl AgentError {

@@ -18,10 +18,13 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
-/// A peer without a word from the controller this long stops its load:
-/// with the controller's heartbeat every second, the load is stopped
-/// within 3 s of the controller's last sign of life.
-pub const CONTROLLER_SILENCE_LIMIT: Duration = Duration::from_secs(2);
+/// A peer without a word from the controller this long stops its load and
+/// exits: five of the controller's heartbeats (one a second) missed in a
+/// row, so a loaded machine's late beat does not end a live session. It is
+/// above the controller's own limit (3 s, [`crate::controller::SILENCE_LIMIT`]):
+/// when the link itself is gone, the controller has marked the agent's
+/// clients lost before the agent gives up.
+pub const CONTROLLER_SILENCE_LIMIT: Duration = Duration::from_secs(5);
 
 /// Where the controller is and how to prove who we are.
 #[derive(Debug, Clone)]
@@ -92,21 +95,60 @@ async fn open(opts: &PeerOptions, hello: Hello) -> Result<(Outbound, tonic::Stre
         .tls_config(tls)
         .map_err(|e| AgentError::Tls(e.to_string()))?
         .connect_timeout(Duration::from_secs(5));
+    // A TLS-level refusal (either side's certificate) is a setup to fix:
+    // no retry makes it pass.
+    let tls_refused = |e: &(dyn std::error::Error + 'static)| {
+        crate::tls::tls_error_in(e).map(|t| AgentError::TlsRefused {
+            at: opts.controller.clone(),
+            why: crate::tls::peer_tls_words(t),
+        })
+    };
+    let name = opts.server_name.clone().unwrap_or_else(|| host.to_string());
     let deadline = Instant::now() + opts.connect_timeout;
     let channel: Channel = loop {
+        // The probe first: a refusal of this certificate surfaces there
+        // with its reason; through gRPC it is only "transport error".
+        match probe_tls(opts, &name).await {
+            Err(Probe::Refused(why)) => {
+                return Err(AgentError::TlsRefused {
+                    at: opts.controller.clone(),
+                    why,
+                })
+            }
+            Err(Probe::Unreachable(why)) => {
+                if Instant::now() >= deadline {
+                    return Err(connect_err(why));
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                continue;
+            }
+            Ok(()) => {}
+        }
         match endpoint.connect().await {
             Ok(c) => break c,
-            Err(e) if Instant::now() >= deadline => return Err(connect_err(error_chain(&e))),
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+            Err(e) => {
+                if let Some(refused) = tls_refused(&e) {
+                    return Err(refused);
+                }
+                if Instant::now() >= deadline {
+                    return Err(connect_err(error_chain(&e)));
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await
+            }
         }
     };
     let (tx, rx) = unbounded_channel();
     send(&tx, FromAgent::Hello(hello));
-    let refused = |why: String| AgentError::Refused { role, why };
+    let refused = |s: tonic::Status| {
+        tls_refused(&s).unwrap_or_else(|| AgentError::Refused {
+            role,
+            why: status_words(&s),
+        })
+    };
     let mut inbound = ControlClient::new(channel)
         .session(UnboundedReceiverStream::new(rx))
         .await
-        .map_err(|s| refused(status_words(&s)))?
+        .map_err(refused)?
         .into_inner();
     match inbound.message().await {
         Ok(Some(ControllerMessage {
@@ -114,12 +156,78 @@ async fn open(opts: &PeerOptions, hello: Hello) -> Result<(Outbound, tonic::Stre
         })) if w.protocol_version == PROTOCOL_VERSION => Ok((tx, inbound)),
         Ok(Some(ControllerMessage {
             kind: Some(ToAgent::Welcome(w)),
-        })) => Err(refused(format!(
-            "the controller speaks control protocol version {}, this {role} speaks version {PROTOCOL_VERSION}",
-            w.protocol_version
-        ))),
-        Ok(_) => Err(refused("the controller did not welcome us".into())),
-        Err(s) => Err(refused(status_words(&s))),
+        })) => Err(AgentError::Refused {
+            role,
+            why: format!(
+                "the controller speaks control protocol version {}, this {role} speaks version {PROTOCOL_VERSION}",
+                w.protocol_version
+            ),
+        }),
+        Ok(_) => Err(AgentError::Refused {
+            role,
+            why: "the controller did not welcome us".into(),
+        }),
+        Err(s) => Err(refused(s)),
+    }
+}
+
+enum Probe {
+    /// A TLS-level refusal, either side's: permanent.
+    Refused(String),
+    /// Nobody answered (yet): worth another try.
+    Unreachable(String),
+}
+
+/// One TLS connection to the controller, with this peer's certificate,
+/// read until the controller's first bytes: its HTTP/2 settings when it
+/// accepted the certificate, a TLS alert naming why when it did not (in
+/// TLS 1.3 the client's handshake ends before the server has checked the
+/// client's certificate, and a gRPC call that writes first sees only a
+/// broken pipe).
+async fn probe_tls(opts: &PeerOptions, name: &str) -> Result<(), Probe> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use tokio::io::AsyncReadExt;
+    let bad = |what: &str, e: &dyn std::fmt::Display| Probe::Refused(format!("{what}: {e}"));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(&opts.tls.ca) {
+        let c = c.map_err(|e| bad("the CA certificate (--ca)", &e))?;
+        roots.add(c).map_err(|e| bad("the CA certificate (--ca)", &e))?;
+    }
+    let certs = CertificateDer::pem_slice_iter(&opts.tls.cert)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad("the certificate (--cert)", &e))?;
+    let key = PrivateKeyDer::from_pem_slice(&opts.tls.key).map_err(|e| bad("the key (--key)", &e))?;
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad("TLS", &e))?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(certs, key)
+        .map_err(|e| bad("the certificate and key (--cert, --key)", &e))?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let server = ServerName::try_from(name.to_string()).map_err(|e| bad("the controller's name", &e))?;
+    let words = |e: &std::io::Error| match crate::tls::tls_error_in(e) {
+        Some(t) => Probe::Refused(crate::tls::peer_tls_words(t)),
+        None => Probe::Unreachable(e.to_string()),
+    };
+    let limit = Duration::from_secs(5);
+    let tcp = match tokio::time::timeout(limit, tokio::net::TcpStream::connect(&opts.controller)).await {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => return Err(Probe::Unreachable(e.to_string())),
+        Err(_) => return Err(Probe::Unreachable("no connection within 5 s".into())),
+    };
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let mut tls = match tokio::time::timeout(limit, connector.connect(server, tcp)).await {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => return Err(words(&e)),
+        Err(_) => return Err(Probe::Unreachable("no TLS handshake within 5 s".into())),
+    };
+    let mut first = [0u8; 64];
+    match tokio::time::timeout(limit, tls.read(&mut first)).await {
+        Ok(Err(e)) => Err(words(&e)),
+        // Bytes, an end without a word, or silence: gRPC says the rest.
+        _ => Ok(()),
     }
 }
 
@@ -170,7 +278,7 @@ async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Re
     let mut clients: HashMap<u32, (Arc<AtomicBool>, std::thread::JoinHandle<()>)> = HashMap::new();
     let beat_tx = tx.clone();
     let beat = tokio::spawn(async move {
-        let mut i = tokio::time::interval(Duration::from_secs(1));
+        let mut i = tokio::time::interval(crate::controller::HEARTBEAT);
         loop {
             i.tick().await;
             if beat_tx
@@ -196,6 +304,8 @@ async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Re
             Ok(Ok(Some(m))) => m,
             // The controller ended the session: the run is over.
             Ok(Ok(None)) => break Ok(()),
+            // It dropped this agent (and says why) while the run goes on.
+            Ok(Err(s)) if s.code() == tonic::Code::Aborted => break Err(AgentError::Dropped(s.message().to_string())),
             Ok(Err(s)) => break Err(AgentError::LostController(status_words(&s))),
         };
         match m.kind {
@@ -342,7 +452,7 @@ pub fn monitor_session(
             }
             let _ = done_tx.send(());
         });
-        let mut beat = tokio::time::interval(Duration::from_secs(1));
+        let mut beat = tokio::time::interval(crate::controller::HEARTBEAT);
         let mut last = Instant::now();
         loop {
             tokio::select! {

@@ -57,6 +57,14 @@ impl CertRole {
         CertRole::of_name(&cn)
     }
 
+    /// The role of the first certificate of a PEM file.
+    pub fn of_pem(pem: &[u8]) -> CertRole {
+        match x509_parser::pem::parse_x509_pem(pem) {
+            Ok((_, p)) => CertRole::of_der(&p.contents),
+            Err(_) => CertRole::Other("an unreadable certificate".into()),
+        }
+    }
+
     /// The role of a certificate whose common name is `cn`.
     pub fn of_name(cn: &str) -> CertRole {
         if cn == MONITOR_CN {
@@ -137,6 +145,117 @@ impl TlsFiles {
             &dir.join(CONTROLLER_CERT),
             &dir.join(CONTROLLER_KEY),
         )
+    }
+}
+
+/// The controller's TLS: its certificate, and client certificates of the
+/// lab's CA only; HTTP/2 (gRPC) by ALPN. The controller does its own
+/// handshakes (not tonic's) so that each has a time limit, their number a
+/// bound, and a refusal a line naming the peer and why.
+pub fn server_config(tls: &TlsFiles) -> Result<std::sync::Arc<rustls::ServerConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::sync::Arc;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(&tls.ca) {
+        let c = c.map_err(|e| format!("the lab's CA certificate: {e}"))?;
+        roots.add(c).map_err(|e| format!("the lab's CA certificate: {e}"))?;
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+        .build()
+        .map_err(|e| format!("the lab's CA certificate: {e}"))?;
+    let certs = CertificateDer::pem_slice_iter(&tls.cert)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("the controller's certificate: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(&tls.key).map_err(|e| format!("the controller's key: {e}"))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("the controller's certificate or key: {e}"))?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The TLS error somewhere in `e`'s source chain: tonic says "transport
+/// error", hyper and tokio-rustls wrap it in an `io::Error`, whose own
+/// `source()` skips the error it wraps.
+pub fn tls_error_in<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut at: Option<&'a (dyn std::error::Error + 'static)> = Some(e);
+    while let Some(e) = at {
+        if let Some(t) = e.downcast_ref::<rustls::Error>() {
+            return Some(t);
+        }
+        if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            if let Some(t) = inner.downcast_ref::<rustls::Error>() {
+                return Some(t);
+            }
+            if let Some(t) = tls_error_in(inner) {
+                return Some(t);
+            }
+        }
+        at = e.source();
+    }
+    None
+}
+
+/// Why a certificate was not accepted, in words.
+fn certificate_words(c: &rustls::CertificateError) -> String {
+    use rustls::CertificateError as C;
+    match c {
+        C::UnknownIssuer => "it is not signed by the lab's CA (unknown CA)".into(),
+        C::Expired | C::ExpiredContext { .. } => "it has expired".into(),
+        C::NotValidYet | C::NotValidYetContext { .. } => "it is not valid yet (check both clocks)".into(),
+        C::InvalidPurpose | C::InvalidPurposeContext { .. } => {
+            "it is not made for this use (its extended key usage)".into()
+        }
+        C::NotValidForName | C::NotValidForNameContext { .. } => "it does not carry the name dialled".into(),
+        // Every lab's CA has the same name: a certificate of another lab
+        // fails here, on the signature, rather than as an unknown issuer.
+        C::BadSignature => "its signature does not verify (signed by another lab's CA, or a key that does not \
+                            match it)"
+            .into(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The controller's words for a peer whose handshake failed.
+pub fn refused_peer_words(e: &rustls::Error) -> String {
+    match e {
+        rustls::Error::InvalidCertificate(c) => format!("its certificate is refused: {}", certificate_words(c)),
+        rustls::Error::NoCertificatesPresented => "it presented no client certificate".into(),
+        rustls::Error::InvalidMessage(_) => "it does not speak TLS".into(),
+        rustls::Error::AlertReceived(a) => format!("it refused the controller (TLS alert {a:?})"),
+        other => other.to_string(),
+    }
+}
+
+/// An agent's (or monitor's) words for a TLS failure: the controller's
+/// refusal of its certificate (a TLS alert), or its refusal of the
+/// controller's.
+pub fn peer_tls_words(e: &rustls::Error) -> String {
+    use rustls::AlertDescription as A;
+    match e {
+        rustls::Error::AlertReceived(a) => {
+            let why = match a {
+                A::UnknownCA => "it is not signed by the controller's CA (unknown CA): use the files of the controller's lab (its --tls-dir)".to_string(),
+                A::CertificateExpired => "it has expired or is not valid yet (check both clocks, or make new certificates with `benchlab lab certs`)".to_string(),
+                A::UnsupportedCertificate => "it is not made for a client (its extended key usage)".to_string(),
+                // Every lab's CA has the same name: another lab's
+                // certificate fails on its signature.
+                A::DecryptError => "its signature does not verify: it is signed by another lab's CA, or its key \
+                                    does not match it; use the files of the controller's lab (its --tls-dir)"
+                    .to_string(),
+                other => format!("TLS alert {other:?}"),
+            };
+            format!("the controller refused this certificate: {why}")
+        }
+        rustls::Error::InvalidCertificate(c) => {
+            format!("the controller's certificate is refused: {}", certificate_words(c))
+        }
+        other => format!("TLS: {other}"),
     }
 }
 

@@ -69,7 +69,7 @@ fn agents_register_with_a_clock_check_and_exit_cleanly_when_the_run_ends() {
             std::thread::spawn(move || run_agent(&opts, &|_| {}))
         })
         .collect();
-    pool.wait_for_peers(Duration::from_secs(60)).unwrap();
+    pool.wait_for_peers(Duration::from_secs(60), &|| false).unwrap();
     let seen = benchlab_controller::ClientPool::agents(&pool);
     assert_eq!(seen.iter().map(|a| a.index).collect::<Vec<_>>(), [0, 1]);
     assert_eq!(seen[1].clients, [2]);
@@ -98,7 +98,10 @@ fn a_missing_agent_is_named_after_the_timeout() {
     while benchlab_controller::ClientPool::agents(&pool).is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let err = pool.wait_for_peers(Duration::from_millis(300)).unwrap_err().to_string();
+    let err = pool
+        .wait_for_peers(Duration::from_millis(300), &|| false)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("1 of 3 agents registered; missing agent indexes: 0, 2"),
         "{err}"
@@ -140,14 +143,61 @@ fn a_certificate_of_another_ca_or_none_is_refused() {
     let other = tempfile::tempdir().unwrap();
     certs(dir.path(), 1);
     certs(other.path(), 1);
-    let (pool, _) = controller(dir.path(), 1, 0);
-    // Another lab's agent certificate, trusting our CA.
+    let (pool, log) = controller(dir.path(), 1, 0);
+    // Another lab's agent certificate, trusting our CA: a refusal no retry
+    // can change, so the agent gives up at once, long before its connect
+    // timeout, saying why (not "transport error").
     let mut opts = agent(dir.path(), &pool, 0, PROTOCOL_VERSION);
     opts.peer.tls.cert = std::fs::read(other.path().join("agent-0.pem")).unwrap();
     opts.peer.tls.key = std::fs::read(other.path().join("agent-0.key")).unwrap();
-    opts.peer.connect_timeout = Duration::ZERO;
-    let err = run_agent(&opts, &|_| {}).unwrap_err();
-    assert_ne!(err.exit_code(), 0);
+    opts.peer.connect_timeout = Duration::from_secs(600);
+    let a = std::thread::spawn(move || run_agent(&opts, &|_| {}));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !a.is_finished() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent still retries a certificate of another CA"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let err = a.join().unwrap().unwrap_err();
+    assert_eq!(err.exit_code(), 1, "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot register with the controller at {}: the controller refused this certificate: its signature does \
+             not verify: it is signed by another lab's CA, or its key does not match it; use the files of the \
+             controller's lab (its --tls-dir)",
+            pool.local_addr()
+        )
+    );
+    // The controller names the refused peer and why, once.
+    let refused = |what: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let lines: Vec<String> = log
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|l| l.contains(what))
+                .cloned()
+                .collect();
+            if !lines.is_empty() || std::time::Instant::now() >= deadline {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let lines = refused("signed by another lab's CA");
+    assert_eq!(lines.len(), 1, "{:?}", log.lock().unwrap());
+    assert!(
+        lines[0].starts_with("refused: the peer at 127.0.0.1:")
+            && lines[0].ends_with(
+                ": its certificate is refused: its signature does not verify (signed by another lab's CA, or a key \
+                 that does not match it)"
+            ),
+        "{lines:?}"
+    );
     // No client certificate at all: no session, not even a refusal.
     let addr = pool.local_addr();
     let ca = std::fs::read(dir.path().join("ca.pem")).unwrap();
@@ -191,6 +241,53 @@ fn a_certificate_of_another_ca_or_none_is_refused() {
     });
     assert!(got.is_err(), "a client without a certificate got {got:?}");
     assert!(benchlab_controller::ClientPool::agents(&pool).is_empty());
+    // (tonic's channel tries again on its own: a line per connection.)
+    assert!(!refused("it presented no client certificate").is_empty());
+}
+
+/// Connections that open and never say a word: each is dropped after the
+/// handshake timeout, the oldest at once when more than the bound are
+/// pending, and a real agent registers meanwhile.
+#[test]
+fn stalled_handshakes_are_bounded_and_time_out_and_keep_no_agent_out() {
+    let dir = tempfile::tempdir().unwrap();
+    certs(dir.path(), 1);
+    let (pool, log) = controller(dir.path(), 1, 0);
+    let bound = benchlab_agent::controller::MAX_PENDING_HANDSHAKES;
+    let stalled: Vec<TcpStream> = (0..bound + 16)
+        .map(|_| TcpStream::connect(pool.local_addr()).unwrap())
+        .collect();
+    let opts = agent(dir.path(), &pool, 0, PROTOCOL_VERSION);
+    let a = std::thread::spawn(move || run_agent(&opts, &|_| {}));
+    pool.wait_for_peers(Duration::from_secs(60), &|| false).unwrap();
+    // The first is dropped for a later one; the last when its time is up
+    // (10 s). Neither ever gets a byte; a read that times out (30 s) means
+    // the controller still holds it.
+    let closed = |mut s: &TcpStream| {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut b = [0u8; 1];
+        match s.read(&mut b) {
+            Ok(n) => n == 0,
+            Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+        }
+    };
+    assert!(closed(&stalled[0]), "the oldest stalled handshake is still held");
+    assert!(closed(&stalled[bound + 15]), "a stalled handshake outlived the timeout");
+    let lines = log.lock().unwrap().clone();
+    assert!(
+        lines.iter().any(|l| l.ends_with(&format!(
+            "its TLS handshake was still unfinished with {bound} others pending"
+        ))),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.ends_with("finished no TLS handshake within 10 s")),
+        "{lines:?}"
+    );
+    pool.shutdown();
+    a.join().unwrap().unwrap();
 }
 
 #[test]
@@ -222,7 +319,7 @@ fn a_monitor_streams_its_samples_kept_per_host() {
     let opts = peer(dir.path(), &pool, MONITOR_CERT, MONITOR_KEY);
     let (tx, rx) = std::sync::mpsc::channel();
     let m = std::thread::spawn(move || monitor_session(&opts, "server-1", rx));
-    pool.wait_for_peers(Duration::from_secs(60)).unwrap();
+    pool.wait_for_peers(Duration::from_secs(60), &|| false).unwrap();
     let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     for i in 0..3u64 {
         tx.send((t0 + Duration::from_secs(i), format!("{{\"cpu\":{i}}}").into_bytes()))
@@ -315,4 +412,75 @@ fn merged_percentiles_equal_one_histogram_of_all_samples() {
     for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
         assert_eq!(merged.value_at_quantile(q), all.value_at_quantile(q), "q {q}");
     }
+}
+
+/// Certificates of the lab's CA that are still refused: expired, not valid
+/// yet, made for a server. The controller names why for the peer; the agent
+/// says why and gives up at once (exit 1), never "transport error".
+#[test]
+fn an_expired_early_or_server_certificate_is_refused_naming_why() {
+    let dir = tempfile::tempdir().unwrap();
+    certs(dir.path(), 1);
+    let (pool, log) = controller(dir.path(), 1, 0);
+    // The lab's CA, from its key: same name, same key, so it signs as it.
+    let ca_key = rcgen::KeyPair::from_pem(&std::fs::read_to_string(dir.path().join("ca.key")).unwrap()).unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Constrained(0));
+    ca.distinguished_name.push(rcgen::DnType::CommonName, "benchlab lab CA");
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let day = rcgen::date_time_ymd;
+    let cases = [
+        (
+            day(2000, 1, 1),
+            day(2001, 1, 1),
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+            "it has expired",
+            "it has expired or is not valid yet",
+        ),
+        (
+            day(2999, 1, 1),
+            day(3000, 1, 1),
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+            "it is not valid yet",
+            "it has expired or is not valid yet",
+        ),
+        (
+            day(2000, 1, 1),
+            day(3000, 1, 1),
+            rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+            "it is not made for this use",
+            "it is not made for a client",
+        ),
+    ];
+    for (from, until, usage, controller_says, agent_says) in cases {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(rcgen::DnType::CommonName, "benchlab agent 0");
+        p.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        p.extended_key_usages = vec![usage];
+        p.not_before = from;
+        p.not_after = until;
+        let cert = p.signed_by(&key, &issuer).unwrap();
+        let mut opts = agent(dir.path(), &pool, 0, PROTOCOL_VERSION);
+        opts.peer.tls.cert = cert.pem().into_bytes();
+        opts.peer.tls.key = key.serialize_pem().into_bytes();
+        let err = run_agent(&opts, &|_| {}).unwrap_err();
+        assert_eq!(err.exit_code(), 1, "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("the controller refused this certificate: {agent_says}")),
+            "{err}"
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let want = format!(": its certificate is refused: {controller_says}");
+        while !log.lock().unwrap().iter().any(|l| l.contains(&want)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no `{want}` in {:?}",
+                log.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    assert!(benchlab_controller::ClientPool::agents(&pool).is_empty());
 }

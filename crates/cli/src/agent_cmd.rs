@@ -2,12 +2,37 @@
 //! `run`/`http` flags that make the controller wait for agents.
 
 use crate::{CliError, Outcome};
-use benchlab_agent::{AgentOptions, ControllerOptions, PeerOptions, RemotePool, TlsFiles};
+use benchlab_agent::controller::agents_word;
+use benchlab_agent::tls::CertRole;
+use benchlab_agent::{AgentError, AgentOptions, ControllerOptions, PeerOptions, RemotePool, TlsFiles};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
+
+type Hook = Box<dyn Fn() + Send>;
+
+static CTRL_C_HOOKS: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+static CTRL_C_HANDLER: Once = Once::new();
+
+/// Runs `hook` on every Ctrl-C (SIGINT). The process has one handler
+/// (`ctrlc` allows one): the wait for agents and the run after it each
+/// add their own hook to it.
+pub fn on_ctrl_c(hook: impl Fn() + Send + 'static) {
+    CTRL_C_HANDLER.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            for h in CTRL_C_HOOKS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                h();
+            }
+        });
+    });
+    CTRL_C_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Box::new(hook));
+}
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
@@ -25,8 +50,10 @@ pub struct AgentArgs {
     #[arg(long, value_name = "FILE")]
     ca: PathBuf,
     /// This agent's index, 0-based: it runs clients I×K+1 … (I+1)×K of
-    /// each mix (K: the run's --clients-per-agent) [default:
-    /// $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it].
+    /// each mix (K: the run's --clients-per-agent) [default: the index its
+    /// certificate was made for (`lab certs`' agent-I.pem), else
+    /// $JOB_COMPLETION_INDEX, as a Kubernetes Indexed Job sets it]. One
+    /// that disagrees with the certificate is refused.
     #[arg(long, value_name = "I")]
     index: Option<u32>,
     /// The name the controller's certificate must carry [default: HOST].
@@ -40,19 +67,52 @@ pub struct AgentArgs {
     protocol_version: Option<u32>,
 }
 
-fn index_of(a: &AgentArgs) -> Result<u32, CliError> {
+/// The agent index a lab certificate (PEM) was made for, if it is one.
+fn index_of_cert(pem: &[u8]) -> Option<u32> {
+    match CertRole::of_pem(pem) {
+        CertRole::Agent(i) => Some(i),
+        _ => None,
+    }
+}
+
+/// The agent's index: its certificate's (the controller lets it register
+/// as no other), checked against --index or $JOB_COMPLETION_INDEX when
+/// given; without an agent certificate, theirs.
+fn index_of(a: &AgentArgs, cert_pem: &[u8]) -> Result<u32, CliError> {
+    let given = given_index(a)?;
+    match (index_of_cert(cert_pem), given) {
+        (Some(c), Some((i, from))) if c != i => Err(CliError::Usage(format!(
+            "{from} says agent index {i}, but {} is the certificate of agent {c}; give --index {c} (or none) or \
+             use agent-{i}.pem and its key",
+            a.cert.display()
+        ))),
+        (Some(c), _) => Ok(c),
+        (None, Some((i, _))) => Ok(i),
+        (None, None) => Err(CliError::Usage(format!(
+            "{} is not a lab agent certificate (`benchlab lab certs` writes agent-I.pem): give the agent's \
+             --index (or set JOB_COMPLETION_INDEX)",
+            a.cert.display()
+        ))),
+    }
+}
+
+/// --index, or $JOB_COMPLETION_INDEX, with where it came from.
+fn given_index(a: &AgentArgs) -> Result<Option<(u32, String)>, CliError> {
     if let Some(i) = a.index {
-        return Ok(i);
+        return Ok(Some((i, "--index".into())));
     }
     match std::env::var("JOB_COMPLETION_INDEX") {
-        Ok(v) => v.trim().parse().map_err(|_| {
-            CliError::Usage(format!(
-                "JOB_COMPLETION_INDEX is `{v}`: expected a whole number (or give --index)"
-            ))
-        }),
-        Err(_) => Err(CliError::Usage(
-            "give the agent's --index (or set JOB_COMPLETION_INDEX)".into(),
-        )),
+        Ok(v) => v
+            .trim()
+            .parse()
+            .map(|i| Some((i, "JOB_COMPLETION_INDEX".to_string())))
+            .map_err(|_| {
+                CliError::Usage(format!(
+                    "JOB_COMPLETION_INDEX is `{}`: expected a whole number (or give --index)",
+                    benchlab_model::input::excerpt(&v)
+                ))
+            }),
+        Err(_) => Ok(None),
     }
 }
 
@@ -63,8 +123,8 @@ fn host_name() -> String {
 }
 
 pub fn run(a: AgentArgs) -> Result<Outcome, CliError> {
-    let index = index_of(&a)?;
     let tls = TlsFiles::read(&a.ca, &a.cert, &a.key).map_err(|e| CliError::Usage(e.to_string()))?;
+    let index = index_of(&a, &tls.cert)?;
     let opts = AgentOptions {
         peer: PeerOptions {
             controller: a.controller.clone(),
@@ -79,7 +139,7 @@ pub fn run(a: AgentArgs) -> Result<Outcome, CliError> {
     eprintln!("benchlab agent {index}: connecting to {}", a.controller);
     match benchlab_agent::run_agent(&opts, &|line| eprintln!("benchlab {line}")) {
         Ok(()) => {
-            eprintln!("benchlab agent {index}: the controller ended the session");
+            eprintln!("benchlab agent {index}: the controller ended the session: the run is over");
             Ok(Outcome::Completed)
         }
         Err(e) if e.exit_code() == 2 => Err(CliError::Usage(format!("agent {index}: {e}"))),
@@ -145,8 +205,9 @@ impl AgentRunArgs {
         let capacity = agents as usize * self.clients_per_agent as usize;
         if self.agents.is_some() && max_clients > capacity {
             return Err(CliError::Usage(format!(
-                "a mix runs {max_clients} clients, but {agents} agents × {} clients each make {capacity}: \
+                "a mix runs {max_clients} clients, but {} × {} clients each make {capacity}: \
                  raise --agents or --clients-per-agent",
+                agents_word(agents),
                 self.clients_per_agent
             )));
         }
@@ -164,10 +225,14 @@ impl AgentRunArgs {
         .map_err(|e| CliError::CannotRun(e.to_string()))?;
         let mut waiting = Vec::new();
         if agents > 0 {
-            waiting.push(format!("{agents} agents"));
+            waiting.push(agents_word(agents));
         }
         if self.monitors > 0 {
-            waiting.push(format!("{} monitors", self.monitors));
+            waiting.push(if self.monitors == 1 {
+                "1 monitor".to_string()
+            } else {
+                format!("{} monitors", self.monitors)
+            });
         }
         eprintln!(
             "benchlab controller: listening on {}; waiting for {} (up to {})",
@@ -175,8 +240,19 @@ impl AgentRunArgs {
             waiting.join(" and "),
             humantime::format_duration(self.agent_timeout)
         );
-        pool.wait_for_peers(self.agent_timeout)
-            .map_err(|e| CliError::CannotRun(e.to_string()))?;
-        Ok(Some(Arc::new(pool)))
+        // Ctrl-C ends the wait: nothing has run, nothing is written.
+        let interrupted = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&interrupted);
+        on_ctrl_c(move || flag.store(true, Ordering::Relaxed));
+        match pool.wait_for_peers(self.agent_timeout, &|| interrupted.load(Ordering::Relaxed)) {
+            Ok(()) => Ok(Some(Arc::new(pool))),
+            Err(AgentError::Interrupted(why)) => {
+                eprintln!("benchlab controller: {why}");
+                // Every registered agent sees its session end.
+                pool.shutdown();
+                std::process::exit(i32::from(benchlab_results::exit::INTERRUPTED));
+            }
+            Err(e) => Err(CliError::CannotRun(e.to_string())),
+        }
     }
 }

@@ -535,7 +535,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let i2 = Arc::clone(&interrupt);
     // Ctrl-C stops the load (and a search); what was measured is still
     // reported.
-    let _ = ctrlc::set_handler(move || i2.stop());
+    crate::agent_cmd::on_ctrl_c(move || i2.stop());
     if let Some(limits) = search {
         return find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus);
     }

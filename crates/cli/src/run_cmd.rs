@@ -584,7 +584,7 @@ impl Observer for Progress {
             } else {
                 ""
             },
-            if r.partial { " (partial: stopped)" } else { "" }
+            if r.partial { " (partial)" } else { "" }
         );
     }
 
@@ -1046,7 +1046,7 @@ fn execute_prepared(
     }
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = Arc::clone(&stop);
-    let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
+    crate::agent_cmd::on_ctrl_c(move || s2.store(true, Ordering::Relaxed));
     let mut progress = Progress::new(opts.out.clone());
     let run = |observer: &mut dyn Observer| match search {
         Some((limits, start)) => run_prepared_search(prepared, suite, opts, limits, start, &stop, observer),

@@ -69,12 +69,15 @@ fn agent(certs: &Path, port: u16, i: u32, extra: &[&str]) -> Proc {
     ];
     let ca = certs.join("ca.pem");
     args.push(s(&ca));
-    // Agent 0 takes its index from the environment, as on Kubernetes.
-    let env: Vec<(&str, &str)> = if i == 0 {
-        vec![("JOB_COMPLETION_INDEX", "0")]
-    } else {
-        args.extend(["--index", &index]);
-        Vec::new()
+    // Agent 0 states its index in the environment, as on Kubernetes;
+    // agent 1 with --index; the others take it from their certificates.
+    let env: Vec<(&str, &str)> = match i {
+        0 => vec![("JOB_COMPLETION_INDEX", "0")],
+        1 => {
+            args.extend(["--index", &index]);
+            Vec::new()
+        }
+        _ => Vec::new(),
     };
     args.extend_from_slice(extra);
     spawn(&args, &env)
@@ -466,7 +469,7 @@ fn a_run_waits_for_its_monitors() {
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("waiting for 1 monitors"), "{stderr}");
+    assert!(stderr.contains("waiting for 1 monitor (up to"), "{stderr}");
     assert!(stderr.contains("after 1 s: 0 of 1 monitors registered"), "{stderr}");
 }
 
@@ -1051,24 +1054,265 @@ fn a_certificate_registers_only_as_the_agent_it_was_made_for() {
     let wrong_index = agent_with_cert(&lab, port, "agent-1", 0).wait_output();
     let monitor_as_agent = agent_with_cert(&lab, port, "monitor", 1).wait_output();
     let out = ctl.wait_output();
-    for (o, says) in [
-        (
-            &wrong_index,
-            "has the certificate of agent-1, but its Hello says agent index 0; use agent-0.pem",
-        ),
-        (
-            &monitor_as_agent,
-            "has the certificate of monitor, but its Hello says agent index 1; use agent-1.pem",
-        ),
-    ] {
-        assert_eq!(o.status.code(), Some(2), "{}", text(o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{}", text(o));
-        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{}", text(&out));
-    }
+    // An agent's index is its certificate's: --index that disagrees is
+    // refused by the agent itself, naming both, before it dials.
+    assert_eq!(wrong_index.status.code(), Some(2), "{}", text(&wrong_index));
+    assert!(
+        String::from_utf8_lossy(&wrong_index.stderr).contains(&format!(
+            "--index says agent index 0, but {} is the certificate of agent 1",
+            lab.join("agent-1.pem").display()
+        )),
+        "{}",
+        text(&wrong_index)
+    );
+    // The monitor's certificate used by an agent: the controller refuses it.
+    let says = "has the certificate of monitor, but its Hello says agent index 1; use agent-1.pem";
+    let o = &monitor_as_agent;
+    assert_eq!(o.status.code(), Some(2), "{}", text(o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{}", text(o));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{}", text(&out));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("0 of 2 agents registered; missing agent indexes: 0, 1"),
         "{}",
         text(&out)
+    );
+}
+
+/// Waits (bounded) for `child` to exit; kills it and fails if it does not.
+fn exits_within(mut p: Proc, limit: Duration, what: &str) -> Output {
+    let deadline = Instant::now() + limit;
+    loop {
+        let done = p.0.as_mut().expect("child").try_wait().expect("try_wait").is_some();
+        if done {
+            return p.wait_output();
+        }
+        assert!(Instant::now() < deadline, "{what} still runs after {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The only agent, killed in mix 1 of three: no mix runs without clients.
+/// The run stops before mix 2, exit 1, naming the agent; mix 1 is kept,
+/// its client lost and its window cut (partial); the run is not complete.
+#[test]
+fn a_run_whose_only_agent_is_lost_stops_before_the_next_mix() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 1);
+    let path = suite(work.path(), &nginx.url(""), "4s", &[1, 1, 1]);
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&path, port, &lab, &out_dir, 1, &[]);
+    let a0 = agent(&lab, port, 0, &[]);
+    wait_for_load_from(&nginx, "127.0.0.1");
+    unsafe { libc::kill(a0.pid(), libc::SIGKILL) };
+    let out = ctl.wait_output();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the run stops before mix 2: no client is left to run the mix: every agent it needs was lost (agent 0 (host "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("waiting for 1 agent (up to"), "{stderr}");
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["mixes"].as_array().map(Vec::len), Some(1), "{}", r["mixes"]);
+    let m = &r["mixes"][0];
+    assert_eq!(m["partial"], true, "{m}");
+    assert!(m["client_data"][0]["lost"].is_string(), "{}", m["client_data"][0]);
+}
+
+/// Two agents, both killed in mix 1: the same stop, naming both.
+#[test]
+fn a_run_whose_agents_are_all_lost_stops_naming_them() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let path = suite(work.path(), &nginx.url(""), "4s", &[2, 2, 2]);
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&path, port, &lab, &out_dir, 2, &[]);
+    let a0 = agent(&lab, port, 0, &[]);
+    let a1 = agent(&lab, port, 1, &[]);
+    wait_for_load_from(&nginx, "127.0.0.1");
+    wait_for_load_from(&nginx, "127.0.0.2");
+    unsafe {
+        libc::kill(a0.pid(), libc::SIGKILL);
+        libc::kill(a1.pid(), libc::SIGKILL);
+    }
+    let out = ctl.wait_output();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the run stops before mix 2: no client is left"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("(agent 0 (host ") && stderr.contains("; agent 1 (host "),
+        "{stderr}"
+    );
+    let r = read_json(&out_dir.join("results.json"));
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["mixes"].as_array().map(Vec::len), Some(1));
+    let rows = r["mixes"][0]["client_data"].as_array().expect("client_data");
+    assert!(rows.iter().all(|c| c["lost"].is_string()), "{rows:?}");
+    // The report says the mix lost its clients and is partial, and does
+    // not read it as the server's collapse.
+    let report_dir = work.path().join("report");
+    let o = run_benchlab(&["report", s(&out_dir), "--out", s(&report_dir)]);
+    common::assert_success("benchlab report", &o);
+    let html = std::fs::read_to_string(report_dir.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("Mix 1: client(s) 1, 2 were lost (their agent gone)")
+            && html.contains("never read as a collapse"),
+        "no lost-clients note in the report"
+    );
+    assert!(
+        html.contains("Mix 1 is partial: measured over 0 s"),
+        "no partial note in the report"
+    );
+}
+
+/// Ctrl-C while the controller waits for its agents: it stops at once,
+/// exit 130, writing nothing.
+#[test]
+fn ctrl_c_while_waiting_for_agents_exits_130() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 1);
+    let path = suite(work.path(), "http://127.0.0.1:9", "1s", &[1]);
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(
+        &path,
+        port,
+        &lab,
+        &out_dir,
+        1,
+        &["--no-preflight", "--agent-timeout", "10m"],
+    );
+    // Listening means waiting (the Ctrl-C hook follows within
+    // microseconds; a moment more for it).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the controller never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    unsafe { libc::kill(ctl.pid(), libc::SIGINT) };
+    let out = exits_within(ctl, Duration::from_secs(60), "the controller after Ctrl-C");
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("interrupted while waiting for agents and monitors: 0 of 1 agent registered"),
+        "{}",
+        text(&out)
+    );
+    assert!(!out_dir.exists());
+}
+
+/// An agent with a certificate of another lab's CA: the controller logs
+/// the refusal (who, why); the agent says why and exits 1 at once instead
+/// of retrying until its --connect-timeout.
+#[test]
+fn an_agent_of_another_ca_is_refused_at_once_both_sides_saying_why() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    let other = work.path().join("other");
+    certs(&lab, 1);
+    certs(&other, 1);
+    let port = free_port();
+    let ctl = http_controller(
+        "http://127.0.0.1:9/",
+        port,
+        &lab,
+        1,
+        &["--agent-timeout", "5s", "--no-preflight"],
+    );
+    let controller_at = format!("127.0.0.1:{port}");
+    let (pem, key, ca) = (other.join("agent-0.pem"), other.join("agent-0.key"), lab.join("ca.pem"));
+    let a = spawn(
+        &[
+            "agent",
+            "--controller",
+            &controller_at,
+            "--cert",
+            s(&pem),
+            "--key",
+            s(&key),
+            "--ca",
+            s(&ca),
+            "--connect-timeout",
+            "10m",
+        ],
+        &[],
+    );
+    let o = exits_within(a, Duration::from_secs(60), "an agent of another CA");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "the controller refused this certificate: its signature does not verify: it is signed by another lab's CA"
+        ),
+        "{}",
+        text(&o)
+    );
+    let out = ctl.wait_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("benchlab controller: refused: the peer at 127.0.0.1:")
+            && stderr
+                .contains(": its certificate is refused: its signature does not verify (signed by another lab's CA"),
+        "{stderr}"
+    );
+}
+
+/// An agent the controller drops while the run goes on (silent for 3 s:
+/// stopped with SIGSTOP) exits 1 saying so; the other agent, there to the
+/// end, exits 0 and its session's end is logged as the run's end, not a
+/// loss.
+#[test]
+fn an_agent_dropped_by_the_controller_exits_1_and_the_runs_end_is_no_loss() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let path = suite(work.path(), &nginx.url(""), "8s", &[2]);
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&path, port, &lab, &out_dir, 2, &[]);
+    let a0 = agent(&lab, port, 0, &[]);
+    let a1 = agent(&lab, port, 1, &[]);
+    wait_for_load_from(&nginx, "127.0.0.2");
+    unsafe { libc::kill(a1.pid(), libc::SIGSTOP) };
+    // Past the controller's 3 s, short of the agent's own 5 s.
+    std::thread::sleep(Duration::from_millis(4500));
+    unsafe { libc::kill(a1.pid(), libc::SIGCONT) };
+    let o1 = a1.wait_output();
+    assert_eq!(o1.status.code(), Some(1), "{}", text(&o1));
+    assert!(
+        String::from_utf8_lossy(&o1.stderr).contains("the controller dropped agent 1: silent for 3 s"),
+        "{}",
+        text(&o1)
+    );
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "{}", text(&out));
+    let o0 = a0.wait_output();
+    assert!(o0.status.success(), "{}", text(&o0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("agent 1 (") && stderr.contains("lost: silent for 3 s"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("agent 0 (") && stderr.contains("): session ended with the run"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.lines().any(|l| l.contains("agent 0 (") && l.contains(") lost:")),
+        "agent 0 logged as lost:\n{stderr}"
     );
 }

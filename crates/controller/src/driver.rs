@@ -86,6 +86,13 @@ pub trait ClientPool: std::fmt::Debug + Send + Sync {
     fn stop_requested(&self) -> bool {
         false
     }
+    /// Whether any client of a mix of `clients` can still run, before the
+    /// mix starts: an error (naming who was lost) when every remote agent
+    /// the mix needs is gone, so that no mix runs without clients and
+    /// reads as the server's collapse.
+    fn clients_left(&self, _clients: usize) -> Result<(), DriverError> {
+        Ok(())
+    }
     /// The remote agents behind the clients, for results.json (none for
     /// clients in this process).
     fn agents(&self) -> Vec<benchlab_results::AgentResult> {

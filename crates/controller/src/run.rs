@@ -42,6 +42,11 @@ pub enum ControllerError {
         #[source]
         source: std::io::Error,
     },
+    /// Every remote agent a mix needs was lost before it: the run stops
+    /// (the mixes before it are kept) rather than run a mix without
+    /// clients.
+    #[error("the run stops before mix {mix}: {why}")]
+    ClientsLost { mix: usize, why: String },
     /// A client could not start (the mix's other clients were stopped).
     #[error("cannot start client {client}: {source}")]
     Driver {
@@ -816,6 +821,12 @@ fn run_mix(
     // the generator's too.
     let controller_cpu0 = sys::cpu_time(true);
     let machine0 = CpuTicks::now();
+    opts.clients
+        .clients_left(clients)
+        .map_err(|e| ControllerError::ClientsLost {
+            mix: mix.number,
+            why: e.to_string(),
+        })?;
     // Every client starts at the same wall-clock instant (after its own
     // delay); give the threads time to be created first.
     let lead = opts
@@ -1313,6 +1324,20 @@ fn generator_cpu(reports: &[&ClientReport], controller: (Duration, Duration), co
     ClientCpu::measure(user, system, wall, cores, completed)
 }
 
+/// Whether a mix measured less than its window: its clients stopped early
+/// (every one lost, the controller stopped or suspended), or seconds of
+/// the window never came from any client. Such a mix is `partial`: its
+/// figures hold, over the shorter time, but it is not the whole mix. A
+/// tenth of a second is the slack of a client's own stop.
+fn window_cut(window_s: f64, (from, until): (Duration, Duration), seconds: &[SecondResult]) -> bool {
+    let planned = until.saturating_sub(from);
+    let whole_seconds = (0..=until.as_secs() as u32)
+        .filter(|&s| in_window(s, (from, until)))
+        .count();
+    let in_window = seconds.iter().filter(|s| s.in_window).count();
+    window_s + 0.1 < planned.as_secs_f64() || in_window < whole_seconds
+}
+
 /// A mix's result from how its clients ended (`plans`: theirs, in client
 /// order). A lost client keeps its number and its row, marked out of the
 /// mix; its figures are those of the seconds it sent inside the window,
@@ -1320,11 +1345,11 @@ fn generator_cpu(reports: &[&ClientReport], controller: (Duration, Duration), co
 fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPlan], driven: &Driven) -> MixResult {
     let p = &mix.params;
     let (from, until) = mix.window();
-    let partial = driven.partial;
     let reports: Vec<&ClientReport> = driven.reports().collect();
     // The window measured: to its end, or to the stop of a partial mix.
     let elapsed = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
     let window_s = (until.min(elapsed).saturating_sub(from)).as_secs_f64();
+    let partial = driven.partial || window_cut(window_s, (from, until), &driven.seconds);
     let mut merged = Stats::new(phase.classes.len());
     let mut client_data = Vec::with_capacity(driven.clients.len());
     let mut in_flight = 0;
@@ -2014,6 +2039,30 @@ mod fake_clients {
         assert_eq!(r.figures.requests, 40);
         assert_eq!(h.context_switches_per_request, Some(12.5));
         assert_eq!(res.verdict.limit, Limit::Software);
+    }
+
+    #[test]
+    fn a_mix_whose_every_client_was_lost_mid_window_is_partial() {
+        let pool = FakePool {
+            scripts: vec![Script {
+                // Seconds 0 and 1 of a window of seconds 1 and 2.
+                seconds: vec![second(0, &[200; 7], 0), second(1, &[300; 5], 0)],
+                lost: Some("the connection closed"),
+                refuse_start: false,
+            }],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("the mix ends");
+        assert!(r.partial, "a window cut short is partial");
+        assert_eq!(r.window_s, 0.0);
+        // The whole window measured: not partial.
+        let pool = FakePool {
+            scripts: vec![Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect())],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("the mix ends");
+        assert!(!r.partial);
+        assert_eq!(r.window_s, 2.0);
     }
 
     #[test]

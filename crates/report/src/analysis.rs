@@ -71,6 +71,23 @@ pub fn shape(values: &[f64]) -> Option<Shape> {
     })
 }
 
+/// [`shape`] over the mixes that measured the server alone: `lost[i]` is
+/// true for a mix that lost clients (an agent gone), whose low figure says
+/// what the clients did, not the server; it is left out of the peak and of
+/// the shape past it. Indexes are those of `values`.
+pub fn shape_of_whole_mixes(values: &[f64], lost: &[bool]) -> Option<Shape> {
+    let kept: Vec<usize> = (0..values.len())
+        .filter(|&i| !lost.get(i).copied().unwrap_or(false))
+        .collect();
+    let whole: Vec<f64> = kept.iter().map(|&i| values[i]).collect();
+    let s = shape(&whole)?;
+    Some(Shape {
+        peak_index: kept[s.peak_index],
+        lowest_index: s.lowest_index.map(|l| kept[l]),
+        ..s
+    })
+}
+
 /// A collapse: after the peak the curve fell below `threshold` of it (the
 /// report's default threshold is 0.5).
 pub fn collapsed(lowest_after_peak: Option<f64>, threshold: f64) -> bool {
@@ -344,6 +361,25 @@ mod tests {
         assert!((s.kept_at_last - 0.087).abs() < 1e-12);
         assert_eq!(s.lowest_index, Some(3));
         assert!(collapsed(s.lowest_after_peak, 0.5));
+    }
+
+    #[test]
+    fn a_mix_that_lost_its_clients_is_no_collapse() {
+        // 1,000 → 0 requests/s: every agent lost in the last mix.
+        let rates = [400.0, 1000.0, 0.0];
+        assert!(collapsed(shape(&rates).unwrap().lowest_after_peak, 0.5));
+        let s = shape_of_whole_mixes(&rates, &[false, false, true]).unwrap();
+        assert_eq!(s.peak_index, 1);
+        assert_eq!(s.lowest_after_peak, None);
+        assert_eq!(s.kept_at_last, 1.0);
+        assert!(!collapsed(s.lowest_after_peak, 0.5));
+        // A real fall past the peak still reads as one, indexes unchanged.
+        let rates = [400.0, 1000.0, 0.0, 80.0];
+        let s = shape_of_whole_mixes(&rates, &[false, false, true, false]).unwrap();
+        assert_eq!((s.peak_index, s.lowest_index), (1, Some(3)));
+        assert_eq!(s.lowest_after_peak, Some(0.08));
+        assert!(collapsed(s.lowest_after_peak, 0.5));
+        assert_eq!(shape_of_whole_mixes(&rates, &[true; 4]), None);
     }
 
     #[test]

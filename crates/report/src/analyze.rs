@@ -269,6 +269,11 @@ fn fairness(m: &MixResult, tolerance: f64) -> MixFairness {
     }
 }
 
+/// Whether a mix lost clients mid-run (a remote agent gone).
+fn clients_lost(m: &MixResult) -> bool {
+    m.client_data.iter().any(|c| c.lost.is_some())
+}
+
 fn analyze_phase(
     r: &Results,
     name: &str,
@@ -280,7 +285,10 @@ fn analyze_phase(
     let (kind, spi) = phase_kind(name, mixes);
     let rates: Vec<f64> = mixes.iter().map(|m| m.figures.requests_per_sec).collect();
     let bytes: Vec<f64> = mixes.iter().map(|m| m.figures.bytes_per_sec).collect();
-    let shape = analysis::shape(&rates);
+    // A mix whose clients were lost measured its clients, not the server:
+    // it is never read as the server's collapse.
+    let lost: Vec<bool> = mixes.iter().map(|m| clients_lost(m)).collect();
+    let shape = analysis::shape_of_whole_mixes(&rates, &lost);
     let peak = analysis::peak_index(&rates).map(|i| PeakInfo::of(mixes[i]));
     let peak_throughput = analysis::peak_index(&bytes).map(|i| PeakInfo::of(mixes[i]));
     let fair: Vec<MixFairness> = mixes.iter().map(|m| fairness(m, o.fairness_tolerance)).collect();
@@ -333,7 +341,12 @@ fn analyze_phase(
         spi,
         mixes: mixes.iter().map(|m| m.mix).collect(),
         kept_at_last: shape.as_ref().map(|s| s.kept_at_last),
-        last_mix: mixes.last().map(|m| PeakInfo::of(m)),
+        last_mix: mixes
+            .iter()
+            .zip(&lost)
+            .rev()
+            .find(|(_, l)| !**l)
+            .map(|(m, _)| PeakInfo::of(m)),
         lowest_after_peak: shape.as_ref().and_then(|s| s.lowest_after_peak),
         lowest_mix: shape
             .as_ref()
@@ -484,8 +497,23 @@ pub fn analyze_run(run: &Run, o: &ReportOptions) -> RunAnalysis {
     }
     for m in r.mixes.iter().filter(|m| m.partial) {
         notes.push(format!(
-            "Mix {} was stopped early and is partial: measured over {} s.",
+            "Mix {} is partial: measured over {} s of its window (stopped early, or seconds of its clients \
+             missing).",
             m.mix, m.window_s
+        ));
+    }
+    for m in r.mixes.iter().filter(|m| clients_lost(m)) {
+        let lost: Vec<String> = m
+            .client_data
+            .iter()
+            .filter(|c| c.lost.is_some())
+            .map(|c| c.client.to_string())
+            .collect();
+        notes.push(format!(
+            "Mix {}: client(s) {} were lost (their agent gone); the mix measured its clients, not the server, \
+             and is left out of the peak and the shape past it (never read as a collapse).",
+            m.mix,
+            lost.join(", ")
         ));
     }
     for m in r.mixes.iter().filter(|m| m.clients_participating < m.clients) {

@@ -366,7 +366,8 @@ pub struct MixResult {
     /// Clients that took part (not taken out).
     pub clients_participating: u32,
     pub threads: u64,
-    /// Stopped early (Ctrl-C): measured up to the stop.
+    /// Measured less than its window: stopped early (Ctrl-C), or seconds of
+    /// the window missing (every client lost, the controller stopped).
     pub partial: bool,
     /// Seconds of the measurement window actually measured.
     pub window_s: f64,
