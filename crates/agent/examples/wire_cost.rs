@@ -6,7 +6,7 @@
 //!
 //! Usage: cargo run --release -p benchlab-agent --example wire_cost [AGENTS [SAMPLES]]
 
-use benchlab_agent::controller::decode_second;
+use benchlab_agent::proto::decode_second;
 use benchlab_agent::proto::{agent_message, AgentMessage, ClientPayload};
 use benchlab_engine::{new_latency_histogram, LatencySummary, Second};
 use prost::Message;

@@ -606,16 +606,6 @@ async fn accept_tls(
     }
 }
 
-/// A second as an agent sends it.
-pub fn decode_second(json: &[u8]) -> Result<Second, serde_json::Error> {
-    serde_json::from_slice(json)
-}
-
-/// A client report as an agent sends it.
-pub fn decode_report(json: &[u8]) -> Result<ClientReport, serde_json::Error> {
-    serde_json::from_slice(json)
-}
-
 /// The controller's end of the control protocol: listens, registers
 /// agents and monitors, and drives the agents' clients as a
 /// [`ClientPool`].

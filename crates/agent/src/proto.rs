@@ -210,13 +210,22 @@ pub mod control {
     include!(concat!(env!("OUT_DIR"), "/benchlab.control.v1.Control.rs"));
 }
 
+/// A second as an agent sends it (the JSON inside a `Second` message).
+pub fn decode_second(json: &[u8]) -> Result<benchlab_engine::Second, serde_json::Error> {
+    serde_json::from_slice(json)
+}
+
+/// A client report as an agent sends it (the JSON inside a `Report`).
+pub fn decode_report(json: &[u8]) -> Result<benchlab_engine::ClientReport, serde_json::Error> {
+    serde_json::from_slice(json)
+}
+
 /// Decodes `data` as every control message and every payload they carry,
 /// checking that nothing panics and that a message decoded re-encodes to
 /// the same message: what the fuzz target (`fuzz/fuzz_targets/control.rs`),
 /// its corpus replay and the property tests run. Whatever a peer sends,
 /// the worst it gets is an error.
 pub fn check_decoders(data: &[u8]) {
-    use crate::controller::{decode_report, decode_second};
     use benchlab_controller::plan::{ClientPlan, UrlList};
     use prost::Message as _;
     if let Ok(m) = AgentMessage::decode(data) {

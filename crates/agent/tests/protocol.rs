@@ -405,7 +405,7 @@ fn merged_percentiles_equal_one_histogram_of_all_samples() {
             load: Default::default(),
         };
         let json = serde_json::to_vec(&s).unwrap();
-        let back = controller::decode_second(&json).unwrap();
+        let back = benchlab_agent::proto::decode_second(&json).unwrap();
         merged.add(back.histogram.as_ref().unwrap()).unwrap();
     }
     assert_eq!(merged, all);
