@@ -87,6 +87,13 @@ fn from_log(a: FromLogArgs) -> Result<Outcome, CliError> {
     let (scan, selection) =
         result.map_err(|e| CliError::CannotRun(format!("cannot read access log `{source}`: {e}")))?;
 
+    if scan.not_a_log {
+        return Err(CliError::Usage(format!(
+            "`{}`: the first {} MiB hold no Common or Combined Log Format line: expected an access log",
+            benchlab_model::input::excerpt(&source),
+            benchlab_logs::NOT_A_LOG_BYTES >> 20
+        )));
+    }
     let report = benchlab_logs::report(&source, &scan, &selection, &settings);
     eprintln!("{}", benchlab_logs::rate_line(&scan));
     if selection.kept.is_empty() {
@@ -98,8 +105,10 @@ fn from_log(a: FromLogArgs) -> Result<Outcome, CliError> {
 
     if to_stdout {
         let stdout = io::stdout().lock();
-        benchlab_logs::write_workload(BufWriter::new(stdout), &source, &scan, &selection, &settings)
-            .map_err(|e| CliError::CannotRun(format!("cannot write the workload to stdout: {e}")))?;
+        // A reader that stops early (`--out - | head`) ends benchlab quietly.
+        if let Err(e) = benchlab_logs::write_workload(BufWriter::new(stdout), &source, &scan, &selection, &settings) {
+            crate::output::stdout_failed(&e);
+        }
         eprint!("{report}");
     } else {
         write_file(&a.out, |w| {

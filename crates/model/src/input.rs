@@ -31,7 +31,11 @@ pub enum InputError {
     /// Opening or reading failed.
     Io { path: PathBuf, source: std::io::Error },
     /// The file has more than `limit` bytes (or never ends, as `/dev/zero`).
-    TooLarge { path: PathBuf, what: &'static str, limit: u64 },
+    TooLarge {
+        path: PathBuf,
+        what: &'static str,
+        limit: u64,
+    },
 }
 
 impl InputError {
@@ -130,7 +134,10 @@ mod tests {
         let e = read_bounded(Path::new("/dev/zero"), "suite", 1 << 20).unwrap_err();
         assert!(matches!(e, InputError::TooLarge { limit, .. } if limit == 1 << 20));
         let msg = e.to_string();
-        assert!(msg.contains("/dev/zero") && msg.contains("1 MiB") && msg.contains("suite"), "{msg}");
+        assert!(
+            msg.contains("/dev/zero") && msg.contains("1 MiB") && msg.contains("suite"),
+            "{msg}"
+        );
     }
 
     #[test]

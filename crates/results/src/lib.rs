@@ -78,6 +78,10 @@ pub mod exit {
     pub const BREACHED: u8 = 3;
     /// Ctrl-C stopped the run; what was measured is kept.
     pub const INTERRUPTED: u8 = 130;
+    /// Standard output was closed by its reader (`benchlab compare A B |
+    /// head -1`): benchlab stops quietly with the status a process killed
+    /// by SIGPIPE has in a shell (128 + 13), as `cat` and `git` do.
+    pub const CLOSED_STDOUT: u8 = 141;
 }
 
 /// Latency in microseconds.
