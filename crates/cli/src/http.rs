@@ -392,7 +392,10 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         (None, None) => Stop::After(Duration::from_secs(10)),
     };
     if let Some(path) = &a.ca_file {
-        std::fs::metadata(path).map_err(|e| usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
+        // Read once here, with its bound, so a wrong file is a usage error
+        // before any connection (the engine reads it again at TLS setup).
+        benchlab_engine::read_pem(path)
+            .map_err(|e| usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
     }
     // The ramp-up comes before the counted --duration.
     let ramp_up = a.ramp_up.unwrap_or_default();

@@ -736,7 +736,8 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
     }
     if let Some(path) = &a.ca_file {
-        std::fs::metadata(path)
+        // Read with its bound: a wrong file is refused before any request.
+        benchlab_engine::read_pem(path)
             .map_err(|e| CliError::Usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
     }
     // Every input of the selected phases, before the banner and before any

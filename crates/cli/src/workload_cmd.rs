@@ -33,9 +33,14 @@ of its 200 responses (none when it only had 304s or '-').
 With neither --cover nor --max-urls every URL is kept. With both, the list \
 stops at whichever is reached first.
 
+A proxy's absolute URLs (`GET http://HOST/p`) count under their paths (a \
+workload's URLs are paths on its target); `*` and `host:port` targets are \
+counted and skipped.
+
 The report goes to stdout (stderr with --out -), the parse rate to stderr. \
 Exit status: 0 written; 1 the log could not be read or held no successful \
-GET; 2 bad usage.")]
+GET; 2 bad usage, or no access log (64 MiB without one log line); 141 \
+stdout closed by its reader.")]
 pub struct FromLogArgs {
     /// The access log, plain or gzip (told apart by content); `-` for stdin.
     #[arg(value_name = "ACCESS_LOG")]

@@ -346,3 +346,20 @@ fn http_rates_and_durations_out_of_range_are_refused() {
     }
     assert_eq!(target.count(), 0);
 }
+
+/// `--ca-file /dev/zero` is refused at the PEM bound before any request.
+#[test]
+fn an_endless_ca_file_is_refused_at_its_bound() {
+    let target = Counter::start();
+    let url = format!("https://127.0.0.1:{}/", target.port);
+    let out = run_benchlab(&["http", "--ca-file", "/dev/zero", "-d", "1s", &url]);
+    assert_usage_error_short(
+        "--ca-file /dev/zero",
+        &out,
+        &[
+            "/dev/zero",
+            "larger than 4 MiB, the most benchlab reads for a certificate or key",
+        ],
+    );
+    assert_eq!(target.count(), 0);
+}

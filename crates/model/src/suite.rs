@@ -8,6 +8,7 @@
 
 use crate::error::{ModelError, Source};
 use crate::files::{is_file_target, FileWorkloadRef};
+use crate::input::excerpt;
 use crate::workload::{RawWorkload, Workload};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -382,7 +383,7 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
             other => {
                 return Err(src.error_at(
                     v.span().start,
-                    format!("arrival `{other}`: expected \"constant\" or \"poisson\""),
+                    format!("arrival `{}`: expected \"constant\" or \"poisson\"", excerpt(other)),
                 ))
             }
         };
@@ -418,7 +419,10 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
             other => {
                 return Err(src.error_at(
                     v.span().start,
-                    format!("http `{other}`: expected \"1.1\" or \"2\" (HTTP/1.0 is http10_percent)"),
+                    format!(
+                        "http `{}`: expected \"1.1\" or \"2\" (HTTP/1.0 is http10_percent)",
+                        excerpt(other)
+                    ),
                 ))
             }
         };
@@ -508,7 +512,10 @@ impl Suite {
                             |e| match e.line {
                                 // A problem inside the workload file: its own place.
                                 Some(_) => src.error_at(at, format!("workload `{key}`: {e}")),
-                                None => src.error_at(at, format!("workload `{key}`: file `{file}`: {}", e.message)),
+                                None => src.error_at(
+                                    at,
+                                    format!("workload `{}`: file `{}`: {}", excerpt(&key), excerpt(&file), e.message),
+                                ),
                             },
                         )?;
                     let rw: RawWorkload = wsrc.parse()?;
@@ -671,7 +678,7 @@ impl Suite {
                     format!(
                         "mix {}: unknown workload `{}`: expected one of {}",
                         i + 1,
-                        p.workload,
+                        excerpt(&p.workload),
                         known.join(", ")
                     ),
                 ));
@@ -695,7 +702,7 @@ impl Suite {
                     format!(
                         "mix {}: target `{}`: expected an http:// or https:// base URL",
                         i + 1,
-                        p.target
+                        excerpt(&p.target)
                     ),
                 ));
             }

@@ -22,6 +22,7 @@
 //! ```
 
 use crate::error::{ModelError, Source};
+use crate::input::excerpt;
 use benchlab_fileset::Manifest;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -293,7 +294,7 @@ impl Workload {
             let at = c.span().start;
             let c = c.into_inner();
             if names.insert(c.name.clone(), ()).is_some() {
-                return Err(src.error_at(at, format!("class `{}` is defined twice", c.name)));
+                return Err(src.error_at(at, format!("class `{}` is defined twice", excerpt(&c.name))));
             }
             let p = *c.percent.get_ref();
             if !(p > 0.0 && p <= 100.0) {
@@ -337,13 +338,18 @@ impl Workload {
                         let uat = u.span().start;
                         let u = u.into_inner();
                         if !(u.weight > 0.0 && u.weight.is_finite()) {
-                            return Err(src.error_at(uat, format!("URL `{}`: weight must be above 0", u.path)));
+                            return Err(
+                                src.error_at(uat, format!("URL `{}`: weight must be above 0", excerpt(&u.path)))
+                            );
                         }
                         if !(u.path.starts_with('/') || u.path.starts_with("http://") || u.path.starts_with("https://"))
                         {
                             return Err(src.error_at(
                                 uat,
-                                format!("URL `{}`: expected a path starting with / or an http(s):// URL", u.path),
+                                format!(
+                                    "URL `{}`: expected a path starting with / or an http(s):// URL",
+                                    excerpt(&u.path)
+                                ),
                             ));
                         }
                         let place = if u.path.starts_with('/') {
@@ -391,7 +397,7 @@ impl Workload {
                         return Err(src.error_at(fat, "top = 0 keeps no file: expected at least 1"));
                     }
                     if !f.prefix.is_empty() && !f.prefix.starts_with('/') {
-                        return Err(src.error_at(fat, format!("prefix `{}` must start with /", f.prefix)));
+                        return Err(src.error_at(fat, format!("prefix `{}` must start with /", excerpt(&f.prefix))));
                     }
                     UrlSource::Fileset(FilesetDraw {
                         name: f.name,
@@ -408,7 +414,10 @@ impl Workload {
                 None | Some((_, "1.1" | "1")) => false,
                 Some((_, "2")) => true,
                 Some((h, other)) => {
-                    return Err(src.error_at(h.span().start, format!("http `{other}`: expected \"1.1\" or \"2\"")))
+                    return Err(src.error_at(
+                        h.span().start,
+                        format!("http `{}`: expected \"1.1\" or \"2\"", excerpt(other)),
+                    ))
                 }
             };
             classes.push(Class {

@@ -63,6 +63,11 @@ impl StepKind {
     }
 }
 
+/// The largest `results.json` that `report`, `compare` and `reproduce`
+/// read: a long suite with per-second figures is a few MiB; a wrong path
+/// (a log, `/dev/zero`) is refused at this size, not read whole.
+pub const MAX_RESULTS_BYTES: u64 = 256 << 20;
+
 /// The exit codes of `benchlab`, documented in the README: what a script
 /// or CI job may rely on.
 pub mod exit {
