@@ -363,3 +363,44 @@ fn an_endless_ca_file_is_refused_at_its_bound() {
     );
     assert_eq!(target.count(), 0);
 }
+
+/// `benchlab compare A B | head -1` with a reader already gone: exit 141
+/// and no panic (it was 101 with a backtrace).
+#[test]
+fn compare_into_a_closed_pipe_ends_quietly() {
+    let root = tempfile::tempdir().expect("tempdir");
+    write(root.path(), "a.html", "hello\n");
+    let server = Serve::start(root.path(), &[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = write(
+        dir.path(),
+        "tiny.toml",
+        &format!(
+            "name = \"tiny\"\ntarget = \"{}\"\n[defaults]\nlength = \"2s\"\nramp_up = \"0.5s\"\nramp_down = \"0.5s\"\n\
+             [workloads.w]\n[[workloads.w.class]]\nname = \"a\"\npercent = 100\n[[workloads.w.class.url]]\npath = \"/a.html\"\n\
+             [[mix]]\nclients = 1\n",
+            server.url("")
+        ),
+    );
+    let results = dir.path().join("results");
+    let out = run_benchlab(&["run", s(&suite), "--out", s(&results)]);
+    common::assert_success("benchlab run tiny", &out);
+    let mut child = Command::new(common::benchlab_bin())
+        .args(["compare", s(&results), s(&results)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start compare");
+    // The reader is gone before compare writes its first line.
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
+    let status = child.wait().expect("wait");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.code(), Some(141), "compare | head -1: {status}\n{err}");
+}

@@ -249,7 +249,10 @@ mod read_tests {
         let file = dir.path().join("results.json");
         let f = std::fs::File::create(&file).expect("create");
         f.set_len(benchlab_results::MAX_RESULTS_BYTES + 1).expect("set_len");
-        let e = load_run(dir.path()).err().expect("refused");
+        let e = match load_run(dir.path()) {
+            Ok(_) => panic!("a results.json past the bound was read"),
+            Err(e) => e,
+        };
         assert!(e.contains("larger than 256 MiB"), "{e}");
     }
 }
