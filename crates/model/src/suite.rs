@@ -982,3 +982,59 @@ impl Suite {
         self.mixes.iter().map(|m| m.params.length).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::origin;
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        assert_eq!(origin("http://H.example/x"), origin("HTTP://h.example:80"));
+        assert_eq!(origin("https://u:p@h:443?q"), Some(("https", "h".to_string(), 443)));
+        assert_eq!(origin("http://[::1]:8080/a"), Some(("http", "[::1]".to_string(), 8080)));
+        assert_ne!(origin("http://h:8080/"), origin("https://h:8080/"));
+        assert_ne!(origin("http://h:8080/"), origin("http://h:8081/"));
+        assert_eq!(origin("/a"), None);
+        assert_eq!(origin("http:///a"), None);
+        assert_eq!(origin("http://h:99999/"), None);
+    }
+
+    /// A URL on the suite's target is fine until `--target` moves the
+    /// target away from it; a class's own target keeps its URLs.
+    #[test]
+    fn absolute_urls_follow_no_retarget() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("s.toml");
+        std::fs::write(
+            &p,
+            "name = \"s\"\ntarget = \"http://127.0.0.1:8080\"\n[defaults]\nlength = \"3s\"\nramp_up = \"1s\"\nramp_down = \"0s\"\n\
+             [workloads.w]\n[[workloads.w.class]]\nname = \"a\"\npercent = 50\n\
+             [[workloads.w.class.url]]\npath = \"http://127.0.0.1:8080/a\"\n\
+             [[workloads.w.class]]\nname = \"b\"\npercent = 50\ntarget = \"https://127.0.0.1:8443\"\n\
+             [[workloads.w.class.url]]\npath = \"https://127.0.0.1:8443/b\"\n[[mix]]\nclients = 1\n",
+        )
+        .expect("write suite");
+        let mut suite = Suite::from_file(&p).expect("suite as written");
+        suite.retarget("http://127.0.0.1:9090");
+        let e = suite.check_url_hosts().expect_err("a URL left on the old host");
+        assert_eq!((e.line, e.column), (Some(11), Some(1)));
+        assert!(
+            e.message.starts_with(
+                "URL `http://127.0.0.1:8080/a` of workload `w` is on 127.0.0.1:8080, but mix 1 runs against `http://127.0.0.1:9090`"
+            ),
+            "{}",
+            e.message
+        );
+        suite.retarget("http://127.0.0.1:8080");
+        assert!(suite.check_url_hosts().is_ok());
+    }
+
+    #[test]
+    fn rates_show_briefly() {
+        assert_eq!(rate_text(1e-300), "1e-300");
+        assert_eq!(rate_text(0.5), "0.5");
+        assert_eq!(rate_text(20_000_000.0), "20000000");
+        assert_eq!(rate_text(0.0), "0");
+    }
+}
