@@ -119,7 +119,7 @@ impl TlsFiles {
     /// Reads the three files, checking each is PEM.
     pub fn read(ca: &Path, cert: &Path, key: &Path) -> Result<TlsFiles, TlsError> {
         let read = |path: &Path, what: &'static str, marker: &str| {
-            let bytes = std::fs::read(path).map_err(|source| TlsError::Read {
+            let bytes = benchlab_engine::read_pem(path).map_err(|source| TlsError::Read {
                 path: path.to_path_buf(),
                 source,
             })?;

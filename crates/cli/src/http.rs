@@ -266,6 +266,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         if a.step_duration.is_zero() {
             return Err(usage("--step-duration must be above zero".into()));
         }
+        if a.step_duration < benchlab_model::MIN_WINDOW {
+            return Err(usage(short_window("--step-duration", a.step_duration)));
+        }
     }
     if a.threads == 0 {
         return Err(usage("--threads must be at least 1".into()));
@@ -352,10 +355,13 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     }
     let load = match a.rate {
         None => Load::Closed,
-        Some(r) if !(r > 0.0 && r <= OpenLoop::MAX_RATE) => {
+        // The model's range (MIN_RATE keeps the engine's schedule inside a
+        // Duration; 1e-19 panicked the workers), and the engine's maximum.
+        Some(r) if !(benchlab_model::MIN_RATE..=OpenLoop::MAX_RATE.min(benchlab_model::MAX_RATE)).contains(&r) => {
             return Err(usage(format!(
-                "--rate {r}: expected requests per second above 0 and at most {}",
-                output::thousands(OpenLoop::MAX_RATE as u64)
+                "--rate {}: expected requests per second {}",
+                benchlab_model::rate_text(r),
+                benchlab_model::rate_range()
             )))
         }
         Some(_) if a.max_in_flight == 0 => return Err(usage("--max-in-flight must be at least 1".into())),
@@ -388,11 +394,15 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let stop = match (a.requests, a.duration) {
         (Some(n), _) => Stop::Requests(n),
         (None, Some(d)) if d.is_zero() => return Err(usage("--duration must be above zero".into())),
+        (None, Some(d)) if d < benchlab_model::MIN_WINDOW => return Err(usage(short_window("--duration", d))),
         (None, Some(d)) => Stop::After(d),
         (None, None) => Stop::After(Duration::from_secs(10)),
     };
     if let Some(path) = &a.ca_file {
-        std::fs::metadata(path).map_err(|e| usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
+        // Read once here, with its bound, so a wrong file is a usage error
+        // before any connection (the engine reads it again at TLS setup).
+        benchlab_engine::read_pem(path)
+            .map_err(|e| usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
     }
     // The ramp-up comes before the counted --duration.
     let ramp_up = a.ramp_up.unwrap_or_default();
@@ -549,6 +559,8 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     };
     let (mut result, report) = run_once(pool.as_ref(), &plan, clients, os_threads, live, &interrupt)?;
     result.client_cpus = client_cpus;
+    // As `run`: a stopped run keeps what it measured, says so, exits 130.
+    result.partial = interrupt.is_stopped();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
     } else {
@@ -603,11 +615,22 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             breached = true;
         }
     }
-    Ok(if breached {
+    Ok(if result.partial {
+        Outcome::Interrupted
+    } else if breached {
         Outcome::Breached
     } else {
         Outcome::Completed
     })
+}
+
+/// The message for a counted span below the model's shortest window.
+fn short_window(flag: &str, d: Duration) -> String {
+    format!(
+        "{flag} {}: expected at least {} (the per-second figures and the CPU shares count whole seconds)",
+        humantime::format_duration(d),
+        humantime::format_duration(benchlab_model::MIN_WINDOW)
+    )
 }
 
 /// Ctrl-C: stops the load that runs now and the search.

@@ -80,8 +80,13 @@ fn fileset(text: &str) -> Result<(String, u64), String> {
     }
 }
 
-fn read(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|e| CliError::Usage(format!("{what} {}: {e}", path.display())))
+/// A suite or certificate file, read with its kind's bound.
+fn read(path: &Path, what: &'static str) -> Result<Vec<u8>, CliError> {
+    let limit = match what {
+        "suite file" => benchlab_model::input::MAX_SUITE_BYTES,
+        _ => benchlab_engine::MAX_PEM_BYTES,
+    };
+    benchlab_model::input::read_bounded(path, what, limit).map_err(|e| CliError::Usage(format!("{what} {}", e)))
 }
 
 pub fn run(a: KubeArgs) -> Result<Outcome, CliError> {

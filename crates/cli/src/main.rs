@@ -1,6 +1,18 @@
 //! `benchlab`: the command line. It parses flags into the engine's plan,
 //! runs it, and presents the result; every number comes from the engine.
 
+// Every `print!`/`println!` of this binary goes through
+// `output::print_stdout` instead of std's macros, which panic (exit 101 with
+// a backtrace) when stdout's reader has gone (`| head -1`). Defined before
+// the modules so that they shadow std's in all of them.
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::output::print_stdout(format_args!($($arg)*), false) };
+}
+macro_rules! println {
+    () => { $crate::output::print_stdout(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::output::print_stdout(format_args!($($arg)*), true) };
+}
+
 mod agent_cmd;
 mod args;
 mod demo_cmd;

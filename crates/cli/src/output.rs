@@ -10,6 +10,37 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+/// Writes to stdout for the `print!`/`println!` of this binary (main.rs),
+/// flushed at once so a closed pipe shows here and not at exit. A reader
+/// that has gone (`EPIPE`) ends the process quietly with
+/// [`benchlab_results::exit::CLOSED_STDOUT`] (141, a shell's status for a
+/// process killed by SIGPIPE); any other failure to write is said on stderr
+/// and exits 1. SIGPIPE itself stays ignored, as Rust sets it, because the
+/// engine's sockets must see a server's reset as an error to count, never
+/// as a signal that kills the run.
+pub fn print_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let written = out
+        .write_fmt(args)
+        .and_then(|()| if newline { out.write_all(b"\n") } else { Ok(()) })
+        .and_then(|()| out.flush());
+    if let Err(e) = written {
+        stdout_failed(&e);
+    }
+}
+
+/// Ends the process after a failed write to stdout: quietly with 141 for a
+/// closed pipe, else with a message and 1.
+pub fn stdout_failed(e: &std::io::Error) -> ! {
+    use benchlab_results::exit;
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(exit::CLOSED_STDOUT.into());
+    }
+    eprintln!("benchlab: cannot write to standard output: {e}");
+    std::process::exit(exit::CANNOT_RUN.into());
+}
+
 /// Latency figures in microseconds: the same type as in results.json.
 pub use benchlab_controller::Latency;
 use benchlab_controller::{arrival_warning, latency_of, request_kinds, OpenLoopOf, OpenLoopResult, RequestKinds};
@@ -59,6 +90,9 @@ pub struct HttpResult {
     pub os_threads: usize,
     /// Seconds over which requests were counted (start to the last worker's stop).
     pub duration_s: f64,
+    /// Ctrl-C stopped the run before its end: the figures cover what ran
+    /// (as a suite's mix stopped the same way), and the exit status is 130.
+    pub partial: bool,
     pub requests: u64,
     pub requests_per_sec: f64,
     pub errors: ErrorCounts,
@@ -264,6 +298,7 @@ impl HttpResult {
             threads: if open_loop.is_some() { 0 } else { plan.virtual_users },
             os_threads,
             duration_s: (secs * 1000.0).round() / 1000.0,
+            partial: false,
             requests: c.requests,
             requests_per_sec: rate(c.requests, secs),
             errors: errors_map(c),
@@ -536,6 +571,9 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
 /// The human summary.
 pub fn human(r: &HttpResult) -> String {
     let mut o = String::new();
+    if r.partial {
+        let _ = writeln!(o, "  partial: stopped by Ctrl-C after {} s", seconds(r.duration_s));
+    }
     let _ = writeln!(
         o,
         "  requests     {:>14}  {:>12} req/s  in {} s",

@@ -849,6 +849,15 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     for (phase, url) in &a.phase_targets {
         suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
     }
+    // A moved target must not leave an absolute URL on the old host: the
+    // load would go where the banner does not say (docs/design.md).
+    if a.target.is_some() || a.lab.is_some() || !a.phase_targets.is_empty() {
+        suite.check_url_hosts().map_err(|e| {
+            CliError::Usage(format!(
+                "{e}; the target was moved by --target, --lab or --phase-target"
+            ))
+        })?;
+    }
     suite.select_phases(&a.phases).map_err(CliError::Usage)?;
     // The search grows virtual users; an open-loop mix has none to grow.
     if search.is_some() {
@@ -863,7 +872,8 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
     }
     if let Some(path) = &a.ca_file {
-        std::fs::metadata(path)
+        // Read with its bound: a wrong file is refused before any request.
+        benchlab_engine::read_pem(path)
             .map_err(|e| CliError::Usage(format!("--ca-file {}: cannot read: {e}", path.display())))?;
     }
     // Every input of the selected phases, before the banner and before any

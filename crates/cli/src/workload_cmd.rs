@@ -33,9 +33,14 @@ of its 200 responses (none when it only had 304s or '-').
 With neither --cover nor --max-urls every URL is kept. With both, the list \
 stops at whichever is reached first.
 
+A proxy's absolute URLs (`GET http://HOST/p`) count under their paths (a \
+workload's URLs are paths on its target); `*` and `host:port` targets are \
+counted and skipped.
+
 The report goes to stdout (stderr with --out -), the parse rate to stderr. \
 Exit status: 0 written; 1 the log could not be read or held no successful \
-GET; 2 bad usage.")]
+GET; 2 bad usage, or no access log (64 MiB without one log line); 141 \
+stdout closed by its reader.")]
 pub struct FromLogArgs {
     /// The access log, plain or gzip (told apart by content); `-` for stdin.
     #[arg(value_name = "ACCESS_LOG")]
@@ -87,6 +92,13 @@ fn from_log(a: FromLogArgs) -> Result<Outcome, CliError> {
     let (scan, selection) =
         result.map_err(|e| CliError::CannotRun(format!("cannot read access log `{source}`: {e}")))?;
 
+    if scan.not_a_log {
+        return Err(CliError::Usage(format!(
+            "`{}`: the first {} MiB hold no Common or Combined Log Format line: expected an access log",
+            benchlab_model::input::excerpt(&source),
+            benchlab_logs::NOT_A_LOG_BYTES >> 20
+        )));
+    }
     let report = benchlab_logs::report(&source, &scan, &selection, &settings);
     eprintln!("{}", benchlab_logs::rate_line(&scan));
     if selection.kept.is_empty() {
@@ -98,8 +110,10 @@ fn from_log(a: FromLogArgs) -> Result<Outcome, CliError> {
 
     if to_stdout {
         let stdout = io::stdout().lock();
-        benchlab_logs::write_workload(BufWriter::new(stdout), &source, &scan, &selection, &settings)
-            .map_err(|e| CliError::CannotRun(format!("cannot write the workload to stdout: {e}")))?;
+        // A reader that stops early (`--out - | head`) ends benchlab quietly.
+        if let Err(e) = benchlab_logs::write_workload(BufWriter::new(stdout), &source, &scan, &selection, &settings) {
+            crate::output::stdout_failed(&e);
+        }
         eprint!("{report}");
     } else {
         write_file(&a.out, |w| {

@@ -38,7 +38,7 @@ fn suite(dir: &Path, name: &str, url: &str) -> PathBuf {
             "sleep",
             url,
             9,
-            "length = \"1s\"\nramp_up = \"0.2s\"\nramp_down = \"0s\"\ntimeout = \"5s\"",
+            "length = \"1.2s\"\nramp_up = \"0.2s\"\nramp_down = \"0s\"\ntimeout = \"5s\"",
             &["threads_per_client = 8", "threads_per_client = 16"],
         ),
     )

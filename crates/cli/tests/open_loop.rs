@@ -228,7 +228,7 @@ fn connections_the_server_closed_while_idle_are_not_counted_open() {
 #[test]
 fn bad_open_loop_flags_are_usage_errors() {
     for (args, says) in [
-        (vec!["--rate", "0"], "--rate 0: expected requests per second above 0"),
+        (vec!["--rate", "0"], "--rate 0: expected requests per second from 0.001"),
         (vec!["--rate", "abc"], "invalid value 'abc' for '--rate <R>'"),
         (vec!["--rate", "10", "--threads", "5"], "cannot be used with"),
         (vec!["--arrival", "poisson"], "--rate"),

@@ -24,7 +24,7 @@ const CASES: &[Case] = &[
         file: "rate_zero.toml",
         line: 18,
         column: 8,
-        phrases: &["rate 0: expected requests per second above 0 and at most 10,000,000"],
+        phrases: &["rate 0: expected requests per second from 0.001 to 10,000,000"],
     },
     // Both `threads_per_client` and `rate` in one mix.
     Case {
@@ -122,7 +122,7 @@ const CASES: &[Case] = &[
             "mix 2",
             "ramp_up 2s + ramp_down 2s",
             "length 4s",
-            "expected ramps shorter",
+            "expected a measurement window of at least 1s",
         ],
     },
     // delay 3 s, ramp_up 2 s: at the mix.
@@ -201,6 +201,47 @@ const CASES: &[Case] = &[
         line: 11,
         column: 1,
         phrases: &["no workload", "expected a [workloads.NAME] table"],
+    },
+    // A workload's absolute URL on a host that is not the mix's target:
+    // at the URL, naming both hosts (a suite sends only to its targets).
+    Case {
+        file: "url_other_host.toml",
+        line: 16,
+        column: 1,
+        phrases: &[
+            "URL `http://other.example:8080/b.html?x=1` of workload `w` is on other.example:8080",
+            "but mix 1 runs against `http://127.0.0.1:8080`",
+            "expected a path such as `/b.html?x=1`",
+        ],
+    },
+    // A class with its own target: its absolute URLs must be on it.
+    Case {
+        file: "url_other_than_class_target.toml",
+        line: 15,
+        column: 1,
+        phrases: &[
+            "class `tls`: URL `https://127.0.0.1:9443/a.html` is not on the class's target `https://127.0.0.1:8443`",
+        ],
+    },
+    // `rate = 1e-300` used to pass and panic the worker threads.
+    Case {
+        file: "rate_tiny.toml",
+        line: 18,
+        column: 8,
+        phrases: &["rate 1e-300: expected requests per second from 0.001 to 10,000,000"],
+    },
+    // `length = "1ns"` with no ramps used to be accepted.
+    Case {
+        file: "length_1ns.toml",
+        line: 15,
+        column: 1,
+        phrases: &["mix 1", "leave 1ns", "expected a measurement window of at least 1s"],
+    },
+    Case {
+        file: "window_under_1s.toml",
+        line: 15,
+        column: 1,
+        phrases: &["mix 1", "ramp_up 1s + ramp_down 1s leave 500ms", "length 2s 500ms"],
     },
     // `clients 1`: TOML syntax, where `=` was expected.
     Case {

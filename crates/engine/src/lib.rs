@@ -33,6 +33,7 @@ mod rng;
 mod stats;
 pub mod sys;
 mod tls;
+pub use tls::{read_pem, MAX_PEM_BYTES};
 pub mod wire;
 mod worker;
 

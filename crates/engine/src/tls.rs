@@ -41,7 +41,7 @@ impl TlsConfigs {
                 let mut roots = RootCertStore::empty();
                 roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
                 if let Some(path) = &opts.ca_file {
-                    let pem = std::fs::read(path)
+                    let pem = read_pem(path)
                         .map_err(|e| PlanError::Invalid(format!("{}: cannot read CA file: {e}", path.display())))?;
                     let mut added = 0;
                     for cert in rustls_pem_certs(&pem) {
@@ -241,6 +241,31 @@ fn apart(earlier: UnixTime, later: UnixTime) -> String {
         1 => "1 day".to_string(),
         d => format!("{d} days"),
     }
+}
+
+/// The largest certificate or key file read (`--ca-file`, an agent's
+/// certificates): a system CA bundle is about 200 KiB; a path to a log or
+/// `/dev/zero` by mistake is refused at this size, not read whole.
+pub const MAX_PEM_BYTES: u64 = 4 << 20;
+
+/// The bytes of a PEM file, at most [`MAX_PEM_BYTES`]: a larger (or
+/// endless) file is an error of kind `InvalidData` saying the limit.
+pub fn read_pem(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_PEM_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_PEM_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB, the most benchlab reads for a certificate or key: expected a PEM file",
+                MAX_PEM_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -55,6 +55,10 @@ const SETTINGS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The largest profile file read: a profile is a few lines of settings;
+/// a wrong path (`/dev/zero`, a log) is refused at this size.
+pub const MAX_PROFILE_BYTES: u64 = 1 << 20;
+
 impl Profile {
     /// The defaults benchlab runs `kind` with: every setting it supports,
     /// written out.
@@ -146,10 +150,24 @@ impl Profile {
     /// defaults; a syntax error, an unknown setting, a setting `kind` has
     /// not, or a value out of range is an error naming file and line.
     pub fn read(path: &Path, kind: ServerKind) -> Result<Profile, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        use std::io::Read as _;
+        let io = |e| Error::Io {
             what: format!("read profile {}", path.display()),
             source: e,
-        })?;
+        };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_PROFILE_BYTES + 1).read_to_string(&mut text))
+            .map_err(io)?;
+        if text.len() as u64 > MAX_PROFILE_BYTES {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "larger than {} MiB, the most benchlab reads for a profile: expected a server profile file",
+                    MAX_PROFILE_BYTES >> 20
+                ),
+            )));
+        }
         Profile::parse(&text, &path.display().to_string(), kind)
     }
 
@@ -236,6 +254,14 @@ fn key_line(text: &str, key: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--profile /dev/zero` is refused at the bound, not read for ever.
+    #[test]
+    fn an_endless_profile_is_refused_at_the_bound() {
+        let e = Profile::read(Path::new("/dev/zero"), ServerKind::ALL[0]).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("/dev/zero") && msg.contains("larger than 1 MiB"), "{msg}");
+    }
 
     #[test]
     fn default_profile_round_trips_for_every_server() {

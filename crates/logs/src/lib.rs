@@ -34,7 +34,7 @@ pub use line::{parse_line, Entry, Malformed};
 pub use report::{rate_line, report, toml_string, write_workload, Settings};
 pub use scan::{
     LogScan, MalformedLine, ScanOptions, UrlStats, BUFFER_SIZE, MALFORMED_EXCERPT_CHARS, MALFORMED_SAMPLE,
-    OTHER_STATUS_CLASSES,
+    NOT_A_LOG_BYTES, OTHER_STATUS_CLASSES,
 };
 pub use select::{percent, rank, select, Cover, Ranked, Selection};
 

@@ -112,6 +112,14 @@ pub fn write_workload<W: Write>(
         "# log: {} lines, {} malformed, {} non-GET, {} GETs with other statuses; {} of the successful GETs were 304",
         scan.lines, scan.malformed, scan.non_get, other, scan.not_modified
     )?;
+    if scan.absolute_reduced > 0 || scan.not_urls > 0 {
+        writeln!(
+            w,
+            "# {}; {} skipped (no URL: `*` or host:port)",
+            absolute_note(scan.absolute_reduced),
+            scan.not_urls
+        )?;
+    }
     writeln!(w, "# selection: {}", settings.describe())?;
     writeln!(w, "name = \"from-log\"")?;
     writeln!(w)?;
@@ -128,6 +136,14 @@ pub fn write_workload<W: Write>(
         }
     }
     w.flush()
+}
+
+/// "N absolute URLs reduced to their paths", the words of the summary.
+fn absolute_note(n: u64) -> String {
+    match n {
+        1 => "1 absolute URL reduced to its path".to_owned(),
+        n => format!("{} absolute URLs reduced to their paths", thousands(n)),
+    }
 }
 
 /// Kept URLs without a size are left out of the mean: say how many.
@@ -203,6 +219,19 @@ pub fn report(source: &str, scan: &LogScan, sel: &Selection, settings: &Settings
         pct(scan.ok_gets),
         n(scan.not_modified)
     );
+    if scan.not_urls > 0 {
+        let _ = writeln!(
+            s,
+            "  GET, not a URL     {:>14}  {}  (`*` or host:port: skipped)",
+            n(scan.not_urls),
+            pct(scan.not_urls)
+        );
+    }
+    if scan.absolute_reduced > 0 {
+        // A proxy's log names other hosts; a workload's URLs are paths on
+        // whatever target runs it.
+        let _ = writeln!(s, "{} (of the successful GETs)", absolute_note(scan.absolute_reduced));
+    }
     let _ = writeln!(
         s,
         "distinct URLs        {:>14}  requested once: {} ({:.1} %)",

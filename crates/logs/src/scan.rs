@@ -6,13 +6,22 @@
 
 use crate::line::{parse_line, unescape, Entry, Malformed};
 use memchr::{memchr, memchr_iter};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, BufReader, Read};
 use std::time::{Duration, Instant};
 
-/// Size of the read buffer, and so the longest line that is parsed.
+/// Size of the read buffer, and so the longest line that is parsed: a
+/// longer line (or a file with no newline, as `/dev/zero`) is counted
+/// malformed and skipped, never held whole.
 pub const BUFFER_SIZE: usize = 1 << 20;
+
+/// Text read without a single well-formed line after which the input is
+/// taken for something other than an access log ([`LogScan::not_a_log`]):
+/// `/dev/zero`, a binary, an image. No real log starts with 64 MiB of junk,
+/// and the reading stops instead of going on for as long as the input does.
+pub const NOT_A_LOG_BYTES: u64 = 64 << 20;
 
 /// How many malformed lines are kept to show (the rest are only counted).
 pub const MALFORMED_SAMPLE: usize = 5;
@@ -179,6 +188,17 @@ pub struct LogScan {
     pub not_modified: u64,
     /// Body bytes of successful GETs.
     pub ok_bytes: u64,
+    /// Of the successful GETs, those logged with an absolute URL (a proxy's
+    /// `GET http://host/p HTTP/1.1`): counted under their path, `/p`,
+    /// because a workload's URLs are paths on its target.
+    pub absolute_reduced: u64,
+    /// Successful GETs whose target is no URL at all (the asterisk form
+    /// `*`, an authority `host:443`, junk): skipped, not counted in
+    /// [`LogScan::ok_gets`].
+    pub not_urls: u64,
+    /// Set when [`NOT_A_LOG_BYTES`] of text held no well-formed line: the
+    /// reading stopped there.
+    pub not_a_log: bool,
     /// Per URL, successful GETs only.
     pub urls: UrlMap,
     /// Bytes of log text parsed (decompressed for gzip).
@@ -232,7 +252,29 @@ impl LogScan {
             self.other_status[class] += 1;
             return;
         }
-        let mut key = e.target;
+        // A workload's URLs are paths on its target: an absolute URL (a
+        // proxy's log) counts under its path; anything else that is not a
+        // path is no URL to request.
+        let target: Cow<'_, [u8]> = match e.target.first() {
+            Some(b'/') | None => Cow::Borrowed(e.target),
+            Some(_) => match after_authority(e.target) {
+                Some(rest) => {
+                    self.absolute_reduced += 1;
+                    match rest.first() {
+                        Some(b'/') => Cow::Borrowed(rest),
+                        // `http://host` is the root; `http://host?q` the
+                        // root with its query (rare: one allocation).
+                        None => Cow::Borrowed(b"/"),
+                        Some(_) => Cow::Owned([&b"/"[..], rest].concat()),
+                    }
+                }
+                None => {
+                    self.not_urls += 1;
+                    return;
+                }
+            },
+        };
+        let mut key: &[u8] = &target;
         if self.options.strip_query {
             if let Some(q) = memchr(b'?', key) {
                 key = &key[..q];
@@ -368,6 +410,12 @@ impl LogScan {
                 return Ok(());
             }
             self.text_bytes += n as u64;
+            if self.text_bytes >= NOT_A_LOG_BYTES && self.malformed == self.lines {
+                // Not one well-formed line yet, after far more text than any
+                // log's junk: stop rather than read /dev/zero for ever.
+                self.not_a_log = true;
+                return Ok(());
+            }
             let end = filled + n;
             let mut from = 0;
             if skipping {
@@ -422,6 +470,26 @@ impl LogScan {
     pub fn file_rate_mb_s(&self) -> f64 {
         rate(self.file_bytes, self.elapsed)
     }
+}
+
+/// What follows the authority of an absolute `http://` or `https://` URL
+/// (scheme case-insensitive): its path and query, empty for `http://host`;
+/// `None` when `target` is no absolute HTTP URL.
+fn after_authority(target: &[u8]) -> Option<&[u8]> {
+    let scheme = if target.len() >= 7 && target[..7].eq_ignore_ascii_case(b"http://") {
+        7
+    } else if target.len() >= 8 && target[..8].eq_ignore_ascii_case(b"https://") {
+        8
+    } else {
+        return None;
+    };
+    let rest = &target[scheme..];
+    let end = rest.iter().position(|&b| b == b'/' || b == b'?').unwrap_or(rest.len());
+    if end == 0 {
+        // `http:///p` names no host.
+        return None;
+    }
+    Some(&rest[end..])
 }
 
 fn rate(bytes: u64, elapsed: Duration) -> f64 {
@@ -513,6 +581,50 @@ mod tests {
         assert!(s.urls.contains_key(&br#"/q"x"#[..]));
         assert!(!s.gzip);
         assert_eq!(s.text_bytes, LOG.len() as u64);
+    }
+
+    /// A proxy's log: absolute URLs count under their paths (whatever the
+    /// host), `*` and `host:port` are no URL and are skipped.
+    #[test]
+    fn absolute_urls_are_reduced_to_paths() {
+        let log = concat!(
+            "h - - [d] \"GET http://other.example/p?q=1 HTTP/1.1\" 200 10\n",
+            "h - - [d] \"GET HTTPS://third:8443/p?q=1 HTTP/1.1\" 200 10\n",
+            "h - - [d] \"GET /p?q=1 HTTP/1.1\" 200 10\n",
+            "h - - [d] \"GET http://other.example HTTP/1.1\" 200 5\n",
+            "h - - [d] \"GET http://other.example?x HTTP/1.1\" 200 5\n",
+            "h - - [d] \"GET * HTTP/1.1\" 200 0\n",
+            "h - - [d] \"GET other.example:443 HTTP/1.1\" 200 0\n",
+            "h - - [d] \"GET http:///nohost HTTP/1.1\" 200 0\n",
+            "h - - [d] \"CONNECT other.example:443 HTTP/1.1\" 200 0\n",
+        );
+        let s = scan(log.as_bytes(), ScanOptions::default());
+        assert_eq!((s.absolute_reduced, s.not_urls, s.ok_gets, s.non_get), (4, 3, 5, 1));
+        let mut keys: Vec<(&[u8], u64)> = s.urls.iter().map(|(k, v)| (&k[..], v.requests)).collect();
+        keys.sort();
+        assert_eq!(keys, [(&b"/"[..], 1), (&b"/?x"[..], 1), (&b"/p?q=1"[..], 3)]);
+        let s = scan(log.as_bytes(), ScanOptions { strip_query: true });
+        assert_eq!(s.urls[&b"/p"[..]].requests, 3);
+        assert_eq!(s.urls[&b"/"[..]].requests, 2);
+    }
+
+    /// Endless text with no well-formed line (`/dev/zero`) stops after
+    /// NOT_A_LOG_BYTES, holding one buffer, not the whole input.
+    #[test]
+    fn endless_junk_is_not_a_log() {
+        let zeros = io::repeat(0).take(NOT_A_LOG_BYTES * 4);
+        let mut s = LogScan::new(ScanOptions::default());
+        s.read(zeros).expect("reading zeros");
+        assert!(s.not_a_log);
+        assert!(s.text_bytes >= NOT_A_LOG_BYTES && s.text_bytes < NOT_A_LOG_BYTES + BUFFER_SIZE as u64);
+        assert_eq!((s.lines, s.malformed), (1, 1));
+        // One good line first: the same junk is a (long) malformed line.
+        let mut s = LogScan::new(ScanOptions::default());
+        let good = &b"h - - [d] \"GET /a HTTP/1.1\" 200 1\n"[..];
+        s.read(good.chain(io::repeat(0).take(NOT_A_LOG_BYTES + 10)))
+            .expect("reading");
+        assert!(!s.not_a_log);
+        assert_eq!((s.ok_gets, s.malformed), (1, 1));
     }
 
     #[test]

@@ -118,7 +118,7 @@ impl Source {
             // toml's message starts with "TOML parse error at line L, column C"
             // and a snippet; keep only the explanation, and give the place
             // in our own `file:line:col:` form.
-            let message = e.message().trim().to_string();
+            let message = shorten_quoted(e.message().trim());
             match e.span() {
                 Some(span) => self.error_at(span.start, message),
                 None => self.error(message),
@@ -126,6 +126,34 @@ impl Source {
         })
     }
 }
+
+/// toml's message with every backtick-quoted part (a key, a value) cut to
+/// an [`crate::input::excerpt`]: serde names an unknown key whole, and a 1 MB
+/// key made a 1 MB message. The whole message is bounded as well.
+fn shorten_quoted(message: &str) -> String {
+    let mut out = String::new();
+    let mut parts = message.split('`');
+    if let Some(first) = parts.next() {
+        out.push_str(first);
+    }
+    for (i, part) in parts.enumerate() {
+        out.push('`');
+        // Odd parts (0, 2, … here) are inside the quotes.
+        if i % 2 == 0 {
+            out.push_str(&crate::input::excerpt(part));
+        } else {
+            out.push_str(part);
+        }
+    }
+    if out.chars().count() > MAX_MESSAGE_CHARS {
+        out = out.chars().take(MAX_MESSAGE_CHARS).collect::<String>() + "…";
+    }
+    out
+}
+
+/// The longest message quoted from the TOML parser, in characters (its
+/// lists of expected keys fit).
+const MAX_MESSAGE_CHARS: usize = 1000;
 
 /// 1-based line and column (in characters) of byte offset `at` in `text`.
 pub fn line_col(text: &str, at: usize) -> (usize, usize) {
@@ -159,6 +187,36 @@ mod tests {
         assert_eq!(line_col(t, 0), (1, 1));
         assert_eq!(line_col(t, 6), (2, 1));
         assert_eq!(line_col(t, 9), (2, 4));
+    }
+
+    /// An unknown key of a million characters is quoted in 80 of them.
+    #[test]
+    fn a_huge_unknown_key_is_quoted_briefly() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct T {
+            name: Option<String>,
+        }
+        let key = "k".repeat(1_000_000);
+        let src = Source {
+            path: "s.toml".into(),
+            text: format!("name = \"a\"\n{key} = 1\n"),
+        };
+        let e = src.parse::<T>().unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(1)));
+        assert!(e.message.len() < 400, "{} bytes", e.message.len());
+        assert_eq!(
+            e.message,
+            format!(
+                "unknown field `{}… (1000000 characters)`, expected `name`",
+                "k".repeat(80)
+            )
+        );
+        assert_eq!(
+            shorten_quoted("unknown field `a`, expected `b`"),
+            "unknown field `a`, expected `b`"
+        );
     }
 
     #[test]

@@ -18,5 +18,7 @@ pub use duration::{
 };
 pub use error::{line_col, ModelError, Source};
 pub use files::{is_file_target, FileWorkloadKind, FileWorkloadRef};
-pub use suite::{Arrival, Mix, MixParams, Phase, Suite, MAX_RATE};
-pub use workload::{Class, ClassKind, FilesetDraw, Popularity, ResolvedUrl, UrlEntry, UrlSource, Validate, Workload};
+pub use suite::{rate_range, rate_text, Arrival, Mix, MixParams, Phase, Suite, MAX_RATE, MIN_RATE, MIN_WINDOW};
+pub use workload::{
+    origin, Class, ClassKind, FilesetDraw, Place, Popularity, ResolvedUrl, UrlEntry, UrlSource, Validate, Workload,
+};

@@ -8,6 +8,7 @@
 
 use crate::error::{ModelError, Source};
 use crate::files::{is_file_target, FileWorkloadRef};
+use crate::input::excerpt;
 use crate::workload::{RawWorkload, Workload};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -75,6 +76,33 @@ impl Arrival {
 
 /// The highest `rate` a mix may ask for (the engine's limit per client).
 pub const MAX_RATE: f64 = 10_000_000.0;
+
+/// The lowest `rate` a mix or `benchlab http --rate` may ask for: one
+/// request in 1,000 s. The engine turns the k-th send of a thread into
+/// `k × threads ÷ rate` seconds; at this rate that stays far inside a
+/// `Duration` (a rate of 1e-19 overflowed it and panicked the workers).
+pub const MIN_RATE: f64 = 0.001;
+
+/// The shortest measurement window a mix may leave between its ramps: the
+/// per-second figures and the CPU shares are counted over whole seconds,
+/// and a window of nanoseconds gave nonsense (client CPU 363 % of a core).
+/// `--time-scale` may shrink a window below it on purpose (a quick try).
+pub const MIN_WINDOW: Duration = Duration::from_secs(1);
+
+/// A rate as a message shows it: `1e-300`, not three hundred zeros.
+pub fn rate_text(r: f64) -> String {
+    if r != 0.0 && r.is_finite() && !(1e-3..1e9).contains(&r.abs()) {
+        format!("{r:e}")
+    } else {
+        format!("{r}")
+    }
+}
+
+/// The rate range in words, for messages.
+pub fn rate_range() -> String {
+    // MAX_RATE, written for people.
+    format!("from {MIN_RATE} to 10,000,000")
+}
 
 /// One mix: a load level.
 #[derive(Debug, Clone, PartialEq)]
@@ -340,11 +368,10 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
     }
     if let Some(v) = &raw.rate {
         let r = *v.get_ref();
-        if !(r > 0.0 && r <= MAX_RATE) {
+        if !(MIN_RATE..=MAX_RATE).contains(&r) {
             return Err(src.error_at(
                 v.span().start,
-                // MAX_RATE, written for people.
-                format!("rate {r}: expected requests per second above 0 and at most 10,000,000"),
+                format!("rate {}: expected requests per second {}", rate_text(r), rate_range()),
             ));
         }
         p.rate = Some(r);
@@ -356,7 +383,7 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
             other => {
                 return Err(src.error_at(
                     v.span().start,
-                    format!("arrival `{other}`: expected \"constant\" or \"poisson\""),
+                    format!("arrival `{}`: expected \"constant\" or \"poisson\"", excerpt(other)),
                 ))
             }
         };
@@ -392,7 +419,10 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
             other => {
                 return Err(src.error_at(
                     v.span().start,
-                    format!("http `{other}`: expected \"1.1\" or \"2\" (HTTP/1.0 is http10_percent)"),
+                    format!(
+                        "http `{}`: expected \"1.1\" or \"2\" (HTTP/1.0 is http10_percent)",
+                        excerpt(other)
+                    ),
                 ))
             }
         };
@@ -493,7 +523,10 @@ impl Suite {
                             |e| match e.line {
                                 // A problem inside the workload file: its own place.
                                 Some(_) => src.error_at(at, format!("workload `{key}`: {e}")),
-                                None => src.error_at(at, format!("workload `{key}`: file `{file}`: {}", e.message)),
+                                None => src.error_at(
+                                    at,
+                                    format!("workload `{}`: file `{}`: {}", excerpt(&key), excerpt(&file), e.message),
+                                ),
                             },
                         )?;
                     let rw: RawWorkload = wsrc.parse()?;
@@ -609,15 +642,19 @@ impl Suite {
                     ));
                 }
             }
-            if p.ramp_up + p.ramp_down >= p.length {
+            let window = p.length.saturating_sub(p.ramp_up + p.ramp_down);
+            if window < MIN_WINDOW {
                 return Err(src.error_at(
                     at,
                     format!(
-                        "mix {}: ramp_up {} + ramp_down {} leave no measurement window in length {}: expected ramps shorter than the mix",
+                        "mix {}: ramp_up {} + ramp_down {} leave {} of measurement in length {}: \
+                         expected a measurement window of at least {}",
                         i + 1,
                         humantime::format_duration(p.ramp_up),
                         humantime::format_duration(p.ramp_down),
-                        humantime::format_duration(p.length)
+                        humantime::format_duration(window),
+                        humantime::format_duration(p.length),
+                        humantime::format_duration(MIN_WINDOW)
                     ),
                 ));
             }
@@ -652,7 +689,7 @@ impl Suite {
                     format!(
                         "mix {}: unknown workload `{}`: expected one of {}",
                         i + 1,
-                        p.workload,
+                        excerpt(&p.workload),
                         known.join(", ")
                     ),
                 ));
@@ -676,7 +713,7 @@ impl Suite {
                     format!(
                         "mix {}: target `{}`: expected an http:// or https:// base URL",
                         i + 1,
-                        p.target
+                        excerpt(&p.target)
                     ),
                 ));
             }
@@ -719,7 +756,7 @@ impl Suite {
                 (k, if p.is_absolute() { p } else { dir.join(p) })
             })
             .collect();
-        Ok(Suite {
+        let suite = Suite {
             name: raw.name.unwrap_or_else(|| {
                 path.file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
@@ -738,7 +775,9 @@ impl Suite {
             file_workloads,
             mixes,
             phases,
-        })
+        };
+        suite.check_url_hosts()?;
+        Ok(suite)
     }
 
     /// Scales delay, ramps, length and think time (not timeouts), as
@@ -785,6 +824,54 @@ impl Suite {
             }
         }
         self.mixes = scaled;
+        Ok(())
+    }
+
+    /// Refuses an absolute URL (`http://HOST/p`) of a mix's workload that
+    /// is not on the host the mix runs against (the mix's target, or the
+    /// class's own `target`): a suite sends only to its targets, and its
+    /// banner names them. Run at loading and again after `--target` or
+    /// `--phase-target` moved a phase, so no URL is left pointing at the old
+    /// host. The error is at the URL's line and names both hosts.
+    pub fn check_url_hosts(&self) -> Result<(), ModelError> {
+        use crate::workload::{origin, UrlSource};
+        let mut checked: Vec<(&str, &str)> = Vec::new();
+        for m in &self.mixes {
+            let key = (m.params.workload.as_str(), m.params.target.as_str());
+            if checked.contains(&key) {
+                continue;
+            }
+            checked.push(key);
+            let Some(w) = self.workloads.get(&m.params.workload) else {
+                continue;
+            };
+            let mix_origin = origin(&m.params.target);
+            for c in w.classes.iter().filter(|c| c.target.is_none()) {
+                let UrlSource::List(list) = &c.source else { continue };
+                for u in list {
+                    let Some(place) = &u.place else { continue };
+                    let here = origin(&u.path);
+                    if here.is_some() && here == mix_origin {
+                        continue;
+                    }
+                    let host = here.map_or_else(|| "no host".to_string(), |(_, h, p)| format!("{h}:{p}"));
+                    let path = u.path.find("://").map_or("/", |i| {
+                        let rest = &u.path[i + 3..];
+                        rest.find(['/', '?']).map_or("/", |j| &rest[j..])
+                    });
+                    return Err(place.error(format!(
+                        "URL `{}` of workload `{}` is on {host}, but mix {} runs against `{}`: expected a path \
+                         such as `{}` (a workload's URLs are paths on the target), or `target = \"…\"` on class `{}`",
+                        crate::input::excerpt(&u.path),
+                        w.name,
+                        m.number,
+                        crate::input::excerpt(&m.params.target),
+                        crate::input::excerpt(path),
+                        c.name
+                    )));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -904,5 +991,61 @@ impl Suite {
     /// Total run time of all mixes (ramps included).
     pub fn total_length(&self) -> Duration {
         self.mixes.iter().map(|m| m.params.length).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::origin;
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        assert_eq!(origin("http://H.example/x"), origin("HTTP://h.example:80"));
+        assert_eq!(origin("https://u:p@h:443?q"), Some(("https", "h".to_string(), 443)));
+        assert_eq!(origin("http://[::1]:8080/a"), Some(("http", "[::1]".to_string(), 8080)));
+        assert_ne!(origin("http://h:8080/"), origin("https://h:8080/"));
+        assert_ne!(origin("http://h:8080/"), origin("http://h:8081/"));
+        assert_eq!(origin("/a"), None);
+        assert_eq!(origin("http:///a"), None);
+        assert_eq!(origin("http://h:99999/"), None);
+    }
+
+    /// A URL on the suite's target is fine until `--target` moves the
+    /// target away from it; a class's own target keeps its URLs.
+    #[test]
+    fn absolute_urls_follow_no_retarget() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("s.toml");
+        std::fs::write(
+            &p,
+            "name = \"s\"\ntarget = \"http://127.0.0.1:8080\"\n[defaults]\nlength = \"3s\"\nramp_up = \"1s\"\nramp_down = \"0s\"\n\
+             [workloads.w]\n[[workloads.w.class]]\nname = \"a\"\npercent = 50\n\
+             [[workloads.w.class.url]]\npath = \"http://127.0.0.1:8080/a\"\n\
+             [[workloads.w.class]]\nname = \"b\"\npercent = 50\ntarget = \"https://127.0.0.1:8443\"\n\
+             [[workloads.w.class.url]]\npath = \"https://127.0.0.1:8443/b\"\n[[mix]]\nclients = 1\n",
+        )
+        .expect("write suite");
+        let mut suite = Suite::from_file(&p).expect("suite as written");
+        suite.retarget("http://127.0.0.1:9090");
+        let e = suite.check_url_hosts().expect_err("a URL left on the old host");
+        assert_eq!((e.line, e.column), (Some(11), Some(1)));
+        assert!(
+            e.message.starts_with(
+                "URL `http://127.0.0.1:8080/a` of workload `w` is on 127.0.0.1:8080, but mix 1 runs against `http://127.0.0.1:9090`"
+            ),
+            "{}",
+            e.message
+        );
+        suite.retarget("http://127.0.0.1:8080");
+        assert!(suite.check_url_hosts().is_ok());
+    }
+
+    #[test]
+    fn rates_show_briefly() {
+        assert_eq!(rate_text(1e-300), "1e-300");
+        assert_eq!(rate_text(0.5), "0.5");
+        assert_eq!(rate_text(20_000_000.0), "20000000");
+        assert_eq!(rate_text(0.0), "0");
     }
 }

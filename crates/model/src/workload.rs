@@ -22,6 +22,7 @@
 //! ```
 
 use crate::error::{ModelError, Source};
+use crate::input::excerpt;
 use benchlab_fileset::Manifest;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -171,6 +172,69 @@ pub struct UrlEntry {
     pub path: String,
     pub weight: f64,
     pub size: Option<u64>,
+    /// Where an absolute URL (`http://…`) was written, so that a target it
+    /// is not on can be refused at its line once the suite's targets are
+    /// known ([`crate::Suite::check_url_hosts`]); `None` for a path.
+    pub place: Option<Place>,
+}
+
+/// A place in a suite or workload file, kept past parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Place {
+    pub fn error(&self, message: impl Into<String>) -> ModelError {
+        ModelError {
+            file: self.file.clone(),
+            line: Some(self.line),
+            column: Some(self.column),
+            message: message.into(),
+        }
+    }
+}
+
+/// The origin of an absolute `http://` or `https://` URL: scheme, host
+/// (lower case, IPv6 in brackets) and port (the scheme's default when none
+/// is written), which is what decides where its requests go. `None` for
+/// anything else.
+pub fn origin(url: &str) -> Option<(&'static str, String, u16)> {
+    let (scheme, rest, default) = if let Some(r) = strip_prefix_ci(url, "http://") {
+        ("http", r, 80)
+    } else if let Some(r) = strip_prefix_ci(url, "https://") {
+        ("https", r, 443)
+    } else {
+        return None;
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    // Credentials (`user:pass@`) are not where the request goes.
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let (host, port) = match hostport.strip_prefix('[') {
+        Some(v6) => {
+            let (h, after) = v6.split_once(']')?;
+            (format!("[{}]", h.to_ascii_lowercase()), after.strip_prefix(':'))
+        }
+        None => match hostport.rsplit_once(':') {
+            Some((h, p)) => (h.to_ascii_lowercase(), Some(p)),
+            None => (hostport.to_ascii_lowercase(), None),
+        },
+    };
+    if host.is_empty() {
+        return None;
+    }
+    let port = match port {
+        None | Some("") => default,
+        Some(p) => p.parse().ok()?,
+    };
+    Some((scheme, host, port))
+}
+
+fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    (s.len() >= prefix.len() && s.is_char_boundary(prefix.len()) && s[..prefix.len()].eq_ignore_ascii_case(prefix))
+        .then(|| &s[prefix.len()..])
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -230,7 +294,7 @@ impl Workload {
             let at = c.span().start;
             let c = c.into_inner();
             if names.insert(c.name.clone(), ()).is_some() {
-                return Err(src.error_at(at, format!("class `{}` is defined twice", c.name)));
+                return Err(src.error_at(at, format!("class `{}` is defined twice", excerpt(&c.name))));
             }
             let p = *c.percent.get_ref();
             if !(p > 0.0 && p <= 100.0) {
@@ -274,19 +338,50 @@ impl Workload {
                         let uat = u.span().start;
                         let u = u.into_inner();
                         if !(u.weight > 0.0 && u.weight.is_finite()) {
-                            return Err(src.error_at(uat, format!("URL `{}`: weight must be above 0", u.path)));
+                            return Err(
+                                src.error_at(uat, format!("URL `{}`: weight must be above 0", excerpt(&u.path)))
+                            );
                         }
                         if !(u.path.starts_with('/') || u.path.starts_with("http://") || u.path.starts_with("https://"))
                         {
                             return Err(src.error_at(
                                 uat,
-                                format!("URL `{}`: expected a path starting with / or an http(s):// URL", u.path),
+                                format!(
+                                    "URL `{}`: expected a path starting with / or an http(s):// URL",
+                                    excerpt(&u.path)
+                                ),
                             ));
+                        }
+                        let place = if u.path.starts_with('/') {
+                            None
+                        } else {
+                            let e = src.error_at(uat, "");
+                            Some(Place {
+                                file: e.file,
+                                line: e.line.unwrap_or(1),
+                                column: e.column.unwrap_or(1),
+                            })
+                        };
+                        // A class that names its own target sends there:
+                        // an absolute URL elsewhere would go to a host the
+                        // suite never names as a target.
+                        if let (Some(t), Some(p)) = (&c.target, &place) {
+                            if origin(&u.path) != origin(t) {
+                                return Err(p.error(format!(
+                                    "class `{}`: URL `{}` is not on the class's target `{}`: expected a path \
+                                     (a workload's URLs are paths on its target) or a URL on {}",
+                                    c.name,
+                                    crate::input::excerpt(&u.path),
+                                    crate::input::excerpt(t),
+                                    crate::input::excerpt(t)
+                                )));
+                            }
                         }
                         list.push(UrlEntry {
                             path: u.path,
                             weight: u.weight,
                             size: u.size,
+                            place,
                         });
                     }
                     UrlSource::List(list)
@@ -302,7 +397,7 @@ impl Workload {
                         return Err(src.error_at(fat, "top = 0 keeps no file: expected at least 1"));
                     }
                     if !f.prefix.is_empty() && !f.prefix.starts_with('/') {
-                        return Err(src.error_at(fat, format!("prefix `{}` must start with /", f.prefix)));
+                        return Err(src.error_at(fat, format!("prefix `{}` must start with /", excerpt(&f.prefix))));
                     }
                     UrlSource::Fileset(FilesetDraw {
                         name: f.name,
@@ -319,7 +414,10 @@ impl Workload {
                 None | Some((_, "1.1" | "1")) => false,
                 Some((_, "2")) => true,
                 Some((h, other)) => {
-                    return Err(src.error_at(h.span().start, format!("http `{other}`: expected \"1.1\" or \"2\"")))
+                    return Err(src.error_at(
+                        h.span().start,
+                        format!("http `{}`: expected \"1.1\" or \"2\"", excerpt(other)),
+                    ))
                 }
             };
             classes.push(Class {

@@ -132,6 +132,31 @@ pub fn generator_notes(results: &Results) -> Vec<String> {
     }
 }
 
+/// The text of a results file, at most
+/// [`benchlab_results::MAX_RESULTS_BYTES`] of it.
+fn read_results(file: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let limit = benchlab_results::MAX_RESULTS_BYTES;
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "{}: larger than {} MiB, the most benchlab reads for a results.json: expected a results directory",
+            file.display(),
+            limit >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{}: byte at offset {} is not UTF-8: expected a results.json",
+            file.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
 /// Reads `DIR/results.json` (or the file itself when `dir` names a JSON
 /// file) into a [`Run`] labelled with the directory's name. Refuses another
 /// schema: a report built on misread fields would mislead.
@@ -141,7 +166,7 @@ pub fn load_run(dir: &Path) -> Result<Run, String> {
     } else {
         (dir.to_path_buf(), dir.join("results.json"))
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let text = read_results(&file)?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
     let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
@@ -210,4 +235,24 @@ pub fn write_reports(runs: &[Run], out: &Path, opts: &ReportOptions) -> Result<V
         written.push(xlsx_path);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    /// A results.json past the bound (a sparse file: no disk used) is
+    /// refused naming the limit, not parsed.
+    #[test]
+    fn a_huge_results_file_is_refused_at_the_bound() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("results.json");
+        let f = std::fs::File::create(&file).expect("create");
+        f.set_len(benchlab_results::MAX_RESULTS_BYTES + 1).expect("set_len");
+        let e = match load_run(dir.path()) {
+            Ok(_) => panic!("a results.json past the bound was read"),
+            Err(e) => e,
+        };
+        assert!(e.contains("larger than 256 MiB"), "{e}");
+    }
 }

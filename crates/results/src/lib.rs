@@ -64,6 +64,11 @@ impl StepKind {
     }
 }
 
+/// The largest `results.json` that `report`, `compare` and `reproduce`
+/// read: a long suite with per-second figures is a few MiB; a wrong path
+/// (a log, `/dev/zero`) is refused at this size, not read whole.
+pub const MAX_RESULTS_BYTES: u64 = 256 << 20;
+
 /// The exit codes of `benchlab`, documented in docs/http.md and docs/reports.md: what a script
 /// or CI job may rely on.
 pub mod exit {
@@ -79,6 +84,10 @@ pub mod exit {
     pub const BREACHED: u8 = 3;
     /// Ctrl-C stopped the run; what was measured is kept.
     pub const INTERRUPTED: u8 = 130;
+    /// Standard output was closed by its reader (`benchlab compare A B |
+    /// head -1`): benchlab stops quietly with the status a process killed
+    /// by SIGPIPE has in a shell (128 + 13), as `cat` and `git` do.
+    pub const CLOSED_STDOUT: u8 = 141;
 }
 
 /// Latency in microseconds.
