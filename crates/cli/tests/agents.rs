@@ -279,6 +279,7 @@ fn an_agent_killed_mid_mix_is_dropped_and_the_run_completes() {
         .filter(|comm| comm.starts_with("benchlab-worke"))
         .count();
     assert_eq!(workers, cpus.min(2), "agent 0's worker threads");
+    // SAFETY: kill(2) on a pid this test started and still holds; no memory is touched.
     unsafe { libc::kill(a1.pid(), libc::SIGKILL) };
     let out = ctl.wait_output();
     assert!(out.status.success(), "controller:\n{}", text(&out));
@@ -323,6 +324,7 @@ fn an_agent_that_loses_its_controller_stops_its_load() {
     let a0 = agent(&lab, port, 0, &[]);
     wait_for_load_from(&nginx, "127.0.0.1");
     std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on a pid this test started and still holds; no memory is touched.
     unsafe { libc::kill(ctl.pid(), libc::SIGKILL) };
     let o = a0.wait_output();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -391,6 +393,7 @@ fn a_restarted_agent_rejoins_as_the_same_client_at_the_next_mix() {
     let a0 = agent(&lab, port, 0, &[]);
     let a1 = agent(&lab, port, 1, &[]);
     wait_for_load_from(&nginx, "127.0.0.2");
+    // SAFETY: kill(2) on a pid this test started and still holds; no memory is touched.
     unsafe { libc::kill(a1.pid(), libc::SIGKILL) };
     drop(a1);
     // The controller sees the closed connection at once; the new process
@@ -431,6 +434,7 @@ fn abort_on_lost_agent_stops_the_run() {
     let a0 = agent(&lab, port, 0, &[]);
     let a1 = agent(&lab, port, 1, &[]);
     wait_for_load_from(&nginx, "127.0.0.2");
+    // SAFETY: kill(2) on a pid this test started and still holds; no memory is touched.
     unsafe { libc::kill(a1.pid(), libc::SIGKILL) };
     let out = ctl.wait_output();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
@@ -591,6 +595,7 @@ fn delaying_proxy(
     let netns = std::fs::File::open(format!("/var/run/netns/{ns}")).expect("open the namespace");
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
+        // SAFETY: setns(2) on a namespace file this thread holds open; it changes only this thread's namespace.
         let entered = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
         assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
         let listener = std::net::TcpListener::bind(listen).expect("proxy bind");
@@ -642,6 +647,7 @@ fn delaying_proxy(
 /// Needs root and `ip netns`; skipped, saying why, without them.
 #[test]
 fn four_agents_on_their_own_hosts_in_network_namespaces() {
+    // SAFETY: geteuid(2) has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: network namespaces need root");
         return;
@@ -783,6 +789,7 @@ fn four_agents_on_their_own_hosts_in_network_namespaces() {
         assert!(Instant::now() < deadline, "agent 3 sent nothing in mix 3");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // SAFETY: kill(2) on a pid this test started and still holds; no memory is touched.
     unsafe { libc::kill(agents[3].pid(), libc::SIGKILL) };
     let out = ctl.wait_output();
     assert!(out.status.success(), "controller:\n{}", text(&out));
@@ -1107,6 +1114,7 @@ fn a_run_whose_only_agent_is_lost_stops_before_the_next_mix() {
     let ctl = controller(&path, port, &lab, &out_dir, 1, &[]);
     let a0 = agent(&lab, port, 0, &[]);
     wait_for_load_from(&nginx, "127.0.0.1");
+    // SAFETY: kill(2) on a pid this test started and still holds; no memory is touched.
     unsafe { libc::kill(a0.pid(), libc::SIGKILL) };
     let out = ctl.wait_output();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
@@ -1140,6 +1148,7 @@ fn a_run_whose_agents_are_all_lost_stops_naming_them() {
     let a1 = agent(&lab, port, 1, &[]);
     wait_for_load_from(&nginx, "127.0.0.1");
     wait_for_load_from(&nginx, "127.0.0.2");
+    // SAFETY: a system call with valid arguments owned by this test.
     unsafe {
         libc::kill(a0.pid(), libc::SIGKILL);
         libc::kill(a1.pid(), libc::SIGKILL);
@@ -1203,6 +1212,7 @@ fn ctrl_c_while_waiting_for_agents_exits_130() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill(2) on a pid this test started and still holds; no memory is touched.
     unsafe { libc::kill(ctl.pid(), libc::SIGINT) };
     let out = exits_within(ctl, Duration::from_secs(60), "the controller after Ctrl-C");
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
@@ -1287,9 +1297,11 @@ fn an_agent_dropped_by_the_controller_exits_1_and_the_runs_end_is_no_loss() {
     let a0 = agent(&lab, port, 0, &[]);
     let a1 = agent(&lab, port, 1, &[]);
     wait_for_load_from(&nginx, "127.0.0.2");
+    // SAFETY: kill(2) on a pid this test started and still holds; no memory is touched.
     unsafe { libc::kill(a1.pid(), libc::SIGSTOP) };
     // Past the controller's 3 s, short of the agent's own 5 s.
     std::thread::sleep(Duration::from_millis(4500));
+    // SAFETY: kill(2) on a pid this test started and still holds; no memory is touched.
     unsafe { libc::kill(a1.pid(), libc::SIGCONT) };
     let o1 = a1.wait_output();
     assert_eq!(o1.status.code(), Some(1), "{}", text(&o1));
