@@ -475,6 +475,23 @@ fn watch(server: &Server, args: &[&str], interrupt_when: Option<&dyn Fn() -> boo
 }
 
 impl Watched {
+    /// Its `--json` output after Ctrl-C: exit 130 (as `run`), what was
+    /// measured still printed, marked partial.
+    fn interrupted_json(&self) -> Value {
+        assert_eq!(
+            self.status.code(),
+            Some(130),
+            "benchlab exited {} after Ctrl-C (peak {} KiB):\n{}\n{}",
+            self.status,
+            self.peak_kib,
+            self.stdout,
+            self.stderr
+        );
+        let v: Value = serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {}", self.stdout));
+        assert_eq!(v["partial"], true, "{v}");
+        v
+    }
+
     /// Its `--json` output, after checking it exited 0 (a server's
     /// misbehaviour is measured, never fatal: no abort, no panic).
     fn json(&self) -> Value {
@@ -564,7 +581,7 @@ fn endless_continuation_frames_end_on_time_and_on_ctrl_c() {
     let seen = server.connections.load(Ordering::Relaxed);
     let c = Arc::clone(&server.connections);
     let ready = move || c.load(Ordering::Relaxed) > seen;
-    let stopped = watch(&server, &[&args[..], &["-d", "10m"]].concat(), Some(&ready)).json();
+    let stopped = watch(&server, &[&args[..], &["-d", "10m"]].concat(), Some(&ready)).interrupted_json();
     assert!(u(&stopped, "/errors/header_too_large") >= 1, "{stopped}");
 }
 
@@ -579,7 +596,7 @@ fn frames_to_ignore_without_end_do_not_keep_a_run_past_its_end_or_ctrl_c() {
     let seen = server.connections.load(Ordering::Relaxed);
     let c = Arc::clone(&server.connections);
     let ready = move || c.load(Ordering::Relaxed) > seen;
-    let stopped = watch(&server, &[&args[..], &["-d", "10m"]].concat(), Some(&ready)).json();
+    let stopped = watch(&server, &[&args[..], &["-d", "10m"]].concat(), Some(&ready)).interrupted_json();
     assert_eq!(u(&stopped, "/requests"), 0, "{stopped}");
 }
 
