@@ -1,6 +1,7 @@
 //! Parsers for flag values that are more than a number: they turn a user's
 //! text into typed values or say exactly what was expected.
 
+use clap::ValueEnum;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
@@ -172,4 +173,22 @@ mod tests {
         assert!(duration("ten").is_err());
         assert_eq!(duration("250ms").unwrap(), Duration::from_millis(250));
     }
+}
+
+/// HTTP version and connection behaviour of the run's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HttpMode {
+    /// HTTP/1.0 without keep-alive: a new connection for every request.
+    #[value(name = "1.0")]
+    Http10,
+    /// HTTP/1.0 with `Connection: keep-alive`.
+    #[value(name = "1.0-keepalive")]
+    Http10KeepAlive,
+    /// HTTP/1.1 (persistent connections per --persistent-percent).
+    #[value(name = "1.1")]
+    Http11,
+    /// HTTP/2: over TLS with ALPN `h2` for https:// URLs, cleartext with
+    /// prior knowledge (h2c) for http:// URLs; see --connections, --streams.
+    #[value(name = "2")]
+    Http2,
 }

@@ -4,7 +4,8 @@
 //! results directory and the reports — with nothing to install or start.
 
 use crate::output::plural;
-use crate::run_cmd::{execute, stamp};
+use crate::output::stamp;
+use crate::run_cmd::execute;
 use crate::{CliError, Outcome};
 use benchlab_controller::RunOptions;
 use benchlab_engine::TlsOptions;

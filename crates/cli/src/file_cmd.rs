@@ -177,7 +177,7 @@ pub fn run(
             Ok(_) => {}
         }
     }
-    let out = out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, crate::run_cmd::stamp())));
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, crate::output::stamp())));
     let mut targets: Vec<&str> = suite.phases.iter().map(|p| p.target.as_str()).collect();
     targets.dedup();
     eprintln!(

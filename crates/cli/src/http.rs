@@ -1,6 +1,7 @@
 //! `benchlab http`: flags → a one-client plan → preflight → run, as one
 //! client through the controller's client seam (`drive_mix`) → result.
 
+pub use crate::args::HttpMode;
 use crate::args::{self, WeightedUrl};
 use crate::output::{self, HttpResult};
 use crate::{CliError, Outcome};
@@ -16,24 +17,6 @@ use serde::Serialize;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-
-/// HTTP version and connection behaviour of the run's connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HttpMode {
-    /// HTTP/1.0 without keep-alive: a new connection for every request.
-    #[value(name = "1.0")]
-    Http10,
-    /// HTTP/1.0 with `Connection: keep-alive`.
-    #[value(name = "1.0-keepalive")]
-    Http10KeepAlive,
-    /// HTTP/1.1 (persistent connections per --persistent-percent).
-    #[value(name = "1.1")]
-    Http11,
-    /// HTTP/2: over TLS with ALPN `h2` for https:// URLs, cleartext with
-    /// prior knowledge (h2c) for http:// URLs; see --connections, --streams.
-    #[value(name = "2")]
-    Http2,
-}
 
 /// How an open loop (`--rate`) spaces its sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -4,7 +4,7 @@
 //! Field names and meanings are those of docs/counting.md; the
 //! docs/http.md documents each one.
 
-use crate::http::HttpMode;
+use crate::args::HttpMode;
 use benchlab_engine::{sys, ClassStats, ClientPlan, ClientReport, Counters, ErrorKind, LatencySummary, Load, Stop};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -788,6 +788,16 @@ pub fn human(r: &HttpResult) -> String {
         }
     }
     o
+}
+
+/// `YYYYmmdd-HHMMSS` in UTC, for default results directories.
+pub(crate) fn stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (y, m, d, h, mi, sec) = benchlab_controller::utc_civil(secs);
+    format!("{y:04}{m:02}{d:02}-{h:02}{mi:02}{sec:02}")
 }
 
 #[cfg(test)]

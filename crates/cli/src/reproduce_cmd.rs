@@ -437,7 +437,7 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
     let out = a
         .out
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("results/reproduce-{name}-{}", crate::run_cmd::stamp())));
+        .unwrap_or_else(|| PathBuf::from(format!("results/reproduce-{name}-{}", crate::output::stamp())));
     std::fs::create_dir_all(&out)
         .map_err(|e| CliError::CannotRun(format!("reproduce: create {}: {e}", out.display())))?;
     let kind = experiment.fileset[0];

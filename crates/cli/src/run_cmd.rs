@@ -903,7 +903,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let out = a
         .out
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, stamp())));
+        .unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, crate::output::stamp())));
     let opts = RunOptions {
         out: out.clone(),
         filesets: dirs,
@@ -1229,16 +1229,6 @@ fn truncate(s: &str, n: usize) -> String {
     } else {
         s.chars().take(n - 1).chain(std::iter::once('…')).collect()
     }
-}
-
-/// `YYYYmmdd-HHMMSS` in UTC, for default results directories.
-pub(crate) fn stamp() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (y, m, d, h, mi, sec) = benchlab_controller::utc_civil(secs);
-    format!("{y:04}{m:02}{d:02}-{h:02}{mi:02}{sec:02}")
 }
 
 #[cfg(test)]
