@@ -331,11 +331,11 @@ fn http_rates_and_durations_out_of_range_are_refused() {
             vec!["--rate", "2e7", "-d", "2s"],
             "--rate 20000000: expected requests per second from 0.001 to 10,000,000",
         ),
-        (vec!["-d", "1ns"], "--duration 1ns: expected at least 1s"),
-        (vec!["-d", "999ms"], "--duration 999ms: expected at least 1s"),
+        (vec!["-d", "1ns"], "--duration 1ns: expected at least 100ms"),
+        (vec!["-d", "99ms"], "--duration 99ms: expected at least 100ms"),
         (
-            vec!["--find-peak", "--step-duration", "500ms"],
-            "--step-duration 500ms: expected at least 1s",
+            vec!["--find-peak", "--step-duration", "50ms"],
+            "--step-duration 50ms: expected at least 100ms",
         ),
     ] {
         let mut all = vec!["http"];

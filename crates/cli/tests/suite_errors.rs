@@ -122,7 +122,7 @@ const CASES: &[Case] = &[
             "mix 2",
             "ramp_up 2s + ramp_down 2s",
             "length 4s",
-            "expected a measurement window of at least 1s",
+            "expected a measurement window of at least 100ms",
         ],
     },
     // delay 3 s, ramp_up 2 s: at the mix.
@@ -235,13 +235,13 @@ const CASES: &[Case] = &[
         file: "length_1ns.toml",
         line: 15,
         column: 1,
-        phrases: &["mix 1", "leave 1ns", "expected a measurement window of at least 1s"],
+        phrases: &["mix 1", "leave 1ns", "expected a measurement window of at least 100ms"],
     },
     Case {
-        file: "window_under_1s.toml",
+        file: "window_too_short.toml",
         line: 15,
         column: 1,
-        phrases: &["mix 1", "ramp_up 1s + ramp_down 1s leave 500ms", "length 2s 500ms"],
+        phrases: &["mix 1", "ramp_up 1s + ramp_down 1s leave 50ms", "length 2s 50ms"],
     },
     // `clients 1`: TOML syntax, where `=` was expected.
     Case {

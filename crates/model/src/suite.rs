@@ -83,11 +83,13 @@ pub const MAX_RATE: f64 = 10_000_000.0;
 /// `Duration` (a rate of 1e-19 overflowed it and panicked the workers).
 pub const MIN_RATE: f64 = 0.001;
 
-/// The shortest measurement window a mix may leave between its ramps: the
-/// per-second figures and the CPU shares are counted over whole seconds,
-/// and a window of nanoseconds gave nonsense (client CPU 363 % of a core).
-/// `--time-scale` may shrink a window below it on purpose (a quick try).
-pub const MIN_WINDOW: Duration = Duration::from_secs(1);
+/// The shortest measurement window a mix may leave between its ramps: a
+/// window of nanoseconds gave nonsense (client CPU 363 % of a core), while
+/// a fraction of a second is a fair smoke test (rates are per second of
+/// the window, however long; a window under a second has no whole second
+/// for compare's noise, which then says so). `--time-scale` may shrink a
+/// window below it on purpose (a quick try).
+pub const MIN_WINDOW: Duration = Duration::from_millis(100);
 
 /// A rate as a message shows it: `1e-300`, not three hundred zeros.
 pub fn rate_text(r: f64) -> String {
