@@ -524,7 +524,10 @@ fn run_inner(
             .load_urls(&plan.list)
             .map_err(|e| ControllerError::Target(format!("cannot hand the URL list to the clients: {e}")))?;
     }
-    let text = std::fs::read_to_string(&suite.path).unwrap_or_default();
+    // The suite's text, recorded in results.json as it was run (read
+    // with the suite's own bound: it was parsed from this file already).
+    let text = benchlab_model::input::read_bounded_text(&suite.path, "suite", benchlab_model::input::MAX_SUITE_BYTES)
+        .unwrap_or_default();
     let mut results = Results {
         schema: RESULTS_SCHEMA.to_string(),
         suite: SuiteInfo {

@@ -61,6 +61,10 @@ pub enum ManifestError {
     Syntax { path: String, line: usize, what: String },
 }
 
+/// The largest manifest read: a line a file of about 60 bytes, so room for
+/// the c't sets' million files several times over.
+pub const MAX_MANIFEST_BYTES: u64 = 512 << 20;
+
 impl Manifest {
     /// Parses manifest text; `origin` names it in errors (a file path).
     pub fn parse(text: &str, origin: &str) -> Result<Manifest, ManifestError> {
@@ -137,11 +141,39 @@ impl Manifest {
         Ok(m)
     }
 
-    /// Reads a manifest file.
+    /// Reads a manifest file, of at most [`MAX_MANIFEST_BYTES`]: a wrong
+    /// path (`/dev/zero`, a disk image) is refused at the limit, never read
+    /// whole.
     pub fn read(path: &Path) -> Result<Manifest, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
+        Manifest::read_limited(path, MAX_MANIFEST_BYTES)
+    }
+
+    fn read_limited(path: &Path, limit: u64) -> Result<Manifest, ManifestError> {
+        use std::io::Read as _;
+        let io = |source| ManifestError::Io {
             path: path.display().to_string(),
             source,
+        };
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .map_err(io)?
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 > limit {
+            return Err(io(std::io::Error::other(format!(
+                "larger than {} MiB, the most benchlab reads for a manifest: expected a file set's manifest",
+                limit >> 20
+            ))));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "byte at offset {} is not UTF-8: expected a manifest (text)",
+                    e.utf8_error().valid_up_to()
+                ),
+            ))
         })?;
         Manifest::parse(&text, &path.display().to_string())
     }
@@ -187,6 +219,14 @@ pub fn write_entry(s: &mut String, e: &Entry) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endless_manifest_is_refused_at_its_limit() {
+        let e = Manifest::read_limited(Path::new("/dev/zero"), 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/dev/zero") && e.contains("1 MiB"), "{e}");
+    }
 
     #[test]
     fn round_trip() {
