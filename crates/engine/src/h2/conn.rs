@@ -464,14 +464,7 @@ impl Conn {
                 if let Some(k) = self.find(stream) {
                     self.streams[k].send_window += increment as i64;
                     if self.streams[k].send_window > frame::MAX_WINDOW as i64 {
-                        self.control()?;
-                        let s = self.streams.swap_remove(k);
-                        frame::put_rst_stream(&mut self.out, s.id, frame::FLOW_CONTROL_ERROR);
-                        ended.push(Ended {
-                            user: s.user,
-                            bytes: s.bytes,
-                            outcome: Outcome::Failed(ErrorKind::FlowControl),
-                        });
+                        self.reset_flow_control(k, ended)?;
                     }
                 }
             }
@@ -575,15 +568,7 @@ impl Conn {
                 s.bytes += n;
                 s.window -= len as i64;
                 if s.window < 0 {
-                    self.control()?;
-                    let s = self.streams.swap_remove(k);
-                    frame::put_rst_stream(&mut self.out, s.id, frame::FLOW_CONTROL_ERROR);
-                    ended.push(Ended {
-                        user: s.user,
-                        bytes: s.bytes,
-                        outcome: Outcome::Failed(ErrorKind::FlowControl),
-                    });
-                    return Ok(());
+                    return self.reset_flow_control(k, ended);
                 }
                 if !s.head_done {
                     return Err(protocol("DATA before the response's HEADERS"));
@@ -616,6 +601,21 @@ impl Conn {
 
     /// A whole header block arrived: decode it (always, to keep the HPACK
     /// table in step) and apply it to its stream.
+    /// Ends stream `k` with RST_STREAM(FLOW_CONTROL_ERROR), its request
+    /// counted as `flow_control` (RFC 9113 §6.9: a stream error), the reset
+    /// queued as a control frame (so a flood of them is bounded too).
+    fn reset_flow_control(&mut self, k: usize, ended: &mut Vec<Ended>) -> Result<(), (u32, ConnFail)> {
+        self.control()?;
+        let s = self.streams.swap_remove(k);
+        frame::put_rst_stream(&mut self.out, s.id, frame::FLOW_CONTROL_ERROR);
+        ended.push(Ended {
+            user: s.user,
+            bytes: s.bytes,
+            outcome: Outcome::Failed(ErrorKind::FlowControl),
+        });
+        Ok(())
+    }
+
     fn head(&mut self, ended: &mut Vec<Ended>) -> Result<(), (u32, ConnFail)> {
         let stream = std::mem::take(&mut self.block_stream);
         let head = hpack::decode(&mut self.decoder, &self.block).map_err(|hpack::BadBlock| {
