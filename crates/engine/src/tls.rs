@@ -251,21 +251,7 @@ pub const MAX_PEM_BYTES: u64 = 4 << 20;
 /// The bytes of a PEM file, at most [`MAX_PEM_BYTES`]: a larger (or
 /// endless) file is an error of kind `InvalidData` saying the limit.
 pub fn read_pem(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_PEM_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_PEM_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "larger than {} MiB, the most benchlab reads for a certificate or key: expected a PEM file",
-                MAX_PEM_BYTES >> 20
-            ),
-        ));
-    }
-    Ok(bytes)
+    Ok(benchlab_input::read_bounded(path, "certificate or key", MAX_PEM_BYTES)?)
 }
 
 #[cfg(test)]

@@ -149,31 +149,9 @@ impl Manifest {
     }
 
     fn read_limited(path: &Path, limit: u64) -> Result<Manifest, ManifestError> {
-        use std::io::Read as _;
-        let io = |source| ManifestError::Io {
+        let text = benchlab_input::read_bounded_text(path, "manifest", limit).map_err(|e| ManifestError::Io {
             path: path.display().to_string(),
-            source,
-        };
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .map_err(io)?
-            .take(limit + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        if bytes.len() as u64 > limit {
-            return Err(io(std::io::Error::other(format!(
-                "larger than {} MiB, the most benchlab reads for a manifest: expected a file set's manifest",
-                limit >> 20
-            ))));
-        }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "byte at offset {} is not UTF-8: expected a manifest (text)",
-                    e.utf8_error().valid_up_to()
-                ),
-            ))
+            source: e.into(),
         })?;
         Manifest::parse(&text, &path.display().to_string())
     }

@@ -150,24 +150,10 @@ impl Profile {
     /// defaults; a syntax error, an unknown setting, a setting `kind` has
     /// not, or a value out of range is an error naming file and line.
     pub fn read(path: &Path, kind: ServerKind) -> Result<Profile, Error> {
-        use std::io::Read as _;
-        let io = |e| Error::Io {
+        let text = benchlab_input::read_bounded_text(path, "profile", MAX_PROFILE_BYTES).map_err(|e| Error::Io {
             what: format!("read profile {}", path.display()),
-            source: e,
-        };
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_PROFILE_BYTES + 1).read_to_string(&mut text))
-            .map_err(io)?;
-        if text.len() as u64 > MAX_PROFILE_BYTES {
-            return Err(io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "larger than {} MiB, the most benchlab reads for a profile: expected a server profile file",
-                    MAX_PROFILE_BYTES >> 20
-                ),
-            )));
-        }
+            source: e.into(),
+        })?;
         Profile::parse(&text, &path.display().to_string(), kind)
     }
 

@@ -135,26 +135,8 @@ pub fn generator_notes(results: &Results) -> Vec<String> {
 /// The text of a results file, at most
 /// [`benchlab_results::MAX_RESULTS_BYTES`] of it.
 fn read_results(file: &Path) -> Result<String, String> {
-    use std::io::Read as _;
-    let limit = benchlab_results::MAX_RESULTS_BYTES;
-    let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    if bytes.len() as u64 > limit {
-        return Err(format!(
-            "{}: larger than {} MiB, the most benchlab reads for a results.json: expected a results directory",
-            file.display(),
-            limit >> 20
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "{}: byte at offset {} is not UTF-8: expected a results.json",
-            file.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })
+    benchlab_input::read_bounded_text(file, "results.json", benchlab_results::MAX_RESULTS_BYTES)
+        .map_err(|e| e.to_string())
 }
 
 /// Reads `DIR/results.json` (or the file itself when `dir` names a JSON
