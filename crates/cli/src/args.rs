@@ -35,7 +35,7 @@ pub fn weighted_url(s: &str) -> Result<WeightedUrl, String> {
 
 /// A duration such as `10s`, `500ms`, `1m30s`, at most a week (clap adds
 /// the flag's name to the message).
-pub fn duration(s: &str) -> Result<Duration, String> {
+pub fn duration(s: &str) -> Result<Duration, benchlab_model::DurationError> {
     benchlab_model::parse_duration(s)
 }
 

@@ -80,7 +80,7 @@ pub fn run(a: DemoArgs) -> Result<Outcome, CliError> {
     let mut suite = Suite::from_file(&suite_path).map_err(|e| CliError::CannotRun(e.to_string()))?;
     suite.retarget(&target);
     if a.time_scale != 1.0 {
-        suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
+        suite.scale_time(a.time_scale).map_err(|e| CliError::of("", e))?;
     }
     let out = a
         .out

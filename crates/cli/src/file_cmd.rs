@@ -154,9 +154,9 @@ pub fn run(
         suite.retarget(t);
     }
     for (phase, url) in phase_targets {
-        suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
+        suite.retarget_phase(phase, url).map_err(|e| CliError::of("", e))?;
     }
-    suite.select_phases(phases).map_err(CliError::Usage)?;
+    suite.select_phases(phases).map_err(|e| CliError::of("", e))?;
     if let Some(f) = smb_password_file {
         benchlab_fileserver::smb::set_password(password_for(&suite, f)?);
     }

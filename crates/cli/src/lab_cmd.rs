@@ -102,11 +102,9 @@ struct DownArgs {
 }
 
 fn cli_error(e: Error) -> CliError {
-    if e.is_input_error() {
-        CliError::Usage(e.to_string())
-    } else {
-        CliError::CannotRun(format!("lab: {e}"))
-    }
+    // Input errors read best without the prefix (they name the flag).
+    let context = if e.is_input_error() { "" } else { "lab: " };
+    CliError::of(context, e)
 }
 
 pub fn run(a: LabArgs) -> Result<Outcome, CliError> {

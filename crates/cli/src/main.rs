@@ -109,6 +109,18 @@ pub enum CliError {
     CannotRun(String),
 }
 
+impl CliError {
+    /// Any crate's error as the command's error, its exit class as the
+    /// error type says (`benchlab_model::input::Classify`), its message
+    /// after `context` (`"lab: "`, or empty).
+    pub fn of<E: benchlab_model::input::Classify>(context: &str, e: E) -> CliError {
+        match e.exit_class() {
+            benchlab_model::input::ExitClass::Usage => CliError::Usage(format!("{context}{e}")),
+            benchlab_model::input::ExitClass::CannotRun => CliError::CannotRun(format!("{context}{e}")),
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -171,5 +183,30 @@ fn process_exit_code(result: &Result<Outcome, CliError>) -> u8 {
         Ok(Outcome::Interrupted) => exit::INTERRUPTED,
         Err(CliError::Usage(_)) => exit::USAGE,
         Err(CliError::CannotRun(_)) => exit::CANNOT_RUN,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchlab_model::input::ExitClass;
+
+    /// A crate's error class and the documented exit code agree, and
+    /// `CliError::of` keeps the class a crate's error type gives.
+    #[test]
+    fn crate_errors_keep_their_exit_class() {
+        assert_eq!(ExitClass::Usage.code(), benchlab_results::exit::USAGE);
+        assert_eq!(ExitClass::CannotRun.code(), benchlab_results::exit::CANNOT_RUN);
+        let bad_scale = benchlab_model::check_time_scale(0.0).unwrap_err();
+        let e = CliError::of("", bad_scale);
+        assert_eq!(process_exit_code(&Err(e)), benchlab_results::exit::USAGE);
+        let no_server = benchlab_lab::Error::Start("nginx did not start".into());
+        let e = CliError::of("lab: ", no_server);
+        assert!(
+            matches!(&e, CliError::CannotRun(m) if m == "lab: nginx did not start"),
+            "{e:?}"
+        );
+        let bad_cpus = benchlab_lab::process::parse_cpu_set("--client-cpus", "x").unwrap_err();
+        assert!(matches!(CliError::of("", bad_cpus), CliError::Usage(m) if m.starts_with("--client-cpus")));
     }
 }

@@ -272,7 +272,7 @@ fn fileset_dirs(
 /// share of the file set's requests, the expected mean response (body bytes,
 /// by the class's own request weights).
 fn class_summary(c: &Class, target: &str, dirs: &BTreeMap<String, PathBuf>) -> Result<String, CliError> {
-    let urls = c.resolve(target, dirs).map_err(CliError::Usage)?;
+    let urls = c.resolve(target, dirs).map_err(|e| CliError::of("", e))?;
     let n = urls.len() as u64;
     let mut line = plural(n, "URL", "URLs");
     if let UrlSource::Fileset(f) = &c.source {
@@ -298,7 +298,7 @@ fn class_summary(c: &Class, target: &str, dirs: &BTreeMap<String, PathBuf>) -> R
 /// `benchlab check`: parse, validate, and say what would run.
 pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
-    suite.select_phases(&a.phases).map_err(CliError::Usage)?;
+    suite.select_phases(&a.phases).map_err(|e| CliError::of("", e))?;
     let (dirs, _) = fileset_dirs(&suite, &a.filesets)?;
     // File workloads (disk mixes, loadfiles) read and checked too.
     let file_lines = crate::file_cmd::check_lines(&suite)?;
@@ -676,7 +676,7 @@ pub(crate) fn pin_clients(
     let Some(list) = list else {
         return Ok(Vec::new());
     };
-    let cpus = benchlab_lab::process::parse_cpu_set("--client-cpus", list).map_err(CliError::Usage)?;
+    let cpus = benchlab_lab::process::parse_cpu_set("--client-cpus", list).map_err(|e| CliError::of("", e))?;
     if let Some(s) = server {
         let shared: Vec<String> = cpus
             .iter()
@@ -723,7 +723,7 @@ struct CgroupEvictor(benchlab_lab::cache::CgroupCache);
 
 impl benchlab_controller::CacheEvictor for CgroupEvictor {
     fn evict(&self) -> Result<String, String> {
-        self.0.evict()
+        self.0.evict().map_err(|e| e.to_string())
     }
     fn describe(&self) -> String {
         self.0.describe()
@@ -803,7 +803,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     if crate::file_cmd::is_file_suite(&suite) {
         refuse_flags_for_file_suite(&suite, &a.given)?;
         if a.time_scale != 1.0 {
-            suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
+            suite.scale_time(a.time_scale).map_err(|e| CliError::of("", e))?;
         }
         return crate::file_cmd::run(
             &suite,
@@ -847,7 +847,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         suite.retarget(&lab_target(name)?);
     }
     for (phase, url) in &a.phase_targets {
-        suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
+        suite.retarget_phase(phase, url).map_err(|e| CliError::of("", e))?;
     }
     // A moved target must not leave an absolute URL on the old host: the
     // load would go where the banner does not say (docs/design.md).
@@ -858,7 +858,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             ))
         })?;
     }
-    suite.select_phases(&a.phases).map_err(CliError::Usage)?;
+    suite.select_phases(&a.phases).map_err(|e| CliError::of("", e))?;
     // The search grows virtual users; an open-loop mix has none to grow.
     if search.is_some() {
         if let Some(m) = suite.mixes.iter().find(|m| m.params.rate.is_some()) {
@@ -869,7 +869,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         }
     }
     if a.time_scale != 1.0 {
-        suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
+        suite.scale_time(a.time_scale).map_err(|e| CliError::of("", e))?;
     }
     if let Some(path) = &a.ca_file {
         // Read with its bound: a wrong file is refused before any request.

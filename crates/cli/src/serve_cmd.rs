@@ -76,7 +76,7 @@ pub struct ServeArgs {
 /// A duration above zero (a zero header timeout would cut off every
 /// request that arrives in two pieces).
 fn positive_duration(s: &str) -> Result<Duration, String> {
-    match crate::args::duration(s)? {
+    match crate::args::duration(s).map_err(|e| e.to_string())? {
         d if d.is_zero() => Err("expected a duration above 0, e.g. 10s".to_string()),
         d => Ok(d),
     }
@@ -97,13 +97,7 @@ pub fn run(a: ServeArgs) -> Result<Outcome, CliError> {
     config.keepalive_timeout = a.keepalive_timeout;
     config.header_timeout = a.header_timeout;
     config.follow_outside_symlinks = a.follow_outside_symlinks;
-    let mut server = Server::bind(config).map_err(|e| {
-        if e.is_input_error() {
-            CliError::Usage(e.to_string())
-        } else {
-            CliError::CannotRun(e.to_string())
-        }
-    })?;
+    let mut server = Server::bind(config).map_err(|e| CliError::of("", e))?;
     if let Err(e) = server.stop_on_signals() {
         eprintln!("benchlab serve: Ctrl-C and SIGTERM will not stop gracefully (logs may not be flushed): {e}");
     }

@@ -181,7 +181,9 @@ fn resolve_phase(
             }
             h2_classes |= 1 << ci;
         }
-        let resolved = c.resolve(target, filesets).map_err(ControllerError::Input)?;
+        let resolved = c
+            .resolve(target, filesets)
+            .map_err(|e| ControllerError::Input(e.to_string()))?;
         classes.push(ClassPlan { name: c.name.clone() });
         let from_fileset = matches!(c.source, benchlab_model::UrlSource::Fileset(_));
         class_info.push((c.name.clone(), c.kind, c.spi.clone(), c.percent, from_fileset));

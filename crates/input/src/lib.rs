@@ -11,10 +11,45 @@
 //! whole. A crate of its own, below every crate that reads input (the
 //! engine's certificates, file sets' manifests, the model's suites, the
 //! lab's profiles, the report's results), so there is one such reader.
+//!
+//! It also holds [`ExitClass`] and [`Classify`]: every crate's error type
+//! says whether it is the user's input at fault (exit 2) or the run that
+//! could not be done (exit 1), so the command line maps any crate's error
+//! to its documented exit code without parsing messages (docs/running.md,
+//! "Exit codes").
 
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+/// How an error ends the process: the documented exit codes of a failure
+/// (`benchlab_results::exit`). A threshold breach (3) and Ctrl-C (130) are
+/// outcomes of a run, not errors, and are not classes here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitClass {
+    /// Bad input from the user (a flag, a suite, a workload, a file they
+    /// named): exit 2.
+    Usage,
+    /// The run could not be done (a server unreachable, a system limit,
+    /// an unwritable directory): exit 1.
+    CannotRun,
+}
+
+impl ExitClass {
+    /// The process exit code of this class.
+    pub const fn code(self) -> u8 {
+        match self {
+            ExitClass::Usage => 2,
+            ExitClass::CannotRun => 1,
+        }
+    }
+}
+
+/// An error that knows its [`ExitClass`]; every crate's public error type
+/// implements it.
+pub trait Classify: std::error::Error {
+    fn exit_class(&self) -> ExitClass;
+}
 
 /// The most characters of a user's text quoted in a message.
 pub const EXCERPT_CHARS: usize = 80;
@@ -57,6 +92,13 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+impl Classify for InputError {
+    /// A file the user named that cannot be read is the user's to fix.
+    fn exit_class(&self) -> ExitClass {
+        ExitClass::Usage
+    }
+}
 
 impl From<InputError> for std::io::Error {
     /// For callers whose errors carry an `io::Error`: the kind of the

@@ -50,7 +50,7 @@ pub struct CgroupCache {
 /// Where this process's memory cgroup is, from /proc/self/mountinfo and
 /// /proc/self/cgroup: v2 when the unified hierarchy offers the memory
 /// controller, else v1's memory hierarchy. Errors say what was looked for.
-pub fn own_memory_cgroup(mountinfo: &str, self_cgroup: &str) -> Result<(Version, PathBuf), String> {
+pub(crate) fn own_memory_cgroup(mountinfo: &str, self_cgroup: &str) -> Result<(Version, PathBuf), String> {
     // mountinfo: ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS] - FSTYPE SOURCE SUPEROPTIONS
     let mounts: Vec<(String, String, String, String)> = mountinfo
         .lines()
@@ -230,7 +230,11 @@ impl CgroupCache {
 
     /// Makes the cache cold: the file set's pages dropped, the cgroup's
     /// reclaimed. Returns a line for the progress display.
-    pub fn evict(&self) -> Result<String, String> {
+    pub fn evict(&self) -> Result<String, Error> {
+        self.make_cold().map_err(Error::Cache)
+    }
+
+    fn make_cold(&self) -> Result<String, String> {
         let (files, bytes) = drop_file_pages(&self.root)?;
         let before = self.usage();
         match self.version {
@@ -300,7 +304,7 @@ impl Drop for CgroupCache {
 /// shared disk, against a tenth of a second for fadvise and mincore) nor a
 /// syncfs (the whole file system, other programs' data too). Returns the
 /// files and bytes covered.
-pub fn drop_file_pages(root: &Path) -> Result<(u64, u64), String> {
+pub(crate) fn drop_file_pages(root: &Path) -> Result<(u64, u64), String> {
     use std::os::fd::AsRawFd;
     let dont_need = |f: &fs::File, path: &Path| {
         // SAFETY: a valid open fd; offset 0, length 0 = the whole file.

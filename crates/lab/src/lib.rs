@@ -133,6 +133,19 @@ pub enum Error {
     /// The server or a helper did not start; the message carries its log.
     #[error("{0}")]
     Start(String),
+    /// `--cold-cache` could not make the server's cache cold before a mix.
+    #[error("cold cache: {0}")]
+    Cache(String),
+}
+
+impl benchlab_input::Classify for Error {
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        if self.is_input_error() {
+            benchlab_input::ExitClass::Usage
+        } else {
+            benchlab_input::ExitClass::CannotRun
+        }
+    }
 }
 
 impl Error {
@@ -439,7 +452,7 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
         profile.backlog = Some(b);
     }
     let cpus = match &opts.cpus {
-        Some(list) => process::parse_cpus(list).map_err(Error::Usage)?,
+        Some(list) => process::parse_cpus(list)?,
         None => Vec::new(),
     };
     if let Some(root) = &opts.root {

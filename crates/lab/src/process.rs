@@ -137,12 +137,17 @@ fn wait_until_empty(pgids: &[i32], within: Duration, left: &dyn Fn(&[i32]) -> Ve
 }
 
 /// Parses a CPU list as taskset(1) writes it: `0`, `0,2`, `1-3,6`.
-pub fn parse_cpus(list: &str) -> Result<Vec<usize>, String> {
+pub fn parse_cpus(list: &str) -> Result<Vec<usize>, crate::Error> {
     parse_cpu_set("--cpus", list)
 }
 
-/// [`parse_cpus`] for the flag `flag` (its name starts each message).
-pub fn parse_cpu_set(flag: &str, list: &str) -> Result<Vec<usize>, String> {
+/// [`parse_cpus`] for the flag `flag` (its name starts each message); a
+/// bad list is the user's input ([`crate::Error::Usage`]).
+pub fn parse_cpu_set(flag: &str, list: &str) -> Result<Vec<usize>, crate::Error> {
+    cpu_set(flag, list).map_err(crate::Error::Usage)
+}
+
+fn cpu_set(flag: &str, list: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for part in list.split(',') {
         let part = part.trim();
@@ -184,8 +189,8 @@ mod tests {
     fn cpu_lists_parse_like_taskset() {
         assert_eq!(parse_cpus("0").unwrap(), vec![0]);
         assert_eq!(parse_cpus("0,0").unwrap(), vec![0]);
-        assert!(parse_cpus("x").unwrap_err().contains("not a CPU number"));
-        assert!(parse_cpus("1-0").unwrap_err().contains("backwards"));
-        assert!(parse_cpus("100000").unwrap_err().contains("does not exist"));
+        assert!(parse_cpus("x").unwrap_err().to_string().contains("not a CPU number"));
+        assert!(parse_cpus("1-0").unwrap_err().to_string().contains("backwards"));
+        assert!(parse_cpus("100000").unwrap_err().to_string().contains("does not exist"));
     }
 }

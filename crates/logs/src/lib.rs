@@ -36,7 +36,7 @@ pub use scan::{
     LogScan, MalformedLine, ScanOptions, UrlStats, BUFFER_SIZE, MALFORMED_EXCERPT_CHARS, MALFORMED_SAMPLE,
     NOT_A_LOG_BYTES, OTHER_STATUS_CLASSES,
 };
-pub use select::{percent, rank, select, Cover, Ranked, Selection};
+pub use select::{percent, rank, select, Cover, CoverError, Ranked, Selection};
 
 use std::io::{self, Read};
 

@@ -10,17 +10,38 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cover(u32);
 
+/// A `--cover` value that is not a share of requests (the user's input:
+/// `workload from-log` exits 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoverError {
+    NotAShare(String),
+    TooManyDecimals(String),
+}
+
+impl std::fmt::Display for CoverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CoverError::NotAShare(s) => write!(
+                f,
+                "`{s}` is not a share of requests: expected a percentage above 0 and at most 100, like 94%"
+            ),
+            CoverError::TooManyDecimals(s) => write!(f, "`{s}`: at most four decimals, please"),
+        }
+    }
+}
+
+impl std::error::Error for CoverError {}
+
 impl Cover {
     /// Everything: keep every URL (unless a URL cap stops earlier).
     pub const ALL: Cover = Cover(1_000_000);
 
     /// Parses `94%`, `94 %`, `94` or `99.5`: a percentage above 0 and at most
     /// 100, with at most four decimals.
-    pub fn parse(s: &str) -> Result<Cover, String> {
+    pub fn parse(s: &str) -> Result<Cover, CoverError> {
         let t = s.trim();
         let t = t.strip_suffix('%').unwrap_or(t).trim_end();
-        let bad =
-            || format!("`{s}` is not a share of requests: expected a percentage above 0 and at most 100, like 94%");
+        let bad = || CoverError::NotAShare(s.to_string());
         let (int, frac) = t.split_once('.').unwrap_or((t, ""));
         if int.is_empty() && frac.is_empty()
             || !int.bytes().all(|b| b.is_ascii_digit())
@@ -29,7 +50,7 @@ impl Cover {
             return Err(bad());
         }
         if frac.len() > 4 {
-            return Err(format!("`{s}`: at most four decimals, please"));
+            return Err(CoverError::TooManyDecimals(s.to_string()));
         }
         let whole: u64 = if int.is_empty() {
             0

@@ -7,6 +7,7 @@
 //! read, the scale against [`TIME_SCALE_MIN`]..=[`TIME_SCALE_MAX`], and a
 //! scaled duration again, each with a message that names the range.
 
+use crate::error::DurationError;
 use std::time::Duration;
 
 /// The longest duration benchlab accepts anywhere: a week. Longer than any
@@ -27,25 +28,22 @@ pub fn duration_range() -> String {
 /// Parses a duration such as `10s`, `500ms`, `1m30s` (humantime's syntax)
 /// and checks it against [`MAX_DURATION`]. The error says what was found
 /// and what was expected; the caller adds where (flag or file:line).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim()).map_err(|e| {
-        format!(
-            "`{s}`: {e}; expected a duration such as \"30s\", \"500ms\" or \"5m\" ({})",
-            duration_range()
-        )
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
+    let d = humantime::parse_duration(s.trim()).map_err(|e| DurationError::Syntax {
+        input: s.to_string(),
+        reason: e.to_string(),
     })?;
-    check_duration(d).map_err(|why| format!("`{s}` {why}"))?;
+    check_duration(d).map_err(|_| DurationError::TooLong {
+        input: Some(s.to_string()),
+        found: d,
+    })?;
     Ok(d)
 }
 
 /// `Err` (saying by how much) when `d` is above [`MAX_DURATION`].
-pub fn check_duration(d: Duration) -> Result<(), String> {
+pub fn check_duration(d: Duration) -> Result<(), DurationError> {
     if d > MAX_DURATION {
-        return Err(format!(
-            "is {}, too long: expected a duration {}",
-            humantime::format_duration(d),
-            duration_range()
-        ));
+        return Err(DurationError::TooLong { input: None, found: d });
     }
     Ok(())
 }
@@ -53,11 +51,9 @@ pub fn check_duration(d: Duration) -> Result<(), String> {
 /// Checks a `--time-scale` factor: finite, within
 /// [`TIME_SCALE_MIN`]..=[`TIME_SCALE_MAX`]; the caller names the value as
 /// the user wrote it.
-pub fn check_time_scale(factor: f64) -> Result<(), String> {
+pub fn check_time_scale(factor: f64) -> Result<(), DurationError> {
     if !(TIME_SCALE_MIN..=TIME_SCALE_MAX).contains(&factor) {
-        return Err(format!(
-            "expected a number from {TIME_SCALE_MIN} to {TIME_SCALE_MAX} (0.05 runs a 5-minute mix in 15 s)"
-        ));
+        return Err(DurationError::TimeScale { factor });
     }
     Ok(())
 }
@@ -80,13 +76,17 @@ mod tests {
         assert_eq!(parse_duration(" 7days "), Ok(MAX_DURATION));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
         assert_eq!(
-            parse_duration("8days").unwrap_err(),
+            parse_duration("8days").unwrap_err().to_string(),
             "`8days` is 8days, too long: expected a duration from 0s to 7days"
         );
         // Fits a u64 of seconds but overflows an Instant: refused.
-        assert!(parse_duration("600000000years").unwrap_err().contains("too long"));
+        assert!(parse_duration("600000000years")
+            .unwrap_err()
+            .to_string()
+            .contains("too long"));
         assert!(parse_duration("99999999999999999999999s")
             .unwrap_err()
+            .to_string()
             .contains("(from 0s to 7days)"));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("").is_err());
@@ -98,7 +98,7 @@ mod tests {
         assert!(check_time_scale(TIME_SCALE_MIN).is_ok());
         assert!(check_time_scale(TIME_SCALE_MAX).is_ok());
         for bad in [0.0, -1.0, 1e20, f64::NAN, f64::INFINITY, 0.0009, 1000.5] {
-            let e = check_time_scale(bad).unwrap_err();
+            let e = check_time_scale(bad).unwrap_err().to_string();
             assert!(e.contains("expected a number from 0.001 to 1000"), "{bad}: {e}");
         }
         assert_eq!(

@@ -230,3 +230,101 @@ mod tests {
         assert!(e.message.contains("empty"), "{}", e.message);
     }
 }
+
+impl benchlab_input::Classify for ModelError {
+    /// A suite or workload file is the user's to fix.
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::Usage
+    }
+}
+
+/// A duration or time scale the model refuses; the caller adds where it
+/// came from (a flag, or a file and line).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a duration at all (humantime's reason).
+    #[error(
+        "`{input}`: {reason}; expected a duration such as \"30s\", \"500ms\" or \"5m\" ({})",
+        crate::duration::duration_range()
+    )]
+    Syntax { input: String, reason: String },
+    /// A duration above [`crate::MAX_DURATION`]; `input` is the text the
+    /// user wrote, when there was one.
+    #[error("{}is {}, too long: expected a duration {}",
+        input.as_ref().map(|i| format!("`{i}` ")).unwrap_or_default(),
+        humantime::format_duration(*found),
+        crate::duration::duration_range())]
+    TooLong {
+        input: Option<String>,
+        found: std::time::Duration,
+    },
+    /// A `--time-scale` factor out of range.
+    #[error(
+        "expected a number from {} to {} (0.05 runs a 5-minute mix in 15 s)",
+        crate::duration::TIME_SCALE_MIN,
+        crate::TIME_SCALE_MAX
+    )]
+    TimeScale { factor: f64 },
+}
+
+impl benchlab_input::Classify for DurationError {
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::Usage
+    }
+}
+
+/// A command-line flag's value that the suite refuses (`--time-scale`,
+/// `--phase`, `--phase-target`): the message starts with the flag and
+/// the value as the user gave them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{flag} {value}: {reason}")]
+pub struct FlagError {
+    pub flag: &'static str,
+    pub value: String,
+    /// What is wrong and what was expected.
+    pub reason: String,
+}
+
+impl benchlab_input::Classify for FlagError {
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::Usage
+    }
+}
+
+/// A class's URLs that cannot be resolved against its target
+/// ([`crate::Class::resolve`]): a file set missing or too small.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(
+        "class `{class}` draws from file set `{fileset}`, but no directory is given for it: \
+         pass --fileset {fileset}=DIR (made by `benchlab fileset generate`) or set it in the suite's [filesets]"
+    )]
+    NoFilesetDir { class: String, fileset: String },
+    #[error("{0}")]
+    Manifest(#[from] benchlab_fileset::ManifestError),
+    #[error("class `{class}`: file set `{fileset}` has no matching files")]
+    NoMatchingFiles { class: String, fileset: String },
+    #[error(
+        "class `{class}`: top = {top}, but file set `{fileset}` ({dir}) has only {found} files{of}: \
+         expected a file set of at least {top} files, or a smaller top"
+    )]
+    TooFewFiles {
+        class: String,
+        fileset: String,
+        dir: String,
+        top: usize,
+        found: usize,
+        /// ` of class A, B` when the class picks file-set classes.
+        of: String,
+    },
+    #[error("class `{class}`: its URLs have no weight")]
+    NoWeight { class: String },
+}
+
+impl benchlab_input::Classify for ResolveError {
+    /// The suite names the file set; a missing or small one is the user's
+    /// to fix.
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::Usage
+    }
+}

@@ -158,7 +158,7 @@ mod tests {
         let mut s = suite("target = \"file:///a\"\n[workloads.d]\nloadfile = \"l\"\n[[mix]]\nclients = 1\nlength = \"2s\"\nramp_up = \"0s\"\nramp_down = \"0s\"\n").unwrap();
         s.retarget_phase("d", "smb://h/s").unwrap();
         assert_eq!(s.mixes[0].params.target, "smb://h/s");
-        let e = s.retarget_phase("d", "http://h/").unwrap_err();
+        let e = s.retarget_phase("d", "http://h/").unwrap_err().to_string();
         assert!(e.contains("runs a file workload"), "{e}");
     }
 }

@@ -1,7 +1,7 @@
 //! Reading a user's input files with a bound: [`benchlab_input`]'s reader
 //! and excerpts, with the limits of the model's own files.
 
-pub use benchlab_input::{excerpt, read_bounded, read_bounded_text, InputError, EXCERPT_CHARS};
+pub use benchlab_input::{excerpt, read_bounded, read_bounded_text, Classify, ExitClass, InputError, EXCERPT_CHARS};
 
 /// The largest suite file read (suites are a few KiB; this leaves room for
 /// inline URL lists).

@@ -6,7 +6,7 @@
 //! included. Consecutive mixes with the same workload and target form a
 //! *phase*, charted against load on its own.
 
-use crate::error::{ModelError, Source};
+use crate::error::{FlagError, ModelError, Source};
 use crate::files::{is_file_target, FileWorkloadRef};
 use crate::input::excerpt;
 use crate::workload::{RawWorkload, Workload};
@@ -786,9 +786,14 @@ impl Suite {
     /// `--time-scale` asks, so a suite can be tried in minutes. The factor
     /// and every scaled duration are checked (the suite is left as it was
     /// on error); the message names the flag, the mix and the parameter.
-    pub fn scale_time(&mut self, factor: f64) -> Result<(), String> {
+    pub fn scale_time(&mut self, factor: f64) -> Result<(), FlagError> {
         use crate::duration::{check_duration, check_time_scale, scale_duration};
-        check_time_scale(factor).map_err(|e| format!("--time-scale {factor}: {e}"))?;
+        let refuse = |reason: String| FlagError {
+            flag: "--time-scale",
+            value: factor.to_string(),
+            reason,
+        };
+        check_time_scale(factor).map_err(|e| refuse(e.to_string()))?;
         let mut scaled = self.mixes.clone();
         for m in &mut scaled {
             let n = m.number;
@@ -803,26 +808,26 @@ impl Suite {
                 let s = scale_duration(*d, factor)
                     .filter(|s| check_duration(*s).is_ok())
                     .ok_or_else(|| {
-                        format!(
-                            "--time-scale {factor}: mix {n}'s {what} {} would become {:.0} s, too long: \
+                        refuse(format!(
+                            "mix {n}'s {what} {} would become {:.0} s, too long: \
                              expected every scaled duration {}",
                             humantime::format_duration(*d),
                             d.as_secs_f64() * factor,
                             crate::duration::duration_range()
-                        )
+                        ))
                     })?;
                 *d = s;
             }
             // Rounding to nanoseconds must not close the window that the
             // unscaled suite had (ramps shorter than the mix).
             if p.ramp_up + p.ramp_down >= p.length || p.length.is_zero() {
-                return Err(format!(
-                    "--time-scale {factor}: mix {n}'s measurement window vanishes ({} long, ramps {} + {}): \
+                return Err(refuse(format!(
+                    "mix {n}'s measurement window vanishes ({} long, ramps {} + {}): \
                      expected a larger scale",
                     humantime::format_duration(p.length),
                     humantime::format_duration(p.ramp_up),
                     humantime::format_duration(p.ramp_down)
-                ));
+                )));
             }
         }
         self.mixes = scaled;
@@ -895,31 +900,34 @@ impl Suite {
 
     /// Gives the phases named `name` (a phase's or a workload's name) and
     /// their mixes the base URL `target` (`--phase-target NAME=URL`).
-    pub fn retarget_phase(&mut self, name: &str, target: &str) -> Result<(), String> {
+    pub fn retarget_phase(&mut self, name: &str, target: &str) -> Result<(), FlagError> {
+        let refuse = |reason: String| FlagError {
+            flag: "--phase-target",
+            value: format!("{name}={target}"),
+            reason,
+        };
         let hits: Vec<usize> = (0..self.phases.len())
             .filter(|&i| self.phases[i].name == name || self.phases[i].workload == name)
             .collect();
         if hits.is_empty() {
             let known: Vec<&str> = self.phases.iter().map(|p| p.name.as_str()).collect();
-            return Err(format!(
-                "--phase-target {name}={target}: suite `{}` has no phase `{name}`: expected one of {}",
+            return Err(refuse(format!(
+                "suite `{}` has no phase `{name}`: expected one of {}",
                 self.name,
                 known.join(", ")
-            ));
+            )));
         }
         // A file workload's phase takes file:// or smb://, a web one http(s)://.
         for &i in &hits {
             let file = self.file_workloads.contains_key(&self.phases[i].workload);
             if file && !is_file_target(target) {
-                return Err(format!(
-                    "--phase-target {name}={target}: phase {} runs a file workload: expected file:///PATH or smb://HOST/SHARE",
+                return Err(refuse(format!(
+                    "phase {} runs a file workload: expected file:///PATH or smb://HOST/SHARE",
                     self.phases[i].name
-                ));
+                )));
             }
             if !file && !is_base_url(target) {
-                return Err(format!(
-                    "--phase-target {name}={target}: expected an http:// or https:// base URL"
-                ));
+                return Err(refuse("expected an http:// or https:// base URL".into()));
             }
         }
         for i in hits {
@@ -935,7 +943,7 @@ impl Suite {
     /// every phase of that workload) and their mixes, which keep their
     /// numbers from the suite file. An empty list keeps everything. Refuses
     /// every name that is no phase, listing the phases there are.
-    pub fn select_phases(&mut self, names: &[String]) -> Result<(), String> {
+    pub fn select_phases(&mut self, names: &[String]) -> Result<(), FlagError> {
         if names.is_empty() {
             return Ok(());
         }
@@ -947,12 +955,11 @@ impl Suite {
             .collect();
         if !unknown.is_empty() {
             let known: Vec<&str> = self.phases.iter().map(|p| p.name.as_str()).collect();
-            return Err(format!(
-                "--phase {}: suite `{}` has no such phase: expected {}",
-                unknown.join(", --phase "),
-                self.name,
-                known.join(", ")
-            ));
+            return Err(FlagError {
+                flag: "--phase",
+                value: unknown.join(", --phase "),
+                reason: format!("suite `{}` has no such phase: expected {}", self.name, known.join(", ")),
+            });
         }
         let keep: Vec<bool> = self.phases.iter().map(selected).collect();
         let mut renumber = vec![usize::MAX; self.phases.len()];

@@ -21,7 +21,7 @@
 //! prefix = "/spice/inproc/adrot"
 //! ```
 
-use crate::error::{ModelError, Source};
+use crate::error::{ModelError, ResolveError, Source};
 use crate::input::excerpt;
 use benchlab_fileset::Manifest;
 use serde::Deserialize;
@@ -469,7 +469,11 @@ impl Class {
     /// The class's URLs against base URL `target` (the class's own target
     /// wins), with weights summing to 1 and expected sizes/checksums.
     /// `filesets` maps file-set names to their directories.
-    pub fn resolve(&self, target: &str, filesets: &BTreeMap<String, PathBuf>) -> Result<Vec<ResolvedUrl>, String> {
+    pub fn resolve(
+        &self,
+        target: &str,
+        filesets: &BTreeMap<String, PathBuf>,
+    ) -> Result<Vec<ResolvedUrl>, ResolveError> {
         let base = self.target.as_deref().unwrap_or(target).trim_end_matches('/');
         let join = |p: &str| {
             if p.starts_with("http://") || p.starts_with("https://") {
@@ -490,24 +494,21 @@ impl Class {
                 })
                 .collect::<Vec<_>>(),
             UrlSource::Fileset(f) => {
-                let dir = filesets.get(&f.name).ok_or_else(|| {
-                    format!(
-                        "class `{}` draws from file set `{}`, but no directory is given for it: \
-                         pass --fileset {}=DIR (made by `benchlab fileset generate`) or set it in the suite's [filesets]",
-                        self.name, f.name, f.name
-                    )
+                let dir = filesets.get(&f.name).ok_or_else(|| ResolveError::NoFilesetDir {
+                    class: self.name.clone(),
+                    fileset: f.name.clone(),
                 })?;
-                let manifest = Manifest::read(&dir.join("manifest")).map_err(|e| e.to_string())?;
+                let manifest = Manifest::read(&dir.join("manifest"))?;
                 let mut entries: Vec<_> = manifest
                     .entries
                     .iter()
                     .filter(|e| f.classes.as_ref().is_none_or(|cs| cs.contains(&e.class)))
                     .collect();
                 if entries.is_empty() {
-                    return Err(format!(
-                        "class `{}`: file set `{}` has no matching files",
-                        self.name, f.name
-                    ));
+                    return Err(ResolveError::NoMatchingFiles {
+                        class: self.name.clone(),
+                        fileset: f.name.clone(),
+                    });
                 }
                 if let Some(top) = f.top.filter(|&t| t > entries.len()) {
                     // Keeping fewer URLs than asked would silently change the
@@ -516,14 +517,14 @@ impl Class {
                         Some(cs) => format!(" of class {}", cs.join(", ")),
                         None => String::new(),
                     };
-                    return Err(format!(
-                        "class `{}`: top = {top}, but file set `{}` ({}) has only {} files{of}: \
-                         expected a file set of at least {top} files, or a smaller top",
-                        self.name,
-                        f.name,
-                        dir.display(),
-                        entries.len()
-                    ));
+                    return Err(ResolveError::TooFewFiles {
+                        class: self.name.clone(),
+                        fileset: f.name.clone(),
+                        dir: dir.display().to_string(),
+                        top,
+                        found: entries.len(),
+                        of,
+                    });
                 }
                 let population = manifest.total_weight();
                 let weight_of = |rank: usize, w: f64| match f.popularity {
@@ -560,7 +561,9 @@ impl Class {
         };
         let total: f64 = out.iter().map(|u| u.weight).sum();
         if total.is_nan() || total <= 0.0 {
-            return Err(format!("class `{}`: its URLs have no weight", self.name));
+            return Err(ResolveError::NoWeight {
+                class: self.name.clone(),
+            });
         }
         for u in &mut out {
             u.weight /= total;
@@ -650,7 +653,8 @@ mod tests {
         assert!((urls[0].weight - 0.2 / 0.6).abs() < 1e-12);
         let missing = class(draw(Popularity::Uniform))
             .resolve("http://h", &BTreeMap::new())
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(missing.contains("--fileset set=DIR"), "{missing}");
     }
 
@@ -662,11 +666,11 @@ mod tests {
         let sets = BTreeMap::from([("set".to_string(), d.path().to_path_buf())]);
         let mut f = draw(Popularity::Manifest);
         f.top = Some(5);
-        let e = class(f.clone()).resolve("http://h", &sets).unwrap_err();
+        let e = class(f.clone()).resolve("http://h", &sets).unwrap_err().to_string();
         assert!(e.contains("top = 5") && e.contains("has only 4 files"), "{e}");
         f.classes = Some(vec!["odd".into()]);
         f.top = Some(3);
-        let e = class(f.clone()).resolve("http://h", &sets).unwrap_err();
+        let e = class(f.clone()).resolve("http://h", &sets).unwrap_err().to_string();
         assert!(
             e.contains("top = 3") && e.contains("has only 2 files of class odd"),
             "{e}"

@@ -211,6 +211,16 @@ impl Error {
     }
 }
 
+impl benchlab_input::Classify for Error {
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        if self.is_input_error() {
+            benchlab_input::ExitClass::Usage
+        } else {
+            benchlab_input::ExitClass::CannotRun
+        }
+    }
+}
+
 fn listen_hint(e: &io::Error) -> &'static str {
     match e.kind() {
         io::ErrorKind::AddrInUse => " (another server listens there: pick another port, or port 0 for any free one)",

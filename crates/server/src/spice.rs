@@ -116,7 +116,7 @@ impl SessionLog {
     /// Checks before serving, without creating anything, that requests can be
     /// logged: its directory exists, and a file already there is a session
     /// log (empty, or starting with a counter line). Says what is wrong.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         let dir = match self.path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
