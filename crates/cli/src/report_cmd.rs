@@ -222,10 +222,6 @@ pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
             ))
         }
     };
-    if let Some(files) = file_report(&a.dirs, &out)? {
-        print_written(&files);
-        return Ok(Outcome::Completed);
-    }
     let mut runs = a.dirs.iter().map(|d| load(d)).collect::<Result<Vec<_>, _>>()?;
     for (r, l) in runs.iter_mut().zip(&a.label) {
         r.label = l.clone();
@@ -237,73 +233,7 @@ pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
     Ok(Outcome::Completed)
 }
 
-/// File suites' results (schema `benchlab.file-results/1`): their own page
-/// (report.html, as `benchlab run` writes it), one results directory at a
-/// time. `None` where the directories hold web suites' results.
-fn file_report(dirs: &[PathBuf], out: &Path) -> Result<Option<Vec<PathBuf>>, CliError> {
-    let loaded = dirs
-        .iter()
-        .map(|d| benchlab_fileserver::results::load(d).map_err(CliError::CannotRun))
-        .collect::<Result<Vec<_>, _>>()?;
-    match loaded.as_slice() {
-        [Some(r)] => {
-            std::fs::create_dir_all(out)
-                .map_err(|e| CliError::CannotRun(format!("cannot create {}: {e}", out.display())))?;
-            let p = out.join("report.html");
-            std::fs::write(&p, benchlab_fileserver::results::html(r))
-                .map_err(|e| CliError::CannotRun(format!("cannot write {}: {e}", p.display())))?;
-            let x = out.join("report.xlsx");
-            benchlab_fileserver::xlsx::write_xlsx(r, &x).map_err(CliError::CannotRun)?;
-            Ok(Some(vec![p, x]))
-        }
-        l if l.iter().all(|r| r.is_none()) => Ok(None),
-        _ => Err(CliError::Usage(
-            "file suites' results are reported one directory at a time, and not with web suites' \
-             (compare two file suites with benchlab compare BASE NEW)"
-                .into(),
-        )),
-    }
-}
-
-/// `benchlab compare` of two file suites: Mbit/s and operations/s per mix
-/// and their ratios, printed and written to OUT/compare.txt.
-fn file_compare(a: &CompareArgs) -> Result<Option<Outcome>, CliError> {
-    let load = |d: &Path| benchlab_fileserver::results::load(d).map_err(CliError::CannotRun);
-    let (base, new) = match (load(&a.base)?, load(&a.new)?) {
-        (None, None) => return Ok(None),
-        (Some(b), Some(n)) => (b, n),
-        _ => {
-            return Err(CliError::CannotRun(format!(
-                "{} and {}: one is a file suite's results, the other a web suite's: nothing to compare",
-                a.base.display(),
-                a.new.display()
-            )))
-        }
-    };
-    let c = benchlab_fileserver::results::compare_text(&base, &new, a.max_regression, a.confidence)
-        .map_err(|e| CliError::CannotRun(format!("{} against {}: {e}", a.new.display(), a.base.display())))?;
-    let text = c.text;
-    print!("{text}");
-    let out = a.out.clone().unwrap_or_else(|| a.new.join("compare"));
-    std::fs::create_dir_all(&out).map_err(|e| CliError::CannotRun(format!("cannot create {}: {e}", out.display())))?;
-    let p = out.join("compare.txt");
-    std::fs::write(&p, &text).map_err(|e| CliError::CannotRun(format!("cannot write {}: {e}", p.display())))?;
-    print_written(&[p]);
-    if c.regressed {
-        println!(
-            "REGRESSION: the peak Mbit/s fell beyond {:.1} % and the noise at {} confidence",
-            a.max_regression * 100.0,
-            benchlab_format::percent(a.confidence * 100.0)
-        );
-        return Ok(Some(Outcome::Breached));
-    }
-    Ok(Some(Outcome::Completed))
-}
-
 pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
-    if let Some(o) = file_compare(&a)? {
-        return Ok(o);
-    }
     let mut base = load(&a.base)?;
     let mut new = load(&a.new)?;
     base.label = format!("base: {}", base.label);

@@ -1543,6 +1543,8 @@ fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPla
         search: None,
         repeats: None,
         resources: None,
+        files: None,
+        http_command: None,
     }
 }
 

@@ -1392,6 +1392,8 @@ mod tests {
             repeats: None,
             resources: None,
             http2: None,
+            files: None,
+            http_command: None,
         }
     }
 
