@@ -76,7 +76,7 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Prints, per phase, NEW's peak requests/s against BASE's, and NEW's p99 \
+Prints, per phase, NEW's peak requests/s (Mbit/s for file suites) against BASE's, and NEW's p99 \
 latency where it does BASE's work (at BASE's peak load, or, where NEW serves \
 more requests/s there, at NEW's lightest load reaching BASE's peak \
 requests/s), each with the interval the noise of both runs allows at \
@@ -236,6 +236,24 @@ pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
 pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
     let mut base = load(&a.base)?;
     let mut new = load(&a.new)?;
+    // A file suite leads with Mbit/s, a web suite with requests/s: the two
+    // measure different work.
+    let kind = base.results.kind();
+    if kind != new.results.kind() {
+        return Err(CliError::CannotRun(format!(
+            "{} and {}: one is a file suite's results, the other a web suite's: nothing to compare",
+            a.base.display(),
+            a.new.display()
+        )));
+    }
+    let unit = match kind {
+        benchlab_results::RunKind::File => "Mbit/s",
+        benchlab_results::RunKind::Web => "requests/s",
+    };
+    let rate = |v: f64| match kind {
+        benchlab_results::RunKind::File => benchlab_format::mbit_per_sec(v),
+        benchlab_results::RunKind::Web => benchlab_format::requests_per_sec(v),
+    };
     base.label = format!("base: {}", base.label);
     new.label = format!("new: {}", new.label);
     let runs = vec![base, new];
@@ -259,10 +277,10 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
     let gate = |why: &Option<String>| why.as_ref().map_or(String::new(), |w| format!(" (not gated: {w})"));
     for p in &c.phases {
         println!(
-            "phase {}: peak {} → {} requests/s, {}: {}{}",
+            "phase {}: peak {} → {} {unit}, {}: {}{}",
             p.phase,
-            benchlab_format::requests_per_sec(p.base_peak),
-            benchlab_format::requests_per_sec(p.new_peak),
+            rate(p.base_peak),
+            rate(p.new_peak),
             check_text(&p.peak_check),
             p.peak_check.verdict.word(),
             gate(&p.peak_not_gated)
