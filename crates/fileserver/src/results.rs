@@ -248,8 +248,11 @@ pub fn results(suite: &Suite, command: &[String], started: u64) -> Results {
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.trim().to_string())
         .unwrap_or_default();
-    let text = benchlab_model::input::read_bounded_text(&suite.path, "suite", benchlab_model::input::MAX_SUITE_BYTES)
-        .unwrap_or_default();
+    // The suite's text for the disclosure, every smb:// password as `***`.
+    let text = crate::smb::redact(
+        &benchlab_model::input::read_bounded_text(&suite.path, "suite", benchlab_model::input::MAX_SUITE_BYTES)
+            .unwrap_or_default(),
+    );
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Results {
         schema: RESULTS_SCHEMA.into(),

@@ -767,7 +767,8 @@ fn http_mix(number: usize, r: OldHttp) -> MixResult {
             .iter()
             .map(|s| SecondResult {
                 second: s.second,
-                in_window: true,
+                // The seconds of --ramp-up are shown, not counted.
+                in_window: f64::from(s.second.saturating_sub(1)) + 1e-9 >= r.ramp_up_s,
                 requests: s.requests,
                 errors: s.errors,
                 bytes: s.bytes,
