@@ -133,7 +133,12 @@ Deltree "\clients\client1\out" NT_STATUS_OK
     // Unlink, Rename, QUERY_PATH_INFORMATION, the inner Deltree.
     assert_eq!(m["errors_total"], 8, "{}", m["files"]["errors_by_status"]);
     // By the status that came back, they add up to the errors.
-    let by_got: u64 = m["errors"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+    let by_got: u64 = m["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
     assert_eq!(by_got, 8, "{m}");
     let by = m["files"]["errors_by_status"].to_string();
     for kind in [
@@ -270,12 +275,20 @@ fn smb_passwords_never_reach_results_reports_or_the_terminal() {
         "the terminal showed the password"
     );
     let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    assert_eq!(r["mixes"][0]["errors_total"], 0, "{}", r["mixes"][0]["files"]["errors_by_status"]);
+    assert_eq!(
+        r["mixes"][0]["errors_total"], 0,
+        "{}",
+        r["mixes"][0]["files"]["errors_by_status"]
+    );
     assert_eq!(r["mixes"][0]["files"]["bytes_written"], 200);
     assert_eq!(r["mixes"][0]["params"]["target"], redacted.as_str());
     assert_eq!(r["environment"]["target"], redacted.as_str());
     assert!(
-        r["environment"]["command"].as_array().unwrap().iter().any(|a| a == redacted.as_str()),
+        r["environment"]["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == redacted.as_str()),
         "{}",
         r["environment"]["command"]
     );

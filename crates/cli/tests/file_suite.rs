@@ -198,9 +198,17 @@ fn file_suites_have_per_second_data_and_a_workbook() {
         );
         let summary = wb.worksheet_range("Summary").unwrap();
         let header: Vec<String> = summary.rows().next().unwrap().iter().map(|c| c.to_string()).collect();
-        let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name} in {header:?}"));
+        let col = |name: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .unwrap_or_else(|| panic!("no {name} in {header:?}"))
+        };
         let row = summary.rows().nth(1).unwrap();
-        assert_eq!(row[col("Requests")], Data::Float(m["requests"].as_u64().unwrap() as f64));
+        assert_eq!(
+            row[col("Requests")],
+            Data::Float(m["requests"].as_u64().unwrap() as f64)
+        );
         assert_eq!(row[col("Mbit/s")], Data::Float(m["mbit_per_sec"].as_f64().unwrap()));
         let classes = wb.worksheet_range("Per-Class").unwrap();
         assert_eq!(classes.rows().count(), 1 + m["classes"].as_array().unwrap().len());
@@ -253,10 +261,7 @@ fn file_suite_numbers_have_the_format_crates_decimals_and_separators() {
         .split_whitespace()
         .collect();
     assert_eq!(row, want, "{stdout}");
-    let peak = format!(
-        "peak: mix 1 (1 client), {} Mbit/s",
-        mbit_per_sec(f("mbit_per_sec"))
-    );
+    let peak = format!("peak: mix 1 (1 client), {} Mbit/s", mbit_per_sec(f("mbit_per_sec")));
     assert!(stdout.contains(&peak), "no `{peak}` in:\n{stdout}");
 
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -264,8 +269,14 @@ fn file_suite_numbers_have_the_format_crates_decimals_and_separators() {
     assert!(page.contains(&peak), "no `{peak}` in the page");
     for (field, v) in [
         ("mbit_per_sec", f("mbit_per_sec")),
-        ("files.read_mbit_per_sec", m["files"]["read_mbit_per_sec"].as_f64().unwrap()),
-        ("files.write_mbit_per_sec", m["files"]["write_mbit_per_sec"].as_f64().unwrap()),
+        (
+            "files.read_mbit_per_sec",
+            m["files"]["read_mbit_per_sec"].as_f64().unwrap(),
+        ),
+        (
+            "files.write_mbit_per_sec",
+            m["files"]["write_mbit_per_sec"].as_f64().unwrap(),
+        ),
     ] {
         let cell = format!(r#"data-field="{field}">{}</td>"#, mbit_per_sec(v));
         assert!(page.contains(&cell), "no `{cell}` in the page");

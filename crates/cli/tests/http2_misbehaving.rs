@@ -309,7 +309,11 @@ fn max_concurrent_streams_one_is_obeyed() {
     assert_eq!(u(&v, "/requests"), 40, "{v}");
     assert_eq!(u(&v, "/errors_total"), 0, "{v}");
     assert_eq!(u(&v, "/threads"), 4, "{v}");
-    assert_eq!(u(&v, "/http_command/h2_server_settings/max_concurrent_streams"), 1, "{v}");
+    assert_eq!(
+        u(&v, "/http_command/h2_server_settings/max_concurrent_streams"),
+        1,
+        "{v}"
+    );
     assert!(
         !server.overlapped.load(Ordering::Relaxed),
         "two streams were open at once"

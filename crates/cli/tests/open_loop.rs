@@ -162,7 +162,10 @@ fn a_slow_server_makes_sends_late() {
     );
     // Latency from the intended times grows with the backlog; as sent it
     // stays near the server's 200 ms.
-    assert!(u(&r, "/latency_us/max") > u(&r, "/open_loop/latency_as_sent_us/max"), "{r}");
+    assert!(
+        u(&r, "/latency_us/max") > u(&r, "/open_loop/latency_as_sent_us/max"),
+        "{r}"
+    );
     assert!(u(&r, "/open_loop/latency_as_sent_us/p50") < 1_000_000, "{r}");
 }
 

@@ -70,8 +70,8 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Mix
     let p = &mix.params;
     // Shown and stored: never a password (issue 21).
     let target = crate::smb::redact(&p.target);
-    let mut all = Histogram::<u64>::new_with_bounds(1, crate::stats::LATENCY_MAX_US, 3)
-        .expect("valid constant histogram bounds");
+    let mut all =
+        Histogram::<u64>::new_with_bounds(1, crate::stats::LATENCY_MAX_US, 3).expect("valid constant histogram bounds");
     let mut class_histograms = std::collections::BTreeMap::new();
     let operations = t.operations();
     let classes: Vec<ClassResult> = OpKind::ALL
@@ -419,14 +419,20 @@ mod tests {
         let f = &m.figures;
         // 6 operations done; the LockX not sent is in none of them.
         assert_eq!((f.requests, f.errors_total, f.bytes), (6, 1, 5000));
-        assert_eq!((f.requests_per_sec, f.bytes_per_sec, f.mbit_per_sec), (3.0, 2500.0, 0.02));
+        assert_eq!(
+            (f.requests_per_sec, f.bytes_per_sec, f.mbit_per_sec),
+            (3.0, 2500.0, 0.02)
+        );
         assert_eq!(f.errors.get("NT_STATUS_OBJECT_NAME_NOT_FOUND"), Some(&1));
         assert_eq!((f.latency_us.p50, f.latency_us.max), (100, 400));
         let names: Vec<&str> = m.classes.iter().map(|c| c.name.as_str()).collect();
         // In the order of the dbench format's kinds; only those done.
         assert_eq!(names, ["ReadX", "WriteX"]);
         let read = m.classes.iter().find(|c| c.name == "ReadX").expect("ReadX");
-        assert_eq!((read.kind.as_str(), read.figures.requests, read.figures.bytes), ("file", 4, 3000));
+        assert_eq!(
+            (read.kind.as_str(), read.figures.requests, read.figures.bytes),
+            ("file", 4, 3000)
+        );
         assert_eq!(read.figures.errors_total, 1);
         let write = m.classes.iter().find(|c| c.name == "WriteX").expect("WriteX");
         assert_eq!((write.figures.requests, write.figures.bytes), (2, 2000));
@@ -434,7 +440,10 @@ mod tests {
         assert_eq!(m.histograms.classes.len(), 2);
         assert!(!m.histograms.latency_us.is_empty());
         let x = m.files.as_ref().expect("files");
-        assert_eq!((x.protocol.as_str(), x.users, x.bytes_read, x.bytes_written), ("smb", 4, 3000, 2000));
+        assert_eq!(
+            (x.protocol.as_str(), x.users, x.bytes_read, x.bytes_written),
+            ("smb", 4, 3000, 2000)
+        );
         assert_eq!((x.not_sent, x.not_sent_by_operation.get("LockX")), (1, Some(&1)));
         assert_eq!((x.prepared_bytes, x.loops), (7, 0));
         assert_eq!(x.errors_by_status.values().sum::<u64>(), 1);

@@ -407,15 +407,11 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
             let c = check(b, m, Figure::Rate, 0.0, confidence);
             c.low.or(c.ratio).is_some_and(|lo| lo > 1.0)
         };
-        let lightest_reaching = nm
-            .iter()
-            .copied()
-            .filter(|m| m.lead_rate() >= br[bi])
-            .min_by(|x, y| {
-                (x.threads, offered_rate(x).unwrap_or(0.0), x.mix)
-                    .partial_cmp(&(y.threads, offered_rate(y).unwrap_or(0.0), y.mix))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            });
+        let lightest_reaching = nm.iter().copied().filter(|m| m.lead_rate() >= br[bi]).min_by(|x, y| {
+            (x.threads, offered_rate(x).unwrap_or(0.0), x.mix)
+                .partial_cmp(&(y.threads, offered_rate(y).unwrap_or(0.0), y.mix))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
         let (n99, p99_basis) = match (same, lightest_reaching) {
             (Some(s), _) if !more_work(s) => (s, P99Basis::SameLoad),
             (_, Some(l)) => (l, P99Basis::MatchedThroughput),
@@ -445,7 +441,11 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
             ),
             P99Basis::NewPeak => format!(
                 "at NEW's peak (NEW never reached BASE's peak {})",
-                if b.kind() == RunKind::File { "Mbit/s" } else { "requests/s" }
+                if b.kind() == RunKind::File {
+                    "Mbit/s"
+                } else {
+                    "requests/s"
+                }
             ),
         };
         let p99_line = format!(

@@ -258,9 +258,18 @@ mod read_tests {
         let c = compare_runs(&base, &new, 0.05);
         assert_eq!(c.phases.len(), 1);
         let p = &c.phases[0];
-        let (b, n) = (&base.results.mixes[p.base_peak_mix - 1], &new.results.mixes[p.new_peak_mix - 1]);
-        assert_eq!((p.base_peak, p.new_peak), (b.figures.mbit_per_sec, n.figures.mbit_per_sec));
-        assert_eq!(p.peak_check.ratio, Some(n.figures.mbit_per_sec / b.figures.mbit_per_sec));
+        let (b, n) = (
+            &base.results.mixes[p.base_peak_mix - 1],
+            &new.results.mixes[p.new_peak_mix - 1],
+        );
+        assert_eq!(
+            (p.base_peak, p.new_peak),
+            (b.figures.mbit_per_sec, n.figures.mbit_per_sec)
+        );
+        assert_eq!(
+            p.peak_check.ratio,
+            Some(n.figures.mbit_per_sec / b.figures.mbit_per_sec)
+        );
         assert_eq!(p.peak_check.base_samples.source, NoiseSource::Seconds);
     }
 }

@@ -35,8 +35,8 @@ pub const HTTP_PEAK_1: &str = "benchlab.http-peak/1";
 /// schema this benchlab knows, upgraded to [`Results`]. The error names the
 /// file and what was expected.
 pub fn load(file: &Path) -> Result<Results, String> {
-    let text = benchlab_input::read_bounded_text(file, "results.json", crate::MAX_RESULTS_BYTES)
-        .map_err(|e| e.to_string())?;
+    let text =
+        benchlab_input::read_bounded_text(file, "results.json", crate::MAX_RESULTS_BYTES).map_err(|e| e.to_string())?;
     parse(&text).map_err(|e| format!("{}: {e}", file.display()))
 }
 
@@ -83,7 +83,13 @@ fn suite_info(name: &str, description: &str) -> SuiteInfo {
     }
 }
 
-fn environment(version: &str, target: &str, started: u64, command: Vec<String>, client_cpus: Vec<usize>) -> Environment {
+fn environment(
+    version: &str,
+    target: &str,
+    started: u64,
+    command: Vec<String>,
+    client_cpus: Vec<usize>,
+) -> Environment {
     Environment {
         benchlab_version: version.to_string(),
         host: String::new(),
@@ -630,9 +636,16 @@ fn from_http(r: OldHttp) -> Results {
 }
 
 fn from_http_peak(p: OldHttpPeak) -> Results {
-    let first = p.steps.first().map(|s| (s.result.benchlab_version.clone(), s.result.urls.clone()));
+    let first = p
+        .steps
+        .first()
+        .map(|s| (s.result.benchlab_version.clone(), s.result.urls.clone()));
     let (version, urls) = first.unwrap_or_default();
-    let cpus = p.steps.first().map(|s| s.result.client_cpus.clone()).unwrap_or_default();
+    let cpus = p
+        .steps
+        .first()
+        .map(|s| s.result.client_cpus.clone())
+        .unwrap_or_default();
     // Steps are listed in load order; each becomes a mix, numbered so.
     let loads: Vec<u64> = p.steps.iter().map(|s| s.result.threads.into()).collect();
     let mix_of = |threads: Option<u64>| threads.and_then(|t| loads.iter().position(|l| *l == t)).map(|i| i + 1);

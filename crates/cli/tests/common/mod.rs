@@ -45,8 +45,12 @@ pub fn run_benchlab(args: &[&str]) -> Output {
 /// `benchlab.results/1` of one phase and one mix (docs/http.md), whose
 /// fields are those of a suite's mix.
 pub fn http_mix(stdout: &[u8]) -> serde_json::Value {
-    let v: serde_json::Value = serde_json::from_slice(stdout)
-        .unwrap_or_else(|e| panic!("benchlab --json printed no JSON ({e}):\n{}", String::from_utf8_lossy(stdout)));
+    let v: serde_json::Value = serde_json::from_slice(stdout).unwrap_or_else(|e| {
+        panic!(
+            "benchlab --json printed no JSON ({e}):\n{}",
+            String::from_utf8_lossy(stdout)
+        )
+    });
     assert_eq!(v["schema"], "benchlab.results/1", "{v}");
     let mixes = v["mixes"].as_array().unwrap_or_else(|| panic!("no mixes in {v}"));
     assert_eq!(mixes.len(), 1, "{v}");
