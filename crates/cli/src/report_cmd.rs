@@ -223,6 +223,15 @@ pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
         }
     };
     let mut runs = a.dirs.iter().map(|d| load(d)).collect::<Result<Vec<_>, _>>()?;
+    // A file suite leads with Mbit/s, a web suite with requests/s: one page
+    // does not chart both against each other.
+    if runs.windows(2).any(|w| w[0].results.kind() != w[1].results.kind()) {
+        return Err(CliError::Usage(
+            "file suites' results and web suites' are reported apart: give results of one kind \
+             (benchlab report FILE_RUNS… --out A, then WEB_RUNS… --out B)"
+                .into(),
+        ));
+    }
     for (r, l) in runs.iter_mut().zip(&a.label) {
         r.label = l.clone();
     }

@@ -49,6 +49,11 @@ fn old_schemas_load_in_report() {
             assert!(page.contains("Requests per second — http"), "{name}");
         }
     }
+    // A file suite's and a web run's results are not one page.
+    let (file, web) = (d.path().join("file-results-1-base"), d.path().join("http-1"));
+    let o = run_benchlab(&["report", s(&file), s(&web), "--out", s(&d.path().join("both"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("reported apart"), "{}", text(&o));
     // A file of no known schema is refused, naming the ones read.
     std::fs::write(d.path().join("other.json"), r#"{"schema": "benchlab.results/7"}"#).expect("write");
     let o = run_benchlab(&[
