@@ -166,6 +166,11 @@ pub struct HttpResult {
     /// when the run's one client ran in this process).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<HttpClientResult>,
+    /// The merged HDR histograms (total, failed, per URL), for `--json`'s
+    /// mix: `report` draws the response-time distribution from them and
+    /// reads percentiles of several runs from them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<benchlab_results::Histograms>,
 }
 
 /// What an HTTP/2 run used and met.
@@ -370,6 +375,18 @@ impl HttpResult {
             }),
             warnings,
             clients: Vec::new(),
+            histograms: Some(benchlab_results::Histograms {
+                latency_us: benchlab_results::histogram_b64(&total.latency),
+                error_latency_us: benchlab_results::histogram_b64(&total.error_latency),
+                classes: plan
+                    .classes
+                    .iter()
+                    .zip(report.stats.classes.iter())
+                    .map(|(p, s)| (p.name.clone(), benchlab_results::histogram_b64(&s.latency)))
+                    .collect(),
+                latency_as_sent_us: None,
+                classes_as_sent: Default::default(),
+            }),
         }
     }
 }

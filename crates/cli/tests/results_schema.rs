@@ -144,6 +144,9 @@ fn http_json_is_a_one_mix_results() {
     assert_eq!(m.classes[0].figures.requests, 300);
     let per_second: u64 = m.per_second.iter().map(|s| s.requests).sum();
     assert_eq!(per_second, 300);
+    // Its histograms, for the report's distribution and merged percentiles.
+    assert!(!m.histograms.latency_us.is_empty());
+    assert!(m.histograms.classes.contains_key(&serve.url("/a.txt")));
     let h = m.http_command.as_ref().expect("http_command");
     assert_eq!((h.mode.as_str(), h.os_threads), ("closed", 1));
     assert_eq!(h.urls, vec![serve.url("/a.txt")]);
@@ -153,4 +156,6 @@ fn http_json_is_a_one_mix_results() {
     std::fs::write(dir.join("results.json"), &o.stdout).expect("write");
     let o = run_benchlab(&["report", s(&dir)]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let page = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    assert!(page.contains("Requests per second — http"));
 }

@@ -589,6 +589,10 @@ struct OldHttp {
     warnings: Vec<String>,
     #[serde(default)]
     clients: Vec<OldHttpClient>,
+    /// Not in `benchlab.http/1` files: what `benchlab http --json` adds
+    /// when it prints its result through [`upgrade`].
+    #[serde(default)]
+    histograms: Option<Histograms>,
 }
 
 #[derive(Deserialize)]
@@ -793,7 +797,7 @@ fn http_mix(number: usize, r: OldHttp) -> MixResult {
                 loop_lag_max_us: 0,
             })
             .collect(),
-        histograms: Histograms::default(),
+        histograms: r.histograms.clone().unwrap_or_default(),
         users_arrived: r.users_arrived,
         users_waiting: r.users_waiting,
         request_kinds: r.request_kinds,
