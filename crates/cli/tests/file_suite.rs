@@ -194,8 +194,30 @@ fn file_suites_have_per_second_data_and_a_workbook() {
         // summary.csv, its Per-Class a row per mix × operation.
         assert_eq!(
             wb.sheet_names(),
-            ["Analysis", "Summary", "Client Data", "Per-Class", "Configuration"]
+            [
+                "Analysis",
+                "Summary",
+                "Client Data",
+                "Per-Class",
+                "Files",
+                "Operations",
+                "Configuration"
+            ]
         );
+        // Files: a row per mix, its bytes written as results.json's.
+        let files = wb.worksheet_range("Files").unwrap();
+        let head: Vec<String> = files.rows().next().unwrap().iter().map(|c| c.to_string()).collect();
+        let at = head
+            .iter()
+            .position(|h| h == "Bytes written")
+            .unwrap_or_else(|| panic!("{head:?}"));
+        assert_eq!(
+            files.rows().nth(1).unwrap()[at],
+            Data::Float(m["files"]["bytes_written"].as_u64().unwrap() as f64)
+        );
+        // Operations: a row per mix × operation kind.
+        let ops = wb.worksheet_range("Operations").unwrap();
+        assert_eq!(ops.rows().count(), 1 + m["classes"].as_array().unwrap().len());
         let summary = wb.worksheet_range("Summary").unwrap();
         let header: Vec<String> = summary.rows().next().unwrap().iter().map(|c| c.to_string()).collect();
         let col = |name: &str| {

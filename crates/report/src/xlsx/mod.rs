@@ -16,6 +16,10 @@
 //! - **Client Data**: `clients.csv`, a row per mix × client.
 //! - **Per-Class**: a row per mix × class: configured and observed share,
 //!   requests, rates, p50/p99 and errors.
+//! - **Files** and **Operations** (file suites only): per mix bytes read
+//!   and written, operations not sent, loadfile passes, bytes prepared,
+//!   fairness and errors by status; per mix × operation kind its count,
+//!   rate, errors, not sent and latency (mean, p50, p90, p99, p99.9, max).
 //! - **Configuration**: the disclosure: suite, environment, phases, each
 //!   mix's parameters and the suite file's text, a line per row.
 //!
@@ -53,6 +57,10 @@ pub const CONFIGURATION: &str = "Configuration";
 pub const OPEN_LOOP: &str = "Open Loop";
 /// Only when a run's mixes were monitored (`--monitor-local`, …).
 pub const RESOURCES: &str = "Resources";
+/// Only for file suites: what only file servers have, a row per mix.
+pub const FILES: &str = "Files";
+/// Only for file suites: each operation kind's count and latency.
+pub const OPERATIONS: &str = "Operations";
 
 /// Chart size in pixels, and the gap between the two charts side by side.
 const CHART_WIDTH: u32 = 640;
@@ -113,6 +121,10 @@ fn build(runs: &[Run], opts: &ReportOptions) -> Result<Workbook, String> {
         .any(|r| r.results.mixes.iter().any(|m| m.resources.is_some()))
     {
         table_sheet(&mut workbook, RESOURCES, &resources_table(runs, several), &bold)?;
+    }
+    if runs.iter().any(|r| r.results.mixes.iter().any(|m| m.files.is_some())) {
+        table_sheet(&mut workbook, FILES, &files_table(runs, several), &bold)?;
+        table_sheet(&mut workbook, OPERATIONS, &operations_table(runs, several), &bold)?;
     }
 
     let config = workbook.add_worksheet();
@@ -577,6 +589,120 @@ fn class_table(runs: &[Run], several: bool) -> Table {
                     Cell::count(f.latency_us.p50),
                     Cell::count(f.latency_us.p99),
                     Cell::count(f.errors_total),
+                ]);
+                rows.push(cells);
+            }
+        }
+    }
+    Table { header, rows }
+}
+
+/// A header of `names`, after a `run` column when there are several runs.
+fn header_of(several: bool, names: &[&str]) -> Vec<String> {
+    let run = several.then_some("run");
+    run.into_iter().chain(names.iter().copied()).map(String::from).collect()
+}
+
+/// One row per file mix: what only file servers have (docs/counting.md,
+/// "File suites"), the page's File operations table as cells.
+fn files_table(runs: &[Run], several: bool) -> Table {
+    let header = header_of(
+        several,
+        &[
+            "mix",
+            "phase",
+            "clients",
+            "users",
+            "requests",
+            "requests_per_sec",
+            "mbit_per_sec",
+            "bytes_read",
+            "bytes_written",
+            "errors_total",
+            "not_sent",
+            "loops",
+            "prepared_bytes",
+            "fairness_percent",
+            "errors_by_status",
+        ],
+    );
+    let mut rows = Vec::new();
+    for run in runs {
+        for m in &run.results.mixes {
+            let Some(f) = &m.files else { continue };
+            let mut cells = Vec::with_capacity(header.len());
+            if several {
+                cells.push(Cell::text(run.label.as_str()));
+            }
+            let by_status: Vec<String> = f.errors_by_status.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+            cells.extend([
+                Cell::count(m.mix as u64),
+                Cell::text(m.phase.as_str()),
+                Cell::count(m.clients.into()),
+                Cell::count(f.users.into()),
+                Cell::count(m.figures.requests),
+                Cell::Num(m.figures.requests_per_sec),
+                Cell::Num(m.figures.mbit_per_sec),
+                Cell::count(f.bytes_read),
+                Cell::count(f.bytes_written),
+                Cell::count(m.figures.errors_total),
+                Cell::count(f.not_sent),
+                Cell::count(f.loops),
+                Cell::count(f.prepared_bytes),
+                Cell::Num(f.fairness * 100.0),
+                Cell::text(by_status.join("; ")),
+            ]);
+            rows.push(cells);
+        }
+    }
+    Table { header, rows }
+}
+
+/// One row per file mix × operation kind: count, rate, errors, not sent
+/// and latency (the page's per-operation latency table as cells).
+fn operations_table(runs: &[Run], several: bool) -> Table {
+    let header = header_of(
+        several,
+        &[
+            "mix",
+            "phase",
+            "class",
+            "requests",
+            "requests_per_sec",
+            "errors_total",
+            "not_sent",
+            "latency_mean_us",
+            "latency_p50_us",
+            "latency_p90_us",
+            "latency_p99_us",
+            "latency_p999_us",
+            "latency_max_us",
+        ],
+    );
+    let mut rows = Vec::new();
+    for run in runs {
+        for m in &run.results.mixes {
+            let Some(files) = &m.files else { continue };
+            for c in &m.classes {
+                let (f, l) = (&c.figures, &c.figures.latency_us);
+                let mut cells = Vec::with_capacity(header.len());
+                if several {
+                    cells.push(Cell::text(run.label.as_str()));
+                }
+                cells.extend([
+                    Cell::count(m.mix as u64),
+                    Cell::text(m.phase.as_str()),
+                    Cell::text(c.name.as_str()),
+                    Cell::count(f.requests),
+                    Cell::Num(f.requests_per_sec),
+                    Cell::count(f.errors_total),
+                    Cell::count(files.not_sent_by_operation.get(&c.name).copied().unwrap_or(0)),
+                    Cell::Num(l.mean),
+                    Cell::count(l.p50),
+                    Cell::count(l.p90),
+                    Cell::count(l.p99),
+                    Cell::count(l.p999),
+                    Cell::count(l.max),
                 ]);
                 rows.push(cells);
             }
