@@ -750,8 +750,10 @@ fn report_and_compare_take_file_suites_results() {
     assert!(elsewhere.join("report.html").is_file());
 
     // `compare`: the one noise-aware compare, NEW's peak Mbit/s against
-    // BASE's (two runs of a few milliseconds have no noise to speak of:
-    // the verdict is left out of this test with --max-regression 100%).
+    // BASE's. Two runs of a few milliseconds have no noise to speak of and
+    // their p99 may double from one to the next: the verdict (0 or 3) is
+    // left out of this test (repeats_of_a_file_suite_give_compare_its_noise
+    // checks it).
     let o = run_benchlab(&[
         "compare",
         base.to_str().unwrap(),
@@ -760,7 +762,7 @@ fn report_and_compare_take_file_suites_results() {
         "100%",
     ]);
     let out = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{out}");
     let peak = |r: &Value| {
         r["mixes"]
             .as_array()
