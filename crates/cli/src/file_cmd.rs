@@ -1,16 +1,18 @@
 //! `benchlab run` of a file suite (workloads `disk_mix = …` or
 //! `loadfile = …`, targets `file:///PATH` or `smb://…`): the same mixes,
 //! ramps and think time as a web suite, run by crates/fileserver; this
-//! module only shows progress, the summary table and where results went.
+//! module only shows progress, the summary table and where results went,
+//! and writes the one report (crates/report) of its results.
 
 use crate::output::{plural, thousands};
 use crate::{CliError, Outcome};
-use benchlab_fileserver::results::{FileMixResult, FileResults};
+use benchlab_fileserver::results::peak;
 use benchlab_fileserver::smb::{redact, SmbUrl};
 use benchlab_fileserver::suite::{load_workloads, run_file_suite, FileObserver};
 use benchlab_fileserver::FileWorkload;
 use benchlab_format::{mbit_per_sec, mbytes_per_sec, requests_per_sec};
 use benchlab_model::{Mix, Suite};
+use benchlab_results::{MixResult, Results};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -113,16 +115,16 @@ impl FileObserver for Progress {
             ));
         }
     }
-    fn mix_finished(&mut self, r: &FileMixResult) {
+    fn mix_finished(&mut self, r: &MixResult) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }
         eprintln!(
             "mix {}: {} Mbit/s, {} operations/s, {}",
             r.mix,
-            mbit_per_sec(r.mbit_per_s),
-            requests_per_sec(r.operations_per_s),
-            plural(r.errors, "error", "errors")
+            mbit_per_sec(r.figures.mbit_per_sec),
+            requests_per_sec(r.figures.requests_per_sec),
+            plural(r.figures.errors_total, "error", "errors")
         );
     }
 }
@@ -218,8 +220,24 @@ pub fn run(
     .map_err(CliError::CannotRun)?;
     print!("{}", summary_table(&r));
     println!("results: {}", out.join("results.json").display());
-    println!("report:  {}", out.join("report.html").display());
-    Ok(if r.interrupted {
+    // The one report of every run (crates/report), leading with Mbit/s.
+    let run = benchlab_report::Run {
+        label: out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| r.suite.name.clone()),
+        dir: out.clone(),
+        results: r.clone(),
+    };
+    match benchlab_report::write_reports(&[run], &out, &benchlab_report::ReportOptions::default()) {
+        Ok(files) => {
+            for (i, f) in files.iter().enumerate() {
+                println!("{}{}", if i == 0 { "report:  " } else { "         " }, f.display());
+            }
+        }
+        Err(e) => eprintln!("benchlab: the report could not be written: {e}"),
+    }
+    Ok(if !r.complete {
         Outcome::Interrupted
     } else {
         Outcome::Completed
@@ -263,22 +281,23 @@ fn password_for(suite: &Suite, file: &std::path::Path) -> Result<String, CliErro
 
 /// The terminal table: one line per mix, then the peak; numbers as web
 /// suites write them (crates/format: separators, each quantity's decimals).
-pub fn summary_table(r: &FileResults) -> String {
+pub fn summary_table(r: &Results) -> String {
     let mut s = format!(
         "{:>4} {:>7} {:>10} {:>10} {:>10} {:>12} {:>8} {:>7}\n",
         "mix", "clients", "Mbit/s", "read MB/s", "write MB/s", "ops/s", "errors", "loops"
     );
     for m in &r.mixes {
+        let f = m.files.clone().unwrap_or_default();
         s += &format!(
             "{:>4} {:>7} {:>10} {:>10} {:>10} {:>12} {:>8} {:>7}\n",
             m.mix,
             thousands(m.clients.into()),
-            mbit_per_sec(m.mbit_per_s),
-            mbytes_per_sec(m.bytes_read as f64 / m.window_s),
-            mbytes_per_sec(m.bytes_written as f64 / m.window_s),
-            requests_per_sec(m.operations_per_s),
-            thousands(m.errors),
-            thousands(m.loops)
+            mbit_per_sec(m.figures.mbit_per_sec),
+            mbytes_per_sec(f.bytes_read as f64 / m.window_s),
+            mbytes_per_sec(f.bytes_written as f64 / m.window_s),
+            requests_per_sec(m.figures.requests_per_sec),
+            thousands(m.figures.errors_total),
+            thousands(f.loops)
         );
     }
     for m in r.mixes.iter().filter(|m| m.partial) {
@@ -288,7 +307,7 @@ pub fn summary_table(r: &FileResults) -> String {
             benchlab_format::seconds(m.window_s)
         );
     }
-    if let Some(p) = &r.peak {
+    if let Some(p) = &peak(&r.mixes) {
         s += &format!(
             "peak: mix {} ({}), {} Mbit/s",
             p.mix,

@@ -545,7 +545,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     // As `run`: a stopped run keeps what it measured, says so, exits 130.
     result.partial = interrupt.is_stopped();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+        println!("{}", output::results_json(&result));
     } else {
         print!("{}", output::human(&result));
     }
@@ -784,7 +784,8 @@ struct PeakStep {
     result: HttpResult,
 }
 
-/// `benchlab http --find-peak --json` (schema `benchlab.http-peak/1`).
+/// `benchlab http --find-peak`'s search, the shape `benchlab.http-peak/1`
+/// had (`--json` prints it upgraded to `benchlab.results/1`).
 #[derive(Debug, Serialize)]
 struct PeakSearchJson {
     schema: &'static str,
@@ -902,7 +903,7 @@ fn find_peak(
         steps,
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        println!("{}", output::results_json(&out));
     } else {
         print!("{}", peak_table(&out));
     }

@@ -1,5 +1,6 @@
-//! The result of `benchlab http`: the JSON schema `benchlab.http/1` and the
-//! human summary printed from the same struct, so both always agree.
+//! The result of `benchlab http`: the human summary, and `--json`'s
+//! one-mix `benchlab.results/1` (the schema every run writes; see
+//! [`results_json`]), both from the same struct, so both always agree.
 //!
 //! Field names and meanings are those of docs/counting.md; the
 //! docs/http.md documents each one.
@@ -39,6 +40,33 @@ pub fn stdout_failed(e: &std::io::Error) -> ! {
     }
     eprintln!("benchlab: cannot write to standard output: {e}");
     std::process::exit(exit::CANNOT_RUN.into());
+}
+
+/// `benchlab http --json`: the run (`HttpResult`, or the peak search's
+/// steps) as a one-phase `benchlab.results/1` — the one mix of a run, or a
+/// mix per load of `--find-peak` with the phase's search result — through
+/// the loader's own upgrade of what `benchlab.http/1` and
+/// `benchlab.http-peak/1` held, so no figure is lost on the way and
+/// `report` and `compare` read it as they read a suite's results.
+pub fn results_json<T: Serialize>(old_shape: &T) -> String {
+    let upgraded = serde_json::to_value(old_shape)
+        .map_err(|e| e.to_string())
+        .and_then(benchlab_results::load::upgrade);
+    match upgraded {
+        Ok(mut r) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            let ran: f64 = r.mixes.iter().map(|m| m.params.length_s).sum();
+            r.environment.started_unix = (now - ran).max(0.0) as u64;
+            r.environment.cores = sys::usable_cpus();
+            serde_json::to_string_pretty(&r).unwrap_or_default()
+        }
+        // Cannot happen for the shapes this binary writes (a unit test
+        // upgrades both); said rather than printing nothing.
+        Err(e) => format!("{{\"error\": {}}}", serde_json::Value::from(e)),
+    }
 }
 
 /// Latency figures in microseconds: the same type as in results.json.
@@ -138,6 +166,11 @@ pub struct HttpResult {
     /// when the run's one client ran in this process).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<HttpClientResult>,
+    /// The merged HDR histograms (total, failed, per URL), for `--json`'s
+    /// mix: `report` draws the response-time distribution from them and
+    /// reads percentiles of several runs from them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<benchlab_results::Histograms>,
 }
 
 /// What an HTTP/2 run used and met.
@@ -342,6 +375,18 @@ impl HttpResult {
             }),
             warnings,
             clients: Vec::new(),
+            histograms: Some(benchlab_results::Histograms {
+                latency_us: benchlab_results::histogram_b64(&total.latency),
+                error_latency_us: benchlab_results::histogram_b64(&total.error_latency),
+                classes: plan
+                    .classes
+                    .iter()
+                    .zip(report.stats.classes.iter())
+                    .map(|(p, s)| (p.name.clone(), benchlab_results::histogram_b64(&s.latency)))
+                    .collect(),
+                latency_as_sent_us: None,
+                classes_as_sent: Default::default(),
+            }),
         }
     }
 }

@@ -76,7 +76,7 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Prints, per phase, NEW's peak requests/s against BASE's, and NEW's p99 \
+Prints, per phase, NEW's peak requests/s (Mbit/s for file suites) against BASE's, and NEW's p99 \
 latency where it does BASE's work (at BASE's peak load, or, where NEW serves \
 more requests/s there, at NEW's lightest load reaching BASE's peak \
 requests/s), each with the interval the noise of both runs allows at \
@@ -222,11 +222,16 @@ pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
             ))
         }
     };
-    if let Some(files) = file_report(&a.dirs, &out)? {
-        print_written(&files);
-        return Ok(Outcome::Completed);
-    }
     let mut runs = a.dirs.iter().map(|d| load(d)).collect::<Result<Vec<_>, _>>()?;
+    // A file suite leads with Mbit/s, a web suite with requests/s: one page
+    // does not chart both against each other.
+    if runs.windows(2).any(|w| w[0].results.kind() != w[1].results.kind()) {
+        return Err(CliError::Usage(
+            "file suites' results and web suites' are reported apart: give results of one kind \
+             (benchlab report FILE_RUNS… --out A, then WEB_RUNS… --out B)"
+                .into(),
+        ));
+    }
     for (r, l) in runs.iter_mut().zip(&a.label) {
         r.label = l.clone();
     }
@@ -237,75 +242,27 @@ pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
     Ok(Outcome::Completed)
 }
 
-/// File suites' results (schema `benchlab.file-results/1`): their own page
-/// (report.html, as `benchlab run` writes it), one results directory at a
-/// time. `None` where the directories hold web suites' results.
-fn file_report(dirs: &[PathBuf], out: &Path) -> Result<Option<Vec<PathBuf>>, CliError> {
-    let loaded = dirs
-        .iter()
-        .map(|d| benchlab_fileserver::results::load(d).map_err(CliError::CannotRun))
-        .collect::<Result<Vec<_>, _>>()?;
-    match loaded.as_slice() {
-        [Some(r)] => {
-            std::fs::create_dir_all(out)
-                .map_err(|e| CliError::CannotRun(format!("cannot create {}: {e}", out.display())))?;
-            let p = out.join("report.html");
-            std::fs::write(&p, benchlab_fileserver::results::html(r))
-                .map_err(|e| CliError::CannotRun(format!("cannot write {}: {e}", p.display())))?;
-            let x = out.join("report.xlsx");
-            benchlab_fileserver::xlsx::write_xlsx(r, &x).map_err(CliError::CannotRun)?;
-            Ok(Some(vec![p, x]))
-        }
-        l if l.iter().all(|r| r.is_none()) => Ok(None),
-        _ => Err(CliError::Usage(
-            "file suites' results are reported one directory at a time, and not with web suites' \
-             (compare two file suites with benchlab compare BASE NEW)"
-                .into(),
-        )),
-    }
-}
-
-/// `benchlab compare` of two file suites: Mbit/s and operations/s per mix
-/// and their ratios, printed and written to OUT/compare.txt.
-fn file_compare(a: &CompareArgs) -> Result<Option<Outcome>, CliError> {
-    let load = |d: &Path| benchlab_fileserver::results::load(d).map_err(CliError::CannotRun);
-    let (base, new) = match (load(&a.base)?, load(&a.new)?) {
-        (None, None) => return Ok(None),
-        (Some(b), Some(n)) => (b, n),
-        _ => {
-            return Err(CliError::CannotRun(format!(
-                "{} and {}: one is a file suite's results, the other a web suite's: nothing to compare",
-                a.base.display(),
-                a.new.display()
-            )))
-        }
-    };
-    let c = benchlab_fileserver::results::compare_text(&base, &new, a.max_regression, a.confidence)
-        .map_err(|e| CliError::CannotRun(format!("{} against {}: {e}", a.new.display(), a.base.display())))?;
-    let text = c.text;
-    print!("{text}");
-    let out = a.out.clone().unwrap_or_else(|| a.new.join("compare"));
-    std::fs::create_dir_all(&out).map_err(|e| CliError::CannotRun(format!("cannot create {}: {e}", out.display())))?;
-    let p = out.join("compare.txt");
-    std::fs::write(&p, &text).map_err(|e| CliError::CannotRun(format!("cannot write {}: {e}", p.display())))?;
-    print_written(&[p]);
-    if c.regressed {
-        println!(
-            "REGRESSION: the peak Mbit/s fell beyond {:.1} % and the noise at {} confidence",
-            a.max_regression * 100.0,
-            benchlab_format::percent(a.confidence * 100.0)
-        );
-        return Ok(Some(Outcome::Breached));
-    }
-    Ok(Some(Outcome::Completed))
-}
-
 pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
-    if let Some(o) = file_compare(&a)? {
-        return Ok(o);
-    }
     let mut base = load(&a.base)?;
     let mut new = load(&a.new)?;
+    // A file suite leads with Mbit/s, a web suite with requests/s: the two
+    // measure different work.
+    let kind = base.results.kind();
+    if kind != new.results.kind() {
+        return Err(CliError::CannotRun(format!(
+            "{} and {}: one is a file suite's results, the other a web suite's: nothing to compare",
+            a.base.display(),
+            a.new.display()
+        )));
+    }
+    let unit = match kind {
+        benchlab_results::RunKind::File => "Mbit/s",
+        benchlab_results::RunKind::Web => "requests/s",
+    };
+    let rate = |v: f64| match kind {
+        benchlab_results::RunKind::File => benchlab_format::mbit_per_sec(v),
+        benchlab_results::RunKind::Web => benchlab_format::requests_per_sec(v),
+    };
     base.label = format!("base: {}", base.label);
     new.label = format!("new: {}", new.label);
     let runs = vec![base, new];
@@ -329,10 +286,10 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
     let gate = |why: &Option<String>| why.as_ref().map_or(String::new(), |w| format!(" (not gated: {w})"));
     for p in &c.phases {
         println!(
-            "phase {}: peak {} → {} requests/s, {}: {}{}",
+            "phase {}: peak {} → {} {unit}, {}: {}{}",
             p.phase,
-            benchlab_format::requests_per_sec(p.base_peak),
-            benchlab_format::requests_per_sec(p.new_peak),
+            rate(p.base_peak),
+            rate(p.new_peak),
             check_text(&p.peak_check),
             p.peak_check.verdict.word(),
             gate(&p.peak_not_gated)

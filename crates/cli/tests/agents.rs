@@ -867,7 +867,7 @@ fn http_controller(url: &str, port: u16, certs: &Path, agents: u32, extra: &[&st
 
 fn http_json(o: &Output) -> Value {
     assert!(o.status.success(), "benchlab http --agents:\n{}", text(o));
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("JSON: {e}\n{}", text(o)))
+    common::http_mix(&o.stdout)
 }
 
 /// `http --agents 2 -n 400`: the 400 requests are split 200 + 200 over the
@@ -891,16 +891,18 @@ fn http_across_two_agents_runs_exactly_the_requests_asked_for() {
     assert_eq!(u(&r, "/errors_total"), 0);
     assert_eq!(u(&r, "/in_flight"), 0);
     assert_eq!(u(&r, "/threads"), 5);
-    let rows = r["clients"].as_array().expect("clients");
+    let rows = r["client_data"].as_array().expect("client_data");
     assert_eq!(rows.len(), 2);
     let per_client: Vec<u64> = rows.iter().map(|c| u(c, "/requests")).collect();
     assert_eq!(per_client, [200, 200]);
     // 5 users split 3 + 2, each client on its own agent and address.
-    let users: Vec<u64> = rows.iter().map(|c| u(c, "/threads")).collect();
+    let placed = r["http_command"]["clients"].as_array().expect("http_command.clients");
+    let users: Vec<u64> = placed.iter().map(|c| u(c, "/threads")).collect();
     assert_eq!(users, [3, 2]);
-    for (i, c) in rows.iter().enumerate() {
+    for (i, (c, p)) in rows.iter().zip(placed).enumerate() {
         assert_eq!(u(c, "/client"), i as u64 + 1);
-        assert_eq!(u(c, "/agent"), i as u64);
+        assert_eq!(u(p, "/client"), i as u64 + 1);
+        assert_eq!(u(p, "/agent"), i as u64);
         assert_eq!(c["address"], format!("127.0.0.{}", i + 1));
     }
     for field in ["/bytes", "/connections_opened"] {
@@ -932,13 +934,15 @@ fn http_across_agents_merges_the_clients_histograms() {
     let a0 = agent(&lab, port, 0, &[]);
     let r = http_json(&ctl.wait_output());
     assert!(a0.wait_output().status.success());
-    let rows = r["clients"].as_array().expect("clients");
+    let rows = r["client_data"].as_array().expect("client_data");
     assert_eq!(rows.len(), 2);
+    let placed = r["http_command"]["clients"].as_array().expect("http_command.clients");
+    assert!(placed.iter().all(|c| u(c, "/agent") == 0), "{r}");
     for field in ["/requests", "/errors_total", "/bytes", "/in_flight"] {
         let sum: u64 = rows.iter().map(|c| u(c, field)).sum();
         assert_eq!(u(&r, field), sum, "{field}");
     }
-    assert!(rows.iter().all(|c| u(c, "/requests") > 0 && u(c, "/agent") == 0));
+    assert!(rows.iter().all(|c| u(c, "/requests") > 0));
     for p in ["/latency_us/p50", "/latency_us/p99"] {
         let own: Vec<u64> = rows.iter().map(|c| u(c, p)).collect();
         let merged = u(&r, p);

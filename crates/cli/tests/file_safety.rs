@@ -128,11 +128,19 @@ Deltree "\clients\client1\out" NT_STATUS_OK
     assert!(o.status.success(), "{}", text(&o));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let m = &r["mixes"][0];
-    assert_eq!(m["operations"], 9, "{m}");
+    assert_eq!(m["requests"], 9, "{m}");
     // NTCreateX, then WriteX and Close of the handle it never got, Mkdir,
     // Unlink, Rename, QUERY_PATH_INFORMATION, the inner Deltree.
-    assert_eq!(m["errors"], 8, "{}", m["errors_by_status"]);
-    let by = m["errors_by_status"].to_string();
+    assert_eq!(m["errors_total"], 8, "{}", m["files"]["errors_by_status"]);
+    // By the status that came back, they add up to the errors.
+    let by_got: u64 = m["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_got, 8, "{m}");
+    let by = m["files"]["errors_by_status"].to_string();
     for kind in [
         "NTCreateX",
         "Mkdir",
@@ -146,7 +154,7 @@ Deltree "\clients\client1\out" NT_STATUS_OK
             "{kind}: {by}"
         );
     }
-    assert_eq!(m["bytes_written"], 0);
+    assert_eq!(m["files"]["bytes_written"], 0);
     // The link is gone, what it pointed to is as it was.
     assert!(std::fs::symlink_metadata(ws.join("out")).is_err());
     assert_eq!(std::fs::read(outside.join("keep")).unwrap(), b"x");
@@ -267,13 +275,22 @@ fn smb_passwords_never_reach_results_reports_or_the_terminal() {
         "the terminal showed the password"
     );
     let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    assert_eq!(r["mixes"][0]["errors"], 0, "{}", r["mixes"][0]["errors_by_status"]);
-    assert_eq!(r["mixes"][0]["bytes_written"], 200);
-    assert_eq!(r["mixes"][0]["target"], redacted.as_str());
-    assert!(
-        r["command"].as_array().unwrap().iter().any(|a| a == redacted.as_str()),
+    assert_eq!(
+        r["mixes"][0]["errors_total"], 0,
         "{}",
-        r["command"]
+        r["mixes"][0]["files"]["errors_by_status"]
+    );
+    assert_eq!(r["mixes"][0]["files"]["bytes_written"], 200);
+    assert_eq!(r["mixes"][0]["params"]["target"], redacted.as_str());
+    assert_eq!(r["environment"]["target"], redacted.as_str());
+    assert!(
+        r["environment"]["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == redacted.as_str()),
+        "{}",
+        r["environment"]["command"]
     );
     let mut files = Vec::new();
     every_file(&out, &mut files);
@@ -353,8 +370,8 @@ fn smb_passwords_never_reach_results_reports_or_the_terminal() {
     for dir in ["from-file", "from-env"] {
         let r: Value =
             serde_json::from_str(&std::fs::read_to_string(d.path().join(dir).join("results.json")).unwrap()).unwrap();
-        assert_eq!(r["mixes"][0]["bytes_written"], 200, "{dir}");
-        assert_eq!(r["mixes"][0]["target"], user_only.as_str(), "{dir}");
+        assert_eq!(r["mixes"][0]["files"]["bytes_written"], 200, "{dir}");
+        assert_eq!(r["mixes"][0]["params"]["target"], user_only.as_str(), "{dir}");
         let mut files = Vec::new();
         every_file(&d.path().join(dir), &mut files);
         assert!(files.iter().all(|(_, b)| !hits(b, "SECRETPW")), "{dir}");

@@ -68,13 +68,28 @@ fn run_ok_with_output(suite: &Path, out: &Path) -> (Value, String, String) {
     (r, stdout, stderr)
 }
 
-fn op<'a>(mix: &'a Value, name: &str) -> &'a Value {
-    mix["by_operation"]
+/// One operation kind of a file mix: its class's count, errors and
+/// latency, and how many of it were not sent (docs/counting.md, "File
+/// suites").
+fn op(mix: &Value, name: &str) -> Value {
+    let class = mix["classes"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|o| o["operation"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {mix}"))
+        .find(|c| c["name"] == name)
+        .cloned()
+        .unwrap_or(Value::Null);
+    let not_sent = mix["files"]["not_sent_by_operation"][name].as_u64().unwrap_or(0);
+    if class.is_null() && not_sent == 0 {
+        panic!("no {name} in {mix}");
+    }
+    serde_json::json!({
+        "count": class["requests"].as_u64().unwrap_or(0),
+        "errors": class["errors_total"].as_u64().unwrap_or(0),
+        "not_sent": not_sent,
+        "latency_us": class["latency_us"],
+        "kind": class["kind"],
+    })
 }
 
 #[test]
@@ -90,14 +105,17 @@ fn loadfile_replay_counts_every_operation_and_byte_exactly() {
     );
     let out = d.path().join("out");
     let r = run_ok(&s, &out);
-    assert_eq!(r["kind"], "file");
+    // The one results schema of every run; a file mix has its `files`.
+    assert_eq!(r["schema"], "benchlab.results/1");
     let m = &r["mixes"][0];
+    assert_eq!(m["files"]["protocol"], "file");
+    assert_eq!(op(m, "ReadX")["kind"], "file");
     // 20 operations a pass × 5 passes × 3 users.
-    assert_eq!(m["operations"], 20 * 5 * 3);
-    assert_eq!(m["loops"], 15);
-    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
-    assert_eq!(m["bytes_written"], 4100 * 15);
-    assert_eq!(m["bytes_read"], 4000 * 15);
+    assert_eq!(m["requests"], 20 * 5 * 3);
+    assert_eq!(m["files"]["loops"], 15);
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["files"]["bytes_written"], 4100 * 15);
+    assert_eq!(m["files"]["bytes_read"], 4000 * 15);
     assert_eq!(op(m, "WriteX")["count"], 2 * 15);
     assert_eq!(op(m, "FIND_FIRST")["count"], 2 * 15);
     for name in ["NTCreateX", "Close"] {
@@ -119,11 +137,12 @@ fn loadfile_replay_counts_every_operation_and_byte_exactly() {
     ] {
         assert_eq!(op(m, name)["count"], 15, "{name}");
     }
-    let clients = m["per_client"].as_array().unwrap();
+    let clients = m["client_data"].as_array().unwrap();
     assert_eq!(clients.len(), 3);
-    for c in clients {
-        assert_eq!(c["operations"], 100);
-        assert_eq!(c["bytes_written"], 4100 * 5);
+    for (i, c) in clients.iter().enumerate() {
+        assert_eq!(c["requests"], 100);
+        assert_eq!(c["bytes"], 8100 * 5);
+        assert_eq!(m["files"]["clients_bytes_written"][i], 4100 * 5);
     }
     // Each user worked in its own directory.
     for n in 1..=3 {
@@ -156,40 +175,65 @@ fn file_suites_have_per_second_data_and_a_workbook() {
     // A 2 s window: two seconds, numbered from 1.
     assert_eq!(seconds.len(), 2, "{seconds:?}");
     let sum = |k: &str| seconds.iter().map(|s| s[k].as_u64().unwrap()).sum::<u64>();
-    assert_eq!(sum("operations"), m["operations"].as_u64().unwrap());
-    assert_eq!(sum("bytes_read"), m["bytes_read"].as_u64().unwrap());
-    assert_eq!(sum("bytes_written"), m["bytes_written"].as_u64().unwrap());
+    assert_eq!(sum("requests"), m["requests"].as_u64().unwrap());
+    assert_eq!(sum("bytes"), m["bytes"].as_u64().unwrap());
+    let written: u64 = m["files"]["seconds_bytes_written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap())
+        .sum();
+    assert_eq!(written, m["files"]["bytes_written"].as_u64().unwrap());
     assert_eq!(seconds[1]["second"], 2);
     let rep = d.path().join("rep");
     let o = run_benchlab(&["report", out.to_str().unwrap(), "--out", rep.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for book in [out.join("report.xlsx"), rep.join("report.xlsx")] {
         let mut wb: Xlsx<_> = open_workbook(&book).unwrap();
+        // The one workbook of every run (crates/report): its Summary is
+        // summary.csv, its Per-Class a row per mix × operation.
         assert_eq!(
             wb.sheet_names(),
             [
+                "Analysis",
                 "Summary",
+                "Client Data",
+                "Per-Class",
+                "Files",
                 "Operations",
-                "Per second",
-                "Client data",
-                "Errors",
                 "Configuration"
             ]
         );
+        // Files: a row per mix, its bytes written as results.json's.
+        let files = wb.worksheet_range("Files").unwrap();
+        let head: Vec<String> = files.rows().next().unwrap().iter().map(|c| c.to_string()).collect();
+        let at = head
+            .iter()
+            .position(|h| h == "Bytes written")
+            .unwrap_or_else(|| panic!("{head:?}"));
+        assert_eq!(
+            files.rows().nth(1).unwrap()[at],
+            Data::Float(m["files"]["bytes_written"].as_u64().unwrap() as f64)
+        );
+        // Operations: a row per mix × operation kind.
+        let ops = wb.worksheet_range("Operations").unwrap();
+        assert_eq!(ops.rows().count(), 1 + m["classes"].as_array().unwrap().len());
         let summary = wb.worksheet_range("Summary").unwrap();
         let header: Vec<String> = summary.rows().next().unwrap().iter().map(|c| c.to_string()).collect();
-        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        let col = |name: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .unwrap_or_else(|| panic!("no {name} in {header:?}"))
+        };
         let row = summary.rows().nth(1).unwrap();
         assert_eq!(
-            row[col("operations")],
-            Data::Float(m["operations"].as_u64().unwrap() as f64)
+            row[col("Requests")],
+            Data::Float(m["requests"].as_u64().unwrap() as f64)
         );
-        assert_eq!(row[col("not_sent")], Data::Float(0.0));
-        assert_eq!(row[col("mbit_per_s")], Data::Float(m["mbit_per_s"].as_f64().unwrap()));
-        let per_second = wb.worksheet_range("Per second").unwrap();
-        assert_eq!(per_second.rows().count(), 1 + 2);
-        let ops = wb.worksheet_range("Operations").unwrap();
-        assert_eq!(ops.rows().count(), 1 + m["by_operation"].as_array().unwrap().len());
+        assert_eq!(row[col("Mbit/s")], Data::Float(m["mbit_per_sec"].as_f64().unwrap()));
+        let classes = wb.worksheet_range("Per-Class").unwrap();
+        assert_eq!(classes.rows().count(), 1 + m["classes"].as_array().unwrap().len());
     }
 }
 
@@ -219,18 +263,18 @@ fn file_suite_numbers_have_the_format_crates_decimals_and_separators() {
     let out = d.path().join("out");
     let (r, stdout, _) = run_ok_with_output(&s, &out);
     let m = &r["mixes"][0];
-    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
     let f = |k: &str| m[k].as_f64().unwrap();
     let window = f("window_s");
     let want = [
         "1".to_string(),
         "1".to_string(),
-        mbit_per_sec(f("mbit_per_s")),
-        mbytes_per_sec(f("bytes_read") / window),
-        mbytes_per_sec(f("bytes_written") / window),
-        requests_per_sec(f("operations_per_s")),
-        thousands(m["errors"].as_u64().unwrap()),
-        thousands(m["loops"].as_u64().unwrap()),
+        mbit_per_sec(f("mbit_per_sec")),
+        mbytes_per_sec(m["files"]["bytes_read"].as_f64().unwrap() / window),
+        mbytes_per_sec(m["files"]["bytes_written"].as_f64().unwrap() / window),
+        requests_per_sec(f("requests_per_sec")),
+        thousands(m["errors_total"].as_u64().unwrap()),
+        thousands(m["files"]["loops"].as_u64().unwrap()),
     ];
     let row: Vec<&str> = stdout
         .lines()
@@ -239,24 +283,26 @@ fn file_suite_numbers_have_the_format_crates_decimals_and_separators() {
         .split_whitespace()
         .collect();
     assert_eq!(row, want, "{stdout}");
-    let peak = format!(
-        "peak: mix 1 (1 client), {} Mbit/s",
-        mbit_per_sec(r["peak"]["mbit_per_s"].as_f64().unwrap())
-    );
+    let peak = format!("peak: mix 1 (1 client), {} Mbit/s", mbit_per_sec(f("mbit_per_sec")));
     assert!(stdout.contains(&peak), "no `{peak}` in:\n{stdout}");
 
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
-    let peak = format!("Peak: mix 1 (1 client), {} Mbit/s.", mbit_per_sec(f("mbit_per_s")));
+    let peak = format!("peaked at <b>{} Mbit/s</b>", mbit_per_sec(f("mbit_per_sec")));
     assert!(page.contains(&peak), "no `{peak}` in the page");
-    let cells = format!(
-        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-        mbit_per_sec(f("mbit_per_s")),
-        mbit_per_sec(f("read_mbit_per_s")),
-        mbit_per_sec(f("write_mbit_per_s")),
-        requests_per_sec(f("operations_per_s")),
-        thousands(m["operations"].as_u64().unwrap())
-    );
-    assert!(page.contains(&cells), "no `{cells}` in the page");
+    for (field, v) in [
+        ("mbit_per_sec", f("mbit_per_sec")),
+        (
+            "files.read_mbit_per_sec",
+            m["files"]["read_mbit_per_sec"].as_f64().unwrap(),
+        ),
+        (
+            "files.write_mbit_per_sec",
+            m["files"]["write_mbit_per_sec"].as_f64().unwrap(),
+        ),
+    ] {
+        let cell = format!(r#"data-field="{field}">{}</td>"#, mbit_per_sec(v));
+        assert!(page.contains(&cell), "no `{cell}` in the page");
+    }
 
     // The workbook keeps exact numbers and shows them with the same
     // decimals and separators.
@@ -288,12 +334,12 @@ fn a_status_other_than_expected_is_an_error_counted_by_kind() {
     );
     let r = run_ok(&s, &d.path().join("out"));
     let m = &r["mixes"][0];
-    assert_eq!(m["operations"], 3 * 4 * 2);
-    assert_eq!(m["errors"], 4 * 2);
+    assert_eq!(m["requests"], 3 * 4 * 2);
+    assert_eq!(m["errors_total"], 4 * 2);
     assert_eq!(
-        m["errors_by_status"]["Unlink: expected NT_STATUS_OK, got NT_STATUS_OBJECT_PATH_NOT_FOUND"], 8,
+        m["files"]["errors_by_status"]["Unlink: expected NT_STATUS_OK, got NT_STATUS_OBJECT_PATH_NOT_FOUND"], 8,
         "{}",
-        m["errors_by_status"]
+        m["files"]["errors_by_status"]
     );
     assert_eq!(op(m, "Unlink")["errors"], 8);
     assert_eq!(op(m, "QUERY_PATH_INFORMATION")["errors"], 0);
@@ -329,10 +375,10 @@ fn debian_client_txt_replays_as_is() {
     );
     let r = run_ok(&s, &d.path().join("out"));
     let m = &r["mixes"][0];
-    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
-    assert_eq!(m["operations"], lines * 2);
-    assert_eq!(m["bytes_written"], written * 2);
-    assert_eq!(m["bytes_read"], read * 2);
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["requests"], lines * 2);
+    assert_eq!(m["files"]["bytes_written"], written * 2);
+    assert_eq!(m["files"]["bytes_read"], read * 2);
 }
 
 #[test]
@@ -363,10 +409,10 @@ fn a_disk_mix_fills_each_workspace_then_runs_mix_after_mix() {
     let mixes = r["mixes"].as_array().unwrap();
     assert_eq!(mixes.len(), 2);
     for m in mixes {
-        assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
-        assert!(m["operations"].as_u64().unwrap() > 0);
-        assert!(m["mbit_per_s"].as_f64().unwrap() > 0.0);
-        assert_eq!(m["prepared_bytes"], 300_000 * m["clients"].as_u64().unwrap());
+        assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+        assert!(m["requests"].as_u64().unwrap() > 0);
+        assert!(m["mbit_per_sec"].as_f64().unwrap() > 0.0);
+        assert_eq!(m["files"]["prepared_bytes"], 300_000 * m["clients"].as_u64().unwrap());
         assert!(op(m, "WriteX")["latency_us"]["p99"].as_u64().unwrap() > 0);
     }
     // Writes inside a workspace file never grow it: each still holds its
@@ -380,9 +426,9 @@ fn a_disk_mix_fills_each_workspace_then_runs_mix_after_mix() {
             .sum();
         assert_eq!(sum, 300_000, "client{n}");
     }
-    assert!(r["peak"]["mix"].as_u64().is_some());
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(page.contains("id=\"mbit-chart\""));
+    assert!(page.contains("id=\"mbit-0\""), "no Mbit/s chart");
+    assert!(page.contains("Per-operation latency"));
 }
 
 #[test]
@@ -441,11 +487,11 @@ fn loadfile_replay_against_smbd_counts_exactly() {
     std::fs::write(d.path().join("suite.toml"), s).unwrap();
     let r = run_ok(&d.path().join("suite.toml"), &d.path().join("out"));
     let m = &r["mixes"][0];
-    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
     // 20 lines a pass, 3 passes, 2 users: the 17 libsmbclient can send are
     // done; LockX, UnlockX and Flush (one line each) are not sent.
-    assert_eq!(m["operations"], 17 * 3 * 2);
-    assert_eq!(m["not_sent"], 3 * 3 * 2);
+    assert_eq!(m["requests"], 17 * 3 * 2);
+    assert_eq!(m["files"]["not_sent"], 3 * 3 * 2);
     for kind in ["LockX", "UnlockX", "Flush"] {
         assert_eq!(
             (&op(m, kind)["count"], &op(m, kind)["errors"], &op(m, kind)["not_sent"]),
@@ -454,31 +500,20 @@ fn loadfile_replay_against_smbd_counts_exactly() {
         );
     }
     assert_eq!(op(m, "WriteX")["not_sent"], 0);
-    assert_eq!(m["bytes_written"], 4100 * 6);
-    assert_eq!(m["bytes_read"], 4000 * 6);
-    assert_eq!(m["loops"], 6);
+    assert_eq!(m["files"]["bytes_written"], 4100 * 6);
+    assert_eq!(m["files"]["bytes_read"], 4000 * 6);
+    assert_eq!(m["files"]["loops"], 6);
     for n in 1..=2 {
         assert!(smbd.share.join(format!("clients/client{n}")).is_dir());
     }
 }
 
-/// docs/file-results.schema.json is the schema generated from the result
-/// types (regenerate: BENCHLAB_BLESS=1), and a run's results.json
-/// validates against it.
+/// A file suite's results.json is `benchlab.results/1` and validates
+/// against docs/results.schema.json, the schema web suites' results meet.
 #[test]
-fn file_results_schema_is_current_and_results_validate() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/file-results.schema.json");
-    let generated = benchlab_fileserver::results::json_schema();
-    let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
-    if std::env::var_os("BENCHLAB_BLESS").is_some() {
-        std::fs::write(&path, &text).unwrap();
-    }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == text,
-        "{} is not the schema of the result types: run with BENCHLAB_BLESS=1 to regenerate",
-        path.display()
-    );
+fn file_results_validate_against_the_one_results_schema() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
     let s = suite(
@@ -489,13 +524,13 @@ fn file_results_schema_is_current_and_results_validate() {
         "0s",
     );
     let r = run_ok(&s, &d.path().join("out"));
-    let validator = jsonschema::validator_for(&generated).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator
         .iter_errors(&r)
         .map(|e| format!("{}: {e}", e.instance_path()))
         .collect();
     assert!(errors.is_empty(), "{}", errors.join("\n"));
-    assert_eq!(r["schema"], "benchlab.file-results/1");
+    assert_eq!(r["schema"], "benchlab.results/1");
 }
 
 /// The shipped NetBench disk mix against Samba, users as processes:
@@ -526,10 +561,10 @@ fn a_disk_mix_against_smbd_counts_what_libsmbclient_cannot_send_as_not_sent() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let m = &r["mixes"][0];
-    assert_eq!(m["target"], smbd.url());
-    assert_eq!(m["prepared_bytes"], 800_000);
-    assert!(m["mbit_per_s"].as_f64().unwrap() > 0.0);
-    assert_eq!(m["errors"], 0, "{}", m["errors_by_status"]);
+    assert_eq!(m["params"]["target"], smbd.url());
+    assert_eq!(m["files"]["prepared_bytes"], 800_000);
+    assert!(m["mbit_per_sec"].as_f64().unwrap() > 0.0);
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
     let flush = op(m, "Flush");
     assert_eq!((&flush["count"], &flush["errors"]), (&Value::from(0), &Value::from(0)));
     assert!(flush["not_sent"].as_u64().unwrap() > 0, "{flush}");
@@ -537,7 +572,7 @@ fn a_disk_mix_against_smbd_counts_what_libsmbclient_cannot_send_as_not_sent() {
         .iter()
         .map(|k| op(m, k)["not_sent"].as_u64().unwrap())
         .sum();
-    assert_eq!(m["not_sent"], not_sent);
+    assert_eq!(m["files"]["not_sent"], not_sent);
     assert_eq!(op(m, "WriteX")["errors"], 0);
     for n in 1..=2 {
         assert!(smbd.share.join(format!("clients/client{n}/f00000.dat")).is_file());
@@ -579,10 +614,10 @@ fn ctrl_c_keeps_the_mix_under_way_and_exits_130() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    assert_eq!(r["interrupted"], true);
+    assert_eq!(r["complete"], false);
     let mixes = r["mixes"].as_array().unwrap();
     assert_eq!(mixes.len(), 1, "the second mix never started");
-    assert!(mixes[0]["operations"].as_u64().unwrap() > 0);
+    assert!(mixes[0]["requests"].as_u64().unwrap() > 0);
     assert_eq!(mixes[0]["partial"], true);
     // The rates divide by the time measured, not the mix's 60 s.
     assert!(
@@ -621,16 +656,17 @@ fn repeats_of_a_file_suite_give_compare_its_noise() {
     assert!(err.contains("mix 1: run 3 of 3"), "{err}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(base.join("results.json")).unwrap()).unwrap();
     let m = &r["mixes"][0];
-    let runs: Vec<f64> = m["repeats"]
+    // Every run's figures; a file mix's median is by Mbit/s.
+    let runs: Vec<f64> = m["repeats"]["runs"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|x| x["mbit_per_s"].as_f64().unwrap())
+        .map(|x| x["bytes_per_sec"].as_f64().unwrap() * 8.0 / 1e6)
         .collect();
     assert_eq!(runs.len(), 3);
     let mut sorted = runs.clone();
     sorted.sort_by(f64::total_cmp);
-    assert_eq!(m["mbit_per_s"].as_f64().unwrap(), sorted[1], "the median run is kept");
+    assert_eq!(m["mbit_per_sec"].as_f64().unwrap(), sorted[1], "the median run is kept");
 
     let o = run_benchlab(&[
         "compare",
@@ -642,7 +678,7 @@ fn repeats_of_a_file_suite_give_compare_its_noise() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
-        out.contains("at 99.0 % confidence; noise from 3+3 repeats): unchanged"),
+        out.contains("at 99.0 % confidence; noise from BASE 3 repeats, NEW 3 repeats): unchanged"),
         "{out}"
     );
 
@@ -654,11 +690,15 @@ fn repeats_of_a_file_suite_give_compare_its_noise() {
         std::fs::create_dir_all(&dir).unwrap();
         let mut h = r.clone();
         let mix = &mut h["mixes"][0];
-        mix["mbit_per_s"] = Value::from(10.0 * scale);
-        for (rep, v) in mix["repeats"].as_array_mut().unwrap().iter_mut().zip([9.9, 10.0, 10.1]) {
-            rep["mbit_per_s"] = Value::from(v * scale);
+        mix["mbit_per_sec"] = Value::from(10.0 * scale);
+        for (rep, v) in mix["repeats"]["runs"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .zip([9.9, 10.0, 10.1])
+        {
+            rep["bytes_per_sec"] = Value::from(v * scale * 1e6 / 8.0);
         }
-        h["peak"]["mbit_per_s"] = Value::from(10.0 * scale);
         std::fs::write(dir.join("results.json"), h.to_string()).unwrap();
         dir
     };
@@ -666,9 +706,12 @@ fn repeats_of_a_file_suite_give_compare_its_noise() {
     let o = run_benchlab(&["compare", tight.to_str().unwrap(), halved.to_str().unwrap()]);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(o.status.code(), Some(3), "{out}");
-    assert!(out.contains("ratio 0.500 ("), "{out}");
-    assert!(out.contains("noise from 3+3 repeats): regressed"), "{out}");
-    assert!(out.contains("REGRESSION: the peak Mbit/s fell beyond 5.0 %"), "{out}");
+    assert!(out.contains("peak 10.0 → 5.0 Mbit/s, ×0.500 ("), "{out}");
+    assert!(out.contains("NEW 3 repeats): regressed"), "{out}");
+    assert!(
+        out.contains("REGRESSION: phase lf: peak 10.0 Mbit/s (mix 1) → 5.0 Mbit/s (mix 1), -50.0 %"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -706,9 +749,11 @@ fn report_and_compare_take_file_suites_results() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(elsewhere.join("report.html").is_file());
 
-    // `compare`: per mix, Mbit/s and operations/s of each and their ratio
-    // (two runs of a few milliseconds have no noise to speak of: the
-    // verdict is left out of this test with --max-regression 100%).
+    // `compare`: the one noise-aware compare, NEW's peak Mbit/s against
+    // BASE's. Two runs of a few milliseconds have no noise to speak of and
+    // their p99 may double from one to the next: the verdict (0 or 3) is
+    // left out of this test (repeats_of_a_file_suite_give_compare_its_noise
+    // checks it).
     let o = run_benchlab(&[
         "compare",
         base.to_str().unwrap(),
@@ -717,28 +762,30 @@ fn report_and_compare_take_file_suites_results() {
         "100%",
     ]);
     let out = text(&o);
-    assert!(o.status.success(), "{out}");
-    let rows: Vec<Vec<&str>> = out
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|w| w.len() == 11 && w[0] != "phase")
-        .collect();
-    assert_eq!(rows.len(), 2, "{out}");
-    for (i, row) in rows.iter().enumerate() {
-        let (b, n) = (&rb["mixes"][i], &rn["mixes"][i]);
-        assert_eq!(row[2], b["clients"].to_string());
-        let ratio = n["mbit_per_s"].as_f64().unwrap() / b["mbit_per_s"].as_f64().unwrap();
-        assert_eq!(row[5], format!("{ratio:.3}"), "{out}");
-    }
-    assert!(out.contains("peak: "), "{out}");
-    assert!(new.join("compare/compare.txt").is_file());
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{out}");
+    let peak = |r: &Value| {
+        r["mixes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["mbit_per_sec"].as_f64().unwrap())
+            .fold(0.0, f64::max)
+    };
+    let line = format!(
+        "phase lf: peak {} → {} Mbit/s, ",
+        benchlab_format::mbit_per_sec(peak(&rb)),
+        benchlab_format::mbit_per_sec(peak(&rn))
+    );
+    assert!(out.contains(&line), "no `{line}` in:\n{out}");
+    assert!(new.join("compare/report.html").is_file());
 
     // A file suite against a web suite's results: a clear refusal.
     let web = d.path().join("web");
     std::fs::create_dir_all(&web).unwrap();
-    std::fs::write(
+    // A web run's results (benchlab http --json, as 0.1 wrote it).
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/tests/fixtures/http-1.json"),
         web.join("results.json"),
-        r#"{"schema":"benchlab.results/1","mixes":[]}"#,
     )
     .unwrap();
     let o = run_benchlab(&["compare", base.to_str().unwrap(), web.to_str().unwrap()]);

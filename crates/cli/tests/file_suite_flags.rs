@@ -211,7 +211,7 @@ fn the_flags_that_apply_to_a_file_suite_run_it() {
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     // 5 operations a pass, 2 passes, 1 user.
-    assert_eq!(r["mixes"][0]["operations"], 10, "{}", r["mixes"][0]);
+    assert_eq!(r["mixes"][0]["requests"], 10, "{}", r["mixes"][0]);
 }
 
 #[test]

@@ -309,7 +309,11 @@ fn max_concurrent_streams_one_is_obeyed() {
     assert_eq!(u(&v, "/requests"), 40, "{v}");
     assert_eq!(u(&v, "/errors_total"), 0, "{v}");
     assert_eq!(u(&v, "/threads"), 4, "{v}");
-    assert_eq!(u(&v, "/http2/server_settings/max_concurrent_streams"), 1, "{v}");
+    assert_eq!(
+        u(&v, "/http_command/h2_server_settings/max_concurrent_streams"),
+        1,
+        "{v}"
+    );
     assert!(
         !server.overlapped.load(Ordering::Relaxed),
         "two streams were open at once"
@@ -343,7 +347,7 @@ fn a_server_window_that_never_opens_does_not_hold_back_gets() {
     let v = run(&server, &["--connections", "2", "--streams", "2", "-n", "20"]);
     assert_eq!(u(&v, "/requests"), 20, "{v}");
     assert_eq!(u(&v, "/body_bytes"), 20 * BODY.len() as u64, "{v}");
-    assert_eq!(u(&v, "/http2/server_settings/initial_window_size"), 0, "{v}");
+    assert_eq!(u(&v, "/http_command/h2_server_settings/initial_window_size"), 0, "{v}");
 }
 
 #[test]
@@ -487,7 +491,7 @@ impl Watched {
             self.stdout,
             self.stderr
         );
-        let v: Value = serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {}", self.stdout));
+        let v: Value = common::http_mix(self.stdout.as_bytes());
         assert_eq!(v["partial"], true, "{v}");
         v
     }
@@ -503,7 +507,7 @@ impl Watched {
             self.stdout,
             self.stderr
         );
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {}", self.stdout))
+        common::http_mix(self.stdout.as_bytes())
     }
 }
 

@@ -64,7 +64,7 @@ fn bench(env: &[(&str, &str)], args: &[&str]) -> Value {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+    common::http_mix(&out.stdout)
 }
 
 /// The counted run's log lines (the preflight's one line dropped).
@@ -188,12 +188,12 @@ fn every_backend_keeps_an_open_loop_through_idle_closes() {
         // finds its connection closed by the server.
         let v = bench(env, &["--rate", "2", "--os-threads", "2", "-d", "3s", &url]);
         let lines = run_lines(&nginx, 6);
-        assert_eq!(u(&v, "/sends"), 6, "{env:?}: {v}");
+        assert_eq!(u(&v, "/open_loop/sends"), 6, "{env:?}: {v}");
         assert_eq!(u(&v, "/requests"), 6, "{env:?}: {v}");
         assert_eq!(u(&v, "/errors_total"), 0, "{env:?}: {v}");
         assert_eq!(u(&v, "/connections_opened"), 6, "{env:?}: {v}");
         assert_eq!(u(&v, "/reconnects"), 4, "{env:?}: {v}");
-        assert_eq!(u(&v, "/peak_connections"), 1, "{env:?}: {v}");
+        assert_eq!(u(&v, "/open_loop/peak_connections"), 1, "{env:?}: {v}");
         let bytes: u64 = lines.iter().map(|l| l.bytes_sent).sum();
         assert_eq!(u(&v, "/bytes"), bytes, "{env:?}");
     }

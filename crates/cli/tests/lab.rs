@@ -755,6 +755,7 @@ fn client_cpus_never_share_the_lab_servers_cpu_unless_allowed() {
             .unwrap();
         assert_success("http --json", &http);
         let v: serde_json::Value = serde_json::from_slice(&http.stdout).unwrap();
+        let v = &v["environment"];
         assert_eq!(v["client_cpus"], set, "{args:?}");
     }
     assert_success("lab down", &lab(guard.path(), &["down", "--all"]));

@@ -29,27 +29,27 @@ fn keeps_the_rate_when_the_server_keeps_up() {
     let dir = site();
     let serve = Serve::start(&dir.path().join("www"), &[]);
     let r = http_json(&["--rate", "400", "-d", "3s", &serve.url("/a.txt")]);
-    assert_eq!(r["mode"], "open");
-    assert_eq!(r["arrival"], "constant");
+    assert_eq!(r["http_command"]["mode"], "open");
+    assert_eq!(r["open_loop"]["arrival"], "constant");
     assert_eq!(u(&r, "/threads"), 0);
     // 3 s at 400/s: 1,200 intended sends, all before the end.
-    let sends = u(&r, "/sends");
+    let sends = u(&r, "/open_loop/sends");
     assert!((1188..=1200).contains(&sends), "sends {sends}: {r}");
     let done = u(&r, "/requests") + u(&r, "/errors_total");
     assert!((1188..=1200).contains(&done), "completed {done}: {r}");
     assert_eq!(u(&r, "/errors_total"), 0, "{r}");
     let per_sec = r["requests_per_sec"].as_f64().expect("requests_per_sec");
     assert!((per_sec - 400.0).abs() <= 4.0, "achieved {per_sec}/s, asked 400/s");
-    let sends_per_sec = r["sends_per_sec"].as_f64().expect("sends_per_sec");
+    let sends_per_sec = r["open_loop"]["sends_per_sec"].as_f64().expect("sends_per_sec");
     assert!(
         (sends_per_sec - 400.0).abs() <= 4.0,
         "sent {sends_per_sec}/s, asked 400/s"
     );
-    assert_eq!(u(&r, "/max_in_flight_hit"), 0, "{r}");
-    assert_eq!(u(&r, "/late_tolerance_us"), 2000);
+    assert_eq!(u(&r, "/open_loop/max_in_flight_hit"), 0, "{r}");
+    assert_eq!(u(&r, "/open_loop/late_tolerance_us"), 2000);
     // A fast server needs few connections: idle ones are reused.
     assert!(u(&r, "/connections_opened") < 100, "{r}");
-    assert!(r["latency_as_sent_us"]["p50"].as_u64().is_some(), "{r}");
+    assert!(r["open_loop"]["latency_as_sent_us"]["p50"].as_u64().is_some(), "{r}");
 
     // Poisson arrivals: the same mean rate, seeded.
     let p = http_json(&[
@@ -61,8 +61,8 @@ fn keeps_the_rate_when_the_server_keeps_up() {
         "3s",
         &serve.url("/a.txt"),
     ]);
-    assert_eq!(p["arrival"], "poisson");
-    let sends = u(&p, "/sends");
+    assert_eq!(p["open_loop"]["arrival"], "poisson");
+    let sends = u(&p, "/open_loop/sends");
     // 1,200 expected; a Poisson count's standard deviation is √1200 ≈ 35.
     assert!((1050..=1350).contains(&sends), "poisson sends {sends}");
 }
@@ -96,7 +96,7 @@ fn a_stall_shows_in_the_corrected_latency_but_not_the_as_sent() {
     signal(pid, "CONT");
     let out = child.wait_with_output().expect("benchlab http");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r = common::http_mix(&out.stdout);
     let done = u(&r, "/requests");
     assert_eq!(u(&r, "/errors_total"), 0, "{r}");
     // The 2 s stall lies inside the 6 s run: every request meant to be sent
@@ -109,21 +109,21 @@ fn a_stall_shows_in_the_corrected_latency_but_not_the_as_sent() {
     // As sent, only the 4 requests caught in flight took the stall (0.7 %
     // of 600 at the least): the sends that waited went out after it, to a
     // server that answered at once. A closed loop sees this.
-    let as_sent = u(&r, "/latency_as_sent_us/p99");
+    let as_sent = u(&r, "/open_loop/latency_as_sent_us/p99");
     assert!(as_sent < 1_000_000, "as-sent p99 {as_sent} µs: {r}");
-    assert!(u(&r, "/latency_as_sent_us/max") >= 1_500_000, "{r}");
+    assert!(u(&r, "/open_loop/latency_as_sent_us/max") >= 1_500_000, "{r}");
     // The 4 requests caught by the stall held 4 connections open at once,
     // and the cap allowed no more.
-    assert_eq!(u(&r, "/peak_connections"), 4, "{r}");
+    assert_eq!(u(&r, "/open_loop/peak_connections"), 4, "{r}");
     assert_eq!(
-        r["peak_connections_upper_bound"], false,
+        r["open_loop"]["peak_connections_upper_bound"], false,
         "one client's peak is exact: {r}"
     );
     // About 400 sends fell behind, and the cap was what held them: many
     // found every slot busy when they came due (those due while a burst
     // was going out after the stall found a slot and are late only).
-    assert!(u(&r, "/late_sends") >= 300, "{r}");
-    assert!(u(&r, "/max_in_flight_hit") >= 100, "{r}");
+    assert!(u(&r, "/open_loop/late_sends") >= 300, "{r}");
+    assert!(u(&r, "/open_loop/max_in_flight_hit") >= 100, "{r}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("sends left more than 2 ms after their intended time"),
@@ -145,15 +145,15 @@ fn a_slow_server_makes_sends_late() {
         "2s",
         &serve.url("/spice/inproc/sleep/a.txt?ms=200"),
     ]);
-    let sends = u(&r, "/sends");
+    let sends = u(&r, "/open_loop/sends");
     assert!(sends <= 60, "sends {sends}: at most 5 + 2 s × 25/s could leave: {r}");
-    assert!(u(&r, "/late_sends") + 5 >= sends, "{r}");
-    assert!(u(&r, "/max_in_flight_hit") >= 10, "{r}");
+    assert!(u(&r, "/open_loop/late_sends") + 5 >= sends, "{r}");
+    assert!(u(&r, "/open_loop/max_in_flight_hit") >= 10, "{r}");
     // Each of the 5 request slots opened one keep-alive connection when it
     // was first needed and kept it; all 5 were busy at once.
     assert_eq!(u(&r, "/connections_opened"), 5, "{r}");
-    assert_eq!(u(&r, "/peak_connections"), 5, "{r}");
-    assert_eq!(r["client_peak_connections"], serde_json::json!([5]), "{r}");
+    assert_eq!(u(&r, "/open_loop/peak_connections"), 5, "{r}");
+    assert_eq!(r["open_loop"]["client_peak_connections"], serde_json::json!([5]), "{r}");
     // The cap being hit is said, naming it.
     let warnings = r["warnings"].to_string();
     assert!(
@@ -162,8 +162,11 @@ fn a_slow_server_makes_sends_late() {
     );
     // Latency from the intended times grows with the backlog; as sent it
     // stays near the server's 200 ms.
-    assert!(u(&r, "/latency_us/max") > u(&r, "/latency_as_sent_us/max"), "{r}");
-    assert!(u(&r, "/latency_as_sent_us/p50") < 1_000_000, "{r}");
+    assert!(
+        u(&r, "/latency_us/max") > u(&r, "/open_loop/latency_as_sent_us/max"),
+        "{r}"
+    );
+    assert!(u(&r, "/open_loop/latency_as_sent_us/p50") < 1_000_000, "{r}");
 }
 
 /// A fast server at a low rate needs about one connection: each response
@@ -219,10 +222,10 @@ fn connections_the_server_closed_while_idle_are_not_counted_open() {
     assert_eq!(u(&r, "/errors_total"), 0, "{r}");
     // 10 sends, 5 per thread; every one after a thread's first re-opens
     // a connection the server closed.
-    assert_eq!(u(&r, "/sends"), 10, "{r}");
+    assert_eq!(u(&r, "/open_loop/sends"), 10, "{r}");
     assert_eq!(u(&r, "/connections_opened"), 10, "{r}");
     assert_eq!(u(&r, "/reconnects"), 8, "{r}");
-    assert_eq!(u(&r, "/peak_connections"), 1, "{r}");
+    assert_eq!(u(&r, "/open_loop/peak_connections"), 1, "{r}");
 }
 
 #[test]

@@ -42,7 +42,6 @@ const ERROR_KINDS: &[&str] = &[
 /// invariants every successful result holds.
 fn bench(args: &[&str]) -> Value {
     let v = http_json(args);
-    assert_eq!(v["schema"], "benchlab.http/1", "schema in {v}");
     let mut sum = 0;
     for kind in ERROR_KINDS {
         sum += u(&v, &format!("/errors/{kind}"));
@@ -60,7 +59,7 @@ fn bench(args: &[&str]) -> Value {
             "latency percentiles out of order: {lat}"
         );
     }
-    for key in ["duration_s", "requests_per_sec", "bytes_per_sec"] {
+    for key in ["window_s", "requests_per_sec", "bytes_per_sec"] {
         assert!(v[key].is_number(), "{key} is not a number in {v}");
     }
     assert!(v["per_second"].is_array(), "per_second is not an array in {v}");
@@ -637,8 +636,8 @@ fn timed_run_ends_on_time() {
     let requests = u(&v, "/requests");
     assert!(requests > 0);
     assert!(v["in_flight"].is_u64(), "in_flight missing: {v}");
-    let d = v["duration_s"].as_f64().unwrap();
-    assert!((1.9..=2.5).contains(&d), "duration_s = {d}");
+    let d = v["window_s"].as_f64().unwrap();
+    assert!((1.9..=2.5).contains(&d), "window_s = {d}");
     let rps = v["requests_per_sec"].as_f64().unwrap();
     let want = requests as f64 / d;
     assert!(
@@ -708,7 +707,7 @@ fn status_errors_exit_0_or_3() {
     assert_eq!(out.status.code(), Some(3), "stderr: {}", stderr_of(&out));
     run_lines(&nginx, 20, 20);
     if !out.stdout.is_empty() {
-        let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+        let v = common::http_mix(&out.stdout);
         assert_eq!(u(&v, "/errors/status"), 20);
     }
 
@@ -839,7 +838,7 @@ fn nginx_request_shares_by_connection_kind() {
         args.push(&url);
         let out = run_benchlab(&args);
         assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-        let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+        let v = common::http_mix(&out.stdout);
         let all = nginx.access_log_lines_at_least(logged + 2001);
         assert_eq!(all.len(), logged + 2001);
         let lines = &all[logged + 1..];
@@ -927,8 +926,8 @@ fn nginx_ramp_up_is_not_counted() {
     let nginx = Nginx::start(NginxOpts::default());
     let url = nginx.url("/1k.html");
     let v = bench(&["--threads", "4", "--ramp-up", "1s", "--duration", "1s", &url]);
-    assert_eq!(v["ramp_up_s"], 1.0);
-    let duration = v["duration_s"].as_f64().unwrap();
+    assert_eq!(v["params"]["ramp_up_s"], 1.0);
+    let duration = v["window_s"].as_f64().unwrap();
     assert!((0.9..=1.1).contains(&duration), "{duration}");
     let all_seconds: u64 = v["per_second"]
         .as_array()

@@ -107,7 +107,7 @@ fn session_counter_and_lines_are_exact_under_benchlab_http() {
         "benchlab http failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let result = common::http_mix(&out.stdout);
     assert_eq!(result["requests"], 200, "{result}");
     assert_eq!(result["errors_total"], 0, "{result}");
     assert_eq!(result["body_bytes"], 200 * A_HTML.len() as u64);

@@ -316,12 +316,24 @@ fn tighten(v: &mut Value) {
                         .map(|k| (k.name().to_string(), json!({"type": "integer", "minimum": 0})))
                         .collect();
                     let names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+                    // A file suite's mix counts its errors by the NT
+                    // status that came back (docs/counting.md, "File
+                    // suites"): a map of its own.
                     *errors = json!({
-                        "description": "Failed requests by kind; every kind is present.",
-                        "type": "object",
-                        "properties": kinds,
-                        "required": names,
-                        "additionalProperties": false
+                        "description": "Failed requests by kind, every kind present; a file suite's failed operations by the status that came back.",
+                        "anyOf": [
+                            {
+                                "type": "object",
+                                "properties": kinds,
+                                "required": names,
+                                "additionalProperties": false
+                            },
+                            {
+                                "type": "object",
+                                "propertyNames": {"not": {"enum": names}},
+                                "additionalProperties": {"type": "integer", "minimum": 0}
+                            }
+                        ]
                     });
                 }
                 // `request_kinds` of a mix: a map by connection kind.
@@ -330,12 +342,18 @@ fn tighten(v: &mut Value) {
                     let names: Vec<&str> = ConnectionKind::ALL.iter().map(|k| k.name()).collect();
                     let props: serde_json::Map<String, Value> =
                         names.iter().map(|n| (n.to_string(), item.clone())).collect();
+                    // A file suite's mix opens no HTTP connection: none.
                     *kinds = json!({
-                        "description": "Requests by HTTP version and connection kind; every kind is present.",
-                        "type": "object",
-                        "properties": props,
-                        "required": names,
-                        "additionalProperties": false
+                        "description": "Requests by HTTP version and connection kind; every kind is present (none in a file suite's mix).",
+                        "anyOf": [
+                            {
+                                "type": "object",
+                                "properties": props,
+                                "required": names,
+                                "additionalProperties": false
+                            },
+                            {"type": "object", "maxProperties": 0}
+                        ]
                     });
                 }
             }
@@ -1546,26 +1564,28 @@ fn http_find_peak_stops_at_the_error_limit() {
     assert_success("http --find-peak", &out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let r: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-    assert_eq!(r["schema"], "benchlab.http-peak/1");
-    let steps = arr(&r, "/steps");
+    // One phase, a mix per load in load order, the search's result.
+    assert_eq!(r["schema"], "benchlab.results/1");
+    let search = &r["phases"][0]["search"];
+    let steps = arr(&r, "/mixes");
     let threads: Vec<u64> = steps.iter().map(|s| u(s, "/threads")).collect();
     assert!(threads.windows(2).all(|w| w[0] < w[1]), "{threads:?}");
     assert_eq!(threads[0], 2);
-    let stopped = r["stopped"].as_str().unwrap_or("");
+    let stopped = search["stopped"].as_str().unwrap_or("");
     assert!(
         stopped.starts_with("errors ") && stopped.ends_with(" at 32"),
         "{stopped}\n{stderr}"
     );
     assert_eq!(threads.iter().max(), Some(&32), "{threads:?}");
-    assert!(steps.iter().any(|s| s["kind"] == "bisect"), "{threads:?}");
+    assert!(steps.iter().any(|s| s["search"]["kind"] == "bisect"), "{threads:?}");
     for s in steps {
-        assert!(f(s, "/duration_s") >= 1.4, "{s}");
+        assert!(f(s, "/window_s") >= 1.4, "{s}");
         // Only 32 users meet a full queue.
         assert_eq!(u(s, "/errors_total") > 0, u(s, "/threads") == 32, "{s}");
     }
-    let peak = f(&r, "/peak_requests_per_sec");
-    let useful = f(&r, "/useful_peak_requests_per_sec");
-    let useful_threads = u(&r, "/useful_peak_threads");
+    let peak = f(search, "/peak_requests_per_sec");
+    let useful = f(search, "/useful_peak_requests_per_sec");
+    let useful_threads = u(&steps[u(search, "/useful_peak_mix") as usize - 1], "/threads");
     assert!(useful_threads < 32, "{r}");
     let within = |a: f64, b: f64| (a - b).abs() <= 0.1 * b;
     for (what, rate) in [("peak", peak), ("useful peak", useful)] {
@@ -1617,10 +1637,11 @@ fn http_find_peak_stops_at_the_latency_limit() {
     assert_success("http --find-peak", &out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let r: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-    let steps = arr(&r, "/steps");
+    let search = &r["phases"][0]["search"];
+    let steps = arr(&r, "/mixes");
     let threads: Vec<u64> = steps.iter().map(|s| u(s, "/threads")).collect();
     assert_eq!(threads, [1, 2, 4, 8], "{stderr}");
-    let stopped = r["stopped"].as_str().unwrap_or("");
+    let stopped = search["stopped"].as_str().unwrap_or("");
     assert!(
         stopped.starts_with("p99 ") && stopped.contains("over the limit of 250.0 ms at 8"),
         "{stopped}\n{stderr}"
@@ -1629,9 +1650,10 @@ fn http_find_peak_stops_at_the_latency_limit() {
         let p99 = u(s, "/latency_us/p99");
         assert_eq!(p99 > 250_000, u(s, "/threads") == 8, "{s}");
     }
-    assert_eq!(u(&r, "/peak_threads"), 4, "{r}");
-    assert_eq!(u(&r, "/useful_peak_threads"), 4, "{r}");
-    assert_eq!(u(&r, "/max_p99_us"), 250_000);
+    let threads_of = |key: &str| u(&steps[u(search, key) as usize - 1], "/threads");
+    assert_eq!(threads_of("/peak_mix"), 4, "{r}");
+    assert_eq!(threads_of("/useful_peak_mix"), 4, "{r}");
+    assert_eq!(u(search, "/max_p99_us"), 250_000);
 }
 
 /// `run --find-peak --peak-start-threads 2`: the search starts at 2

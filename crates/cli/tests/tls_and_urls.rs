@@ -217,7 +217,7 @@ fn certificate_failures_say_what_to_try() {
     // Trusted and the right name: the run works, and counts exactly.
     let out = http(&["--json", "--ca-file", s(&ca), &by_name]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let v = common::http_mix(&out.stdout);
     assert_eq!(u(&v, "/requests"), 5);
     assert_eq!(u(&v, "/errors_total"), 0);
 
@@ -335,7 +335,7 @@ fn readme_tls_example_shows_resumptions() {
     run.extend(["--requests", "2000", "--json"]);
     let out = run_benchlab(&run);
     assert_eq!(out.status.code(), Some(0), "{run:?}: {}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let v = common::http_mix(&out.stdout);
     let opened = u(&v, "/connections_opened");
     let full = u(&v, "/tls_full_handshakes");
     let resumed = u(&v, "/tls_resumptions");

@@ -1545,6 +1545,8 @@ fn mix_result(mix: &Mix, phase_name: &str, phase: &PhasePlan, plans: &[ClientPla
         search: None,
         repeats: None,
         resources: None,
+        files: None,
+        http_command: None,
     }
 }
 

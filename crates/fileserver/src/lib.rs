@@ -7,9 +7,9 @@
 //! user after user on its own thread and connection ([`run`]). Every
 //! operation is counted by kind with HDR latency, bytes read and written
 //! are summed, and each outcome is compared with the status expected
-//! ([`stats`]). [`results`] turns a suite's mixes into results.json, the
-//! terminal table and a report page (Mbit/s per mix, the peak, the shape
-//! past it).
+//! ([`stats`]). [`results`] turns a suite's mixes into the one results
+//! schema of every run (`benchlab_results::Results`), which crates/report
+//! turns into the page, the workbook and `compare`, as for web suites.
 
 pub mod backend;
 pub mod diskmix;
@@ -24,7 +24,6 @@ pub mod smbd;
 pub mod stats;
 pub mod status;
 pub mod suite;
-pub mod xlsx;
 
 pub use mix::run_mix;
 pub use run::{FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};

@@ -1,15 +1,15 @@
 //! A file suite's run: its workloads read and checked, then mix after mix
-//! (each repeated with `--repeat`), results.json written after each, the
-//! page and the workbook at the end. The results' types are in
-//! [`crate::results`], the workbook in [`crate::xlsx`]: both are read by
-//! this loop, neither reads it.
+//! (each repeated with `--repeat`), results.json written after each (the
+//! one results schema, see [`crate::results`]). The report and workbook are
+//! the caller's to write (crates/report, as for web suites).
 
 use crate::diskmix::DiskMix;
 use crate::loadfile::Loadfile;
 use crate::mix::run_mix;
-use crate::results::{html, median_run, mix_result, peak, write, FileMixResult, FileResults, FILE_RESULTS_SCHEMA};
+use crate::results::{mix_result, write};
 use crate::run::{FileMixPlan, FileTarget, FileWorkload};
 use benchlab_model::{FileWorkloadKind, Mix, Suite};
+use benchlab_results::{fold_repeats, MixResult, Results};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -40,11 +40,11 @@ pub trait FileObserver {
     fn repeat_started(&mut self, _mix: &Mix, _repeat: u32, _of: u32) {}
     /// A second of the mix ended (thread users, file://: live).
     fn second(&mut self, _mix: &Mix, _second: &crate::run::LiveSecond) {}
-    fn mix_finished(&mut self, _result: &FileMixResult) {}
+    fn mix_finished(&mut self, _result: &MixResult) {}
 }
 
 /// Runs a file suite's mixes in order, writing results.json after each
-/// and report.html at the end, into `out`.
+/// into `out`.
 pub fn run_file_suite(
     suite: &Suite,
     workloads: &BTreeMap<String, FileWorkload>,
@@ -53,28 +53,15 @@ pub fn run_file_suite(
     repeat: u32,
     stop: &AtomicBool,
     observer: &mut dyn FileObserver,
-) -> Result<FileResults, String> {
+) -> Result<Results, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let mut results = FileResults {
-        schema: FILE_RESULTS_SCHEMA.into(),
-        kind: "file".into(),
-        suite: suite.name.clone(),
-        description: suite.description.clone(),
-        started,
-        // The command line may hold smb://USER:PASS@ (--target): stored
-        // with the password as `***`.
-        command: command.iter().map(|a| crate::smb::redact(a)).collect(),
-        mixes: Vec::new(),
-        peak: None,
-        interrupted: false,
-    };
+    let mut results = crate::results::results(suite, &command, started);
     for mix in &suite.mixes {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            results.interrupted = true;
             break;
         }
         let phase = &suite.phases[mix.phase].name;
@@ -114,16 +101,10 @@ pub fn run_file_suite(
         }
         results
             .mixes
-            .push(median_run(runs).ok_or_else(|| format!("mix {}: ran no time", mix.number))?);
-        results.peak = peak(&results.mixes);
+            .push(fold_repeats(runs).ok_or_else(|| format!("mix {}: ran no time", mix.number))?);
         write(out, &results)?;
     }
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-        results.interrupted = true;
-    }
+    results.complete = !stop.load(std::sync::atomic::Ordering::Relaxed) && results.mixes.len() == suite.mixes.len();
     write(out, &results)?;
-    std::fs::write(out.join("report.html"), html(&results))
-        .map_err(|e| format!("cannot write {}: {e}", out.join("report.html").display()))?;
-    crate::xlsx::write_xlsx(&results, &out.join("report.xlsx"))?;
     Ok(results)
 }

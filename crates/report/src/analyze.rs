@@ -5,7 +5,7 @@
 
 use crate::analysis::{self, Efficiency, MixPoint, Spread, UsefulLimits};
 use crate::{ReportOptions, Run};
-use benchlab_results::{MixResult, Results};
+use benchlab_results::{MixResult, Results, RunKind};
 use serde::Serialize;
 
 /// What a phase requests, from its classes' kinds: SPICE efficiency compares
@@ -30,6 +30,9 @@ pub struct PeakInfo {
     pub clients_participating: u32,
     pub requests_per_sec: f64,
     pub bytes_per_sec: f64,
+    /// Wire (web) or read + written (file) Mbit/s: a file suite's lead
+    /// figure, by which its peaks are found.
+    pub mbit_per_sec: f64,
     pub latency_mean_us: f64,
     pub p99_us: u64,
     /// The offered rate of an open-loop mix (its threads are 0: the
@@ -47,6 +50,7 @@ impl PeakInfo {
             clients_participating: m.clients_participating,
             requests_per_sec: m.figures.requests_per_sec,
             bytes_per_sec: m.figures.bytes_per_sec,
+            mbit_per_sec: m.figures.mbit_per_sec,
             latency_mean_us: m.figures.latency_us.mean,
             p99_us: m.figures.latency_us.p99,
             offered_rate: m.open_loop.as_ref().map(|ol| ol.rate),
@@ -231,7 +235,12 @@ fn phase_kind(name: &str, mixes: &[&MixResult]) -> (PhaseKind, Option<String>) {
 
 /// Failed ÷ (successful + failed) requests of a mix.
 pub(crate) fn error_share(m: &MixResult) -> f64 {
-    let done = m.figures.requests + m.figures.errors_total;
+    // A file mix's operations count those answered other than expected
+    // (docs/counting.md, "File suites"); a web mix's requests do not.
+    let done = match m.kind() {
+        RunKind::File => m.figures.requests,
+        RunKind::Web => m.figures.requests + m.figures.errors_total,
+    };
     if done == 0 {
         0.0
     } else {
@@ -241,7 +250,14 @@ pub(crate) fn error_share(m: &MixResult) -> f64 {
 
 fn fairness(m: &MixResult, tolerance: f64) -> MixFairness {
     let part: Vec<_> = m.client_data.iter().filter(|c| !c.taken_out).collect();
-    let rates: Vec<f64> = part.iter().map(|c| c.figures.requests_per_sec).collect();
+    // A file mix's clients are compared by their Mbit/s, its lead figure.
+    let rates: Vec<f64> = part
+        .iter()
+        .map(|c| match m.kind() {
+            RunKind::File => c.figures.mbit_per_sec,
+            RunKind::Web => c.figures.requests_per_sec,
+        })
+        .collect();
     let lats: Vec<f64> = part
         .iter()
         .filter(|c| c.figures.requests > 0)
@@ -283,7 +299,8 @@ fn analyze_phase(
 ) -> PhaseAnalysis {
     let info = r.phases.iter().find(|p| p.name == name);
     let (kind, spi) = phase_kind(name, mixes);
-    let rates: Vec<f64> = mixes.iter().map(|m| m.figures.requests_per_sec).collect();
+    // Peaks by the lead figure: requests/s, or Mbit/s for a file suite.
+    let rates: Vec<f64> = mixes.iter().map(|m| m.lead_rate()).collect();
     let bytes: Vec<f64> = mixes.iter().map(|m| m.figures.bytes_per_sec).collect();
     // A mix whose clients were lost measured its clients, not the server:
     // it is never read as the server's collapse.
@@ -300,7 +317,7 @@ fn analyze_phase(
         .iter()
         .zip(&fair)
         .map(|(m, f)| MixPoint {
-            rate: m.figures.requests_per_sec,
+            rate: m.lead_rate(),
             p99_us: m.figures.latency_us.p99,
             clients_equal: f.equal,
             error_share: error_share(m),

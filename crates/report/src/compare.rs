@@ -34,7 +34,7 @@ use crate::Run;
 pub use benchlab_results::noise::ratio_interval;
 use benchlab_results::noise::{cv2, regressed, Verdict};
 use benchlab_results::resources::{HostRole, Limit};
-use benchlab_results::MixResult;
+use benchlab_results::{MixResult, RunKind};
 use serde::Serialize;
 
 /// One mix present in both runs, NEW ÷ BASE.
@@ -223,9 +223,18 @@ enum Figure {
 impl Figure {
     fn of(self, m: &MixResult) -> f64 {
         match self {
-            Figure::Rate => m.figures.requests_per_sec,
+            Figure::Rate => m.lead_rate(),
             Figure::P99 => m.figures.latency_us.p99 as f64,
         }
+    }
+}
+
+/// A mix's lead rate in words: `1,234.5 requests/s`, or `12.3 Mbit/s` for
+/// a file mix ([`MixResult::lead_rate`]).
+pub fn lead_text(m: &MixResult, rate: f64) -> String {
+    match m.kind() {
+        RunKind::File => format!("{} Mbit/s", benchlab_format::mbit_per_sec(rate)),
+        RunKind::Web => format!("{} requests/s", benchlab_format::requests_per_sec(rate)),
     }
 }
 
@@ -233,11 +242,16 @@ impl Figure {
 /// more than once, else its full seconds inside the window (requests of the
 /// second; the second's p99 where it had requests).
 fn samples(m: &MixResult, figure: Figure) -> (NoiseSource, Vec<f64>) {
+    // A file mix leads with Mbit/s; its seconds are the window's, the last
+    // maybe a part of one (it would read low: left out).
+    let file = m.kind() == RunKind::File;
+    let whole = m.window_s.floor() as u32;
     if let Some(r) = m.repeats.as_ref().filter(|r| r.runs.len() >= 2) {
         let v = r
             .runs
             .iter()
             .map(|x| match figure {
+                Figure::Rate if file => x.bytes_per_sec * 8.0 / 1e6,
                 Figure::Rate => x.requests_per_sec,
                 Figure::P99 => x.latency_us.p99 as f64,
             })
@@ -247,8 +261,9 @@ fn samples(m: &MixResult, figure: Figure) -> (NoiseSource, Vec<f64>) {
     let v = m
         .per_second
         .iter()
-        .filter(|s| s.in_window)
+        .filter(|s| s.in_window && (!file || s.second <= whole))
         .filter_map(|s| match figure {
+            Figure::Rate if file => Some(s.bytes as f64 * 8.0 / 1e6),
             Figure::Rate => Some(s.requests as f64),
             Figure::P99 => (s.requests > 0).then_some(s.latency_p99_us as f64),
         })
@@ -377,8 +392,8 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
                 not_gated: either_not_gated(b, n),
             });
         }
-        let br: Vec<f64> = bm.iter().map(|m| m.figures.requests_per_sec).collect();
-        let nr: Vec<f64> = nm.iter().map(|m| m.figures.requests_per_sec).collect();
+        let br: Vec<f64> = bm.iter().map(|m| m.lead_rate()).collect();
+        let nr: Vec<f64> = nm.iter().map(|m| m.lead_rate()).collect();
         let (Some(bi), Some(ni)) = (analysis::peak_index(&br), analysis::peak_index(&nr)) else {
             continue;
         };
@@ -392,15 +407,11 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
             let c = check(b, m, Figure::Rate, 0.0, confidence);
             c.low.or(c.ratio).is_some_and(|lo| lo > 1.0)
         };
-        let lightest_reaching = nm
-            .iter()
-            .copied()
-            .filter(|m| m.figures.requests_per_sec >= br[bi])
-            .min_by(|x, y| {
-                (x.threads, offered_rate(x).unwrap_or(0.0), x.mix)
-                    .partial_cmp(&(y.threads, offered_rate(y).unwrap_or(0.0), y.mix))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            });
+        let lightest_reaching = nm.iter().copied().filter(|m| m.lead_rate() >= br[bi]).min_by(|x, y| {
+            (x.threads, offered_rate(x).unwrap_or(0.0), x.mix)
+                .partial_cmp(&(y.threads, offered_rate(y).unwrap_or(0.0), y.mix))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
         let (n99, p99_basis) = match (same, lightest_reaching) {
             (Some(s), _) if !more_work(s) => (s, P99Basis::SameLoad),
             (_, Some(l)) => (l, P99Basis::MatchedThroughput),
@@ -410,10 +421,10 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
         let p99_check = check(b, n99, Figure::P99, max_regression, confidence);
         let (bp99, np99) = (b.figures.latency_us.p99, n99.figures.latency_us.p99);
         let peak_line = format!(
-            "phase {name}: peak {} requests/s (mix {}) → {} requests/s (mix {}), {}, NEW ÷ BASE {}",
-            benchlab_format::requests_per_sec(br[bi]),
+            "phase {name}: peak {} (mix {}) → {} (mix {}), {}, NEW ÷ BASE {}",
+            lead_text(b, br[bi]),
             b.mix,
-            benchlab_format::requests_per_sec(nr[ni]),
+            lead_text(n, nr[ni]),
             n.mix,
             peak_check.ratio.map(pct).unwrap_or_else(|| "n/a".into()),
             check_text(&peak_check)
@@ -424,11 +435,18 @@ pub fn compare_runs_at(base: &Run, new: &Run, max_regression: f64, confidence: f
                 benchlab_format::plural(b.threads, "thread", "threads")
             ),
             P99Basis::MatchedThroughput => format!(
-                "at matched throughput (NEW's lightest load reaching BASE's peak {} requests/s: {})",
-                benchlab_format::requests_per_sec(br[bi]),
+                "at matched throughput (NEW's lightest load reaching BASE's peak {}: {})",
+                lead_text(b, br[bi]),
                 benchlab_format::plural(n99.threads, "thread", "threads")
             ),
-            P99Basis::NewPeak => "at NEW's peak (NEW never reached BASE's peak requests/s)".to_string(),
+            P99Basis::NewPeak => format!(
+                "at NEW's peak (NEW never reached BASE's peak {})",
+                if b.kind() == RunKind::File {
+                    "Mbit/s"
+                } else {
+                    "requests/s"
+                }
+            ),
         };
         let p99_line = format!(
             "phase {name}: p99 {at} {} µs (mix {}) → {} µs (mix {}), {}, NEW ÷ BASE {}",

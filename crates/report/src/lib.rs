@@ -25,7 +25,7 @@ pub use compare::{
 };
 pub use xlsx::{write_xlsx, write_xlsx_with};
 
-use benchlab_results::{Results, CLIENT_BOUND_SHARE, RESULTS_SCHEMA};
+use benchlab_results::{Results, CLIENT_BOUND_SHARE};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -132,35 +132,19 @@ pub fn generator_notes(results: &Results) -> Vec<String> {
     }
 }
 
-/// The text of a results file, at most
-/// [`benchlab_results::MAX_RESULTS_BYTES`] of it.
-fn read_results(file: &Path) -> Result<String, String> {
-    benchlab_input::read_bounded_text(file, "results.json", benchlab_results::MAX_RESULTS_BYTES)
-        .map_err(|e| e.to_string())
-}
-
 /// Reads `DIR/results.json` (or the file itself when `dir` names a JSON
-/// file) into a [`Run`] labelled with the directory's name. Refuses another
-/// schema: a report built on misread fields would mislead.
+/// file) into a [`Run`] labelled with the directory's name, through the one
+/// loader ([`benchlab_results::load::load`]): results of older schemas
+/// (a file suite's `benchlab.file-results/1`, `benchlab http --json`'s
+/// `benchlab.http/1` and `benchlab.http-peak/1`) are upgraded; an unknown
+/// schema is refused, as a report built on misread fields would mislead.
 pub fn load_run(dir: &Path) -> Result<Run, String> {
     let (dir, file) = if dir.is_file() {
         (dir.parent().unwrap_or(Path::new(".")).to_path_buf(), dir.to_path_buf())
     } else {
         (dir.to_path_buf(), dir.join("results.json"))
     };
-    let text = read_results(&file)?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
-    let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
-    if schema != RESULTS_SCHEMA {
-        return Err(format!(
-            "{}: schema is {:?}, this benchlab reads {RESULTS_SCHEMA:?}",
-            file.display(),
-            schema
-        ));
-    }
-    let results: Results =
-        serde_json::from_value(v).map_err(|e| format!("{} does not match {RESULTS_SCHEMA}: {e}", file.display()))?;
+    let results = benchlab_results::load::load(&file)?;
     let label = std::fs::canonicalize(&dir)
         .ok()
         .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -236,5 +220,56 @@ mod read_tests {
             Err(e) => e,
         };
         assert!(e.contains("larger than 256 MiB"), "{e}");
+    }
+
+    /// A file suite's results (here as benchlab 0.1 wrote them, upgraded on
+    /// load).
+    fn file_run(name: &str, label: &str) -> Run {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/tests/fixtures");
+        let mut r = load_run(&dir.join(name)).unwrap_or_else(|e| panic!("{e}"));
+        r.label = label.into();
+        r
+    }
+
+    /// A file suite's page leads with Mbit/s: its chart, the peak in
+    /// Mbit/s, and the per-operation latency table.
+    #[test]
+    fn a_file_suite_page_leads_with_mbit_and_has_the_operations() {
+        let run = file_run("file-results-1-base.json", "files");
+        let page = render_html(std::slice::from_ref(&run), &ReportOptions::default());
+        assert!(page.contains("Mbit/s per mix — replay"), "no Mbit/s chart");
+        assert!(page.contains("Per-operation latency — files"));
+        assert!(page.contains(r#"data-operation="ReadX""#));
+        assert!(page.contains(r#"data-field="peak_mbit_per_sec""#));
+        // The fixture's peak: mix 2, 5.4 Mbit/s.
+        assert!(page.contains("peaked at <b>5.4 Mbit/s</b>"), "peak words");
+        let a = analyze_run(&run, &ReportOptions::default());
+        assert_eq!(a.phases[0].peak.as_ref().map(|p| p.mix), Some(2));
+    }
+
+    /// `compare` of two file suites reads Mbit/s against the noise of each
+    /// mix's seconds.
+    #[test]
+    fn file_suites_compare_by_mbit() {
+        let (base, new) = (
+            file_run("file-results-1-base.json", "base"),
+            file_run("file-results-1-new.json", "new"),
+        );
+        let c = compare_runs(&base, &new, 0.05);
+        assert_eq!(c.phases.len(), 1);
+        let p = &c.phases[0];
+        let (b, n) = (
+            &base.results.mixes[p.base_peak_mix - 1],
+            &new.results.mixes[p.new_peak_mix - 1],
+        );
+        assert_eq!(
+            (p.base_peak, p.new_peak),
+            (b.figures.mbit_per_sec, n.figures.mbit_per_sec)
+        );
+        assert_eq!(
+            p.peak_check.ratio,
+            Some(n.figures.mbit_per_sec / b.figures.mbit_per_sec)
+        );
+        assert_eq!(p.peak_check.base_samples.source, NoiseSource::Seconds);
     }
 }

@@ -116,6 +116,8 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         repeats: None,
         resources: None,
         http2: None,
+        files: None,
+        http_command: None,
     }
 }
 

@@ -6,6 +6,9 @@
 //! its sockets or its TLS. The controller fills these types from what its
 //! clients measured.
 //!
+//! Every run writes one schema, web or file suite, `run` or `http --json`;
+//! [`load::load`] reads it and upgrades what older versions wrote.
+//!
 //! The results directory of a suite run: `results.json` (schema
 //! `benchlab.results/1`), `summary.csv` (WebBench's summary report, a row
 //! per mix) and `clients.csv` (WebBench's client data report, a row per
@@ -19,6 +22,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+pub mod load;
 pub mod noise;
 pub mod resources;
 
@@ -439,9 +443,46 @@ pub struct MixResult {
     /// every class spoke HTTP/1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<MixHttp2>,
+    /// A file suite's mix (`file://` or `smb://`): what only file-server
+    /// operations have (bytes read and written apart, errors by NT status,
+    /// loadfile passes, operations not sent). Absent for a web mix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<MixFiles>,
+    /// `benchlab http` only: what its flags set that a suite's mix has no
+    /// field for. Absent in a suite's results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_command: Option<HttpCommand>,
+}
+
+/// What a run measured: HTTP requests to web servers, or operations of a
+/// file server (docs/counting.md, "File suites").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    Web,
+    File,
 }
 
 impl MixResult {
+    /// `File` for a file suite's mix (it has [`MixResult::files`]).
+    pub fn kind(&self) -> RunKind {
+        if self.files.is_some() {
+            RunKind::File
+        } else {
+            RunKind::Web
+        }
+    }
+
+    /// The figure a mix is ranked and compared by: Mbit/s for a file mix
+    /// (NetBench's lead figure: an operation may move 1 byte or 64 KiB),
+    /// requests/s for a web mix.
+    pub fn lead_rate(&self) -> f64 {
+        match self.kind() {
+            RunKind::File => self.figures.mbit_per_sec,
+            RunKind::Web => self.figures.requests_per_sec,
+        }
+    }
+
     /// The protocol class `class` spoke in this mix: `HTTP/2` for the
     /// classes of `http2.classes`, else `HTTP/1` (1.0 or 1.1 by the mix's
     /// `http10_percent`).
@@ -451,6 +492,81 @@ impl MixResult {
             _ => "HTTP/1",
         }
     }
+}
+
+/// What a file suite's mix has beyond the figures every mix has
+/// (docs/counting.md, "File suites"): its operations are the mix's
+/// `requests`, `bytes` = bytes read + bytes written.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MixFiles {
+    /// `file` (a local or mounted path) or `smb`.
+    pub protocol: String,
+    /// Users: clients × threads per client, each its own workspace.
+    pub users: u32,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub read_mbit_per_sec: f64,
+    pub write_mbit_per_sec: f64,
+    /// Operations the client could not send over the target's protocol
+    /// (over smb://: LockX, UnlockX, Flush): in no figure, not errors.
+    pub not_sent: u64,
+    /// `not_sent` by operation name (only those with some).
+    #[serde(default)]
+    pub not_sent_by_operation: BTreeMap<String, u64>,
+    /// "OPERATION: expected X, got Y" → count (the figures' `errors` are
+    /// by the status that came back).
+    pub errors_by_status: BTreeMap<String, u64>,
+    /// Whole loadfile passes completed in the window (0 for a disk mix).
+    pub loops: u64,
+    /// Bytes written to fill the workspaces before the mix (not counted).
+    pub prepared_bytes: u64,
+    /// Lowest client's Mbit/s over the highest's (1 = all alike).
+    pub fairness: f64,
+    /// Bytes written in each second of `per_second` (the rest of its
+    /// `bytes` were read).
+    #[serde(default)]
+    pub seconds_bytes_written: Vec<u64>,
+    /// Bytes written by each client of `client_data`, in its order.
+    #[serde(default)]
+    pub clients_bytes_written: Vec<u64>,
+}
+
+/// What `benchlab http`'s flags set that a suite's mix has no field for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HttpCommand {
+    /// The URLs, in the order given (the classes are named after them).
+    pub urls: Vec<String>,
+    /// `closed` (--threads users) or `open` (--rate).
+    pub mode: String,
+    /// Event-loop OS threads the users ran on.
+    pub os_threads: usize,
+    /// Body bytes of successful responses per second of the window.
+    pub body_bytes_per_sec: f64,
+    /// Body bytes of each second of `per_second`, in its order.
+    #[serde(default)]
+    pub seconds_body_bytes: Vec<u64>,
+    /// `--http 2`: the flow-control window granted per stream and
+    /// connection, and the server's SETTINGS as its first connection got
+    /// them (null when none got that far).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2_window: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2_server_settings: Option<serde_json::Value>,
+    /// `--agents`: the agent (0-based index) and host of each client of
+    /// `client_data`, in its order, with its share of the users or rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<HttpCommandClient>,
+}
+
+/// Where one client of `benchlab http --agents` ran, and its share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HttpCommandClient {
+    pub client: u32,
+    pub agent: u32,
+    pub host: String,
+    pub threads: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
 }
 
 /// What an HTTP/2 mix used and met (docs/counting.md, "HTTP/2").
@@ -560,7 +676,8 @@ impl Range {
 /// The runs of a mix under `run --repeat N`, and how far they spread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Repeats {
-    /// The repeat whose figures the mix shows: the median by requests/s
+    /// The repeat whose figures the mix shows: the median by its lead
+    /// figure (requests/s; Mbit/s for a file mix, see [`MixResult::lead_rate`])
     /// (the lower of the two middle ones for an even count).
     pub median_repeat: u32,
     /// Every run, in the order run.
@@ -583,13 +700,8 @@ pub fn fold_repeats(mut runs: Vec<MixResult>) -> Option<MixResult> {
         .map(|(i, m)| RepeatFigures::of(i as u32 + 1, m))
         .collect();
     let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by(|&a, &b| {
-        runs[a]
-            .figures
-            .requests_per_sec
-            .total_cmp(&runs[b].figures.requests_per_sec)
-            .then(a.cmp(&b))
-    });
+    // The median by the mix's lead figure: Mbit/s for a file mix.
+    order.sort_by(|&a, &b| runs[a].lead_rate().total_cmp(&runs[b].lead_rate()).then(a.cmp(&b)));
     let median = order[(order.len() - 1) / 2];
     let pick =
         |f: fn(&RepeatFigures) -> f64| Range::of(&runs_figures.iter().map(f).collect::<Vec<_>>()).unwrap_or_default();
@@ -959,6 +1071,19 @@ pub struct Results {
     pub mixes: Vec<MixResult>,
     /// Every mix of the suite ran to its end.
     pub complete: bool,
+}
+
+impl Results {
+    /// `File` when its mixes are a file suite's (any has
+    /// [`MixResult::files`]), else `Web`: the report then leads with
+    /// Mbit/s, as NetBench did.
+    pub fn kind(&self) -> RunKind {
+        if self.mixes.iter().any(|m| m.files.is_some()) {
+            RunKind::File
+        } else {
+            RunKind::Web
+        }
+    }
 }
 
 /// Unix seconds as a UTC calendar time `(year, month, day, hour, minute,

@@ -41,8 +41,24 @@ pub fn run_benchlab(args: &[&str]) -> Output {
     Command::new(benchlab_bin()).args(args).output().expect("run benchlab")
 }
 
-/// Runs `benchlab http ... --json` and parses stdout as JSON; panics with
-/// stderr when the run did not exit 0.
+/// The one mix of what `benchlab http --json` printed: a
+/// `benchlab.results/1` of one phase and one mix (docs/http.md), whose
+/// fields are those of a suite's mix.
+pub fn http_mix(stdout: &[u8]) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_slice(stdout).unwrap_or_else(|e| {
+        panic!(
+            "benchlab --json printed no JSON ({e}):\n{}",
+            String::from_utf8_lossy(stdout)
+        )
+    });
+    assert_eq!(v["schema"], "benchlab.results/1", "{v}");
+    let mixes = v["mixes"].as_array().unwrap_or_else(|| panic!("no mixes in {v}"));
+    assert_eq!(mixes.len(), 1, "{v}");
+    mixes[0].clone()
+}
+
+/// Runs `benchlab http ... --json` and returns its one mix ([`http_mix`]);
+/// panics with stderr when the run did not exit 0.
 pub fn http_json(args: &[&str]) -> serde_json::Value {
     let mut all = vec!["http", "--json"];
     all.extend_from_slice(args);
@@ -55,12 +71,7 @@ pub fn http_json(args: &[&str]) -> serde_json::Value {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "benchlab --json printed no JSON ({e}):\n{}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    http_mix(&out.stdout)
 }
 
 /// Reads a u64 field at a JSON pointer such as `/errors/status`.

@@ -179,6 +179,9 @@ fn peak_and_threshold(
         };
         let (value, shown, unit) = if throughput {
             (pk.bytes_per_sec, mbs(pk.bytes_per_sec), "MB/s")
+        } else if is_file(r) {
+            // A file suite's peak is its most Mbit/s, ringed on that chart.
+            (pk.mbit_per_sec, mbit_per_sec(pk.mbit_per_sec), "Mbit/s")
         } else {
             (pk.requests_per_sec, requests_per_sec(pk.requests_per_sec), "requests/s")
         };
@@ -238,23 +241,62 @@ fn phase_charts(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions, pi: u
             c.series = series;
             c
         };
+        // A file suite leads with Mbit/s (bytes read + written), as
+        // NetBench did; its operations are its requests.
+        let file = runs.iter().any(is_file);
+        if file {
+            let mbit = per_run(
+                runs,
+                phase,
+                axis,
+                "mbit_per_sec",
+                |m| Some((m.figures.mbit_per_sec, m.figures.mbit_per_sec.to_string())),
+                |_, y| format!("{} Mbit/s", mbit_per_sec(y)),
+            );
+            let mut c = mk(
+                "mbit",
+                format!("Mbit/s per mix — {phase}"),
+                "Mbit/s (10⁶ bits/s read + written)",
+                1.0,
+                false,
+                mbit,
+            );
+            peak_and_threshold(&mut c, runs, analyses, phase, axis, o, false);
+            h.push(c.render());
+        }
         let rate = per_run(
             runs,
             phase,
             axis,
             "requests_per_sec",
             |m| Some((m.figures.requests_per_sec, m.figures.requests_per_sec.to_string())),
-            |_, y| format!("{} requests/s", requests_per_sec(y)),
+            move |_, y| {
+                format!(
+                    "{} {}",
+                    requests_per_sec(y),
+                    if file { "operations/s" } else { "requests/s" }
+                )
+            },
         );
         let mut c = mk(
             "rate",
-            format!("Requests per second — {phase}"),
-            "requests/s (successful)",
+            if file {
+                format!("Operations per second — {phase}")
+            } else {
+                format!("Requests per second — {phase}")
+            },
+            if file {
+                "operations/s (errors included)"
+            } else {
+                "requests/s (successful)"
+            },
             1.0,
             false,
             rate,
         );
-        peak_and_threshold(&mut c, runs, analyses, phase, axis, o, false);
+        if !file {
+            peak_and_threshold(&mut c, runs, analyses, phase, axis, o, false);
+        }
         h.push(c.render());
         let thr = per_run(
             runs,

@@ -6,6 +6,10 @@ use super::*;
 
 pub(super) fn headline(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions) -> Markup {
     let priced = analyses.iter().flat_map(|a| &a.phases).any(|p| p.price.is_some());
+    // File suites lead with Mbit/s (NetBench's figure), web suites with
+    // requests/s; runs of both kinds are not reported together.
+    let file = runs.iter().any(is_file);
+    let lead_head = if file { "peak Mbit/s" } else { "peak requests/s" };
     html! {
         section #headline {
             h2 { "Headline" }
@@ -13,8 +17,8 @@ pub(super) fn headline(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions
             (client_bound(runs))
             div.tw { table.headline {
                 tr {
-                    th { "run" } th { "phase" } th.n { "peak requests/s" } th { "at" } th.n { "peak MB/s" } th { "at" }
-                    th.n { "p99 at peak" } th.n { "useful peak requests/s" } th.n { "kept at last mix" }
+                    th { "run" } th { "phase" } th.n { (lead_head) } th { "at" } th.n { "peak MB/s" } th { "at" }
+                    th.n { "p99 at peak" } th.n { "useful " (lead_head) } th.n { "kept at last mix" }
                     th.n { "lowest share after peak" }
                     @if priced { th.n { "system price" } th.n { "$ per request/s" } }
                 }
@@ -25,7 +29,11 @@ pub(super) fn headline(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions
                             td { (p.name) }
                             @match &p.peak {
                                 Some(pk) => {
-                                    td.n data-field="peak_requests_per_sec" { b { (requests_per_sec(pk.requests_per_sec)) } }
+                                    @if file {
+                                        td.n data-field="peak_mbit_per_sec" { b { (mbit_per_sec(pk.mbit_per_sec)) } }
+                                    } @else {
+                                        td.n data-field="peak_requests_per_sec" { b { (requests_per_sec(pk.requests_per_sec)) } }
+                                    }
                                     td.at { (at(&runs[i], pk)) }
                                 }
                                 None => { td { "–" } td {} }
@@ -40,6 +48,7 @@ pub(super) fn headline(runs: &[Run], analyses: &[RunAnalysis], o: &ReportOptions
                             td.n { @if let Some(pk) = &p.peak { (ms(pk.p99_us as f64)) } }
                             td.n {
                                 @match &p.useful_peak {
+                                    Some(u) if file => { (mbit_per_sec(u.mbit_per_sec)) br; small { "mix " (u.mix) " · " (load_short(u)) } }
                                     Some(u) => { (requests_per_sec(u.requests_per_sec)) br; small { "mix " (u.mix) " · " (load_short(u)) } }
                                     None => span.flag { "none qualifies" }
                                 }

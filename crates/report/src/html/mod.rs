@@ -26,6 +26,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 mod charts;
 mod comparison;
+mod files;
 mod headline;
 mod resources;
 mod tables;
@@ -34,6 +35,7 @@ mod words;
 use charts::charts;
 pub(crate) use charts::{busiest_nic, server_cpu};
 use comparison::comparison;
+use files::files;
 use headline::headline;
 use resources::resources;
 pub(crate) use tables::cpu_list;
@@ -87,6 +89,21 @@ fn clients_text(n: u32) -> String {
 
 fn threads_text(n: u64) -> String {
     plural(n, "thread", "threads")
+}
+
+/// Whether `run` is a file suite's: it leads with Mbit/s, as NetBench did.
+fn is_file(run: &Run) -> bool {
+    run.results.kind() == benchlab_results::RunKind::File
+}
+
+/// A peak's lead figure in words: `1,234.5 requests/s`, or `12.3 Mbit/s`
+/// for a file suite.
+fn lead(pk: &crate::PeakInfo, file: bool) -> String {
+    if file {
+        format!("{} Mbit/s", mbit_per_sec(pk.mbit_per_sec))
+    } else {
+        format!("{} requests/s", requests_per_sec(pk.requests_per_sec))
+    }
 }
 
 /// The load of a peak in words: its threads, or the offered rate of an
@@ -229,6 +246,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
         ("charts", "Charts"),
         ("efficiency", "SPICE efficiency"),
         ("fairness", "Fairness"),
+        ("files", "File operations"),
         ("summary", "Summary report"),
         ("open-loop", "Open loop"),
         ("classes", "Classes"),
@@ -239,6 +257,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
     .into_iter()
     .filter(|(id, _)| *id != "open-loop" || tables::any_open_loop(runs))
     .filter(|(id, _)| *id != "resources" || resources::any_resources(runs))
+    .filter(|(id, _)| *id != "files" || runs.iter().any(is_file))
     .collect();
     let markup = html! {
         (DOCTYPE)
@@ -272,6 +291,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
                     (charts(runs, analyses, o))
                     (efficiency(analyses))
                     (fairness(runs, analyses, o))
+                    (files(runs))
                     (summary(runs))
                     (open_loop(runs))
                     (classes(runs))

@@ -17,12 +17,14 @@ fn phase_words(run: &Run, p: &PhaseAnalysis, o: &ReportOptions) -> Markup {
         };
     }
     let done: u64 = mixes.iter().map(|m| m.figures.requests + m.figures.errors_total).sum();
+    let file = is_file(run);
     let tolerance = fixed(o.fairness_tolerance * 100.0, 0);
     html! {
         p {
-            "Phase " b { (p.name) } " peaked at " b { (requests_per_sec(pk.requests_per_sec)) " requests/s" }
+            "Phase " b { (p.name) } " peaked at " b { (lead(pk, file)) }
+            @if file { " (" (requests_per_sec(pk.requests_per_sec)) " operations/s)" }
             " at mix " (pk.mix) " (" (load_text(pk)) ", " (clients_text(pk.clients_participating)) ")"
-            @if let Some(t) = &p.peak_throughput {
+            @if let Some(t) = p.peak_throughput.as_ref().filter(|_| !file) {
                 "; throughput peaked at " b { (mbs(t.bytes_per_sec)) " MB/s" } " (" (mbit_per_sec(t.bytes_per_sec * 8.0 / 1e6))
                 " Mbit/s) at mix " (t.mix) " (" (load_text(t)) ")"
             }
@@ -30,8 +32,8 @@ fn phase_words(run: &Run, p: &PhaseAnalysis, o: &ReportOptions) -> Markup {
             @match (&p.lowest_mix, p.lowest_after_peak, &p.last_mix, p.kept_at_last) {
                 (Some(lm), Some(low), Some(last), Some(kept)) => {
                     "Past the peak, the last mix (mix " (last.mix) ", " (load_text(last)) ") kept " b { (pct(kept)) }
-                    " of the peak (" (requests_per_sec(last.requests_per_sec)) " requests/s) and the lowest share was "
-                    b { (pct(low)) } " (mix " (lm.mix) ", " (load_text(lm)) ", " (requests_per_sec(lm.requests_per_sec)) " requests/s). "
+                    " of the peak (" (lead(last, file)) ") and the lowest share was "
+                    b { (pct(low)) } " (mix " (lm.mix) ", " (load_text(lm)) ", " (lead(lm, file)) "). "
                     @if p.collapsed {
                         span.flag {
                             "Collapse: past the peak the server fell below " (pct(o.collapse_share))
@@ -52,12 +54,12 @@ fn phase_words(run: &Run, p: &PhaseAnalysis, o: &ReportOptions) -> Markup {
             }
             @match &p.useful_peak {
                 Some(u) if u.mix == pk.mix => {
-                    "The useful peak equals the peak: " (requests_per_sec(u.requests_per_sec)) " requests/s at mix " (u.mix)
+                    "The useful peak equals the peak: " (lead(u, file)) " at mix " (u.mix)
                     " (clients equal, p99 " (ms(u.p99_us as f64)) " ≤ " (ms(o.latency_limit_us as f64)) "). "
                 }
                 Some(u) => {
                     @let why = p.useful.iter().find(|m| m.mix == pk.mix).map(|m| m.reasons.join(", ")).unwrap_or_default();
-                    "The useful peak is lower than the peak: " b { (requests_per_sec(u.requests_per_sec)) " requests/s" }
+                    "The useful peak is lower than the peak: " b { (lead(u, file)) }
                     " at mix " (u.mix) " (" (load_text(u)) ", p99 " (ms(u.p99_us as f64)) "); the peak mix does not qualify (" (why) "). "
                 }
                 None => {

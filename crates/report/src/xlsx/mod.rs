@@ -16,6 +16,10 @@
 //! - **Client Data**: `clients.csv`, a row per mix × client.
 //! - **Per-Class**: a row per mix × class: configured and observed share,
 //!   requests, rates, p50/p99 and errors.
+//! - **Files** and **Operations** (file suites only): per mix bytes read
+//!   and written, operations not sent, loadfile passes, bytes prepared,
+//!   fairness and errors by status; per mix × operation kind its count,
+//!   rate, errors, not sent and latency (mean, p50, p90, p99, p99.9, max).
 //! - **Configuration**: the disclosure: suite, environment, phases, each
 //!   mix's parameters and the suite file's text, a line per row.
 //!
@@ -24,17 +28,24 @@
 //! the workbook and the CSV files cannot disagree on a column or a value:
 //! a column added to the CSV appears here without touching this file.
 //!
+//! A file suite's workbook is the same, its operations as requests and a
+//! row per mix × operation kind in Per-Class (docs/counting.md, "File
+//! suites"). The sheets are written here; the kit they are written with
+//! (typed cells, tables, a sheet writer that sizes its columns, the CSV and
+//! A1 helpers) is [`kit`].
+//!
 //! The output is deterministic: the same runs give the same bytes (the
 //! document's creation time is the first run's start, not the clock).
 
 use crate::{analyze_run, ReportOptions, Run, RunAnalysis};
-use benchlab_format::{column_quantity, column_title};
 use benchlab_results::{clients_csv, round, summary_csv, MixResult, Results};
 use rust_xlsxwriter::{
-    Chart, ChartLegendPosition, ChartType, ColNum, DocProperties, ExcelDateTime, Format, Formula, RowNum, Workbook,
-    Worksheet,
+    Chart, ChartLegendPosition, ChartType, ColNum, DocProperties, ExcelDateTime, Format, RowNum, Workbook, Worksheet,
 };
 use std::path::Path;
+
+mod kit;
+use kit::*;
 
 /// Sheet names; the charts' ranges refer to [`SUMMARY`] by name.
 pub const ANALYSIS: &str = "Analysis";
@@ -46,20 +57,10 @@ pub const CONFIGURATION: &str = "Configuration";
 pub const OPEN_LOOP: &str = "Open Loop";
 /// Only when a run's mixes were monitored (`--monitor-local`, …).
 pub const RESOURCES: &str = "Resources";
-
-/// Excel's limit on the characters of a cell; longer text is cut so one odd
-/// field cannot make the whole workbook fail.
-const MAX_CELL_CHARS: usize = 32_767;
-
-/// Column widths, in characters: wide enough for the header or the widest
-/// value (plus a margin), but never so wide that one long value (a command
-/// line, a description) pushes the rest of the table off screen.
-const MIN_WIDTH: usize = 6;
-const MAX_WIDTH: usize = 60;
-
-/// CSV columns that hold text even when a value looks like a number (a
-/// phase named "2", an address).
-const TEXT_COLUMNS: &[&str] = &["phase", "address", "search_kind"];
+/// Only for file suites: what only file servers have, a row per mix.
+pub const FILES: &str = "Files";
+/// Only for file suites: each operation kind's count and latency.
+pub const OPERATIONS: &str = "Operations";
 
 /// Chart size in pixels, and the gap between the two charts side by side.
 const CHART_WIDTH: u32 = 640;
@@ -121,6 +122,10 @@ fn build(runs: &[Run], opts: &ReportOptions) -> Result<Workbook, String> {
     {
         table_sheet(&mut workbook, RESOURCES, &resources_table(runs, several), &bold)?;
     }
+    if runs.iter().any(|r| r.results.mixes.iter().any(|m| m.files.is_some())) {
+        table_sheet(&mut workbook, FILES, &files_table(runs, several), &bold)?;
+        table_sheet(&mut workbook, OPERATIONS, &operations_table(runs, several), &bold)?;
+    }
 
     let config = workbook.add_worksheet();
     config.set_name(CONFIGURATION).map_err(xlsx_err(CONFIGURATION))?;
@@ -139,10 +144,6 @@ fn table_sheet(workbook: &mut Workbook, name: &'static str, table: &Table, bold:
     Ok(())
 }
 
-fn xlsx_err(what: &'static str) -> impl Fn(rust_xlsxwriter::XlsxError) -> String {
-    move |e| format!("{what}: {e}")
-}
-
 /// Document properties. The creation time is the first run's start, so that
 /// writing the same results twice gives the same file.
 fn properties(runs: &[Run]) -> DocProperties {
@@ -159,267 +160,6 @@ fn properties(runs: &[Run]) -> DocProperties {
         p = p.set_creation_datetime(&t);
     }
     p
-}
-
-/// One cell's value, typed: numbers are written as numbers so that Excel
-/// can sum, sort and chart them.
-#[derive(Debug, Clone, PartialEq)]
-enum Cell {
-    Blank,
-    Text(String),
-    Num(f64),
-    Bool(bool),
-    /// A Unix time (seconds), shown as a UTC date and time.
-    Time(i64),
-    /// A formula (`=J2/C2`) and the value it gives, stored as its cached
-    /// result so readers that do not calculate still see the number.
-    Formula(String, f64),
-}
-
-impl Cell {
-    fn text(s: impl Into<String>) -> Cell {
-        let s = s.into();
-        if s.is_empty() {
-            Cell::Blank
-        } else {
-            Cell::Text(s)
-        }
-    }
-
-    /// A count. Counts beyond 2⁵³ would lose digits as f64; no run comes near.
-    fn count(n: u64) -> Cell {
-        Cell::Num(n as f64)
-    }
-
-    fn opt_text(s: Option<&str>) -> Cell {
-        s.map_or(Cell::Blank, Cell::text)
-    }
-
-    /// How many characters the value shows, for the column's width.
-    fn shown_chars(&self) -> usize {
-        match self {
-            Cell::Blank => 0,
-            Cell::Text(s) => s.chars().count(),
-            Cell::Num(x) => x.to_string().len(),
-            Cell::Bool(b) => b.to_string().len(),
-            Cell::Time(_) => TIME_FORMAT.len(),
-            Cell::Formula(_, x) => x.to_string().len().min(10),
-        }
-    }
-
-    /// A CSV field as written by `summary_csv`/`clients_csv`, typed: empty is
-    /// blank, the text columns stay text, `true`/`false` are booleans, and a
-    /// finite number is a number (Excel cannot hold NaN or infinity, and
-    /// `str::parse` would accept "inf"). Rust prints an f64 with the fewest
-    /// digits that read back to the same value, so the number in the cell is
-    /// exactly the one behind the CSV text.
-    fn of_csv(column: &str, value: &str) -> Cell {
-        if value.is_empty() {
-            return Cell::Blank;
-        }
-        if TEXT_COLUMNS.contains(&column) {
-            return Cell::text(value);
-        }
-        match value {
-            "true" => return Cell::Bool(true),
-            "false" => return Cell::Bool(false),
-            _ => {}
-        }
-        match value.parse::<f64>() {
-            Ok(x) if x.is_finite() && value.bytes().any(|b| b.is_ascii_digit()) => Cell::Num(x),
-            _ => Cell::text(value),
-        }
-    }
-}
-
-const TIME_FORMAT: &str = "yyyy-mm-dd hh:mm:ss";
-
-/// A header row and rows of cells.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<Cell>>,
-}
-
-impl Table {
-    fn column(&self, name: &str) -> Result<ColNum, String> {
-        self.header
-            .iter()
-            .position(|h| h == name)
-            .and_then(|i| ColNum::try_from(i).ok())
-            .ok_or_else(|| format!("the summary has no `{name}` column"))
-    }
-}
-
-/// A worksheet being written: remembers each column's widest value, so the
-/// columns can be sized at the end.
-struct Sheet<'a> {
-    ws: &'a mut Worksheet,
-    bold: &'a Format,
-    time: Format,
-    widths: Vec<usize>,
-    /// Per column of the table being written: the number format of its
-    /// quantity (thousands separators, the quantity's decimals).
-    number_formats: Vec<Option<Format>>,
-}
-
-impl<'a> Sheet<'a> {
-    fn new(ws: &'a mut Worksheet, bold: &'a Format) -> Sheet<'a> {
-        Sheet {
-            ws,
-            bold,
-            time: Format::new().set_num_format(TIME_FORMAT),
-            widths: Vec::new(),
-            number_formats: Vec::new(),
-        }
-    }
-
-    fn measure(&mut self, col: ColNum, chars: usize) {
-        let i = usize::from(col);
-        if self.widths.len() <= i {
-            self.widths.resize(i + 1, 0);
-        }
-        self.widths[i] = self.widths[i].max(chars);
-    }
-
-    fn cell(&mut self, row: RowNum, col: ColNum, cell: &Cell) -> Result<(), String> {
-        self.put(row, col, cell, false)?;
-        self.measure(col, cell.shown_chars());
-        Ok(())
-    }
-
-    /// A cell that does not widen its column: a line of the suite's text
-    /// may run on over the empty cells to its right.
-    fn overflowing(&mut self, row: RowNum, col: ColNum, text: &str) -> Result<(), String> {
-        self.put(row, col, &Cell::text(text), false)
-    }
-
-    fn put(&mut self, row: RowNum, col: ColNum, cell: &Cell, bold: bool) -> Result<(), String> {
-        let ws = &mut *self.ws;
-        let r = match cell {
-            Cell::Blank => return Ok(()),
-            Cell::Text(s) if bold => ws.write_string_with_format(row, col, excel_text(s), self.bold),
-            Cell::Text(s) => ws.write_string(row, col, excel_text(s)),
-            Cell::Num(x) => match self.number_formats.get(usize::from(col)) {
-                Some(Some(f)) => ws.write_number_with_format(row, col, *x, f),
-                _ => ws.write_number(row, col, *x),
-            },
-            Cell::Bool(b) => ws.write_boolean(row, col, *b),
-            Cell::Formula(f, x) => {
-                let formula = Formula::new(f.as_str()).set_result(x.to_string());
-                match self.number_formats.get(usize::from(col)) {
-                    Some(Some(fmt)) => ws.write_formula_with_format(row, col, formula, fmt),
-                    _ => ws.write_formula(row, col, formula),
-                }
-            }
-            Cell::Time(t) => match ExcelDateTime::from_timestamp(*t) {
-                Ok(t) => ws.write_datetime_with_format(row, col, &t, &self.time),
-                // Outside Excel's years 1900–9999: the number of seconds itself.
-                Err(_) => ws.write_number(row, col, *t as f64),
-            },
-        };
-        r.map(|_| ()).map_err(|e| format!("cell ({row}, {col}): {e}"))
-    }
-
-    /// A bold row of column names.
-    fn header<S: AsRef<str>>(&mut self, row: RowNum, names: &[S]) -> Result<(), String> {
-        for (col, name) in (0..).zip(names) {
-            self.put(row, col, &Cell::text(name.as_ref()), true)?;
-            self.measure(col, name.as_ref().chars().count());
-        }
-        Ok(())
-    }
-
-    /// A bold title in the first column, not widening it.
-    fn title(&mut self, row: RowNum, text: &str) -> Result<(), String> {
-        self.put(row, 0, &Cell::text(text), true)
-    }
-
-    /// The table's header at `row` (its columns' names in words, with
-    /// units), its rows below, numbers shown with their quantity's
-    /// separators and decimals. Returns the row after it.
-    fn table(&mut self, row: RowNum, table: &Table) -> Result<RowNum, String> {
-        let titles: Vec<String> = table.header.iter().map(|k| column_title(k)).collect();
-        self.header(row, &titles)?;
-        self.number_formats = table
-            .header
-            .iter()
-            .map(|k| column_quantity(k).map(|q| Format::new().set_num_format(q.excel_format())))
-            .collect();
-        let mut r = row;
-        for cells in &table.rows {
-            r = next_row(r)?;
-            for (col, cell) in (0..).zip(cells) {
-                self.cell(r, col, cell)?;
-            }
-        }
-        self.number_formats.clear();
-        next_row(r)
-    }
-
-    /// Sizes the columns and, for a table, freezes its header row so it stays
-    /// in view while scrolling.
-    fn finish(self, freeze_header: bool) {
-        for (col, w) in (0..).zip(&self.widths) {
-            let width = (w + 2).clamp(MIN_WIDTH, MAX_WIDTH);
-            // Column widths cannot fail for columns the sheet already holds.
-            let _ = self.ws.set_column_width(col, width as f64);
-        }
-        if freeze_header {
-            let _ = self.ws.set_freeze_panes(1, 0);
-        }
-    }
-}
-
-fn next_row(r: RowNum) -> Result<RowNum, String> {
-    r.checked_add(1).ok_or_else(|| "too many rows".to_string())
-}
-
-/// `s`, cut to Excel's limit on a cell's characters.
-fn excel_text(s: &str) -> &str {
-    match s.char_indices().nth(MAX_CELL_CHARS) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
-}
-
-/// Parses CSV text as `summary_csv`/`clients_csv` write it: comma separated,
-/// a field with a comma, quote or newline in double quotes with its quotes
-/// doubled, a newline after every record.
-fn parse_csv(text: &str) -> Vec<Vec<String>> {
-    let mut records = Vec::new();
-    let mut record = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if quoted {
-            match c {
-                '"' if chars.peek() == Some(&'"') => {
-                    field.push('"');
-                    chars.next();
-                }
-                '"' => quoted = false,
-                _ => field.push(c),
-            }
-            continue;
-        }
-        match c {
-            '"' if field.is_empty() => quoted = true,
-            ',' => record.push(std::mem::take(&mut field)),
-            '\n' => {
-                record.push(std::mem::take(&mut field));
-                records.push(std::mem::take(&mut record));
-            }
-            '\r' => {}
-            _ => field.push(c),
-        }
-    }
-    if !field.is_empty() || !record.is_empty() {
-        record.push(field);
-        records.push(record);
-    }
-    records
 }
 
 /// The rows of every run's CSV (`csv` is `summary_csv` or `clients_csv`),
@@ -453,36 +193,6 @@ fn csv_table(runs: &[Run], several: bool, csv: fn(&Results) -> String) -> Result
         }
     }
     Ok(table)
-}
-
-/// Column letters of a 0-based column (`0` → `A`, `27` → `AB`).
-fn col_name(col: ColNum) -> String {
-    let mut n = u32::from(col) + 1;
-    let mut s = Vec::new();
-    while n > 0 {
-        let r = (n - 1) % 26;
-        s.push(char::from(b'A' + r as u8));
-        n = (n - 1) / 26;
-    }
-    s.iter().rev().collect()
-}
-
-/// The A1 name of a cell.
-fn a1(row: RowNum, col: ColNum) -> String {
-    format!("{}{}", col_name(col), row + 1)
-}
-
-/// `num ÷ den` as a formula over two cells of the row, with its value; blank
-/// where either number is missing or the divisor is 0.
-fn ratio_cell(row: RowNum, num: (ColNum, Option<f64>), den: (ColNum, Option<f64>)) -> Cell {
-    match (num.1, den.1) {
-        (Some(n), Some(d)) if d != 0.0 => Cell::Formula(format!("={}/{}", a1(row, num.0), a1(row, den.0)), n / d),
-        _ => Cell::Blank,
-    }
-}
-
-fn opt_num(v: Option<f64>) -> Cell {
-    v.map_or(Cell::Blank, Cell::Num)
 }
 
 /// The Analysis sheet's table of run × phase: (header in words with its
@@ -879,6 +589,120 @@ fn class_table(runs: &[Run], several: bool) -> Table {
                     Cell::count(f.latency_us.p50),
                     Cell::count(f.latency_us.p99),
                     Cell::count(f.errors_total),
+                ]);
+                rows.push(cells);
+            }
+        }
+    }
+    Table { header, rows }
+}
+
+/// A header of `names`, after a `run` column when there are several runs.
+fn header_of(several: bool, names: &[&str]) -> Vec<String> {
+    let run = several.then_some("run");
+    run.into_iter().chain(names.iter().copied()).map(String::from).collect()
+}
+
+/// One row per file mix: what only file servers have (docs/counting.md,
+/// "File suites"), the page's File operations table as cells.
+fn files_table(runs: &[Run], several: bool) -> Table {
+    let header = header_of(
+        several,
+        &[
+            "mix",
+            "phase",
+            "clients",
+            "users",
+            "requests",
+            "requests_per_sec",
+            "mbit_per_sec",
+            "bytes_read",
+            "bytes_written",
+            "errors_total",
+            "not_sent",
+            "loops",
+            "prepared_bytes",
+            "fairness_percent",
+            "errors_by_status",
+        ],
+    );
+    let mut rows = Vec::new();
+    for run in runs {
+        for m in &run.results.mixes {
+            let Some(f) = &m.files else { continue };
+            let mut cells = Vec::with_capacity(header.len());
+            if several {
+                cells.push(Cell::text(run.label.as_str()));
+            }
+            let by_status: Vec<String> = f.errors_by_status.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+            cells.extend([
+                Cell::count(m.mix as u64),
+                Cell::text(m.phase.as_str()),
+                Cell::count(m.clients.into()),
+                Cell::count(f.users.into()),
+                Cell::count(m.figures.requests),
+                Cell::Num(m.figures.requests_per_sec),
+                Cell::Num(m.figures.mbit_per_sec),
+                Cell::count(f.bytes_read),
+                Cell::count(f.bytes_written),
+                Cell::count(m.figures.errors_total),
+                Cell::count(f.not_sent),
+                Cell::count(f.loops),
+                Cell::count(f.prepared_bytes),
+                Cell::Num(f.fairness * 100.0),
+                Cell::text(by_status.join("; ")),
+            ]);
+            rows.push(cells);
+        }
+    }
+    Table { header, rows }
+}
+
+/// One row per file mix × operation kind: count, rate, errors, not sent
+/// and latency (the page's per-operation latency table as cells).
+fn operations_table(runs: &[Run], several: bool) -> Table {
+    let header = header_of(
+        several,
+        &[
+            "mix",
+            "phase",
+            "class",
+            "requests",
+            "requests_per_sec",
+            "errors_total",
+            "not_sent",
+            "latency_mean_us",
+            "latency_p50_us",
+            "latency_p90_us",
+            "latency_p99_us",
+            "latency_p999_us",
+            "latency_max_us",
+        ],
+    );
+    let mut rows = Vec::new();
+    for run in runs {
+        for m in &run.results.mixes {
+            let Some(files) = &m.files else { continue };
+            for c in &m.classes {
+                let (f, l) = (&c.figures, &c.figures.latency_us);
+                let mut cells = Vec::with_capacity(header.len());
+                if several {
+                    cells.push(Cell::text(run.label.as_str()));
+                }
+                cells.extend([
+                    Cell::count(m.mix as u64),
+                    Cell::text(m.phase.as_str()),
+                    Cell::text(c.name.as_str()),
+                    Cell::count(f.requests),
+                    Cell::Num(f.requests_per_sec),
+                    Cell::count(f.errors_total),
+                    Cell::count(files.not_sent_by_operation.get(&c.name).copied().unwrap_or(0)),
+                    Cell::Num(l.mean),
+                    Cell::count(l.p50),
+                    Cell::count(l.p90),
+                    Cell::count(l.p99),
+                    Cell::count(l.p999),
+                    Cell::count(l.max),
                 ]);
                 rows.push(cells);
             }
@@ -1392,6 +1216,8 @@ mod tests {
             repeats: None,
             resources: None,
             http2: None,
+            files: None,
+            http_command: None,
         }
     }
 
