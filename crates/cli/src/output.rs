@@ -51,7 +51,7 @@ pub fn stdout_failed(e: &std::io::Error) -> ! {
 pub fn results_json<T: Serialize>(old_shape: &T) -> String {
     let upgraded = serde_json::to_value(old_shape)
         .map_err(|e| e.to_string())
-        .and_then(benchlab_results::load::upgrade);
+        .and_then(|v| benchlab_results::load::upgrade(v).map_err(|e| e.to_string()));
     match upgraded {
         Ok(mut r) => {
             let now = std::time::SystemTime::now()

@@ -196,7 +196,7 @@ fn options(a: &AnalysisArgs, runs: &[Run], aliases: &[(&str, usize)]) -> Result<
 }
 
 fn load(dir: &Path) -> Result<Run, CliError> {
-    load_run(dir).map_err(CliError::CannotRun)
+    load_run(dir).map_err(|e| CliError::of("", e))
 }
 
 fn print_written(files: &[PathBuf]) {
@@ -237,7 +237,7 @@ pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
     }
     unique_labels(&mut runs);
     let opts = options(&a.analysis, &runs, &[])?;
-    let files = write_reports(&runs, &out, &opts).map_err(CliError::CannotRun)?;
+    let files = write_reports(&runs, &out, &opts).map_err(|e| CliError::of("", e))?;
     print_written(&files);
     Ok(Outcome::Completed)
 }
@@ -281,7 +281,7 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
         )));
     }
     let out = a.out.clone().unwrap_or_else(|| a.new.join("compare"));
-    let files = write_reports(&runs, &out, &opts).map_err(CliError::CannotRun)?;
+    let files = write_reports(&runs, &out, &opts).map_err(|e| CliError::of("", e))?;
     // A client-bound or co-located mix's figures are said, never gated.
     let gate = |why: &Option<String>| why.as_ref().map_or(String::new(), |w| format!(" (not gated: {w})"));
     for p in &c.phases {

@@ -602,7 +602,9 @@ impl Observer for Progress {
             dir: self.report_dir.clone(),
             results: results.clone(),
         };
-        self.report_error = write_reports(&[run], &self.report_dir, &ReportOptions::default()).err();
+        self.report_error = write_reports(&[run], &self.report_dir, &ReportOptions::default())
+            .err()
+            .map(|e| e.to_string());
     }
 
     fn note(&mut self, message: &str) {

@@ -19,6 +19,7 @@ pub use analyze::{
     analyze_run, ClassLatencyRatio, EfficiencyPoint, FlaggedClient, MixFairness, MixUseful, PeakInfo, PhaseAnalysis,
     PhaseEfficiency, PhaseKind, RunAnalysis,
 };
+pub use benchlab_results::load::LoadError;
 pub use compare::{
     check_text, compare_runs, compare_runs_at, ratio_interval, Check, Comparison, MixRatio, NoiseSource, P99Basis,
     PhaseComparison, Samples, DEFAULT_CONFIDENCE,
@@ -138,7 +139,7 @@ pub fn generator_notes(results: &Results) -> Vec<String> {
 /// (a file suite's `benchlab.file-results/1`, `benchlab http --json`'s
 /// `benchlab.http/1` and `benchlab.http-peak/1`) are upgraded; an unknown
 /// schema is refused, as a report built on misread fields would mislead.
-pub fn load_run(dir: &Path) -> Result<Run, String> {
+pub fn load_run(dir: &Path) -> Result<Run, LoadError> {
     let (dir, file) = if dir.is_file() {
         (dir.parent().unwrap_or(Path::new(".")).to_path_buf(), dir.to_path_buf())
     } else {
@@ -176,20 +177,48 @@ pub fn render_html(runs: &[Run], opts: &ReportOptions) -> String {
     html::page(runs, &analyses, comparison.as_ref(), opts)
 }
 
+/// A report that could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("no run to report")]
+    NoRun,
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The workbook could not be built or saved (rust_xlsxwriter's
+    /// reason, with the sheet).
+    #[error("{0}")]
+    Workbook(String),
+}
+
+impl benchlab_input::Classify for ReportError {
+    /// Nothing here is the user's input: the results were read already.
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::CannotRun
+    }
+}
+
 /// Writes `report.html` and `report.xlsx` into `out` (created if needed),
 /// each atomically (temporary file, then rename) so a browser reloading the
 /// page while `benchlab run` rewrites it after a mix never sees half a file.
 /// Returns the files written.
-pub fn write_reports(runs: &[Run], out: &Path, opts: &ReportOptions) -> Result<Vec<PathBuf>, String> {
+pub fn write_reports(runs: &[Run], out: &Path, opts: &ReportOptions) -> Result<Vec<PathBuf>, ReportError> {
     if runs.is_empty() {
-        return Err("no run to report".into());
+        return Err(ReportError::NoRun);
     }
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let write = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ReportError::Write { path, source }
+    };
+    std::fs::create_dir_all(out).map_err(write(out))?;
     let mut written = Vec::new();
     let html_path = out.join("report.html");
     let tmp = out.join(".report.html.tmp");
-    std::fs::write(&tmp, render_html(runs, opts)).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &html_path).map_err(|e| format!("cannot write {}: {e}", html_path.display()))?;
+    std::fs::write(&tmp, render_html(runs, opts)).map_err(write(&tmp))?;
+    std::fs::rename(&tmp, &html_path).map_err(write(&html_path))?;
     written.push(html_path);
 
     let xlsx_path = out.join("report.xlsx");
@@ -197,7 +226,7 @@ pub fn write_reports(runs: &[Run], out: &Path, opts: &ReportOptions) -> Result<V
     let _ = std::fs::remove_file(&tmp);
     write_xlsx_with(runs, &tmp, opts)?;
     if tmp.is_file() {
-        std::fs::rename(&tmp, &xlsx_path).map_err(|e| format!("cannot write {}: {e}", xlsx_path.display()))?;
+        std::fs::rename(&tmp, &xlsx_path).map_err(write(&xlsx_path))?;
         written.push(xlsx_path);
     }
     Ok(written)
@@ -219,7 +248,7 @@ mod read_tests {
             Ok(_) => panic!("a results.json past the bound was read"),
             Err(e) => e,
         };
-        assert!(e.contains("larger than 256 MiB"), "{e}");
+        assert!(e.to_string().contains("larger than 256 MiB"), "{e}");
     }
 
     /// A file suite's results (here as benchlab 0.1 wrote them, upgraded on

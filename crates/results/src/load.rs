@@ -22,7 +22,56 @@ use crate::{
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A results file that cannot be read as [`Results`]; `file` is set by
+/// [`load`] (absent for [`parse`] and [`upgrade`] of text or a value).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0}")]
+    Read(#[from] benchlab_input::InputError),
+    #[error("{}not JSON: {source}", place(.file))]
+    NotJson {
+        file: Option<PathBuf>,
+        source: serde_json::Error,
+    },
+    #[error("{}does not match {schema}: {source}", place(.file))]
+    Mismatch {
+        file: Option<PathBuf>,
+        schema: String,
+        source: serde_json::Error,
+    },
+    #[error("{}schema is {schema:?}: this benchlab reads {known}", place(.file))]
+    UnknownSchema {
+        file: Option<PathBuf>,
+        schema: String,
+        known: String,
+    },
+}
+
+fn place(file: &Option<PathBuf>) -> String {
+    file.as_ref().map(|f| format!("{}: ", f.display())).unwrap_or_default()
+}
+
+impl LoadError {
+    fn in_file(mut self, path: &Path) -> LoadError {
+        match &mut self {
+            LoadError::Read(_) => {}
+            LoadError::NotJson { file, .. }
+            | LoadError::Mismatch { file, .. }
+            | LoadError::UnknownSchema { file, .. } => *file = Some(path.to_path_buf()),
+        }
+        self
+    }
+}
+
+impl benchlab_input::Classify for LoadError {
+    /// A run's results that cannot be read leave the command nothing to
+    /// work on: it cannot run (exit 1), as before the loader was typed.
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::CannotRun
+    }
+}
 
 /// The schema of a file suite's results.json before version 0.2.
 pub const FILE_RESULTS_1: &str = "benchlab.file-results/1";
@@ -34,32 +83,37 @@ pub const HTTP_PEAK_1: &str = "benchlab.http-peak/1";
 /// Reads a results file (at most [`crate::MAX_RESULTS_BYTES`]) of any
 /// schema this benchlab knows, upgraded to [`Results`]. The error names the
 /// file and what was expected.
-pub fn load(file: &Path) -> Result<Results, String> {
-    let text =
-        benchlab_input::read_bounded_text(file, "results.json", crate::MAX_RESULTS_BYTES).map_err(|e| e.to_string())?;
-    parse(&text).map_err(|e| format!("{}: {e}", file.display()))
+pub fn load(file: &Path) -> Result<Results, LoadError> {
+    let text = benchlab_input::read_bounded_text(file, "results.json", crate::MAX_RESULTS_BYTES)?;
+    parse(&text).map_err(|e| e.in_file(file))
 }
 
 /// [`load`] of a file's text.
-pub fn parse(text: &str) -> Result<Results, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+pub fn parse(text: &str) -> Result<Results, LoadError> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|source| LoadError::NotJson { file: None, source })?;
     upgrade(v)
 }
 
 /// A results document of any known schema as [`Results`].
-pub fn upgrade(v: serde_json::Value) -> Result<Results, String> {
+pub fn upgrade(v: serde_json::Value) -> Result<Results, LoadError> {
     let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("").to_string();
     let known = [RESULTS_SCHEMA, FILE_RESULTS_1, HTTP_1, HTTP_PEAK_1];
-    let bad = |e: serde_json::Error| format!("does not match {schema}: {e}");
+    let bad = |source: serde_json::Error| LoadError::Mismatch {
+        file: None,
+        schema: schema.clone(),
+        source,
+    };
     match schema.as_str() {
         RESULTS_SCHEMA => serde_json::from_value(v).map_err(bad),
         FILE_RESULTS_1 => Ok(from_file_results(serde_json::from_value(v).map_err(bad)?)),
         HTTP_1 => Ok(from_http(serde_json::from_value(v).map_err(bad)?)),
         HTTP_PEAK_1 => Ok(from_http_peak(serde_json::from_value(v).map_err(bad)?)),
-        _ => Err(format!(
-            "schema is {schema:?}: this benchlab reads {}",
-            known.map(|k| format!("{k:?}")).join(", ")
-        )),
+        _ => Err(LoadError::UnknownSchema {
+            file: None,
+            schema: schema.clone(),
+            known: known.map(|k| format!("{k:?}")).join(", "),
+        }),
     }
 }
 
@@ -899,8 +953,22 @@ mod tests {
 
     #[test]
     fn an_unknown_schema_is_refused_naming_the_known_ones() {
-        let e = parse(r#"{"schema": "benchlab.results/9"}"#).expect_err("refused");
+        let e = parse(r#"{"schema": "benchlab.results/9"}"#)
+            .expect_err("refused")
+            .to_string();
         assert!(e.contains("benchlab.results/9") && e.contains(FILE_RESULTS_1), "{e}");
-        assert!(parse("{").expect_err("refused").contains("not JSON"));
+        assert!(parse("{").expect_err("refused").to_string().contains("not JSON"));
+        let dir = tempfile_dir();
+        let file = dir.join("results.json");
+        std::fs::write(&file, r#"{"schema": "x"}"#).expect("written");
+        let e = load(&file).expect_err("refused").to_string();
+        assert!(e.starts_with(&format!("{}: schema is \"x\"", file.display())), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("benchlab-load-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("temp dir");
+        d
     }
 }

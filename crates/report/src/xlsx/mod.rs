@@ -71,17 +71,17 @@ const CHART_GAP: u32 = 20;
 /// sheets) with the report's default analysis limits. The runs keep the
 /// order given: it is the order of the rows, of the chart series and of the
 /// configuration sections.
-pub fn write_xlsx(runs: &[Run], path: &Path) -> Result<(), String> {
+pub fn write_xlsx(runs: &[Run], path: &Path) -> Result<(), crate::ReportError> {
     write_xlsx_with(runs, path, &ReportOptions::default())
 }
 
 /// [`write_xlsx`] with the analysis limits of `opts` (collapse threshold,
 /// fairness tolerance, prices …), as the page uses them.
-pub fn write_xlsx_with(runs: &[Run], path: &Path, opts: &ReportOptions) -> Result<(), String> {
-    let mut workbook = build(runs, opts)?;
+pub fn write_xlsx_with(runs: &[Run], path: &Path, opts: &ReportOptions) -> Result<(), crate::ReportError> {
+    let mut workbook = build(runs, opts).map_err(crate::ReportError::Workbook)?;
     workbook
         .save(path)
-        .map_err(|e| format!("cannot write the workbook {}: {e}", path.display()))
+        .map_err(|e| crate::ReportError::Workbook(format!("cannot write the workbook {}: {e}", path.display())))
 }
 
 /// The workbook in memory, before saving (tests compare its bytes).
