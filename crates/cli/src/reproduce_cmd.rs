@@ -493,14 +493,8 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
         }
         benchlab(&format!("run ({})", side.label), &run)?;
         drop(down);
-        let results: Results = benchlab_model::input::read_bounded(
-            &dir.join("results.json"),
-            "results.json",
-            benchlab_results::MAX_RESULTS_BYTES,
-        )
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| CliError::CannotRun(format!("reproduce: {}: no results.json", dir.display())))?;
+        let results: Results = benchlab_results::load::load(&dir.join("results.json"))
+            .map_err(|e| CliError::of("reproduce: ", e))?;
         peaks.push((side.label.clone(), phase_peaks(&results)));
         dirs.push(dir);
     }
