@@ -769,6 +769,28 @@ pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
     "phase_targets",
     "repeat",
     "smb_password_file",
+    // The controller's suite loop runs file mixes too (issue 20): its
+    // monitors and verdict, live view, pinning, cold cache and peak search.
+    "monitor_local",
+    "monitor_pid",
+    "monitor_process",
+    "node_exporters",
+    "monitors",
+    "listen",
+    "tls_dir",
+    "web",
+    "web_allow_remote",
+    "web_linger",
+    "client_cpus",
+    "allow_shared_cpus",
+    "cold_cache",
+    "find_peak",
+    "peak_tolerance",
+    "peak_max_p99",
+    "peak_max_error_rate",
+    "peak_max_threads",
+    "peak_bisect_steps",
+    "peak_start_threads",
 ];
 
 /// Refuses the flags of `given` (clap id, flag as typed) that do not apply
@@ -784,8 +806,8 @@ fn refuse_flags_for_file_suite(suite: &Suite, given: &[(String, String)]) -> Res
     }
     Err(CliError::Usage(format!(
         "{} {} not apply to suite `{}`: its workloads are file workloads (disk mixes, loadfiles), \
-         which run in this process only and take --target, --out, --time-scale, --phase, \
-         --phase-target, --repeat and --smb-password-file (docs/fileservers.md)",
+         which have no URLs, TLS or file sets, run in this process, and have no lab server \
+         (docs/fileservers.md lists the flags they take)",
         refused.join(", "),
         if refused.len() == 1 { "does" } else { "do" },
         suite.name
@@ -799,23 +821,19 @@ fn cpus_text(cpus: &[usize]) -> String {
 /// `benchlab run`.
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
-    // File suites (disk mixes, loadfiles) run in crates/fileserver.
-    if crate::file_cmd::is_file_suite(&suite) {
+    // File suites (disk mixes, loadfiles) run on the same suite loop, their
+    // mixes by crates/fileserver; only their targets and inputs differ.
+    let file_suite = crate::file_cmd::is_file_suite(&suite);
+    if file_suite {
         refuse_flags_for_file_suite(&suite, &a.given)?;
-        if a.time_scale != 1.0 {
-            suite.scale_time(a.time_scale).map_err(CliError::Usage)?;
-        }
-        return crate::file_cmd::run(
-            &suite,
-            a.out.clone(),
+        crate::file_cmd::prepare(
+            &mut suite,
             a.target.as_deref(),
             &a.phase_targets,
             &a.phases,
-            a.repeat,
             a.smb_password_file.as_deref(),
-        );
-    }
-    if a.smb_password_file.is_some() {
+        )?;
+    } else if a.smb_password_file.is_some() {
         return Err(CliError::Usage(
             "--smb-password-file is for file suites' smb:// targets; this suite runs web workloads".into(),
         ));
@@ -830,7 +848,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         }
     }
     crate::live::check(&a.web)?;
-    if let Some(t) = &a.target {
+    if let Some(t) = a.target.as_ref().filter(|_| !file_suite) {
         if !t.contains("://") {
             return Err(CliError::Usage(format!(
                 "--target `{t}`: http:// is missing: expected http://{t} (or https://{t} for TLS)"
@@ -846,19 +864,21 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     if let Some(name) = &a.lab {
         suite.retarget(&lab_target(name)?);
     }
-    for (phase, url) in &a.phase_targets {
+    for (phase, url) in a.phase_targets.iter().filter(|_| !file_suite) {
         suite.retarget_phase(phase, url).map_err(CliError::Usage)?;
     }
     // A moved target must not leave an absolute URL on the old host: the
     // load would go where the banner does not say (docs/design.md).
-    if a.target.is_some() || a.lab.is_some() || !a.phase_targets.is_empty() {
+    if !file_suite && (a.target.is_some() || a.lab.is_some() || !a.phase_targets.is_empty()) {
         suite.check_url_hosts().map_err(|e| {
             CliError::Usage(format!(
                 "{e}; the target was moved by --target, --lab or --phase-target"
             ))
         })?;
     }
-    suite.select_phases(&a.phases).map_err(CliError::Usage)?;
+    if !file_suite {
+        suite.select_phases(&a.phases).map_err(CliError::Usage)?;
+    }
     // The search grows virtual users; an open-loop mix has none to grow.
     if search.is_some() {
         if let Some(m) = suite.mixes.iter().find(|m| m.params.rate.is_some()) {
@@ -994,7 +1014,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             humantime::format_duration(Duration::from_millis(
                 suite.mixes.first().map_or(0, |m| m.params.length.as_millis() as u64)
             )),
-            targets.join(", "),
+            benchlab_fileserver::smb::redact(&targets.join(", ")),
             out.display()
         );
     } else {
@@ -1010,7 +1030,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             humantime::format_duration(Duration::from_secs(
                 suite.total_length().as_secs() * u64::from(a.repeat)
             )),
-            targets.join(", "),
+            benchlab_fileserver::smb::redact(&targets.join(", ")),
             out.display()
         );
     }
@@ -1046,7 +1066,8 @@ fn execute_prepared(
     let live = crate::live::start(
         web,
         &suite.name,
-        &suite.target,
+        // A file suite's smb://USER:PASS@ is shown with `***`.
+        &benchlab_fileserver::smb::redact(&suite.target),
         &opts.out,
         search.is_none().then_some(suite.mixes.len()),
         opts.repeat.max(1),

@@ -7,6 +7,7 @@
 //! over the engine, or remote agents (crate `benchlab-agent`).
 
 mod driver;
+mod file;
 pub mod machine;
 mod measure;
 pub mod peak;

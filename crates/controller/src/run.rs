@@ -155,6 +155,9 @@ struct PhasePlan {
     class_info: Vec<(String, ClassKind, Option<String>, f64, bool)>,
     /// Classes that say `http = "2"` (bit i: class i).
     h2_classes: u64,
+    /// A file phase (disk mix, loadfile): no URLs, its mixes run by
+    /// [`crate::file`].
+    file: Option<crate::file::FilePhase>,
 }
 
 fn resolve_phase(
@@ -163,6 +166,16 @@ fn resolve_phase(
     target: &str,
     filesets: &BTreeMap<String, PathBuf>,
 ) -> Result<PhasePlan, ControllerError> {
+    if let Some(file) = crate::file::resolve(suite, workload, target) {
+        return Ok(PhasePlan {
+            list: Arc::new(UrlList::new(Vec::new(), Vec::new())),
+            urls: Vec::new().into(),
+            classes: Vec::new(),
+            class_info: Vec::new(),
+            h2_classes: 0,
+            file: Some(file?),
+        });
+    }
     let w = suite
         .workloads
         .get(workload)
@@ -218,6 +231,7 @@ fn resolve_phase(
         classes,
         class_info,
         h2_classes,
+        file: None,
     })
 }
 
@@ -500,7 +514,8 @@ fn run_inner(
     let mut problems = Vec::new();
     for (i, (plan, p)) in phases.iter().zip(&suite.phases).enumerate() {
         let checked = check_client_addresses(suite, i, plan).and_then(|()| {
-            if opts.preflight {
+            // A file phase's target was checked when it was resolved.
+            if opts.preflight && plan.file.is_none() {
                 let http2 = !p.mixes.is_empty() && p.mixes.iter().all(|&m| suite.mixes[m].params.http2);
                 preflight(plan, client_address(suite, plan, 0), &opts.tls, http2, observer)
             } else {
@@ -519,7 +534,7 @@ fn run_inner(
         return Err(ControllerError::Target(problems.join("\n")));
     }
     // Each phase's URL list goes to the clients once, before any mix.
-    for plan in &phases {
+    for plan in phases.iter().filter(|p| p.file.is_none()) {
         opts.clients
             .load_urls(&plan.list)
             .map_err(|e| ControllerError::Target(format!("cannot hand the URL list to the clients: {e}")))?;
@@ -528,6 +543,9 @@ fn run_inner(
     // with the suite's own bound: it was parsed from this file already).
     let text = benchlab_model::input::read_bounded_text(&suite.path, "suite", benchlab_model::input::MAX_SUITE_BYTES)
         .unwrap_or_default();
+    // A file suite's smb://USER:PASS@ targets are stored with `***`.
+    let redact = benchlab_fileserver::smb::redact;
+    let text = redact(&text);
     let mut results = Results {
         schema: RESULTS_SCHEMA.to_string(),
         suite: SuiteInfo {
@@ -539,14 +557,17 @@ fn run_inner(
             price: suite.price,
             text,
         },
-        environment: environment(&suite.target, opts),
+        environment: Environment {
+            command: opts.command.iter().map(|a| redact(a)).collect(),
+            ..environment(&redact(&suite.target), opts)
+        },
         phases: suite
             .phases
             .iter()
             .map(|p| PhaseResult {
                 name: p.name.clone(),
                 workload: p.workload.clone(),
-                target: p.target.clone(),
+                target: redact(&p.target),
                 mixes: if search.is_some() {
                     Vec::new()
                 } else {
@@ -633,9 +654,15 @@ fn run_inner(
                     }
                 };
                 let f = &result.figures;
+                // A file phase grows while its Mbit/s rises (docs/running.md).
+                let rate = if phases[pi].file.is_some() {
+                    f.mbit_per_sec
+                } else {
+                    f.requests_per_sec
+                };
                 peak.record(Step::of(
                     load,
-                    f.requests_per_sec,
+                    rate,
                     f.latency_us.p99,
                     f.requests,
                     f.errors_total,
@@ -738,7 +765,10 @@ fn run_repeats(
             observer.note(&note);
         }
         observer.mix_started(mix, phase_name);
-        let mut result = run_mix(suite, mix, phase_name, phase, opts, stop, observer)?;
+        let mut result = match &phase.file {
+            Some(file) => crate::file::run_mix(suite, mix, phase_name, file, opts, stop, observer)?,
+            None => run_mix(suite, mix, phase_name, phase, opts, stop, observer)?,
+        };
         result.search = step.clone();
         observer.mix_finished(&result);
         if result.partial && !runs.is_empty() {
@@ -923,7 +953,7 @@ fn run_mix(
 /// the window's seconds are those stamped from half a second after its
 /// start to half a second after its end; the call waits (at most 2.5 s)
 /// for the sample that closes the window.
-fn mix_resources(
+pub(crate) fn mix_resources(
     monitors: &[Arc<dyn MonitorSource>],
     from: SystemTime,
     result: &MixResult,
@@ -1860,6 +1890,7 @@ mod fake_clients {
             classes,
             class_info: vec![("static".into(), ClassKind::Static, None, 100.0, false)],
             h2_classes: 0,
+            file: None,
         }
     }
 

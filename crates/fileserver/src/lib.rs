@@ -17,6 +17,10 @@ pub mod loadfile;
 pub mod mix;
 pub mod process;
 pub mod replay;
+// The old suite loop's writers (`median_run`, `write`) have no caller now
+// that file suites run on the controller's loop; the results module is
+// engineer B's to reshape (issue 20), so they are left, allowed, until then.
+#[allow(dead_code)]
 pub mod results;
 pub mod run;
 pub mod smb;
@@ -24,8 +28,12 @@ pub mod smbd;
 pub mod stats;
 pub mod status;
 pub mod suite;
+mod unified;
 pub mod xlsx;
 
-pub use mix::run_mix;
+pub use mix::{run_mix, run_mix_timed};
 pub use run::{FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
 pub use status::Status;
+/// A file mix's measure as the lab's one result row (minimal; the full
+/// mapping is `results::mix_result`'s).
+pub use unified::mix_result as unified_mix_result;

@@ -13,7 +13,7 @@ use crate::run::{
 use crate::stats::FileStats;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Runs one mix. `stop` (Ctrl-C) ends it early; what was measured stays.
 ///
@@ -34,6 +34,19 @@ pub fn run_mix(
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<FileMixMeasure, String> {
+    run_mix_timed(workload, target, plan, stop, on_second).map(|(m, _)| m)
+}
+
+/// [`run_mix`], with the wall-clock instant the mix's clock started (its
+/// users' common start; the window begins a ramp-up later): what the
+/// controller reads the monitored hosts' seconds against.
+pub fn run_mix_timed(
+    workload: &FileWorkload,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
+) -> Result<(FileMixMeasure, SystemTime), String> {
     let users = plan.clients * plan.threads_per_client;
     let mut delay_rng = Rng::new(plan.seed ^ 0xD1B5_4A32_D192_ED03);
     let delays: Vec<Duration> = (0..users)
@@ -73,13 +86,17 @@ pub fn run_mix(
         Some(f) => (f.saturating_duration_since(t0 + plan.ramp_up).as_secs_f64()).clamp(1e-6, full),
         None => full,
     };
-    Ok(FileMixMeasure {
-        total,
-        clients,
-        window,
-        prepared_bytes,
-        partial,
-    })
+    let started = SystemTime::now() - Instant::now().saturating_duration_since(t0);
+    Ok((
+        FileMixMeasure {
+            total,
+            clients,
+            window,
+            prepared_bytes,
+            partial,
+        },
+        started,
+    ))
 }
 
 /// Every user a thread of this process, with its own connection.
