@@ -654,19 +654,14 @@ fn run_inner(
                     }
                 };
                 let f = &result.figures;
-                // A file phase grows while its Mbit/s rises (docs/running.md).
-                let rate = if phases[pi].file.is_some() {
-                    f.mbit_per_sec
+                // A file phase grows while its Mbit/s rises (docs/running.md);
+                // its requests are every operation, failed ones included.
+                let (rate, ok) = if phases[pi].file.is_some() {
+                    (f.mbit_per_sec, f.requests.saturating_sub(f.errors_total))
                 } else {
-                    f.requests_per_sec
+                    (f.requests_per_sec, f.requests)
                 };
-                peak.record(Step::of(
-                    load,
-                    rate,
-                    f.latency_us.p99,
-                    f.requests,
-                    f.errors_total,
-                ));
+                peak.record(Step::of(load, rate, f.latency_us.p99, ok, f.errors_total));
                 let partial = result.partial;
                 results.mixes.push(result);
                 in_load_order(&mut results.mixes, from);
