@@ -66,9 +66,19 @@ fn repeats_of_a_file_suite_are_the_controllers_results_and_exact() {
     let d = tempfile::tempdir().unwrap();
     let s = suite(d.path(), Some(2), &[2], "3s");
     let out = d.path().join("out");
-    let o = run_benchlab(&["run", s.to_str().unwrap(), "--out", out.to_str().unwrap(), "--repeat", "3"]);
+    let o = run_benchlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--repeat",
+        "3",
+    ]);
     let stderr = ok(&o);
-    assert!(stderr.contains("mix 1 (lf): 2 clients × 1 thread, run 3 of 3"), "{stderr}");
+    assert!(
+        stderr.contains("mix 1 (lf): 2 clients × 1 thread, run 3 of 3"),
+        "{stderr}"
+    );
     let r = results(&out);
     assert_eq!(r["schema"], "benchlab.results/1");
     assert_eq!(r["complete"], true);
@@ -85,10 +95,20 @@ fn repeats_of_a_file_suite_are_the_controllers_results_and_exact() {
         let sum: u64 = rows.iter().map(|c| n(&c[key])).sum();
         assert_eq!(sum, n(&m[key]), "{key}");
     }
-    let write = m["classes"].as_array().unwrap().iter().find(|c| c["name"] == "WriteX").unwrap();
+    let write = m["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "WriteX")
+        .unwrap();
     assert_eq!((n(&write["requests"]), n(&write["bytes"])), (4, 400));
     // The seconds the progress saw add up to the mix too.
-    let seconds: u64 = m["per_second"].as_array().unwrap().iter().map(|s| n(&s["requests"])).sum();
+    let seconds: u64 = m["per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| n(&s["requests"]))
+        .sum();
     assert_eq!(seconds, n(&m["requests"]));
     // The generator's CPU is measured, as for web mixes.
     assert!(m["client_cpu"]["cores"].as_u64().unwrap() >= 1, "{}", m["client_cpu"]);
@@ -102,7 +122,13 @@ fn a_monitored_file_mix_has_the_hosts_seconds_and_a_verdict() {
     let d = tempfile::tempdir().unwrap();
     let s = suite(d.path(), None, &[1], "3s");
     let out = d.path().join("out");
-    let o = run_benchlab(&["run", s.to_str().unwrap(), "--out", out.to_str().unwrap(), "--monitor-local"]);
+    let o = run_benchlab(&[
+        "run",
+        s.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--monitor-local",
+    ]);
     let stderr = ok(&o);
     let r = results(&out);
     let res = &r["mixes"][0]["resources"];
@@ -154,7 +180,11 @@ fn find_peak_grows_a_file_phase_up_to_its_limit() {
 /// The CPUs allowed to every thread of process `pid` (Cpus_allowed_list).
 fn allowed_cpus(pid: u32) -> Vec<String> {
     let mut all = Vec::new();
-    for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         if let Ok(st) = std::fs::read_to_string(t.path().join("status")) {
             if let Some(l) = st.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
                 all.push(l["Cpus_allowed_list:".len()..].trim().to_string());
@@ -174,7 +204,14 @@ fn client_cpus_pin_the_file_users_and_cold_cache_drops_the_cache() {
     let out = d.path().join("out");
     let root = benchlab_lab_is_root();
     let mut child = std::process::Command::new(benchlab_bin())
-        .args(["run", s.to_str().unwrap(), "--out", out.to_str().unwrap(), "--client-cpus", "0"])
+        .args([
+            "run",
+            s.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--client-cpus",
+            "0",
+        ])
         .args(if root { &["--cold-cache"][..] } else { &[][..] })
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -196,7 +233,13 @@ fn client_cpus_pin_the_file_users_and_cold_cache_drops_the_cache() {
         assert_eq!(r["environment"]["cold_cache"], true);
         assert!(stderr.contains("cold cache: page cache dropped"), "{stderr}");
     } else {
-        let o = run_benchlab(&["run", s.to_str().unwrap(), "--out", out.to_str().unwrap(), "--cold-cache"]);
+        let o = run_benchlab(&[
+            "run",
+            s.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--cold-cache",
+        ]);
         assert_eq!(o.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&o.stderr).contains("--cold-cache"));
     }
@@ -238,5 +281,9 @@ fn ctrl_c_keeps_the_file_mix_under_way_partial_and_exits_130() {
     assert_eq!(mixes.len(), 1, "the second mix never started");
     assert_eq!(mixes[0]["partial"], true);
     assert!(n(&mixes[0]["requests"]) > 0);
-    assert!(mixes[0]["window_s"].as_f64().unwrap() < 30.0, "{}", mixes[0]["window_s"]);
+    assert!(
+        mixes[0]["window_s"].as_f64().unwrap() < 30.0,
+        "{}",
+        mixes[0]["window_s"]
+    );
 }

@@ -7,7 +7,8 @@
 //! Ctrl-C, `--find-peak`, `--cold-cache` and the results writer are the
 //! suite loop's own.
 
-use crate::run::{mix_resources, ControllerError, Observer, RunOptions};
+use crate::options::{ControllerError, Observer, RunOptions};
+use crate::verdict::mix_resources;
 use benchlab_engine::sys;
 use benchlab_fileserver::{FileMixPlan, FileTarget, FileWorkload};
 use benchlab_model::{Mix, Suite};

@@ -12,7 +12,9 @@ use std::sync::Arc;
 /// Reads and checks one file workload (a disk-mix file or a loadfile).
 pub fn load_workload(w: &FileWorkloadRef) -> Result<FileWorkload, String> {
     Ok(match w.kind {
-        FileWorkloadKind::DiskMix => FileWorkload::DiskMix(Arc::new(DiskMix::read(&w.path).map_err(|e| e.to_string())?)),
+        FileWorkloadKind::DiskMix => {
+            FileWorkload::DiskMix(Arc::new(DiskMix::read(&w.path).map_err(|e| e.to_string())?))
+        }
         FileWorkloadKind::Loadfile => {
             FileWorkload::Loadfile(Arc::new(Loadfile::read(&w.path).map_err(|e| e.to_string())?), w.loops)
         }

@@ -12,8 +12,8 @@ use crate::run::FileMixMeasure;
 use crate::stats::FileStats;
 use benchlab_model::Mix;
 use benchlab_results::{
-    histogram_b64, round, ClassResult, ClientCpu, ClientResult, Figures, Histograms, Latency, MixResult,
-    ParamsResult, RequestKinds, SecondResult,
+    histogram_b64, round, ClassResult, ClientCpu, ClientResult, Figures, Histograms, Latency, MixResult, ParamsResult,
+    RequestKinds, SecondResult,
 };
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
