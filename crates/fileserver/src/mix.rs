@@ -47,9 +47,53 @@ pub fn run_mix_timed(
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<(FileMixMeasure, SystemTime), String> {
-    let users = plan.clients * plan.threads_per_client;
+    let part = Part {
+        first_client: 0,
+        clients: plan.clients,
+        start_at: None,
+    };
+    run_mix_part(workload, target, plan, &part, stop, on_second)
+}
+
+/// The clients of a mix one process runs: all of them, or an agent's share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Part {
+    /// The first client's number, 0-based over the whole mix: its users
+    /// are users `first_client × threads_per_client + 1` on, so every
+    /// user keeps its own `\clients\clientN` workspace wherever it runs.
+    pub first_client: u32,
+    pub clients: u32,
+    /// The wall-clock instant the users start at (every agent's at once);
+    /// `None`: as soon as every user is prepared. A user still preparing
+    /// then starts when it is ready.
+    pub start_at: Option<SystemTime>,
+}
+
+impl Part {
+    fn start(&self) -> Instant {
+        let soon = Instant::now() + Duration::from_millis(20);
+        match self.start_at.and_then(|at| at.duration_since(SystemTime::now()).ok()) {
+            Some(ahead) => soon.max(Instant::now() + ahead),
+            None => soon,
+        }
+    }
+}
+
+/// [`run_mix_timed`] of the clients `part` names; the measure's `clients`
+/// are those.
+pub fn run_mix_part(
+    workload: &FileWorkload,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    part: &Part,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
+) -> Result<(FileMixMeasure, SystemTime), String> {
+    let all_users = plan.clients * plan.threads_per_client;
     let mut delay_rng = Rng::new(plan.seed ^ 0xD1B5_4A32_D192_ED03);
-    let delays: Vec<Duration> = (0..users)
+    // Drawn for every user of the mix, so a user's delay is the same
+    // whichever process runs it.
+    let all_delays: Vec<Duration> = (0..all_users)
         .map(|_| {
             if plan.delay.is_zero() {
                 Duration::ZERO
@@ -58,12 +102,18 @@ pub fn run_mix_timed(
             }
         })
         .collect();
+    let first_user = part.first_client * plan.threads_per_client;
+    let delays = all_delays
+        .get(first_user as usize..((part.first_client + part.clients) * plan.threads_per_client) as usize)
+        .ok_or_else(|| format!("clients {}.. are not clients of the mix", part.first_client + 1))?;
     let (t0, outcomes) = match target {
-        FileTarget::Smb(_) => crate::process::run_users(workload, target, plan, &delays, stop, on_second)?,
-        FileTarget::Local(_) => run_threads(workload, target, plan, &delays, stop, on_second)?,
+        FileTarget::Smb(_) => {
+            crate::process::run_users(workload, target, plan, delays, first_user, part.start(), stop, on_second)?
+        }
+        FileTarget::Local(_) => run_threads(workload, target, plan, delays, first_user, part, stop, on_second)?,
     };
     let mut total = FileStats::default();
-    let mut clients = vec![FileStats::default(); plan.clients as usize];
+    let mut clients = vec![FileStats::default(); part.clients as usize];
     let mut prepared_bytes = 0;
     let mut last_finish: Option<Instant> = Some(t0);
     for (u, r) in outcomes.into_iter().enumerate() {
@@ -100,11 +150,14 @@ pub fn run_mix_timed(
 }
 
 /// Every user a thread of this process, with its own connection.
+#[allow(clippy::too_many_arguments)]
 fn run_threads(
     workload: &FileWorkload,
     target: &FileTarget,
     plan: &FileMixPlan,
     delays: &[Duration],
+    first_user: u32,
+    part: &Part,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<(Instant, Vec<UserOutcome>), String> {
@@ -126,7 +179,7 @@ fn run_threads(
             let (prepared, go, start_cell, delay) = (prepared.clone(), go.clone(), start_cell.clone(), delays[u]);
             let live = &live;
             handles.push(s.spawn(move || -> UserOutcome {
-                let prep = prepare_user(workload, b.as_mut(), u as u32 + 1, plan.seed);
+                let prep = prepare_user(workload, b.as_mut(), first_user + u as u32 + 1, plan.seed);
                 prepared.wait();
                 go.wait();
                 let (mut state, bytes) = prep?;
@@ -136,7 +189,7 @@ fn run_threads(
             }));
         }
         prepared.wait();
-        let t0 = Instant::now() + Duration::from_millis(20);
+        let t0 = part.start();
         let _ = start_cell.set(t0);
         go.wait();
         report_seconds(&live, plan, t0, &|| handles.iter().all(|h| h.is_finished()), on_second);

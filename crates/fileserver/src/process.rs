@@ -174,11 +174,14 @@ fn read_line(p: &mut UserProc) -> Result<String, String> {
 }
 
 /// Runs every user of the mix as a process of its own.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_users(
     workload: &FileWorkload,
     target: &FileTarget,
     plan: &FileMixPlan,
     delays: &[Duration],
+    first_user: u32,
+    start: Instant,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<(Instant, Vec<UserOutcome>), String> {
@@ -200,7 +203,7 @@ pub(crate) fn run_users(
             kind: kind.into(),
             path: path.clone(),
             loops,
-            user: u as u32 + 1,
+            user: first_user + u as u32 + 1,
             seed: plan.seed,
             delay_ns: d.as_nanos() as u64,
             ramp_up_ns: plan.ramp_up.as_nanos() as u64,
@@ -234,7 +237,7 @@ pub(crate) fn run_users(
             }));
         }
     }
-    let t0 = Instant::now() + Duration::from_millis(50);
+    let t0 = start.max(Instant::now() + Duration::from_millis(50));
     let go = format!("go {}\n", ns_of(t0));
     for p in &mut procs {
         if let Some(s) = p.child.stdin.as_mut() {

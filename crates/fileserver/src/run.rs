@@ -66,7 +66,7 @@ impl FileTarget {
 }
 
 /// One mix's plan (a suite's mix, resolved).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FileMixPlan {
     pub clients: u32,
     pub threads_per_client: u32,
@@ -78,8 +78,9 @@ pub struct FileMixPlan {
     pub seed: u64,
 }
 
-/// What one mix measured.
-#[derive(Debug, Clone)]
+/// What one mix measured (serde: an agent sends its share, see
+/// [`crate::wire`]).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FileMixMeasure {
     pub total: FileStats,
     /// Per client (test system), its users merged.
@@ -127,7 +128,7 @@ impl LiveCounters {
 
 /// One second of a mix as it runs, for the progress display: what users
 /// completed in it, all of them summed.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LiveSecond {
     /// 1-based, from the start of the measurement window.
     pub second: u64,
