@@ -791,6 +791,12 @@ pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
     "peak_max_threads",
     "peak_bisect_steps",
     "peak_start_threads",
+    // Agents run a file mix's clients, each user in its own workspace on
+    // the one share (the target must be reachable from the agents).
+    "agents",
+    "clients_per_agent",
+    "agent_timeout",
+    "abort_on_lost_agent",
 ];
 
 /// Refuses the flags of `given` (clap id, flag as typed) that do not apply

@@ -9,13 +9,16 @@
 
 use crate::options::{ControllerError, Observer, RunOptions};
 use crate::verdict::mix_resources;
+use crate::driver::{DriverError, FileClientDriver};
 use benchlab_engine::sys;
-use benchlab_fileserver::{FileMixPlan, FileTarget, FileWorkload};
+use benchlab_fileserver::run::LiveSecond;
+use benchlab_fileserver::stats::FileStats;
+use benchlab_fileserver::{FileMixMeasure, FileMixPlan, FileOrder, FileTarget, FileWorkload, Part};
 use benchlab_model::{Mix, Suite};
 use benchlab_results::resources::GeneratorCores;
 use benchlab_results::{ClientCpu, MixResult, SecondResult};
-use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A file phase: its workload, read and checked once before any mix.
 #[derive(Debug, Clone)]
@@ -104,10 +107,16 @@ pub(crate) fn run_mix(
     }
     let cpu0 = process_cpu();
     let wall0 = Instant::now();
-    let (m, started) = benchlab_fileserver::run_mix_timed(&phase.workload, &target, &plan, stop, &mut |s| {
-        observer.second(mix, &live_second(&s))
-    })
-    .map_err(|e| ControllerError::Target(format!("mix {}: {e}", mix.number)))?;
+    let remote = opts.clients.file_driver(0).is_some();
+    let (m, started, lost) = if remote {
+        run_remote(mix, phase, &target, &plan, opts, stop, observer)?
+    } else {
+        let (m, started) = benchlab_fileserver::run_mix_timed(&phase.workload, &target, &plan, stop, &mut |s| {
+            observer.second(mix, &live_second(&s))
+        })
+        .map_err(|e| ControllerError::Target(format!("mix {}: {e}", mix.number)))?;
+        (m, started, Vec::new())
+    };
     let wall = wall0.elapsed();
     let cpu = {
         let c = process_cpu();
@@ -115,13 +124,30 @@ pub(crate) fn run_mix(
     };
     let users = mix.clients * mix.params.threads_per_client;
     let mut result = benchlab_fileserver::unified_mix_result(mix, phase_name, users, &m);
+    // A lost agent's clients keep their numbers, out of the mix (their
+    // counts never came: only their seconds, in the live series).
+    for (c, why) in lost.iter().enumerate() {
+        let (Some(why), Some(row)) = (why, result.client_data.get_mut(c)) else {
+            continue;
+        };
+        row.lost = Some(why.clone());
+        row.taken_out = true;
+        result.warnings.push(format!(
+            "client {} was lost ({why}): it is out of the mix, and its counts are not in the mix's",
+            c + 1
+        ));
+    }
+    result.clients_participating = result.client_data.iter().filter(|c| !c.taken_out).count() as u32;
     let completed = m.total.operations();
     // A user is one OS thread (or process): the cores it may use are at
     // most its users, within this process's CPUs.
     let cores = (users as usize).min(sys::usable_cpus()).max(1);
     let co_located = co_located(&target);
-    result.client_cpu_s = benchlab_results::round((cpu.0 + cpu.1).as_secs_f64(), 3);
-    result.client_cpu = ClientCpu::measure(cpu.0, cpu.1, wall, cores, completed).with_machine(None, co_located);
+    // The users ran here, unless on agents (whose CPU is theirs).
+    if !remote {
+        result.client_cpu_s = benchlab_results::round((cpu.0 + cpu.1).as_secs_f64(), 3);
+        result.client_cpu = ClientCpu::measure(cpu.0, cpu.1, wall, cores, completed).with_machine(None, co_located);
+    }
     if !opts.monitors.is_empty() {
         let generator = GeneratorCores {
             cpus: opts.client_cpus.iter().map(|&c| c as u32).collect(),
@@ -144,6 +170,131 @@ pub(crate) fn run_mix(
         observer.note(&format!("warning: mix {}: {w}", mix.number));
     }
     Ok(result)
+}
+
+/// Runs a file mix's clients on the pool's remote agents, one order per
+/// client (its users, global numbers), all starting at one wall-clock
+/// instant; merges their seconds as they come (a second is handed on once
+/// every running client sent it) and their measures at the end: counts
+/// add, histograms add. Returns the merged measure, the start, and per
+/// client why it was lost (`None`: it reported).
+fn run_remote(
+    mix: &Mix,
+    phase: &FilePhase,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    opts: &RunOptions,
+    stop: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<(FileMixMeasure, SystemTime, Vec<Option<String>>), ControllerError> {
+    let clients = mix.clients as usize;
+    let pool = &opts.clients;
+    pool.clients_left(clients).map_err(|e| ControllerError::ClientsLost {
+        mix: mix.number,
+        why: e.to_string(),
+    })?;
+    let lead = pool
+        .before_mix()
+        .map_err(|source| ControllerError::Driver { client: 1, source })?;
+    let start_at = SystemTime::now() + Duration::from_millis(300 + 2 * clients as u64) + lead;
+    // The target as the users connect (a password included; the order
+    // travels over the agents' mutual TLS only).
+    let target = match target {
+        FileTarget::Local(p) => format!("file://{}", p.display()),
+        FileTarget::Smb(u) => u.with_password(),
+    };
+    let mut drivers: Vec<Box<dyn FileClientDriver>> = Vec::with_capacity(clients);
+    for c in 0..clients {
+        let part = Part {
+            first_client: c as u32,
+            clients: 1,
+            start_at: Some(start_at),
+        };
+        let order = FileOrder::new(&phase.workload, &target, plan, part).map_err(ControllerError::Input)?;
+        let started = pool
+            .file_driver(c)
+            .ok_or_else(|| DriverError::Remote("the pool has no remote clients".into()))
+            .and_then(|mut d| d.start(order, start_at).map(|()| d));
+        match started {
+            Ok(d) => drivers.push(d),
+            Err(source) => {
+                for d in &mut drivers {
+                    d.stop();
+                }
+                for d in &mut drivers {
+                    let _ = d.finish();
+                }
+                return Err(ControllerError::Driver { client: c + 1, source });
+            }
+        }
+    }
+    // Per client: the last second it sent; seconds summed until every
+    // running client has sent them.
+    let mut sent: Vec<u64> = vec![0; clients];
+    let mut done = vec![false; clients];
+    let mut pending: std::collections::BTreeMap<u64, LiveSecond> = Default::default();
+    let mut stopped = false;
+    loop {
+        if (stop.load(Ordering::Relaxed) || pool.stop_requested()) && !stopped {
+            for d in &mut drivers {
+                d.stop();
+            }
+            stopped = true;
+        }
+        for (c, d) in drivers.iter_mut().enumerate() {
+            while let Some(s) = d.next_second(Duration::from_millis(20)) {
+                sent[c] = sent[c].max(s.second);
+                let p = pending.entry(s.second).or_insert(LiveSecond {
+                    second: s.second,
+                    operations: 0,
+                    errors: 0,
+                    bytes: 0,
+                });
+                p.operations += s.operations;
+                p.errors += s.errors;
+                p.bytes += s.bytes;
+            }
+            done[c] = d.is_finished();
+        }
+        let all_done = done.iter().all(|&d| d);
+        while let Some((&second, _)) = pending.first_key_value() {
+            let complete = all_done || (0..clients).all(|c| done[c] || sent[c] >= second);
+            if !complete {
+                break;
+            }
+            if let Some(s) = pending.remove(&second) {
+                observer.second(mix, &live_second(&s));
+            }
+        }
+        if all_done {
+            break;
+        }
+    }
+    let mut total = FileStats::default();
+    let mut per_client = vec![FileStats::default(); clients];
+    let mut lost = vec![None; clients];
+    let (mut window, mut prepared_bytes, mut partial) = (0.0f64, 0, stopped);
+    for (c, d) in drivers.iter_mut().enumerate() {
+        match d.finish() {
+            Ok(m) => {
+                total.merge(&m.total);
+                per_client[c] = m.total;
+                window = window.max(m.window);
+                prepared_bytes += m.prepared_bytes;
+                partial |= m.partial;
+            }
+            Err(l) => lost[c] = Some(l.why),
+        }
+    }
+    let full = (plan.length - plan.ramp_down - plan.ramp_up).as_secs_f64();
+    let measure = FileMixMeasure {
+        total,
+        clients: per_client,
+        window: window.min(full),
+        prepared_bytes,
+        partial,
+    };
+    Ok((measure, start_at, lost))
 }
 
 /// A second of a running file mix as the observer sees a web one's: its
