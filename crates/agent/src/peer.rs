@@ -454,18 +454,12 @@ fn start_file_client(f: FileStart, tx: &Outbound, stop: Arc<AtomicBool>) -> Opti
         .name(format!("benchlab-agent-file-client-{client}"))
         .spawn(move || {
             let second_tx = tx.clone();
-            let report: FileReport = benchlab_fileserver::run_mix_part(
-                &workload,
-                &target,
-                &order.plan,
-                &order.part,
-                &stop,
-                &mut |s| {
+            let report: FileReport =
+                benchlab_fileserver::run_mix_part(&workload, &target, &order.plan, &order.part, &stop, &mut |s| {
                     let json = serde_json::to_vec(&s).unwrap_or_default();
                     send(&second_tx, FromAgent::FileSecond(ClientPayload { client, json }));
-                },
-            )
-            .map(|(m, _)| m);
+                })
+                .map(|(m, _)| m);
             let json = serde_json::to_vec(&report).unwrap_or_default();
             send(&tx, FromAgent::FileReport(ClientPayload { client, json }));
         })

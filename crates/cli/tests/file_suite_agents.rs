@@ -132,12 +132,271 @@ fn three_agents_run_a_file_suite_counted_exactly_per_client() {
     let classes: u64 = m["classes"].as_array().unwrap().iter().map(|c| n(&c["requests"])).sum();
     assert_eq!(classes, n(&m["requests"]));
     // The seconds the controller merged live add up to the mix.
-    let seconds: u64 = m["per_second"].as_array().unwrap().iter().map(|s| n(&s["requests"])).sum();
+    let seconds: u64 = m["per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| n(&s["requests"]))
+        .sum();
     assert_eq!(seconds, n(&m["requests"]));
     for k in 1..=3 {
-        assert!(root.join(format!("clients/client{k}")).is_dir(), "client{k}'s workspace");
+        assert!(
+            root.join(format!("clients/client{k}")).is_dir(),
+            "client{k}'s workspace"
+        );
     }
     assert!(!root.join("clients/client4").exists());
     let agents = r["environment"]["agents"].as_array().unwrap();
     assert_eq!(agents.len(), 3, "{}", r["environment"]["agents"]);
+}
+
+/// Network namespaces made for one test, removed (with their links) when
+/// dropped.
+struct Lab {
+    namespaces: Vec<String>,
+    bridge: String,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in &self.namespaces {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+        let _ = Command::new("ip").args(["link", "del", &self.bridge]).status();
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Lab {
+    /// A bridge with 198.18.0.1/24 (the controller and the file server, in
+    /// this namespace) and one namespace per agent host on it by a veth
+    /// pair: RFC 2544's benchmarking range, never a real network's.
+    fn make(hosts: &[&str]) -> Result<Lab, String> {
+        let suffix = std::process::id() % 10_000;
+        let mut lab = Lab {
+            namespaces: Vec::new(),
+            bridge: format!("bfb{suffix}"),
+        };
+        ip(&["link", "add", &lab.bridge, "type", "bridge"])?;
+        ip(&["addr", "add", "198.18.0.1/24", "dev", &lab.bridge])?;
+        ip(&["link", "set", &lab.bridge, "up"])?;
+        for (k, addr) in hosts.iter().enumerate() {
+            let ns = format!("bf{suffix}h{k}");
+            ip(&["netns", "add", &ns])?;
+            lab.namespaces.push(ns.clone());
+            let (outer, inner) = (format!("bfv{suffix}{k}"), format!("bfp{suffix}{k}"));
+            ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
+            ip(&["link", "set", &inner, "netns", &ns])?;
+            ip(&["link", "set", &outer, "master", &lab.bridge, "up"])?;
+            let cidr = format!("{addr}/24");
+            ip(&["netns", "exec", &ns, "ip", "addr", "add", &cidr, "dev", &inner])?;
+            ip(&["netns", "exec", &ns, "ip", "link", "set", &inner, "up"])?;
+            ip(&["netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
+        }
+        Ok(lab)
+    }
+}
+
+/// Per client address (`full_audit:prefix = %I`), how often each VFS
+/// operation succeeded: the `op` field, or `op:file` / `op:dir` for
+/// `create_file` (what it created or opened) and `unlinkat:b.txt` for the
+/// files the loadfile unlinks.
+fn audit_counts(log_dir: &Path) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> {
+    let mut by_host: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> = Default::default();
+    for e in std::fs::read_dir(log_dir).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        for line in text.lines() {
+            let f: Vec<&str> = line.trim().split('|').collect();
+            if f.len() < 4 || f[2] != "ok" {
+                continue;
+            }
+            let op = match f[1] {
+                "create_file" if f.len() >= 6 && f[5] == "create" => format!("create_file:{}", f[4]),
+                "unlinkat" if line.ends_with("/b.txt") => "unlinkat:b.txt".to_string(),
+                op => op.to_string(),
+            };
+            *by_host.entry(f[0].to_string()).or_default().entry(op).or_default() += 1;
+        }
+    }
+    by_host
+}
+
+/// NetBench on three agents, each in a network namespace of its own with
+/// an address of 198.18.0.0/15, against one Samba on the host: each
+/// agent's operations and bytes agree exactly with what Samba's full_audit
+/// log says that host did, and the per-client rows add up to the mix.
+#[test]
+fn three_agents_in_namespaces_agree_with_sambas_full_audit_log() {
+    let agents_at = ["198.18.0.11", "198.18.0.12", "198.18.0.13"];
+    let net = match Lab::make(&agents_at) {
+        Ok(l) => l,
+        Err(why) if why.contains("Operation not permitted") || why.contains("must be root") => {
+            eprintln!("skipped: network namespaces need privilege ({why})");
+            return;
+        }
+        Err(why) => panic!("cannot make the network namespaces: {why}"),
+    };
+    // Every create, write, read, rename, unlink and mkdir that succeeded,
+    // prefixed with the client's address, into smbd's own log.
+    let smbd = benchlab_fileserver::smbd::start_smbd_with(
+        " interfaces = 127.0.0.1 198.18.0.1\n vfs objects = full_audit\n full_audit:prefix = %I\n\
+         full_audit:success = create_file pwrite_send pread_send renameat unlinkat mkdirat\n\
+         full_audit:failure = none\n full_audit:syslog = false\n log level = 0 full_audit:1\n",
+    )
+    .expect("smbd with full_audit (packages samba and samba-vfs-modules)");
+    std::fs::create_dir_all(smbd.share.join("clients")).unwrap();
+    let log_dir = smbd.config().parent().unwrap().join("log");
+    let d = tempfile::tempdir().unwrap();
+    // A NetBench-like pass in the user's own workspace; no fill (a
+    // loadfile), so the log holds the mix's operations only.
+    std::fs::write(
+        d.path().join("load.txt"),
+        "Mkdir \"\\clients\\client1\" NT_STATUS_OK\n\
+         NTCreateX \"\\clients\\client1\\a.txt\" 0x40 0x2 2 NT_STATUS_OK\n\
+         WriteX 2 0 100 100 NT_STATUS_OK\n\
+         ReadX 2 40 60 60 NT_STATUS_OK\n\
+         Close 2 NT_STATUS_OK\n\
+         Rename \"\\clients\\client1\\a.txt\" \"\\clients\\client1\\b.txt\" NT_STATUS_OK\n\
+         Unlink \"\\clients\\client1\\b.txt\" 0x6 NT_STATUS_OK\n\
+         Deltree \"\\clients\\client1\" NT_STATUS_OK\n",
+    )
+    .unwrap();
+    let loops = 3;
+    let t = format!(
+        "name = \"netbench\"\ntarget = \"smb://198.18.0.1:{}/bench\"\nseed = 4\n[workloads.nb]\nloadfile = \"load.txt\"\n\
+         loops = {loops}\n[defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"5s\"\n[[mix]]\nclients = 3\n",
+        smbd.port
+    );
+    let suite = d.path().join("suite.toml");
+    std::fs::write(&suite, t).unwrap();
+    let certs = d.path().join("certs");
+    common::assert_success(
+        "lab certs",
+        &run_benchlab(&[
+            "lab",
+            "certs",
+            "--out",
+            s(&certs),
+            "--agents",
+            "3",
+            "--controller-name",
+            "198.18.0.1",
+        ]),
+    );
+    let out = d.path().join("out");
+    let listen = format!("198.18.0.1:{}", free_port());
+    let ctl = spawn(
+        Command::new(benchlab_bin())
+            .args(["run", s(&suite), "--agents", "3", "--listen", &listen, "--tls-dir"])
+            .arg(&certs)
+            .arg("--out")
+            .arg(&out),
+    );
+    let agents: Vec<Proc> = (0..3)
+        .map(|i| {
+            let mut c = Command::new("ip");
+            c.args([
+                "netns",
+                "exec",
+                &net.namespaces[i],
+                benchlab_bin(),
+                "agent",
+                "--controller",
+                &listen,
+            ])
+            .args(["--index", &i.to_string()])
+            .arg("--cert")
+            .arg(certs.join(format!("agent-{i}.pem")))
+            .arg("--key")
+            .arg(certs.join(format!("agent-{i}.key")))
+            .arg("--ca")
+            .arg(certs.join("ca.pem"));
+            spawn(&mut c)
+        })
+        .collect();
+    let o = ctl.wait_output();
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for a in agents {
+        let o = a.wait_output();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    assert_eq!(n(&m["errors_total"]), 0, "{m}");
+    let audit = audit_counts(&log_dir);
+    let rows = m["client_data"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    // Agent i runs client i + 1, from its own address.
+    for (i, addr) in agents_at.iter().enumerate() {
+        let a = audit
+            .get(*addr)
+            .unwrap_or_else(|| panic!("nothing from {addr} in the log: {audit:?}"));
+        let count = |op: &str| a.get(op).copied().unwrap_or(0);
+        // Every operation is one VFS call: Mkdir a mkdirat, NTCreateX a
+        // created file, WriteX a pwrite, ReadX a pread, Rename a renameat,
+        // Unlink an unlinkat of b.txt, Deltree the rmdir of the workspace
+        // (an unlinkat of the directory).
+        let passes = count("mkdirat");
+        assert_eq!(passes, loops, "{addr}: {a:?}");
+        for op in [
+            "create_file:file",
+            "pwrite_send",
+            "pread_send",
+            "renameat",
+            "unlinkat:b.txt",
+        ] {
+            assert_eq!(count(op), passes, "{addr} {op}: {a:?}");
+        }
+        assert_eq!(count("unlinkat"), passes, "{addr}: the workspace's rmdir: {a:?}");
+        let row = &rows[i];
+        assert_eq!(n(&row["client"]), i as u64 + 1);
+        // Mkdir, NTCreateX, WriteX, ReadX, Rename, Unlink, Deltree seen by
+        // Samba, and the Close of each pass: 8 a pass.
+        assert_eq!(n(&row["requests"]), 8 * passes, "{row}");
+        // Each pwrite wrote 100 bytes, each pread read 60.
+        assert_eq!(n(&row["bytes"]), 100 * count("pwrite_send") + 60 * count("pread_send"));
+    }
+    // Nothing reached Samba from anywhere else during the mix.
+    assert_eq!(
+        audit.keys().filter(|k| !agents_at.contains(&k.as_str())).count(),
+        0,
+        "{audit:?}"
+    );
+    for key in ["requests", "bytes", "errors_total"] {
+        let sum: u64 = rows.iter().map(|c| n(&c[key])).sum();
+        assert_eq!(sum, n(&m[key]), "{key}");
+    }
+    let class = |name: &str| {
+        m["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map_or(0, |c| n(&c["requests"]))
+    };
+    let all = |op: &str| audit.values().map(|a| a.get(op).copied().unwrap_or(0)).sum::<u64>();
+    assert_eq!(class("WriteX"), all("pwrite_send"));
+    assert_eq!(class("ReadX"), all("pread_send"));
+    assert_eq!(class("Rename"), all("renameat"));
+    assert_eq!(class("Mkdir"), all("mkdirat"));
+    assert_eq!(class("NTCreateX"), all("create_file:file"));
 }

@@ -7,9 +7,9 @@
 //! Ctrl-C, `--find-peak`, `--cold-cache` and the results writer are the
 //! suite loop's own.
 
+use crate::driver::{DriverError, FileClientDriver};
 use crate::options::{ControllerError, Observer, RunOptions};
 use crate::verdict::mix_resources;
-use crate::driver::{DriverError, FileClientDriver};
 use benchlab_engine::sys;
 use benchlab_fileserver::run::LiveSecond;
 use benchlab_fileserver::stats::FileStats;

@@ -23,7 +23,9 @@ mod verdict;
 pub use aggregate::arrival_warning;
 pub use benchlab_results::*;
 pub use drive::{drive_mix, ClientEnd, Driven};
-pub use driver::{instant_at, ClientDriver, FileClientDriver, ClientLost, ClientPool, DriverError, InProcess, LocalClient};
+pub use driver::{
+    instant_at, ClientDriver, ClientLost, ClientPool, DriverError, FileClientDriver, InProcess, LocalClient,
+};
 pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
 pub use options::{CacheEvictor, ControllerError, Observer, Quiet, RunOptions};
 pub use phase::{prepare, Prepared};

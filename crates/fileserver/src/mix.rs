@@ -107,9 +107,16 @@ pub fn run_mix_part(
         .get(first_user as usize..((part.first_client + part.clients) * plan.threads_per_client) as usize)
         .ok_or_else(|| format!("clients {}.. are not clients of the mix", part.first_client + 1))?;
     let (t0, outcomes) = match target {
-        FileTarget::Smb(_) => {
-            crate::process::run_users(workload, target, plan, delays, first_user, part.start(), stop, on_second)?
-        }
+        FileTarget::Smb(_) => crate::process::run_users(
+            workload,
+            target,
+            plan,
+            delays,
+            first_user,
+            part.start(),
+            stop,
+            on_second,
+        )?,
         FileTarget::Local(_) => run_threads(workload, target, plan, delays, first_user, part, stop, on_second)?,
     };
     let mut total = FileStats::default();

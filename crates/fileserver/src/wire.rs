@@ -163,7 +163,13 @@ impl FileOrder {
         let name: String = w
             .name
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
         let path = dir.join(format!("{}-{name}", w.kind));
         std::fs::write(&path, &w.text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -207,7 +213,10 @@ mod tests {
         assert_eq!((read.count, read.latency.len(), read.latency.max()), (4, 4, 12_007));
         assert_eq!(read.latency, m.total.ops[OpKind::ReadX.index()].latency);
         assert_eq!(back.total.ops[OpKind::Unlink.index()].not_sent, 1);
-        assert_eq!((back.total.bytes_read, back.total.seconds.clone()), (4096, m.total.seconds.clone()));
+        assert_eq!(
+            (back.total.bytes_read, back.total.seconds.clone()),
+            (4096, m.total.seconds.clone())
+        );
         assert_eq!((back.window, back.prepared_bytes, back.clients.len()), (1.5, 7, 1));
         // A peer's short list of kinds is refused, not indexed past.
         let short = serde_json::json!({"ops": [], "bytes_read": 0, "bytes_written": 0, "errors": {}, "loops": 0, "seconds": []});
