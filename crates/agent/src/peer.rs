@@ -364,6 +364,7 @@ async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Re
         let _ = tokio::task::spawn_blocking(move || h.join()).await;
     }
     beat.abort();
+    let _ = std::fs::remove_dir_all(file_orders_dir());
     result
 }
 
@@ -423,6 +424,12 @@ fn start_client(
     Some((client, h))
 }
 
+/// Where an agent writes the workloads of its file orders (user processes
+/// read them from there); removed when its session ends.
+fn file_orders_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("benchlab-agent-{}", std::process::id()))
+}
+
 /// Starts client `f.client` of a file mix: its users (threads, or
 /// processes for `smb://`) in their own workspaces, started at the
 /// controller's instant; a thread streams its seconds and its measure.
@@ -435,7 +442,7 @@ fn start_file_client(f: FileStart, tx: &Outbound, stop: Arc<AtomicBool>) -> Opti
             serde_json::from_slice(&f.order).map_err(|e| format!("the file order does not decode: {e}"))?;
         // The start on this host's clock (the controller added its offset).
         order.part.start_at = Some(time_of_nanos(f.start_unix_nanos));
-        let dir = std::env::temp_dir().join(format!("benchlab-agent-{}", std::process::id()));
+        let dir = file_orders_dir();
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let workload = order.workload(&dir)?;
         let target = benchlab_fileserver::FileTarget::parse(&order.target)?;

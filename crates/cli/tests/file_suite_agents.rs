@@ -400,3 +400,82 @@ fn three_agents_in_namespaces_agree_with_sambas_full_audit_log() {
     assert_eq!(class("Mkdir"), all("mkdirat"));
     assert_eq!(class("NTCreateX"), all("create_file:file"));
 }
+
+/// An agent killed mid-mix: its client keeps its row, marked lost and out
+/// of the mix; the mix is the other client's alone, and the run completes.
+#[test]
+fn an_agent_killed_mid_file_mix_is_kept_apart_and_the_run_completes() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let certs = d.path().join("certs");
+    common::assert_success(
+        "lab certs",
+        &run_benchlab(&["lab", "certs", "--out", s(&certs), "--agents", "2"]),
+    );
+    let t = format!(
+        "name = \"files\"\ntarget = \"file://{}\"\n[workloads.lf]\nloadfile = \"load.txt\"\n\
+         [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"6s\"\nthink_time = \"5ms\"\n[[mix]]\nclients = 2\n",
+        root.display()
+    );
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let s_path = d.path().join("suite.toml");
+    std::fs::write(&s_path, t).unwrap();
+    let out = d.path().join("out");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ctl = spawn(
+        Command::new(benchlab_bin())
+            .args(["run", s(&s_path), "--agents", "2", "--listen", &listen, "--tls-dir"])
+            .arg(&certs)
+            .arg("--out")
+            .arg(&out),
+    );
+    let a0 = spawn(&mut agent(&certs, &listen, 0));
+    let a1 = spawn(&mut agent(&certs, &listen, 1));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !root.join("clients/client2").exists() {
+        assert!(std::time::Instant::now() < deadline, "client 2 never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = a1.0.as_ref().expect("agent 1").id() as i32;
+    // SAFETY: kill(2) on a pid this test started and still holds.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let o = ctl.wait_output();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("agent 1 (") && stderr.contains("lost"), "{stderr}");
+    assert!(a0.wait_output().status.success());
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    let rows = m["client_data"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((n(&rows[1]["client"]), &rows[1]["taken_out"]), (2, &Value::Bool(true)));
+    assert!(
+        rows[1]["lost"].as_str().is_some_and(|w| w.contains("agent 1")),
+        "{}",
+        rows[1]
+    );
+    assert!(rows[0]["lost"].is_null());
+    assert!(n(&rows[0]["requests"]) > 0);
+    assert_eq!(
+        n(&m["requests"]),
+        n(&rows[0]["requests"]),
+        "the lost client is out of the mix"
+    );
+    assert_eq!(n(&m["clients_participating"]), 1);
+    assert!(
+        m["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("client 2 was lost")),
+        "{}",
+        m["warnings"]
+    );
+    assert!(
+        r["environment"]["agents"][1]["lost"].is_string(),
+        "{}",
+        r["environment"]["agents"]
+    );
+}

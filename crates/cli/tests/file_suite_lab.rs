@@ -203,7 +203,7 @@ fn client_cpus_pin_the_file_users_and_cold_cache_drops_the_cache() {
     let s = suite(d.path(), None, &[2], "3s");
     let out = d.path().join("out");
     let root = benchlab_lab_is_root();
-    let mut child = std::process::Command::new(benchlab_bin())
+    let child = std::process::Command::new(benchlab_bin())
         .args([
             "run",
             s.to_str().unwrap(),
