@@ -479,3 +479,72 @@ fn an_agent_killed_mid_file_mix_is_kept_apart_and_the_run_completes() {
         r["environment"]["agents"]
     );
 }
+
+/// `--monitors 1` with a file suite on an agent: the remote monitor on
+/// the file server's host (watching every smbd) feeds the mix, which
+/// keeps that host's seconds, smbd's CPU and a verdict.
+#[test]
+fn a_remote_monitor_judges_a_file_mix_run_on_an_agent() {
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd (package samba)");
+    let d = tempfile::tempdir().unwrap();
+    let certs = d.path().join("certs");
+    common::assert_success(
+        "lab certs",
+        &run_benchlab(&["lab", "certs", "--out", s(&certs), "--agents", "1"]),
+    );
+    std::fs::create_dir_all(smbd.share.join("clients")).unwrap();
+    let s_path = suite(d.path(), &smbd.url(), 2, 1000);
+    let out = d.path().join("out");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ctl = spawn(
+        Command::new(benchlab_bin())
+            .args([
+                "run",
+                s(&s_path),
+                "--agents",
+                "1",
+                "--clients-per-agent",
+                "2",
+                "--monitors",
+                "1",
+                "--listen",
+                &listen,
+                "--tls-dir",
+            ])
+            .arg(&certs)
+            .arg("--out")
+            .arg(&out),
+    );
+    let monitor = spawn(
+        Command::new(benchlab_bin())
+            .args(["monitor", "--controller", &listen, "--process-name", "smbd", "--cert"])
+            .arg(certs.join("monitor.pem"))
+            .arg("--key")
+            .arg(certs.join("monitor.key"))
+            .arg("--ca")
+            .arg(certs.join("ca.pem")),
+    );
+    let a0 = spawn(&mut agent(&certs, &listen, 0));
+    let o = ctl.wait_output();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{stderr}");
+    assert!(a0.wait_output().status.success());
+    assert!(monitor.wait_output().status.success());
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    assert!(n(&m["requests"]) > 0, "{m}");
+    let rows = m["client_data"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "two clients on the one agent");
+    let res = &m["resources"];
+    let host = &res["hosts"][0];
+    assert!(
+        host["source"].as_str().is_some_and(|s| s.starts_with("remote monitor")),
+        "{host}"
+    );
+    assert!(!host["seconds"].as_array().unwrap().is_empty(), "{res}");
+    let avg = &host["average"]["process"];
+    let cpu = avg["cpu_user"].as_f64().unwrap() + avg["cpu_system"].as_f64().unwrap();
+    assert!(cpu > 0.0, "smbd did the mix's work: {avg}");
+    let summary = res["verdict"]["summary"].as_str().unwrap();
+    assert!(stderr.contains(&format!("mix 1: {summary}")), "{stderr}");
+}
