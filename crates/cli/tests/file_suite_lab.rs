@@ -287,3 +287,74 @@ fn ctrl_c_keeps_the_file_mix_under_way_partial_and_exits_130() {
         mixes[0]["window_s"]
     );
 }
+
+/// `(status, body)` of a GET to `127.0.0.1:port`.
+fn get(port: u16, path: &str) -> (u16, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the live view");
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(c, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut all = Vec::new();
+    c.read_to_end(&mut all).unwrap();
+    let end = all.windows(4).position(|w| w == b"\r\n\r\n").expect("a head");
+    let head = String::from_utf8_lossy(&all[..end]);
+    let status = head.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+    (status, all[end + 4..].to_vec())
+}
+
+/// `--web`: the live view of a file suite plots each second of the mix
+/// as it ends, and those are the seconds results.json keeps.
+#[test]
+fn the_live_view_shows_a_file_mixs_seconds_as_results_json_keeps_them() {
+    let d = tempfile::tempdir().unwrap();
+    let s = suite(d.path(), None, &[2], "3s");
+    let out = d.path().join("out");
+    let port = common::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(benchlab_bin())
+        .args([
+            "run",
+            s.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--web",
+            &addr,
+            "--web-linger",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_for_port(port, Duration::from_secs(60));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut saw_running = false;
+    let last = loop {
+        let (status, body) = get(port, "/live.json");
+        assert_eq!(status, 200);
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        saw_running |= v["state"] == "running" && v["seconds"].as_array().is_some_and(|s| !s.is_empty());
+        if v["state"] == "done" {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "the run never ended: {v}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(saw_running, "no second was live before the end");
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let _ = child.wait();
+    let r = results(&out);
+    let kept = r["mixes"][0]["per_second"].as_array().unwrap();
+    let live: Vec<(u64, u64)> = last["seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (n(&s["second"]), n(&s["requests"])))
+        .collect();
+    let want: Vec<(u64, u64)> = kept.iter().map(|s| (n(&s["second"]), n(&s["requests"]))).collect();
+    assert_eq!(live, want);
+    assert!(live.iter().map(|s| s.1).sum::<u64>() > 0);
+}
