@@ -184,3 +184,67 @@ pub fn summary_table(r: &FileResults) -> String {
     }
     s
 }
+
+/// The `run` flags a file suite (disk mixes, loadfiles) takes today; every
+/// other flag given is refused by name rather than silently ignored. The
+/// list is of clap's ids (the fields of `run_cmd::RunArgs`), so a flag added to
+/// `run` is refused for file suites until someone makes it apply.
+pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
+    "suite",
+    "target",
+    "out",
+    "time_scale",
+    "phases",
+    "phase_targets",
+    "repeat",
+    "smb_password_file",
+    // The controller's suite loop runs file mixes too (issue 20): its
+    // monitors and verdict, live view, pinning, cold cache and peak search.
+    "monitor_local",
+    "monitor_pid",
+    "monitor_process",
+    "node_exporters",
+    "monitors",
+    "listen",
+    "tls_dir",
+    "web",
+    "web_allow_remote",
+    "web_linger",
+    "client_cpus",
+    "allow_shared_cpus",
+    "cold_cache",
+    "find_peak",
+    "peak_tolerance",
+    "peak_max_p99",
+    "peak_max_error_rate",
+    "peak_max_threads",
+    "peak_bisect_steps",
+    "peak_start_threads",
+    // Agents run a file mix's clients, each user in its own workspace on
+    // the one share (the target must be reachable from the agents).
+    "agents",
+    "clients_per_agent",
+    "agent_timeout",
+    "abort_on_lost_agent",
+];
+
+/// Refuses the flags of `given` (clap id, flag as typed) that do not apply
+/// to a file suite, naming each, before anything runs.
+pub(crate) fn refuse_flags_for_file_suite(suite: &Suite, given: &[(String, String)]) -> Result<(), CliError> {
+    let refused: Vec<&str> = given
+        .iter()
+        .filter(|(id, _)| !FILE_SUITE_FLAGS.contains(&id.as_str()))
+        .map(|(_, flag)| flag.as_str())
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "{} {} not apply to suite `{}`: its workloads are file workloads (disk mixes, loadfiles), \
+         which have no URLs, TLS, file sets or engine threads, and no lab server \
+         (docs/fileservers.md lists the flags they take)",
+        refused.join(", "),
+        if refused.len() == 1 { "does" } else { "do" },
+        suite.name
+    )))
+}

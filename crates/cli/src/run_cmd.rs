@@ -3,6 +3,9 @@
 use crate::live::{Feed, WebArgs};
 use crate::output::{mbytes_per_sec, plural, requests_per_sec, share, thousands};
 use crate::{CliError, Outcome};
+// `benchlab http` reads these from here too.
+use crate::run_lab::{cold_cache_evictor, lab_target};
+pub(crate) use crate::run_lab::{lab_disclosure, pin_clients};
 use benchlab_controller::peak::SearchLimits;
 use benchlab_controller::{
     prepare, run_prepared, run_prepared_search, MixResult, Observer, Prepared, Results, RunOptions, SecondResult,
@@ -621,209 +624,6 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
     }
 }
 
-/// The URL of the lab server `name` (`benchlab lab up NAME`), or why not.
-fn lab_target(name: &str) -> Result<String, CliError> {
-    let kind = benchlab_lab::ServerKind::parse(name).map_err(|e| CliError::Usage(format!("--lab: {e}")))?;
-    match benchlab_lab::status(&benchlab_lab::default_base())
-        .into_iter()
-        .find(|(l, _)| l.server == kind)
-    {
-        Some((l, true)) => Ok(l.url),
-        Some((_, false)) => Err(CliError::CannotRun(format!(
-            "--lab {name}: the lab's {name} is not running (`benchlab lab down {name}`, then `benchlab lab up {name}`)"
-        ))),
-        None => Err(CliError::CannotRun(format!(
-            "--lab {name}: {name} is not up; start it with `benchlab lab up {name}`"
-        ))),
-    }
-}
-
-/// The disclosure of the running lab server whose URL is `target`, if any.
-/// With `--lab` (`required`) an unreadable disclosure is an error; a target
-/// that merely equals a lab server's URL gets a warning instead.
-pub(crate) fn lab_disclosure(
-    target: &str,
-    required: bool,
-) -> Result<Option<benchlab_results::ServerDisclosure>, CliError> {
-    let Some((lab, _)) = benchlab_lab::status(&benchlab_lab::default_base())
-        .into_iter()
-        .find(|(l, alive)| *alive && l.serves(target))
-    else {
-        return Ok(None);
-    };
-    match lab.read_disclosure() {
-        Ok(d) => Ok(Some(d.server)),
-        Err(e) if required => Err(CliError::CannotRun(format!("--lab: {e}"))),
-        Err(e) => {
-            eprintln!(
-                "benchlab: warning: the target is the lab's {}, but its disclosure is unreadable: {e}",
-                lab.server.name()
-            );
-            Ok(None)
-        }
-    }
-}
-
-/// `--client-cpus LIST`: pins this thread — and so every worker thread the
-/// run spawns after it — to LIST, after refusing a set that shares a CPU
-/// with the lab server's (the load generator would take the server's
-/// cycles, and the result would measure both). Returns the CPUs pinned.
-pub(crate) fn pin_clients(
-    list: Option<&str>,
-    allow_shared: bool,
-    server: Option<&benchlab_results::ServerDisclosure>,
-) -> Result<Vec<usize>, CliError> {
-    let Some(list) = list else {
-        return Ok(Vec::new());
-    };
-    let cpus = benchlab_lab::process::parse_cpu_set("--client-cpus", list).map_err(CliError::Usage)?;
-    if let Some(s) = server {
-        let shared: Vec<String> = cpus
-            .iter()
-            .filter(|c| s.cpus.contains(c))
-            .map(|c| c.to_string())
-            .collect();
-        if !shared.is_empty() && !allow_shared {
-            return Err(CliError::Usage(format!(
-                "--client-cpus {list}: CPU {} is also the lab's {} CPU (`lab up --cpus {}`): client and server would                  share a core and the result would measure both; pick other CPUs, or add --allow-shared-cpus",
-                shared.join(","),
-                s.server,
-                crate::run_cmd::cpus_text(&s.cpus)
-            )));
-        }
-    }
-    benchlab_lab::process::pin_current_thread(&cpus)
-        .map_err(|e| CliError::CannotRun(format!("--client-cpus {list}: cannot pin the load generator: {e}")))?;
-    Ok(cpus)
-}
-
-/// `--cold-cache` needs root and a writable /proc/sys/vm/drop_caches: say
-/// so before any request rather than after the first mix.
-fn check_cold_cache() -> Result<(), CliError> {
-    match std::fs::OpenOptions::new().write(true).open("/proc/sys/vm/drop_caches") {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(CliError::Usage(
-            "--cold-cache drops the page cache (/proc/sys/vm/drop_caches), which only root may do: run as root, \
-             or leave --cold-cache out"
-                .into(),
-        )),
-        Err(e) => Err(CliError::CannotRun(format!(
-            "--cold-cache: /proc/sys/vm/drop_caches is not writable here ({e}; a container's /proc/sys is often \
-             read-only)"
-        ))),
-    }
-}
-
-/// `--cold-cache` without root (or with BENCHLAB_COLD_CACHE=cgroup, how
-/// the tests reach this path as root): the lab server in a memory cgroup
-/// of its own, evicted before each mix (`benchlab_lab::cache`). It needs
-/// the lab server's processes, so a run against another server is refused.
-#[derive(Debug)]
-struct CgroupEvictor(benchlab_lab::cache::CgroupCache);
-
-impl benchlab_controller::CacheEvictor for CgroupEvictor {
-    fn evict(&self) -> Result<String, String> {
-        self.0.evict()
-    }
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-}
-
-fn cold_cache_evictor(
-    server: Option<&benchlab_results::ServerDisclosure>,
-) -> Result<Option<Arc<dyn benchlab_controller::CacheEvictor>>, CliError> {
-    let root = benchlab_lab::cache::is_root();
-    let forced = std::env::var("BENCHLAB_COLD_CACHE").is_ok_and(|v| v == "cgroup");
-    if root && !forced {
-        check_cold_cache()?;
-        return Ok(None);
-    }
-    let Some(server) = server else {
-        return Err(CliError::Usage(
-            "--cold-cache without root evicts the page cache of a server benchlab started (`benchlab lab up`, \
-             moved into a memory cgroup), and this target is none: add --lab SERVER, or run as root (the whole \
-             machine's page cache is then dropped)"
-                .into(),
-        ));
-    };
-    let lab = benchlab_lab::status(&benchlab_lab::default_base())
-        .into_iter()
-        .find(|(l, alive)| *alive && l.server.name() == server.server)
-        .map(|(l, _)| l)
-        .ok_or_else(|| CliError::CannotRun(format!("--cold-cache: the lab's {} is not running", server.server)))?;
-    let cache = benchlab_lab::cache::CgroupCache::create(&lab).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    Ok(Some(Arc::new(CgroupEvictor(cache))))
-}
-
-/// The `run` flags a file suite (disk mixes, loadfiles) takes today; every
-/// other flag given is refused by name rather than silently ignored. The
-/// list is of clap's ids (the fields of [`RunArgs`]), so a flag added to
-/// `run` is refused for file suites until someone makes it apply.
-pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
-    "suite",
-    "target",
-    "out",
-    "time_scale",
-    "phases",
-    "phase_targets",
-    "repeat",
-    "smb_password_file",
-    // The controller's suite loop runs file mixes too (issue 20): its
-    // monitors and verdict, live view, pinning, cold cache and peak search.
-    "monitor_local",
-    "monitor_pid",
-    "monitor_process",
-    "node_exporters",
-    "monitors",
-    "listen",
-    "tls_dir",
-    "web",
-    "web_allow_remote",
-    "web_linger",
-    "client_cpus",
-    "allow_shared_cpus",
-    "cold_cache",
-    "find_peak",
-    "peak_tolerance",
-    "peak_max_p99",
-    "peak_max_error_rate",
-    "peak_max_threads",
-    "peak_bisect_steps",
-    "peak_start_threads",
-    // Agents run a file mix's clients, each user in its own workspace on
-    // the one share (the target must be reachable from the agents).
-    "agents",
-    "clients_per_agent",
-    "agent_timeout",
-    "abort_on_lost_agent",
-];
-
-/// Refuses the flags of `given` (clap id, flag as typed) that do not apply
-/// to a file suite, naming each, before anything runs.
-fn refuse_flags_for_file_suite(suite: &Suite, given: &[(String, String)]) -> Result<(), CliError> {
-    let refused: Vec<&str> = given
-        .iter()
-        .filter(|(id, _)| !FILE_SUITE_FLAGS.contains(&id.as_str()))
-        .map(|(_, flag)| flag.as_str())
-        .collect();
-    if refused.is_empty() {
-        return Ok(());
-    }
-    Err(CliError::Usage(format!(
-        "{} {} not apply to suite `{}`: its workloads are file workloads (disk mixes, loadfiles), \
-         which have no URLs, TLS or file sets, run in this process, and have no lab server \
-         (docs/fileservers.md lists the flags they take)",
-        refused.join(", "),
-        if refused.len() == 1 { "does" } else { "do" },
-        suite.name
-    )))
-}
-
-fn cpus_text(cpus: &[usize]) -> String {
-    cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
-}
-
 /// `benchlab run`.
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
@@ -831,7 +631,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     // mixes by crates/fileserver; only their targets and inputs differ.
     let file_suite = crate::file_cmd::is_file_suite(&suite);
     if file_suite {
-        refuse_flags_for_file_suite(&suite, &a.given)?;
+        crate::file_cmd::refuse_flags_for_file_suite(&suite, &a.given)?;
         crate::file_cmd::prepare(
             &mut suite,
             a.target.as_deref(),
