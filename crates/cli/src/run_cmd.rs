@@ -746,6 +746,15 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         server: lab_disclosure(&suite.target, a.lab.is_some())?,
         ..RunOptions::default()
     };
+    // A file server is no lab server: only root can empty its page cache
+    // (the whole machine's: a file:// target's, a Samba's on this host).
+    if a.cold_cache && file_suite && !benchlab_lab::cache::is_root() {
+        return Err(CliError::Usage(
+            "--cold-cache for a file suite drops the whole machine's page cache, which needs root: run as root \
+             (the lab's memory-cgroup eviction is for its web servers)"
+                .into(),
+        ));
+    }
     let cache_evictor = if a.cold_cache {
         cold_cache_evictor(opts.server.as_ref())?
     } else {

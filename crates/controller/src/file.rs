@@ -99,9 +99,17 @@ pub(crate) fn run_mix(
     // A disk mix fills every user's workspace before the mix's clock
     // starts, which takes a while on a big workspace: say so.
     if let FileWorkload::DiskMix(d) = &phase.workload {
+        let length = mix.params.length;
         observer.note(&format!(
-            "mix {}: filling workspaces ({}) first",
+            "mix {} ({phase_name}): {} × {}, {}: filling workspaces ({}) first …",
             mix.number,
+            benchlab_format::plural(mix.clients.into(), "client", "clients"),
+            benchlab_format::plural(mix.params.threads_per_client.into(), "thread", "threads"),
+            if length.subsec_millis() == 0 {
+                format!("{}s", length.as_secs())
+            } else {
+                format!("{}ms", length.as_millis())
+            },
             benchlab_format::plural(d.workspace, "byte per user", "bytes per user")
         ));
     }
