@@ -254,20 +254,23 @@ pub(crate) fn run_users(
             .iter_mut()
             .map(|p| {
                 s.spawn(move || -> Result<String, String> {
-                    let mut seen = [0u64; 3];
+                    // Per second: what this user reported for it so far.
+                    let mut seen: std::collections::BTreeMap<u64, [u64; 3]> = Default::default();
                     loop {
                         let l = read_line(p)?;
                         let Some(counts) = l.strip_prefix("tick ") else {
                             return Ok(l);
                         };
                         let n: Vec<u64> = counts.split(' ').filter_map(|x| x.parse().ok()).collect();
-                        if let [ops, errors, bytes] = n[..] {
+                        if let [second, ops, errors, bytes] = n[..] {
+                            let s = seen.entry(second).or_default();
                             live.add_counts(
-                                ops.saturating_sub(seen[0]),
-                                errors.saturating_sub(seen[1]),
-                                bytes.saturating_sub(seen[2]),
+                                second as usize,
+                                ops.saturating_sub(s[0]),
+                                errors.saturating_sub(s[1]),
+                                bytes.saturating_sub(s[2]),
                             );
-                            seen = [ops.max(seen[0]), errors.max(seen[1]), bytes.max(seen[2])];
+                            *s = [ops.max(s[0]), errors.max(s[1]), bytes.max(s[2])];
                         }
                     }
                 })
@@ -369,20 +372,24 @@ pub fn user_main() -> i32 {
     let done = AtomicBool::new(false);
     let (st, fin) = std::thread::scope(|s| {
         let ticker = s.spawn(|| {
-            let mut last = [0u64; 3];
+            // Per second of the window: its counts so far (`tick SECOND
+            // OPS ERRORS BYTES`, 0-based), when they changed.
+            let mut last: Vec<[u64; 3]> = Vec::new();
+            let tick = |last: &mut Vec<[u64; 3]>| {
+                let now = live.snapshot();
+                for (i, c) in now.iter().enumerate() {
+                    if last.get(i) != Some(c) {
+                        say(&format!("tick {i} {} {} {}", c[0], c[1], c[2]));
+                    }
+                }
+                *last = now;
+            };
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(100));
-                let now = live.snapshot();
-                if now != last {
-                    say(&format!("tick {} {} {}", now[0], now[1], now[2]));
-                    last = now;
-                }
+                tick(&mut last);
             }
             // What came after the last tick: every count reaches the parent.
-            let now = live.snapshot();
-            if now != last {
-                say(&format!("tick {} {} {}", now[0], now[1], now[2]));
-            }
+            tick(&mut last);
         });
         let r = drive_user(
             &mut state,
