@@ -548,3 +548,35 @@ fn a_remote_monitor_judges_a_file_mix_run_on_an_agent() {
     let summary = res["verdict"]["summary"].as_str().unwrap();
     assert!(stderr.contains(&format!("mix 1: {summary}")), "{stderr}");
 }
+
+/// A target the agents cannot reach: every client says why, and the run
+/// stops naming it (exit 1) instead of keeping a mix that measured nothing.
+#[test]
+fn a_target_no_agent_can_reach_stops_the_run_saying_why() {
+    let d = tempfile::tempdir().unwrap();
+    let certs = d.path().join("certs");
+    common::assert_success(
+        "lab certs",
+        &run_benchlab(&["lab", "certs", "--out", s(&certs), "--agents", "1"]),
+    );
+    // Nothing listens on port 1.
+    let s_path = suite(d.path(), "smb://127.0.0.1:1/bench", 1, 1);
+    let out = d.path().join("out");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ctl = spawn(
+        Command::new(benchlab_bin())
+            .args(["run", s(&s_path), "--agents", "1", "--listen", &listen, "--tls-dir"])
+            .arg(&certs)
+            .arg("--out")
+            .arg(&out),
+    );
+    let _a0 = spawn(&mut agent(&certs, &listen, 0));
+    let o = ctl.wait_output();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the run stops before mix 1: no client of the mix reported; client 1: agent 0: "),
+        "{stderr}"
+    );
+    assert!(!out.join("results.json").exists(), "nothing was measured");
+}

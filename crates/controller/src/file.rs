@@ -294,6 +294,16 @@ fn run_remote(
             Err(l) => lost[c] = Some(l.why),
         }
     }
+    // No client reported (the target unreachable from every agent, say):
+    // the run stops here, naming why, rather than keep a mix that measured
+    // nothing and reads as the server's collapse.
+    if !stopped && lost.iter().all(Option::is_some) {
+        let why = lost.iter().flatten().next().cloned().unwrap_or_default();
+        return Err(ControllerError::ClientsLost {
+            mix: mix.number,
+            why: format!("no client of the mix reported; client 1: {why}"),
+        });
+    }
     let full = (plan.length - plan.ramp_down - plan.ramp_up).as_secs_f64();
     let measure = FileMixMeasure {
         total,
