@@ -5,7 +5,9 @@
 //! hosts' seconds and the verdict attached here exactly as for web mixes —
 //! so phases, `--repeat`, the observer (`--web`, the progress display),
 //! Ctrl-C, `--find-peak`, `--cold-cache` and the results writer are the
-//! suite loop's own.
+//! suite loop's own. Its users run in this process, or — when the run's
+//! clients are remote agents — on the agents, one [`FileClientDriver`]
+//! per client, their counts merged here exactly.
 
 use crate::driver::{DriverError, FileClientDriver};
 use crate::options::{ControllerError, Observer, RunOptions};
