@@ -580,3 +580,65 @@ fn a_target_no_agent_can_reach_stops_the_run_saying_why() {
     );
     assert!(!out.join("results.json").exists(), "nothing was measured");
 }
+
+/// A NetBench disk mix on two agents: each agent rebuilds the disk mix
+/// from the order's text, fills its client's workspace, and runs it; both
+/// clients' rows count, without an error.
+#[test]
+fn a_disk_mix_runs_on_two_agents_each_client_in_its_workspace() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let certs = d.path().join("certs");
+    common::assert_success(
+        "lab certs",
+        &run_benchlab(&["lab", "certs", "--out", s(&certs), "--agents", "2"]),
+    );
+    std::fs::write(
+        d.path().join("mix.toml"),
+        "name = \"small\"\nworkspace = \"200KB\"\n[file_size]\nmedian = \"20KB\"\np90 = \"60KB\"\nmax = \"100KB\"\n\
+         [operations]\nwrite = 40\nread = 8\nopen = 10\nquery_path = 12\nquery_file = 4\nfind = 8\ncreate = 4\n\
+         delete = 4\nrename = 2\nlock = 4\nflush = 4\n",
+    )
+    .unwrap();
+    let t = format!(
+        "name = \"netbench\"\ntarget = \"file://{}\"\n[workloads.nb]\ndisk_mix = \"mix.toml\"\n\
+         [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"2s\"\n[[mix]]\nclients = 2\n",
+        root.display()
+    );
+    let s_path = d.path().join("suite.toml");
+    std::fs::write(&s_path, t).unwrap();
+    let out = d.path().join("out");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ctl = spawn(
+        Command::new(benchlab_bin())
+            .args(["run", s(&s_path), "--agents", "2", "--listen", &listen, "--tls-dir"])
+            .arg(&certs)
+            .arg("--out")
+            .arg(&out),
+    );
+    let agents: Vec<Proc> = (0..2).map(|i| spawn(&mut agent(&certs, &listen, i))).collect();
+    let o = ctl.wait_output();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("mix 1 (nb): 2 clients × 1 thread, 2s: filling workspaces (200,000 bytes per user) first …"),
+        "{stderr}"
+    );
+    for a in agents {
+        assert!(a.wait_output().status.success());
+    }
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    assert_eq!(n(&m["errors_total"]), 0, "{m}");
+    let rows = m["client_data"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (k, row) in rows.iter().enumerate() {
+        assert!(n(&row["requests"]) > 0 && n(&row["bytes"]) > 0, "{row}");
+        let ws = root.join(format!("clients/client{}", k + 1));
+        assert!(ws.is_dir(), "client {}'s workspace", k + 1);
+    }
+    let sum: u64 = rows.iter().map(|c| n(&c["requests"])).sum();
+    assert_eq!(sum, n(&m["requests"]));
+    assert!(m["classes"].as_array().unwrap().iter().any(|c| c["name"] == "WriteX"));
+}
