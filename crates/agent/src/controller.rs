@@ -17,7 +17,7 @@ use benchlab_controller::plan::{ClientPlan, UrlList};
 use benchlab_controller::{ClientDriver, ClientLost, ClientPool, DriverError, FileClientDriver};
 use benchlab_engine::{ClientReport, Second};
 use benchlab_fileserver::run::LiveSecond;
-use benchlab_fileserver::{FileMixMeasure, FileOrder};
+use benchlab_fileserver::{FileEnd, FileOrder};
 use benchlab_results::{AgentResult, ClockCheck};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -1163,7 +1163,7 @@ struct RemoteFileDriver {
     index: u32,
     link: Option<Arc<Link>>,
     rx: Option<std_mpsc::Receiver<Event>>,
-    report: Option<FileMixMeasure>,
+    report: Option<FileEnd>,
     lost: Option<String>,
     finished: bool,
 }
@@ -1274,7 +1274,7 @@ impl FileClientDriver for RemoteFileDriver {
         self.finished
     }
 
-    fn finish(&mut self) -> Result<FileMixMeasure, ClientLost> {
+    fn finish(&mut self) -> Result<FileEnd, ClientLost> {
         // The watchdog turns silence into a loss within seconds, so this
         // wait ends.
         while !self.finished && self.rx.is_some() {

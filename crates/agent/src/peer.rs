@@ -466,7 +466,10 @@ fn start_file_client(f: FileStart, tx: &Outbound, stop: Arc<AtomicBool>) -> Opti
                     let json = serde_json::to_vec(&s).unwrap_or_default();
                     send(&second_tx, FromAgent::FileSecond(ClientPayload { client, json }));
                 })
-                .map(|(m, _)| m);
+                .map(|r| benchlab_fileserver::FileEnd {
+                    measure: r.measure,
+                    cpu_us: r.cpu_us,
+                });
             let json = serde_json::to_vec(&report).unwrap_or_default();
             send(&tx, FromAgent::FileReport(ClientPayload { client, json }));
         })

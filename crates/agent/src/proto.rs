@@ -223,7 +223,7 @@ pub struct FileStart {
 }
 
 /// How a file client ended, as an agent reports it.
-pub type FileReport = Result<benchlab_fileserver::FileMixMeasure, String>;
+pub type FileReport = Result<benchlab_fileserver::FileEnd, String>;
 
 /// A file client's second as an agent sends it.
 pub fn decode_file_second(json: &[u8]) -> Result<benchlab_fileserver::run::LiveSecond, serde_json::Error> {

@@ -547,6 +547,13 @@ fn a_remote_monitor_judges_a_file_mix_run_on_an_agent() {
     assert!(cpu > 0.0, "smbd did the mix's work: {avg}");
     let summary = res["verdict"]["summary"].as_str().unwrap();
     assert!(stderr.contains(&format!("mix 1: {summary}")), "{stderr}");
+    // The agent's user processes' own CPU, reported with their counts.
+    let gen = &m["client_cpu"];
+    assert!(
+        gen["user_s"].as_f64().unwrap() + gen["system_s"].as_f64().unwrap() > 0.0,
+        "{gen}"
+    );
+    assert!(m["client_cpu_s"].as_f64().unwrap() > 0.0, "{m}");
 }
 
 /// A target the agents cannot reach: every client says why, and the run

@@ -139,6 +139,12 @@ fn a_monitored_file_mix_has_the_hosts_seconds_and_a_verdict() {
     );
     // A local path is served by this machine: server and client share it.
     assert_eq!(host["role"], "server_and_client", "{host}");
+    // The user threads' own CPU over the mix.
+    let gen = &r["mixes"][0]["client_cpu"];
+    assert!(
+        gen["user_s"].as_f64().unwrap() + gen["system_s"].as_f64().unwrap() > 0.0,
+        "{gen}"
+    );
     let summary = res["verdict"]["summary"].as_str().unwrap();
     assert!(!summary.is_empty());
     assert!(stderr.contains(&format!("mix 1: {summary}")), "{stderr}");

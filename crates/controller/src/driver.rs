@@ -78,8 +78,9 @@ pub trait FileClientDriver: Send {
     fn next_second(&mut self, timeout: Duration) -> Option<benchlab_fileserver::run::LiveSecond>;
     /// Whether it has ended (or was lost) and every second came out.
     fn is_finished(&self) -> bool;
-    /// What it measured (its one client), or why it was lost.
-    fn finish(&mut self) -> Result<benchlab_fileserver::FileMixMeasure, ClientLost>;
+    /// What it measured (its one client) and its users' CPU, or why it
+    /// was lost.
+    fn finish(&mut self) -> Result<benchlab_fileserver::FileEnd, ClientLost>;
 }
 
 /// Where a run's clients come from: the run chooses (in this process by

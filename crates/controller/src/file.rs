@@ -15,7 +15,7 @@ use crate::verdict::mix_resources;
 use benchlab_engine::sys;
 use benchlab_fileserver::run::LiveSecond;
 use benchlab_fileserver::stats::FileStats;
-use benchlab_fileserver::{FileMixMeasure, FileMixPlan, FileOrder, FileTarget, FileWorkload, Part};
+use benchlab_fileserver::{FileMixMeasure, FileMixPlan, FileOrder, FileTarget, FileWorkload, MixRun, Part};
 use benchlab_model::{Mix, Suite};
 use benchlab_results::resources::GeneratorCores;
 use benchlab_results::{ClientCpu, MixResult, SecondResult};
@@ -66,25 +66,6 @@ pub(crate) fn co_located(target: &FileTarget) -> bool {
     }
 }
 
-/// This process's CPU and its waited-for children's (the `smb://` user
-/// processes), user and system.
-fn process_cpu() -> (Duration, Duration) {
-    let child = {
-        // SAFETY: rusage is plain integers, for which all-zero bytes are valid.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: getrusage writes into the struct we own and borrow mutably.
-        let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-        if rc == 0 {
-            (tv(ru.ru_utime), tv(ru.ru_stime))
-        } else {
-            (Duration::ZERO, Duration::ZERO)
-        }
-    };
-    let own = sys::cpu_time(false);
-    (own.0 + child.0, own.1 + child.1)
-}
-
 /// Runs one file mix in this process (its users as threads, or as
 /// processes of their own for `smb://`), and makes it the mix's result.
 pub(crate) fn run_mix(
@@ -115,25 +96,27 @@ pub(crate) fn run_mix(
             benchlab_format::plural(d.workspace, "byte per user", "bytes per user")
         ));
     }
-    let cpu0 = process_cpu();
     let wall0 = Instant::now();
     let remote = opts.clients.file_driver(0).is_some();
-    let (m, started, lost) = if remote {
+    let (run, lost) = if remote {
         run_remote(mix, phase, &target, &plan, opts, stop, observer)?
     } else {
-        let (m, started) = benchlab_fileserver::run_mix_timed(&phase.workload, &target, &plan, stop, &mut |s| {
+        let run = benchlab_fileserver::run_mix_timed(&phase.workload, &target, &plan, stop, &mut |s| {
             observer.second(mix, &live_second(&s))
         })
         .map_err(|e| ControllerError::Target(format!("mix {}: {e}", mix.number)))?;
-        (m, started, Vec::new())
+        (run, Vec::new())
     };
     let wall = wall0.elapsed();
-    let cpu = {
-        let c = process_cpu();
-        (c.0.saturating_sub(cpu0.0), c.1.saturating_sub(cpu0.1))
-    };
+    let (m, started) = (&run.measure, run.started);
+    // The users' own CPU (threads, or processes for smb://; on agents,
+    // theirs): the load generator's, as a web mix's client threads are.
+    let cpu = (
+        Duration::from_micros(run.cpu_us[0]),
+        Duration::from_micros(run.cpu_us[1]),
+    );
     let users = mix.clients * mix.params.threads_per_client;
-    let mut result = benchlab_fileserver::unified_mix_result(mix, phase_name, users, &m);
+    let mut result = benchlab_fileserver::unified_mix_result(mix, phase_name, users, m);
     // A lost agent's clients keep their numbers, out of the mix (their
     // counts never came: only their seconds, in the live series).
     for (c, why) in lost.iter().enumerate() {
@@ -153,11 +136,10 @@ pub(crate) fn run_mix(
     // most its users, within this process's CPUs.
     let cores = (users as usize).min(sys::usable_cpus()).max(1);
     let co_located = co_located(&target);
-    // The users ran here, unless on agents (whose CPU is theirs).
-    if !remote {
-        result.client_cpu_s = benchlab_results::round((cpu.0 + cpu.1).as_secs_f64(), 3);
-        result.client_cpu = ClientCpu::measure(cpu.0, cpu.1, wall, cores, completed).with_machine(None, co_located);
-    }
+    result.client_cpu_s = benchlab_results::round((cpu.0 + cpu.1).as_secs_f64(), 3);
+    // The server shares the users' machine only when they run here.
+    result.client_cpu =
+        ClientCpu::measure(cpu.0, cpu.1, wall, cores, completed).with_machine(None, co_located && !remote);
     if !opts.monitors.is_empty() {
         let generator = GeneratorCores {
             cpus: opts.client_cpus.iter().map(|&c| c as u32).collect(),
@@ -196,7 +178,7 @@ fn run_remote(
     opts: &RunOptions,
     stop: &AtomicBool,
     observer: &mut dyn Observer,
-) -> Result<(FileMixMeasure, SystemTime, Vec<Option<String>>), ControllerError> {
+) -> Result<(MixRun, Vec<Option<String>>), ControllerError> {
     let clients = mix.clients as usize;
     let pool = &opts.clients;
     pool.clients_left(clients).map_err(|e| ControllerError::ClientsLost {
@@ -284,9 +266,12 @@ fn run_remote(
     let mut per_client = vec![FileStats::default(); clients];
     let mut lost = vec![None; clients];
     let (mut window, mut prepared_bytes, mut partial) = (0.0f64, 0, stopped);
+    let mut cpu_us = [0u64; 2];
     for (c, d) in drivers.iter_mut().enumerate() {
         match d.finish() {
-            Ok(m) => {
+            Ok(end) => {
+                cpu_us = [cpu_us[0] + end.cpu_us[0], cpu_us[1] + end.cpu_us[1]];
+                let m = end.measure;
                 total.merge(&m.total);
                 per_client[c] = m.total;
                 window = window.max(m.window);
@@ -314,7 +299,14 @@ fn run_remote(
         prepared_bytes,
         partial,
     };
-    Ok((measure, start_at, lost))
+    Ok((
+        MixRun {
+            measure,
+            started: start_at,
+            cpu_us,
+        },
+        lost,
+    ))
 }
 
 /// A second of a running file mix as the observer sees a web one's: its

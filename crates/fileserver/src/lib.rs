@@ -32,10 +32,10 @@ mod unified;
 pub mod wire;
 pub mod xlsx;
 
-pub use mix::{run_mix, run_mix_part, run_mix_timed, Part};
+pub use mix::{run_mix, run_mix_part, run_mix_timed, MixRun, Part};
 pub use run::{FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
 pub use status::Status;
 /// A file mix's measure as the lab's one result row (minimal; the full
 /// mapping is `results::mix_result`'s).
 pub use unified::mix_result as unified_mix_result;
-pub use wire::FileOrder;
+pub use wire::{FileEnd, FileOrder};

@@ -7,8 +7,8 @@
 
 use crate::diskmix::Rng;
 use crate::run::{
-    drive_user, prepare_user, report_seconds, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload, LiveCounters,
-    LiveSecond, UserOutcome,
+    cpu_us, drive_user, prepare_user, report_seconds, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload,
+    LiveCounters, LiveSecond, UserOutcome,
 };
 use crate::stats::FileStats;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,19 +34,32 @@ pub fn run_mix(
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<FileMixMeasure, String> {
-    run_mix_timed(workload, target, plan, stop, on_second).map(|(m, _)| m)
+    run_mix_timed(workload, target, plan, stop, on_second).map(|r| r.measure)
 }
 
-/// [`run_mix`], with the wall-clock instant the mix's clock started (its
-/// users' common start; the window begins a ramp-up later): what the
-/// controller reads the monitored hosts' seconds against.
+/// A mix run: what it measured, when its clock started, and the CPU its
+/// users took driving it.
+#[derive(Debug, Clone)]
+pub struct MixRun {
+    pub measure: FileMixMeasure,
+    /// The wall-clock instant of the users' common start (the window
+    /// begins a ramp-up later).
+    pub started: SystemTime,
+    /// User and system CPU of every user, from its start to its end (its
+    /// workspace fill excluded), µs: the load generator's own CPU.
+    pub cpu_us: [u64; 2],
+}
+
+/// [`run_mix`], with the wall-clock instant the mix's clock started (what
+/// the controller reads the monitored hosts' seconds against) and the
+/// users' CPU.
 pub fn run_mix_timed(
     workload: &FileWorkload,
     target: &FileTarget,
     plan: &FileMixPlan,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
-) -> Result<(FileMixMeasure, SystemTime), String> {
+) -> Result<MixRun, String> {
     let part = Part {
         first_client: 0,
         clients: plan.clients,
@@ -88,7 +101,7 @@ pub fn run_mix_part(
     part: &Part,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
-) -> Result<(FileMixMeasure, SystemTime), String> {
+) -> Result<MixRun, String> {
     let all_users = plan.clients * plan.threads_per_client;
     let mut delay_rng = Rng::new(plan.seed ^ 0xD1B5_4A32_D192_ED03);
     // Drawn for every user of the mix, so a user's delay is the same
@@ -123,9 +136,11 @@ pub fn run_mix_part(
     let mut clients = vec![FileStats::default(); part.clients as usize];
     let mut prepared_bytes = 0;
     let mut last_finish: Option<Instant> = Some(t0);
+    let mut cpu_us = [0u64; 2];
     for (u, r) in outcomes.into_iter().enumerate() {
-        let (st, prep, fin) = r?;
+        let (st, prep, fin, cpu) = r?;
         prepared_bytes += prep;
+        cpu_us = [cpu_us[0] + cpu[0], cpu_us[1] + cpu[1]];
         total.merge(&st);
         clients[u / plan.threads_per_client as usize].merge(&st);
         last_finish = match (last_finish, fin) {
@@ -144,8 +159,8 @@ pub fn run_mix_part(
         None => full,
     };
     let started = SystemTime::now() - Instant::now().saturating_duration_since(t0);
-    Ok((
-        FileMixMeasure {
+    Ok(MixRun {
+        measure: FileMixMeasure {
             total,
             clients,
             window,
@@ -153,7 +168,8 @@ pub fn run_mix_part(
             partial,
         },
         started,
-    ))
+        cpu_us,
+    })
 }
 
 /// Every user a thread of this process, with its own connection.
@@ -191,8 +207,10 @@ fn run_threads(
                 go.wait();
                 let (mut state, bytes) = prep?;
                 let t0 = *start_cell.get().ok_or("the mix's start was not set")?;
+                let cpu0 = cpu_us(libc::RUSAGE_THREAD);
                 let (st, fin) = drive_user(&mut state, b.as_mut(), plan, delay, t0, stop, Some(live));
-                Ok((st, bytes, fin))
+                let cpu1 = cpu_us(libc::RUSAGE_THREAD);
+                Ok((st, bytes, fin, [cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]]))
             }));
         }
         prepared.wait();

@@ -68,6 +68,9 @@ struct WireOutcome {
     finished_ns: Option<u64>,
     #[serde(default)]
     seconds: Vec<crate::stats::SecondStats>,
+    /// The process's user and system CPU µs over the mix.
+    #[serde(default)]
+    cpu_us: [u64; 2],
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds (what `Instant` reads on Linux).
@@ -96,7 +99,7 @@ fn ns_of(t: Instant) -> u64 {
     }
 }
 
-fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>) -> Result<String, String> {
+fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>, cpu_us: [u64; 2]) -> Result<String, String> {
     let mut ops = Vec::new();
     for o in &st.ops {
         let mut buf = Vec::new();
@@ -119,6 +122,7 @@ fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>) -> Result<St
         prepared,
         finished_ns: finished.map(ns_of),
         seconds: st.seconds.clone(),
+        cpu_us,
     })
     .map_err(|e| e.to_string())
 }
@@ -149,7 +153,7 @@ fn decode(line: &str) -> UserOutcome {
     st.errors = w.errors;
     st.loops = w.loops;
     st.seconds = w.seconds;
-    Ok((st, w.prepared, w.finished_ns.map(instant_of)))
+    Ok((st, w.prepared, w.finished_ns.map(instant_of), w.cpu_us))
 }
 
 struct UserProc {
@@ -290,7 +294,7 @@ pub(crate) fn run_users(
         let l = l?;
         if l.is_empty() && stop.load(std::sync::atomic::Ordering::Relaxed) {
             // Ctrl-C reached the user too: nothing to count from it.
-            outcomes.push(Ok((FileStats::default(), 0, None)));
+            outcomes.push(Ok((FileStats::default(), 0, None, [0; 2])));
             continue;
         }
         outcomes.push(decode(&l));
@@ -370,7 +374,7 @@ pub fn user_main() -> i32 {
     // parent's live display; the outcome line comes after the last one.
     let live = LiveCounters::default();
     let done = AtomicBool::new(false);
-    let (st, fin) = std::thread::scope(|s| {
+    let ((st, fin), cpu) = std::thread::scope(|s| {
         let ticker = s.spawn(|| {
             // Per second of the window: its counts so far (`tick SECOND
             // OPS ERRORS BYTES`, 0-based), when they changed.
@@ -391,6 +395,7 @@ pub fn user_main() -> i32 {
             // What came after the last tick: every count reaches the parent.
             tick(&mut last);
         });
+        let cpu0 = crate::run::cpu_us(libc::RUSAGE_SELF);
         let r = drive_user(
             &mut state,
             b.as_mut(),
@@ -402,11 +407,12 @@ pub fn user_main() -> i32 {
         );
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = ticker.join();
-        r
+        let cpu1 = crate::run::cpu_us(libc::RUSAGE_SELF);
+        (r, [cpu1[0].saturating_sub(cpu0[0]), cpu1[1].saturating_sub(cpu0[1])])
     });
     drop(state);
     drop(b);
-    match encode(&st, bytes, fin) {
+    match encode(&st, bytes, fin, cpu) {
         Ok(l) => {
             say(&l);
             0
@@ -438,8 +444,8 @@ mod tests {
         st.record_second(0, false, 7, 0);
         st.record_second(2, true, 0, 9);
         let fin = Instant::now() + Duration::from_millis(5);
-        let (back, prepared, f) = decode(&encode(&st, 99, Some(fin)).unwrap()).unwrap();
-        assert_eq!(prepared, 99);
+        let (back, prepared, f, cpu) = decode(&encode(&st, 99, Some(fin), [5, 6]).unwrap()).unwrap();
+        assert_eq!((prepared, cpu), (99, [5, 6]));
         let drift = f.unwrap().max(fin) - f.unwrap().min(fin);
         assert!(drift < Duration::from_millis(1), "{drift:?}");
         assert_eq!((back.bytes_read, back.bytes_written, back.loops), (7, 1 << 40, 3));

@@ -307,8 +307,23 @@ pub(crate) fn drive_user(
     (st, finished_at)
 }
 
-/// What one user brings back.
-pub(crate) type UserOutcome = Result<(FileStats, u64, Option<Instant>), String>;
+/// What one user brings back: its counts, the bytes its workspace fill
+/// wrote, when it ended its passes, and the CPU it used driving the mix
+/// (user and system µs).
+pub(crate) type UserOutcome = Result<(FileStats, u64, Option<Instant>, [u64; 2]), String>;
+
+/// User and system CPU µs of the calling thread (`who`: RUSAGE_THREAD) or
+/// process (RUSAGE_SELF).
+pub(crate) fn cpu_us(who: libc::c_int) -> [u64; 2] {
+    // SAFETY: rusage is plain integers, for which all-zero bytes are valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own and borrow mutably.
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return [0; 2];
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    [us(ru.ru_utime), us(ru.ru_stime)]
+}
 
 pub(crate) fn sleep_until(t: Instant, stop: &AtomicBool) {
     loop {

@@ -7,7 +7,7 @@
 use crate::diskmix::DiskMix;
 use crate::loadfile::{Loadfile, OpKind};
 use crate::mix::Part;
-use crate::run::{FileMixPlan, FileWorkload};
+use crate::run::{FileMixMeasure, FileMixPlan, FileWorkload};
 use crate::stats::{FileStats, OpStats, SecondStats, LATENCY_MAX_US};
 use base64::Engine as _;
 use benchlab_model::input::{read_bounded, MAX_DISK_MIX_BYTES, MAX_LOADFILE_BYTES};
@@ -107,6 +107,14 @@ impl<'de> Deserialize<'de> for FileStats {
     }
 }
 
+/// How a client of a file mix ended on an agent: what it measured and the
+/// CPU its users took (user and system µs), the load generator's own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileEnd {
+    pub measure: FileMixMeasure,
+    pub cpu_us: [u64; 2],
+}
+
 /// A workload as its own text, rebuilt where the agent runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadText {
@@ -189,7 +197,6 @@ impl FileOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::FileMixMeasure;
     use crate::status::Status;
 
     #[test]
