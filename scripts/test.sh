@@ -50,6 +50,7 @@ requirements=(
   "ca-certificates|/etc/ssl/certs/ca-certificates.crt|cargo downloads crates from crates.io over HTTPS"
   "samba|smbd|file-server tests: an unprivileged smbd on a loopback high port (crates/fileserver/src/smbd.rs)"
   "libsmbclient|/usr/lib/x86_64-linux-gnu/libsmbclient.so.0,/usr/lib/aarch64-linux-gnu/libsmbclient.so.0|smb:// targets: Samba's client library, loaded at run time"
+  "samba-vfs-modules|/usr/lib/x86_64-linux-gnu/samba/vfs/full_audit.so,/usr/lib/aarch64-linux-gnu/samba/vfs/full_audit.so|file_suite_agents.rs: Samba's full_audit log of what the agents did"
   "dbench|dbench|file-suite tests replay its client.txt; bench/dbench-vs-benchlab.sh"
   "iproute2|ip|agents.rs: test systems in network namespaces (ip netns, veth pairs)"
   "h2o|h2o|HTTP/2 tests: h2o over h2c and TLS (crates/cli/tests/http2.rs)"

@@ -14,8 +14,10 @@ use crate::proto::*;
 use crate::tls::{CertRole, TlsFiles};
 use crate::{now_nanos, time_of_nanos, AgentError};
 use benchlab_controller::plan::{ClientPlan, UrlList};
-use benchlab_controller::{ClientDriver, ClientLost, ClientPool, DriverError};
+use benchlab_controller::{ClientDriver, ClientLost, ClientPool, DriverError, FileClientDriver};
 use benchlab_engine::{ClientReport, Second};
+use benchlab_fileserver::run::LiveSecond;
+use benchlab_fileserver::{FileEnd, FileOrder};
 use benchlab_results::{AgentResult, ClockCheck};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -81,6 +83,9 @@ enum Event {
     Started(Result<(), String>),
     Second(Box<Second>),
     Report(Box<ClientReport>),
+    /// A file client's second and its end.
+    FileSecond(LiveSecond),
+    FileReport(Box<FileReport>),
     Lost(String),
 }
 
@@ -511,6 +516,14 @@ async fn read_agent(shared: &Shared, link: &Link, mut inbound: Streaming<AgentMe
             Some(FromAgent::Report(p)) => match decode_report(&p.json) {
                 Ok(r) => route(p.client, Event::Report(Box::new(r))),
                 Err(e) => break format!("it sent a report that does not decode: {e}"),
+            },
+            Some(FromAgent::FileSecond(p)) => match decode_file_second(&p.json) {
+                Ok(s) => route(p.client, Event::FileSecond(s)),
+                Err(e) => break format!("it sent a file second that does not decode: {e}"),
+            },
+            Some(FromAgent::FileReport(p)) => match decode_file_report(&p.json) {
+                Ok(r) => route(p.client, Event::FileReport(Box::new(r))),
+                Err(e) => break format!("it sent a file report that does not decode: {e}"),
             },
             Some(FromAgent::Heartbeat(_)) => {}
             Some(FromAgent::Hello(_)) | Some(FromAgent::Sample(_)) | None => {
@@ -950,6 +963,22 @@ impl ClientPool for RemotePool {
         )))
     }
 
+    fn file_driver(&self, client: usize) -> Option<Box<dyn FileClientDriver>> {
+        let k = self.shared.opts.clients_per_agent.max(1) as usize;
+        let index = (client / k) as u32;
+        let link = self.shared.state().agents.get(&index).cloned();
+        Some(Box::new(RemoteFileDriver {
+            shared: Arc::clone(&self.shared),
+            client: client as u32,
+            index,
+            link,
+            rx: None,
+            report: None,
+            lost: None,
+            finished: false,
+        }))
+    }
+
     fn agents(&self) -> Vec<AgentResult> {
         let k = self.shared.opts.clients_per_agent.max(1) as usize;
         self.shared
@@ -990,7 +1019,7 @@ impl RemoteDriver {
                 self.finished = true;
             }
             Event::Lost(why) => self.mark_lost(why),
-            Event::Started(_) => {}
+            Event::Started(_) | Event::FileSecond(_) | Event::FileReport(_) => {}
         }
         None
     }
@@ -1116,6 +1145,166 @@ impl ClientDriver for RemoteDriver {
 }
 
 impl Drop for RemoteDriver {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.stop();
+        }
+        if let Some(l) = &self.link {
+            lock(&l.clients).remove(&self.client);
+        }
+    }
+}
+
+/// One client of a file mix, run by an agent: its users in their own
+/// workspaces there, its seconds streamed, its measure returned whole.
+struct RemoteFileDriver {
+    shared: Arc<Shared>,
+    client: u32,
+    index: u32,
+    link: Option<Arc<Link>>,
+    rx: Option<std_mpsc::Receiver<Event>>,
+    report: Option<FileEnd>,
+    lost: Option<String>,
+    finished: bool,
+}
+
+impl RemoteFileDriver {
+    fn mark_lost(&mut self, why: String) {
+        self.lost = Some(why);
+        self.finished = true;
+    }
+
+    fn handle(&mut self, e: Event) -> Option<LiveSecond> {
+        match e {
+            Event::FileSecond(s) => return Some(s),
+            Event::FileReport(r) => {
+                match *r {
+                    Ok(m) => self.report = Some(m),
+                    // It could not run (its target unreachable from the
+                    // agent, say): out of the mix, saying why.
+                    Err(why) => self.lost = Some(why),
+                }
+                self.finished = true;
+            }
+            Event::Lost(why) => self.mark_lost(why),
+            Event::Started(_) | Event::Second(_) | Event::Report(_) => {}
+        }
+        None
+    }
+}
+
+impl FileClientDriver for RemoteFileDriver {
+    fn start(&mut self, order: FileOrder, start_at: SystemTime) -> Result<(), DriverError> {
+        if let Some(why) = self.shared.state().aborted.clone() {
+            return Err(DriverError::Remote(format!("the run stops: {why}")));
+        }
+        let Some(link) = self.link.clone() else {
+            return Err(DriverError::Remote(format!(
+                "client {} has no agent: agent {} never registered",
+                self.client + 1,
+                self.index
+            )));
+        };
+        if let Some(why) = link.is_lost() {
+            self.mark_lost(format!("agent {} was lost earlier: {why}", self.index));
+            return Ok(());
+        }
+        let (tx, rx) = std_mpsc::channel();
+        lock(&link.clients).insert(self.client, tx);
+        self.rx = Some(rx);
+        let offset = *lock(&link.offset_ns);
+        let at = crate::nanos_of(start_at).saturating_add(offset);
+        let order = serde_json::to_vec(&order).map_err(|e| DriverError::Remote(e.to_string()))?;
+        link.send(ToAgent::FileStart(FileStart {
+            client: self.client,
+            order,
+            start_unix_nanos: at,
+        }));
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let e = self.rx.as_ref().map(|r| r.recv_timeout(left));
+            match e {
+                Some(Ok(Event::Started(Ok(())))) => return Ok(()),
+                Some(Ok(Event::Started(Err(why)))) => {
+                    self.finished = true;
+                    return Err(DriverError::Remote(format!("agent {}: {why}", self.index)));
+                }
+                Some(Ok(Event::Lost(why))) => {
+                    self.mark_lost(why);
+                    return Ok(());
+                }
+                Some(Ok(_)) => continue,
+                _ => {
+                    self.stop();
+                    self.finished = true;
+                    return Err(DriverError::Remote(format!(
+                        "agent {} did not acknowledge the start of client {} within {} s",
+                        self.index,
+                        self.client + 1,
+                        ANSWER_TIMEOUT.as_secs()
+                    )));
+                }
+            }
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(l) = &self.link {
+            l.send(ToAgent::Stop(Stop { client: self.client }));
+        }
+    }
+
+    fn next_second(&mut self, timeout: Duration) -> Option<LiveSecond> {
+        if self.finished {
+            return None;
+        }
+        let e = self.rx.as_ref()?.recv_timeout(timeout);
+        match e {
+            Ok(e) => self.handle(e),
+            Err(std_mpsc::RecvTimeoutError::Timeout) => None,
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => {
+                self.mark_lost("its link ended".into());
+                None
+            }
+        }
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn finish(&mut self) -> Result<FileEnd, ClientLost> {
+        // The watchdog turns silence into a loss within seconds, so this
+        // wait ends.
+        while !self.finished && self.rx.is_some() {
+            let e = self.rx.as_ref().map(|r| r.recv_timeout(Duration::from_secs(1)));
+            match e {
+                Some(Ok(e)) => {
+                    self.handle(e);
+                }
+                Some(Err(std_mpsc::RecvTimeoutError::Timeout)) => {}
+                _ => self.mark_lost("its link ended".into()),
+            }
+        }
+        if let Some(l) = &self.link {
+            lock(&l.clients).remove(&self.client);
+        }
+        self.finished = true;
+        if let Some(m) = self.report.take() {
+            return Ok(m);
+        }
+        Err(ClientLost {
+            why: format!(
+                "agent {}: {}",
+                self.index,
+                self.lost.clone().unwrap_or_else(|| "never started".into())
+            ),
+        })
+    }
+}
+
+impl Drop for RemoteFileDriver {
     fn drop(&mut self) {
         if !self.finished {
             self.stop();

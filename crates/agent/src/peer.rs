@@ -341,6 +341,12 @@ async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Re
                     clients.insert(client, (stop, h));
                 }
             }
+            Some(ToAgent::FileStart(f)) => {
+                let stop = Arc::new(AtomicBool::new(false));
+                if let Some((client, h)) = start_file_client(f, &tx, Arc::clone(&stop)) {
+                    clients.insert(client, (stop, h));
+                }
+            }
             Some(ToAgent::Stop(s)) => {
                 if let Some((stop, _)) = clients.get(&s.client) {
                     stop.store(true, Ordering::Relaxed);
@@ -358,6 +364,7 @@ async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Re
         let _ = tokio::task::spawn_blocking(move || h.join()).await;
     }
     beat.abort();
+    let _ = std::fs::remove_dir_all(file_orders_dir());
     result
 }
 
@@ -412,6 +419,59 @@ fn start_client(
                 let json = serde_json::to_vec(&report).unwrap_or_default();
                 send(&tx, FromAgent::Report(ClientPayload { client, json }));
             }
+        })
+        .ok()?;
+    Some((client, h))
+}
+
+/// Where an agent writes the workloads of its file orders (user processes
+/// read them from there); removed when its session ends.
+fn file_orders_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("benchlab-agent-{}", std::process::id()))
+}
+
+/// Starts client `f.client` of a file mix: its users (threads, or
+/// processes for `smb://`) in their own workspaces, started at the
+/// controller's instant; a thread streams its seconds and its measure.
+/// Acknowledges the start, or says why it cannot run.
+fn start_file_client(f: FileStart, tx: &Outbound, stop: Arc<AtomicBool>) -> Option<(u32, std::thread::JoinHandle<()>)> {
+    let client = f.client;
+    let started = move |error: String| FromAgent::Started(Started { client, error });
+    let ready = (|| {
+        let mut order: benchlab_fileserver::FileOrder =
+            serde_json::from_slice(&f.order).map_err(|e| format!("the file order does not decode: {e}"))?;
+        // The start on this host's clock (the controller added its offset).
+        order.part.start_at = Some(time_of_nanos(f.start_unix_nanos));
+        let dir = file_orders_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let workload = order.workload(&dir)?;
+        let target = benchlab_fileserver::FileTarget::parse(&order.target)?;
+        Ok::<_, String>((order, workload, target))
+    })();
+    let (order, workload, target) = match ready {
+        Ok(r) => r,
+        Err(e) => {
+            send(tx, started(e));
+            return None;
+        }
+    };
+    send(tx, started(String::new()));
+    let tx = tx.clone();
+    let h = std::thread::Builder::new()
+        .name(format!("benchlab-agent-file-client-{client}"))
+        .spawn(move || {
+            let second_tx = tx.clone();
+            let report: FileReport =
+                benchlab_fileserver::run_mix_part(&workload, &target, &order.plan, &order.part, &stop, &mut |s| {
+                    let json = serde_json::to_vec(&s).unwrap_or_default();
+                    send(&second_tx, FromAgent::FileSecond(ClientPayload { client, json }));
+                })
+                .map(|r| benchlab_fileserver::FileEnd {
+                    measure: r.measure,
+                    cpu_us: r.cpu_us,
+                });
+            let json = serde_json::to_vec(&report).unwrap_or_default();
+            send(&tx, FromAgent::FileReport(ClientPayload { client, json }));
         })
         .ok()?;
     Some((client, h))

@@ -16,12 +16,12 @@
 /// change an older peer would misread (a new envelope field that matters,
 /// a changed payload meaning); peers of different versions refuse each
 /// other, naming both.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// What an agent or monitor sends to the controller.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct AgentMessage {
-    #[prost(oneof = "agent_message::Kind", tags = "1, 2, 3, 4, 5, 6, 7")]
+    #[prost(oneof = "agent_message::Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9")]
     pub kind: Option<agent_message::Kind>,
 }
 
@@ -50,6 +50,13 @@ pub mod agent_message {
         /// A server monitor's sample for one second.
         #[prost(message, tag = "7")]
         Sample(super::MonitorSample),
+        /// A second of a file client's window: a JSON `LiveSecond`.
+        #[prost(message, tag = "8")]
+        FileSecond(super::ClientPayload),
+        /// A file client's end: a JSON `FileReport` (its measure, or why
+        /// it could not run).
+        #[prost(message, tag = "9")]
+        FileReport(super::ClientPayload),
     }
 }
 
@@ -135,7 +142,7 @@ pub struct MonitorSample {
 /// What the controller sends to an agent or monitor.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ControllerMessage {
-    #[prost(oneof = "controller_message::Kind", tags = "1, 2, 3, 4, 5, 6")]
+    #[prost(oneof = "controller_message::Kind", tags = "1, 2, 3, 4, 5, 6, 7")]
     pub kind: Option<controller_message::Kind>,
 }
 
@@ -161,6 +168,9 @@ pub mod controller_message {
         /// Sent every second, so silence means a lost controller.
         #[prost(message, tag = "6")]
         Heartbeat(super::Heartbeat),
+        /// Start a client of a file mix.
+        #[prost(message, tag = "7")]
+        FileStart(super::FileStart),
     }
 }
 
@@ -196,6 +206,33 @@ pub struct Start {
     /// (the clients it runs), in place of the plan's `os_threads`.
     #[prost(uint32, tag = "4")]
     pub threads_from_cpus_of: u32,
+}
+
+/// Start client `client` of a file mix: `order` is a JSON `FileOrder`
+/// (the workload's text, the target, the plan, the client's number), its
+/// users start at `start_unix_nanos`, on the agent's clock. `Stop` stops
+/// it as it stops a web client.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FileStart {
+    #[prost(uint32, tag = "1")]
+    pub client: u32,
+    #[prost(bytes = "vec", tag = "2")]
+    pub order: Vec<u8>,
+    #[prost(int64, tag = "3")]
+    pub start_unix_nanos: i64,
+}
+
+/// How a file client ended, as an agent reports it.
+pub type FileReport = Result<benchlab_fileserver::FileEnd, String>;
+
+/// A file client's second as an agent sends it.
+pub fn decode_file_second(json: &[u8]) -> Result<benchlab_fileserver::run::LiveSecond, serde_json::Error> {
+    serde_json::from_slice(json)
+}
+
+/// A file client's end as an agent sends it.
+pub fn decode_file_report(json: &[u8]) -> Result<FileReport, serde_json::Error> {
+    serde_json::from_slice(json)
 }
 
 /// Stop client `client` now.
@@ -238,6 +275,12 @@ pub fn check_decoders(data: &[u8]) {
             Some(agent_message::Kind::Report(p)) => {
                 let _ = decode_report(&p.json);
             }
+            Some(agent_message::Kind::FileSecond(p)) => {
+                let _ = decode_file_second(&p.json);
+            }
+            Some(agent_message::Kind::FileReport(p)) => {
+                let _ = decode_file_report(&p.json);
+            }
             _ => {}
         }
     }
@@ -253,10 +296,15 @@ pub fn check_decoders(data: &[u8]) {
             Some(controller_message::Kind::Start(s)) => {
                 let _ = serde_json::from_slice::<ClientPlan>(&s.plan);
             }
+            Some(controller_message::Kind::FileStart(s)) => {
+                let _ = serde_json::from_slice::<benchlab_fileserver::FileOrder>(&s.order);
+            }
             _ => {}
         }
     }
     let _ = decode_second(data);
     let _ = decode_report(data);
+    let _ = decode_file_second(data);
+    let _ = decode_file_report(data);
     let _ = benchlab_engine::wire::histogram_of_bytes(data);
 }

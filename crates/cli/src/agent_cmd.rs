@@ -136,6 +136,11 @@ pub fn run(a: AgentArgs) -> Result<Outcome, CliError> {
         host: host_name(),
         protocol_version: a.protocol_version.unwrap_or(benchlab_agent::proto::PROTOCOL_VERSION),
     };
+    // A file mix's smb:// users run as processes of their own: this
+    // binary again, as under `benchlab run`.
+    if let Ok(exe) = std::env::current_exe() {
+        benchlab_fileserver::process::set_user_command(vec![exe.into_os_string(), "__file-user".into()]);
+    }
     eprintln!("benchlab agent {index}: connecting to {}", a.controller);
     match benchlab_agent::run_agent(&opts, &|line| eprintln!("benchlab {line}")) {
         Ok(()) => {

@@ -1,23 +1,18 @@
 //! `benchlab run` of a file suite (workloads `disk_mix = …` or
 //! `loadfile = …`, targets `file:///PATH` or `smb://…`): the same mixes,
-//! ramps and think time as a web suite, run by crates/fileserver; this
-//! module only shows progress, the summary table and where results went,
-//! and writes the one report (crates/report) of its results.
+//! ramps and think time as a web suite, run by the controller's one suite
+//! loop over crates/fileserver; this module readies the suite and checks
+//! its workloads.
 
 use crate::output::{plural, thousands};
-use crate::{CliError, Outcome};
+use crate::CliError;
 use benchlab_fileserver::results::peak;
 use benchlab_fileserver::smb::{redact, SmbUrl};
-use benchlab_fileserver::suite::{load_workloads, run_file_suite, FileObserver};
+use benchlab_fileserver::suite::load_workloads;
 use benchlab_fileserver::FileWorkload;
 use benchlab_format::{mbit_per_sec, mbytes_per_sec, requests_per_sec};
-use benchlab_model::{Mix, Suite};
-use benchlab_results::{MixResult, Results};
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use benchlab_model::Suite;
+use benchlab_results::Results;
 
 /// Whether `suite` runs file workloads (then [`run`] runs it).
 pub fn is_file_suite(suite: &Suite) -> bool {
@@ -49,97 +44,17 @@ pub fn check_lines(suite: &Suite) -> Result<Vec<String>, CliError> {
         .collect())
 }
 
-/// The progress display: a line per mix; on a terminal, while a mix runs,
-/// a bar with each second's Mbit/s, operations/s and errors, as web suites
-/// show requests/s.
-struct Progress {
-    tty: bool,
-    bar: Option<indicatif::ProgressBar>,
-    /// Bytes each user of a disk-mix workload writes to fill its workspace
-    /// before the mix's clock starts, by workload name.
-    fills: BTreeMap<String, u64>,
-}
-
-impl FileObserver for Progress {
-    fn mix_started(&mut self, mix: &Mix, phase: &str) {
-        let msg = format!(
-            "mix {} ({phase}): {} × {}",
-            mix.number,
-            plural(mix.clients.into(), "client", "clients"),
-            plural(mix.params.threads_per_client.into(), "thread", "threads"),
-        );
-        let length = humantime::format_duration(Duration::from_millis(mix.params.length.as_millis() as u64));
-        // A disk mix fills every user's workspace before its clock starts,
-        // which takes a while on a big workspace: say so, rather than show
-        // a bar standing at 0.
-        let fill = self.fills.get(&mix.params.workload).map(|bytes| {
-            format!(
-                "filling workspaces ({} per user) first",
-                plural(*bytes, "byte", "bytes")
-            )
-        });
-        if self.tty {
-            let bar = indicatif::ProgressBar::new(mix.params.length.as_secs().max(1));
-            // The mix's own seconds (position), not the time since it was
-            // started: the fill is not part of the mix.
-            bar.set_style(
-                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} s {prefix}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            bar.set_message(msg);
-            bar.set_prefix(match &fill {
-                Some(f) => format!("{f}, then the ramp-up …"),
-                None => "ramp-up …".to_string(),
-            });
-            bar.enable_steady_tick(Duration::from_millis(200));
-            self.bar = Some(bar);
-        } else {
-            match fill {
-                Some(f) => eprintln!("{msg}, {length}: {f} …"),
-                None => eprintln!("{msg}, {length} …"),
-            }
-        }
-    }
-    fn repeat_started(&mut self, mix: &Mix, repeat: u32, of: u32) {
-        eprintln!("mix {}: run {repeat} of {of}", mix.number);
-    }
-    fn second(&mut self, mix: &Mix, s: &benchlab_fileserver::run::LiveSecond) {
-        if let Some(b) = &self.bar {
-            // Seconds count from the window's start, after the ramp-up.
-            b.set_position(mix.params.ramp_up.as_secs() + s.second);
-            b.set_prefix(format!(
-                "{} Mbit/s, {} ops/s, {}",
-                mbit_per_sec(s.bytes as f64 * 8.0 / 1e6),
-                thousands(s.operations),
-                plural(s.errors, "error", "errors")
-            ));
-        }
-    }
-    fn mix_finished(&mut self, r: &MixResult) {
-        if let Some(b) = self.bar.take() {
-            b.finish_and_clear();
-        }
-        eprintln!(
-            "mix {}: {} Mbit/s, {} operations/s, {}",
-            r.mix,
-            mbit_per_sec(r.figures.mbit_per_sec),
-            requests_per_sec(r.figures.requests_per_sec),
-            plural(r.figures.errors_total, "error", "errors")
-        );
-    }
-}
-
-/// Runs a file suite (already loaded, `--time-scale` applied).
-pub fn run(
-    suite: &Suite,
-    out: Option<PathBuf>,
+/// Readies a file suite (already loaded) for the controller's suite loop,
+/// which runs it as it runs web suites: its targets moved (`--target`,
+/// `--phase-target`), its phases selected, the SMB password set, and every
+/// workload file, loadfile and mix target checked before anything runs.
+pub fn prepare(
+    suite: &mut Suite,
     target: Option<&str>,
     phase_targets: &[(String, String)],
     phases: &[String],
-    repeat: u32,
     smb_password_file: Option<&std::path::Path>,
-) -> Result<Outcome, CliError> {
-    let mut suite = suite.clone();
+) -> Result<(), CliError> {
     if !suite.workloads.is_empty() {
         return Err(CliError::Usage(format!(
             "suite `{}` has web and file workloads: expected a suite of one kind (run them as two suites)",
@@ -160,10 +75,10 @@ pub fn run(
     }
     suite.select_phases(phases).map_err(|e| CliError::of("", e))?;
     if let Some(f) = smb_password_file {
-        benchlab_fileserver::smb::set_password(password_for(&suite, f)?);
+        benchlab_fileserver::smb::set_password(password_for(suite, f)?);
     }
     // Every workload file and loadfile checked before anything runs.
-    let workloads = load_workloads(&suite).map_err(CliError::Usage)?;
+    load_workloads(suite).map_err(CliError::Usage)?;
     // And every mix's target: a bad `smb://…?encrypt=bogus` in mix 3 is
     // the user's input, refused now (exit 2), not after mixes 1 and 2 ran.
     for mix in &suite.mixes {
@@ -179,69 +94,11 @@ pub fn run(
             Ok(_) => {}
         }
     }
-    let out = out.unwrap_or_else(|| PathBuf::from(format!("results/{}-{}", suite.name, crate::output::stamp())));
-    let mut targets: Vec<&str> = suite.phases.iter().map(|p| p.target.as_str()).collect();
-    targets.dedup();
-    eprintln!(
-        "benchlab run: file suite `{}`, {} mix{}, {} against {} → {}",
-        suite.name,
-        suite.mixes.len(),
-        if suite.mixes.len() == 1 { "" } else { "es" },
-        humantime::format_duration(Duration::from_secs(suite.total_length().as_secs())),
-        redact(&targets.join(", ")),
-        out.display()
-    );
     // smb:// users run as processes of their own: this binary again.
     let exe =
         std::env::current_exe().map_err(|e| CliError::CannotRun(format!("cannot find benchlab's own binary: {e}")))?;
     benchlab_fileserver::process::set_user_command(vec![exe.into_os_string(), "__file-user".into()]);
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    let _ = ctrlc::set_handler(move || s2.store(true, Ordering::Relaxed));
-    let r = run_file_suite(
-        &suite,
-        &workloads,
-        &out,
-        std::env::args().collect(),
-        repeat,
-        &stop,
-        &mut Progress {
-            tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-            bar: None,
-            fills: workloads
-                .iter()
-                .filter_map(|(name, w)| match w {
-                    FileWorkload::DiskMix(m) => Some((name.clone(), m.workspace)),
-                    FileWorkload::Loadfile(..) => None,
-                })
-                .collect(),
-        },
-    )
-    .map_err(CliError::CannotRun)?;
-    print!("{}", summary_table(&r));
-    println!("results: {}", out.join("results.json").display());
-    // The one report of every run (crates/report), leading with Mbit/s.
-    let run = benchlab_report::Run {
-        label: out
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| r.suite.name.clone()),
-        dir: out.clone(),
-        results: r.clone(),
-    };
-    match benchlab_report::write_reports(&[run], &out, &benchlab_report::ReportOptions::default()) {
-        Ok(files) => {
-            for (i, f) in files.iter().enumerate() {
-                println!("{}{}", if i == 0 { "report:  " } else { "         " }, f.display());
-            }
-        }
-        Err(e) => eprintln!("benchlab: the report could not be written: {e}"),
-    }
-    Ok(if !r.complete {
-        Outcome::Interrupted
-    } else {
-        Outcome::Completed
-    })
+    Ok(())
 }
 
 /// `--smb-password-file FILE`'s password (its first line), for the
@@ -325,4 +182,68 @@ pub fn summary_table(r: &Results) -> String {
         s += "\n";
     }
     s
+}
+
+/// The `run` flags a file suite (disk mixes, loadfiles) takes today; every
+/// other flag given is refused by name rather than silently ignored. The
+/// list is of clap's ids (the fields of `run_cmd::RunArgs`), so a flag added to
+/// `run` is refused for file suites until someone makes it apply.
+pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
+    "suite",
+    "target",
+    "out",
+    "time_scale",
+    "phases",
+    "phase_targets",
+    "repeat",
+    "smb_password_file",
+    // The controller's suite loop runs file mixes too (issue 20): its
+    // monitors and verdict, live view, pinning, cold cache and peak search.
+    "monitor_local",
+    "monitor_pid",
+    "monitor_process",
+    "node_exporters",
+    "monitors",
+    "listen",
+    "tls_dir",
+    "web",
+    "web_allow_remote",
+    "web_linger",
+    "client_cpus",
+    "allow_shared_cpus",
+    "cold_cache",
+    "find_peak",
+    "peak_tolerance",
+    "peak_max_p99",
+    "peak_max_error_rate",
+    "peak_max_threads",
+    "peak_bisect_steps",
+    "peak_start_threads",
+    // Agents run a file mix's clients, each user in its own workspace on
+    // the one share (the target must be reachable from the agents).
+    "agents",
+    "clients_per_agent",
+    "agent_timeout",
+    "abort_on_lost_agent",
+];
+
+/// Refuses the flags of `given` (clap id, flag as typed) that do not apply
+/// to a file suite, naming each, before anything runs.
+pub(crate) fn refuse_flags_for_file_suite(suite: &Suite, given: &[(String, String)]) -> Result<(), CliError> {
+    let refused: Vec<&str> = given
+        .iter()
+        .filter(|(id, _)| !FILE_SUITE_FLAGS.contains(&id.as_str()))
+        .map(|(_, flag)| flag.as_str())
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "{} {} not apply to suite `{}`: its workloads are file workloads (disk mixes, loadfiles), \
+         which have no URLs, TLS, file sets or engine threads, and no lab server \
+         (docs/fileservers.md lists the flags they take)",
+        refused.join(", "),
+        if refused.len() == 1 { "does" } else { "do" },
+        suite.name
+    )))
 }

@@ -27,6 +27,7 @@ mod output;
 mod report_cmd;
 mod reproduce_cmd;
 mod run_cmd;
+mod run_lab;
 mod serve_cmd;
 mod workload_cmd;
 

@@ -493,8 +493,8 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
         }
         benchlab(&format!("run ({})", side.label), &run)?;
         drop(down);
-        let results: Results = benchlab_results::load::load(&dir.join("results.json"))
-            .map_err(|e| CliError::of("reproduce: ", e))?;
+        let results: Results =
+            benchlab_results::load::load(&dir.join("results.json")).map_err(|e| CliError::of("reproduce: ", e))?;
         peaks.push((side.label.clone(), phase_peaks(&results)));
         dirs.push(dir);
     }

@@ -3,6 +3,9 @@
 use crate::live::{Feed, WebArgs};
 use crate::output::{mbytes_per_sec, plural, requests_per_sec, share, thousands};
 use crate::{CliError, Outcome};
+// `benchlab http` reads these from here too.
+use crate::run_lab::{cold_cache_evictor, lab_target};
+pub(crate) use crate::run_lab::{lab_disclosure, pin_clients};
 use benchlab_controller::peak::SearchLimits;
 use benchlab_controller::{
     prepare, run_prepared, run_prepared_search, MixResult, Observer, Prepared, Results, RunOptions, SecondResult,
@@ -569,10 +572,22 @@ impl Observer for Progress {
             ),
             None => plural(r.threads, "thread", "threads"),
         };
+        // A file mix leads with Mbit/s and counts operations, as its
+        // summary and report do; a web mix with requests/s.
+        let rates = match r.kind() {
+            benchlab_results::RunKind::File => format!(
+                "{} Mbit/s, {} operations/s",
+                benchlab_format::mbit_per_sec(r.figures.mbit_per_sec),
+                requests_per_sec(r.figures.requests_per_sec)
+            ),
+            benchlab_results::RunKind::Web => format!(
+                "{} req/s, {} MB/s",
+                requests_per_sec(r.figures.requests_per_sec),
+                mbytes_per_sec(r.figures.bytes_per_sec)
+            ),
+        };
         eprintln!(
-            "{name}: {load}, {} req/s, {} MB/s, p99 {} µs, {}, client CPU {} of {}{}{}",
-            requests_per_sec(r.figures.requests_per_sec),
-            mbytes_per_sec(r.figures.bytes_per_sec),
+            "{name}: {load}, {rates}, p99 {} µs, {}, client CPU {} of {}{}{}",
             thousands(r.figures.latency_us.p99),
             plural(r.figures.errors_total, "error", "errors"),
             share(cpu.utilisation),
@@ -623,201 +638,22 @@ fn print_report_paths(out: &std::path::Path, progress: &Progress) {
     }
 }
 
-/// The URL of the lab server `name` (`benchlab lab up NAME`), or why not.
-fn lab_target(name: &str) -> Result<String, CliError> {
-    let kind = benchlab_lab::ServerKind::parse(name).map_err(|e| CliError::Usage(format!("--lab: {e}")))?;
-    match benchlab_lab::status(&benchlab_lab::default_base())
-        .into_iter()
-        .find(|(l, _)| l.server == kind)
-    {
-        Some((l, true)) => Ok(l.url),
-        Some((_, false)) => Err(CliError::CannotRun(format!(
-            "--lab {name}: the lab's {name} is not running (`benchlab lab down {name}`, then `benchlab lab up {name}`)"
-        ))),
-        None => Err(CliError::CannotRun(format!(
-            "--lab {name}: {name} is not up; start it with `benchlab lab up {name}`"
-        ))),
-    }
-}
-
-/// The disclosure of the running lab server whose URL is `target`, if any.
-/// With `--lab` (`required`) an unreadable disclosure is an error; a target
-/// that merely equals a lab server's URL gets a warning instead.
-pub(crate) fn lab_disclosure(
-    target: &str,
-    required: bool,
-) -> Result<Option<benchlab_results::ServerDisclosure>, CliError> {
-    let Some((lab, _)) = benchlab_lab::status(&benchlab_lab::default_base())
-        .into_iter()
-        .find(|(l, alive)| *alive && l.serves(target))
-    else {
-        return Ok(None);
-    };
-    match lab.read_disclosure() {
-        Ok(d) => Ok(Some(d.server)),
-        Err(e) if required => Err(CliError::CannotRun(format!("--lab: {e}"))),
-        Err(e) => {
-            eprintln!(
-                "benchlab: warning: the target is the lab's {}, but its disclosure is unreadable: {e}",
-                lab.server.name()
-            );
-            Ok(None)
-        }
-    }
-}
-
-/// `--client-cpus LIST`: pins this thread — and so every worker thread the
-/// run spawns after it — to LIST, after refusing a set that shares a CPU
-/// with the lab server's (the load generator would take the server's
-/// cycles, and the result would measure both). Returns the CPUs pinned.
-pub(crate) fn pin_clients(
-    list: Option<&str>,
-    allow_shared: bool,
-    server: Option<&benchlab_results::ServerDisclosure>,
-) -> Result<Vec<usize>, CliError> {
-    let Some(list) = list else {
-        return Ok(Vec::new());
-    };
-    let cpus = benchlab_lab::process::parse_cpu_set("--client-cpus", list).map_err(|e| CliError::of("", e))?;
-    if let Some(s) = server {
-        let shared: Vec<String> = cpus
-            .iter()
-            .filter(|c| s.cpus.contains(c))
-            .map(|c| c.to_string())
-            .collect();
-        if !shared.is_empty() && !allow_shared {
-            return Err(CliError::Usage(format!(
-                "--client-cpus {list}: CPU {} is also the lab's {} CPU (`lab up --cpus {}`): client and server would                  share a core and the result would measure both; pick other CPUs, or add --allow-shared-cpus",
-                shared.join(","),
-                s.server,
-                crate::run_cmd::cpus_text(&s.cpus)
-            )));
-        }
-    }
-    benchlab_lab::process::pin_current_thread(&cpus)
-        .map_err(|e| CliError::CannotRun(format!("--client-cpus {list}: cannot pin the load generator: {e}")))?;
-    Ok(cpus)
-}
-
-/// `--cold-cache` needs root and a writable /proc/sys/vm/drop_caches: say
-/// so before any request rather than after the first mix.
-fn check_cold_cache() -> Result<(), CliError> {
-    match std::fs::OpenOptions::new().write(true).open("/proc/sys/vm/drop_caches") {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(CliError::Usage(
-            "--cold-cache drops the page cache (/proc/sys/vm/drop_caches), which only root may do: run as root, \
-             or leave --cold-cache out"
-                .into(),
-        )),
-        Err(e) => Err(CliError::CannotRun(format!(
-            "--cold-cache: /proc/sys/vm/drop_caches is not writable here ({e}; a container's /proc/sys is often \
-             read-only)"
-        ))),
-    }
-}
-
-/// `--cold-cache` without root (or with BENCHLAB_COLD_CACHE=cgroup, how
-/// the tests reach this path as root): the lab server in a memory cgroup
-/// of its own, evicted before each mix (`benchlab_lab::cache`). It needs
-/// the lab server's processes, so a run against another server is refused.
-#[derive(Debug)]
-struct CgroupEvictor(benchlab_lab::cache::CgroupCache);
-
-impl benchlab_controller::CacheEvictor for CgroupEvictor {
-    fn evict(&self) -> Result<String, String> {
-        self.0.evict().map_err(|e| e.to_string())
-    }
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-}
-
-fn cold_cache_evictor(
-    server: Option<&benchlab_results::ServerDisclosure>,
-) -> Result<Option<Arc<dyn benchlab_controller::CacheEvictor>>, CliError> {
-    let root = benchlab_lab::cache::is_root();
-    let forced = std::env::var("BENCHLAB_COLD_CACHE").is_ok_and(|v| v == "cgroup");
-    if root && !forced {
-        check_cold_cache()?;
-        return Ok(None);
-    }
-    let Some(server) = server else {
-        return Err(CliError::Usage(
-            "--cold-cache without root evicts the page cache of a server benchlab started (`benchlab lab up`, \
-             moved into a memory cgroup), and this target is none: add --lab SERVER, or run as root (the whole \
-             machine's page cache is then dropped)"
-                .into(),
-        ));
-    };
-    let lab = benchlab_lab::status(&benchlab_lab::default_base())
-        .into_iter()
-        .find(|(l, alive)| *alive && l.server.name() == server.server)
-        .map(|(l, _)| l)
-        .ok_or_else(|| CliError::CannotRun(format!("--cold-cache: the lab's {} is not running", server.server)))?;
-    let cache = benchlab_lab::cache::CgroupCache::create(&lab).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    Ok(Some(Arc::new(CgroupEvictor(cache))))
-}
-
-/// The `run` flags a file suite (disk mixes, loadfiles) takes today; every
-/// other flag given is refused by name rather than silently ignored. The
-/// list is of clap's ids (the fields of [`RunArgs`]), so a flag added to
-/// `run` is refused for file suites until someone makes it apply.
-pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
-    "suite",
-    "target",
-    "out",
-    "time_scale",
-    "phases",
-    "phase_targets",
-    "repeat",
-    "smb_password_file",
-];
-
-/// Refuses the flags of `given` (clap id, flag as typed) that do not apply
-/// to a file suite, naming each, before anything runs.
-fn refuse_flags_for_file_suite(suite: &Suite, given: &[(String, String)]) -> Result<(), CliError> {
-    let refused: Vec<&str> = given
-        .iter()
-        .filter(|(id, _)| !FILE_SUITE_FLAGS.contains(&id.as_str()))
-        .map(|(_, flag)| flag.as_str())
-        .collect();
-    if refused.is_empty() {
-        return Ok(());
-    }
-    Err(CliError::Usage(format!(
-        "{} {} not apply to suite `{}`: its workloads are file workloads (disk mixes, loadfiles), \
-         which run in this process only and take --target, --out, --time-scale, --phase, \
-         --phase-target, --repeat and --smb-password-file (docs/fileservers.md)",
-        refused.join(", "),
-        if refused.len() == 1 { "does" } else { "do" },
-        suite.name
-    )))
-}
-
-fn cpus_text(cpus: &[usize]) -> String {
-    cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
-}
-
 /// `benchlab run`.
 pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     let mut suite = load(&a.suite)?;
-    // File suites (disk mixes, loadfiles) run in crates/fileserver.
-    if crate::file_cmd::is_file_suite(&suite) {
-        refuse_flags_for_file_suite(&suite, &a.given)?;
-        if a.time_scale != 1.0 {
-            suite.scale_time(a.time_scale).map_err(|e| CliError::of("", e))?;
-        }
-        return crate::file_cmd::run(
-            &suite,
-            a.out.clone(),
+    // File suites (disk mixes, loadfiles) run on the same suite loop, their
+    // mixes by crates/fileserver; only their targets and inputs differ.
+    let file_suite = crate::file_cmd::is_file_suite(&suite);
+    if file_suite {
+        crate::file_cmd::refuse_flags_for_file_suite(&suite, &a.given)?;
+        crate::file_cmd::prepare(
+            &mut suite,
             a.target.as_deref(),
             &a.phase_targets,
             &a.phases,
-            a.repeat,
             a.smb_password_file.as_deref(),
-        );
-    }
-    if a.smb_password_file.is_some() {
+        )?;
+    } else if a.smb_password_file.is_some() {
         return Err(CliError::Usage(
             "--smb-password-file is for file suites' smb:// targets; this suite runs web workloads".into(),
         ));
@@ -832,7 +668,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         }
     }
     crate::live::check(&a.web)?;
-    if let Some(t) = &a.target {
+    if let Some(t) = a.target.as_ref().filter(|_| !file_suite) {
         if !t.contains("://") {
             return Err(CliError::Usage(format!(
                 "--target `{t}`: http:// is missing: expected http://{t} (or https://{t} for TLS)"
@@ -848,19 +684,21 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     if let Some(name) = &a.lab {
         suite.retarget(&lab_target(name)?);
     }
-    for (phase, url) in &a.phase_targets {
+    for (phase, url) in a.phase_targets.iter().filter(|_| !file_suite) {
         suite.retarget_phase(phase, url).map_err(|e| CliError::of("", e))?;
     }
     // A moved target must not leave an absolute URL on the old host: the
     // load would go where the banner does not say (docs/design.md).
-    if a.target.is_some() || a.lab.is_some() || !a.phase_targets.is_empty() {
+    if !file_suite && (a.target.is_some() || a.lab.is_some() || !a.phase_targets.is_empty()) {
         suite.check_url_hosts().map_err(|e| {
             CliError::Usage(format!(
                 "{e}; the target was moved by --target, --lab or --phase-target"
             ))
         })?;
     }
-    suite.select_phases(&a.phases).map_err(|e| CliError::of("", e))?;
+    if !file_suite {
+        suite.select_phases(&a.phases).map_err(|e| CliError::of("", e))?;
+    }
     // The search grows virtual users; an open-loop mix has none to grow.
     if search.is_some() {
         if let Some(m) = suite.mixes.iter().find(|m| m.params.rate.is_some()) {
@@ -922,6 +760,15 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         server: lab_disclosure(&suite.target, a.lab.is_some())?,
         ..RunOptions::default()
     };
+    // A file server is no lab server: only root can empty its page cache
+    // (the whole machine's: a file:// target's, a Samba's on this host).
+    if a.cold_cache && file_suite && !benchlab_lab::cache::is_root() {
+        return Err(CliError::Usage(
+            "--cold-cache for a file suite drops the whole machine's page cache, which needs root: run as root \
+             (the lab's memory-cgroup eviction is for its web servers)"
+                .into(),
+        ));
+    }
     let cache_evictor = if a.cold_cache {
         cold_cache_evictor(opts.server.as_ref())?
     } else {
@@ -996,7 +843,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             humantime::format_duration(Duration::from_millis(
                 suite.mixes.first().map_or(0, |m| m.params.length.as_millis() as u64)
             )),
-            targets.join(", "),
+            benchlab_fileserver::smb::redact(&targets.join(", ")),
             out.display()
         );
     } else {
@@ -1012,7 +859,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             humantime::format_duration(Duration::from_secs(
                 suite.total_length().as_secs() * u64::from(a.repeat)
             )),
-            targets.join(", "),
+            benchlab_fileserver::smb::redact(&targets.join(", ")),
             out.display()
         );
     }
@@ -1048,7 +895,8 @@ fn execute_prepared(
     let live = crate::live::start(
         web,
         &suite.name,
-        &suite.target,
+        // A file suite's smb://USER:PASS@ is shown with `***`.
+        &benchlab_fileserver::smb::redact(&suite.target),
         &opts.out,
         search.is_none().then_some(suite.mixes.len()),
         opts.repeat.max(1),
@@ -1076,7 +924,12 @@ fn execute_prepared(
         eprintln!("interrupted before the first mix: nothing written");
         return Ok(Outcome::Interrupted);
     }
-    print!("{}", summary_table(&results));
+    // A file suite's table leads with Mbit/s (read and written apart), as
+    // its report does; a web suite's with requests/s.
+    match results.kind() {
+        benchlab_results::RunKind::File => print!("{}", crate::file_cmd::summary_table(&results)),
+        benchlab_results::RunKind::Web => print!("{}", summary_table(&results)),
+    }
     println!("results: {}", opts.out.display());
     print_report_paths(&opts.out, &progress);
     if stop.load(Ordering::Relaxed) {

@@ -653,7 +653,7 @@ fn repeats_of_a_file_suite_give_compare_its_noise() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("mix 1: run 3 of 3"), "{err}");
+    assert!(err.contains("mix 1 run 3 of 3"), "{err}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(base.join("results.json")).unwrap()).unwrap();
     let m = &r["mixes"][0];
     // Every run's figures; a file mix's median is by Mbit/s.

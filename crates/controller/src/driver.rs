@@ -65,6 +65,24 @@ pub trait ClientDriver: Send {
     fn finish(&mut self) -> Result<ClientReport, ClientLost>;
 }
 
+/// A client of a file mix run by a remote agent: its users (threads per
+/// client of them) in their own `\clients\clientN` workspaces, started at
+/// a wall-clock instant, its seconds streamed, its counts returned whole
+/// (HDR histograms included) so the controller merges them exactly.
+pub trait FileClientDriver: Send {
+    /// Hands the client its order; its users start at `start_at`.
+    fn start(&mut self, order: benchlab_fileserver::FileOrder, start_at: SystemTime) -> Result<(), DriverError>;
+    /// Asks the client to stop now (Ctrl-C).
+    fn stop(&mut self);
+    /// The next second of its window, waiting at most `timeout`.
+    fn next_second(&mut self, timeout: Duration) -> Option<benchlab_fileserver::run::LiveSecond>;
+    /// Whether it has ended (or was lost) and every second came out.
+    fn is_finished(&self) -> bool;
+    /// What it measured (its one client) and its users' CPU, or why it
+    /// was lost.
+    fn finish(&mut self) -> Result<benchlab_fileserver::FileEnd, ClientLost>;
+}
+
 /// Where a run's clients come from: the run chooses (in this process by
 /// default; remote agents; fakes in tests).
 pub trait ClientPool: std::fmt::Debug + Send + Sync {
@@ -97,6 +115,12 @@ pub trait ClientPool: std::fmt::Debug + Send + Sync {
     /// clients in this process).
     fn agents(&self) -> Vec<benchlab_results::AgentResult> {
         Vec::new()
+    }
+    /// The driver of client `client` (0-based) of a file mix when the
+    /// pool's clients run elsewhere; `None`: they are this process, which
+    /// runs file mixes itself.
+    fn file_driver(&self, _client: usize) -> Option<Box<dyn FileClientDriver>> {
+        None
     }
 }
 

@@ -6,17 +6,27 @@
 //! are driven through one interface ([`ClientDriver`]): in-process clients
 //! over the engine, or remote agents (crate `benchlab-agent`).
 
+mod aggregate;
+mod drive;
 mod driver;
+mod environment;
+mod file;
 pub mod machine;
 mod measure;
+mod options;
 pub mod peak;
+mod phase;
 pub mod plan;
 mod run;
+mod verdict;
 
+pub use aggregate::arrival_warning;
 pub use benchlab_results::*;
-pub use driver::{instant_at, ClientDriver, ClientLost, ClientPool, DriverError, InProcess, LocalClient};
-pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
-pub use run::{
-    arrival_warning, drive_mix, prepare, run_prepared, run_prepared_search, run_suite, CacheEvictor, ClientEnd,
-    ControllerError, Driven, Observer, Prepared, Quiet, RunOptions,
+pub use drive::{drive_mix, ClientEnd, Driven};
+pub use driver::{
+    instant_at, ClientDriver, ClientLost, ClientPool, DriverError, FileClientDriver, InProcess, LocalClient,
 };
+pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
+pub use options::{CacheEvictor, ControllerError, Observer, Quiet, RunOptions};
+pub use phase::{prepare, Prepared};
+pub use run::{drop_page_cache, run_prepared, run_prepared_search, run_suite};

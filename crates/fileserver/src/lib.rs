@@ -24,7 +24,9 @@ pub mod smbd;
 pub mod stats;
 pub mod status;
 pub mod suite;
+pub mod wire;
 
-pub use mix::run_mix;
+pub use mix::{run_mix, run_mix_part, run_mix_timed, MixRun, Part};
 pub use run::{FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
 pub use status::Status;
+pub use wire::{FileEnd, FileOrder};

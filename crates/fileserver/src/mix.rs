@@ -7,13 +7,13 @@
 
 use crate::diskmix::Rng;
 use crate::run::{
-    drive_user, prepare_user, report_seconds, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload, LiveCounters,
-    LiveSecond, UserOutcome,
+    cpu_us, drive_user, prepare_user, report_seconds, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload,
+    LiveCounters, LiveSecond, UserOutcome,
 };
 use crate::stats::FileStats;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Runs one mix. `stop` (Ctrl-C) ends it early; what was measured stays.
 ///
@@ -34,9 +34,79 @@ pub fn run_mix(
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<FileMixMeasure, String> {
-    let users = plan.clients * plan.threads_per_client;
+    run_mix_timed(workload, target, plan, stop, on_second).map(|r| r.measure)
+}
+
+/// A mix run: what it measured, when its clock started, and the CPU its
+/// users took driving it.
+#[derive(Debug, Clone)]
+pub struct MixRun {
+    pub measure: FileMixMeasure,
+    /// The wall-clock instant of the users' common start (the window
+    /// begins a ramp-up later).
+    pub started: SystemTime,
+    /// User and system CPU of every user, from its start to its end (its
+    /// workspace fill excluded), µs: the load generator's own CPU.
+    pub cpu_us: [u64; 2],
+}
+
+/// [`run_mix`], with the wall-clock instant the mix's clock started (what
+/// the controller reads the monitored hosts' seconds against) and the
+/// users' CPU.
+pub fn run_mix_timed(
+    workload: &FileWorkload,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
+) -> Result<MixRun, String> {
+    let part = Part {
+        first_client: 0,
+        clients: plan.clients,
+        start_at: None,
+    };
+    run_mix_part(workload, target, plan, &part, stop, on_second)
+}
+
+/// The clients of a mix one process runs: all of them, or an agent's share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Part {
+    /// The first client's number, 0-based over the whole mix: its users
+    /// are users `first_client × threads_per_client + 1` on, so every
+    /// user keeps its own `\clients\clientN` workspace wherever it runs.
+    pub first_client: u32,
+    pub clients: u32,
+    /// The wall-clock instant the users start at (every agent's at once);
+    /// `None`: as soon as every user is prepared. A user still preparing
+    /// then starts when it is ready.
+    pub start_at: Option<SystemTime>,
+}
+
+impl Part {
+    fn start(&self) -> Instant {
+        let soon = Instant::now() + Duration::from_millis(20);
+        match self.start_at.and_then(|at| at.duration_since(SystemTime::now()).ok()) {
+            Some(ahead) => soon.max(Instant::now() + ahead),
+            None => soon,
+        }
+    }
+}
+
+/// [`run_mix_timed`] of the clients `part` names; the measure's `clients`
+/// are those.
+pub fn run_mix_part(
+    workload: &FileWorkload,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    part: &Part,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
+) -> Result<MixRun, String> {
+    let all_users = plan.clients * plan.threads_per_client;
     let mut delay_rng = Rng::new(plan.seed ^ 0xD1B5_4A32_D192_ED03);
-    let delays: Vec<Duration> = (0..users)
+    // Drawn for every user of the mix, so a user's delay is the same
+    // whichever process runs it.
+    let all_delays: Vec<Duration> = (0..all_users)
         .map(|_| {
             if plan.delay.is_zero() {
                 Duration::ZERO
@@ -45,17 +115,32 @@ pub fn run_mix(
             }
         })
         .collect();
+    let first_user = part.first_client * plan.threads_per_client;
+    let delays = all_delays
+        .get(first_user as usize..((part.first_client + part.clients) * plan.threads_per_client) as usize)
+        .ok_or_else(|| format!("clients {}.. are not clients of the mix", part.first_client + 1))?;
     let (t0, outcomes) = match target {
-        FileTarget::Smb(_) => crate::process::run_users(workload, target, plan, &delays, stop, on_second)?,
-        FileTarget::Local(_) => run_threads(workload, target, plan, &delays, stop, on_second)?,
+        FileTarget::Smb(_) => crate::process::run_users(
+            workload,
+            target,
+            plan,
+            delays,
+            first_user,
+            part.start(),
+            stop,
+            on_second,
+        )?,
+        FileTarget::Local(_) => run_threads(workload, target, plan, delays, first_user, part, stop, on_second)?,
     };
     let mut total = FileStats::default();
-    let mut clients = vec![FileStats::default(); plan.clients as usize];
+    let mut clients = vec![FileStats::default(); part.clients as usize];
     let mut prepared_bytes = 0;
     let mut last_finish: Option<Instant> = Some(t0);
+    let mut cpu_us = [0u64; 2];
     for (u, r) in outcomes.into_iter().enumerate() {
-        let (st, prep, fin) = r?;
+        let (st, prep, fin, cpu) = r?;
         prepared_bytes += prep;
+        cpu_us = [cpu_us[0] + cpu[0], cpu_us[1] + cpu[1]];
         total.merge(&st);
         clients[u / plan.threads_per_client as usize].merge(&st);
         last_finish = match (last_finish, fin) {
@@ -73,21 +158,29 @@ pub fn run_mix(
         Some(f) => (f.saturating_duration_since(t0 + plan.ramp_up).as_secs_f64()).clamp(1e-6, full),
         None => full,
     };
-    Ok(FileMixMeasure {
-        total,
-        clients,
-        window,
-        prepared_bytes,
-        partial,
+    let started = SystemTime::now() - Instant::now().saturating_duration_since(t0);
+    Ok(MixRun {
+        measure: FileMixMeasure {
+            total,
+            clients,
+            window,
+            prepared_bytes,
+            partial,
+        },
+        started,
+        cpu_us,
     })
 }
 
 /// Every user a thread of this process, with its own connection.
+#[allow(clippy::too_many_arguments)]
 fn run_threads(
     workload: &FileWorkload,
     target: &FileTarget,
     plan: &FileMixPlan,
     delays: &[Duration],
+    first_user: u32,
+    part: &Part,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<(Instant, Vec<UserOutcome>), String> {
@@ -109,17 +202,19 @@ fn run_threads(
             let (prepared, go, start_cell, delay) = (prepared.clone(), go.clone(), start_cell.clone(), delays[u]);
             let live = &live;
             handles.push(s.spawn(move || -> UserOutcome {
-                let prep = prepare_user(workload, b.as_mut(), u as u32 + 1, plan.seed);
+                let prep = prepare_user(workload, b.as_mut(), first_user + u as u32 + 1, plan.seed);
                 prepared.wait();
                 go.wait();
                 let (mut state, bytes) = prep?;
                 let t0 = *start_cell.get().ok_or("the mix's start was not set")?;
+                let cpu0 = cpu_us(libc::RUSAGE_THREAD);
                 let (st, fin) = drive_user(&mut state, b.as_mut(), plan, delay, t0, stop, Some(live));
-                Ok((st, bytes, fin))
+                let cpu1 = cpu_us(libc::RUSAGE_THREAD);
+                Ok((st, bytes, fin, [cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]]))
             }));
         }
         prepared.wait();
-        let t0 = Instant::now() + Duration::from_millis(20);
+        let t0 = part.start();
         let _ = start_cell.set(t0);
         go.wait();
         report_seconds(&live, plan, t0, &|| handles.iter().all(|h| h.is_finished()), on_second);

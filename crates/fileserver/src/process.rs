@@ -68,6 +68,9 @@ struct WireOutcome {
     finished_ns: Option<u64>,
     #[serde(default)]
     seconds: Vec<crate::stats::SecondStats>,
+    /// The process's user and system CPU µs over the mix.
+    #[serde(default)]
+    cpu_us: [u64; 2],
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds (what `Instant` reads on Linux).
@@ -96,7 +99,7 @@ fn ns_of(t: Instant) -> u64 {
     }
 }
 
-fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>) -> Result<String, String> {
+fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>, cpu_us: [u64; 2]) -> Result<String, String> {
     let mut ops = Vec::new();
     for o in &st.ops {
         let mut buf = Vec::new();
@@ -119,6 +122,7 @@ fn encode(st: &FileStats, prepared: u64, finished: Option<Instant>) -> Result<St
         prepared,
         finished_ns: finished.map(ns_of),
         seconds: st.seconds.clone(),
+        cpu_us,
     })
     .map_err(|e| e.to_string())
 }
@@ -149,7 +153,7 @@ fn decode(line: &str) -> UserOutcome {
     st.errors = w.errors;
     st.loops = w.loops;
     st.seconds = w.seconds;
-    Ok((st, w.prepared, w.finished_ns.map(instant_of)))
+    Ok((st, w.prepared, w.finished_ns.map(instant_of), w.cpu_us))
 }
 
 struct UserProc {
@@ -174,11 +178,14 @@ fn read_line(p: &mut UserProc) -> Result<String, String> {
 }
 
 /// Runs every user of the mix as a process of its own.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_users(
     workload: &FileWorkload,
     target: &FileTarget,
     plan: &FileMixPlan,
     delays: &[Duration],
+    first_user: u32,
+    start: Instant,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
 ) -> Result<(Instant, Vec<UserOutcome>), String> {
@@ -200,7 +207,7 @@ pub(crate) fn run_users(
             kind: kind.into(),
             path: path.clone(),
             loops,
-            user: u as u32 + 1,
+            user: first_user + u as u32 + 1,
             seed: plan.seed,
             delay_ns: d.as_nanos() as u64,
             ramp_up_ns: plan.ramp_up.as_nanos() as u64,
@@ -234,7 +241,7 @@ pub(crate) fn run_users(
             }));
         }
     }
-    let t0 = Instant::now() + Duration::from_millis(50);
+    let t0 = start.max(Instant::now() + Duration::from_millis(50));
     let go = format!("go {}\n", ns_of(t0));
     for p in &mut procs {
         if let Some(s) = p.child.stdin.as_mut() {
@@ -251,20 +258,23 @@ pub(crate) fn run_users(
             .iter_mut()
             .map(|p| {
                 s.spawn(move || -> Result<String, String> {
-                    let mut seen = [0u64; 3];
+                    // Per second: what this user reported for it so far.
+                    let mut seen: std::collections::BTreeMap<u64, [u64; 3]> = Default::default();
                     loop {
                         let l = read_line(p)?;
                         let Some(counts) = l.strip_prefix("tick ") else {
                             return Ok(l);
                         };
                         let n: Vec<u64> = counts.split(' ').filter_map(|x| x.parse().ok()).collect();
-                        if let [ops, errors, bytes] = n[..] {
+                        if let [second, ops, errors, bytes] = n[..] {
+                            let s = seen.entry(second).or_default();
                             live.add_counts(
-                                ops.saturating_sub(seen[0]),
-                                errors.saturating_sub(seen[1]),
-                                bytes.saturating_sub(seen[2]),
+                                second as usize,
+                                ops.saturating_sub(s[0]),
+                                errors.saturating_sub(s[1]),
+                                bytes.saturating_sub(s[2]),
                             );
-                            seen = [ops.max(seen[0]), errors.max(seen[1]), bytes.max(seen[2])];
+                            *s = [ops.max(s[0]), errors.max(s[1]), bytes.max(s[2])];
                         }
                     }
                 })
@@ -284,7 +294,7 @@ pub(crate) fn run_users(
         let l = l?;
         if l.is_empty() && stop.load(std::sync::atomic::Ordering::Relaxed) {
             // Ctrl-C reached the user too: nothing to count from it.
-            outcomes.push(Ok((FileStats::default(), 0, None)));
+            outcomes.push(Ok((FileStats::default(), 0, None, [0; 2])));
             continue;
         }
         outcomes.push(decode(&l));
@@ -364,23 +374,28 @@ pub fn user_main() -> i32 {
     // parent's live display; the outcome line comes after the last one.
     let live = LiveCounters::default();
     let done = AtomicBool::new(false);
-    let (st, fin) = std::thread::scope(|s| {
+    let ((st, fin), cpu) = std::thread::scope(|s| {
         let ticker = s.spawn(|| {
-            let mut last = [0u64; 3];
+            // Per second of the window: its counts so far (`tick SECOND
+            // OPS ERRORS BYTES`, 0-based), when they changed.
+            let mut last: Vec<[u64; 3]> = Vec::new();
+            let tick = |last: &mut Vec<[u64; 3]>| {
+                let now = live.snapshot();
+                for (i, c) in now.iter().enumerate() {
+                    if last.get(i) != Some(c) {
+                        say(&format!("tick {i} {} {} {}", c[0], c[1], c[2]));
+                    }
+                }
+                *last = now;
+            };
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(100));
-                let now = live.snapshot();
-                if now != last {
-                    say(&format!("tick {} {} {}", now[0], now[1], now[2]));
-                    last = now;
-                }
+                tick(&mut last);
             }
             // What came after the last tick: every count reaches the parent.
-            let now = live.snapshot();
-            if now != last {
-                say(&format!("tick {} {} {}", now[0], now[1], now[2]));
-            }
+            tick(&mut last);
         });
+        let cpu0 = crate::run::cpu_us(libc::RUSAGE_SELF);
         let r = drive_user(
             &mut state,
             b.as_mut(),
@@ -392,11 +407,12 @@ pub fn user_main() -> i32 {
         );
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = ticker.join();
-        r
+        let cpu1 = crate::run::cpu_us(libc::RUSAGE_SELF);
+        (r, [cpu1[0].saturating_sub(cpu0[0]), cpu1[1].saturating_sub(cpu0[1])])
     });
     drop(state);
     drop(b);
-    match encode(&st, bytes, fin) {
+    match encode(&st, bytes, fin, cpu) {
         Ok(l) => {
             say(&l);
             0
@@ -428,8 +444,8 @@ mod tests {
         st.record_second(0, false, 7, 0);
         st.record_second(2, true, 0, 9);
         let fin = Instant::now() + Duration::from_millis(5);
-        let (back, prepared, f) = decode(&encode(&st, 99, Some(fin)).unwrap()).unwrap();
-        assert_eq!(prepared, 99);
+        let (back, prepared, f, cpu) = decode(&encode(&st, 99, Some(fin), [5, 6]).unwrap()).unwrap();
+        assert_eq!((prepared, cpu), (99, [5, 6]));
         let drift = f.unwrap().max(fin) - f.unwrap().min(fin);
         assert!(drift < Duration::from_millis(1), "{drift:?}");
         assert_eq!((back.bytes_read, back.bytes_written, back.loops), (7, 1 << 40, 3));

@@ -16,7 +16,6 @@ use benchlab_results::{
     MixResult, ParamsResult, PhaseResult, Results, SecondResult, SuiteInfo, RESULTS_SCHEMA,
 };
 use hdrhistogram::Histogram;
-use std::path::Path;
 
 fn rate(n: u64, s: f64) -> f64 {
     if s > 0.0 {
@@ -335,12 +334,6 @@ pub fn peak(mixes: &[MixResult]) -> Option<Peak> {
             })
             .collect(),
     })
-}
-
-/// Writes `r` as `out/results.json` with summary.csv and clients.csv, as a
-/// web suite's (each written whole, then renamed into place).
-pub(crate) fn write(out: &Path, r: &Results) -> Result<(), String> {
-    benchlab_results::write_results(out, r).map_err(|e| format!("cannot write {}: {e}", out.display()))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::loadfile::{Loadfile, OpKind};
 use crate::stats::FileStats;
 use crate::status::Status;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,7 @@ impl FileTarget {
 }
 
 /// One mix's plan (a suite's mix, resolved).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FileMixPlan {
     pub clients: u32,
     pub threads_per_client: u32,
@@ -78,8 +78,9 @@ pub struct FileMixPlan {
     pub seed: u64,
 }
 
-/// What one mix measured.
-#[derive(Debug, Clone)]
+/// What one mix measured (serde: an agent sends its share, see
+/// [`crate::wire`]).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FileMixMeasure {
     pub total: FileStats,
     /// Per client (test system), its users merged.
@@ -93,41 +94,54 @@ pub struct FileMixMeasure {
     pub partial: bool,
 }
 
-/// What thread users add to as they go (in-window operations only), read
-/// once a second for the live progress display.
+/// What users add to as they go (in-window operations only), per second
+/// of the window in which each completed — the second its per-second data
+/// counts it in — read for the live progress display.
 #[derive(Debug, Default)]
 pub struct LiveCounters {
-    operations: AtomicU64,
-    errors: AtomicU64,
-    bytes: AtomicU64,
+    /// Per second of the window (index 0: its first): operations, errors,
+    /// bytes. As long as the window has seconds, never longer.
+    seconds: std::sync::Mutex<Vec<[u64; 3]>>,
 }
 
+/// The most seconds a window's live counts keep (a day): a user process's
+/// tick naming a later second is a broken peer, not a second to allocate.
+const LIVE_SECONDS_MAX: usize = 86_400;
+
 impl LiveCounters {
-    pub(crate) fn add(&self, error: bool, bytes: u64) {
-        self.operations.fetch_add(1, Ordering::Relaxed);
-        self.errors.fetch_add(u64::from(error), Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<[u64; 3]>> {
+        self.seconds.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds what a user process reported (its counts since its last tick).
-    pub(crate) fn add_counts(&self, operations: u64, errors: u64, bytes: u64) {
-        self.operations.fetch_add(operations, Ordering::Relaxed);
-        self.errors.fetch_add(errors, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    pub(crate) fn add(&self, second: usize, error: bool, bytes: u64) {
+        self.add_counts(second, 1, u64::from(error), bytes);
     }
 
-    pub(crate) fn snapshot(&self) -> [u64; 3] {
-        [
-            self.operations.load(Ordering::Relaxed),
-            self.errors.load(Ordering::Relaxed),
-            self.bytes.load(Ordering::Relaxed),
-        ]
+    /// Adds counts to second `second` of the window (a user process's,
+    /// since its last tick).
+    pub(crate) fn add_counts(&self, second: usize, operations: u64, errors: u64, bytes: u64) {
+        if second >= LIVE_SECONDS_MAX {
+            return;
+        }
+        let mut s = self.lock();
+        if s.len() <= second {
+            s.resize(second + 1, [0; 3]);
+        }
+        let c = &mut s[second];
+        c[0] += operations;
+        c[1] += errors;
+        c[2] += bytes;
+    }
+
+    /// Every second's counts so far.
+    pub(crate) fn snapshot(&self) -> Vec<[u64; 3]> {
+        self.lock().clone()
     }
 }
 
 /// One second of a mix as it runs, for the progress display: what users
 /// completed in it, all of them summed.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LiveSecond {
     /// 1-based, from the start of the measurement window.
     pub second: u64,
@@ -137,10 +151,17 @@ pub struct LiveSecond {
     pub bytes: u64,
 }
 
-/// Calls `on_second` with each second of the window as it ends, from what
-/// the users added to `live`, until `done()`; then once more with what
-/// came after the last whole second (a window of no whole number of
-/// seconds, or users that ended early), so the seconds sum to the mix.
+/// How long after a second of the window ends it is handed on: its last
+/// operations' counts have reached `live` by then (a user process ticks
+/// ten times a second).
+const LIVE_GRACE: Duration = Duration::from_millis(250);
+
+/// Calls `on_second` with each second of the window once it has ended,
+/// from what the users added to `live` for it, until `done()`; then with
+/// the seconds left (a part of one at the window's end, users that ended
+/// early). Each second holds what the mix's per-second data counts in it;
+/// counts that came for a second already handed on (a late tick) go into
+/// the next one, so the seconds always sum to the mix.
 pub(crate) fn report_seconds(
     live: &LiveCounters,
     plan: &FileMixPlan,
@@ -149,28 +170,48 @@ pub(crate) fn report_seconds(
     on_second: &mut dyn FnMut(LiveSecond),
 ) {
     let (from, to) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down);
-    let (mut next, mut second, mut last) = (from + Duration::from_secs(1), 1, [0u64; 3]);
-    let mut emit = |s: [u64; 3], last: [u64; 3], second: u64| {
+    // Per second handed on: what it held then.
+    let mut handed: Vec<[u64; 3]> = Vec::new();
+    let mut late = [0u64; 3];
+    let mut hand_on = |all: &[[u64; 3]], handed: &mut Vec<[u64; 3]>| {
+        let k = handed.len();
+        // What came late for seconds already handed on.
+        for (i, h) in handed.iter_mut().enumerate() {
+            let now = all.get(i).copied().unwrap_or_default();
+            for j in 0..3 {
+                late[j] += now[j].saturating_sub(h[j]);
+            }
+            *h = now;
+        }
+        let c = all.get(k).copied().unwrap_or_default();
         on_second(LiveSecond {
-            second,
-            operations: s[0] - last[0],
-            errors: s[1] - last[1],
-            bytes: s[2] - last[2],
-        })
+            second: k as u64 + 1,
+            operations: c[0] + late[0],
+            errors: c[1] + late[1],
+            bytes: c[2] + late[2],
+        });
+        late = [0; 3];
+        handed.push(c);
     };
+    let next = |handed: &Vec<[u64; 3]>| from + Duration::from_secs(handed.len() as u64 + 1) + LIVE_GRACE;
     while !done() {
         let now = Instant::now();
-        if now >= next && next <= to + Duration::from_millis(999) {
-            let s = live.snapshot();
-            emit(s, last, second);
-            (last, second, next) = (s, second + 1, next + Duration::from_secs(1));
+        let due = next(&handed);
+        if now >= due && due <= to + Duration::from_millis(999) + LIVE_GRACE {
+            hand_on(&live.snapshot(), &mut handed);
             continue;
         }
-        std::thread::sleep(next.saturating_duration_since(now).min(Duration::from_millis(20)));
+        std::thread::sleep(due.saturating_duration_since(now).min(Duration::from_millis(20)));
     }
-    let s = live.snapshot();
-    if s != last {
-        emit(s, last, second);
+    let all = live.snapshot();
+    let moved = |handed: &Vec<[u64; 3]>| {
+        handed
+            .iter()
+            .enumerate()
+            .any(|(i, h)| all.get(i).copied().unwrap_or_default() != *h)
+    };
+    while handed.len() < all.len() || moved(&handed) {
+        hand_on(&all, &mut handed);
     }
 }
 
@@ -230,7 +271,7 @@ pub(crate) fn drive_user(
                 let second = (now - from).as_secs() as usize;
                 st.record_second(second, expect != got, read, written);
                 if let Some(l) = live {
-                    l.add(expect != got, read + written);
+                    l.add(second, expect != got, read + written);
                 }
             }
         }
@@ -266,8 +307,23 @@ pub(crate) fn drive_user(
     (st, finished_at)
 }
 
-/// What one user brings back.
-pub(crate) type UserOutcome = Result<(FileStats, u64, Option<Instant>), String>;
+/// What one user brings back: its counts, the bytes its workspace fill
+/// wrote, when it ended its passes, and the CPU it used driving the mix
+/// (user and system µs).
+pub(crate) type UserOutcome = Result<(FileStats, u64, Option<Instant>, [u64; 2]), String>;
+
+/// User and system CPU µs of the calling thread (`who`: RUSAGE_THREAD) or
+/// process (RUSAGE_SELF).
+pub(crate) fn cpu_us(who: libc::c_int) -> [u64; 2] {
+    // SAFETY: rusage is plain integers, for which all-zero bytes are valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own and borrow mutably.
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return [0; 2];
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    [us(ru.ru_utime), us(ru.ru_stime)]
+}
 
 pub(crate) fn sleep_until(t: Instant, stop: &AtomicBool) {
     loop {
@@ -331,5 +387,15 @@ mod tests {
         assert_eq!(per_second_read, m.total.bytes_read);
         // A 1.5 s window: two seconds, the second one a half.
         assert_eq!(m.total.seconds.len(), 2);
+        // Each live second is the mix's own second: an operation is in the
+        // second it completed in, live as in the results.
+        let live: Vec<(u64, u64)> = seen.iter().map(|s| (s.operations, s.bytes)).collect();
+        let kept: Vec<(u64, u64)> = m
+            .total
+            .seconds
+            .iter()
+            .map(|s| (s.operations, s.bytes_read + s.bytes_written))
+            .collect();
+        assert_eq!(live, kept);
     }
 }

@@ -1,0 +1,932 @@
+//! A mix's result from how its clients ended: totals, classes, histograms,
+//! the generator's CPU, and the monitored hosts' seconds with the verdict.
+
+use crate::drive::*;
+use crate::measure::{request_kinds, FiguresOf, OpenLoopOf};
+use crate::phase::*;
+use crate::plan::ClientPlan;
+use benchlab_engine::{share_warning, ClassPlan, ClassStats, ClientReport, ConnCounters, ConnectionPolicy, Stats};
+use benchlab_model::Mix;
+use benchlab_results::*;
+use std::time::Duration;
+
+/// The generator's CPU over a mix: the CPU time of every client's worker
+/// threads (each measured over its own life, which is the mix) plus the
+/// controller thread's, over the mix's wall time (start to the last worker's
+/// stop). Thread times, not the process's: `benchlab demo` runs the server
+/// under test in this same process, and its CPU is not the generator's.
+pub(crate) fn generator_cpu(reports: &[&ClientReport], controller: (Duration, Duration), cores: usize) -> ClientCpu {
+    let (mut user, mut system) = controller;
+    let mut completed = 0;
+    for r in reports {
+        user += r.cpu_user;
+        system += r.cpu_system;
+        // Every completion of the mix, ramps included, as the CPU is.
+        completed += r
+            .seconds
+            .iter()
+            .map(|s| s.counters.requests + s.counters.errors_total())
+            .sum::<u64>();
+    }
+    let wall = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
+    ClientCpu::measure(user, system, wall, cores, completed)
+}
+
+/// Whether a mix measured less than its window: its clients stopped early
+/// (every one lost, the controller stopped or suspended), or seconds of
+/// the window never came from any client. Such a mix is `partial`: its
+/// figures hold, over the shorter time, but it is not the whole mix. A
+/// tenth of a second is the slack of a client's own stop.
+pub(crate) fn window_cut(window_s: f64, (from, until): (Duration, Duration), seconds: &[SecondResult]) -> bool {
+    let planned = until.saturating_sub(from);
+    let whole_seconds = (0..=until.as_secs() as u32)
+        .filter(|&s| in_window(s, (from, until)))
+        .count();
+    let in_window = seconds.iter().filter(|s| s.in_window).count();
+    window_s + 0.1 < planned.as_secs_f64() || in_window < whole_seconds
+}
+
+/// A mix's result from how its clients ended (`plans`: theirs, in client
+/// order). A lost client keeps its number and its row, marked out of the
+/// mix; its figures are those of the seconds it sent inside the window,
+/// and none of them is in the mix's totals, classes or histograms.
+pub(crate) fn mix_result(
+    mix: &Mix,
+    phase_name: &str,
+    phase: &PhasePlan,
+    plans: &[ClientPlan],
+    driven: &Driven,
+) -> MixResult {
+    let p = &mix.params;
+    let (from, until) = mix.window();
+    let reports: Vec<&ClientReport> = driven.reports().collect();
+    // The window measured: to its end, or to the stop of a partial mix.
+    let elapsed = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
+    let window_s = (until.min(elapsed).saturating_sub(from)).as_secs_f64();
+    let partial = driven.partial || window_cut(window_s, (from, until), &driven.seconds);
+    let mut merged = Stats::new(phase.classes.len());
+    let mut client_data = Vec::with_capacity(driven.clients.len());
+    let mut in_flight = 0;
+    let mut cpu = Duration::ZERO;
+    let mut warnings: Vec<String> = Vec::new();
+    for (i, end) in driven.clients.iter().enumerate() {
+        let plan = plans.get(i);
+        let address = plan
+            .and_then(|p| p.settings.source_addresses.first())
+            .map(|a| a.to_string());
+        let delay_s = round(plan.map_or(0.0, |p| p.settings.start_delay.as_secs_f64()), 3);
+        let r = match end {
+            ClientEnd::Finished(r) => r,
+            ClientEnd::Lost {
+                why,
+                window,
+                conn,
+                seconds,
+            } => {
+                warnings.push(format!(
+                    "client {} was lost ({why}): it is out of the mix; its figures, from the {} it sent inside \
+                     the window, are kept apart in its own row and are not in the mix's",
+                    i + 1,
+                    benchlab_format::plural(u64::from(*seconds), "second", "seconds")
+                ));
+                client_data.push(ClientResult {
+                    client: i as u32 + 1,
+                    address,
+                    figures: Figures::of(window, f64::from(*seconds)),
+                    connections_opened: conn.connections_opened,
+                    in_flight: 0,
+                    delay_s,
+                    taken_out: true,
+                    lost: Some(why.clone()),
+                    cpu_s: 0.0,
+                    loop_lag_max_us: 0,
+                    seconds: Vec::new(),
+                });
+                continue;
+            }
+        };
+        merged.add(&r.stats);
+        in_flight += r.in_flight;
+        cpu += r.cpu_user + r.cpu_system;
+        let t = r.stats.total();
+        let connect_only = t.counters.error(benchlab_engine::ErrorKind::ConnectRefused)
+            + t.counters.error(benchlab_engine::ErrorKind::ConnectTimeout);
+        let taken_out = t.counters.requests == 0 && connect_only > 0 && connect_only == t.counters.errors_total();
+        client_data.push(ClientResult {
+            client: i as u32 + 1,
+            address,
+            figures: Figures::of(&t, window_s),
+            connections_opened: r.stats.conn.connections_opened,
+            in_flight: r.in_flight,
+            delay_s,
+            taken_out,
+            lost: None,
+            cpu_s: round((r.cpu_user + r.cpu_system).as_secs_f64(), 3),
+            loop_lag_max_us: r.seconds.iter().map(|s| s.load.loop_lag_max_us).max().unwrap_or(0),
+            seconds: r
+                .seconds
+                .iter()
+                .map(|s| ClientSecond {
+                    second: s.second + 1,
+                    cpu_user_s: round(s.load.cpu_user_us as f64 / 1e6, 4),
+                    cpu_system_s: round(s.load.cpu_system_us as f64 / 1e6, 4),
+                    loop_lag_max_us: s.load.loop_lag_max_us,
+                })
+                .collect(),
+        });
+    }
+    let total: ClassStats = merged.total();
+    let done_all = total.counters.requests + total.counters.errors_total();
+    let classes = merged
+        .classes
+        .iter()
+        .zip(phase.class_info.iter())
+        .map(|(s, (name, kind, spi, percent, _))| {
+            let done = s.counters.requests + s.counters.errors_total();
+            ClassResult {
+                name: name.clone(),
+                kind: kind.name().to_string(),
+                spi: spi.clone(),
+                percent: *percent,
+                observed_percent: if done_all == 0 {
+                    0.0
+                } else {
+                    round(done as f64 * 100.0 / done_all as f64, 3)
+                },
+                figures: Figures::of(s, window_s),
+            }
+        })
+        .collect();
+    // Per-second series: merged as the clients sent their seconds (a lost
+    // client's up to its loss), percentiles from the merged histograms.
+    let per_second = driven.seconds.clone();
+    let histograms = histograms(&merged, &phase.classes);
+    let conn: ConnCounters = merged.conn;
+    let policy = ConnectionPolicy {
+        http10_percent: p.http10_percent,
+        http10_keepalive: p.http10_keepalive,
+        persistent_percent: p.persistent_percent,
+        requests_per_connection: p.requests_per_connection,
+    };
+    let shares = policy.request_shares(&conn.requests_by_kind);
+    let users_arrived = reports.iter().map(|r| r.users_arrived).sum();
+    let users_waiting = reports.iter().map(|r| r.users_waiting).sum();
+    warnings.extend(share_warning(&shares, "the mix's `requests_per_connection`"));
+    warnings.extend(arrival_warning(
+        users_waiting,
+        mix.threads(),
+        "start users over a longer ramp-up",
+    ));
+    let peaks: Vec<u64> = reports.iter().map(|r| r.peak_connections).collect();
+    let open_loop = p
+        .rate
+        .map(|rate| OpenLoopResult::measure(rate, p.arrival.name(), p.max_in_flight, &conn, &total, window_s, &peaks));
+    warnings.extend(open_loop.as_ref().and_then(|o| o.late_warning("rate", "max_in_flight")));
+    MixResult {
+        mix: mix.number,
+        phase: phase_name.to_string(),
+        clients: mix.clients,
+        clients_participating: client_data.iter().filter(|c| !c.taken_out).count() as u32,
+        threads: mix.threads(),
+        partial,
+        window_s: round(window_s, 3),
+        figures: Figures::of(&total, window_s),
+        reconnects: conn.reconnects,
+        in_flight,
+        connections_opened: conn.connections_opened,
+        tls_full_handshakes: conn.tls_full_handshakes,
+        tls_resumptions: conn.tls_resumptions,
+        client_cpu_s: round(cpu.as_secs_f64(), 3),
+        client_cpu: ClientCpu::default(),
+        http2: (p.http2 || phase.h2_classes != 0).then(|| benchlab_results::MixHttp2 {
+            connections: {
+                let h2 = benchlab_engine::H2Plan {
+                    classes: if p.http2 { 0 } else { phase.h2_classes },
+                    ..Default::default()
+                };
+                let users = h2.users(&phase.urls, p.threads_per_client);
+                u64::from(users.div_ceil(p.streams_per_connection)) * u64::from(mix.clients)
+            },
+            classes: phase
+                .classes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| p.http2 || (*i < 64 && phase.h2_classes & (1 << i) != 0))
+                .map(|(_, c)| c.name.clone())
+                .collect(),
+            streams_per_connection: p.streams_per_connection,
+            streams_opened: conn.h2_streams,
+            goaways: conn.h2_goaways,
+            connection_frame_bytes: conn.h2_connection_bytes,
+            stream_resets: conn
+                .stream_reset_codes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(code, n)| (benchlab_results::h2_code_name(code).to_string(), *n))
+                .collect(),
+        }),
+        params: ParamsResult {
+            delay_s: p.delay.as_secs_f64(),
+            ramp_up_s: p.ramp_up.as_secs_f64(),
+            ramp_down_s: p.ramp_down.as_secs_f64(),
+            length_s: p.length.as_secs_f64(),
+            think_time_s: p.think_time.as_secs_f64(),
+            threads_per_client: p.threads_per_client,
+            receive_buffer: p.receive_buffer,
+            http10_percent: p.http10_percent,
+            http10_keepalive: p.http10_keepalive,
+            persistent_percent: p.persistent_percent,
+            requests_per_connection: p.requests_per_connection.map(|(a, b)| [a, b]),
+            timeout_s: p.timeout.as_secs_f64(),
+            workload: p.workload.clone(),
+            target: p.target.clone(),
+        },
+        client_data,
+        classes,
+        per_second,
+        histograms,
+        users_arrived,
+        users_waiting,
+        request_kinds: request_kinds(&shares),
+        warnings,
+        open_loop,
+        search: None,
+        repeats: None,
+        resources: None,
+        files: None,
+        http_command: None,
+    }
+}
+
+/// A mix's histograms from its clients' merged counts (`classes`: the
+/// phase's, in order). The as-sent ones exist only where the clients kept
+/// them (an open loop).
+pub(crate) fn histograms(merged: &Stats, classes: &[ClassPlan]) -> Histograms {
+    let total = merged.total();
+    let per_class = |h: fn(&ClassStats) -> Option<&hdrhistogram::Histogram<u64>>| {
+        merged
+            .classes
+            .iter()
+            .zip(classes)
+            .filter_map(|(s, c)| h(s).map(|h| (c.name.clone(), histogram_b64(h))))
+            .collect()
+    };
+    Histograms {
+        latency_us: histogram_b64(&total.latency),
+        error_latency_us: histogram_b64(&total.error_latency),
+        classes: per_class(|s| Some(&s.latency)),
+        latency_as_sent_us: total.latency_as_sent.as_ref().map(histogram_b64),
+        classes_as_sent: per_class(|s| s.latency_as_sent.as_ref()),
+    }
+}
+
+/// Says when some virtual users were still waiting to connect at the end:
+/// the engine lets a few hundred users per client connect at once, each
+/// holding its slot until its first response, so the target accepted new
+/// connections slower than the users came and the figures are those of
+/// fewer users than asked for. `remedy` is the caller's own advice.
+pub fn arrival_warning(waiting: u64, users: u64, remedy: &str) -> Option<String> {
+    (waiting > 0).then(|| {
+        format!(
+            "{} of {} virtual users were still waiting to connect when the run ended: the target \
+             accepted new connections slower than they arrived (a few hundred per client connect at once, each \
+             until its first response), so the figures are those of fewer users. The target's accept loop is \
+             the limit (for nginx: `multi_accept on`, more workers); or {remedy}",
+            benchlab_format::thousands(waiting),
+            benchlab_format::thousands(users)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchlab_engine::new_latency_histogram;
+
+    fn decode(b64: &str) -> hdrhistogram::Histogram<u64> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).expect("base64");
+        hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .expect("a V2 histogram")
+    }
+
+    /// One client's open-loop counts of two classes: as-sent latencies
+    /// `values` in class 0 and `values × 10` in class 1.
+    fn client(values: std::ops::RangeInclusive<u64>) -> Stats {
+        let mut s = Stats::new(2);
+        for (k, class) in s.classes.iter_mut().enumerate() {
+            let mut h = new_latency_histogram();
+            for v in values.clone() {
+                h.record(v * 10u64.pow(k as u32)).expect("in range");
+                class.latency.record(v * 1000).expect("in range");
+            }
+            class.latency_as_sent = Some(h);
+        }
+        s
+    }
+
+    #[test]
+    fn the_as_sent_histograms_merge_clients_exactly() {
+        let classes = [ClassPlan { name: "a".into() }, ClassPlan { name: "b".into() }];
+        // Merged as mix_result merges its clients' reports.
+        let mut merged = Stats::new(2);
+        merged.add(&client(1..=1000));
+        merged.add(&client(3000..=3500));
+        let h = histograms(&merged, &classes);
+        let all = decode(h.latency_as_sent_us.as_deref().expect("an open loop keeps it"));
+        let mut want = new_latency_histogram();
+        for v in (1..=1000).chain(3000..=3500) {
+            want.record(v).expect("in range");
+            want.record(v * 10).expect("in range");
+        }
+        assert_eq!(all.len(), 2 * 1501);
+        assert_eq!(
+            all, want,
+            "the mix's as-sent histogram is every client's, bucket by bucket"
+        );
+        assert_eq!(h.classes_as_sent.keys().collect::<Vec<_>>(), ["a", "b"]);
+        let b = decode(&h.classes_as_sent["b"]);
+        assert_eq!((b.len(), b.min(), b.max()), (1501, 10, b.highest_equivalent(35_000)));
+        // The corrected one is a different histogram.
+        assert_eq!(decode(&h.latency_us).min(), 1000);
+        // A closed loop keeps no as-sent histogram: none is written.
+        let mut closed = Stats::new(2);
+        closed.classes[0].latency.record(7).expect("in range");
+        let h = histograms(&closed, &classes);
+        assert!(h.latency_as_sent_us.is_none() && h.classes_as_sent.is_empty());
+        let json = serde_json::to_value(&h).expect("JSON");
+        assert!(json.get("latency_as_sent_us").is_none() && json.get("classes_as_sent").is_none());
+    }
+}
+
+/// The controller driven through fake clients: no sockets, no threads,
+/// every number known in advance.
+#[cfg(test)]
+mod fake_clients {
+    use super::*;
+    use crate::driver::ClientLost;
+    use crate::driver::{ClientDriver, ClientPool, DriverError};
+    use crate::options::ControllerError;
+    use crate::plan::{ClientPlan, UrlList};
+    use crate::verdict::mix_resources;
+    use benchlab_engine::{new_latency_histogram, Counters, ErrorKind, LatencySummary};
+    use benchlab_engine::{ClassPlan, ConnectionPolicy, Load, Stop, TlsOptions};
+    use benchlab_engine::{Second, Stats};
+    use benchlab_model::MixParams;
+    use benchlab_model::{ClassKind, Mix};
+    use benchlab_monitor::MonitorSource;
+    use benchlab_results::resources::*;
+    use std::collections::VecDeque;
+    use std::net::{IpAddr, Ipv4Addr};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::sync::Mutex;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    /// One completed second: `requests` successes with the given latencies
+    /// (µs), `errors` connection refusals.
+    fn second(n: u32, latencies: &[u64], refused: u64) -> Second {
+        let mut h = new_latency_histogram();
+        for &v in latencies {
+            h.record(v).expect("in range");
+        }
+        let mut counters = Counters {
+            requests: latencies.len() as u64,
+            bytes: 100 * latencies.len() as u64,
+            ..Counters::default()
+        };
+        counters.errors[ErrorKind::ConnectRefused as usize] = refused;
+        let conn = ConnCounters {
+            connections_opened: latencies.len() as u64,
+            ..ConnCounters::default()
+        };
+        Second {
+            second: n,
+            counters,
+            conn,
+            latency: LatencySummary::of(&h),
+            histogram: Some(h),
+            load: Default::default(),
+        }
+    }
+
+    /// The report of a client that sent `seconds`: its window (1 s to 3 s,
+    /// the mix below) summed, as the engine counts it.
+    fn report(seconds: &[Second]) -> ClientReport {
+        let mut stats = Stats::new(1);
+        for s in seconds.iter().filter(|s| in_window(s.second, WINDOW)) {
+            stats.classes[0].counters.add(&s.counters);
+            stats.classes[0]
+                .latency
+                .add(s.histogram.as_ref().expect("a histogram"))
+                .expect("same bounds");
+            stats.conn.add(&s.conn);
+        }
+        ClientReport {
+            stats,
+            seconds: seconds
+                .iter()
+                .cloned()
+                .map(|s| Second { histogram: None, ..s })
+                .collect(),
+            in_flight: 0,
+            cpu_user: Duration::from_millis(10),
+            cpu_system: Duration::from_millis(5),
+            elapsed: Duration::from_secs(seconds.len() as u64),
+            tls_error: None,
+            users_arrived: 1,
+            users_waiting: 0,
+            peak_connections: 0,
+            h2_settings: None,
+            threads_lost: 0,
+        }
+    }
+
+    const WINDOW: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3));
+
+    /// What a fake client will do.
+    #[derive(Debug, Clone)]
+    struct Script {
+        seconds: Vec<Second>,
+        /// Lost after its seconds, with this reason.
+        lost: Option<&'static str>,
+        refuse_start: bool,
+    }
+
+    impl Script {
+        fn runs(seconds: Vec<Second>) -> Script {
+            Script {
+                seconds,
+                lost: None,
+                refuse_start: false,
+            }
+        }
+    }
+
+    #[derive(Debug, Default)]
+    struct FakePool {
+        scripts: Vec<Script>,
+        /// What the drivers were asked, in order: `start 1`, `stop 2` …
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl FakePool {
+        fn log(&self) -> Vec<String> {
+            self.log.lock().expect("log").clone()
+        }
+    }
+
+    struct FakeDriver {
+        client: usize,
+        script: Script,
+        queue: VecDeque<Second>,
+        stopped: bool,
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl FakeDriver {
+        fn note(&self, what: &str) {
+            self.log
+                .lock()
+                .expect("log")
+                .push(format!("{what} {}", self.client + 1));
+        }
+    }
+
+    impl ClientPool for FakePool {
+        fn load_urls(&self, _urls: &Arc<UrlList>) -> Result<(), DriverError> {
+            Ok(())
+        }
+
+        fn driver(&self, client: usize) -> Box<dyn ClientDriver> {
+            let script = self.scripts[client].clone();
+            Box::new(FakeDriver {
+                client,
+                queue: script.seconds.iter().cloned().collect(),
+                script,
+                stopped: false,
+                log: Arc::clone(&self.log),
+            })
+        }
+    }
+
+    impl ClientDriver for FakeDriver {
+        fn start(&mut self, _plan: ClientPlan, _start_at: SystemTime) -> Result<(), DriverError> {
+            if self.script.refuse_start {
+                self.note("refused");
+                return Err(DriverError::UnknownUrls("xxh3:0".into()));
+            }
+            self.note("start");
+            Ok(())
+        }
+
+        fn stop(&mut self) {
+            self.note("stop");
+            // A stopped client sends no more seconds.
+            self.stopped = true;
+            self.queue.clear();
+        }
+
+        fn next_second(&mut self, _timeout: Duration) -> Option<Second> {
+            self.queue.pop_front()
+        }
+
+        fn is_finished(&self) -> bool {
+            self.queue.is_empty()
+        }
+
+        fn finish(&mut self) -> Result<ClientReport, ClientLost> {
+            self.note("finish");
+            match self.script.lost {
+                Some(why) => Err(ClientLost { why: why.into() }),
+                None => {
+                    let sent = if self.stopped { 0 } else { self.script.seconds.len() };
+                    Ok(report(&self.script.seconds[..sent]))
+                }
+            }
+        }
+    }
+
+    fn mix(clients: u32) -> Mix {
+        Mix {
+            number: 1,
+            clients,
+            phase: 0,
+            params: MixParams {
+                delay: Duration::from_millis(500),
+                ramp_up: WINDOW.0,
+                ramp_down: Duration::from_secs(1),
+                length: Duration::from_secs(4),
+                think_time: Duration::ZERO,
+                threads_per_client: 2,
+                rate: None,
+                arrival: benchlab_model::Arrival::Constant,
+                max_in_flight: 1,
+                receive_buffer: 4096,
+                http10_percent: 0,
+                http10_keepalive: false,
+                persistent_percent: 100,
+                requests_per_connection: None,
+                http2: false,
+                streams_per_connection: 1,
+                timeout: Duration::from_secs(5),
+                workload: "w".into(),
+                target: "http://127.0.0.1:1".into(),
+            },
+        }
+    }
+
+    fn phase() -> PhasePlan {
+        let classes = vec![ClassPlan { name: "static".into() }];
+        PhasePlan {
+            list: Arc::new(UrlList::new(classes.clone(), Vec::new())),
+            urls: Vec::new().into(),
+            classes,
+            class_info: vec![("static".into(), ClassKind::Static, None, 100.0, false)],
+            h2_classes: 0,
+            file: None,
+        }
+    }
+
+    /// Plans with delays 0.1 s × client number, so a row's delay says
+    /// which client it is.
+    fn plans(n: usize) -> Vec<ClientPlan> {
+        let suite_plan = |c: usize| ClientPlan {
+            urls: phase().list.id.clone(),
+            settings: benchlab_engine::ClientSettings {
+                virtual_users: 2,
+                load: Load::Closed,
+                os_threads: 1,
+                stop: Stop::After(Duration::from_secs(4)),
+                window: WINDOW,
+                start_delay: Duration::from_millis(100 * (c as u64 + 1)),
+                think_time: Duration::ZERO,
+                ramp_up: Duration::ZERO,
+                timeout: Duration::from_secs(5),
+                connection: ConnectionPolicy::default(),
+                receive_buffer: 4096,
+                headers: Vec::new(),
+                source_addresses: vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, c as u8 + 1))],
+                tls: TlsOptions::default(),
+                seed: c as u64,
+                http2: None,
+            },
+        };
+        (0..n).map(suite_plan).collect()
+    }
+
+    /// Runs the fake clients through a mix; returns the result and the
+    /// seconds the observer saw.
+    fn run(pool: &FakePool, stop: bool) -> Result<(MixResult, Vec<SecondResult>), ControllerError> {
+        let n = pool.scripts.len();
+        let plans = plans(n);
+        let mut seen = Vec::new();
+        let driven = drive_mix(
+            pool,
+            &plans,
+            WINDOW,
+            SystemTime::now(),
+            &AtomicBool::new(stop),
+            &mut |s| seen.push(s.clone()),
+        )?;
+        Ok((mix_result(&mix(n as u32), "p", &phase(), &plans, &driven), seen))
+    }
+
+    fn range(from: u64, to: u64) -> Vec<u64> {
+        (from..=to).collect()
+    }
+
+    #[test]
+    fn seconds_merge_counts_exactly_and_percentiles_over_every_request() {
+        // Client 1 is fast (1..100 µs), client 2 slow (1,000..1,099 µs)
+        // and half as busy: the slowest client's p50 would be 1,049 µs.
+        let fast = |n| second(n, &range(1, 100), 0);
+        let slow = |n| second(n, &range(1000, 1049), 0);
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(fast).collect()),
+                Script::runs((0..4).map(slow).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, seen) = run(&pool, false).expect("runs");
+        assert_eq!(r.per_second, seen, "the result keeps what the observer saw");
+        assert_eq!(r.per_second.len(), 4);
+        let mut all = new_latency_histogram();
+        for v in range(1, 100).into_iter().chain(range(1000, 1049)) {
+            all.record(v).expect("in range");
+        }
+        for (i, s) in r.per_second.iter().enumerate() {
+            assert_eq!(s.second, i as u32 + 1);
+            assert_eq!(
+                (s.requests, s.errors, s.bytes, s.connections_opened),
+                (150, 0, 15_000, 150)
+            );
+            assert_eq!(s.in_window, i == 1 || i == 2, "window 1 s to 3 s");
+            // One histogram fed every sample of the second.
+            assert_eq!(s.latency_p50_us, all.value_at_quantile(0.50));
+            assert_eq!(s.latency_p99_us, all.value_at_quantile(0.99));
+        }
+        assert_eq!(
+            r.per_second[0].latency_p50_us, 75,
+            "the 75th of 150 samples, not the slow client's 1,024"
+        );
+        assert_eq!(r.per_second[0].latency_p99_us, 1048);
+        // The window's totals: seconds 2 and 3 of both clients.
+        assert_eq!(r.figures.requests, 300);
+        assert_eq!(r.window_s, 2.0);
+        assert_eq!(r.figures.requests_per_sec, 150.0);
+        assert_eq!(r.figures.latency_us.p99, all.value_at_quantile(0.99));
+        assert_eq!(r.clients_participating, 2);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn a_second_waits_for_every_running_client_but_not_a_finished_one() {
+        let mut m = SecondMerger::new(2, WINDOW);
+        m.add(0, second(0, &[10], 0));
+        m.add(0, second(1, &[10], 0));
+        assert!(m.release().is_empty(), "client 2 has not sent second 1 yet");
+        m.add(1, second(0, &[30], 0));
+        let got: Vec<(u32, u64, u64)> = m
+            .release()
+            .iter()
+            .map(|s| (s.second, s.requests, s.latency_p99_us))
+            .collect();
+        assert_eq!(got, [(1, 2, 30)]);
+        m.finished(1);
+        let got: Vec<(u32, u64)> = m.release().iter().map(|s| (s.second, s.requests)).collect();
+        assert_eq!(got, [(2, 1)], "a finished client holds back no second");
+        assert!(m.release().is_empty(), "each second is handed out once");
+    }
+
+    #[test]
+    fn a_mix_keeps_its_windows_monitored_seconds_and_the_clients_own_load() {
+        let loaded = |n: u32, cpu_us: u64, lag_us: u64| {
+            let mut s = second(n, &[100; 10], 0);
+            s.load = benchlab_engine::LoopLoad {
+                cpu_user_us: cpu_us,
+                cpu_system_us: cpu_us / 2,
+                loop_lag_max_us: lag_us,
+            };
+            s
+        };
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| loaded(n, 1000, 10 * u64::from(n))).collect()),
+                Script::runs((0..4).map(|n| loaded(n, 3000, 5)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("runs");
+        // The clients' own CPU adds up per second, the lag is the worst.
+        let cpu: Vec<(f64, f64, u64)> = r
+            .per_second
+            .iter()
+            .map(|s| (s.client_cpu_user_s, s.client_cpu_system_s, s.loop_lag_max_us))
+            .collect();
+        assert_eq!(
+            cpu,
+            [
+                (0.004, 0.002, 5),
+                (0.004, 0.002, 10),
+                (0.004, 0.002, 20),
+                (0.004, 0.002, 30)
+            ]
+        );
+        assert_eq!(r.client_data[0].loop_lag_max_us, 30);
+        assert_eq!(r.client_data[0].seconds.len(), 4);
+        assert_eq!(r.client_data[1].seconds[0].cpu_user_s, 0.003);
+
+        // A host sampled every second; the window (2 s, from `from`) keeps
+        // the two samples stamped half a second or more inside it.
+        let store = Arc::new(benchlab_monitor::SampleStore::new("srv", "test"));
+        let base_ms = 1_000_000u64;
+        for k in 0..6u64 {
+            store.push(HostSample {
+                host: "srv".into(),
+                unix_ms: base_ms + k * 1000 + 20,
+                interval_s: 1.0,
+                context_switches_per_sec: 100.0 * (k + 1) as f64,
+                ..HostSample::default()
+            });
+        }
+        let from = UNIX_EPOCH + Duration::from_millis(base_ms);
+        let monitors: Vec<Arc<dyn MonitorSource>> = vec![store];
+        let res = mix_resources(&monitors, from, &r, true, &GeneratorCores::default());
+        let h = &res.hosts[0];
+        assert_eq!(
+            h.seconds.iter().map(|s| s.unix_ms).collect::<Vec<_>>(),
+            [base_ms + 1020, base_ms + 2020]
+        );
+        assert_eq!(h.role, HostRole::ServerAndClient);
+        let avg = h.average.as_ref().expect("an average");
+        assert_eq!(avg.context_switches_per_sec, 250.0);
+        // 250 a second over the 2 s window, 40 requests in it.
+        assert_eq!(r.window_s, 2.0);
+        assert_eq!(r.figures.requests, 40);
+        assert_eq!(h.context_switches_per_request, Some(12.5));
+        assert_eq!(res.verdict.limit, Limit::Software);
+    }
+
+    #[test]
+    fn a_mix_whose_every_client_was_lost_mid_window_is_partial() {
+        let pool = FakePool {
+            scripts: vec![Script {
+                // Seconds 0 and 1 of a window of seconds 1 and 2.
+                seconds: vec![second(0, &[200; 7], 0), second(1, &[300; 5], 0)],
+                lost: Some("the connection closed"),
+                refuse_start: false,
+            }],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("the mix ends");
+        assert!(r.partial, "a window cut short is partial");
+        assert_eq!(r.window_s, 0.0);
+        // The whole window measured: not partial.
+        let pool = FakePool {
+            scripts: vec![Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect())],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("the mix ends");
+        assert!(!r.partial);
+        assert_eq!(r.window_s, 2.0);
+    }
+
+    #[test]
+    fn a_client_lost_mid_mix_keeps_its_number_and_its_figures_apart() {
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect()),
+                // Sends seconds 1 and 2 (one inside the window), then is lost.
+                Script {
+                    seconds: vec![second(0, &[200; 7], 0), second(1, &[300; 5], 0)],
+                    lost: Some("silent for 3 s"),
+                    refuse_start: false,
+                },
+                Script::runs((0..4).map(|n| second(n, &[400; 20], 0)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("the mix completes without it");
+        let rows: Vec<(u32, Option<&str>, f64, bool, u64)> = r
+            .client_data
+            .iter()
+            .map(|c| {
+                (
+                    c.client,
+                    c.address.as_deref(),
+                    c.delay_s,
+                    c.taken_out,
+                    c.figures.requests,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (1, Some("127.0.0.1"), 0.1, false, 20),
+                (2, Some("127.0.0.2"), 0.2, true, 5),
+                (3, Some("127.0.0.3"), 0.3, false, 40),
+            ],
+            "client 3 is still client 3, with its own delay and address"
+        );
+        let lost = &r.client_data[1];
+        assert_eq!(lost.lost.as_deref(), Some("silent for 3 s"));
+        assert_eq!(
+            lost.figures.requests_per_sec, 5.0,
+            "over the one second it sent in the window"
+        );
+        assert_eq!(lost.figures.latency_us.p50, 300);
+        assert_eq!(r.client_data[0].lost, None);
+        // The mix's totals are the two others' only.
+        assert_eq!(r.figures.requests, 60);
+        assert_eq!(r.figures.latency_us.max, 400);
+        assert_eq!(r.clients_participating, 2);
+        assert_eq!(r.clients, 3);
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("client 2 was lost (silent for 3 s)")),
+            "{:?}",
+            r.warnings
+        );
+        // Its seconds up to the loss are in the series; after it, the others'.
+        let reqs: Vec<u64> = r.per_second.iter().map(|s| s.requests).collect();
+        assert_eq!(reqs, [37, 35, 30, 30]);
+        assert_eq!(pool.log().iter().filter(|l| l.starts_with("finish")).count(), 3);
+    }
+
+    #[test]
+    fn a_client_that_cannot_connect_is_taken_out_but_its_errors_count() {
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect()),
+                Script::runs((0..4).map(|n| second(n, &[], 3)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, _) = run(&pool, false).expect("runs");
+        let out = &r.client_data[1];
+        assert!(out.taken_out && out.lost.is_none());
+        assert_eq!((out.figures.requests, out.figures.errors_total), (0, 6));
+        assert_eq!((r.figures.requests, r.figures.errors_total), (20, 6), "WebBench's rule");
+        assert_eq!(r.clients_participating, 1);
+        let errors: Vec<u64> = r.per_second.iter().map(|s| s.errors).collect();
+        assert_eq!(errors, [3, 3, 3, 3]);
+    }
+
+    #[test]
+    fn a_stopped_mix_is_partial_and_every_client_is_stopped() {
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect()),
+                Script::runs((0..4).map(|n| second(n, &[100; 10], 0)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let (r, seen) = run(&pool, true).expect("runs");
+        assert!(r.partial);
+        assert!(seen.is_empty(), "stopped before any second");
+        assert_eq!(r.client_data.len(), 2, "both keep their rows");
+        assert_eq!(
+            pool.log(),
+            ["start 1", "start 2", "stop 1", "stop 2", "finish 1", "finish 2"]
+        );
+    }
+
+    #[test]
+    fn a_client_that_fails_to_start_stops_every_client_already_started() {
+        let ok = Script::runs(vec![second(0, &[100], 0)]);
+        let pool = FakePool {
+            scripts: vec![
+                ok.clone(),
+                ok.clone(),
+                Script {
+                    refuse_start: true,
+                    ..ok.clone()
+                },
+                ok,
+            ],
+            ..FakePool::default()
+        };
+        let e = run(&pool, false).expect_err("the mix cannot run");
+        assert!(matches!(e, ControllerError::Driver { client: 3, .. }), "{e}");
+        assert!(e.to_string().starts_with("cannot start client 3: "), "{e}");
+        assert_eq!(
+            pool.log(),
+            [
+                "start 1",
+                "start 2",
+                "refused 3",
+                "stop 1",
+                "stop 2",
+                "finish 1",
+                "finish 2"
+            ],
+            "client 4 is never started"
+        );
+    }
+}

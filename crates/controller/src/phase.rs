@@ -1,0 +1,261 @@
+//! A suite's phases resolved before any request: a web phase's URLs (every
+//! file set read), a file phase's workload; the preflight of each URL and
+//! the client addresses a phase loads from.
+
+use crate::options::*;
+use crate::plan::{UrlList, UrlSpec};
+use benchlab_engine::{probe_from, sys, ClassPlan, Expect, Target, TlsOptions, UrlPlan};
+use benchlab_model::{ClassKind, Suite, Validate};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A phase's URLs, resolved once and shared by its mixes.
+pub(crate) struct PhasePlan {
+    /// As sent to the clients, once per phase.
+    pub(crate) list: Arc<UrlList>,
+    /// Resolved here, for the preflight and the source-address checks.
+    pub(crate) urls: Arc<[UrlPlan]>,
+    pub(crate) classes: Vec<ClassPlan>,
+    /// Per class: name, kind, SPI, percent, drawn from a file set.
+    pub(crate) class_info: Vec<(String, ClassKind, Option<String>, f64, bool)>,
+    /// Classes that say `http = "2"` (bit i: class i).
+    pub(crate) h2_classes: u64,
+    /// A file phase (disk mix, loadfile): no URLs, its mixes run by
+    /// [`crate::file`].
+    pub(crate) file: Option<crate::file::FilePhase>,
+}
+
+pub(crate) fn resolve_phase(
+    suite: &Suite,
+    workload: &str,
+    target: &str,
+    filesets: &BTreeMap<String, PathBuf>,
+) -> Result<PhasePlan, ControllerError> {
+    if let Some(file) = crate::file::resolve(suite, workload, target) {
+        return Ok(PhasePlan {
+            list: Arc::new(UrlList::new(Vec::new(), Vec::new())),
+            urls: Vec::new().into(),
+            classes: Vec::new(),
+            class_info: Vec::new(),
+            h2_classes: 0,
+            file: Some(file?),
+        });
+    }
+    let w = suite
+        .workloads
+        .get(workload)
+        .ok_or_else(|| ControllerError::Input(format!("unknown workload `{workload}`")))?;
+    let mut urls = Vec::new();
+    let mut classes = Vec::new();
+    let mut class_info = Vec::new();
+    let mut h2_classes = 0u64;
+    for (ci, c) in w.classes.iter().enumerate() {
+        if c.http2 {
+            if ci >= 64 {
+                return Err(ControllerError::Input(format!(
+                    "class {}: `http = \"2\"` is supported on the first 64 classes of a workload",
+                    c.name
+                )));
+            }
+            h2_classes |= 1 << ci;
+        }
+        let resolved = c
+            .resolve(target, filesets)
+            .map_err(|e| ControllerError::Input(e.to_string()))?;
+        classes.push(ClassPlan { name: c.name.clone() });
+        let from_fileset = matches!(c.source, benchlab_model::UrlSource::Fileset(_));
+        class_info.push((c.name.clone(), c.kind, c.spi.clone(), c.percent, from_fileset));
+        for r in resolved {
+            let validate = c.validate.unwrap_or(if r.size.is_some() {
+                Validate::Size
+            } else {
+                Validate::Status
+            });
+            let expect = match (validate, r.size, r.xxh3) {
+                (Validate::Checksum, Some(size), Some(xxh3)) => Expect::Checksum { size, xxh3 },
+                (Validate::Size | Validate::Checksum, Some(size), _) => Expect::Size(size),
+                _ => Expect::Status,
+            };
+            urls.push(UrlSpec {
+                url: r.url,
+                weight: c.percent / 100.0 * r.weight,
+                class: ci,
+                expect_status: c.expect_status,
+                expect,
+            });
+        }
+    }
+    let list = UrlList::new(classes.clone(), urls);
+    // A host that does not resolve is a run that cannot be made (the
+    // network's or resolver's state), not a mistake in the suite.
+    let urls = list.resolve().map_err(|e| match e {
+        benchlab_engine::PlanError::Resolve { .. } => ControllerError::Target(e.to_string()),
+        _ => ControllerError::Input(e.to_string()),
+    })?;
+    Ok(PhasePlan {
+        list: Arc::new(list),
+        urls,
+        classes,
+        class_info,
+        h2_classes,
+        file: None,
+    })
+}
+
+/// URLs of a class the preflight requests: every listed URL (up to 1,000),
+/// and for a file-set class 16 spread evenly over the manifest (first and
+/// last included), so a server missing part of a large set is caught.
+pub(crate) fn preflight_sample(urls: &[UrlPlan], class: usize, from_fileset: bool) -> Vec<usize> {
+    let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].class == class).collect();
+    let want = if from_fileset { 16 } else { 1000 };
+    if idx.len() <= want {
+        return idx;
+    }
+    let mut pick: Vec<usize> = (0..want).map(|k| idx[k * (idx.len() - 1) / (want - 1)]).collect();
+    pick.dedup();
+    pick
+}
+
+/// One request per URL of the phase (a sample of a file-set class),
+/// checking status, size and checksum before any load.
+pub(crate) fn preflight(
+    plan: &PhasePlan,
+    source: Option<IpAddr>,
+    tls: &TlsOptions,
+    http2: bool,
+    observer: &mut dyn Observer,
+) -> Result<(), ControllerError> {
+    let mut checked = 0;
+    for (class, info) in plan.class_info.iter().enumerate() {
+        for i in preflight_sample(&plan.urls, class, info.4) {
+            let u = &plan.urls[i];
+            checked += 1;
+            // Over HTTP/2 when every mix of the phase speaks it, or the
+            // class does: an h2c listener answers nothing else.
+            let r = if http2 || (class < 64 && plan.h2_classes & (1 << class) != 0) {
+                benchlab_engine::h2::probe_h2(&u.target, source, &[], tls, Duration::from_secs(10))
+            } else {
+                probe_from(&u.target, source, &[], tls, Duration::from_secs(10))
+            };
+            let r = r.map_err(|e| {
+                // A TLS failure says what to try itself.
+                let advice = if e.kind == benchlab_engine::ErrorKind::Tls {
+                    ""
+                } else {
+                    "; is the target running and is it what the suite expects?"
+                };
+                ControllerError::Target(format!("preflight: GET {} failed: {e}{advice}", u.target.url))
+            })?;
+            if r.status != u.expect_status {
+                // nginx answers a plain request on its TLS port with 400.
+                let tls_port = if r.status == 400 && u.target.scheme == benchlab_engine::Scheme::Http {
+                    "; a 400 to http:// can mean that the port speaks TLS: try https://"
+                } else {
+                    ""
+                };
+                return Err(ControllerError::Target(format!(
+                    "preflight: GET {} returned status {}, expected {} — the target does not serve what the suite expects \
+                     (wrong --target, file set not installed, or SPICE endpoint missing){tls_port}",
+                    u.target.url, r.status, u.expect_status
+                )));
+            }
+            match u.expect {
+                Expect::Size(size) | Expect::Checksum { size, .. } if size != r.body_bytes => {
+                    return Err(ControllerError::Target(format!(
+                        "preflight: GET {} returned {} body bytes, the workload expects {size} — \
+                         is the target serving the same file set?",
+                        u.target.url, r.body_bytes
+                    )));
+                }
+                Expect::Checksum { xxh3, .. } if xxh3 != r.xxh3 => {
+                    return Err(ControllerError::Target(format!(
+                        "preflight: GET {}: the body's checksum differs from the manifest's — is the target serving \
+                         the same file set (same seed)?",
+                        u.target.url
+                    )));
+                }
+                _ => {}
+            }
+        }
+    }
+    observer.note(&format!(
+        "preflight: {} checked",
+        benchlab_format::plural(checked, "URL", "URLs")
+    ));
+    Ok(())
+}
+
+pub(crate) fn is_loopback(t: &Target) -> bool {
+    t.addr.ip().is_loopback()
+}
+
+/// A suite's phases resolved to URLs (every file set read), before any
+/// request: what [`run_prepared`] loads.
+pub struct Prepared {
+    pub(crate) phases: Vec<PhasePlan>,
+}
+
+/// Resolves the URLs of every phase of `suite` (its file sets with
+/// `opts.filesets` over the suite's own) without a request. Every problem of
+/// every phase is reported at once, one per line, so a run never stops at
+/// phase 3 for an input that was missing from the start.
+pub fn prepare(suite: &Suite, opts: &RunOptions) -> Result<Prepared, ControllerError> {
+    let mut filesets = suite.filesets.clone();
+    filesets.extend(opts.filesets.clone());
+    let mut phases = Vec::with_capacity(suite.phases.len());
+    let mut problems: Vec<String> = Vec::new();
+    // Only hosts that did not resolve: the run cannot be made, though the
+    // suite is right (exit 1, not a usage error).
+    let mut only_unreachable = true;
+    for p in &suite.phases {
+        match resolve_phase(suite, &p.workload, &p.target, &filesets) {
+            Ok(plan) => phases.push(plan),
+            Err(e) => {
+                only_unreachable &= matches!(e, ControllerError::Target(_));
+                let e = format!("phase {}: {e}", p.name);
+                if !problems.contains(&e) {
+                    problems.push(e);
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        let all = problems.join("\n");
+        return Err(if only_unreachable {
+            ControllerError::Target(all)
+        } else {
+            ControllerError::Input(all)
+        });
+    }
+    Ok(Prepared { phases })
+}
+
+/// The local address client `c` (0-based) loads from: with the suite's
+/// `client_addresses` and a loopback target, 127.0.0.(c + 1) for the first
+/// 254 clients; otherwise the kernel's choice.
+pub(crate) fn client_address(suite: &Suite, phase: &PhasePlan, c: usize) -> Option<IpAddr> {
+    let loopback = phase.urls.first().is_some_and(|u| is_loopback(&u.target));
+    (suite.client_addresses && loopback && c < 254).then(|| IpAddr::V4(Ipv4Addr::new(127, 0, 0, (c + 1) as u8)))
+}
+
+/// Binds every client address a phase's mixes will load from, so one this
+/// machine lacks stops the run before any load, naming it.
+pub(crate) fn check_client_addresses(
+    suite: &Suite,
+    phase_index: usize,
+    phase: &PhasePlan,
+) -> Result<(), ControllerError> {
+    let clients = suite
+        .mixes
+        .iter()
+        .filter(|m| m.phase == phase_index)
+        .map(|m| m.clients as usize)
+        .max()
+        .unwrap_or(0);
+    let sources: Vec<IpAddr> = (0..clients).filter_map(|c| client_address(suite, phase, c)).collect();
+    let targets: Vec<_> = phase.urls.iter().map(|u| u.target.addr).collect();
+    sys::check_source_addresses(&sources, &targets).map_err(ControllerError::Target)
+}
