@@ -68,6 +68,15 @@ impl AgentError {
     }
 }
 
+impl benchlab_input::Classify for AgentError {
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        match self.exit_code() {
+            2 => benchlab_input::ExitClass::Usage,
+            _ => benchlab_input::ExitClass::CannotRun,
+        }
+    }
+}
+
 /// UTC nanoseconds since the Unix epoch of `t` (negative before it).
 pub(crate) fn nanos_of(t: SystemTime) -> i64 {
     match t.duration_since(UNIX_EPOCH) {

@@ -469,7 +469,10 @@ fn start_file_client(f: FileStart, tx: &Outbound, stop: Arc<AtomicBool>) -> Opti
                 .map(|r| benchlab_fileserver::FileEnd {
                     measure: r.measure,
                     cpu_us: r.cpu_us,
-                });
+                })
+                // On the wire, the message only (the controller counts the
+                // client as unable to run).
+                .map_err(|e| e.to_string());
             let json = serde_json::to_vec(&report).unwrap_or_default();
             send(&tx, FromAgent::FileReport(ClientPayload { client, json }));
         })

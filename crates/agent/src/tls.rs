@@ -152,7 +152,7 @@ impl TlsFiles {
 /// lab's CA only; HTTP/2 (gRPC) by ALPN. The controller does its own
 /// handshakes (not tonic's) so that each has a time limit, their number a
 /// bound, and a refusal a line naming the peer and why.
-pub fn server_config(tls: &TlsFiles) -> Result<std::sync::Arc<rustls::ServerConfig>, String> {
+pub(crate) fn server_config(tls: &TlsFiles) -> Result<std::sync::Arc<rustls::ServerConfig>, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     use std::sync::Arc;

@@ -22,7 +22,7 @@ pub fn is_file_suite(suite: &Suite) -> bool {
 /// `benchlab check`'s lines for the suite's file workloads, each read
 /// and checked (an error names the workload file or loadfile and line).
 pub fn check_lines(suite: &Suite) -> Result<Vec<String>, CliError> {
-    let workloads = load_workloads(suite).map_err(CliError::Usage)?;
+    let workloads = load_workloads(suite).map_err(|e| CliError::of("", e))?;
     Ok(workloads
         .iter()
         .map(|(name, w)| match w {
@@ -78,12 +78,12 @@ pub fn prepare(
         benchlab_fileserver::smb::set_password(password_for(suite, f)?);
     }
     // Every workload file and loadfile checked before anything runs.
-    load_workloads(suite).map_err(CliError::Usage)?;
+    load_workloads(suite).map_err(|e| CliError::of("", e))?;
     // And every mix's target: a bad `smb://…?encrypt=bogus` in mix 3 is
     // the user's input, refused now (exit 2), not after mixes 1 and 2 ran.
     for mix in &suite.mixes {
         match benchlab_fileserver::FileTarget::parse(&mix.params.target) {
-            Err(e) => return Err(CliError::Usage(format!("mix {}: {e}", mix.number))),
+            Err(e) => return Err(CliError::of("", e.context(format_args!("mix {}", mix.number)))),
             Ok(benchlab_fileserver::FileTarget::Local(p)) if !p.is_dir() => {
                 return Err(CliError::Usage(format!(
                     "mix {}: target file://{}: no such directory: expected an existing directory (local or mounted)",

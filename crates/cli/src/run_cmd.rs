@@ -808,10 +808,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         },
         None => opts,
     };
-    let prepared = prepare(&suite, &opts).map_err(|e| match e {
-        benchlab_controller::ControllerError::Input(m) => CliError::Usage(m),
-        e => CliError::CannotRun(e.to_string()),
-    })?;
+    let prepared = prepare(&suite, &opts).map_err(|e| CliError::of("", e))?;
     let mut targets: Vec<&str> = suite.phases.iter().map(|p| p.target.as_str()).collect();
     targets.dedup();
     let selected = if a.phases.is_empty() {

@@ -107,8 +107,10 @@ fn check_cold_cache() -> Result<(), CliError> {
 struct CgroupEvictor(benchlab_lab::cache::CgroupCache);
 
 impl benchlab_controller::CacheEvictor for CgroupEvictor {
-    fn evict(&self) -> Result<String, String> {
-        self.0.evict().map_err(|e| e.to_string())
+    fn evict(&self) -> Result<String, benchlab_controller::ColdCacheError> {
+        self.0
+            .evict()
+            .map_err(|e| benchlab_controller::ColdCacheError(e.to_string()))
     }
     fn describe(&self) -> String {
         self.0.describe()

@@ -33,8 +33,8 @@ pub(crate) struct FilePhase {
 pub(crate) fn resolve(suite: &Suite, workload: &str, target: &str) -> Option<Result<FilePhase, ControllerError>> {
     let w = suite.file_workloads.get(workload)?;
     Some((|| {
-        FileTarget::parse(target).map_err(ControllerError::Input)?;
-        let workload = benchlab_fileserver::suite::load_workload(w).map_err(ControllerError::Input)?;
+        FileTarget::parse(target)?;
+        let workload = benchlab_fileserver::suite::load_workload(w)?;
         Ok(FilePhase { workload })
     })())
 }
@@ -77,7 +77,7 @@ pub(crate) fn run_mix(
     stop: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<MixResult, ControllerError> {
-    let target = FileTarget::parse(&mix.params.target).map_err(ControllerError::Input)?;
+    let target = FileTarget::parse(&mix.params.target)?;
     let plan = plan_of(suite, mix);
     // A disk mix fills every user's workspace before the mix's clock
     // starts, which takes a while on a big workspace: say so.
@@ -202,7 +202,7 @@ fn run_remote(
             clients: 1,
             start_at: Some(start_at),
         };
-        let order = FileOrder::new(&phase.workload, &target, plan, part).map_err(ControllerError::Input)?;
+        let order = FileOrder::new(&phase.workload, &target, plan, part)?;
         let started = pool
             .file_driver(c)
             .ok_or_else(|| DriverError::Remote("the pool has no remote clients".into()))

@@ -27,6 +27,6 @@ pub use driver::{
     instant_at, ClientDriver, ClientLost, ClientPool, DriverError, FileClientDriver, InProcess, LocalClient,
 };
 pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
-pub use options::{CacheEvictor, ControllerError, Observer, Quiet, RunOptions};
+pub use options::{CacheEvictor, ColdCacheError, ControllerError, Observer, Quiet, RunOptions};
 pub use phase::{prepare, Prepared};
 pub use run::{drop_page_cache, run_prepared, run_prepared_search, run_suite};

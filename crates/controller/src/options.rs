@@ -40,6 +40,19 @@ pub enum ControllerError {
         #[source]
         source: DriverError,
     },
+    /// A file phase's target or workload (its class is the file error's).
+    #[error("{0}")]
+    File(#[from] benchlab_fileserver::FileError),
+}
+
+impl benchlab_input::Classify for ControllerError {
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        match self {
+            ControllerError::Input(_) => benchlab_input::ExitClass::Usage,
+            ControllerError::File(e) => e.exit_class(),
+            _ => benchlab_input::ExitClass::CannotRun,
+        }
+    }
 }
 
 /// How to run a suite (everything not in the suite file).
@@ -79,11 +92,23 @@ pub struct RunOptions {
     pub cache_evictor: Option<Arc<dyn CacheEvictor>>,
 }
 
+/// The page cache could not be made cold before a mix (`--cold-cache`):
+/// the run stops, as a mix on a warm cache would not be the one asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ColdCacheError(pub String);
+
+impl benchlab_input::Classify for ColdCacheError {
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::CannotRun
+    }
+}
+
 /// Makes the server's page cache cold without root (see
 /// `benchlab_lab::cache`).
 pub trait CacheEvictor: std::fmt::Debug + Send + Sync {
     /// Evicts; returns a line for the progress display.
-    fn evict(&self) -> Result<String, String>;
+    fn evict(&self) -> Result<String, ColdCacheError>;
     /// How, for results.json's `environment.cold_cache_method`.
     fn describe(&self) -> String;
 }

@@ -379,11 +379,13 @@ fn run_repeats(
 /// Writes dirty pages out, then drops the clean ones, the dentries and the
 /// inodes (`sync; echo 3 > /proc/sys/vm/drop_caches`): what the server
 /// serves next comes from the disk. Needs root.
-pub fn drop_page_cache() -> Result<(), String> {
+pub fn drop_page_cache() -> Result<(), ColdCacheError> {
     // SAFETY: sync(2) takes no arguments and cannot fail.
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|e| {
-        format!("cannot drop the page cache (/proc/sys/vm/drop_caches: {e}); it needs root (and a writable /proc/sys)")
+        ColdCacheError(format!(
+            "cannot drop the page cache (/proc/sys/vm/drop_caches: {e}); it needs root (and a writable /proc/sys)"
+        ))
     })
 }
 

@@ -235,8 +235,13 @@ fn remove_tree(parent: BorrowedFd<'_>, name: &CStr, depth: usize) -> io::Result<
 }
 
 impl LocalBackend {
-    /// A backend on the directory `root` (it must exist).
-    pub fn new(root: &Path) -> Result<LocalBackend, String> {
+    /// A backend on the directory `root` (it must exist); without it the
+    /// mix cannot run.
+    pub fn new(root: &Path) -> Result<LocalBackend, crate::FileError> {
+        LocalBackend::open_root(root).map_err(crate::FileError::Run)
+    }
+
+    fn open_root(root: &Path) -> Result<LocalBackend, String> {
         let c = CString::new(root.as_os_str().as_encoded_bytes())
             .map_err(|_| format!("file://{}: the path holds a NUL byte", root.display()))?;
         // SAFETY: a NUL-terminated path; the descriptor returned is ours.

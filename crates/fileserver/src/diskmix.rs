@@ -396,7 +396,7 @@ impl<'a> DiskMixUser<'a> {
     /// Empties and fills the workspace before the mix (not measured):
     /// files of drawn sizes until their sum reaches `workspace`. Returns
     /// the bytes written.
-    pub fn fill(&mut self, b: &mut dyn FileBackend) -> Result<u64, String> {
+    pub(crate) fn fill(&mut self, b: &mut dyn FileBackend) -> Result<u64, String> {
         let fail = |what: &str, s: Status| format!("filling the workspace {}: {what}: {s}", self.dir);
         b.deltree(&self.dir).map_err(|s| fail("Deltree", s))?;
         b.mkdir("\\clients").map_err(|s| fail("Mkdir \\clients", s))?;

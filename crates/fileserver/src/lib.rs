@@ -13,6 +13,7 @@
 
 pub mod backend;
 pub mod diskmix;
+pub mod error;
 pub mod loadfile;
 pub mod mix;
 pub mod process;
@@ -26,6 +27,7 @@ pub mod status;
 pub mod suite;
 pub mod wire;
 
+pub use error::FileError;
 pub use mix::{run_mix, run_mix_part, run_mix_timed, MixRun, Part};
 pub use run::{FileMixMeasure, FileMixPlan, FileTarget, FileWorkload};
 pub use status::Status;

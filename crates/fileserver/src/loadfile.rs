@@ -402,7 +402,7 @@ fn path(w: &(String, bool), what: &str) -> Result<String, String> {
 /// `\clients\client1` (each user replays it in `\clients\clientN`, so a
 /// `..` above it would reach another user's files or leave the share).
 /// The reason when not, to follow the quoted path.
-pub fn inside_share(p: &str) -> Result<(), String> {
+pub(crate) fn inside_share(p: &str) -> Result<(), String> {
     const EXPECTED: &str = "expected a path from the share's root such as \"\\clients\\client1\\f\"";
     let b = p.as_bytes();
     if b.first() == Some(&b'/') {

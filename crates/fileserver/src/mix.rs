@@ -6,6 +6,7 @@
 //! needs the other's.
 
 use crate::diskmix::Rng;
+use crate::error::FileError;
 use crate::run::{
     cpu_us, drive_user, prepare_user, report_seconds, FileMixMeasure, FileMixPlan, FileTarget, FileWorkload,
     LiveCounters, LiveSecond, UserOutcome,
@@ -33,7 +34,7 @@ pub fn run_mix(
     plan: &FileMixPlan,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
-) -> Result<FileMixMeasure, String> {
+) -> Result<FileMixMeasure, FileError> {
     run_mix_timed(workload, target, plan, stop, on_second).map(|r| r.measure)
 }
 
@@ -59,7 +60,7 @@ pub fn run_mix_timed(
     plan: &FileMixPlan,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
-) -> Result<MixRun, String> {
+) -> Result<MixRun, FileError> {
     let part = Part {
         first_client: 0,
         clients: plan.clients,
@@ -95,6 +96,17 @@ impl Part {
 /// [`run_mix_timed`] of the clients `part` names; the measure's `clients`
 /// are those.
 pub fn run_mix_part(
+    workload: &FileWorkload,
+    target: &FileTarget,
+    plan: &FileMixPlan,
+    part: &Part,
+    stop: &AtomicBool,
+    on_second: &mut dyn FnMut(LiveSecond),
+) -> Result<MixRun, FileError> {
+    run_part(workload, target, plan, part, stop, on_second).map_err(FileError::Run)
+}
+
+fn run_part(
     workload: &FileWorkload,
     target: &FileTarget,
     plan: &FileMixPlan,

@@ -6,6 +6,7 @@
 
 use crate::backend::{FileBackend, LocalBackend};
 use crate::diskmix::{DiskMix, DiskMixUser};
+use crate::error::FileError;
 use crate::loadfile::{Loadfile, OpKind};
 use crate::stats::FileStats;
 use crate::status::Status;
@@ -32,31 +33,32 @@ pub enum FileTarget {
 }
 
 impl FileTarget {
-    pub fn parse(t: &str) -> Result<FileTarget, String> {
+    /// A suite's or a flag's target; a bad one is the user's input.
+    pub fn parse(t: &str) -> Result<FileTarget, FileError> {
         if let Some(p) = t.strip_prefix("file://") {
             if !p.starts_with('/') {
-                return Err(format!(
+                return Err(FileError::Input(format!(
                     "target `{}`: expected file:///ABSOLUTE/PATH",
                     crate::smb::redact(t)
-                ));
+                )));
             }
             return Ok(FileTarget::Local(PathBuf::from(p)));
         }
         if t.starts_with("smb://") {
             return crate::smb::SmbUrl::parse(t).map(|u| FileTarget::Smb(u.with_default_password()));
         }
-        Err(format!(
+        Err(FileError::Input(format!(
             "target `{}`: expected file:///PATH or smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
             crate::smb::redact(t)
-        ))
+        )))
     }
 
-    /// A new connection for one user.
-    pub fn connect(&self) -> Result<Box<dyn FileBackend>, String> {
+    /// A new connection for one user; a refusal means the mix cannot run.
+    pub fn connect(&self) -> Result<Box<dyn FileBackend>, FileError> {
         match self {
             FileTarget::Local(p) => {
                 if !p.is_dir() {
-                    return Err(format!("file://{}: not a directory", p.display()));
+                    return Err(FileError::Run(format!("file://{}: not a directory", p.display())));
                 }
                 Ok(Box::new(LocalBackend::new(p)?))
             }

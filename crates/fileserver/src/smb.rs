@@ -123,7 +123,11 @@ pub fn redact(text: &str) -> String {
 }
 
 impl SmbUrl {
-    pub fn parse(t: &str) -> Result<SmbUrl, String> {
+    pub fn parse(t: &str) -> Result<SmbUrl, crate::FileError> {
+        SmbUrl::parse_text(t).map_err(crate::FileError::Input)
+    }
+
+    fn parse_text(t: &str) -> Result<SmbUrl, String> {
         let bad = |why: &str| {
             format!(
                 "target `{}`: {why}: expected smb://[USER[:PASS]@]HOST[:PORT]/SHARE",
@@ -446,7 +450,12 @@ fn errno_status() -> Status {
 }
 
 impl SmbBackend {
-    pub fn connect(u: &SmbUrl) -> Result<SmbBackend, String> {
+    /// A session on the share of `u`; a refusal means the mix cannot run.
+    pub fn connect(u: &SmbUrl) -> Result<SmbBackend, crate::FileError> {
+        SmbBackend::open_session(u).map_err(crate::FileError::Run)
+    }
+
+    fn open_session(u: &SmbUrl) -> Result<SmbBackend, String> {
         let lib = lib()?;
         let credentials = Box::new(Credentials {
             user: CString::new(u.user.clone().unwrap_or_default()).map_err(|_| "user name with a NUL byte")?,
@@ -863,10 +872,10 @@ mod tests {
             "smb://h/s/t",
             "smb://h/s?sign=maybe",
         ] {
-            let e = SmbUrl::parse(bad).unwrap_err();
+            let e = SmbUrl::parse(bad).unwrap_err().to_string();
             assert!(e.contains("expected"), "{bad}: {e}");
         }
-        let e = SmbUrl::parse("smb://u:SECRETPW@h:x/s").unwrap_err();
+        let e = SmbUrl::parse("smb://u:SECRETPW@h:x/s").unwrap_err().to_string();
         assert!(!e.contains("SECRETPW") && e.contains("smb://u:***@h:x/s"), "{e}");
     }
 

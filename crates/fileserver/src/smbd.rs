@@ -138,7 +138,11 @@ pub fn start_smbd_with(extra_global: &str) -> Option<Smbd> {
 impl Smbd {
     /// Adds a Samba user (an existing system user, e.g. the one running the
     /// tests) with `password`, in this smbd's own passdb (`smbpasswd -c`).
-    pub fn add_user(&self, name: &str, password: &str) -> Result<(), String> {
+    pub fn add_user(&self, name: &str, password: &str) -> Result<(), crate::FileError> {
+        self.add_passdb_user(name, password).map_err(crate::FileError::Run)
+    }
+
+    fn add_passdb_user(&self, name: &str, password: &str) -> Result<(), String> {
         use std::io::Write;
         let mut c = Command::new("smbpasswd")
             .arg("-c")

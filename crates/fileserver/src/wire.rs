@@ -141,12 +141,17 @@ pub struct FileOrder {
 impl FileOrder {
     /// The order for the clients `part` of a mix of `workload` (its file
     /// read again, with its bound) against `target`.
-    pub fn new(workload: &FileWorkload, target: &str, plan: &FileMixPlan, part: Part) -> Result<FileOrder, String> {
+    pub fn new(
+        workload: &FileWorkload,
+        target: &str,
+        plan: &FileMixPlan,
+        part: Part,
+    ) -> Result<FileOrder, crate::FileError> {
         let (kind, path, loops, limit) = match workload {
             FileWorkload::Loadfile(l, loops) => ("loadfile", &l.path, *loops, MAX_LOADFILE_BYTES),
             FileWorkload::DiskMix(m) => ("disk_mix", &m.path, None, MAX_DISK_MIX_BYTES),
         };
-        let bytes = read_bounded(path, kind, limit).map_err(|e| e.message())?;
+        let bytes = read_bounded(path, kind, limit).map_err(|e| crate::FileError::Input(e.to_string()))?;
         Ok(FileOrder {
             workload: WorkloadText {
                 kind: kind.into(),
@@ -165,7 +170,13 @@ impl FileOrder {
 
     /// The workload, its text written into `dir` (user processes read it
     /// from there) and checked as on the controller.
-    pub fn workload(&self, dir: &Path) -> Result<FileWorkload, String> {
+    /// A bad order (it came from the network) means this client cannot
+    /// run.
+    pub fn workload(&self, dir: &Path) -> Result<FileWorkload, crate::FileError> {
+        self.read_workload(dir).map_err(crate::FileError::Run)
+    }
+
+    fn read_workload(&self, dir: &Path) -> Result<FileWorkload, String> {
         let w = &self.workload;
         // Only a plain name: the order comes from the network.
         let name: String = w
