@@ -866,19 +866,7 @@ impl ClientPool for RemotePool {
     }
 
     fn driver(&self, client: usize) -> Box<dyn ClientDriver> {
-        let k = self.shared.opts.clients_per_agent.max(1) as usize;
-        let index = (client / k) as u32;
-        let link = self.shared.state().agents.get(&index).cloned();
-        Box::new(RemoteDriver {
-            shared: Arc::clone(&self.shared),
-            client: client as u32,
-            index,
-            link,
-            rx: None,
-            report: None,
-            lost: None,
-            finished: false,
-        })
+        Box::new(Remote::<WebClient>::new(&self.shared, client))
     }
 
     fn before_mix(&self) -> Result<Duration, DriverError> {
@@ -964,19 +952,7 @@ impl ClientPool for RemotePool {
     }
 
     fn file_driver(&self, client: usize) -> Option<Box<dyn FileClientDriver>> {
-        let k = self.shared.opts.clients_per_agent.max(1) as usize;
-        let index = (client / k) as u32;
-        let link = self.shared.state().agents.get(&index).cloned();
-        Some(Box::new(RemoteFileDriver {
-            shared: Arc::clone(&self.shared),
-            client: client as u32,
-            index,
-            link,
-            rx: None,
-            report: None,
-            lost: None,
-            finished: false,
-        }))
+        Some(Box::new(Remote::<FileClient>::new(&self.shared, client)))
     }
 
     fn agents(&self) -> Vec<AgentResult> {
@@ -993,40 +969,112 @@ impl ClientPool for RemotePool {
     }
 }
 
+/// What a client of one kind (a web client, a file client) hears from its
+/// agent: the one remote driver below ([`Remote`]) is generic over it, so
+/// both kinds start, stream, stop, get lost and finish the same way.
+trait RemoteKind {
+    type Second;
+    type Report;
+    /// What event `e` is to a client of this kind.
+    fn heard(e: Event) -> Heard<Self::Second, Self::Report>;
+}
+
+/// An event as a client of one kind hears it.
+enum Heard<S, R> {
+    Second(S),
+    /// Its end: what it measured, or why it could not run.
+    Report(Result<R, String>),
+    Lost(String),
+    /// Another kind's event, or a start acknowledgement (read by
+    /// [`Remote::begin`]).
+    Other,
+}
+
+/// A web client (`ClientDriver`).
+struct WebClient;
+
+impl RemoteKind for WebClient {
+    type Second = Second;
+    type Report = ClientReport;
+    fn heard(e: Event) -> Heard<Second, ClientReport> {
+        match e {
+            Event::Second(s) => Heard::Second(*s),
+            Event::Report(r) => Heard::Report(Ok(*r)),
+            Event::Lost(why) => Heard::Lost(why),
+            Event::Started(_) | Event::FileSecond(_) | Event::FileReport(_) => Heard::Other,
+        }
+    }
+}
+
+/// A file client (`FileClientDriver`): its users in their own workspaces
+/// on the agent, its seconds streamed, its measure returned whole.
+struct FileClient;
+
+impl RemoteKind for FileClient {
+    type Second = LiveSecond;
+    type Report = FileEnd;
+    fn heard(e: Event) -> Heard<LiveSecond, FileEnd> {
+        match e {
+            Event::FileSecond(s) => Heard::Second(s),
+            // It could not run (its target unreachable from the agent,
+            // say): out of the mix, saying why.
+            Event::FileReport(r) => Heard::Report(*r),
+            Event::Lost(why) => Heard::Lost(why),
+            Event::Started(_) | Event::Second(_) | Event::Report(_) => Heard::Other,
+        }
+    }
+}
+
 /// One client of a mix, run by an agent.
-struct RemoteDriver {
+struct Remote<K: RemoteKind> {
     shared: Arc<Shared>,
     client: u32,
     index: u32,
     link: Option<Arc<Link>>,
     rx: Option<std_mpsc::Receiver<Event>>,
-    report: Option<ClientReport>,
+    report: Option<K::Report>,
     lost: Option<String>,
     finished: bool,
 }
 
-impl RemoteDriver {
+impl<K: RemoteKind> Remote<K> {
+    fn new(shared: &Arc<Shared>, client: usize) -> Remote<K> {
+        let k = shared.opts.clients_per_agent.max(1) as usize;
+        let index = (client / k) as u32;
+        let link = shared.state().agents.get(&index).cloned();
+        Remote {
+            shared: Arc::clone(shared),
+            client: client as u32,
+            index,
+            link,
+            rx: None,
+            report: None,
+            lost: None,
+            finished: false,
+        }
+    }
+
     fn mark_lost(&mut self, why: String) {
         self.lost = Some(why);
         self.finished = true;
     }
 
-    fn handle(&mut self, e: Event) -> Option<Second> {
-        match e {
-            Event::Second(s) => return Some(*s),
-            Event::Report(r) => {
-                self.report = Some(*r);
+    fn handle(&mut self, e: Event) -> Option<K::Second> {
+        match K::heard(e) {
+            Heard::Second(s) => return Some(s),
+            Heard::Report(Ok(r)) => {
+                self.report = Some(r);
                 self.finished = true;
             }
-            Event::Lost(why) => self.mark_lost(why),
-            Event::Started(_) | Event::FileSecond(_) | Event::FileReport(_) => {}
+            Heard::Report(Err(why)) | Heard::Lost(why) => self.mark_lost(why),
+            Heard::Other => {}
         }
         None
     }
-}
 
-impl ClientDriver for RemoteDriver {
-    fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError> {
+    /// Sends the start `order` makes of the agent's clock offset (ns to
+    /// add to a controller instant) and waits for its acknowledgement.
+    fn begin(&mut self, order: impl FnOnce(i64) -> Result<ToAgent, DriverError>) -> Result<(), DriverError> {
         if let Some(why) = self.shared.state().aborted.clone() {
             return Err(DriverError::Remote(format!("the run stops: {why}")));
         }
@@ -1046,20 +1094,7 @@ impl ClientDriver for RemoteDriver {
         lock(&link.clients).insert(self.client, tx);
         self.rx = Some(rx);
         let offset = *lock(&link.offset_ns);
-        // The start on the agent's clock.
-        let at = crate::nanos_of(start_at).saturating_add(offset);
-        let plan = serde_json::to_vec(&plan).map_err(|e| DriverError::Remote(e.to_string()))?;
-        let opts = &self.shared.opts;
-        link.send(ToAgent::Start(Start {
-            client: self.client,
-            plan,
-            start_unix_nanos: at,
-            threads_from_cpus_of: if opts.threads_by_agent {
-                opts.clients_per_agent.max(1)
-            } else {
-                0
-            },
-        }));
+        link.send(order(offset)?);
         let deadline = Instant::now() + ANSWER_TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -1076,7 +1111,7 @@ impl ClientDriver for RemoteDriver {
                 }
                 Some(Ok(_)) => continue,
                 _ => {
-                    self.stop();
+                    self.halt();
                     self.finished = true;
                     return Err(DriverError::Remote(format!(
                         "agent {} did not acknowledge the start of client {} within {} s",
@@ -1089,13 +1124,13 @@ impl ClientDriver for RemoteDriver {
         }
     }
 
-    fn stop(&mut self) {
+    fn halt(&mut self) {
         if let Some(l) = &self.link {
             l.send(ToAgent::Stop(Stop { client: self.client }));
         }
     }
 
-    fn next_second(&mut self, timeout: Duration) -> Option<Second> {
+    fn second(&mut self, timeout: Duration) -> Option<K::Second> {
         if self.finished {
             return None;
         }
@@ -1110,11 +1145,7 @@ impl ClientDriver for RemoteDriver {
         }
     }
 
-    fn is_finished(&self) -> bool {
-        self.finished
-    }
-
-    fn finish(&mut self) -> Result<ClientReport, ClientLost> {
+    fn end(&mut self) -> Result<K::Report, ClientLost> {
         // The watchdog turns silence into a loss within seconds, so this
         // wait ends.
         while !self.finished && self.rx.is_some() {
@@ -1144,10 +1175,10 @@ impl ClientDriver for RemoteDriver {
     }
 }
 
-impl Drop for RemoteDriver {
+impl<K: RemoteKind> Drop for Remote<K> {
     fn drop(&mut self) {
         if !self.finished {
-            self.stop();
+            self.halt();
         }
         if let Some(l) = &self.link {
             lock(&l.clients).remove(&self.client);
@@ -1155,119 +1186,62 @@ impl Drop for RemoteDriver {
     }
 }
 
-/// One client of a file mix, run by an agent: its users in their own
-/// workspaces there, its seconds streamed, its measure returned whole.
-struct RemoteFileDriver {
-    shared: Arc<Shared>,
-    client: u32,
-    index: u32,
-    link: Option<Arc<Link>>,
-    rx: Option<std_mpsc::Receiver<Event>>,
-    report: Option<FileEnd>,
-    lost: Option<String>,
-    finished: bool,
-}
-
-impl RemoteFileDriver {
-    fn mark_lost(&mut self, why: String) {
-        self.lost = Some(why);
-        self.finished = true;
-    }
-
-    fn handle(&mut self, e: Event) -> Option<LiveSecond> {
-        match e {
-            Event::FileSecond(s) => return Some(s),
-            Event::FileReport(r) => {
-                match *r {
-                    Ok(m) => self.report = Some(m),
-                    // It could not run (its target unreachable from the
-                    // agent, say): out of the mix, saying why.
-                    Err(why) => self.lost = Some(why),
-                }
-                self.finished = true;
-            }
-            Event::Lost(why) => self.mark_lost(why),
-            Event::Started(_) | Event::Second(_) | Event::Report(_) => {}
-        }
-        None
-    }
-}
-
-impl FileClientDriver for RemoteFileDriver {
-    fn start(&mut self, order: FileOrder, start_at: SystemTime) -> Result<(), DriverError> {
-        if let Some(why) = self.shared.state().aborted.clone() {
-            return Err(DriverError::Remote(format!("the run stops: {why}")));
-        }
-        let Some(link) = self.link.clone() else {
-            return Err(DriverError::Remote(format!(
-                "client {} has no agent: agent {} never registered",
-                self.client + 1,
-                self.index
-            )));
+impl ClientDriver for Remote<WebClient> {
+    fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError> {
+        let client = self.client;
+        let threads_from_cpus_of = if self.shared.opts.threads_by_agent {
+            self.shared.opts.clients_per_agent.max(1)
+        } else {
+            0
         };
-        if let Some(why) = link.is_lost() {
-            self.mark_lost(format!("agent {} was lost earlier: {why}", self.index));
-            return Ok(());
-        }
-        let (tx, rx) = std_mpsc::channel();
-        lock(&link.clients).insert(self.client, tx);
-        self.rx = Some(rx);
-        let offset = *lock(&link.offset_ns);
-        let at = crate::nanos_of(start_at).saturating_add(offset);
-        let order = serde_json::to_vec(&order).map_err(|e| DriverError::Remote(e.to_string()))?;
-        link.send(ToAgent::FileStart(FileStart {
-            client: self.client,
-            order,
-            start_unix_nanos: at,
-        }));
-        let deadline = Instant::now() + ANSWER_TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let e = self.rx.as_ref().map(|r| r.recv_timeout(left));
-            match e {
-                Some(Ok(Event::Started(Ok(())))) => return Ok(()),
-                Some(Ok(Event::Started(Err(why)))) => {
-                    self.finished = true;
-                    return Err(DriverError::Remote(format!("agent {}: {why}", self.index)));
-                }
-                Some(Ok(Event::Lost(why))) => {
-                    self.mark_lost(why);
-                    return Ok(());
-                }
-                Some(Ok(_)) => continue,
-                _ => {
-                    self.stop();
-                    self.finished = true;
-                    return Err(DriverError::Remote(format!(
-                        "agent {} did not acknowledge the start of client {} within {} s",
-                        self.index,
-                        self.client + 1,
-                        ANSWER_TIMEOUT.as_secs()
-                    )));
-                }
-            }
-        }
+        self.begin(|offset| {
+            let plan = serde_json::to_vec(&plan).map_err(|e| DriverError::Remote(e.to_string()))?;
+            Ok(ToAgent::Start(Start {
+                client,
+                plan,
+                // The start on the agent's clock.
+                start_unix_nanos: crate::nanos_of(start_at).saturating_add(offset),
+                threads_from_cpus_of,
+            }))
+        })
     }
 
     fn stop(&mut self) {
-        if let Some(l) = &self.link {
-            l.send(ToAgent::Stop(Stop { client: self.client }));
-        }
+        self.halt();
+    }
+
+    fn next_second(&mut self, timeout: Duration) -> Option<Second> {
+        self.second(timeout)
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn finish(&mut self) -> Result<ClientReport, ClientLost> {
+        self.end()
+    }
+}
+
+impl FileClientDriver for Remote<FileClient> {
+    fn start(&mut self, order: FileOrder, start_at: SystemTime) -> Result<(), DriverError> {
+        let client = self.client;
+        self.begin(|offset| {
+            let order = serde_json::to_vec(&order).map_err(|e| DriverError::Remote(e.to_string()))?;
+            Ok(ToAgent::FileStart(FileStart {
+                client,
+                order,
+                start_unix_nanos: crate::nanos_of(start_at).saturating_add(offset),
+            }))
+        })
+    }
+
+    fn stop(&mut self) {
+        self.halt();
     }
 
     fn next_second(&mut self, timeout: Duration) -> Option<LiveSecond> {
-        if self.finished {
-            return None;
-        }
-        let e = self.rx.as_ref()?.recv_timeout(timeout);
-        match e {
-            Ok(e) => self.handle(e),
-            Err(std_mpsc::RecvTimeoutError::Timeout) => None,
-            Err(std_mpsc::RecvTimeoutError::Disconnected) => {
-                self.mark_lost("its link ended".into());
-                None
-            }
-        }
+        self.second(timeout)
     }
 
     fn is_finished(&self) -> bool {
@@ -1275,42 +1249,6 @@ impl FileClientDriver for RemoteFileDriver {
     }
 
     fn finish(&mut self) -> Result<FileEnd, ClientLost> {
-        // The watchdog turns silence into a loss within seconds, so this
-        // wait ends.
-        while !self.finished && self.rx.is_some() {
-            let e = self.rx.as_ref().map(|r| r.recv_timeout(Duration::from_secs(1)));
-            match e {
-                Some(Ok(e)) => {
-                    self.handle(e);
-                }
-                Some(Err(std_mpsc::RecvTimeoutError::Timeout)) => {}
-                _ => self.mark_lost("its link ended".into()),
-            }
-        }
-        if let Some(l) = &self.link {
-            lock(&l.clients).remove(&self.client);
-        }
-        self.finished = true;
-        if let Some(m) = self.report.take() {
-            return Ok(m);
-        }
-        Err(ClientLost {
-            why: format!(
-                "agent {}: {}",
-                self.index,
-                self.lost.clone().unwrap_or_else(|| "never started".into())
-            ),
-        })
-    }
-}
-
-impl Drop for RemoteFileDriver {
-    fn drop(&mut self) {
-        if !self.finished {
-            self.stop();
-        }
-        if let Some(l) = &self.link {
-            lock(&l.clients).remove(&self.client);
-        }
+        self.end()
     }
 }
