@@ -263,7 +263,8 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         if search.is_some() && a.connections.is_some() {
             // The search grows the users; --connections fixes the streams.
             return Err(usage(
-                "--find-peak grows the users, and --connections fixes the streams they may use: drop --connections".into(),
+                "--find-peak grows the users, and --connections fixes the streams they may use: drop --connections"
+                    .into(),
             ));
         }
         if a.http10_percent.is_some_and(|p| p > 0) {

@@ -46,7 +46,10 @@ fn assert_sends_accounted(server: &Nginx, r: &Value) {
         logged >= u(r, "/requests") && logged <= done + u(r, "/in_flight"),
         "nginx logged {logged}: {r}"
     );
-    assert!(lines.iter().skip(1).all(|l| l.version() == "HTTP/2.0" && l.status == 200));
+    assert!(lines
+        .iter()
+        .skip(1)
+        .all(|l| l.version() == "HTTP/2.0" && l.status == 200));
 }
 
 /// `--http 2 --rate 200 -d 2s` on one OS thread: the constant schedule
@@ -165,7 +168,18 @@ fn h2_users_waiting_for_a_connection_are_waiting_not_in_flight() {
 /// nginx's log.
 fn exact_run(io: &str, server: &Nginx) -> Output {
     Command::new(benchlab_bin())
-        .args(["http", "--json", "--http", "2", "-n", "600", "-t", "8", "--streams", "4"])
+        .args([
+            "http",
+            "--json",
+            "--http",
+            "2",
+            "-n",
+            "600",
+            "-t",
+            "8",
+            "--streams",
+            "4",
+        ])
         .args(["--os-threads", "1", &server.url("/4k.html")])
         .env("BENCHLAB_IO", io)
         .output()

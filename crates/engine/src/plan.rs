@@ -903,14 +903,21 @@ mod tests {
         p.http2 = Some(H2Plan::default());
         assert!(p.validate().is_ok());
         let mut urls = p.urls.to_vec();
-        urls.push(UrlPlan { class: 1, ..urls[0].clone() });
+        urls.push(UrlPlan {
+            class: 1,
+            ..urls[0].clone()
+        });
         p.urls = urls.into();
         p.classes.push(ClassPlan { name: "h2".into() });
         p.http2 = Some(H2Plan {
             classes: 0b10,
             ..H2Plan::default()
         });
-        assert!(p.validate().unwrap_err().to_string().contains("HTTP/1 and HTTP/2 classes"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("HTTP/1 and HTTP/2 classes"));
     }
 
     #[test]

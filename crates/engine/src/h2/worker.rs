@@ -33,11 +33,11 @@
 use super::conn::{Conn, Ended, Outcome, MAX_CONTROL_QUEUED};
 use super::hpack;
 use crate::plan::{Expect, Load, OpenLoop, Scheme, Stop};
+use crate::reactor::{Backend, Ev, IoConfig, Reactor};
 use crate::rng::SplitMix64;
 use crate::schedule::{Schedule, Timer, TIMER};
 use crate::stats::{ErrorKind, Snapshot, Stats, ThreadEnd};
 use crate::worker::{bump, connect, connect_error_kind, Shared};
-use crate::reactor::{Backend, Ev, IoConfig, Reactor};
 use mio::net::TcpStream;
 use rustls::ClientConnection;
 use std::cmp::Reverse;
