@@ -31,6 +31,7 @@ mod probe;
 mod reactor;
 mod rng;
 mod schedule;
+mod sock;
 mod stats;
 pub mod sys;
 mod tls;
