@@ -31,7 +31,6 @@ mod probe;
 mod reactor;
 mod rng;
 mod schedule;
-mod sock;
 mod stats;
 pub mod sys;
 mod tls;

@@ -14,9 +14,7 @@
 //!
 //! Which system calls deliver readiness or data is the reactor's business
 //! (`reactor.rs`: mio's edge-triggered epoll by default; level-triggered
-//! epoll and io_uring for measurement); this loop is the same for all. The
-//! connection, connect and TLS read are `sock.rs`'s, the open loop's
-//! schedule and timer `schedule.rs`'s, shared with the HTTP/2 loop.
+//! epoll and io_uring for measurement); this loop is the same for all.
 //!
 //! Edge-triggered readiness (mio's mode) is used without draining sockets to
 //! `EAGAIN`: a response is read until it is complete, and any later data or
@@ -28,17 +26,16 @@ use crate::plan::{parts_len, ClientPlan, Expect, Load, OpenLoop, Requests, Schem
 use crate::reactor::{next_generation, Backend, Ev, IoConfig, Reactor};
 use crate::rng::SplitMix64;
 use crate::schedule::{Schedule, Timer, TIMER};
-use crate::sock::{
-    break_tls, connect, connect_error_kind, flush_tls, is_closed_error, tls_read, ReadOutcome, Sock, TlsSock,
-};
 use crate::stats::{ConnectionKind, ErrorKind, Snapshot, Stats, ThreadEnd};
 use crate::tls::{server_name, TlsConfigs};
+use mio::net::TcpStream;
 use rustls::pki_types::ServerName;
 use rustls::ClientConnection;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -103,6 +100,26 @@ impl Shared {
             }
         }
     }
+}
+
+/// A connection: plain TCP or TLS over TCP.
+enum Sock {
+    Plain(TcpStream),
+    Tls(Box<TlsSock>),
+}
+
+impl Sock {
+    fn fd(&self) -> RawFd {
+        match self {
+            Sock::Plain(tcp) => tcp.as_raw_fd(),
+            Sock::Tls(t) => t.tcp.as_raw_fd(),
+        }
+    }
+}
+
+struct TlsSock {
+    tcp: TcpStream,
+    conn: ClientConnection,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1449,6 +1466,61 @@ impl SendMsg {
     }
 }
 
+enum ReadOutcome {
+    Data(usize),
+    WouldBlock,
+    Eof,
+    Error(io::Error),
+}
+
+/// Reads decrypted bytes from a TLS connection into `buf`.
+fn tls_read(t: &mut TlsSock, buf: &mut [u8]) -> ReadOutcome {
+    loop {
+        match t.conn.reader().read(buf) {
+            Ok(0) => return ReadOutcome::Eof, // close_notify
+            Ok(n) => return ReadOutcome::Data(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            // TCP closed without close_notify: most servers do that.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return ReadOutcome::Eof,
+            Err(e) => return ReadOutcome::Error(e),
+        }
+        match t.conn.read_tls(&mut t.tcp) {
+            Ok(0) => return ReadOutcome::Eof,
+            Ok(_) => {
+                if let Err(e) = t.conn.process_new_packets() {
+                    let _ = t.conn.write_tls(&mut t.tcp);
+                    return ReadOutcome::Error(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+                // Post-handshake messages (session tickets) may want a reply.
+                while t.conn.wants_write() {
+                    if t.conn.write_tls(&mut t.tcp).is_err() {
+                        break;
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return ReadOutcome::WouldBlock,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return ReadOutcome::Error(e),
+        }
+    }
+}
+
+/// Sends buffered TLS records; `Ok(true)` when all left.
+fn flush_tls(t: &mut TlsSock) -> io::Result<bool> {
+    while t.conn.wants_write() {
+        match t.conn.write_tls(&mut t.tcp) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+fn break_tls(e: io::Error) -> io::Result<bool> {
+    Err(io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 /// Fills `out` with the parts of a request not yet written (`written`
 /// bytes are); returns how many slices are in use.
 #[inline]
@@ -1499,6 +1571,81 @@ const ARRIVALS_PER_CLIENT: usize = 128;
 /// Arrival slots per OS thread: the client's share, at least 8.
 fn arrival_limit(os_threads: usize) -> usize {
     (ARRIVALS_PER_CLIENT / os_threads.max(1)).max(8)
+}
+
+/// Opens a non-blocking TCP connection (connect in progress).
+pub(crate) fn connect(
+    addr: SocketAddr,
+    source: Option<std::net::IpAddr>,
+    busy_poll_us: u32,
+) -> Result<TcpStream, ErrorKind> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let sock = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM.nonblocking(),
+        Some(Protocol::TCP),
+    )
+    .map_err(|_| ErrorKind::ConnectRefused)?;
+    if let Some(ip) = source {
+        // Let connect() pick the port, so each (source, destination) pair
+        // has the whole ephemeral range (IP_BIND_ADDRESS_NO_PORT).
+        set_bind_address_no_port(&sock);
+        // A source address this machine cannot bind is the client's
+        // failure, never the server's refusal.
+        sock.bind(&SocketAddr::new(ip, 0).into()).map_err(|_| ErrorKind::Bind)?;
+    }
+    if busy_poll_us > 0 {
+        // Best effort, as the epoll side (see reactor.rs).
+        let _ = crate::reactor::set_socket_busy_poll(sock.as_raw_fd(), busy_poll_us);
+    }
+    match sock.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(connect_error_kind(&e, false)),
+    }
+    Ok(TcpStream::from_std(sock.into()))
+}
+
+/// `IP_BIND_ADDRESS_NO_PORT`: bind the address now, the port at connect.
+fn set_bind_address_no_port(sock: &socket2::Socket) {
+    use std::os::fd::AsRawFd;
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt on a socket we own with a pointer to a live c_int.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            &one as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Maps an error seen while connecting (or on a connection's first write).
+pub(crate) fn connect_error_kind(e: &io::Error, tls: bool) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
+        io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
+        io::ErrorKind::InvalidData if tls => ErrorKind::Tls,
+        _ => match e.raw_os_error() {
+            Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => ErrorKind::ConnectRefused,
+            // With IP_BIND_ADDRESS_NO_PORT the local port is picked at
+            // connect: EADDRNOTAVAIL there means no free local port (or
+            // source address) on the client's side.
+            Some(libc::EADDRNOTAVAIL) => ErrorKind::Bind,
+            _ => ErrorKind::Reset,
+        },
+    }
+}
+
+/// Errors that mean "the server had closed this connection".
+fn is_closed_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted
+    )
 }
 
 pub(crate) fn frame_error_kind(e: FrameError) -> ErrorKind {
@@ -1557,4 +1704,21 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         h2_settings: std::sync::OnceLock::new(),
         plan,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unbindable_source_is_a_bind_error() {
+        // Nothing needs to listen: the bind fails before any connect.
+        let target: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let away = "192.0.2.1".parse().unwrap(); // TEST-NET-1: on no machine
+        assert_eq!(connect(target, Some(away), 0).err(), Some(ErrorKind::Bind));
+        let no_port = io::Error::from_raw_os_error(libc::EADDRNOTAVAIL);
+        assert_eq!(connect_error_kind(&no_port, false), ErrorKind::Bind);
+        let refused = io::Error::from_raw_os_error(libc::ECONNREFUSED);
+        assert_eq!(connect_error_kind(&refused, false), ErrorKind::ConnectRefused);
+    }
 }

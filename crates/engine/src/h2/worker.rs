@@ -2,14 +2,14 @@
 //! carrying many streams, and the closed-loop virtual users mapped onto
 //! those streams (user j of the client on connection j mod C).
 //!
-//! It is a loop of its own beside HTTP/1's (`worker.rs`) rather than more
-//! states in it (an HTTP/1 user owns a connection, an HTTP/2 connection
-//! owns many users), but built of the same parts: the `Reactor`
-//! (`BENCHLAB_IO`: mio's edge-triggered epoll or level-triggered epoll;
-//! io_uring is refused by name), the open-loop schedule (`schedule.rs`: a
-//! user is then a request slot, one stream, and the schedule's sends take
-//! free ones), and the socket layer (`sock.rs`: the connection, connect,
-//! its error kinds, the TLS read).
+//! It is its own loop beside HTTP/1's (`worker.rs`) rather than more states
+//! in it: an HTTP/1 user owns a connection, an HTTP/2 connection owns many
+//! users, and the two would share little but the socket calls, which are
+//! shared (`worker::connect`, the TLS helpers). It waits on the same
+//! `Reactor` as HTTP/1 (`BENCHLAB_IO`: mio's edge-triggered epoll, or
+//! level-triggered epoll; io_uring is refused by name) and keeps the same
+//! open-loop schedule (`schedule.rs`): a user is then a request slot, one
+//! stream, and the schedule's sends take free ones.
 //!
 //! Why a framing of benchlab's own and not the `h2` crate on a
 //! current-thread tokio runtime per OS thread: counting needs each stream's
@@ -36,9 +36,9 @@ use crate::plan::{Expect, Load, OpenLoop, Scheme, Stop};
 use crate::reactor::{Backend, Ev, IoConfig, Reactor};
 use crate::rng::SplitMix64;
 use crate::schedule::{Schedule, Timer, TIMER};
-use crate::sock::{connect, connect_error_kind, tls_read, ReadOutcome, Sock, TlsSock};
 use crate::stats::{ErrorKind, Snapshot, Stats, ThreadEnd};
-use crate::worker::{bump, Shared};
+use crate::worker::{bump, connect, connect_error_kind, Shared};
+use mio::net::TcpStream;
 use rustls::ClientConnection;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -47,6 +47,21 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+enum Sock {
+    Plain(TcpStream),
+    Tls(Box<(TcpStream, ClientConnection)>),
+}
+
+impl Sock {
+    fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            Sock::Plain(t) => t.as_raw_fd(),
+            Sock::Tls(b) => b.0.as_raw_fd(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum LinkState {
@@ -631,7 +646,7 @@ impl H2Worker {
                 _ => None,
             };
             match conn {
-                Some(conn) => Sock::Tls(Box::new(TlsSock { tcp, conn })),
+                Some(c) => Sock::Tls(Box::new((tcp, c))),
                 None => return self.fail_queue(slot, ErrorKind::Tls),
             }
         } else {
@@ -742,7 +757,7 @@ impl H2Worker {
         let Some(link) = self.links[l].as_mut() else { return };
         let want = match link.state {
             LinkState::Connecting => true,
-            _ => !link.conn.unsent().is_empty() || matches!(&link.sock, Sock::Tls(b) if b.conn.wants_write()),
+            _ => !link.conn.unsent().is_empty() || matches!(&link.sock, Sock::Tls(b) if b.1.wants_write()),
         };
         if want != link.out_armed && self.reactor.want_write(link.sock.fd(), l, want).is_ok() {
             link.out_armed = want;
@@ -753,7 +768,7 @@ impl H2Worker {
         let Some(link) = self.links[l].as_mut() else { return };
         let slot = link.slot as usize;
         let Sock::Tls(b) = &mut link.sock else { return };
-        let TlsSock { tcp, conn: tls } = &mut **b;
+        let (tcp, tls) = &mut **b;
         let mut wrote = false;
         // What failed: the kind, and the rustls error to explain.
         let failed: Option<(ErrorKind, Option<rustls::Error>)> = 'hs: loop {
@@ -804,8 +819,8 @@ impl H2Worker {
         }
         let Some(link) = self.links[l].as_mut() else { return };
         let Sock::Tls(b) = &link.sock else { return };
-        let resumed = matches!(b.conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
-        let h2 = b.conn.alpn_protocol() == Some(b"h2");
+        let resumed = matches!(b.1.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
+        let h2 = b.1.alpn_protocol() == Some(b"h2");
         if resumed {
             bump(&mut self.second, &mut self.window, self.window_open, |c| {
                 c.tls_resumptions += 1
@@ -855,7 +870,7 @@ impl H2Worker {
                     }
                 }
                 Sock::Tls(b) => {
-                    let TlsSock { tcp, conn: tls } = &mut **b;
+                    let (tcp, tls) = &mut **b;
                     // rustls takes plaintext up to its buffer limit; what it
                     // did not take goes after its records are written.
                     loop {
@@ -929,15 +944,7 @@ impl H2Worker {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(_) => Err(Some(ErrorKind::Reset)),
                 },
-                Sock::Tls(b) => match tls_read(b, &mut self.buf) {
-                    ReadOutcome::Data(n) => Ok(n),
-                    ReadOutcome::WouldBlock => Ok(0),
-                    ReadOutcome::Eof => Err(None),
-                    // Records that do not decrypt or parse (rustls's
-                    // error, as `InvalidData`), or the socket's own error.
-                    ReadOutcome::Error(e) if e.kind() == io::ErrorKind::InvalidData => Err(Some(ErrorKind::Tls)),
-                    ReadOutcome::Error(_) => Err(Some(ErrorKind::Reset)),
-                },
+                Sock::Tls(b) => tls_read(b, &mut self.buf),
             };
             match r {
                 Ok(0) => break,
@@ -1231,6 +1238,37 @@ impl H2Worker {
         user.deadline = now + self.shared.plan.timeout;
         let slot = user.slot as usize;
         self.slots[slot].queue.push_back(u as u32);
+    }
+}
+
+/// Reads decrypted bytes; `Err(None)` at the end of the connection.
+fn tls_read(b: &mut (TcpStream, ClientConnection), buf: &mut [u8]) -> Result<usize, Option<ErrorKind>> {
+    let (tcp, tls) = b;
+    loop {
+        match tls.reader().read(buf) {
+            Ok(0) => return Err(None),
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(None),
+            Err(_) => return Err(Some(ErrorKind::Tls)),
+        }
+        match tls.read_tls(tcp) {
+            Ok(0) => return Err(None),
+            Ok(_) => {
+                if tls.process_new_packets().is_err() {
+                    let _ = tls.write_tls(tcp);
+                    return Err(Some(ErrorKind::Tls));
+                }
+                while tls.wants_write() {
+                    if tls.write_tls(tcp).is_err() {
+                        break;
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(Some(ErrorKind::Reset)),
+        }
     }
 }
 
