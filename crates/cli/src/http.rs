@@ -260,9 +260,11 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         if a.streams == 0 || a.connections == Some(0) {
             return Err(usage("--connections and --streams must be at least 1".into()));
         }
-        if a.rate.is_some() || search.is_some() {
+        if search.is_some() && a.connections.is_some() {
+            // The search grows the users; --connections fixes the streams.
             return Err(usage(
-                "--http 2 runs closed-loop users only so far: drop --rate and --find-peak".into(),
+                "--find-peak grows the users, and --connections fixes the streams they may use: drop --connections"
+                    .into(),
             ));
         }
         if a.http10_percent.is_some_and(|p| p > 0) {
@@ -272,8 +274,10 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         if window == 0 || window > i32::MAX as u32 {
             return Err(usage(format!("--h2-window {window}: expected 1 to 2147483647 bytes")));
         }
+        // The streams in flight at most: the users, or an open loop's cap.
+        let streams_wanted = if a.rate.is_some() { a.max_in_flight } else { a.threads };
         Some(H2Plan {
-            connections: a.connections.unwrap_or(a.threads.div_ceil(a.streams)),
+            connections: a.connections.unwrap_or(streams_wanted.div_ceil(a.streams)),
             streams: a.streams,
             window,
             classes: 0,
@@ -298,11 +302,6 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         if search.is_some() {
             return Err(usage(
                 "--find-peak runs its loads in this process; it cannot be combined with --agents".into(),
-            ));
-        }
-        if a.http == HttpMode::Http2 {
-            return Err(usage(
-                "--http 2 runs in this process only so far: drop --agents, or run HTTP/2 classes in a suite across agents".into(),
             ));
         }
         if a.client_cpus.is_some() {
@@ -330,6 +329,11 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         (a.rate.is_none(), "--threads", u64::from(a.threads)),
         (a.rate.is_some(), "--max-in-flight", u64::from(a.max_in_flight)),
         (a.requests.is_some(), "--requests", a.requests.unwrap_or(0)),
+        (
+            http2.is_some(),
+            "--connections (HTTP/2)",
+            http2.map_or(0, |h| u64::from(h.connections)),
+        ),
     ];
     for (applies, flag, n) in split_checks {
         if let Some(e) = applies.then(|| too_few(flag, n)).flatten() {
@@ -753,6 +757,8 @@ fn client_plans(plan: &ClientPlan, clients: usize) -> Vec<ClientPlan> {
         Load::Open(o) => split(o.max_in_flight.into(), clients),
         Load::Closed => Vec::new(),
     };
+    // HTTP/2: each client opens its share of the connections.
+    let connections = plan.http2.map(|h| split(h.connections.into(), clients));
     let loopback = plan.urls.first().is_some_and(|u| u.target.addr.ip().is_loopback());
     (0..clients)
         .map(|c| {
@@ -764,6 +770,9 @@ fn client_plans(plan: &ClientPlan, clients: usize) -> Vec<ClientPlan> {
             if let Load::Open(o) = &mut p.load {
                 o.rate /= clients as f64;
                 o.max_in_flight = u32::try_from(in_flight[c]).unwrap_or(u32::MAX);
+            }
+            if let (Some(h2), Some(n)) = (&mut p.http2, &connections) {
+                h2.connections = u32::try_from(n[c]).unwrap_or(u32::MAX);
             }
             // Client 0 keeps the run's seed; the others draw their own.
             p.seed = plan.seed.wrapping_add((c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -849,6 +858,11 @@ fn find_peak(
         }
         let mut p = plan.clone();
         p.virtual_users = u32::try_from(load).unwrap_or(u32::MAX);
+        let users = p.virtual_users;
+        if let Some(h2) = &mut p.http2 {
+            // HTTP/2: the connections grow with the users, a stream each.
+            h2.connections = users.div_ceil(h2.streams);
+        }
         p.stop = Stop::After(a.step_duration.saturating_add(ramp_up));
         p.ramp_up = ramp_up;
         p.window = (ramp_up, Duration::MAX);
@@ -1015,5 +1029,15 @@ mod tests {
             })
             .collect();
         assert_eq!(open, [(100.0, 4), (100.0, 3), (100.0, 3)]);
+        // HTTP/2: the connections are shared out as the users are.
+        plan.http2 = Some(benchlab_engine::H2Plan {
+            connections: 5,
+            ..Default::default()
+        });
+        let conns: Vec<u32> = client_plans(&plan, 2)
+            .iter()
+            .map(|p| p.http2.map_or(0, |h| h.connections))
+            .collect();
+        assert_eq!(conns, [3, 2]);
     }
 }

@@ -375,27 +375,3 @@ clients = 1
         );
     }
 }
-
-/// HTTP/2 runs in this process only so far: with --agents it is refused
-/// before any request, naming why.
-#[test]
-fn http2_across_agents_is_refused_before_any_request() {
-    let out = common::run_benchlab(&[
-        "http",
-        "--http",
-        "2",
-        "--agents",
-        "1",
-        "--listen",
-        "127.0.0.1:1",
-        "--tls-dir",
-        "/nonexistent",
-        "http://127.0.0.1:9/",
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--http 2 runs in this process only so far"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}

@@ -204,7 +204,7 @@ pub(crate) fn mix_result(
                     classes: if p.http2 { 0 } else { phase.h2_classes },
                     ..Default::default()
                 };
-                let users = h2.users(&phase.urls, p.threads_per_client);
+                let users = h2.users(&phase.urls, mix.slots_per_client());
                 u64::from(users.div_ceil(p.streams_per_connection)) * u64::from(mix.clients)
             },
             classes: phase

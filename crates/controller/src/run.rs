@@ -594,7 +594,7 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
                     // A mix's `http = "2"` makes every class HTTP/2; otherwise
                     // the classes that say so are (the client splits its users).
                     http2: (p.http2 || phase.h2_classes != 0).then(|| benchlab_engine::H2Plan {
-                        connections: p.threads_per_client.div_ceil(p.streams_per_connection),
+                        connections: mix.slots_per_client().div_ceil(p.streams_per_connection),
                         streams: p.streams_per_connection,
                         window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
                         classes: if p.http2 { 0 } else { phase.h2_classes },

@@ -181,7 +181,10 @@ impl Client {
             return Err(PlanError::Invalid("no HTTP/2 classes".into()).into());
         };
         if let crate::plan::Load::Open(_) = plan.load {
-            return Err(PlanError::Invalid("an open loop runs on HTTP/1 only so far".into()).into());
+            return Err(PlanError::Invalid(
+                "an open loop over HTTP/1 and HTTP/2 classes in one client is not supported".into(),
+            )
+            .into());
         }
         let (h2_urls, h1_urls): (Vec<_>, Vec<_>) = plan.urls.iter().cloned().partition(|u| h2.speaks(u.class));
         let weight = |urls: &[crate::plan::UrlPlan]| urls.iter().map(|u| u.weight).sum::<f64>();

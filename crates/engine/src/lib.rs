@@ -30,6 +30,7 @@ mod plan;
 mod probe;
 mod reactor;
 mod rng;
+mod schedule;
 mod stats;
 pub mod sys;
 mod tls;

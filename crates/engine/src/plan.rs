@@ -580,9 +580,6 @@ impl ClientPlan {
             if h2.window == 0 || h2.window > crate::h2::frame::MAX_WINDOW {
                 return bad(format!("HTTP/2 window {}: expected 1 to 2147483647 bytes", h2.window));
             }
-            if matches!(self.load, Load::Open(_)) {
-                return bad("an open loop (a rate) runs on HTTP/1 only so far; drop --rate for HTTP/2".into());
-            }
             if self.connection.http10_percent > 0 {
                 return bad("HTTP/2 and a share of HTTP/1.0 connections cannot be mixed in one client".into());
             }
@@ -593,6 +590,13 @@ impl ClientPlan {
                 return bad("HTTP/2 is asked for classes that have no URL".into());
             };
             let mixed = self.urls.iter().any(|u| !h2.speaks(u.class));
+            if mixed && matches!(self.load, Load::Open(_)) {
+                // One schedule would have to be split between two kinds
+                // of event loop by the URL weights: not done (yet).
+                return bad(
+                    "an open loop (a rate) over HTTP/1 and HTTP/2 classes in one client is not supported: give the HTTP/2 classes a mix of their own".into(),
+                );
+            }
             if mixed && matches!(self.stop, Stop::Requests(_)) {
                 return bad(
                     "a client of HTTP/1 and HTTP/2 classes runs for a duration, not a number of requests".into(),
@@ -893,6 +897,27 @@ mod tests {
         p.stop = Stop::After(Duration::from_secs(1));
         p.think_time = Duration::from_millis(5);
         assert!(p.validate().unwrap_err().to_string().contains("no think time"));
+        // HTTP/2 runs an open loop too, but not one split with HTTP/1
+        // classes in one client.
+        p.think_time = Duration::ZERO;
+        p.http2 = Some(H2Plan::default());
+        assert!(p.validate().is_ok());
+        let mut urls = p.urls.to_vec();
+        urls.push(UrlPlan {
+            class: 1,
+            ..urls[0].clone()
+        });
+        p.urls = urls.into();
+        p.classes.push(ClassPlan { name: "h2".into() });
+        p.http2 = Some(H2Plan {
+            classes: 0b10,
+            ..H2Plan::default()
+        });
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("HTTP/1 and HTTP/2 classes"));
     }
 
     #[test]

@@ -442,13 +442,6 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
             "http = \"2\" with http10_percent above 0: an HTTP/2 mix has no HTTP/1.0 share",
         ));
     }
-    if p.http2 && p.rate.is_some() {
-        let at = raw.http.as_ref().map_or(0, |v| v.span().start);
-        return Err(src.error_at(
-            at,
-            "http = \"2\" with a rate: HTTP/2 mixes run closed-loop users only so far",
-        ));
-    }
     if let Some(v) = &raw.workload {
         p.workload = v.get_ref().clone();
     }

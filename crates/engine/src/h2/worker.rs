@@ -5,8 +5,11 @@
 //! It is its own loop beside HTTP/1's (`worker.rs`) rather than more states
 //! in it: an HTTP/1 user owns a connection, an HTTP/2 connection owns many
 //! users, and the two would share little but the socket calls, which are
-//! shared (`worker::connect`, the TLS helpers). It runs on mio's epoll
-//! (`BENCHLAB_IO` selects the HTTP/1 loop's event source only).
+//! shared (`worker::connect`, the TLS helpers). It waits on the same
+//! `Reactor` as HTTP/1 (`BENCHLAB_IO`: mio's edge-triggered epoll, or
+//! level-triggered epoll; io_uring is refused by name) and keeps the same
+//! open-loop schedule (`schedule.rs`): a user is then a request slot, one
+//! stream, and the schedule's sends take free ones.
 //!
 //! Why a framing of benchlab's own and not the `h2` crate on a
 //! current-thread tokio runtime per OS thread: counting needs each stream's
@@ -29,12 +32,13 @@
 
 use super::conn::{Conn, Ended, Outcome, MAX_CONTROL_QUEUED};
 use super::hpack;
-use crate::plan::{Expect, Scheme, Stop};
+use crate::plan::{Expect, Load, OpenLoop, Scheme, Stop};
+use crate::reactor::{Backend, Ev, IoConfig, Reactor};
 use crate::rng::SplitMix64;
+use crate::schedule::{Schedule, Timer, TIMER};
 use crate::stats::{ErrorKind, Snapshot, Stats, ThreadEnd};
 use crate::worker::{bump, connect, connect_error_kind, Shared};
 use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
 use rustls::ClientConnection;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -50,10 +54,11 @@ enum Sock {
 }
 
 impl Sock {
-    fn tcp(&mut self) -> &mut TcpStream {
+    fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
         match self {
-            Sock::Plain(t) => t,
-            Sock::Tls(b) => &mut b.0,
+            Sock::Plain(t) => t.as_raw_fd(),
+            Sock::Tls(b) => b.0.as_raw_fd(),
         }
     }
 }
@@ -78,6 +83,9 @@ struct Link {
     counted: bool,
     /// Streams it may still open (requests per connection).
     left: u32,
+    /// The reactor reports its writability (a connect, or bytes waiting
+    /// unsent); only level-triggered epoll needs it kept in step.
+    out_armed: bool,
 }
 
 /// A connection slot: the users that share it and its current connection
@@ -109,6 +117,9 @@ struct User {
     /// This request was already refused by a GOAWAY once and sent again.
     retried: bool,
     arrived: bool,
+    /// Open loop: when the schedule meant this request to be sent; its
+    /// latency counts from here (`start` gives the as-sent latency).
+    intended: Option<Instant>,
 }
 
 pub(crate) struct H2Worker {
@@ -117,7 +128,10 @@ pub(crate) struct H2Worker {
     /// The thread number its snapshots carry (`index`, or after the HTTP/1
     /// loops of a mixed client).
     report_as: usize,
-    poll: Poll,
+    /// The same readiness source as HTTP/1's (`BENCHLAB_IO`: mio's
+    /// edge-triggered epoll or level-triggered epoll; io_uring is refused,
+    /// see [`H2Worker::new`]).
+    reactor: Reactor,
     buf: Box<[u8]>,
     second: Stats,
     window: Stats,
@@ -146,6 +160,18 @@ pub(crate) struct H2Worker {
     users_arrived: u64,
     next_source: usize,
     checksum: bool,
+    /// Open loop: the schedule, its timer (as HTTP/1's: `epoll_wait`'s
+    /// millisecond timeout would make every send late), and the users
+    /// — request slots here, one stream each — with no request, the next
+    /// to take one on top. A closed loop has none of these.
+    schedule: Option<Schedule>,
+    timer: Option<Timer>,
+    free: Vec<u32>,
+    /// Connections open now (from the socket's creation to its close), and
+    /// as last added to `Shared::open_connections` (open loop: the
+    /// client's `peak_connections`, as HTTP/1's `dispatch` keeps it).
+    live: u64,
+    published: u64,
     tx: Sender<Snapshot>,
 }
 
@@ -180,7 +206,10 @@ impl H2Worker {
     pub(crate) fn new(shared: Arc<Shared>, index: usize, tx: Sender<Snapshot>) -> io::Result<H2Worker> {
         let plan = &shared.plan;
         let h2 = plan.http2.unwrap_or_default();
-        let (_, per_conn) = thread_share(h2.connections, plan.virtual_users, plan.os_threads, index);
+        // In an open loop the users are request slots: the cap on streams
+        // in flight (`ClientPlan::slots`), spread over the connections.
+        let (_, per_conn) = thread_share(h2.connections, plan.slots(), plan.os_threads, index);
+        let open = matches!(plan.load, Load::Open(_));
         let now = Instant::now();
         let mut users = Vec::new();
         for (slot, &n) in per_conn.iter().enumerate() {
@@ -195,6 +224,7 @@ impl H2Worker {
                     deadline: now,
                     retried: false,
                     arrived: false,
+                    intended: None,
                 });
             }
         }
@@ -216,15 +246,33 @@ impl H2Worker {
             Stop::Requests(n) => (n / (threads * 16)).clamp(1, 64),
             Stop::After(_) => 0,
         };
+        let free_users = users.len() as u32;
+        let io = IoConfig::get().map_err(io::Error::other)?;
+        if io.backend == Backend::Uring {
+            // Its receives land in provided buffers and its sends are
+            // SENDMSG entries, driven by the HTTP/1 loop's per-connection
+            // states; this loop reads and writes its sockets itself.
+            return Err(io::Error::other(
+                "BENCHLAB_IO=uring drives HTTP/1 only: unset it (or set mio or epoll-lt) for --http 2 and http = \"2\"",
+            ));
+        }
         let (tls, tls_resuming) = match &shared.tls {
             Some(t) => (Some(with_alpn(&t.full)), Some(with_alpn(&t.resuming))),
             None => (None, None),
         };
         Ok(H2Worker {
-            poll: Poll::new()?,
+            reactor: Reactor::new(io, plan.receive_buffer)?,
             buf: vec![0u8; plan.receive_buffer.max(16 * 1024)].into_boxed_slice(),
-            second: Stats::new(plan.classes.len()),
-            window: Stats::new(plan.classes.len()),
+            second: if open {
+                Stats::open_loop(plan.classes.len())
+            } else {
+                Stats::new(plan.classes.len())
+            },
+            window: if open {
+                Stats::open_loop(plan.classes.len())
+            } else {
+                Stats::new(plan.classes.len())
+            },
             cpu: crate::stats::LoopMeter::default(),
             window_open: false,
             users,
@@ -245,6 +293,17 @@ impl H2Worker {
             users_arrived: 0,
             next_source: index,
             checksum: plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. })),
+            schedule: None,
+            timer: None,
+            // Popped from the end: user 0 (on the thread's first
+            // connection) first, so a low rate keeps to few connections.
+            free: if open {
+                (0..free_users).rev().collect()
+            } else {
+                Vec::new()
+            },
+            live: 0,
+            published: 0,
             tx,
             shared,
             index,
@@ -272,7 +331,7 @@ impl H2Worker {
             Stop::Requests(_) => None,
         };
         let sweep_every = (plan.timeout / 20).clamp(Duration::from_millis(1), SWEEP_MAX);
-        let mut events = Events::with_capacity(1024);
+        let mut events = self.reactor.events(1024);
         let mut second: u32 = 0;
         let mut next_snapshot = start + Duration::from_secs(1);
         let begin = start + plan.start_delay;
@@ -283,13 +342,22 @@ impl H2Worker {
         let now = Instant::now();
         self.cpu.start();
         self.window_open = self.in_window(now);
-        let threads = plan.os_threads as u128;
-        let total = plan.virtual_users.max(1) as u128;
-        let ramp = plan.ramp_up.as_nanos();
-        for j in 0..self.users.len() {
-            let k = j as u128 * threads + self.index as u128;
-            let at = now + Duration::from_nanos((ramp * k / total) as u64);
-            self.think.push(Reverse((at, j as u32)));
+        if let Load::Open(o) = plan.load {
+            // The schedule starts at the client's begin instant, as HTTP/1's.
+            self.schedule = Some(Schedule::new(o, begin, plan.os_threads, self.index, plan.seed));
+            // Without a timer the loop still runs, on epoll's coarser timeout.
+            self.timer = Timer::new()
+                .and_then(|t| self.reactor.register_readable(t.fd(), TIMER).map(|()| t))
+                .ok();
+        } else {
+            let threads = plan.os_threads as u128;
+            let total = plan.virtual_users.max(1) as u128;
+            let ramp = plan.ramp_up.as_nanos();
+            for j in 0..self.users.len() {
+                let k = j as u128 * threads + self.index as u128;
+                let at = now + Duration::from_nanos((ramp * k / total) as u64);
+                self.think.push(Reverse((at, j as u32)));
+            }
         }
         let mut next_sweep = now + sweep_every;
         loop {
@@ -300,6 +368,10 @@ impl H2Worker {
             self.window_open = self.in_window(now);
             if self.done_users == self.users.len() {
                 break;
+            }
+            if self.schedule.is_some() {
+                self.send_due(now, end);
+                self.publish_connections();
             }
             while let Some(Reverse((at, u))) = self.think.peek().copied() {
                 if at > now {
@@ -333,20 +405,39 @@ impl H2Worker {
             if let Some(Reverse((at, _))) = self.think.peek() {
                 wake = wake.min(*at);
             }
-            let timeout = if self.ready.is_empty() && self.unread.is_empty() {
+            let mut timeout = if self.ready.is_empty() && self.unread.is_empty() {
                 wake.saturating_duration_since(now)
             } else {
                 Duration::ZERO
             };
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+            if let Some(s) = &self.schedule {
+                // With every user busy, a completion (an event) wakes us.
+                if !self.free.is_empty() && s.next < wake {
+                    let until = s.next.saturating_duration_since(now);
+                    match &self.timer {
+                        Some(t) if until > Duration::ZERO && timeout > Duration::ZERO => {
+                            t.arm(until);
+                            timeout = timeout.min(until + Duration::from_millis(1));
+                        }
+                        _ => timeout = timeout.min(until),
+                    }
+                }
+            }
+            if let Err(e) = self.reactor.wait(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;
                 }
             }
-            for ev in events.iter() {
-                let closed = ev.is_read_closed() || ev.is_write_closed() || ev.is_error();
-                self.on_event(ev.token().0, ev.is_readable() || closed, ev.is_writable() || closed);
-            }
+            events.each(|ev| {
+                let Ev::Ready(ev) = ev else { return };
+                if ev.token == TIMER {
+                    if let Some(t) = &self.timer {
+                        t.clear();
+                    }
+                    return;
+                }
+                self.on_event(ev.token, ev.readable || ev.closed, ev.writable || ev.closed);
+            });
             if !self.unread.is_empty() {
                 for l in std::mem::take(&mut self.unread) {
                     // Its slot may have been closed, or reused by a new
@@ -357,11 +448,11 @@ impl H2Worker {
                 }
             }
         }
-        let in_flight = self
-            .users
-            .iter()
-            .filter(|u| matches!(u.state, UState::Streaming | UState::Queued))
-            .count() as u64;
+        // A stream open is a request in flight; a user queued for a stream
+        // (its connection not up yet, or every stream it allows busy) has
+        // sent nothing: it is waiting, as an HTTP/1 user waiting to connect.
+        let in_flight = self.users.iter().filter(|u| u.state == UState::Streaming).count() as u64;
+        let users_waiting = self.users.iter().filter(|u| u.state == UState::Queued).count() as u64;
         self.cpu.tick(&mut self.second.load, Duration::ZERO);
         let (cpu_user, cpu_system) = self.cpu.total();
         self.links.clear();
@@ -374,7 +465,7 @@ impl H2Worker {
                 cpu_system,
                 elapsed: start.elapsed(),
                 users_arrived: self.users_arrived,
-                users_waiting: 0,
+                users_waiting,
                 window,
             }),
         );
@@ -396,6 +487,60 @@ impl H2Worker {
         let t = now.saturating_duration_since(self.shared.start);
         let (from, until) = self.shared.plan.window;
         t >= from && t < until
+    }
+
+    /// Open loop: sends every request whose intended time has come, each
+    /// by a free user (a stream slot), while there is one; the rest wait
+    /// for one (counted once each), as HTTP/1's `send_due`.
+    fn send_due(&mut self, now: Instant, end: Option<Instant>) {
+        loop {
+            let Some(s) = self.schedule.as_mut() else { return };
+            let intended = s.next;
+            if intended > now || end.is_some_and(|e| intended >= e) {
+                return;
+            }
+            let Some(u) = self.free.pop() else {
+                if !std::mem::replace(&mut s.waited, true) {
+                    bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                        c.in_flight_waits += 1
+                    });
+                }
+                return;
+            };
+            s.advance();
+            let late = now.saturating_duration_since(intended) > OpenLoop::LATE_TOLERANCE;
+            bump(&mut self.second, &mut self.window, self.window_open, |c| c.sends += 1);
+            if late {
+                bump(&mut self.second, &mut self.window, self.window_open, |c| {
+                    c.late_sends += 1
+                });
+            }
+            self.users[u as usize].intended = Some(intended);
+            self.start_request(u as usize);
+        }
+    }
+
+    /// Open loop: adds the change in this thread's open connections to the
+    /// client's count and its peak, once a loop turn after the sends
+    /// (where connections are opened), as HTTP/1's `dispatch`.
+    fn publish_connections(&mut self) {
+        let open = self.live;
+        if open == self.published {
+            return;
+        }
+        let shared = &self.shared;
+        let all = if open > self.published {
+            let more = open - self.published;
+            shared.open_connections.fetch_add(more, Ordering::Relaxed) + more
+        } else {
+            let gone = self.published - open;
+            shared
+                .open_connections
+                .fetch_sub(gone, Ordering::Relaxed)
+                .saturating_sub(gone)
+        };
+        shared.peak_connections.fetch_max(all, Ordering::Relaxed);
+        self.published = open;
     }
 
     /// Picks user `u`'s next URL and queues it for a stream on its slot,
@@ -511,7 +656,7 @@ impl H2Worker {
             self.links.push(None);
             self.links.len() - 1
         });
-        let mut link = Link {
+        let link = Link {
             sock,
             conn: Conn::new(window),
             state: LinkState::Connecting,
@@ -519,17 +664,14 @@ impl H2Worker {
             connect_start: Instant::now(),
             counted: false,
             left,
+            out_armed: true,
         };
-        if self
-            .poll
-            .registry()
-            .register(link.sock.tcp(), Token(l), Interest::READABLE | Interest::WRITABLE)
-            .is_err()
-        {
+        if self.reactor.register(link.sock.fd(), l, true).is_err() {
             self.free_links.push(l);
             return self.fail_queue(slot, ErrorKind::ConnectRefused);
         }
         self.links[l] = Some(link);
+        self.live += 1;
         self.slots[slot].current = Some(l);
         if matches!(self.links[l].as_ref().map(|k| &k.sock), Some(Sock::Plain(_))) {
             // On loopback the connect is often done already.
@@ -601,6 +743,28 @@ impl H2Worker {
     }
 
     fn handshake(&mut self, l: usize) {
+        self.handshake_inner(l);
+        self.sync_write(l);
+    }
+
+    /// Level-triggered epoll: asks for writability exactly while the
+    /// connection waits to write (a connect, or bytes unsent), so that a
+    /// writable socket does not wake the loop every turn.
+    fn sync_write(&mut self, l: usize) {
+        if !self.reactor.tracks_writes() {
+            return;
+        }
+        let Some(link) = self.links[l].as_mut() else { return };
+        let want = match link.state {
+            LinkState::Connecting => true,
+            _ => !link.conn.unsent().is_empty() || matches!(&link.sock, Sock::Tls(b) if b.1.wants_write()),
+        };
+        if want != link.out_armed && self.reactor.want_write(link.sock.fd(), l, want).is_ok() {
+            link.out_armed = want;
+        }
+    }
+
+    fn handshake_inner(&mut self, l: usize) {
         let Some(link) = self.links[l].as_mut() else { return };
         let slot = link.slot as usize;
         let Sock::Tls(b) = &mut link.sock else { return };
@@ -677,8 +841,14 @@ impl H2Worker {
         self.read(l);
     }
 
-    /// Writes what the connection has queued, as far as the socket takes it.
+    /// Writes what the connection has queued, as far as the socket takes
+    /// it, and asks for writability while some waits.
     fn flush(&mut self, l: usize) {
+        self.flush_inner(l);
+        self.sync_write(l);
+    }
+
+    fn flush_inner(&mut self, l: usize) {
         let Some(link) = self.links[l].as_mut() else { return };
         if link.state != LinkState::Open {
             return;
@@ -879,8 +1049,10 @@ impl H2Worker {
     }
 
     fn close_link(&mut self, l: usize) {
-        if let Some(mut link) = self.links[l].take() {
-            let _ = self.poll.registry().deregister(link.sock.tcp());
+        if let Some(link) = self.links[l].take() {
+            self.live -= 1;
+            // Closing the socket (dropping the link) takes it out of the
+            // poll set.
             let slot = link.slot as usize;
             if self.slots[slot].current == Some(l) {
                 self.slots[slot].current = None;
@@ -974,7 +1146,10 @@ impl H2Worker {
         let counted = self.in_window(now);
         let user = &mut self.users[u];
         let url = &self.shared.plan.urls[user.url as usize];
-        let latency = now - user.start;
+        // From the intended send in an open loop, from the HEADERS (or
+        // the connect) otherwise; see docs/counting.md.
+        let as_sent = now - user.start;
+        let latency = user.intended.map_or(as_sent, |t| now - t);
         let verdict = if status != url.expect_status {
             Err(ErrorKind::Status)
         } else {
@@ -986,7 +1161,10 @@ impl H2Worker {
             }
         };
         let record = |class: &mut crate::stats::ClassStats| match verdict {
-            Ok(()) => class.record_success(latency, bytes, body),
+            Ok(()) => {
+                class.record_success(latency, bytes, body);
+                class.record_as_sent(as_sent);
+            }
             Err(kind) => class.record_error(kind, latency, bytes),
         };
         record(&mut self.second.classes[url.class]);
@@ -1003,7 +1181,7 @@ impl H2Worker {
         let now = Instant::now();
         let user = &self.users[u];
         let class = self.shared.plan.urls[user.url as usize].class;
-        let latency = now - user.start;
+        let latency = user.intended.map_or(now - user.start, |t| now - t);
         self.second.classes[class].record_error(kind, latency, bytes);
         if self.in_window(now) {
             self.window.classes[class].record_error(kind, latency, bytes);
@@ -1019,6 +1197,12 @@ impl H2Worker {
         let think = self.shared.plan.think_time;
         self.users[u].state = UState::Thinking;
         self.users[u].link = usize::MAX;
+        if self.schedule.is_some() {
+            // Open loop: the slot is free for the schedule's next send.
+            self.users[u].intended = None;
+            self.free.push(u as u32);
+            return;
+        }
         if !think.is_zero() {
             self.think.push(Reverse((Instant::now() + think, u as u32)));
         } else if at_once {
