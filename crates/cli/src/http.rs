@@ -431,9 +431,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     // Limits and addresses of this machine: with --agents the load (and
     // its sockets) are the agents'.
     if a.agents.agents.is_none() {
-        sys::check_capacity(slots as u64, source_addresses.len()).map_err(CliError::CannotRun)?;
+        sys::check_capacity(slots as u64, source_addresses.len()).map_err(|e| CliError::of("", e))?;
         let targets: Vec<_> = urls.iter().map(|u| u.target.addr).collect();
-        sys::check_source_addresses(&source_addresses, &targets).map_err(CliError::CannotRun)?;
+        sys::check_source_addresses(&source_addresses, &targets).map_err(|e| CliError::of("", e))?;
     }
 
     if a.no_preflight {

@@ -34,7 +34,7 @@ fn signal(pid: u32, sig: &str) {
 /// was in flight at the end; nginx logged each answered one, plus the
 /// preflight's request.
 fn assert_sends_accounted(server: &Nginx, r: &Value) {
-    let sends = u(r, "/sends");
+    let sends = u(r, "/open_loop/sends");
     let done = u(r, "/requests") + u(r, "/errors_total");
     assert_eq!(sends, done + u(r, "/in_flight"), "{r}");
     assert_eq!(u(r, "/http2/streams_opened"), sends, "one stream per send: {r}");
@@ -74,8 +74,8 @@ fn h2_rate_sends_its_schedule_exactly() {
         "2s",
         &url,
     ]);
-    assert_eq!(r["mode"], "open", "{r}");
-    assert_eq!(u(&r, "/sends"), 400, "{r}");
+    assert_eq!(r["http_command"]["mode"], "open", "{r}");
+    assert_eq!(u(&r, "/open_loop/sends"), 400, "{r}");
     assert_eq!(u(&r, "/errors_total"), 0, "{r}");
     assert_sends_accounted(&server, &r);
     assert_eq!(u(&r, "/body_bytes"), u(&r, "/requests") * SIZE_4K, "{r}");
@@ -83,8 +83,8 @@ fn h2_rate_sends_its_schedule_exactly() {
     // connections; a server this fast needs only the first.
     assert_eq!(u(&r, "/http2/connections"), 2, "{r}");
     assert_eq!(u(&r, "/connections_opened"), 1, "{r}");
-    assert_eq!(u(&r, "/peak_connections"), 1, "{r}");
-    assert!(r["latency_as_sent_us"]["p50"].as_u64().is_some(), "{r}");
+    assert_eq!(u(&r, "/open_loop/peak_connections"), 1, "{r}");
+    assert!(r["open_loop"]["latency_as_sent_us"]["p50"].as_u64().is_some(), "{r}");
     assert_eq!(u(&r, "/users_waiting"), 0, "{r}");
 }
 
@@ -110,7 +110,7 @@ fn h2_stall_shows_in_the_corrected_latency_but_not_the_as_sent() {
     signal(pid, "CONT");
     let out = child.wait_with_output().expect("benchlab http");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r: Value = common::http_mix(&out.stdout);
     assert_eq!(u(&r, "/errors_total"), 0, "{r}");
     assert!(u(&r, "/requests") >= 600, "{r}");
     // Every request meant for the stall's first half second completed
@@ -120,13 +120,13 @@ fn h2_stall_shows_in_the_corrected_latency_but_not_the_as_sent() {
     assert!(p99 >= 1_500_000, "corrected p99 {p99} µs: {r}");
     // As sent, only the 4 streams caught by the stall took it; the sends
     // that waited went out after it, to a server that answered at once.
-    let as_sent = u(&r, "/latency_as_sent_us/p99");
+    let as_sent = u(&r, "/open_loop/latency_as_sent_us/p99");
     assert!(as_sent < 1_000_000, "as-sent p99 {as_sent} µs: {r}");
-    assert!(u(&r, "/latency_as_sent_us/max") >= 1_500_000, "{r}");
-    assert!(u(&r, "/late_sends") >= 300, "{r}");
-    assert!(u(&r, "/max_in_flight_hit") >= 100, "{r}");
+    assert!(u(&r, "/open_loop/latency_as_sent_us/max") >= 1_500_000, "{r}");
+    assert!(u(&r, "/open_loop/late_sends") >= 300, "{r}");
+    assert!(u(&r, "/open_loop/max_in_flight_hit") >= 100, "{r}");
     // The 4 streams share one connection (4 streams each).
-    assert_eq!(u(&r, "/peak_connections"), 1, "{r}");
+    assert_eq!(u(&r, "/open_loop/peak_connections"), 1, "{r}");
     assert_sends_accounted(&server, &r);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -194,7 +194,7 @@ fn h2_on_each_io_backend_or_refused_by_name() {
     let server = h2c();
     let out = exact_run("epoll-lt", &server);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r: Value = common::http_mix(&out.stdout);
     assert_eq!(u(&r, "/requests"), 600, "{r}");
     assert_eq!(u(&r, "/errors_total"), 0, "{r}");
     assert_eq!(u(&r, "/in_flight"), 0, "{r}");
@@ -241,7 +241,9 @@ fn h2_find_peak_grows_users_and_connections() {
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let steps = r["steps"].as_array().expect("steps");
+    assert_eq!(r["schema"], "benchlab.results/1", "{r}");
+    // A mix per load of the search, each with its step.
+    let steps = r["mixes"].as_array().expect("mixes");
     assert!(steps.len() >= 3, "{r}");
     for s in steps {
         let threads = u(s, "/threads");
@@ -253,8 +255,8 @@ fn h2_find_peak_grows_users_and_connections() {
     // order; the grown ones by step number).
     let mut grown: Vec<(u64, u64)> = steps
         .iter()
-        .filter(|s| s["kind"] == "grow")
-        .map(|s| (u(s, "/step"), u(s, "/threads")))
+        .filter(|s| s["search"]["kind"] == "grow")
+        .map(|s| (u(s, "/search/step"), u(s, "/threads")))
         .collect();
     grown.sort_unstable();
     let grown: Vec<u64> = grown.into_iter().map(|(_, t)| t).collect();
@@ -412,7 +414,7 @@ fn h2_across_two_agents_runs_exactly_the_requests_asked_for() {
         let o = a.wait_output();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
-    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r: Value = common::http_mix(&out.stdout);
     assert_eq!(u(&r, "/requests"), 400, "{r}");
     assert_eq!(u(&r, "/errors_total"), 0, "{r}");
     assert_eq!(u(&r, "/in_flight"), 0, "{r}");

@@ -40,6 +40,10 @@ pub enum ControllerError {
         #[source]
         source: DriverError,
     },
+    /// This machine cannot hold the mix (descriptors, ports, a source
+    /// address it does not have).
+    #[error("{0}")]
+    Capacity(#[from] benchlab_engine::sys::CapacityError),
     /// A file phase's target or workload (its class is the file error's).
     #[error("{0}")]
     File(#[from] benchlab_fileserver::FileError),

@@ -257,5 +257,5 @@ pub(crate) fn check_client_addresses(
         .unwrap_or(0);
     let sources: Vec<IpAddr> = (0..clients).filter_map(|c| client_address(suite, phase, c)).collect();
     let targets: Vec<_> = phase.urls.iter().map(|u| u.target.addr).collect();
-    sys::check_source_addresses(&sources, &targets).map_err(ControllerError::Target)
+    Ok(sys::check_source_addresses(&sources, &targets)?)
 }

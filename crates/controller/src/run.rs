@@ -442,8 +442,7 @@ fn run_mix(
     sys::check_capacity(
         mix.clients as u64 * mix.slots_per_client() as u64,
         if suite.client_addresses && loopback { clients } else { 0 },
-    )
-    .map_err(ControllerError::Target)?;
+    )?;
     let plans = client_plans(suite, mix, phase, opts, os_threads);
     // This thread merges the clients' seconds while they run: its CPU is
     // the generator's too.

@@ -60,29 +60,62 @@ pub fn usable_cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
+/// What keeps this machine from holding a run: its limits, or a source
+/// address it does not have. The message says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapacityError {
+    #[error(
+        "{users} threads need about {need} file descriptors, but the limit is {limit} \
+         (ulimit -n); raise it (e.g. `ulimit -n {}` or LimitNOFILE= for a service) or use fewer threads",
+        need.next_power_of_two()
+    )]
+    FileDescriptors { users: u64, need: u64, limit: u64 },
+    #[error(
+        "{users} threads need as many simultaneous connections, but {addresses} source \
+         address(es) × {ports} ephemeral ports (net.ipv4.ip_local_port_range) can hold only {}; \
+         spread them with --source-addresses 127.0.0.1-127.0.0.N or widen the port range",
+        ports * addresses
+    )]
+    EphemeralPorts { users: u64, addresses: u64, ports: u64 },
+    #[error("source address {ip} is {ours} but the target is {theirs}: give source addresses of the target's family")]
+    SourceFamily {
+        ip: IpAddr,
+        ours: &'static str,
+        theirs: &'static str,
+    },
+    #[error("source address {ip} cannot be bound: {reason}; is it an address of this machine (`ip addr`)?")]
+    SourceUnbound { ip: IpAddr, reason: String },
+}
+
+impl benchlab_input::Classify for CapacityError {
+    /// The machine cannot hold the run as asked: it cannot run (exit 1).
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::CannotRun
+    }
+}
+
 /// Checks that the system can hold a run of `virtual_users` connections
 /// spread over `source_addresses` local addresses (0 = the kernel's choice,
 /// counted as one): each virtual user holds at most one connection, plus a
 /// margin for the process's own files. Raises the fd limit first.
-pub fn check_capacity(virtual_users: u64, source_addresses: usize) -> Result<(), String> {
+pub fn check_capacity(virtual_users: u64, source_addresses: usize) -> Result<(), CapacityError> {
     let fds = raise_fd_limit();
     let need = virtual_users + 64;
     if need > fds {
-        return Err(format!(
-            "{virtual_users} threads need about {need} file descriptors, but the limit is {fds} \
-             (ulimit -n); raise it (e.g. `ulimit -n {}` or LimitNOFILE= for a service) or use fewer threads",
-            need.next_power_of_two()
-        ));
+        return Err(CapacityError::FileDescriptors {
+            users: virtual_users,
+            need,
+            limit: fds,
+        });
     }
     if let Some(ports) = ephemeral_ports() {
         let addrs = source_addresses.max(1) as u64;
         if virtual_users > ports * addrs {
-            return Err(format!(
-                "{virtual_users} threads need as many simultaneous connections, but {addrs} source \
-                 address(es) × {ports} ephemeral ports (net.ipv4.ip_local_port_range) can hold only {}; \
-                 spread them with --source-addresses 127.0.0.1-127.0.0.N or widen the port range",
-                ports * addrs
-            ));
+            return Err(CapacityError::EphemeralPorts {
+                users: virtual_users,
+                addresses: addrs,
+                ports,
+            });
         }
     }
     Ok(())
@@ -92,7 +125,7 @@ pub fn check_capacity(virtual_users: u64, source_addresses: usize) -> Result<(),
 /// (port 0, closed at once), so that a source address this machine does
 /// not have is refused before the load, naming it, instead of failing
 /// every connection of the run.
-pub fn check_source_addresses(sources: &[IpAddr], targets: &[SocketAddr]) -> Result<(), String> {
+pub fn check_source_addresses(sources: &[IpAddr], targets: &[SocketAddr]) -> Result<(), CapacityError> {
     use socket2::{Domain, Socket, Type};
     let mut families: Vec<bool> = targets.iter().map(|t| t.is_ipv6()).collect();
     families.sort_unstable();
@@ -101,16 +134,15 @@ pub fn check_source_addresses(sources: &[IpAddr], targets: &[SocketAddr]) -> Res
         for &v6 in &families {
             if ip.is_ipv6() != v6 {
                 let (theirs, ours) = if v6 { ("IPv6", "IPv4") } else { ("IPv4", "IPv6") };
-                return Err(format!(
-                    "source address {ip} is {ours} but the target is {theirs}: give source addresses of the target's family"
-                ));
+                return Err(CapacityError::SourceFamily { ip, ours, theirs });
             }
             let domain = if v6 { Domain::IPV6 } else { Domain::IPV4 };
             let bound = Socket::new(domain, Type::STREAM, None).and_then(|s| s.bind(&SocketAddr::new(ip, 0).into()));
             if let Err(e) = bound {
-                return Err(format!(
-                    "source address {ip} cannot be bound: {e}; is it an address of this machine (`ip addr`)?"
-                ));
+                return Err(CapacityError::SourceUnbound {
+                    ip,
+                    reason: e.to_string(),
+                });
             }
         }
     }
@@ -140,10 +172,12 @@ mod tests {
         assert_eq!(check_source_addresses(&[here], &[target]), Ok(()));
         // TEST-NET-1 (RFC 5737) is on no machine.
         let away: IpAddr = "192.0.2.1".parse().unwrap();
-        let err = check_source_addresses(&[here, away], &[target]).unwrap_err();
+        let err = check_source_addresses(&[here, away], &[target])
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("source address 192.0.2.1 cannot be bound"), "{err}");
         let v6: IpAddr = "::1".parse().unwrap();
-        let err = check_source_addresses(&[v6], &[target]).unwrap_err();
+        let err = check_source_addresses(&[v6], &[target]).unwrap_err().to_string();
         assert!(err.contains("::1 is IPv6"), "{err}");
     }
 
@@ -151,6 +185,8 @@ mod tests {
     fn capacity_limits() {
         assert!(check_capacity(10, 0).is_ok());
         let err = check_capacity(u64::MAX / 4, 0).unwrap_err();
+        assert!(matches!(err, CapacityError::FileDescriptors { .. }));
+        let err = err.to_string();
         assert!(err.contains("file descriptors"), "{err}");
     }
 }

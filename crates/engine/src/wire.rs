@@ -22,8 +22,25 @@ pub fn histogram_bytes(h: &Histogram<u64>) -> Vec<u8> {
     buf
 }
 
+/// Histogram bytes from a peer (an agent's seconds and reports) that are
+/// not one of the engine's histograms.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistogramBytesError {
+    #[error("not a V2 latency histogram of benchlab's bounds (1 us to 1 h, 3 digits)")]
+    NotOurs,
+    #[error("bad histogram: {0}")]
+    Decode(String),
+}
+
+impl benchlab_input::Classify for HistogramBytesError {
+    /// A peer's bad data: the run cannot use it.
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::CannotRun
+    }
+}
+
 /// The histogram of V2 `bytes`, checked to have the engine's bounds.
-pub fn histogram_of_bytes(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+pub fn histogram_of_bytes(bytes: &[u8]) -> Result<Histogram<u64>, HistogramBytesError> {
     // Read the header before the deserializer allocates: a crafted
     // header could ask for a histogram of any size.
     let header_ok = bytes.len() >= 40
@@ -32,14 +49,14 @@ pub fn histogram_of_bytes(bytes: &[u8]) -> Result<Histogram<u64>, String> {
         && u64::from_be_bytes(bytes[16..24].try_into().unwrap_or_default()) == 1
         && u64::from_be_bytes(bytes[24..32].try_into().unwrap_or_default()) == LATENCY_MAX_US;
     if !header_ok {
-        return Err("not a V2 latency histogram of benchlab's bounds (1 us to 1 h, 3 digits)".into());
+        return Err(HistogramBytesError::NotOurs);
     }
     // The header's bounds are ours, so the histogram is one of ours: adding
     // it to another cannot fail (copying it into a fresh one to be sure
     // doubled the controller's cost per second received).
     HdrDeserializer::new()
         .deserialize(&mut &bytes[..])
-        .map_err(|e| format!("bad histogram: {e:?}"))
+        .map_err(|e| HistogramBytesError::Decode(format!("{e:?}")))
 }
 
 pub(crate) fn serialize<S: Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {

@@ -45,7 +45,6 @@ impl From<FileError> for String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use benchlab_input::{Classify, ExitClass};
 
     /// A bad target is the user's input; a directory that is not there

@@ -481,7 +481,8 @@ pub fn now_s() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64
 }
 
-/// Runs the real load generator and returns its JSON result.
+/// Runs the real load generator and returns its one mix (`http --json`
+/// prints a one-mix `benchlab.results/1`).
 pub fn benchlab_json(args: &[&str]) -> serde_json::Value {
     let mut all = vec!["http", "--json"];
     all.extend_from_slice(args);
@@ -496,10 +497,15 @@ pub fn benchlab_json(args: &[&str]) -> serde_json::Value {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "benchlab --json printed no JSON ({e}):\n{}",
             String::from_utf8_lossy(&out.stdout)
         )
-    })
+    });
+    assert_eq!(v["schema"], "benchlab.results/1", "{v}");
+    match v["mixes"].as_array().map(Vec::as_slice) {
+        Some([mix]) => mix.clone(),
+        _ => panic!("not one mix in {v}"),
+    }
 }
