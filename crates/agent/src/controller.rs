@@ -14,7 +14,9 @@ use crate::proto::*;
 use crate::tls::{CertRole, TlsFiles};
 use crate::{now_nanos, time_of_nanos, AgentError};
 use benchlab_controller::plan::{ClientPlan, UrlList};
-use benchlab_controller::{ClientDriver, ClientLost, ClientPool, DriverError, FileClientDriver};
+use benchlab_controller::{
+    ClientDriver, ClientKind, ClientLost, ClientPool, Driver, DriverError, FileClient, FileClientDriver, WebClient,
+};
 use benchlab_engine::{ClientReport, Second};
 use benchlab_fileserver::run::LiveSecond;
 use benchlab_fileserver::{FileEnd, FileOrder};
@@ -865,7 +867,7 @@ impl ClientPool for RemotePool {
         Ok(())
     }
 
-    fn driver(&self, client: usize) -> Box<dyn ClientDriver> {
+    fn driver(&self, client: usize) -> Box<ClientDriver> {
         Box::new(Remote::<WebClient>::new(&self.shared, client))
     }
 
@@ -951,7 +953,7 @@ impl ClientPool for RemotePool {
         )))
     }
 
-    fn file_driver(&self, client: usize) -> Option<Box<dyn FileClientDriver>> {
+    fn file_driver(&self, client: usize) -> Option<Box<FileClientDriver>> {
         Some(Box::new(Remote::<FileClient>::new(&self.shared, client)))
     }
 
@@ -969,12 +971,11 @@ impl ClientPool for RemotePool {
     }
 }
 
-/// What a client of one kind (a web client, a file client) hears from its
-/// agent: the one remote driver below ([`Remote`]) is generic over it, so
-/// both kinds start, stream, stop, get lost and finish the same way.
-trait RemoteKind {
-    type Second;
-    type Report;
+/// What a client of one kind (the controller's [`WebClient`] or
+/// [`FileClient`]) hears from its agent: the one remote driver below
+/// ([`Remote`]) is generic over it, so both kinds start, stream, stop, get
+/// lost and finish the same way.
+trait RemoteKind: ClientKind {
     /// What event `e` is to a client of this kind.
     fn heard(e: Event) -> Heard<Self::Second, Self::Report>;
 }
@@ -990,12 +991,7 @@ enum Heard<S, R> {
     Other,
 }
 
-/// A web client (`ClientDriver`).
-struct WebClient;
-
 impl RemoteKind for WebClient {
-    type Second = Second;
-    type Report = ClientReport;
     fn heard(e: Event) -> Heard<Second, ClientReport> {
         match e {
             Event::Second(s) => Heard::Second(*s),
@@ -1006,13 +1002,7 @@ impl RemoteKind for WebClient {
     }
 }
 
-/// A file client (`FileClientDriver`): its users in their own workspaces
-/// on the agent, its seconds streamed, its measure returned whole.
-struct FileClient;
-
 impl RemoteKind for FileClient {
-    type Second = LiveSecond;
-    type Report = FileEnd;
     fn heard(e: Event) -> Heard<LiveSecond, FileEnd> {
         match e {
             Event::FileSecond(s) => Heard::Second(s),
@@ -1186,7 +1176,7 @@ impl<K: RemoteKind> Drop for Remote<K> {
     }
 }
 
-impl ClientDriver for Remote<WebClient> {
+impl Driver<WebClient> for Remote<WebClient> {
     fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError> {
         let client = self.client;
         let threads_from_cpus_of = if self.shared.opts.threads_by_agent {
@@ -1223,7 +1213,7 @@ impl ClientDriver for Remote<WebClient> {
     }
 }
 
-impl FileClientDriver for Remote<FileClient> {
+impl Driver<FileClient> for Remote<FileClient> {
     fn start(&mut self, order: FileOrder, start_at: SystemTime) -> Result<(), DriverError> {
         let client = self.client;
         self.begin(|offset| {

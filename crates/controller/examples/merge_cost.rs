@@ -5,7 +5,7 @@
 //! thread's CPU per second of mix. Run by `bench/merge-cost.sh`.
 
 use benchlab_controller::plan::{ClientPlan, UrlList};
-use benchlab_controller::{drive_mix, ClientDriver, ClientLost, ClientPool, DriverError};
+use benchlab_controller::{drive_mix, ClientDriver, ClientLost, ClientPool, Driver, DriverError, WebClient};
 use benchlab_engine::{new_latency_histogram, ClientReport, ConnCounters, Counters, LatencySummary, Second};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use std::sync::atomic::AtomicBool;
@@ -49,7 +49,7 @@ impl ClientPool for Replay {
     fn load_urls(&self, _: &Arc<UrlList>) -> Result<(), DriverError> {
         Ok(())
     }
-    fn driver(&self, client: usize) -> Box<dyn ClientDriver> {
+    fn driver(&self, client: usize) -> Box<ClientDriver> {
         Box::new(Client {
             next: 0,
             seconds: self.seconds,
@@ -59,7 +59,7 @@ impl ClientPool for Replay {
     }
 }
 
-impl ClientDriver for Client {
+impl Driver<WebClient> for Client {
     fn start(&mut self, _: ClientPlan, _: SystemTime) -> Result<(), DriverError> {
         Ok(())
     }

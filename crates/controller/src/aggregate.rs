@@ -367,7 +367,7 @@ mod tests {
 mod fake_clients {
     use super::*;
     use crate::driver::ClientLost;
-    use crate::driver::{ClientDriver, ClientPool, DriverError};
+    use crate::driver::{ClientDriver, ClientPool, Driver, DriverError, WebClient};
     use crate::options::ControllerError;
     use crate::plan::{ClientPlan, UrlList};
     use crate::verdict::mix_resources;
@@ -500,7 +500,7 @@ mod fake_clients {
             Ok(())
         }
 
-        fn driver(&self, client: usize) -> Box<dyn ClientDriver> {
+        fn driver(&self, client: usize) -> Box<ClientDriver> {
             let script = self.scripts[client].clone();
             Box::new(FakeDriver {
                 client,
@@ -512,7 +512,7 @@ mod fake_clients {
         }
     }
 
-    impl ClientDriver for FakeDriver {
+    impl Driver<WebClient> for FakeDriver {
         fn start(&mut self, _plan: ClientPlan, _start_at: SystemTime) -> Result<(), DriverError> {
             if self.script.refuse_start {
                 self.note("refused");

@@ -220,7 +220,7 @@ pub fn drive_mix(
     on_second: &mut dyn FnMut(&SecondResult),
 ) -> Result<Driven, ControllerError> {
     let clients = plans.len();
-    let mut drivers: Vec<Box<dyn ClientDriver>> = Vec::with_capacity(clients);
+    let mut drivers: Vec<Box<ClientDriver>> = Vec::with_capacity(clients);
     for (c, plan) in plans.iter().enumerate() {
         let mut d = pool.driver(c);
         if let Err(source) = d.start(plan.clone(), start_at) {

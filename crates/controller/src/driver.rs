@@ -6,10 +6,10 @@
 //!   the pool was given for the phase — and resolves names itself;
 //! - load begins at `start_at`, a wall-clock (UTC) instant, plus the plan's
 //!   delay: a process's monotonic clock means nothing in another process;
-//! - every completed second comes out of [`ClientDriver::next_second`]
+//! - every completed second comes out of [`Driver::next_second`]
 //!   once, in order, with its HDR delta, and all of them have come out
-//!   before [`ClientDriver::is_finished`] says true;
-//! - [`ClientDriver::finish`] gives the client's report, or says that the
+//!   before [`Driver::is_finished`] says true;
+//! - [`Driver::finish`] gives the client's report, or says that the
 //!   client was lost (its seconds so far are all the controller has);
 //! - a driver dropped before `finish` stops its load.
 //!
@@ -48,40 +48,63 @@ pub struct ClientLost {
     pub why: String,
 }
 
+/// What one kind of client is handed and hands back. The one driver
+/// interface ([`Driver`]) is generic over it, so a web client, a file
+/// client and the next protocol's client are driven the same way.
+pub trait ClientKind: 'static {
+    /// What a mix hands the client at its start.
+    type Order: Send;
+    /// One completed second, streamed while the mix runs.
+    type Second: Send;
+    /// What the client measured, whole, at the end.
+    type Report: Send;
+}
+
+/// A web client: an engine [`ClientPlan`] in, engine seconds and the
+/// engine's report (HDR histograms included) out.
+#[derive(Debug)]
+pub struct WebClient;
+
+impl ClientKind for WebClient {
+    type Order = ClientPlan;
+    type Second = Second;
+    type Report = ClientReport;
+}
+
+/// A file client (a remote agent's): its users (threads per client of
+/// them) in their own `\clients\clientN` workspaces, started at a
+/// wall-clock instant, its seconds streamed, its counts returned whole (HDR
+/// histograms included) so the controller merges them exactly.
+#[derive(Debug)]
+pub struct FileClient;
+
+impl ClientKind for FileClient {
+    type Order = benchlab_fileserver::FileOrder;
+    type Second = benchlab_fileserver::run::LiveSecond;
+    type Report = benchlab_fileserver::FileEnd;
+}
+
 /// A client the controller drives through a mix.
-pub trait ClientDriver: Send {
-    /// Starts the plan; load begins at `start_at` (wall clock, UTC) plus
-    /// the plan's delay.
-    fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError>;
+pub trait Driver<K: ClientKind>: Send {
+    /// Starts the order; load begins at `start_at` (wall clock, UTC) plus
+    /// the order's delay.
+    fn start(&mut self, order: K::Order, start_at: SystemTime) -> Result<(), DriverError>;
     /// Asks the client to stop now (Ctrl-C, a failed mix).
     fn stop(&mut self);
     /// The next completed second, waiting at most `timeout`.
-    fn next_second(&mut self, timeout: Duration) -> Option<Second>;
+    fn next_second(&mut self, timeout: Duration) -> Option<K::Second>;
     /// Whether the client has stopped (or was lost) and every second has
-    /// come out of [`ClientDriver::next_second`].
+    /// come out of [`Driver::next_second`].
     fn is_finished(&self) -> bool;
     /// Waits for the client to stop and returns what it measured, or why
     /// it was lost.
-    fn finish(&mut self) -> Result<ClientReport, ClientLost>;
+    fn finish(&mut self) -> Result<K::Report, ClientLost>;
 }
 
-/// A client of a file mix run by a remote agent: its users (threads per
-/// client of them) in their own `\clients\clientN` workspaces, started at
-/// a wall-clock instant, its seconds streamed, its counts returned whole
-/// (HDR histograms included) so the controller merges them exactly.
-pub trait FileClientDriver: Send {
-    /// Hands the client its order; its users start at `start_at`.
-    fn start(&mut self, order: benchlab_fileserver::FileOrder, start_at: SystemTime) -> Result<(), DriverError>;
-    /// Asks the client to stop now (Ctrl-C).
-    fn stop(&mut self);
-    /// The next second of its window, waiting at most `timeout`.
-    fn next_second(&mut self, timeout: Duration) -> Option<benchlab_fileserver::run::LiveSecond>;
-    /// Whether it has ended (or was lost) and every second came out.
-    fn is_finished(&self) -> bool;
-    /// What it measured (its one client) and its users' CPU, or why it
-    /// was lost.
-    fn finish(&mut self) -> Result<benchlab_fileserver::FileEnd, ClientLost>;
-}
+/// A web client's driver.
+pub type ClientDriver = dyn Driver<WebClient>;
+/// A file client's driver.
+pub type FileClientDriver = dyn Driver<FileClient>;
 
 /// Where a run's clients come from: the run chooses (in this process by
 /// default; remote agents; fakes in tests).
@@ -90,7 +113,7 @@ pub trait ClientPool: std::fmt::Debug + Send + Sync {
     /// its first mix; plans then name it by its id.
     fn load_urls(&self, urls: &Arc<UrlList>) -> Result<(), DriverError>;
     /// The driver of client `client` (0-based) for one mix.
-    fn driver(&self, client: usize) -> Box<dyn ClientDriver>;
+    fn driver(&self, client: usize) -> Box<ClientDriver>;
     /// Readies the clients for the next mix, before its start time is
     /// chosen (remote agents: a clock check of each); returns how much
     /// further ahead than an in-process start the start must be so every
@@ -119,7 +142,7 @@ pub trait ClientPool: std::fmt::Debug + Send + Sync {
     /// The driver of client `client` (0-based) of a file mix when the
     /// pool's clients run elsewhere; `None`: they are this process, which
     /// runs file mixes itself.
-    fn file_driver(&self, _client: usize) -> Option<Box<dyn FileClientDriver>> {
+    fn file_driver(&self, _client: usize) -> Option<Box<FileClientDriver>> {
         None
     }
 }
@@ -146,7 +169,7 @@ impl ClientPool for InProcess {
         Ok(())
     }
 
-    fn driver(&self, _client: usize) -> Box<dyn ClientDriver> {
+    fn driver(&self, _client: usize) -> Box<ClientDriver> {
         Box::new(LocalClient {
             lists: Arc::clone(&self.lists),
             client: None,
@@ -173,7 +196,7 @@ pub fn instant_at(at: SystemTime) -> Instant {
     }
 }
 
-impl ClientDriver for LocalClient {
+impl Driver<WebClient> for LocalClient {
     fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError> {
         let (urls, classes) = self
             .lists

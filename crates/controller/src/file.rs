@@ -195,7 +195,7 @@ fn run_remote(
         FileTarget::Local(p) => format!("file://{}", p.display()),
         FileTarget::Smb(u) => u.with_password(),
     };
-    let mut drivers: Vec<Box<dyn FileClientDriver>> = Vec::with_capacity(clients);
+    let mut drivers: Vec<Box<FileClientDriver>> = Vec::with_capacity(clients);
     for c in 0..clients {
         let part = Part {
             first_client: c as u32,

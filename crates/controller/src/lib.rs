@@ -24,7 +24,8 @@ pub use aggregate::arrival_warning;
 pub use benchlab_results::*;
 pub use drive::{drive_mix, ClientEnd, Driven};
 pub use driver::{
-    instant_at, ClientDriver, ClientLost, ClientPool, DriverError, FileClientDriver, InProcess, LocalClient,
+    instant_at, ClientDriver, ClientKind, ClientLost, ClientPool, Driver, DriverError, FileClient, FileClientDriver,
+    InProcess, LocalClient, WebClient,
 };
 pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
 pub use options::{CacheEvictor, ColdCacheError, ControllerError, Observer, Quiet, RunOptions};
