@@ -477,65 +477,6 @@ fn a_run_waits_for_its_monitors() {
     assert!(stderr.contains("after 1 s: 0 of 1 monitors registered"), "{stderr}");
 }
 
-/// Network namespaces made for one test, removed (with their links) when
-/// dropped.
-struct Lab {
-    namespaces: Vec<String>,
-    bridge: String,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for ns in &self.namespaces {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-        let _ = Command::new("ip").args(["link", "del", &self.bridge]).status();
-    }
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-impl Lab {
-    /// A bridge with 198.18.0.1/24 (the controller, in this namespace) and
-    /// one namespace per host, each on the bridge by a veth pair with its
-    /// address: RFC 2544's benchmarking range, never a real network's.
-    fn make(hosts: &[&str]) -> Result<Lab, String> {
-        let suffix = std::process::id() % 10_000;
-        let mut lab = Lab {
-            namespaces: Vec::new(),
-            bridge: format!("blb{suffix}"),
-        };
-        ip(&["link", "add", &lab.bridge, "type", "bridge"])?;
-        ip(&["addr", "add", "198.18.0.1/24", "dev", &lab.bridge])?;
-        ip(&["link", "set", &lab.bridge, "up"])?;
-        for (k, addr) in hosts.iter().enumerate() {
-            let ns = format!("bl{suffix}h{k}");
-            ip(&["netns", "add", &ns])?;
-            lab.namespaces.push(ns.clone());
-            let (outer, inner) = (format!("blv{suffix}{k}"), format!("blp{suffix}{k}"));
-            ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
-            ip(&["link", "set", &inner, "netns", &ns])?;
-            ip(&["link", "set", &outer, "master", &lab.bridge, "up"])?;
-            let cidr = format!("{addr}/24");
-            ip(&["netns", "exec", &ns, "ip", "addr", "add", &cidr, "dev", &inner])?;
-            ip(&["netns", "exec", &ns, "ip", "link", "set", &inner, "up"])?;
-            ip(&["netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
-        }
-        Ok(lab)
-    }
-}
-
 /// An nginx in namespace `ns` on `addr:8080`, logging each request's
 /// client address and status.
 fn nginx_in(ns: &str, dir: &Path, addr: &str) -> Proc {
@@ -657,7 +598,7 @@ fn four_agents_on_their_own_hosts_in_network_namespaces() {
     let server_at = "198.18.0.100";
     let mut hosts = agents_at.to_vec();
     hosts.push(server_at);
-    let net = match Lab::make(&hosts) {
+    let net = match common::netns::Lab::make("bl", &hosts) {
         Ok(l) => l,
         Err(why) => {
             eprintln!("skipped: cannot make network namespaces ({why})");
@@ -672,7 +613,7 @@ fn four_agents_on_their_own_hosts_in_network_namespaces() {
     // address is a local one where a delaying proxy listens, forwarding to
     // the server's second address.
     let server_nic = format!("blp{}4", std::process::id() % 10_000);
-    ip(&[
+    common::netns::ip(&[
         "netns",
         "exec",
         &net.namespaces[4],
@@ -684,7 +625,7 @@ fn four_agents_on_their_own_hosts_in_network_namespaces() {
         &server_nic,
     ])
     .expect("second server address");
-    ip(&[
+    common::netns::ip(&[
         "netns",
         "exec",
         &net.namespaces[2],

@@ -150,65 +150,6 @@ fn three_agents_run_a_file_suite_counted_exactly_per_client() {
     assert_eq!(agents.len(), 3, "{}", r["environment"]["agents"]);
 }
 
-/// Network namespaces made for one test, removed (with their links) when
-/// dropped.
-struct Lab {
-    namespaces: Vec<String>,
-    bridge: String,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for ns in &self.namespaces {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-        let _ = Command::new("ip").args(["link", "del", &self.bridge]).status();
-    }
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-impl Lab {
-    /// A bridge with 198.18.0.1/24 (the controller and the file server, in
-    /// this namespace) and one namespace per agent host on it by a veth
-    /// pair: RFC 2544's benchmarking range, never a real network's.
-    fn make(hosts: &[&str]) -> Result<Lab, String> {
-        let suffix = std::process::id() % 10_000;
-        let mut lab = Lab {
-            namespaces: Vec::new(),
-            bridge: format!("bfb{suffix}"),
-        };
-        ip(&["link", "add", &lab.bridge, "type", "bridge"])?;
-        ip(&["addr", "add", "198.18.0.1/24", "dev", &lab.bridge])?;
-        ip(&["link", "set", &lab.bridge, "up"])?;
-        for (k, addr) in hosts.iter().enumerate() {
-            let ns = format!("bf{suffix}h{k}");
-            ip(&["netns", "add", &ns])?;
-            lab.namespaces.push(ns.clone());
-            let (outer, inner) = (format!("bfv{suffix}{k}"), format!("bfp{suffix}{k}"));
-            ip(&["link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
-            ip(&["link", "set", &inner, "netns", &ns])?;
-            ip(&["link", "set", &outer, "master", &lab.bridge, "up"])?;
-            let cidr = format!("{addr}/24");
-            ip(&["netns", "exec", &ns, "ip", "addr", "add", &cidr, "dev", &inner])?;
-            ip(&["netns", "exec", &ns, "ip", "link", "set", &inner, "up"])?;
-            ip(&["netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
-        }
-        Ok(lab)
-    }
-}
-
 /// Per client address (`full_audit:prefix = %I`), how often each VFS
 /// operation succeeded: the `op` field, or `op:file` / `op:dir` for
 /// `create_file` (what it created or opened) and `unlinkat:b.txt` for the
@@ -242,7 +183,7 @@ fn audit_counts(log_dir: &Path) -> std::collections::BTreeMap<String, std::colle
 #[test]
 fn three_agents_in_namespaces_agree_with_sambas_full_audit_log() {
     let agents_at = ["198.18.0.11", "198.18.0.12", "198.18.0.13"];
-    let net = match Lab::make(&agents_at) {
+    let net = match common::netns::Lab::make("bf", &agents_at) {
         Ok(l) => l,
         Err(why) if why.contains("Operation not permitted") || why.contains("must be root") => {
             eprintln!("skipped: network namespaces need privilege ({why})");

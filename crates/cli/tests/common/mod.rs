@@ -2,6 +2,7 @@
 //! pick free loopback ports, and read its `--json` output.
 #![allow(dead_code)]
 
+pub mod netns;
 pub mod servers;
 
 use std::io::{BufRead, BufReader, Read};
