@@ -7,7 +7,6 @@
 //! read, the scale against [`TIME_SCALE_MIN`]..=[`TIME_SCALE_MAX`], and a
 //! scaled duration again, each with a message that names the range.
 
-use crate::error::DurationError;
 use std::time::Duration;
 
 /// The longest duration benchlab accepts anywhere: a week. Longer than any
@@ -23,6 +22,41 @@ pub const TIME_SCALE_MAX: f64 = 1000.0;
 /// The allowed range in words, for messages.
 pub fn duration_range() -> String {
     format!("from 0s to {}", humantime::format_duration(MAX_DURATION))
+}
+
+/// A duration or time scale the model refuses; the caller adds where it
+/// came from (a flag, or a file and line).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a duration at all (humantime's reason).
+    #[error(
+        "`{input}`: {reason}; expected a duration such as \"30s\", \"500ms\" or \"5m\" ({})",
+        duration_range()
+    )]
+    Syntax { input: String, reason: String },
+    /// A duration above [`MAX_DURATION`]; `input` is the text the
+    /// user wrote, when there was one.
+    #[error("{}is {}, too long: expected a duration {}",
+        input.as_ref().map(|i| format!("`{i}` ")).unwrap_or_default(),
+        humantime::format_duration(*found),
+        duration_range())]
+    TooLong {
+        input: Option<String>,
+        found: std::time::Duration,
+    },
+    /// A `--time-scale` factor out of range.
+    #[error(
+        "expected a number from {} to {} (0.05 runs a 5-minute mix in 15 s)",
+        TIME_SCALE_MIN,
+        TIME_SCALE_MAX
+    )]
+    TimeScale { factor: f64 },
+}
+
+impl benchlab_input::Classify for DurationError {
+    fn exit_class(&self) -> benchlab_input::ExitClass {
+        benchlab_input::ExitClass::Usage
+    }
 }
 
 /// Parses a duration such as `10s`, `500ms`, `1m30s` (humantime's syntax)

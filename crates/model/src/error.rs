@@ -238,41 +238,6 @@ impl benchlab_input::Classify for ModelError {
     }
 }
 
-/// A duration or time scale the model refuses; the caller adds where it
-/// came from (a flag, or a file and line).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum DurationError {
-    /// Not a duration at all (humantime's reason).
-    #[error(
-        "`{input}`: {reason}; expected a duration such as \"30s\", \"500ms\" or \"5m\" ({})",
-        crate::duration::duration_range()
-    )]
-    Syntax { input: String, reason: String },
-    /// A duration above [`crate::MAX_DURATION`]; `input` is the text the
-    /// user wrote, when there was one.
-    #[error("{}is {}, too long: expected a duration {}",
-        input.as_ref().map(|i| format!("`{i}` ")).unwrap_or_default(),
-        humantime::format_duration(*found),
-        crate::duration::duration_range())]
-    TooLong {
-        input: Option<String>,
-        found: std::time::Duration,
-    },
-    /// A `--time-scale` factor out of range.
-    #[error(
-        "expected a number from {} to {} (0.05 runs a 5-minute mix in 15 s)",
-        crate::duration::TIME_SCALE_MIN,
-        crate::TIME_SCALE_MAX
-    )]
-    TimeScale { factor: f64 },
-}
-
-impl benchlab_input::Classify for DurationError {
-    fn exit_class(&self) -> benchlab_input::ExitClass {
-        benchlab_input::ExitClass::Usage
-    }
-}
-
 /// A command-line flag's value that the suite refuses (`--time-scale`,
 /// `--phase`, `--phase-target`): the message starts with the flag and
 /// the value as the user gave them.

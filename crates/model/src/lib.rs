@@ -13,10 +13,10 @@ mod suite;
 mod workload;
 
 pub use duration::{
-    check_duration, check_time_scale, duration_range, parse_duration, scale_duration, MAX_DURATION, TIME_SCALE_MAX,
-    TIME_SCALE_MIN,
+    check_duration, check_time_scale, duration_range, parse_duration, scale_duration, DurationError, MAX_DURATION,
+    TIME_SCALE_MAX, TIME_SCALE_MIN,
 };
-pub use error::{line_col, DurationError, FlagError, ModelError, ResolveError, Source};
+pub use error::{line_col, FlagError, ModelError, ResolveError, Source};
 pub use files::{is_file_target, FileWorkloadKind, FileWorkloadRef};
 pub use suite::{rate_range, rate_text, Arrival, Mix, MixParams, Phase, Suite, MAX_RATE, MIN_RATE, MIN_WINDOW};
 pub use workload::{
