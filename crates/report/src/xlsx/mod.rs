@@ -179,10 +179,7 @@ fn csv_table(runs: &[Run], several: bool, csv: fn(&Results) -> String) -> Result
             table.header.extend(header.iter().cloned());
         }
         for record in records {
-            let mut cells = Vec::with_capacity(record.len() + 1);
-            if several {
-                cells.push(Cell::text(run.label.as_str()));
-            }
+            let mut cells = row_of(several, run, record.len() + 1);
             cells.extend(
                 header
                     .iter()
@@ -541,12 +538,9 @@ fn literal_name(name: &str) -> String {
 
 /// The Per-Class table: a row per run × mix × class.
 fn class_table(runs: &[Run], several: bool) -> Table {
-    let mut header: Vec<String> = Vec::new();
-    if several {
-        header.push("run".into());
-    }
-    header.extend(
-        [
+    let header = header_of(
+        several,
+        &[
             "mix",
             "phase",
             "class",
@@ -561,18 +555,14 @@ fn class_table(runs: &[Run], several: bool) -> Table {
             "latency_p50_us",
             "latency_p99_us",
             "errors_total",
-        ]
-        .map(String::from),
+        ],
     );
     let mut rows = Vec::new();
     for run in runs {
         for m in &run.results.mixes {
             for c in &m.classes {
                 let f = &c.figures;
-                let mut cells = Vec::with_capacity(header.len());
-                if several {
-                    cells.push(Cell::text(run.label.as_str()));
-                }
+                let mut cells = row_of(several, run, header.len());
                 cells.extend([
                     Cell::count(m.mix as u64),
                     Cell::text(m.phase.as_str()),
@@ -595,6 +585,16 @@ fn class_table(runs: &[Run], several: bool) -> Table {
         }
     }
     Table { header, rows }
+}
+
+/// A row's first cells: the run's label when there are several runs
+/// (the `run` column of [`header_of`]), room for `len` cells.
+fn row_of(several: bool, run: &Run, len: usize) -> Vec<Cell> {
+    let mut cells = Vec::with_capacity(len);
+    if several {
+        cells.push(Cell::text(run.label.as_str()));
+    }
+    cells
 }
 
 /// A header of `names`, after a `run` column when there are several runs.
@@ -630,10 +630,7 @@ fn files_table(runs: &[Run], several: bool) -> Table {
     for run in runs {
         for m in &run.results.mixes {
             let Some(f) = &m.files else { continue };
-            let mut cells = Vec::with_capacity(header.len());
-            if several {
-                cells.push(Cell::text(run.label.as_str()));
-            }
+            let mut cells = row_of(several, run, header.len());
             let by_status: Vec<String> = f.errors_by_status.iter().map(|(k, n)| format!("{k}: {n}")).collect();
             cells.extend([
                 Cell::count(m.mix as u64),
@@ -685,10 +682,7 @@ fn operations_table(runs: &[Run], several: bool) -> Table {
             let Some(files) = &m.files else { continue };
             for c in &m.classes {
                 let (f, l) = (&c.figures, &c.figures.latency_us);
-                let mut cells = Vec::with_capacity(header.len());
-                if several {
-                    cells.push(Cell::text(run.label.as_str()));
-                }
+                let mut cells = row_of(several, run, header.len());
                 cells.extend([
                     Cell::count(m.mix as u64),
                     Cell::text(m.phase.as_str()),
@@ -715,12 +709,9 @@ fn operations_table(runs: &[Run], several: bool) -> Table {
 /// waits at the in-flight cap, corrected and as-sent latency, connections —
 /// the page's open-loop table as cells.
 fn open_loop_table(runs: &[Run], several: bool) -> Table {
-    let mut header: Vec<String> = Vec::new();
-    if several {
-        header.push("run".into());
-    }
-    header.extend(
-        [
+    let header = header_of(
+        several,
+        &[
             "mix",
             "phase",
             "arrival",
@@ -739,17 +730,13 @@ fn open_loop_table(runs: &[Run], several: bool) -> Table {
             "connections_opened",
             "peak_connections",
             "peak_connections_upper_bound",
-        ]
-        .map(String::from),
+        ],
     );
     let mut rows = Vec::new();
     for run in runs {
         for m in &run.results.mixes {
             let Some(ol) = &m.open_loop else { continue };
-            let mut cells = Vec::with_capacity(header.len());
-            if several {
-                cells.push(Cell::text(run.label.as_str()));
-            }
+            let mut cells = row_of(several, run, header.len());
             let late = if ol.sends > 0 {
                 100.0 * ol.late_sends as f64 / ol.sends as f64
             } else {
@@ -784,12 +771,9 @@ fn open_loop_table(runs: &[Run], several: bool) -> Table {
 /// One row per monitored mix × host: the host's averages over the window
 /// and the mix's verdict — the page's "What limited the run" as cells.
 fn resources_table(runs: &[Run], several: bool) -> Table {
-    let mut header: Vec<String> = Vec::new();
-    if several {
-        header.push("run".into());
-    }
-    header.extend(
-        [
+    let header = header_of(
+        several,
+        &[
             "mix",
             "phase",
             "threads",
@@ -826,18 +810,14 @@ fn resources_table(runs: &[Run], several: bool) -> Table {
             "client_cpu_percent",
             "client_saturated",
             "loop_lag_max_us",
-        ]
-        .map(String::from),
+        ],
     );
     let mut rows = Vec::new();
     for run in runs {
         for m in &run.results.mixes {
             let Some(res) = &m.resources else { continue };
             for h in &res.hosts {
-                let mut cells = Vec::with_capacity(header.len());
-                if several {
-                    cells.push(Cell::text(run.label.as_str()));
-                }
+                let mut cells = row_of(several, run, header.len());
                 let limit = serde_json::to_value(res.verdict.limit)
                     .ok()
                     .and_then(|v| v.as_str().map(String::from))
