@@ -63,6 +63,28 @@ fn suite(dir: &Path, target: &str, clients: u32, loops: u32) -> PathBuf {
     p
 }
 
+/// `benchlab run SUITE --agents N` on a free loopback port, its results in
+/// `out`; the address the agents dial.
+fn controller(suite: &Path, agents: u32, certs: &Path, out: &Path) -> (Proc, String) {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ctl = spawn(
+        Command::new(benchlab_bin())
+            .args([
+                "run",
+                s(suite),
+                "--agents",
+                &agents.to_string(),
+                "--listen",
+                &listen,
+                "--tls-dir",
+            ])
+            .arg(certs)
+            .arg("--out")
+            .arg(out),
+    );
+    (ctl, listen)
+}
+
 fn agent(certs: &Path, controller: &str, i: u32) -> Command {
     let mut c = Command::new(benchlab_bin());
     c.args(["agent", "--controller", controller, "--index", &i.to_string()])
@@ -94,14 +116,7 @@ fn three_agents_run_a_file_suite_counted_exactly_per_client() {
     );
     let s_path = suite(d.path(), &format!("file://{}", root.display()), 3, 2);
     let out = d.path().join("out");
-    let listen = format!("127.0.0.1:{}", free_port());
-    let ctl = spawn(
-        Command::new(benchlab_bin())
-            .args(["run", s(&s_path), "--agents", "3", "--listen", &listen, "--tls-dir"])
-            .arg(&certs)
-            .arg("--out")
-            .arg(&out),
-    );
+    let (ctl, listen) = controller(&s_path, 3, &certs, &out);
     let agents: Vec<Proc> = (0..3).map(|i| spawn(&mut agent(&certs, &listen, i))).collect();
     let o = ctl.wait_output();
     let text = format!(
@@ -363,14 +378,7 @@ fn an_agent_killed_mid_file_mix_is_kept_apart_and_the_run_completes() {
     let s_path = d.path().join("suite.toml");
     std::fs::write(&s_path, t).unwrap();
     let out = d.path().join("out");
-    let listen = format!("127.0.0.1:{}", free_port());
-    let ctl = spawn(
-        Command::new(benchlab_bin())
-            .args(["run", s(&s_path), "--agents", "2", "--listen", &listen, "--tls-dir"])
-            .arg(&certs)
-            .arg("--out")
-            .arg(&out),
-    );
+    let (ctl, listen) = controller(&s_path, 2, &certs, &out);
     let a0 = spawn(&mut agent(&certs, &listen, 0));
     let a1 = spawn(&mut agent(&certs, &listen, 1));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -510,14 +518,7 @@ fn a_target_no_agent_can_reach_stops_the_run_saying_why() {
     // Nothing listens on port 1.
     let s_path = suite(d.path(), "smb://127.0.0.1:1/bench", 1, 1);
     let out = d.path().join("out");
-    let listen = format!("127.0.0.1:{}", free_port());
-    let ctl = spawn(
-        Command::new(benchlab_bin())
-            .args(["run", s(&s_path), "--agents", "1", "--listen", &listen, "--tls-dir"])
-            .arg(&certs)
-            .arg("--out")
-            .arg(&out),
-    );
+    let (ctl, listen) = controller(&s_path, 1, &certs, &out);
     let _a0 = spawn(&mut agent(&certs, &listen, 0));
     let o = ctl.wait_output();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
@@ -557,14 +558,7 @@ fn a_disk_mix_runs_on_two_agents_each_client_in_its_workspace() {
     let s_path = d.path().join("suite.toml");
     std::fs::write(&s_path, t).unwrap();
     let out = d.path().join("out");
-    let listen = format!("127.0.0.1:{}", free_port());
-    let ctl = spawn(
-        Command::new(benchlab_bin())
-            .args(["run", s(&s_path), "--agents", "2", "--listen", &listen, "--tls-dir"])
-            .arg(&certs)
-            .arg("--out")
-            .arg(&out),
-    );
+    let (ctl, listen) = controller(&s_path, 2, &certs, &out);
     let agents: Vec<Proc> = (0..2).map(|i| spawn(&mut agent(&certs, &listen, i))).collect();
     let o = ctl.wait_output();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
