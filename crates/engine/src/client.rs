@@ -8,7 +8,9 @@
 
 use crate::plan::{ClientPlan, PlanError};
 use crate::stats::{ConnCounters, Counters, LatencySummary, LoopLoad, Snapshot, Stats};
-use crate::worker::{shared_for, Shared, Worker};
+use crate::event_loop::{shared_for, Shared};
+use crate::h2::protocol::Http2;
+use crate::http1::Http1;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -152,10 +154,10 @@ impl Client {
             let name = format!("benchlab-worker-{t}");
             let h = if shared.plan.http2.is_some() {
                 let worker =
-                    crate::h2::worker::H2Worker::new(Arc::clone(&shared), t, tx.clone()).map_err(EngineError::Spawn)?;
+                    Http2::new(Arc::clone(&shared), t, tx.clone()).map_err(EngineError::Spawn)?;
                 std::thread::Builder::new().name(name).spawn(move || worker.run())
             } else {
-                let worker = Worker::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
+                let worker = Http1::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
                 std::thread::Builder::new().name(name).spawn(move || worker.run())
             }
             .map_err(EngineError::Spawn)?;
@@ -219,7 +221,7 @@ impl Client {
         let mut threads = Vec::with_capacity(n1 + n2);
         for t in 0..n1 {
             let share = vus / n1 as u32 + u32::from((t as u32) < vus % n1 as u32);
-            let worker = Worker::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
+            let worker = Http1::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
             let h = std::thread::Builder::new()
                 .name(format!("benchlab-worker-{t}"))
                 .spawn(move || worker.run())
@@ -228,7 +230,7 @@ impl Client {
         }
         for t in 0..n2 {
             // Reported as threads n1.., after the HTTP/1 loops.
-            let worker = crate::h2::worker::H2Worker::new(Arc::clone(&h2_shared), t, tx.clone())
+            let worker = Http2::new(Arc::clone(&h2_shared), t, tx.clone())
                 .map_err(EngineError::Spawn)?
                 .reporting_as(n1 + t);
             let h = std::thread::Builder::new()

@@ -24,19 +24,21 @@
 //! ```
 
 mod client;
+mod event_loop;
 pub mod h2;
 pub mod parse;
 mod plan;
 mod probe;
 mod reactor;
 mod rng;
+mod http1;
 mod schedule;
+mod sock;
 mod stats;
 pub mod sys;
 mod tls;
 pub use tls::{read_pem, MAX_PEM_BYTES};
 pub mod wire;
-mod worker;
 
 pub use client::{Client, ClientReport, EngineError, Second, Stopper};
 pub use plan::{

@@ -138,7 +138,7 @@ pub fn probe_from(
         if n == 0 {
             parser.on_eof().map_err(|e| {
                 perr(
-                    crate::worker::frame_error_kind(e),
+                    crate::http1::frame_error_kind(e),
                     format!(
                         "the connection closed after {} bytes of the response",
                         parser.wire_bytes()
@@ -157,13 +157,13 @@ pub fn probe_from(
             // an HTTP status line belongs: the port speaks TLS.
             Err(e) if target.scheme == Scheme::Http && matches!(first, Some([0x15 | 0x16, 0x03])) => {
                 return Err(perr(
-                    crate::worker::frame_error_kind(e),
+                    crate::http1::frame_error_kind(e),
                     "the server answered in TLS, not plain HTTP: use https:// instead of http://",
                 ))
             }
             Err(e) => {
                 return Err(perr(
-                    crate::worker::frame_error_kind(e),
+                    crate::http1::frame_error_kind(e),
                     format!(
                         "the response cannot be framed ({e:?}) after {} bytes",
                         parser.wire_bytes()

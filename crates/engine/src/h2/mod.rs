@@ -7,7 +7,7 @@ pub mod frame;
 pub mod hpack;
 mod probe;
 pub use probe::probe_h2;
-pub(crate) mod worker;
+pub(crate) mod protocol;
 
 /// Feeds `data`, as a server's bytes, to a connection that opened three
 /// streams (ids 1, 3, 5), in reads of `split` bytes; returns how each stream

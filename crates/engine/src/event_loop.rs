@@ -1,0 +1,696 @@
+//! The one event loop of an OS thread, whatever the protocol: the users
+//! (request slots) and their think-time heap, the request budget, the stop
+//! flag and the plan's end, the open-loop schedule and its timer, the
+//! per-second snapshots with the thread's CPU and loop lag, and the
+//! measurement window. A [`Protocol`] (HTTP/1 in `http1.rs`, HTTP/2 in
+//! `h2/protocol.rs`) starts a user's request, handles its connections'
+//! readiness, sweeps its timeouts and says what is in flight; the
+//! [`Core`] it is handed counts what ends, by the one set of rules
+//! (docs/counting.md).
+//!
+//! Why one loop generic over a trait rather than a loop per protocol: the
+//! skeleton (when to stop, when a second ends, which requests the window
+//! counts, how the schedule's sends find a slot) is where the protocols
+//! must agree exactly, so it is written once; the protocol is a type
+//! parameter, not a trait object, so each loop is compiled for its
+//! protocol and the hot path (a response's end, the next request's start)
+//! has no indirect call in it.
+
+use crate::plan::{ClientPlan, Expect, Load, OpenLoop, Requests, Scheme, Stop, UrlPlan};
+use crate::reactor::{Ev, IoConfig, Reactor};
+use crate::rng::SplitMix64;
+use crate::schedule::{Schedule, Timer, TIMER};
+use crate::stats::{ConnCounters, ErrorKind, LoopMeter, Snapshot, Stats, ThreadEnd};
+use crate::tls::{server_name, TlsConfigs};
+use rustls::pki_types::ServerName;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What all worker threads of one client share, read-only but for the stop
+/// flag and the request budget.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub plan: ClientPlan,
+    pub requests: Requests,
+    pub tls: Option<TlsConfigs>,
+    pub server_names: Vec<Option<ServerName<'static>>>,
+    /// Cumulative URL weights for the weighted pick.
+    pub cumulative: Vec<f64>,
+    pub stop: AtomicBool,
+    /// Requests still to be started, for `Stop::Requests`.
+    pub budget: AtomicU64,
+    pub start: Instant,
+    /// The first TLS handshake failure of the run, in words (what failed,
+    /// what to try): the counts say how many, this says why.
+    pub tls_error: std::sync::OnceLock<String>,
+    /// Open loop: connections open now, all OS threads together (each
+    /// thread adds the change of its own count once per loop turn), and
+    /// the most there were at once.
+    pub open_connections: AtomicU64,
+    pub peak_connections: AtomicU64,
+    /// HTTP/2: the first SETTINGS a server sent in this run.
+    pub h2_settings: std::sync::OnceLock<crate::h2::conn::PeerSettings>,
+}
+
+impl Shared {
+    /// The URL a request goes to: the weighted pick over the cumulative
+    /// weights, one draw of `rng` (none when there is one URL).
+    #[inline]
+    pub fn pick_url(&self, rng: &mut SplitMix64) -> usize {
+        let cumulative = &self.cumulative;
+        if cumulative.len() == 1 {
+            return 0;
+        }
+        let total = cumulative[cumulative.len() - 1];
+        let pick = rng.unit() * total;
+        cumulative.partition_point(|&c| c <= pick).min(cumulative.len() - 1)
+    }
+
+    /// Takes up to `chunk` requests from the shared budget.
+    pub(crate) fn reserve(&self, chunk: u64) -> u64 {
+        let mut cur = self.budget.load(Ordering::Relaxed);
+        loop {
+            if cur == 0 {
+                return 0;
+            }
+            let take = chunk.min(cur);
+            match self
+                .budget
+                .compare_exchange_weak(cur, cur - take, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return take,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Keeps the run's first TLS failure in words (only the first is
+    /// explained, so a run of failing handshakes costs nothing more).
+    pub(crate) fn note_tls_error(&self, explain: impl FnOnce() -> String) {
+        if self.tls_error.get().is_none() {
+            let _ = self.tls_error.set(explain());
+        }
+    }
+}
+
+/// A protocol's side of the event loop: everything about connections and
+/// requests; the [`Core`] it is handed does the rest.
+///
+/// A *user* is a closed-loop virtual user, or in an open loop a request
+/// slot (at most one request in flight each), numbered `0..users()` on
+/// this thread.
+pub(crate) trait Protocol {
+    /// The users of this thread.
+    fn users(&self) -> usize;
+
+    /// User `u`'s think time ended, or it was queued to go on (`Core::rest`
+    /// or an arrival slot freed): start its next request if it is still
+    /// between requests (it may have ended since).
+    fn resume(&mut self, core: &mut Core, u: u32);
+
+    /// Open loop: a user with no request, to send the schedule's next on
+    /// (one holding an idle connection first, where the protocol keeps
+    /// them).
+    fn take_slot(&mut self) -> Option<u32>;
+
+    /// Open loop: whether [`Protocol::take_slot`] would give one.
+    fn has_free_slot(&self) -> bool;
+
+    /// Open loop: sends user `u`'s next request, which the schedule meant
+    /// for `intended` (its latency counts from there).
+    fn send(&mut self, core: &mut Core, u: u32, intended: Instant);
+
+    /// A readiness event or completion for one of the protocol's tokens
+    /// (the timer's is the loop's own).
+    fn event(&mut self, core: &mut Core, ev: Ev);
+
+    /// Whether work is left for the next turn without waiting for an event
+    /// (reads cut short by the per-turn limit).
+    fn pending(&self) -> bool {
+        false
+    }
+
+    /// After a turn's events: that work.
+    fn after_events(&mut self, _core: &mut Core) {}
+
+    /// Fails or ends what is past its deadline.
+    fn sweep(&mut self, core: &mut Core, now: Instant);
+
+    /// Connections open now (open loop: the client's count and peak).
+    fn open_connections(&self) -> u64;
+
+    /// At the end: requests in flight, and users waiting to send (nothing
+    /// sent: an arrival slot or a stream not yet theirs).
+    fn in_flight(&self) -> (u64, u64);
+
+    /// Closes every connection before the last snapshot, so the caller may
+    /// count on the sockets being gone once it arrives.
+    fn close_all(&mut self, core: &mut Core);
+}
+
+/// The loop's state that every protocol shares, and the counting rules.
+pub(crate) struct Core {
+    pub shared: Arc<Shared>,
+    pub index: usize,
+    /// The thread number its snapshots carry (`index`, or after the HTTP/1
+    /// loops of a mixed client).
+    pub report_as: usize,
+    pub reactor: Reactor,
+    pub io: IoConfig,
+    /// Everything that completed in the current second (ramps included),
+    /// for the per-second series; sent and reset once a second.
+    pub second: Stats,
+    /// What completed inside the measurement window: the run's totals,
+    /// sent once, when the thread stops.
+    pub window: Stats,
+    /// The thread's CPU and loop lag, charged to each second.
+    cpu: LoopMeter,
+    /// Whether the loop's current turn is inside the measurement window
+    /// (for connection events, which need no exact instant).
+    pub window_open: bool,
+    pub rng: SplitMix64,
+    think: BinaryHeap<Reverse<(Instant, u32)>>,
+    /// Users whose next request starts on the next loop turn. Deferring
+    /// through this queue, rather than starting at once, keeps a failure
+    /// that happens synchronously (a refused connect on loopback) from
+    /// recursing, and bounds the work of one loop turn.
+    ready: Vec<u32>,
+    ready_now: Vec<u32>,
+    budget: u64,
+    budget_chunk: u64,
+    /// Users with no more requests to make.
+    done_users: usize,
+    /// Users that have had a response (each counted once).
+    users_arrived: u64,
+    next_source: usize,
+    /// Open loop: the schedule. A closed loop has none.
+    pub schedule: Option<Schedule>,
+    /// Open loop: a timerfd that wakes the loop at the next send's
+    /// intended time to the microsecond; `epoll_wait`'s timeout has
+    /// millisecond resolution (rounded up), which would make every send
+    /// about half a millisecond late and add that to every latency.
+    timer: Option<Timer>,
+    /// This thread's open connections as last added to
+    /// `Shared::open_connections`.
+    published: u64,
+    tx: Sender<Snapshot>,
+}
+
+const SWEEP_MAX: Duration = Duration::from_millis(10);
+
+impl Core {
+    /// The core of thread `index`; `salt` keeps the protocols' random
+    /// sequences apart.
+    pub(crate) fn new(shared: Arc<Shared>, index: usize, salt: u64, tx: Sender<Snapshot>) -> io::Result<Core> {
+        let plan = &shared.plan;
+        let open = matches!(plan.load, Load::Open(_));
+        let stats = || {
+            if open {
+                Stats::open_loop(plan.classes.len())
+            } else {
+                Stats::new(plan.classes.len())
+            }
+        };
+        let threads = plan.os_threads as u64;
+        let budget_chunk = match plan.stop {
+            Stop::Requests(n) => (n / (threads * 16)).clamp(1, 64),
+            Stop::After(_) => 0,
+        };
+        let io = IoConfig::get().map_err(io::Error::other)?;
+        Ok(Core {
+            reactor: Reactor::new(io, plan.receive_buffer)?,
+            io,
+            second: stats(),
+            window: stats(),
+            cpu: LoopMeter::default(),
+            window_open: false,
+            rng: SplitMix64::new(plan.seed ^ (index as u64 + 1).wrapping_mul(salt)),
+            think: BinaryHeap::new(),
+            ready: Vec::new(),
+            ready_now: Vec::new(),
+            budget: 0,
+            budget_chunk,
+            done_users: 0,
+            users_arrived: 0,
+            next_source: index,
+            schedule: None,
+            timer: None,
+            published: 0,
+            index,
+            report_as: index,
+            tx,
+            shared,
+        })
+    }
+
+    /// Counts a connection event in the second's counters and, when the
+    /// window is open, in the run's.
+    #[inline]
+    pub(crate) fn bump(&mut self, f: fn(&mut ConnCounters)) {
+        f(&mut self.second.conn);
+        if self.window_open {
+            f(&mut self.window.conn);
+        }
+    }
+
+    /// Whether a completion at `now` falls in the measurement window.
+    #[inline]
+    pub(crate) fn in_window(&self, now: Instant) -> bool {
+        let t = now.saturating_duration_since(self.shared.start);
+        let (from, until) = self.shared.plan.window;
+        t >= from && t < until
+    }
+
+    /// Takes one request from the budget (`Stop::Requests`); `false` when
+    /// it is spent, and the user, which the caller then retires, is done.
+    #[inline]
+    pub(crate) fn take_request(&mut self) -> bool {
+        if self.budget_chunk > 0 {
+            if self.budget == 0 {
+                self.budget = self.shared.reserve(self.budget_chunk);
+            }
+            if self.budget == 0 {
+                self.done_users += 1;
+                return false;
+            }
+            self.budget -= 1;
+        }
+        true
+    }
+
+    /// The next source address of the plan's, in turn (none: the kernel's).
+    pub(crate) fn next_source(&mut self) -> Option<std::net::IpAddr> {
+        let sources = &self.shared.plan.source_addresses;
+        if sources.is_empty() {
+            return None;
+        }
+        self.next_source = (self.next_source + 1) % sources.len();
+        Some(sources[self.next_source])
+    }
+
+    /// A user's first response (counted once per user).
+    #[inline]
+    pub(crate) fn arrived(&mut self, first: bool) {
+        if first {
+            self.users_arrived += 1;
+        }
+    }
+
+    /// After user `u`'s request ended, in a closed loop: its think time,
+    /// or with none the next loop turn.
+    #[inline]
+    pub(crate) fn rest(&mut self, u: u32) {
+        let think = self.shared.plan.think_time;
+        if think.is_zero() {
+            self.ready.push(u);
+        } else {
+            self.think.push(Reverse((Instant::now() + think, u)));
+        }
+    }
+
+    /// After a response on a path that cannot recurse, in a closed loop:
+    /// `true` with no think time, when the next request may start at once,
+    /// as wrk and the floor do, instead of after the whole event batch;
+    /// otherwise the user rests ([`Core::rest`]).
+    #[inline]
+    pub(crate) fn go_on_now(&mut self, u: u32) -> bool {
+        if self.shared.plan.think_time.is_zero() {
+            return true;
+        }
+        self.rest(u);
+        false
+    }
+
+    /// Queues user `u` for the next loop turn.
+    #[inline]
+    pub(crate) fn defer(&mut self, u: u32) {
+        self.ready.push(u);
+    }
+
+    /// Counts a request that ended with a response whose check gave
+    /// `verdict`, in class `class`; `true` when it ended in the window.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_response(
+        &mut self,
+        class: usize,
+        verdict: Result<(), ErrorKind>,
+        latency: Duration,
+        as_sent: Duration,
+        wire: u64,
+        body: u64,
+        now: Instant,
+    ) -> bool {
+        let record = |c: &mut crate::stats::ClassStats| match verdict {
+            Ok(()) => {
+                c.record_success(latency, wire, body);
+                c.record_as_sent(as_sent);
+            }
+            Err(kind) => c.record_error(kind, latency, wire),
+        };
+        record(&mut self.second.classes[class]);
+        let counted = self.in_window(now);
+        if counted {
+            record(&mut self.window.classes[class]);
+        }
+        counted
+    }
+
+    /// Counts a request that failed with `kind`; `true` when it ended in
+    /// the window.
+    #[inline]
+    pub(crate) fn record_error(&mut self, class: usize, kind: ErrorKind, latency: Duration, bytes: u64, now: Instant) -> bool {
+        self.second.classes[class].record_error(kind, latency, bytes);
+        let counted = self.in_window(now);
+        if counted {
+            self.window.classes[class].record_error(kind, latency, bytes);
+        }
+        counted
+    }
+
+    /// Charges the second with the thread's CPU since the last tick and
+    /// with `lag`, how late this tick ran (one `getrusage` a second).
+    fn tick(&mut self, lag: Duration) {
+        self.cpu.tick(&mut self.second.load, lag);
+    }
+
+    fn send_snapshot(&mut self, second: u32, last: Option<ThreadEnd>) {
+        let snap = Snapshot {
+            thread: self.report_as,
+            second,
+            stats: self.second.clone(),
+            last,
+        };
+        self.second.reset();
+        // The collector may be gone when the caller dropped it: nothing to do.
+        let _ = self.tx.send(snap);
+    }
+
+    /// Open loop: adds the change in this thread's open connections to the
+    /// client's count and its peak. Once a loop turn, after the sends:
+    /// connections are opened there, so the count after them is this
+    /// turn's highest.
+    fn publish_connections(&mut self, open: u64) {
+        if open == self.published {
+            return;
+        }
+        let shared = &self.shared;
+        let all = if open > self.published {
+            let more = open - self.published;
+            shared.open_connections.fetch_add(more, Ordering::Relaxed) + more
+        } else {
+            let gone = self.published - open;
+            shared
+                .open_connections
+                .fetch_sub(gone, Ordering::Relaxed)
+                .saturating_sub(gone)
+        };
+        shared.peak_connections.fetch_max(all, Ordering::Relaxed);
+        self.published = open;
+    }
+}
+
+/// The response check, one for every protocol: the status the URL expects,
+/// then its size or checksum. `digest` is asked only when the size is
+/// right.
+#[inline]
+pub(crate) fn check_response(
+    url: &UrlPlan,
+    status: u16,
+    body: u64,
+    digest: impl FnOnce() -> Option<u64>,
+) -> Result<(), ErrorKind> {
+    if status != url.expect_status {
+        return Err(ErrorKind::Status);
+    }
+    match url.expect {
+        Expect::Status => Ok(()),
+        Expect::Size(size) if body == size => Ok(()),
+        Expect::Checksum { size, xxh3 } if body == size && digest() == Some(xxh3) => Ok(()),
+        _ => Err(ErrorKind::WrongBody),
+    }
+}
+
+/// One OS thread's event loop over protocol `P`.
+pub(crate) struct EventLoop<P: Protocol> {
+    pub core: Core,
+    pub protocol: P,
+}
+
+impl<P: Protocol> EventLoop<P> {
+    /// Snapshots carry thread number `n` (a mixed client's collector counts
+    /// the HTTP/1 loops first).
+    pub(crate) fn reporting_as(mut self, n: usize) -> Self {
+        self.core.report_as = n;
+        self
+    }
+
+    /// Runs until the plan's stop condition or the stop flag, then sends
+    /// the last snapshot.
+    pub(crate) fn run(self) {
+        let EventLoop {
+            mut core,
+            mut protocol,
+        } = self;
+        let p = &mut protocol;
+        let shared = Arc::clone(&core.shared);
+        let plan = &shared.plan;
+        let start = shared.start;
+        let end = match plan.stop {
+            Stop::After(d) => Some(start + d),
+            Stop::Requests(_) => None,
+        };
+        let sweep_every = (plan.timeout / 20).clamp(Duration::from_millis(1), SWEEP_MAX);
+        let mut events = core.reactor.events(1024);
+        let mut second: u32 = 0;
+        let mut next_snapshot = start + Duration::from_secs(1);
+        core.cpu.start();
+        let mut done_at_start = false;
+        if let Err(e) = core.reactor.start() {
+            // Nothing was sent: the run reports no requests, and why.
+            eprintln!("benchlab: worker {}: cannot start io_uring: {e}", core.index);
+            done_at_start = true;
+        }
+        let begin = start + plan.start_delay;
+        let now = Instant::now();
+        if now < begin {
+            std::thread::sleep(begin - now);
+        }
+        let now = Instant::now();
+        core.window_open = core.in_window(now);
+        let users = p.users();
+        match plan.load {
+            _ if done_at_start => {}
+            Load::Open(o) => {
+                // The schedule starts at the client's begin instant, not at
+                // this thread's wake-up: a late start shows as late sends.
+                core.schedule = Some(Schedule::new(o, begin, plan.os_threads, core.index, plan.seed));
+                // Without a timer the loop still runs, on epoll's coarser timeout.
+                core.timer = Timer::new()
+                    .and_then(|t| core.reactor.register_readable(t.fd(), TIMER).map(|()| t))
+                    .ok();
+            }
+            Load::Closed if plan.ramp_up.is_zero() => {
+                for u in 0..users {
+                    p.resume(&mut core, u as u32);
+                }
+            }
+            Load::Closed => {
+                // Users start evenly over the ramp-up, those of all OS
+                // threads interleaved: user j of thread t is the client's
+                // user j × threads + t.
+                let threads = plan.os_threads as u128;
+                let total = plan.virtual_users.max(1) as u128;
+                let ramp = plan.ramp_up.as_nanos();
+                for j in 0..users {
+                    let k = j as u128 * threads + core.index as u128;
+                    let at = now + Duration::from_nanos((ramp * k / total) as u64);
+                    core.think.push(Reverse((at, j as u32)));
+                }
+            }
+        }
+        let mut next_sweep = Instant::now() + sweep_every;
+        loop {
+            let now = Instant::now();
+            if done_at_start || shared.stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) {
+                break;
+            }
+            core.window_open = core.in_window(now);
+            if core.done_users == users {
+                break;
+            }
+            if core.schedule.is_some() {
+                send_due(&mut core, p, now, end);
+                core.publish_connections(p.open_connections());
+            }
+            while let Some(Reverse((at, u))) = core.think.peek().copied() {
+                if at > now {
+                    break;
+                }
+                core.think.pop();
+                p.resume(&mut core, u);
+            }
+            std::mem::swap(&mut core.ready, &mut core.ready_now);
+            for k in 0..core.ready_now.len() {
+                let u = core.ready_now[k];
+                p.resume(&mut core, u);
+            }
+            core.ready_now.clear();
+            if now >= next_sweep {
+                p.sweep(&mut core, now);
+                next_sweep = now + sweep_every;
+            }
+            if now >= next_snapshot {
+                core.tick(now - next_snapshot);
+                core.send_snapshot(second, None);
+                second += 1;
+                next_snapshot += Duration::from_secs(1);
+                continue;
+            }
+            let mut wake = next_sweep.min(next_snapshot);
+            if let Some(e) = end {
+                wake = wake.min(e);
+            }
+            if let Some(Reverse((at, _))) = core.think.peek() {
+                wake = wake.min(*at);
+            }
+            let mut timeout = if core.ready.is_empty() && !p.pending() {
+                wake.saturating_duration_since(now)
+            } else {
+                Duration::ZERO
+            };
+            if let Some(s) = &core.schedule {
+                // With every slot busy, a completion (an event) wakes us.
+                if s.next < wake && p.has_free_slot() {
+                    let until = s.next.saturating_duration_since(now);
+                    match &core.timer {
+                        Some(t) if until > Duration::ZERO && timeout > Duration::ZERO => {
+                            t.arm(until);
+                            // The timer wakes the poll; its own timeout
+                            // only backs the timer up.
+                            timeout = timeout.min(until + Duration::from_millis(1));
+                        }
+                        _ => timeout = timeout.min(until),
+                    }
+                }
+            }
+            if let Err(e) = core.reactor.wait(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+            events.each(|ev| {
+                if let Ev::Ready(r) = &ev {
+                    if r.token == TIMER {
+                        if let Some(t) = &core.timer {
+                            t.clear();
+                        }
+                        return;
+                    }
+                }
+                p.event(&mut core, ev);
+            });
+            if p.pending() {
+                p.after_events(&mut core);
+            }
+        }
+        let (in_flight, users_waiting) = p.in_flight();
+        core.tick(Duration::ZERO);
+        let (cpu_user, cpu_system) = core.cpu.total();
+        p.close_all(&mut core);
+        let window = std::mem::replace(&mut core.window, Stats::new(0));
+        let users_arrived = core.users_arrived;
+        core.send_snapshot(
+            second,
+            Some(ThreadEnd {
+                in_flight,
+                cpu_user,
+                cpu_system,
+                elapsed: start.elapsed(),
+                users_arrived,
+                users_waiting,
+                window,
+            }),
+        );
+    }
+}
+
+/// Open loop: sends every request whose intended time has come, each by a
+/// user the protocol has free, while there is one; the rest wait for one
+/// (counted once each).
+fn send_due<P: Protocol>(core: &mut Core, p: &mut P, now: Instant, end: Option<Instant>) {
+    loop {
+        let Some(s) = core.schedule.as_mut() else { return };
+        let intended = s.next;
+        if intended > now || end.is_some_and(|e| intended >= e) {
+            return;
+        }
+        let Some(u) = p.take_slot() else {
+            if !std::mem::replace(&mut s.waited, true) {
+                core.bump(|c| c.in_flight_waits += 1);
+            }
+            return;
+        };
+        s.advance();
+        let late = now.saturating_duration_since(intended) > OpenLoop::LATE_TOLERANCE;
+        core.bump(|c| c.sends += 1);
+        if late {
+            core.bump(|c| c.late_sends += 1);
+        }
+        p.send(core, u, intended);
+    }
+}
+
+/// Builds the shared state for a plan (TLS configs, server names, weights).
+pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, crate::plan::PlanError> {
+    plan.validate()?;
+    let needs_tls = plan.urls.iter().any(|u| u.target.scheme == Scheme::Https);
+    let tls = if needs_tls {
+        Some(TlsConfigs::new(&plan.tls)?)
+    } else {
+        None
+    };
+    let server_names = plan
+        .urls
+        .iter()
+        .map(|u| {
+            if u.target.scheme == Scheme::Https {
+                server_name(&u.target.host).map(Some)
+            } else {
+                Ok(None)
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut acc = 0f64;
+    let cumulative = plan
+        .urls
+        .iter()
+        .map(|u| {
+            acc += u.weight;
+            acc
+        })
+        .collect();
+    let budget = match plan.stop {
+        Stop::Requests(n) => n,
+        Stop::After(_) => 0,
+    };
+    Ok(Shared {
+        requests: Requests::build(&plan),
+        tls,
+        server_names,
+        cumulative,
+        stop: AtomicBool::new(false),
+        budget: AtomicU64::new(budget),
+        start,
+        tls_error: std::sync::OnceLock::new(),
+        open_connections: AtomicU64::new(0),
+        peak_connections: AtomicU64::new(0),
+        h2_settings: std::sync::OnceLock::new(),
+        plan,
+    })
+}

@@ -1,0 +1,1086 @@
+//! HTTP/1 on the event loop (`event_loop.rs`): many closed-loop virtual
+//! users per OS thread, each a small state machine around at most one
+//! connection.
+//!
+//! Written by hand on `mio` (a thin epoll wrapper) instead of tokio + hyper,
+//! as wrk and h2load are written on bare epoll: oha, built on tokio and
+//! hyper, spends 1.65× the CPU per request of the bare-syscall floor
+//! (`bench/floor/`), and wrk 1.33×. What the loop does per request
+//! is what the floor does — one `write`, one `read` (keep-alive), plus
+//! `socket`, `connect`, `epoll_ctl`, a read of EOF and `close` for a new
+//! connection — and in user space only framing, two clock reads and one HDR
+//! record. In steady state it allocates nothing, takes no lock and sends no
+//! cross-thread message: statistics are per thread and leave it once a
+//! second as a [`Snapshot`].
+//!
+//! Which system calls deliver readiness or data is the reactor's business
+//! (`reactor.rs`: mio's edge-triggered epoll by default; level-triggered
+//! epoll and io_uring for measurement); this protocol is the same for all.
+//!
+//! Edge-triggered readiness (mio's mode) is used without draining sockets to
+//! `EAGAIN`: a response is read until it is complete, and any later data or
+//! FIN raises a new edge. A read that fills the whole buffer, or an event
+//! carrying a FIN, is followed by another read, so nothing is missed.
+
+use crate::event_loop::{check_response, Core, Protocol, Shared};
+use crate::parse::{Feed, FrameError, ResponseParser};
+use crate::plan::{parts_len, Expect, Load, Scheme, Variant};
+use crate::reactor::{next_generation, Backend, Ev};
+use crate::sock::{self, connect, connect_error_kind, is_closed_error, Handshake, ReadOutcome, Sock, TlsSock};
+use crate::stats::{ConnectionKind, ErrorKind};
+use rustls::ClientConnection;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use xxhash_rust::xxh3::Xxh3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for think time to pass (possibly holding an idle connection).
+    Thinking,
+    Connecting,
+    Handshaking,
+    Writing,
+    Reading,
+    /// The response is complete and counted; waiting for the server's FIN
+    /// so the server, not the client, holds TIME_WAIT (as real browsers and
+    /// the floor do), then the next request starts.
+    Draining,
+    /// Arriving: waiting for one of the OS thread's arrival slots before
+    /// its first connect (see [`Http1::arrivals`]). Nothing is sent yet,
+    /// so no clock runs.
+    Arriving,
+    /// No more requests for this virtual user.
+    Done,
+}
+
+/// One closed-loop virtual user (WebBench's worker thread).
+struct Vu {
+    state: State,
+    sock: Option<Sock>,
+    /// Requests this connection may still carry, the current one included;
+    /// `u32::MAX` = unlimited.
+    conn_left: u32,
+    /// Requests completed on this connection (0 = the connection is new, so
+    /// a close before any byte is an error, not an idle close).
+    conn_served: u32,
+    http10: bool,
+    keepalive: bool,
+    /// The next connection opened re-opens one the server closed while idle.
+    reconnect_pending: bool,
+    /// The current connection is established (its first bytes were
+    /// written); counted in `connections_opened` then, so refused connects
+    /// are errors, not opened connections.
+    connected: bool,
+    url: u32,
+    variant: Variant,
+    /// The next connect is an arrival (the user's first, or the first
+    /// after a failed request) and must take an arrival slot.
+    arriving: bool,
+    /// This user holds an arrival slot until its current request ends.
+    holds_slot: bool,
+    /// This user has had a response (counted once in `users_arrived`).
+    arrived: bool,
+    /// Latency start (connect start or first byte written).
+    start: Instant,
+    /// Open loop: when the schedule meant this request to be sent; its
+    /// latency counts from here (`start` gives the as-sent latency).
+    intended: Option<Instant>,
+    deadline: Instant,
+    written: usize,
+    /// The reactor reports this connection's writability (a connect or a
+    /// write waits); only level-triggered epoll needs it kept in step.
+    out_armed: bool,
+    /// io_uring: which of this slot's connections is current (stale
+    /// completions of an earlier one are ignored), whether its multishot
+    /// receive is armed, and the request's scatter list for `SENDMSG`.
+    generation: u32,
+    recv_armed: bool,
+    msg: SendMsg,
+    parser: ResponseParser,
+    hasher: Option<Box<Xxh3>>,
+}
+
+/// HTTP/1's per-thread state: its users and their connections.
+pub(crate) struct Http1 {
+    shared: Arc<Shared>,
+    vus: Vec<Vu>,
+    buf: Box<[u8]>,
+    /// Arrival slots in use. A user arrives (its first connect, or the
+    /// first after a failure) holding a slot until that first request
+    /// ends, and at most `arrival_limit` do so at once per OS thread; the
+    /// others wait, in order, in `arrival_queue`. Without this, 10,000
+    /// users connect in the same millisecond: a server's accept queue
+    /// (listen backlog 511 in nginx and Apache) overflows, the kernel
+    /// drops SYNs and handshake ACKs, and users wait for TCP retransmits
+    /// (1 s, 3 s, 7 s) — past their timeout — while the queue sits empty
+    /// between retransmits; their reconnects then arrive together again. A
+    /// slot is held until the request's response (not merely until the
+    /// connect), because the connect completes when the kernel queues the
+    /// connection, before the server accepts it: holding it to the
+    /// response bounds the connections queued unaccepted to the slots.
+    /// Users that have arrived connect freely (HTTP/1.0 connection per
+    /// request, reconnects): their pace is already the server's.
+    arrivals: usize,
+    arrival_limit: usize,
+    arrival_queue: std::collections::VecDeque<u32>,
+    /// Open loop: the request slots not in flight — those holding an idle
+    /// connection (reused first, most recent on top) and those without
+    /// one. A closed loop has none of these.
+    idle: Vec<u32>,
+    free: Vec<u32>,
+    /// Open loop: slots in `idle` whose connection the server closed (they
+    /// hold none now). Every slot is free, idle or busy, and a busy one
+    /// always holds a connection between loop turns, so this thread's open
+    /// connections are `slots − free − idle_closed`.
+    idle_closed: u32,
+    /// Whether the loop is an open loop (`Core::schedule` is set once the
+    /// run begins; this is known from the plan at once).
+    open: bool,
+}
+
+impl Http1 {
+    /// The HTTP/1 protocol of one OS thread with `vus` users, and its loop's
+    /// core.
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        index: usize,
+        vus: u32,
+        tx: std::sync::mpsc::Sender<crate::stats::Snapshot>,
+    ) -> io::Result<crate::event_loop::EventLoop<Http1>> {
+        let core = Core::new(Arc::clone(&shared), index, 0xA076_1D64_78BD_642F, tx)?;
+        let plan = &shared.plan;
+        let now = Instant::now();
+        let checksum = plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. }));
+        let open = matches!(plan.load, Load::Open(_));
+        let vus = (0..vus)
+            .map(|_| Vu {
+                state: State::Thinking,
+                sock: None,
+                conn_left: 0,
+                conn_served: 0,
+                http10: false,
+                keepalive: true,
+                reconnect_pending: false,
+                connected: false,
+                // An open loop's connections follow its schedule, which
+                // paces them; arrival slots pace closed-loop users only.
+                arriving: !open,
+                holds_slot: false,
+                arrived: false,
+                url: 0,
+                variant: Variant::Http11,
+                start: now,
+                intended: None,
+                deadline: now,
+                written: 0,
+                out_armed: false,
+                generation: 0,
+                recv_armed: false,
+                msg: SendMsg::new(),
+                parser: ResponseParser::new(),
+                hasher: checksum.then(|| Box::new(Xxh3::new())),
+            })
+            .collect::<Vec<_>>();
+        if core.io.backend == Backend::Uring && plan.urls.iter().any(|u| u.target.scheme == Scheme::Https) {
+            return Err(io::Error::other(
+                "BENCHLAB_IO=uring drives http:// URLs only (rustls reads and writes its own socket); unset it for https",
+            ));
+        }
+        let protocol = Http1 {
+            buf: vec![0u8; plan.receive_buffer].into_boxed_slice(),
+            arrivals: 0,
+            arrival_limit: arrival_limit(plan.os_threads),
+            arrival_queue: std::collections::VecDeque::new(),
+            idle: Vec::new(),
+            idle_closed: 0,
+            // Popped from the end: slot 0 first.
+            free: if open {
+                (0..vus.len() as u32).rev().collect()
+            } else {
+                Vec::new()
+            },
+            open,
+            vus,
+            shared: Arc::clone(&shared),
+        };
+        Ok(crate::event_loop::EventLoop { core, protocol })
+    }
+}
+
+impl Protocol for Http1 {
+    fn users(&self) -> usize {
+        self.vus.len()
+    }
+
+    #[inline]
+    fn resume(&mut self, core: &mut Core, u: u32) {
+        let i = u as usize;
+        match self.vus[i].state {
+            // Its request was chosen before it waited for a slot.
+            State::Arriving => self.open(core, i),
+            State::Thinking => self.start_request(core, i),
+            _ => {}
+        }
+    }
+
+    fn take_slot(&mut self) -> Option<u32> {
+        let from_idle = self.idle.pop();
+        if from_idle.is_some_and(|i| self.vus[i as usize].sock.is_none()) {
+            self.idle_closed -= 1;
+        }
+        from_idle.or_else(|| self.free.pop())
+    }
+
+    fn has_free_slot(&self) -> bool {
+        !self.idle.is_empty() || !self.free.is_empty()
+    }
+
+    fn send(&mut self, core: &mut Core, u: u32, intended: Instant) {
+        self.vus[u as usize].intended = Some(intended);
+        self.start_request(core, u as usize);
+    }
+
+    #[inline]
+    fn event(&mut self, core: &mut Core, ev: Ev) {
+        match ev {
+            Ev::Ready(ev) => self.on_event(core, ev.token, ev.readable, ev.writable, ev.closed),
+            Ev::Recv {
+                token,
+                generation,
+                res,
+                buffer,
+                more,
+            } => self.on_recv(core, token, generation, res, buffer, more),
+            Ev::Sent { token, generation, res } => self.on_sent(core, token, generation, res),
+        }
+    }
+
+    /// Times out requests past their deadline.
+    fn sweep(&mut self, core: &mut Core, now: Instant) {
+        for i in 0..self.vus.len() {
+            let v = &self.vus[i];
+            if now < v.deadline {
+                continue;
+            }
+            match v.state {
+                State::Connecting => self.fail(core, i, ErrorKind::ConnectTimeout),
+                State::Handshaking | State::Writing | State::Reading => self.fail(core, i, ErrorKind::Timeout),
+                State::Draining => {
+                    self.close(core, i);
+                    self.next(core, i);
+                }
+                State::Thinking | State::Arriving | State::Done => {}
+            }
+        }
+    }
+
+    fn open_connections(&self) -> u64 {
+        (self.vus.len() - self.free.len()) as u64 - u64::from(self.idle_closed)
+    }
+
+    fn in_flight(&self) -> (u64, u64) {
+        let in_flight = self
+            .vus
+            .iter()
+            .filter(|v| {
+                matches!(
+                    v.state,
+                    State::Connecting | State::Handshaking | State::Writing | State::Reading
+                )
+            })
+            .count() as u64;
+        let waiting = self.vus.iter().filter(|v| v.state == State::Arriving).count() as u64;
+        (in_flight, waiting)
+    }
+
+    fn close_all(&mut self, core: &mut Core) {
+        // An io_uring receive holds its socket open until cancelled.
+        if let Some(u) = core.reactor.uring() {
+            u.cancel_all();
+        }
+        for v in &mut self.vus {
+            v.sock = None;
+        }
+    }
+}
+
+impl Http1 {
+    /// Open loop: slot `i`'s request ended; it waits for the schedule,
+    /// keeping its connection if it has one.
+    fn release(&mut self, i: usize) {
+        let v = &mut self.vus[i];
+        v.state = State::Thinking;
+        v.intended = None;
+        if v.sock.is_some() {
+            self.idle.push(i as u32);
+        } else {
+            self.free.push(i as u32);
+        }
+    }
+
+    /// Starts the next request of virtual user `i` (or retires it).
+    #[inline]
+    fn start_request(&mut self, core: &mut Core, i: usize) {
+        if !core.take_request() {
+            self.close(core, i);
+            self.vus[i].state = State::Done;
+            return;
+        }
+        let url = self.shared.pick_url(&mut core.rng);
+        let v = &mut self.vus[i];
+        v.url = url as u32;
+        v.parser.reset();
+        if let Some(h) = v.hasher.as_deref_mut() {
+            h.reset();
+        }
+        if v.sock.is_some() {
+            let now = Instant::now();
+            v.start = now;
+            v.deadline = now + self.shared.plan.timeout;
+            self.begin_write(core, i);
+        } else {
+            self.open(core, i);
+        }
+    }
+
+    /// Opens a new connection for virtual user `i` and draws its HTTP
+    /// version and length (docs/connections.md, "Per-connection draws").
+    fn open(&mut self, core: &mut Core, i: usize) {
+        if self.vus[i].arriving {
+            if self.arrivals >= self.arrival_limit {
+                // One called from the queue whose slot was taken meanwhile
+                // keeps its place at the front.
+                if self.vus[i].state == State::Arriving {
+                    self.arrival_queue.push_front(i as u32);
+                } else {
+                    self.vus[i].state = State::Arriving;
+                    self.arrival_queue.push_back(i as u32);
+                }
+                return;
+            }
+            self.arrivals += 1;
+            let v = &mut self.vus[i];
+            v.arriving = false;
+            v.holds_slot = true;
+        }
+        let plan = &self.shared.plan;
+        let policy = plan.connection;
+        let http10 = core.rng.percent(policy.http10_percent);
+        let persistent = if http10 {
+            policy.http10_keepalive
+        } else {
+            core.rng.percent(policy.persistent_percent)
+        };
+        let conn_left = if !persistent {
+            1
+        } else {
+            match policy.requests_per_connection {
+                None => u32::MAX,
+                Some((min, max)) => min + core.rng.below((max - min) as u64 + 1) as u32,
+            }
+        };
+        let url = self.vus[i].url as usize;
+        let target = &plan.urls[url].target;
+        let source = core.next_source();
+        let now = Instant::now();
+        let v = &mut self.vus[i];
+        v.http10 = http10;
+        v.keepalive = persistent;
+        v.conn_left = conn_left;
+        v.conn_served = 0;
+        v.start = now;
+        v.deadline = now + plan.timeout;
+        v.state = State::Connecting;
+        v.connected = false;
+        if std::mem::take(&mut v.reconnect_pending) {
+            core.bump(|c| c.reconnects += 1);
+        }
+        match connect(target.addr, source, core.io.busy_poll_us) {
+            Ok(tcp) => {
+                let v = &mut self.vus[i];
+                let registered = if let Some(u) = core.reactor.uring() {
+                    // The receive waits for the connect like any data.
+                    v.generation = next_generation(v.generation);
+                    v.recv_armed = u.recv(tcp.as_raw_fd(), i, v.generation).is_ok();
+                    v.recv_armed
+                } else {
+                    v.out_armed = true;
+                    core.reactor.register(tcp.as_raw_fd(), i, true).is_ok()
+                };
+                if !registered {
+                    self.fail(core, i, ErrorKind::ConnectRefused);
+                    return;
+                }
+                let sock = if target.scheme == Scheme::Https {
+                    // TLS writes the handshake's last flight and the request
+                    // separately; without TCP_NODELAY, Nagle holds the request
+                    // until the server's delayed ACK (40 ms). Plain HTTP sends
+                    // each request in one write and does not need it.
+                    let _ = tcp.set_nodelay(true);
+                    match self.new_tls(core, url) {
+                        Ok(conn) => Sock::Tls(Box::new(TlsSock { tcp, conn })),
+                        Err(()) => {
+                            self.fail(core, i, ErrorKind::Tls);
+                            return;
+                        }
+                    }
+                } else {
+                    Sock::Plain(tcp)
+                };
+                let plain = !sock.is_tls();
+                self.vus[i].sock = Some(sock);
+                if plain {
+                    // On loopback and fast links the handshake is often done
+                    // by now: writing at once saves a wake-up per connection.
+                    // If it is not, the write says EAGAIN and the writable
+                    // edge of the finished connect resumes it.
+                    self.begin_write(core, i);
+                }
+            }
+            Err(kind) => self.fail(core, i, kind),
+        }
+    }
+
+    fn new_tls(&mut self, core: &mut Core, url: usize) -> Result<ClientConnection, ()> {
+        let (Some(tls), Some(name)) = (&self.shared.tls, &self.shared.server_names[url]) else {
+            return Err(());
+        };
+        let cfg = if core.rng.percent(self.shared.plan.tls.resumption_percent) {
+            &tls.resuming
+        } else {
+            &tls.full
+        };
+        ClientConnection::new(Arc::clone(cfg), name.clone()).map_err(|_| ())
+    }
+
+    /// Chooses the request variant for the current request on this
+    /// connection and writes it.
+    #[inline]
+    fn begin_write(&mut self, core: &mut Core, i: usize) {
+        let v = &mut self.vus[i];
+        let last = v.conn_left == 1;
+        v.variant = match (v.http10, last || !v.keepalive) {
+            (false, false) => Variant::Http11,
+            (false, true) => Variant::Http11Close,
+            (true, false) => Variant::Http10KeepAlive,
+            (true, true) => Variant::Http10,
+        };
+        v.written = 0;
+        v.state = State::Writing;
+        self.write_more(core, i);
+    }
+
+    fn on_event(&mut self, core: &mut Core, i: usize, readable: bool, writable: bool, closed: bool) {
+        let Some(v) = self.vus.get(i) else { return };
+        match v.state {
+            State::Connecting => {
+                if writable || closed {
+                    if v.sock.as_ref().is_some_and(Sock::is_tls) {
+                        self.vus[i].state = State::Handshaking;
+                        self.handshake(core, i);
+                    } else {
+                        self.begin_write(core, i);
+                    }
+                }
+            }
+            State::Handshaking => self.handshake(core, i),
+            State::Writing => {
+                if writable || closed {
+                    self.write_more(core, i);
+                }
+            }
+            State::Reading => {
+                if readable || closed {
+                    self.read_response(core, i, closed);
+                }
+            }
+            State::Draining => self.drain(core, i),
+            State::Thinking => {
+                // Level-triggered, bytes nobody asked for on an idle
+                // connection would be reported on every turn: the
+                // connection's framing is lost anyway, so it is dropped
+                // as if the server had closed it. (Edge-triggered, they
+                // stay and fail the next request as framing.)
+                let stray = readable && core.reactor.tracks_writes();
+                if (closed || stray) && v.sock.is_some() {
+                    self.closed_while_idle(core, i);
+                }
+            }
+            State::Arriving | State::Done => {}
+        }
+    }
+
+    /// Asks the reactor for connection `i`'s writability, or stops asking
+    /// (an `epoll_ctl` only when that changes, and only level-triggered).
+    #[inline]
+    fn want_write(&mut self, core: &mut Core, i: usize, write: bool) {
+        if !core.reactor.tracks_writes() {
+            return;
+        }
+        let v = &mut self.vus[i];
+        if v.out_armed == write {
+            return;
+        }
+        let Some(sock) = v.sock.as_ref() else { return };
+        if core.reactor.want_write(sock.fd(), i, write).is_ok() {
+            v.out_armed = write;
+        }
+    }
+
+    /// Counts connection `i` opened at its first bytes written.
+    #[inline]
+    fn established(&mut self, core: &mut Core, i: usize) {
+        let v = &mut self.vus[i];
+        if !v.connected {
+            v.connected = true;
+            core.bump(|c| c.connections_opened += 1);
+        }
+    }
+
+    /// Drives a TLS handshake as far as the socket allows.
+    fn handshake(&mut self, core: &mut Core, i: usize) {
+        let v = &mut self.vus[i];
+        let Some(Sock::Tls(t)) = v.sock.as_mut() else {
+            return self.fail(core, i, ErrorKind::Tls);
+        };
+        let mut wrote = false;
+        let step = sock::handshake(t, &mut wrote);
+        if wrote {
+            self.established(core, i);
+        }
+        match step {
+            Handshake::Done { resumed } => {
+                if resumed {
+                    core.bump(|c| c.tls_resumptions += 1);
+                } else {
+                    core.bump(|c| c.tls_full_handshakes += 1);
+                }
+                self.begin_write(core, i);
+            }
+            Handshake::WantWrite => self.want_write(core, i, true),
+            // Waiting for the server: a level-triggered EPOLLOUT
+            // would report the idle socket writable at once, forever.
+            Handshake::WantRead => self.want_write(core, i, false),
+            Handshake::Closed => {
+                self.shared
+                    .note_tls_error(|| crate::tls::CLOSED_IN_HANDSHAKE.to_string());
+                self.fail(core, i, ErrorKind::Tls)
+            }
+            Handshake::Rejected(e) => {
+                let host = &self.shared.plan.urls[self.vus[i].url as usize].target.host;
+                let tls = &self.shared.plan.tls;
+                self.shared.note_tls_error(|| crate::tls::explain(&e, host, tls));
+                self.fail(core, i, ErrorKind::Tls)
+            }
+            Handshake::Failed(e) => self.fail(core, i, connect_error_kind(&e, true)),
+        }
+    }
+
+    /// Writes (the rest of) the current request.
+    fn write_more(&mut self, core: &mut Core, i: usize) {
+        let reused = self.vus[i].conn_served > 0;
+        let v = &mut self.vus[i];
+        let parts = self
+            .shared
+            .requests
+            .parts(&self.shared.plan.urls, v.url as usize, v.variant);
+        let total = parts_len(&parts);
+        let Some(sock) = v.sock.as_mut() else {
+            return self.fail(core, i, ErrorKind::Reset);
+        };
+        if let (Some(u), Sock::Plain(tcp)) = (core.reactor.uring(), &*sock) {
+            // Queued; the next loop turn's io_uring_enter sends it, and
+            // its completion (`on_sent`) moves the user on.
+            let mut slices = [io::IoSlice::new(&[]); 3];
+            let n = unwritten(&parts, v.written, &mut slices);
+            v.msg.set(&slices[..n]);
+            v.state = State::Writing;
+            if u.send(tcp.as_raw_fd(), i, v.generation, v.msg.header()).is_err() {
+                self.fail(core, i, ErrorKind::Reset);
+            }
+            return;
+        }
+        let result: io::Result<bool> = match sock {
+            Sock::Plain(tcp) => loop {
+                let mut slices = [io::IoSlice::new(&[]); 3];
+                let n = unwritten(&parts, v.written, &mut slices);
+                match tcp.write_vectored(&slices[..n]) {
+                    Ok(n) => {
+                        if !v.connected {
+                            v.connected = true;
+                            core.bump(|c| c.connections_opened += 1);
+                        }
+                        v.written += n;
+                        if v.written == total {
+                            break Ok(true);
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            },
+            Sock::Tls(t) => {
+                if v.written < total {
+                    // rustls buffers the plaintext; it leaves as records below.
+                    let mut w = t.conn.writer();
+                    if let Err(e) = parts.iter().try_for_each(|p| w.write_all(p)) {
+                        Err(io::Error::new(io::ErrorKind::InvalidData, e))
+                    } else {
+                        v.written = total;
+                        t.flush()
+                    }
+                } else {
+                    t.flush()
+                }
+            }
+        };
+        match result {
+            Ok(true) => {
+                v.state = State::Reading;
+                self.want_write(core, i, false);
+            }
+            Ok(false) => {
+                v.state = State::Writing;
+                self.want_write(core, i, true);
+            }
+            Err(e) => {
+                let tls = sock.is_tls();
+                self.write_failed(core, i, e, reused, tls);
+            }
+        }
+    }
+
+    /// A write of the current request failed.
+    fn write_failed(&mut self, core: &mut Core, i: usize, e: io::Error, reused: bool, tls: bool) {
+        let v = &self.vus[i];
+        if reused && is_closed_error(&e) {
+            self.reconnect(core, i);
+        } else {
+            let kind = if v.conn_served == 0 && v.written == 0 {
+                connect_error_kind(&e, tls)
+            } else if tls && e.kind() == io::ErrorKind::InvalidData {
+                ErrorKind::Tls
+            } else {
+                ErrorKind::Reset
+            };
+            self.fail(core, i, kind);
+        }
+    }
+
+    /// io_uring: a `SENDMSG` of the current request completed.
+    fn on_sent(&mut self, core: &mut Core, i: usize, generation: u32, res: i32) {
+        let Some(v) = self.vus.get_mut(i) else { return };
+        if v.generation != generation || v.state != State::Writing || v.sock.is_none() {
+            return; // a closed connection's, or the response came first
+        }
+        if res < 0 {
+            let reused = v.conn_served > 0;
+            return self.write_failed(core, i, io::Error::from_raw_os_error(-res), reused, false);
+        }
+        self.established(core, i);
+        let v = &mut self.vus[i];
+        v.written += res as usize;
+        let parts = self
+            .shared
+            .requests
+            .parts(&self.shared.plan.urls, v.url as usize, v.variant);
+        if v.written >= parts_len(&parts) {
+            v.state = State::Reading;
+        } else {
+            self.write_more(core, i);
+        }
+    }
+
+    /// io_uring: a completion of connection `i`'s multishot receive. The
+    /// bytes are fed from the provided buffer itself, which goes back to
+    /// the kernel afterwards.
+    fn on_recv(&mut self, core: &mut Core, i: usize, generation: u32, res: i32, buffer: Option<u16>, more: bool) {
+        let data = match (buffer, core.reactor.uring()) {
+            (Some(b), Some(u)) if res > 0 => u.data(b, res as usize),
+            _ => (std::ptr::null(), 0),
+        };
+        let data: &[u8] = if data.1 == 0 {
+            &[]
+        } else {
+            // SAFETY: the buffer is the kernel's again only after recycle,
+            // below; the mapping outlives the worker's loop.
+            unsafe { std::slice::from_raw_parts(data.0, data.1) }
+        };
+        self.received(core, i, generation, res, data, more);
+        if let (Some(b), Some(u)) = (buffer, core.reactor.uring()) {
+            u.recycle(b);
+        }
+    }
+
+    fn received(&mut self, core: &mut Core, i: usize, generation: u32, res: i32, data: &[u8], more: bool) {
+        let Some(v) = self.vus.get_mut(i) else { return };
+        if v.generation != generation || v.sock.is_none() {
+            return; // a closed connection's
+        }
+        if !more {
+            v.recv_armed = false;
+        }
+        match (v.state, res) {
+            (_, r) if r == -libc::ECANCELED => {}
+            // Out of buffers: it stopped; re-armed below.
+            (_, r) if r == -libc::ENOBUFS => {}
+            (State::Reading | State::Writing | State::Connecting, r) if r > 0 => match feed(v, data) {
+                Fed::More => v.state = State::Reading,
+                Fed::Done => self.complete(core, i, false),
+                Fed::Fail(kind) => self.fail(core, i, kind),
+            },
+            (State::Reading | State::Writing | State::Connecting, 0) => self.read_eof(core, i),
+            // Before the first byte left, an error is the connect's (as
+            // the first write's is for the epoll backends).
+            (State::Writing | State::Connecting, r) if !v.connected => {
+                self.fail(core, i, connect_error_kind(&io::Error::from_raw_os_error(-r), false))
+            }
+            (State::Reading | State::Writing | State::Connecting, r) => {
+                self.read_failed(core, i, io::Error::from_raw_os_error(-r))
+            }
+            // Stray bytes after a close are ignored, as `drain` does.
+            (State::Draining, r) if r > 0 => {}
+            (State::Draining, _) => {
+                self.close(core, i);
+                self.next(core, i);
+            }
+            // Closed while idle, or bytes nobody asked for (see on_event).
+            (State::Thinking, _) => self.closed_while_idle(core, i),
+            (State::Handshaking | State::Arriving | State::Done, _) => {}
+        }
+        let v = &mut self.vus[i];
+        if !v.recv_armed && v.generation == generation && (res > 0 || res == -libc::ENOBUFS) {
+            if let (Some(sock), Some(u)) = (v.sock.as_ref(), core.reactor.uring()) {
+                v.recv_armed = u.recv(sock.fd(), i, generation).is_ok();
+            }
+        }
+    }
+
+    /// The server closed idle keep-alive connection `i` (or sent bytes
+    /// nobody asked for): drop it and reconnect at its next request. Every
+    /// backend comes here, so an open loop's count of open connections
+    /// (`slots − free − idle_closed`) stays exact whichever noticed it.
+    fn closed_while_idle(&mut self, core: &mut Core, i: usize) {
+        self.close(core, i);
+        self.vus[i].reconnect_pending = true;
+        // An open loop's slot stays in `idle` without its socket.
+        if self.open {
+            self.idle_closed += 1;
+        }
+    }
+
+    /// Drops connection `i`'s socket (closing it), first cancelling an
+    /// io_uring receive that would hold it open, and submitting entries
+    /// still queued: an entry names its socket by descriptor number, and
+    /// once closed, that number may be the next connection's.
+    fn close(&mut self, core: &mut Core, i: usize) {
+        let v = &mut self.vus[i];
+        if v.sock.is_none() {
+            return;
+        }
+        if let Some(u) = core.reactor.uring() {
+            if std::mem::take(&mut v.recv_armed) {
+                let _ = u.cancel_recv(i, v.generation);
+            }
+            u.submit_queued();
+        }
+        v.sock = None;
+    }
+
+    /// The server closed a reused keep-alive connection before any byte of
+    /// the response: open a new one and send the same request again.
+    fn reconnect(&mut self, core: &mut Core, i: usize) {
+        self.close(core, i);
+        let v = &mut self.vus[i];
+        v.reconnect_pending = true;
+        v.parser.reset();
+        if let Some(h) = v.hasher.as_deref_mut() {
+            h.reset();
+        }
+        self.open(core, i);
+    }
+
+    /// Reads what the socket has of the response.
+    #[inline]
+    fn read_response(&mut self, core: &mut Core, i: usize, closed: bool) {
+        loop {
+            let v = &mut self.vus[i];
+            let Some(sock) = v.sock.as_mut() else { return };
+            match sock.read(&mut self.buf) {
+                ReadOutcome::Data(n) => match feed(v, &self.buf[..n]) {
+                    Fed::More => {
+                        if n < self.buf.len() && !closed && matches!(v.sock, Some(Sock::Plain(_))) {
+                            return;
+                        }
+                    }
+                    Fed::Done => return self.complete(core, i, closed),
+                    Fed::Fail(kind) => return self.fail(core, i, kind),
+                },
+                ReadOutcome::WouldBlock => return,
+                ReadOutcome::Eof => return self.read_eof(core, i),
+                ReadOutcome::Error(e) => return self.read_failed(core, i, e),
+            }
+        }
+    }
+
+    /// The server closed the connection while a response was awaited.
+    fn read_eof(&mut self, core: &mut Core, i: usize) {
+        let v = &mut self.vus[i];
+        let reused = v.conn_served > 0;
+        match v.parser.on_eof() {
+            Ok(()) => self.complete(core, i, true),
+            Err(FrameError::ClosedBeforeResponse) if reused => self.reconnect(core, i),
+            Err(e) => self.fail(core, i, frame_error_kind(e)),
+        }
+    }
+
+    /// Reading the response failed.
+    fn read_failed(&mut self, core: &mut Core, i: usize, e: io::Error) {
+        let v = &self.vus[i];
+        if v.conn_served > 0 && !v.parser.started() && is_closed_error(&e) {
+            return self.reconnect(core, i);
+        }
+        self.fail(core, i, sock::read_error_kind(&e))
+    }
+
+    /// A response is complete: validate, count, and go on.
+    #[inline]
+    fn complete(&mut self, core: &mut Core, i: usize, eof_seen: bool) {
+        self.release_slot(core, i);
+        let now = Instant::now();
+        let v = &mut self.vus[i];
+        let u = &self.shared.plan.urls[v.url as usize];
+        let head = *v.parser.head();
+        // From the intended send in an open loop (what a user of a server
+        // that stalls waits), from the actual send otherwise.
+        let as_sent = now - v.start;
+        let latency = v.intended.map_or(as_sent, |t| now - t);
+        let wire = v.parser.wire_bytes();
+        let body = v.parser.body_bytes();
+        let hasher = v.hasher.as_deref();
+        let verdict = check_response(u, head.status, body, || hasher.map(|h| h.digest()));
+        let counted = core.record_response(u.class, verdict, latency, as_sent, wire, body, now);
+        let kind = ConnectionKind::of(v.http10, v.keepalive) as usize;
+        core.second.conn.requests_by_kind[kind] += 1;
+        if counted {
+            core.window.conn.requests_by_kind[kind] += 1;
+        }
+        core.arrived(!std::mem::replace(&mut v.arrived, true));
+        v.conn_served += 1;
+        if v.conn_left != u32::MAX {
+            v.conn_left -= 1;
+        }
+        let sent_close = matches!(v.variant, Variant::Http11Close | Variant::Http10);
+        let reusable = !eof_seen && !sent_close && head.persistent() && v.conn_left > 0;
+        if reusable {
+            self.next_now(core, i);
+        } else if eof_seen {
+            self.close(core, i);
+            self.next(core, i);
+        } else {
+            // Wait (briefly) for the server's close; see `State::Draining`.
+            v.state = State::Draining;
+            v.deadline = now + self.shared.plan.timeout.min(Duration::from_millis(500));
+            self.drain(core, i);
+        }
+    }
+
+    /// Reads until the server's FIN on a connection that is ending.
+    fn drain(&mut self, core: &mut Core, i: usize) {
+        if core.reactor.uring().is_some() {
+            return; // the receive's completions bring the FIN
+        }
+        loop {
+            let v = &mut self.vus[i];
+            let Some(sock) = v.sock.as_mut() else {
+                return self.next(core, i);
+            };
+            match sock.read(&mut self.buf) {
+                ReadOutcome::WouldBlock => return,
+                ReadOutcome::Data(_) => continue, // stray bytes after a close: ignored
+                ReadOutcome::Eof | ReadOutcome::Error(_) => {
+                    self.close(core, i);
+                    return self.next(core, i);
+                }
+            }
+        }
+    }
+
+    /// Frees user `i`'s arrival slot, if it holds one, for the next user
+    /// waiting (who connects on the next loop turn).
+    #[inline]
+    fn release_slot(&mut self, core: &mut Core, i: usize) {
+        if !std::mem::take(&mut self.vus[i].holds_slot) {
+            return;
+        }
+        self.arrivals -= 1;
+        if let Some(next) = self.arrival_queue.pop_front() {
+            core.defer(next);
+        }
+    }
+
+    /// After a request ended (counted or not): think, then the next one.
+    fn next(&mut self, core: &mut Core, i: usize) {
+        if self.open {
+            return self.release(i);
+        }
+        self.vus[i].state = State::Thinking;
+        core.rest(i as u32);
+    }
+
+    /// After a successful or counted response on a path that cannot recurse
+    /// (no failure led here): with no think time, send the next request at
+    /// once, as wrk and the floor do, instead of after the whole event batch
+    /// — the server gets its next request a batch earlier.
+    #[inline]
+    fn next_now(&mut self, core: &mut Core, i: usize) {
+        if self.open {
+            return self.release(i);
+        }
+        self.vus[i].state = State::Thinking;
+        if core.go_on_now(i as u32) {
+            self.start_request(core, i);
+        }
+    }
+
+    /// The current request failed: count it, drop the connection, go on.
+    fn fail(&mut self, core: &mut Core, i: usize, kind: ErrorKind) {
+        self.release_slot(core, i);
+        // Its next connect arrives anew, as a user who gave up and comes
+        // back: failures that come together (a server's stall) must not
+        // return together. (An open loop's schedule paces its connects.)
+        self.vus[i].arriving = !self.open;
+        let now = Instant::now();
+        let v = &mut self.vus[i];
+        let class = self.shared.plan.urls[v.url as usize].class;
+        let as_sent = now - v.start;
+        let (latency, bytes) = (v.intended.map_or(as_sent, |t| now - t), v.parser.wire_bytes());
+        let counted = core.record_error(class, kind, latency, bytes, now);
+        let conn_kind = ConnectionKind::of(v.http10, v.keepalive) as usize;
+        core.second.conn.requests_by_kind[conn_kind] += 1;
+        if counted {
+            core.window.conn.requests_by_kind[conn_kind] += 1;
+        }
+        self.close(core, i);
+        self.next(core, i);
+    }
+}
+
+/// What a chunk of response bytes did to the parser.
+enum Fed {
+    More,
+    Done,
+    Fail(ErrorKind),
+}
+
+/// Feeds response bytes to user `v`'s parser (the one framing path of
+/// every backend).
+#[inline]
+fn feed(v: &mut Vu, data: &[u8]) -> Fed {
+    match v.parser.feed(data, v.hasher.as_deref_mut()) {
+        Ok(Feed::NeedMore) => Fed::More,
+        Ok(Feed::Done { consumed }) => {
+            if consumed < data.len() {
+                v.parser.add_stray(data.len() - consumed);
+                return Fed::Fail(ErrorKind::Framing);
+            }
+            Fed::Done
+        }
+        Err(e) => Fed::Fail(frame_error_kind(e)),
+    }
+}
+
+/// A `msghdr` and its scatter list, for an io_uring `SENDMSG` of the
+/// current request (pointing into the plan's request bytes).
+struct SendMsg {
+    hdr: libc::msghdr,
+    iov: [libc::iovec; 3],
+}
+
+// SAFETY: the pointers are to the plan's request bytes (shared, immutable,
+// alive as long as the worker) and to this value's own array; a slot moves
+// to its worker thread once, before use.
+unsafe impl Send for SendMsg {}
+
+impl SendMsg {
+    fn new() -> SendMsg {
+        SendMsg {
+            // SAFETY: an all-zero msghdr is a valid empty one.
+            hdr: unsafe { std::mem::zeroed() },
+            iov: [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; 3],
+        }
+    }
+
+    fn set(&mut self, slices: &[io::IoSlice<'_>]) {
+        for (k, s) in slices.iter().enumerate() {
+            self.iov[k] = libc::iovec {
+                iov_base: s.as_ptr() as *mut libc::c_void,
+                iov_len: s.len(),
+            };
+        }
+        self.hdr.msg_iov = self.iov.as_mut_ptr();
+        self.hdr.msg_iovlen = slices.len() as _;
+    }
+
+    fn header(&self) -> *const libc::msghdr {
+        &self.hdr
+    }
+}
+
+/// Fills `out` with the parts of a request not yet written (`written`
+/// bytes are); returns how many slices are in use.
+#[inline]
+fn unwritten<'a>(parts: &[&'a [u8]; 3], mut written: usize, out: &mut [io::IoSlice<'a>; 3]) -> usize {
+    let mut n = 0;
+    for p in parts {
+        if written >= p.len() {
+            written -= p.len();
+            continue;
+        }
+        out[n] = io::IoSlice::new(&p[written..]);
+        written = 0;
+        n += 1;
+    }
+    n
+}
+
+/// Users of one client arriving at once: a quarter of the listen backlog
+/// of 511 that nginx and Apache use by default, so a few clients, or users
+/// reconnecting meanwhile, still fit in the server's accept queue. More
+/// would not arrive faster where the server is the limit: arrivals then
+/// come at the rate the server accepts, and a deeper queue only makes each
+/// arriving user wait longer in it (measured against nginx on 2 cores,
+/// default `multi_accept off`: 16, 64 and 256 slots per client got 0.9k,
+/// 1.5k and 2.1k of 10,000 users in within 10 s, with no timeout in one
+/// run each, and 149 in another run with 256). On an idle loopback server
+/// one slot's round trip is well under a millisecond, so 128 slots still
+/// let 100,000 users a second in. A window that grows while arrivals are
+/// prompt and halves on a retransmit or a slow first response (as TCP's)
+/// got every user in against nginx with `multi_accept on`, but overshot
+/// against the default: 0.1–0.3 % timeouts.
+///
+/// The wait for a slot is no request's latency: nothing was sent. Each
+/// request's clocks (latency and timeout) start at its connect, as the
+/// docs define latency; users still waiting at the end are reported.
+const ARRIVALS_PER_CLIENT: usize = 128;
+
+/// Arrival slots per OS thread: the client's share, at least 8.
+fn arrival_limit(os_threads: usize) -> usize {
+    (ARRIVALS_PER_CLIENT / os_threads.max(1)).max(8)
+}
+
+pub(crate) fn frame_error_kind(e: FrameError) -> ErrorKind {
+    match e {
+        FrameError::Framing => ErrorKind::Framing,
+        FrameError::HeaderTooLarge => ErrorKind::HeaderTooLarge,
+        FrameError::ShortBody => ErrorKind::ShortBody,
+        FrameError::ClosedBeforeResponse => ErrorKind::Reset,
+    }
+}
+
