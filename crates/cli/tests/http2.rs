@@ -375,3 +375,74 @@ clients = 1
         );
     }
 }
+
+/// The same mix of an HTTP/2 class and an HTTP/1 class, at a rate: the
+/// client's schedule is split by the classes' weights (50/50 here), each
+/// protocol sending its share on a constant schedule of its own, so each
+/// class gets half the sends and nginx logged each under its protocol.
+#[test]
+fn http1_and_http2_classes_in_one_mix_at_a_rate() {
+    let server = nginx(true, 10_000);
+    let work = tempfile::tempdir().expect("tempdir");
+    let results = run_suite(
+        work.path(),
+        &format!(
+            r#"name = "classes-of-both-at-a-rate"
+target = "{}"
+seed = 6
+
+[defaults]
+length = "2s"
+ramp_up = "0s"
+ramp_down = "0s"
+streams_per_connection = 4
+timeout = "5s"
+
+[workloads.one]
+[[workloads.one.class]]
+name = "h2page"
+percent = 50
+http = "2"
+[[workloads.one.class.url]]
+path = "/4k.html"
+size = 4096
+
+[[workloads.one.class]]
+name = "h1page"
+percent = 50
+[[workloads.one.class.url]]
+path = "/1k.html"
+size = 1024
+
+[[mix]]
+clients = 1
+rate = 200
+max_in_flight = 16
+"#,
+            server.url("")
+        ),
+    );
+    let mix = &results["mixes"][0];
+    assert_eq!(u(mix, "/errors_total"), 0, "{mix}");
+    let class = |name: &str| {
+        mix["classes"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+            .map(|c| u(c, "/requests"))
+            .unwrap_or_else(|| panic!("no class {name}"))
+    };
+    // 100/s each over the 2 s window: 200 sends meant per protocol; a
+    // request still in flight at the window's end is not counted.
+    let (h2, h1) = (class("h2page"), class("h1page"));
+    assert!((190..=200).contains(&h2), "HTTP/2 class: {h2}: {mix}");
+    assert!((190..=200).contains(&h1), "HTTP/1 class: {h1}: {mix}");
+    let lines = server.access_log_lines_at_least((h1 + h2) as usize);
+    let logged = |version: &str, path: &str| {
+        lines
+            .iter()
+            .filter(|l| l.version() == version && l.path() == path)
+            .count() as u64
+    };
+    assert!(logged("HTTP/2.0", "/4k.html") >= h2);
+    assert!(logged("HTTP/1.1", "/1k.html") >= h1);
+}

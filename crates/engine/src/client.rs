@@ -6,11 +6,11 @@
 //! both see the same surface: start at an instant, stop, a stream of
 //! per-second summaries, and the final merged statistics.
 
-use crate::plan::{ClientPlan, PlanError};
-use crate::stats::{ConnCounters, Counters, LatencySummary, LoopLoad, Snapshot, Stats};
 use crate::event_loop::{shared_for, Shared};
 use crate::h2::protocol::Http2;
 use crate::http1::Http1;
+use crate::plan::{ClientPlan, PlanError};
+use crate::stats::{ConnCounters, Counters, LatencySummary, LoopLoad, Snapshot, Stats};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -153,8 +153,7 @@ impl Client {
             let share = vus / os_threads as u32 + u32::from((t as u32) < vus % os_threads as u32);
             let name = format!("benchlab-worker-{t}");
             let h = if shared.plan.http2.is_some() {
-                let worker =
-                    Http2::new(Arc::clone(&shared), t, tx.clone()).map_err(EngineError::Spawn)?;
+                let worker = Http2::new(Arc::clone(&shared), t, tx.clone()).map_err(EngineError::Spawn)?;
                 std::thread::Builder::new().name(name).spawn(move || worker.run())
             } else {
                 let worker = Http1::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
@@ -182,15 +181,12 @@ impl Client {
         let Some(h2) = plan.http2 else {
             return Err(PlanError::Invalid("no HTTP/2 classes".into()).into());
         };
-        if let crate::plan::Load::Open(_) = plan.load {
-            return Err(PlanError::Invalid(
-                "an open loop over HTTP/1 and HTTP/2 classes in one client is not supported".into(),
-            )
-            .into());
-        }
         let (h2_urls, h1_urls): (Vec<_>, Vec<_>) = plan.urls.iter().cloned().partition(|u| h2.speaks(u.class));
         let weight = |urls: &[crate::plan::UrlPlan]| urls.iter().map(|u| u.weight).sum::<f64>();
-        let users = plan.virtual_users;
+        // A closed loop's users, or an open loop's request slots (the cap
+        // on requests in flight; `validate` asks for 2 at least), split
+        // by the URL weights.
+        let users = plan.slots();
         if users < 2 {
             return Err(PlanError::Invalid(
                 "HTTP/1 and HTTP/2 classes in one client need at least 2 users (one of each protocol)".into(),
@@ -199,22 +195,44 @@ impl Client {
         }
         let share = weight(&h2_urls) / (weight(&h2_urls) + weight(&h1_urls));
         let h2_users = h2.users(&plan.urls, users);
-        let threads = plan.os_threads.max(2);
-        let h2_threads = ((threads as f64 * share).round() as usize).clamp(1, threads - 1);
         let mut p1 = plan.clone();
+        let mut p2 = plan;
+        if let crate::plan::Load::Open(o) = p2.load {
+            // An open loop's schedule is split by the same weights: each
+            // protocol's loops send their share of the rate, on a schedule
+            // of their own (seeded apart, so two Poisson streams do not
+            // draw the same gaps), and hold their share of the cap on
+            // requests in flight. The sum of two independent Poisson
+            // streams is the client's Poisson stream; two constant ones
+            // interleave.
+            let rate2 = o.rate * share;
+            p2.load = crate::plan::Load::Open(crate::plan::OpenLoop {
+                rate: rate2,
+                max_in_flight: h2_users,
+                ..o
+            });
+            p2.seed = p2.seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            p1.load = crate::plan::Load::Open(crate::plan::OpenLoop {
+                rate: o.rate - rate2,
+                max_in_flight: users - h2_users,
+                ..o
+            });
+        } else {
+            p1.virtual_users = users - h2_users;
+            p2.virtual_users = h2_users;
+        }
+        let threads = p1.os_threads.max(2);
+        let h2_threads = ((threads as f64 * share).round() as usize).clamp(1, threads - 1);
         p1.urls = h1_urls.into();
         p1.http2 = None;
-        p1.virtual_users = users - h2_users;
-        p1.os_threads = (threads - h2_threads).min(p1.virtual_users as usize).max(1);
-        let mut p2 = plan;
         p2.urls = h2_urls.into();
-        p2.virtual_users = h2_users;
-        let connections = h2_users.div_ceil(h2.streams);
+        p1.os_threads = (threads - h2_threads).min(p1.slots() as usize).max(1);
+        let connections = p2.slots().div_ceil(h2.streams);
         p2.http2 = Some(crate::plan::H2Plan { connections, ..h2 });
         p2.os_threads = h2_threads.min(connections as usize).max(1);
         let classes = p1.classes.len();
         let (n1, n2) = (p1.os_threads, p2.os_threads);
-        let vus = p1.virtual_users;
+        let vus = p1.slots();
         let shared = Arc::new(shared_for(p1, start_at)?);
         let h2_shared = Arc::new(shared_for(p2, start_at)?);
         let (tx, rx) = mpsc::channel();

@@ -364,7 +364,14 @@ impl Core {
     /// Counts a request that failed with `kind`; `true` when it ended in
     /// the window.
     #[inline]
-    pub(crate) fn record_error(&mut self, class: usize, kind: ErrorKind, latency: Duration, bytes: u64, now: Instant) -> bool {
+    pub(crate) fn record_error(
+        &mut self,
+        class: usize,
+        kind: ErrorKind,
+        latency: Duration,
+        bytes: u64,
+        now: Instant,
+    ) -> bool {
         self.second.classes[class].record_error(kind, latency, bytes);
         let counted = self.in_window(now);
         if counted {
@@ -453,10 +460,7 @@ impl<P: Protocol> EventLoop<P> {
     /// Runs until the plan's stop condition or the stop flag, then sends
     /// the last snapshot.
     pub(crate) fn run(self) {
-        let EventLoop {
-            mut core,
-            mut protocol,
-        } = self;
+        let EventLoop { mut core, mut protocol } = self;
         let p = &mut protocol;
         let shared = Arc::clone(&core.shared);
         let plan = &shared.plan;

@@ -1083,4 +1083,3 @@ pub(crate) fn frame_error_kind(e: FrameError) -> ErrorKind {
         FrameError::ClosedBeforeResponse => ErrorKind::Reset,
     }
 }
-

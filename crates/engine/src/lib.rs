@@ -26,12 +26,12 @@
 mod client;
 mod event_loop;
 pub mod h2;
+mod http1;
 pub mod parse;
 mod plan;
 mod probe;
 mod reactor;
 mod rng;
-mod http1;
 mod schedule;
 mod sock;
 mod stats;

@@ -590,12 +590,12 @@ impl ClientPlan {
                 return bad("HTTP/2 is asked for classes that have no URL".into());
             };
             let mixed = self.urls.iter().any(|u| !h2.speaks(u.class));
-            if mixed && matches!(self.load, Load::Open(_)) {
-                // One schedule would have to be split between two kinds
-                // of event loop by the URL weights: not done (yet).
-                return bad(
-                    "an open loop (a rate) over HTTP/1 and HTTP/2 classes in one client is not supported: give the HTTP/2 classes a mix of their own".into(),
-                );
+            if let (true, Load::Open(o)) = (mixed, self.load) {
+                if o.max_in_flight < 2 {
+                    return bad(
+                        "an open loop over HTTP/1 and HTTP/2 classes needs at least 2 requests in flight (one of each protocol)".into(),
+                    );
+                }
             }
             if mixed && matches!(self.stop, Stop::Requests(_)) {
                 return bad(

@@ -1,7 +1,7 @@
 //! One HTTP/2 connection's protocol state, without I/O: bytes received go
 //! in ([`Conn::receive`]), frames to send come out ([`Conn::out`]), and
 //! streams that ended are reported with their exact byte counts
-//! (docs/counting.md, "HTTP/2"). The event loop (`h2/worker.rs`) and the
+//! (docs/counting.md, "HTTP/2"). The event loop's HTTP/2 protocol (`h2/protocol.rs`) and the
 //! preflight probe drive the same code.
 
 use super::frame::{self, Frame, FrameError};

@@ -386,9 +386,7 @@ impl Http2 {
         let target = &plan.urls[url].target;
         let source = core.next_source();
         if std::mem::take(&mut self.slots[slot].reconnect_pending) {
-            core.bump(|c| {
-                c.reconnects += 1
-            });
+            core.bump(|c| c.reconnects += 1);
         }
         let left = match plan.connection.requests_per_connection {
             None => u32::MAX,
@@ -494,9 +492,7 @@ impl Http2 {
     fn count_opened(&mut self, core: &mut Core, l: usize) {
         if let Some(link) = self.links[l].as_mut() {
             if !std::mem::replace(&mut link.counted, true) {
-                core.bump(|c| {
-                    c.connections_opened += 1
-                });
+                core.bump(|c| c.connections_opened += 1);
             }
         }
     }
@@ -561,13 +557,9 @@ impl Http2 {
         let resumed = matches!(b.conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
         let h2 = b.conn.alpn_protocol() == Some(b"h2");
         if resumed {
-            core.bump(|c| {
-                c.tls_resumptions += 1
-            });
+            core.bump(|c| c.tls_resumptions += 1);
         } else {
-            core.bump(|c| {
-                c.tls_full_handshakes += 1
-            });
+            core.bump(|c| c.tls_full_handshakes += 1);
         }
         if !h2 {
             self.shared.note_tls_error(|| {
@@ -727,9 +719,7 @@ impl Http2 {
         if goaway && self.slots[slot].current == Some(l) {
             // No new streams on it; the refused ones go to a new one.
             self.slots[slot].current = None;
-            core.bump(|c| {
-                c.h2_goaways += 1
-            });
+            core.bump(|c| c.h2_goaways += 1);
         }
         self.end_streams(core);
         self.service(core, slot);
@@ -763,9 +753,7 @@ impl Http2 {
                         self.slots[slot].queue.push_front(u as u32);
                         // One per stream sent again, as HTTP/1 counts one
                         // per request re-sent after an idle close.
-                        core.bump(|c| {
-                            c.reconnects += 1
-                        });
+                        core.bump(|c| c.reconnects += 1);
                     }
                 }
                 Outcome::Failed(kind) => self.fail(core, u, kind, e.bytes),
