@@ -235,7 +235,11 @@ def parse(tool, out, err):
                 if line.lstrip().startswith("{"):
                     try: doc = json.loads(line); break
                     except ValueError: pass
-        if doc is not None:
+        if isinstance(doc, dict) and isinstance(doc.get("mixes"), list):
+            # benchlab.results/1 (`http --json`): the mixes' counts.
+            ok = sum(m.get("requests", 0) for m in doc["mixes"])
+            errs = sum(m.get("errors_total", 0) for m in doc["mixes"])
+        elif doc is not None:
             ok = find_key(doc, "requests")
             errs = find_key(doc, "errors_total")
             if errs is None:

@@ -11,7 +11,7 @@
 //! connection — and in user space only framing, two clock reads and one HDR
 //! record. In steady state it allocates nothing, takes no lock and sends no
 //! cross-thread message: statistics are per thread and leave it once a
-//! second as a [`Snapshot`].
+//! second as a [`Snapshot`](crate::stats::Snapshot).
 //!
 //! Which system calls deliver readiness or data is the reactor's business
 //! (`reactor.rs`: mio's edge-triggered epoll by default; level-triggered
