@@ -32,6 +32,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             class: 0,
             expect_status: 200,
             expect: Expect::Size(4096),
+            request: 0,
         }],
     );
     let plan = ClientPlan {

@@ -420,6 +420,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             class: i,
             expect_status: a.expect_status,
             expect: Expect::Status,
+            request: 0,
         });
     }
 
@@ -650,7 +651,7 @@ fn run_once(
     interrupt: &Interrupt,
 ) -> Result<(HttpResult, benchlab_engine::ClientReport), CliError> {
     let cannot = |e: &dyn std::fmt::Display| CliError::CannotRun(e.to_string());
-    let urls = Arc::new(UrlList::of_engine(&plan.urls, &plan.classes));
+    let urls = Arc::new(UrlList::of_engine(&plan.urls, &plan.classes, &plan.requests));
     pool.load_urls(&urls).map_err(|e| cannot(&e))?;
     let plans = client_plans(plan, clients);
     let data: Vec<DataPlan> = plans.iter().map(|p| DataPlan::of_engine(p, urls.id.clone())).collect();
@@ -1000,6 +1001,7 @@ mod tests {
             class: 0,
             expect_status: 200,
             expect: Expect::Status,
+            request: 0,
         };
         let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
         plan.virtual_users = 5;

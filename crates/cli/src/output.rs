@@ -860,6 +860,7 @@ mod tests {
                 class: 0,
                 expect_status: 200,
                 expect: benchlab_engine::Expect::Status,
+                request: 0,
             })
             .collect();
         let mut p = ClientPlan::new(Arc::from(urls), vec![ClassPlan { name: "a".into() }]);

@@ -36,7 +36,7 @@ use common::{free_port, http_json, run_benchlab, u};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-const KINDS: [&str; 14] = [
+const KINDS: [&str; 15] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -51,6 +51,7 @@ const KINDS: [&str; 14] = [
     "stream_reset",
     "goaway",
     "flow_control",
+    "body_incomplete",
 ];
 
 /// Runs `benchlab http --json ARGS` (exit 0 required) and times it.

@@ -36,6 +36,7 @@ const ERROR_KINDS: &[&str] = &[
     "stream_reset",
     "goaway",
     "flow_control",
+    "body_incomplete",
 ];
 
 /// Runs `benchlab http --json ARGS` (which must exit 0) and checks the

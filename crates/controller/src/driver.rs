@@ -148,7 +148,7 @@ pub trait ClientPool: std::fmt::Debug + Send + Sync {
 }
 
 /// Resolved URL lists by id, shared by the in-process clients.
-type Lists = Arc<Mutex<BTreeMap<String, (Arc<[UrlPlan]>, Vec<ClassPlan>)>>>;
+type Lists = Arc<Mutex<BTreeMap<String, (Arc<[UrlPlan]>, Vec<ClassPlan>, Vec<benchlab_engine::RequestSpec>)>>>;
 
 /// Clients on worker threads of this process, sharing one resolved copy
 /// of each URL list.
@@ -164,7 +164,10 @@ impl ClientPool for InProcess {
         }
         let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
         if !lists.contains_key(&urls.id) {
-            lists.insert(urls.id.clone(), (urls.resolve()?, urls.classes.clone()));
+            lists.insert(
+                urls.id.clone(),
+                (urls.resolve()?, urls.classes.clone(), urls.requests.clone()),
+            );
         }
         Ok(())
     }
@@ -198,14 +201,17 @@ pub fn instant_at(at: SystemTime) -> Instant {
 
 impl Driver<WebClient> for LocalClient {
     fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError> {
-        let (urls, classes) = self
+        let (urls, classes, requests) = self
             .lists
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&plan.urls)
             .cloned()
             .ok_or_else(|| DriverError::UnknownUrls(plan.urls.clone()))?;
-        self.client = Some(Client::start(plan.to_engine(urls, classes), instant_at(start_at))?);
+        self.client = Some(Client::start(
+            plan.to_engine(urls, classes, requests),
+            instant_at(start_at),
+        )?);
         Ok(())
     }
 
@@ -239,9 +245,12 @@ mod tests {
         let before = Instant::now();
         let at = instant_at(SystemTime::now() + Duration::from_secs(3));
         let after = Instant::now();
-        assert!(at >= before + Duration::from_secs(3) && at <= after + Duration::from_secs(3));
+        // The two clocks are read one after the other, so a conversion may
+        // be off by the time between the reads: a millisecond is plenty.
+        let slack = Duration::from_millis(1);
+        assert!(at + slack >= before + Duration::from_secs(3) && at <= after + Duration::from_secs(3) + slack);
         let past = instant_at(SystemTime::now() - Duration::from_secs(2));
-        assert!(past <= Instant::now() - Duration::from_secs(2));
+        assert!(past <= Instant::now() - Duration::from_secs(2) + slack);
     }
 
     #[test]

@@ -85,6 +85,7 @@ pub(crate) fn resolve_phase(
                 class: ci,
                 expect_status: c.expect_status,
                 expect,
+                request: 0,
             });
         }
     }

@@ -9,7 +9,7 @@
 //! every [`ClientPlan`] by its content hash, so a plan stays small and a
 //! client holding another list than the controller's is caught.
 
-use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, Target, UrlPlan};
+use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, RequestSpec, Target, UrlPlan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,6 +26,9 @@ pub struct UrlSpec {
     pub class: usize,
     pub expect_status: u16,
     pub expect: Expect,
+    /// The request sent: 0 a plain GET, k the list's `requests[k − 1]`.
+    #[serde(default)]
+    pub request: u32,
 }
 
 /// A phase's URLs and classes, sent to each client once per phase and
@@ -37,30 +40,50 @@ pub struct UrlList {
     pub id: String,
     pub classes: Vec<ClassPlan>,
     pub urls: Vec<UrlSpec>,
+    /// The requests other than a plain GET its URLs name (method,
+    /// headers, body).
+    #[serde(default)]
+    pub requests: Vec<RequestSpec>,
 }
 
 impl UrlList {
     /// A list with its id computed from its content.
     pub fn new(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>) -> UrlList {
-        let id = Self::id_of(&classes, &urls);
-        UrlList { id, classes, urls }
+        UrlList::with_requests(classes, urls, Vec::new())
     }
 
-    fn id_of(classes: &[ClassPlan], urls: &[UrlSpec]) -> String {
+    /// A list whose URLs name `requests` (method, headers, body).
+    pub fn with_requests(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>, requests: Vec<RequestSpec>) -> UrlList {
+        let id = Self::id_of(&classes, &urls, &requests);
+        UrlList {
+            id,
+            classes,
+            urls,
+            requests,
+        }
+    }
+
+    fn id_of(classes: &[ClassPlan], urls: &[UrlSpec], requests: &[RequestSpec]) -> String {
         // The JSON text of the content: stable, and what a remote client
-        // receives, so both sides hash the same bytes.
-        let bytes = serde_json::to_vec(&(classes, urls)).unwrap_or_default();
+        // receives, so both sides hash the same bytes. (A list of plain
+        // GETs hashes as before requests existed.)
+        let bytes = if requests.is_empty() {
+            serde_json::to_vec(&(classes, urls)).unwrap_or_default()
+        } else {
+            serde_json::to_vec(&(classes, urls, requests)).unwrap_or_default()
+        };
         format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
     }
 
     /// Whether the content is what the id says (a list received from
     /// elsewhere, or read from disk).
     pub fn is_intact(&self) -> bool {
-        self.id == Self::id_of(&self.classes, &self.urls)
+        self.id == Self::id_of(&self.classes, &self.urls, &self.requests)
     }
 
-    /// The list of an engine plan's URLs (as their text) and classes.
-    pub fn of_engine(urls: &[UrlPlan], classes: &[ClassPlan]) -> UrlList {
+    /// The list of an engine plan's URLs (as their text), classes and
+    /// requests.
+    pub fn of_engine(urls: &[UrlPlan], classes: &[ClassPlan], requests: &[RequestSpec]) -> UrlList {
         let urls = urls
             .iter()
             .map(|u| UrlSpec {
@@ -69,9 +92,10 @@ impl UrlList {
                 class: u.class,
                 expect_status: u.expect_status,
                 expect: u.expect,
+                request: u.request,
             })
             .collect();
-        UrlList::new(classes.to_vec(), urls)
+        UrlList::with_requests(classes.to_vec(), urls, requests.to_vec())
     }
 
     /// Resolves every URL (each distinct origin once: one name lookup per
@@ -87,6 +111,7 @@ impl UrlList {
                     class: u.class,
                     expect_status: u.expect_status,
                     expect: u.expect,
+                    request: u.request,
                 })
             })
             .collect()
@@ -140,10 +165,16 @@ impl ClientPlan {
 
     /// The engine's plan for this data and its resolved URL list: the one
     /// place the hot-loop form is made from the wire form.
-    pub fn to_engine(&self, urls: Arc<[UrlPlan]>, classes: Vec<ClassPlan>) -> benchlab_engine::ClientPlan {
+    pub fn to_engine(
+        &self,
+        urls: Arc<[UrlPlan]>,
+        classes: Vec<ClassPlan>,
+        requests: Vec<RequestSpec>,
+    ) -> benchlab_engine::ClientPlan {
         benchlab_engine::ClientPlan {
             urls,
             classes,
+            requests,
             settings: self.settings.clone(),
         }
     }
@@ -171,6 +202,7 @@ mod tests {
                         size: 1234,
                         xxh3: 0xDEAD_BEEF,
                     },
+                    request: 0,
                 },
                 UrlSpec {
                     url: "http://127.0.0.1:8080/cgi?x=1".into(),
@@ -178,6 +210,7 @@ mod tests {
                     class: 1,
                     expect_status: 200,
                     expect: Expect::Size(17),
+                    request: 0,
                 },
             ],
         )
@@ -245,10 +278,10 @@ mod tests {
         engine.stop = Stop::Requests(1000);
         engine.headers = vec![("X-A".into(), "b".into())];
         engine.window = (Duration::from_millis(500), Duration::MAX);
-        let again = UrlList::of_engine(&urls, &list.classes);
+        let again = UrlList::of_engine(&urls, &list.classes, &[]);
         assert_eq!(again, list, "the same text, the same id");
         let data = ClientPlan::of_engine(&engine, again.id.clone());
-        let back = data.to_engine(urls, list.classes.clone());
+        let back = data.to_engine(urls, list.classes.clone(), Vec::new());
         assert_eq!(format!("{back:?}"), format!("{engine:?}"));
         let text = serde_json::to_string(&data).expect("JSON");
         assert_eq!(serde_json::from_str::<ClientPlan>(&text).expect("back"), data);

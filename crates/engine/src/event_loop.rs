@@ -16,8 +16,9 @@
 //! protocol and the hot path (a response's end, the next request's start)
 //! has no indirect call in it.
 
-use crate::plan::{ClientPlan, Expect, Load, OpenLoop, Requests, Scheme, Stop, UrlPlan};
+use crate::plan::{ClientPlan, Expect, Load, OpenLoop, Scheme, Stop, UrlPlan};
 use crate::reactor::{Ev, IoConfig, Reactor};
+use crate::request::Requests;
 use crate::rng::SplitMix64;
 use crate::schedule::{Schedule, Timer, TIMER};
 use crate::stats::{ConnCounters, ErrorKind, LoopMeter, Snapshot, Stats, ThreadEnd};
@@ -335,23 +336,19 @@ impl Core {
     /// Counts a request that ended with a response whose check gave
     /// `verdict`, in class `class`; `true` when it ended in the window.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_response(
         &mut self,
         class: usize,
         verdict: Result<(), ErrorKind>,
-        latency: Duration,
-        as_sent: Duration,
-        wire: u64,
-        body: u64,
+        e: Measured,
         now: Instant,
     ) -> bool {
         let record = |c: &mut crate::stats::ClassStats| match verdict {
             Ok(()) => {
-                c.record_success(latency, wire, body);
-                c.record_as_sent(as_sent);
+                c.record_success(e.latency, e.wire, e.body, e.sent);
+                c.record_as_sent(e.as_sent);
             }
-            Err(kind) => c.record_error(kind, latency, wire),
+            Err(kind) => c.record_error(kind, e.latency, e.wire, e.sent),
         };
         record(&mut self.second.classes[class]);
         let counted = self.in_window(now);
@@ -361,8 +358,8 @@ impl Core {
         counted
     }
 
-    /// Counts a request that failed with `kind`; `true` when it ended in
-    /// the window.
+    /// Counts a request that failed with `kind`, `bytes` received and
+    /// `sent` written; `true` when it ended in the window.
     #[inline]
     pub(crate) fn record_error(
         &mut self,
@@ -370,12 +367,13 @@ impl Core {
         kind: ErrorKind,
         latency: Duration,
         bytes: u64,
+        sent: u64,
         now: Instant,
     ) -> bool {
-        self.second.classes[class].record_error(kind, latency, bytes);
+        self.second.classes[class].record_error(kind, latency, bytes, sent);
         let counted = self.in_window(now);
         if counted {
-            self.window.classes[class].record_error(kind, latency, bytes);
+            self.window.classes[class].record_error(kind, latency, bytes, sent);
         }
         counted
     }
@@ -420,6 +418,20 @@ impl Core {
         shared.peak_connections.fetch_max(all, Ordering::Relaxed);
         self.published = open;
     }
+}
+
+/// What a request that ended with a response measured.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Measured {
+    /// From the intended send (open loop) or the actual one.
+    pub latency: Duration,
+    /// From the actual send.
+    pub as_sent: Duration,
+    /// Response bytes on the wire, and of the decoded body.
+    pub wire: u64,
+    pub body: u64,
+    /// Request bytes written.
+    pub sent: u64,
 }
 
 /// The response check, one for every protocol: the status the URL expects,

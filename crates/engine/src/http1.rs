@@ -22,10 +22,11 @@
 //! FIN raises a new edge. A read that fills the whole buffer, or an event
 //! carrying a FIN, is followed by another read, so nothing is missed.
 
-use crate::event_loop::{check_response, Core, Protocol, Shared};
+use crate::event_loop::{check_response, Core, Measured, Protocol, Shared};
 use crate::parse::{Feed, FrameError, ResponseParser};
-use crate::plan::{parts_len, Expect, Load, Scheme, Variant};
+use crate::plan::{Expect, Load, Scheme};
 use crate::reactor::{next_generation, Backend, Ev};
+use crate::request::{head_len, parts_len, Parts, Variant};
 use crate::sock::{self, connect, connect_error_kind, is_closed_error, Handshake, ReadOutcome, Sock, TlsSock};
 use crate::stats::{ConnectionKind, ErrorKind};
 use rustls::ClientConnection;
@@ -89,6 +90,9 @@ struct Vu {
     intended: Option<Instant>,
     deadline: Instant,
     written: usize,
+    /// The request's body waits for the server's `100 Continue` (its
+    /// head is written first; see [`CONTINUE_WAIT`]).
+    continue_wait: bool,
     /// The reactor reports this connection's writability (a connect or a
     /// write waits); only level-triggered epoll needs it kept in step.
     out_armed: bool,
@@ -175,6 +179,7 @@ impl Http1 {
                 intended: None,
                 deadline: now,
                 written: 0,
+                continue_wait: false,
                 out_armed: false,
                 generation: 0,
                 recv_armed: false,
@@ -266,6 +271,11 @@ impl Protocol for Http1 {
             }
             match v.state {
                 State::Connecting => self.fail(core, i, ErrorKind::ConnectTimeout),
+                State::Reading if v.continue_wait && now < v.start + self.shared.plan.timeout => {
+                    // No `100 Continue` in time: the body goes anyway, as
+                    // curl does after its wait.
+                    self.send_body(core, i)
+                }
                 State::Handshaking | State::Writing | State::Reading => self.fail(core, i, ErrorKind::Timeout),
                 State::Draining => {
                     self.close(core, i);
@@ -468,6 +478,10 @@ impl Http1 {
             (true, true) => Variant::Http10,
         };
         v.written = 0;
+        v.continue_wait = self
+            .shared
+            .requests
+            .expects_continue(&self.shared.plan.urls, v.url as usize);
         v.state = State::Writing;
         self.write_more(core, i);
     }
@@ -586,15 +600,21 @@ impl Http1 {
             .shared
             .requests
             .parts(&self.shared.plan.urls, v.url as usize, v.variant);
-        let total = parts_len(&parts);
+        // With `Expect: 100-continue`, the head first; the body after the
+        // server's `100 Continue` (or `CONTINUE_WAIT`).
+        let total = if v.continue_wait {
+            head_len(&parts)
+        } else {
+            parts_len(&parts)
+        };
         let Some(sock) = v.sock.as_mut() else {
             return self.fail(core, i, ErrorKind::Reset);
         };
         if let (Some(u), Sock::Plain(tcp)) = (core.reactor.uring(), &*sock) {
             // Queued; the next loop turn's io_uring_enter sends it, and
             // its completion (`on_sent`) moves the user on.
-            let mut slices = [io::IoSlice::new(&[]); 3];
-            let n = unwritten(&parts, v.written, &mut slices);
+            let mut slices = [io::IoSlice::new(&[]); 4];
+            let n = unwritten(&parts, v.written, total, &mut slices);
             v.msg.set(&slices[..n]);
             v.state = State::Writing;
             if u.send(tcp.as_raw_fd(), i, v.generation, v.msg.header()).is_err() {
@@ -604,8 +624,8 @@ impl Http1 {
         }
         let result: io::Result<bool> = match sock {
             Sock::Plain(tcp) => loop {
-                let mut slices = [io::IoSlice::new(&[]); 3];
-                let n = unwritten(&parts, v.written, &mut slices);
+                let mut slices = [io::IoSlice::new(&[]); 4];
+                let n = unwritten(&parts, v.written, total, &mut slices);
                 match tcp.write_vectored(&slices[..n]) {
                     Ok(n) => {
                         if !v.connected {
@@ -625,8 +645,10 @@ impl Http1 {
             Sock::Tls(t) => {
                 if v.written < total {
                     // rustls buffers the plaintext; it leaves as records below.
+                    let mut slices = [io::IoSlice::new(&[]); 4];
+                    let n = unwritten(&parts, v.written, total, &mut slices);
                     let mut w = t.conn.writer();
-                    if let Err(e) = parts.iter().try_for_each(|p| w.write_all(p)) {
+                    if let Err(e) = slices[..n].iter().try_for_each(|p| w.write_all(p)) {
                         Err(io::Error::new(io::ErrorKind::InvalidData, e))
                     } else {
                         v.written = total;
@@ -640,6 +662,9 @@ impl Http1 {
         match result {
             Ok(true) => {
                 v.state = State::Reading;
+                if v.continue_wait {
+                    v.deadline = v.deadline.min(Instant::now() + CONTINUE_WAIT);
+                }
                 self.want_write(core, i, false);
             }
             Ok(false) => {
@@ -653,16 +678,31 @@ impl Http1 {
         }
     }
 
+    /// The server said `100 Continue` (or did not in time): the body goes.
+    fn send_body(&mut self, core: &mut Core, i: usize) {
+        let v = &mut self.vus[i];
+        v.continue_wait = false;
+        v.deadline = v.start + self.shared.plan.timeout;
+        v.state = State::Writing;
+        self.write_more(core, i);
+    }
+
     /// A write of the current request failed.
     fn write_failed(&mut self, core: &mut Core, i: usize, e: io::Error, reused: bool, tls: bool) {
         let v = &self.vus[i];
         if reused && is_closed_error(&e) {
             self.reconnect(core, i);
         } else {
+            let parts = self
+                .shared
+                .requests
+                .parts(&self.shared.plan.urls, v.url as usize, v.variant);
             let kind = if v.conn_served == 0 && v.written == 0 {
                 connect_error_kind(&e, tls)
             } else if tls && e.kind() == io::ErrorKind::InvalidData {
                 ErrorKind::Tls
+            } else if v.written >= head_len(&parts) && v.written < parts_len(&parts) {
+                ErrorKind::BodyIncomplete
             } else {
                 ErrorKind::Reset
             };
@@ -687,8 +727,16 @@ impl Http1 {
             .shared
             .requests
             .parts(&self.shared.plan.urls, v.url as usize, v.variant);
-        if v.written >= parts_len(&parts) {
+        let total = if v.continue_wait {
+            head_len(&parts)
+        } else {
+            parts_len(&parts)
+        };
+        if v.written >= total {
             v.state = State::Reading;
+            if v.continue_wait {
+                v.deadline = v.deadline.min(Instant::now() + CONTINUE_WAIT);
+            }
         } else {
             self.write_more(core, i);
         }
@@ -728,6 +776,9 @@ impl Http1 {
             // Out of buffers: it stopped; re-armed below.
             (_, r) if r == -libc::ENOBUFS => {}
             (State::Reading | State::Writing | State::Connecting, r) if r > 0 => match feed(v, data) {
+                Fed::More if v.continue_wait && v.parser.interim() > 0 && v.state == State::Reading => {
+                    self.send_body(core, i)
+                }
                 Fed::More => v.state = State::Reading,
                 Fed::Done => self.complete(core, i, false),
                 Fed::Fail(kind) => self.fail(core, i, kind),
@@ -812,6 +863,9 @@ impl Http1 {
             match sock.read(&mut self.buf) {
                 ReadOutcome::Data(n) => match feed(v, &self.buf[..n]) {
                     Fed::More => {
+                        if v.continue_wait && v.parser.interim() > 0 {
+                            return self.send_body(core, i);
+                        }
                         if n < self.buf.len() && !closed && matches!(v.sock, Some(Sock::Plain(_))) {
                             return;
                         }
@@ -861,8 +915,27 @@ impl Http1 {
         let wire = v.parser.wire_bytes();
         let body = v.parser.body_bytes();
         let hasher = v.hasher.as_deref();
-        let verdict = check_response(u, head.status, body, || hasher.map(|h| h.digest()));
-        let counted = core.record_response(u.class, verdict, latency, as_sent, wire, body, now);
+        let parts = self
+            .shared
+            .requests
+            .parts(&self.shared.plan.urls, v.url as usize, v.variant);
+        let unsent = v.written < parts_len(&parts);
+        // A final answer to `Expect: 100-continue` before the body is the
+        // server's refusal of the body, judged by its status; any other
+        // answer before the body's last byte left the request short.
+        let verdict = if unsent && !v.continue_wait {
+            Err(ErrorKind::BodyIncomplete)
+        } else {
+            check_response(u, head.status, body, || hasher.map(|h| h.digest()))
+        };
+        let ended = Measured {
+            latency,
+            as_sent,
+            wire,
+            body,
+            sent: v.written as u64,
+        };
+        let counted = core.record_response(u.class, verdict, ended, now);
         let kind = ConnectionKind::of(v.http10, v.keepalive) as usize;
         core.second.conn.requests_by_kind[kind] += 1;
         if counted {
@@ -874,7 +947,8 @@ impl Http1 {
             v.conn_left -= 1;
         }
         let sent_close = matches!(v.variant, Variant::Http11Close | Variant::Http10);
-        let reusable = !eof_seen && !sent_close && head.persistent() && v.conn_left > 0;
+        // A body not sent leaves the connection's framing unknown.
+        let reusable = !eof_seen && !sent_close && !unsent && head.persistent() && v.conn_left > 0;
         if reusable {
             self.next_now(core, i);
         } else if eof_seen {
@@ -958,7 +1032,7 @@ impl Http1 {
         let class = self.shared.plan.urls[v.url as usize].class;
         let as_sent = now - v.start;
         let (latency, bytes) = (v.intended.map_or(as_sent, |t| now - t), v.parser.wire_bytes());
-        let counted = core.record_error(class, kind, latency, bytes, now);
+        let counted = core.record_error(class, kind, latency, bytes, v.written as u64, now);
         let conn_kind = ConnectionKind::of(v.http10, v.keepalive) as usize;
         core.second.conn.requests_by_kind[conn_kind] += 1;
         if counted {
@@ -997,7 +1071,7 @@ fn feed(v: &mut Vu, data: &[u8]) -> Fed {
 /// current request (pointing into the plan's request bytes).
 struct SendMsg {
     hdr: libc::msghdr,
-    iov: [libc::iovec; 3],
+    iov: [libc::iovec; 4],
 }
 
 // SAFETY: the pointers are to the plan's request bytes (shared, immutable,
@@ -1013,7 +1087,7 @@ impl SendMsg {
             iov: [libc::iovec {
                 iov_base: std::ptr::null_mut(),
                 iov_len: 0,
-            }; 3],
+            }; 4],
         }
     }
 
@@ -1034,21 +1108,31 @@ impl SendMsg {
 }
 
 /// Fills `out` with the parts of a request not yet written (`written`
-/// bytes are); returns how many slices are in use.
+/// bytes are), up to byte `end`; returns how many slices are in use.
 #[inline]
-fn unwritten<'a>(parts: &[&'a [u8]; 3], mut written: usize, out: &mut [io::IoSlice<'a>; 3]) -> usize {
+fn unwritten<'a>(parts: &Parts<'a>, mut written: usize, end: usize, out: &mut [io::IoSlice<'a>; 4]) -> usize {
     let mut n = 0;
+    let mut left = end.saturating_sub(written);
     for p in parts {
+        if left == 0 {
+            break;
+        }
         if written >= p.len() {
             written -= p.len();
             continue;
         }
-        out[n] = io::IoSlice::new(&p[written..]);
+        let take = (p.len() - written).min(left);
+        out[n] = io::IoSlice::new(&p[written..written + take]);
+        left -= take;
         written = 0;
         n += 1;
     }
     n
 }
+
+/// With `Expect: 100-continue`, how long the body waits for the server's
+/// `100 Continue` before it goes anyway (curl's default).
+const CONTINUE_WAIT: Duration = Duration::from_secs(1);
 
 /// Users of one client arriving at once: a quarter of the listen backlog
 /// of 511 that nginx and Apache use by default, so a few clients, or users

@@ -15,7 +15,7 @@
 //! use benchlab_engine::*;
 //! use std::time::{Duration, Instant};
 //! let target = Target::parse("http://127.0.0.1:8080/index.html").unwrap();
-//! let url = UrlPlan { target, weight: 1.0, class: 0, expect_status: 200, expect: Expect::Status };
+//! let url = UrlPlan { target, weight: 1.0, class: 0, expect_status: 200, expect: Expect::Status, request: 0 };
 //! let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "static".into() }]);
 //! plan.virtual_users = 64;
 //! plan.stop = Stop::After(Duration::from_secs(5));
@@ -31,6 +31,7 @@ pub mod parse;
 mod plan;
 mod probe;
 mod reactor;
+mod request;
 mod rng;
 mod schedule;
 mod sock;
@@ -46,6 +47,7 @@ pub use plan::{
     OpenLoop, PlanError, Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
 pub use probe::{probe, probe_from, ProbeError, ProbeResponse};
+pub use request::{RequestSpec, MAX_BODY_BYTES};
 pub use rng::SplitMix64;
 pub use stats::{
     new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, LoopLoad,

@@ -275,6 +275,9 @@ pub struct ResponseParser {
     wire_bytes: u64,
     /// Decoded body bytes so far.
     body_bytes: u64,
+    /// Interim (1xx) responses before the final one (a `100 Continue`
+    /// lets a request's body go).
+    interim: u32,
 }
 
 impl Default for ResponseParser {
@@ -291,6 +294,7 @@ impl ResponseParser {
             head: Head::default(),
             wire_bytes: 0,
             body_bytes: 0,
+            interim: 0,
         }
     }
 
@@ -301,6 +305,13 @@ impl ResponseParser {
         self.head_buf.clear();
         self.wire_bytes = 0;
         self.body_bytes = 0;
+        self.interim = 0;
+    }
+
+    /// Interim (1xx) responses seen before the final one.
+    #[inline]
+    pub fn interim(&self) -> u32 {
+        self.interim
     }
 
     /// The final response's head (valid once the head has been parsed).
@@ -436,6 +447,7 @@ impl ResponseParser {
         self.wire_bytes += head.len as u64;
         if (100..200).contains(&head.status) && head.status != 101 {
             // Interim response: its bytes count, the final one follows.
+            self.interim += 1;
             return Ok(Some(used));
         }
         self.head = head;

@@ -134,6 +134,9 @@ pub struct UrlPlan {
     pub class: usize,
     pub expect_status: u16,
     pub expect: Expect,
+    /// The request sent: 0 a plain GET, k the plan's `requests[k − 1]`
+    /// (method, headers, body; see `request.rs`).
+    pub request: u32,
 }
 
 /// Which HTTP version and connection behaviour each new connection draws
@@ -410,6 +413,9 @@ pub struct ClientPlan {
     /// Shared, so the clients of a mix hold one copy of a large URL list.
     pub urls: std::sync::Arc<[UrlPlan]>,
     pub classes: Vec<ClassPlan>,
+    /// The requests other than a plain GET that the URLs name
+    /// ([`UrlPlan::request`]).
+    pub requests: Vec<crate::request::RequestSpec>,
     /// Everything else: plain, serialisable data.
     pub settings: ClientSettings,
 }
@@ -496,6 +502,7 @@ impl ClientPlan {
         ClientPlan {
             urls: urls.into(),
             classes,
+            requests: Vec::new(),
             settings: ClientSettings::default(),
         }
     }
@@ -566,12 +573,13 @@ impl ClientPlan {
             if u.class >= self.classes.len() {
                 return bad(format!("{}: class index {} out of range", u.target.url, u.class));
             }
-        }
-        for (name, value) in &self.headers {
-            let ok_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-            if !ok_name || value.bytes().any(|b| b == b'\r' || b == b'\n') {
-                return bad(format!("header `{name}: {value}`: expected `Name: value` on one line"));
+            if u.request as usize > self.requests.len() {
+                return bad(format!("{}: request {} out of range", u.target.url, u.request));
             }
+        }
+        crate::request::check_headers(&self.headers)?;
+        for r in &self.requests {
+            r.validate()?;
         }
         if let Some(h2) = self.http2 {
             if h2.connections == 0 || h2.streams == 0 {
@@ -582,6 +590,18 @@ impl ClientPlan {
             }
             if self.connection.http10_percent > 0 {
                 return bad("HTTP/2 and a share of HTTP/1.0 connections cannot be mixed in one client".into());
+            }
+            if let Some(u) = self
+                .urls
+                .iter()
+                .find(|u| h2.speaks(u.class) && u.request > 0 && self.requests[u.request as usize - 1].body.is_some())
+            {
+                // DATA frames under the server's flow-control window are not
+                // written yet: refused by name rather than sent without.
+                return bad(format!(
+                    "{}: a request body over HTTP/2 is not sent yet: send it over HTTP/1.1 (--http 1.1, or the class's http = \"1.1\")",
+                    u.target.url
+                ));
             }
             // A connection carries streams of one origin: its users' URLs
             // must all name it.
@@ -636,96 +656,6 @@ impl ClientPlan {
     }
 }
 
-/// Index of a request variant in [`Requests::bytes`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Variant {
-    /// HTTP/1.1, connection kept.
-    Http11 = 0,
-    /// HTTP/1.1 with `Connection: close`.
-    Http11Close = 1,
-    /// HTTP/1.0 with `Connection: keep-alive`.
-    Http10KeepAlive = 2,
-    /// HTTP/1.0, server closes.
-    Http10 = 3,
-}
-
-/// Every URL's request, serialised once, in three parts written with one
-/// `writev`: `GET `, the path, and one of four tails per origin (version,
-/// `Host`, headers, `Connection`). Sharing the tails per origin keeps a
-/// workload of a million URLs (the c't 1,000,000-page set) at the size of
-/// its paths instead of four whole requests per URL.
-#[derive(Debug)]
-pub(crate) struct Requests {
-    /// Per origin: tails for HTTP/1.1, 1.1 close, 1.0 keep-alive, 1.0.
-    tails: Vec<[Box<[u8]>; 4]>,
-    /// Per URL: index of its origin in `tails`.
-    origin: Vec<u32>,
-}
-
-impl Requests {
-    pub(crate) fn build(plan: &ClientPlan) -> Requests {
-        let user_host = plan.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host"));
-        let user_agent = plan.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("user-agent"));
-        let tail = |authority: &str, version: &str, connection: Option<&str>| -> Box<[u8]> {
-            let mut s = format!(" HTTP/{version}\r\n");
-            if !user_host {
-                s.push_str(&format!("Host: {authority}\r\n"));
-            }
-            if !user_agent {
-                s.push_str(concat!("User-Agent: benchlab/", env!("CARGO_PKG_VERSION"), "\r\n"));
-            }
-            for (n, v) in &plan.headers {
-                s.push_str(&format!("{n}: {v}\r\n"));
-            }
-            if let Some(c) = connection {
-                s.push_str(&format!("Connection: {c}\r\n"));
-            }
-            s.push_str("\r\n");
-            s.into_bytes().into_boxed_slice()
-        };
-        let mut authorities: Vec<&str> = Vec::new();
-        let mut tails = Vec::new();
-        let origin = plan
-            .urls
-            .iter()
-            .map(|u| {
-                let a = u.target.authority.as_str();
-                let idx = match authorities.iter().position(|x| *x == a) {
-                    Some(i) => i,
-                    None => {
-                        authorities.push(a);
-                        tails.push([
-                            tail(a, "1.1", None),
-                            tail(a, "1.1", Some("close")),
-                            tail(a, "1.0", Some("keep-alive")),
-                            tail(a, "1.0", None),
-                        ]);
-                        authorities.len() - 1
-                    }
-                };
-                idx as u32
-            })
-            .collect();
-        Requests { tails, origin }
-    }
-
-    /// The request's three parts: `GET `, path, tail.
-    #[inline]
-    pub(crate) fn parts<'a>(&'a self, urls: &'a [UrlPlan], url: usize, v: Variant) -> [&'a [u8]; 3] {
-        [
-            b"GET ",
-            urls[url].target.path.as_bytes(),
-            &self.tails[self.origin[url] as usize][v as usize],
-        ]
-    }
-}
-
-/// Total length of request parts.
-#[inline]
-pub(crate) fn parts_len(parts: &[&[u8]; 3]) -> usize {
-    parts[0].len() + parts[1].len() + parts[2].len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -739,6 +669,7 @@ mod tests {
                 class: 0,
                 expect_status: 200,
                 expect: Expect::Status,
+                request: 0,
             }],
             vec![ClassPlan { name: "all".into() }],
         )
@@ -766,22 +697,6 @@ mod tests {
             Target::parse("http://nosuch.invalid/"),
             Err(PlanError::Resolve { host, .. }) if host == "nosuch.invalid"
         ));
-    }
-
-    #[test]
-    fn serialises_variants() {
-        let mut p = plan("http://127.0.0.1:81/x");
-        p.headers.push(("X-A".into(), "b".into()));
-        let r = Requests::build(&p);
-        let get = |v| String::from_utf8(r.parts(&p.urls, 0, v).concat()).unwrap();
-        let ua = concat!("User-Agent: benchlab/", env!("CARGO_PKG_VERSION"));
-        assert_eq!(
-            get(Variant::Http11),
-            format!("GET /x HTTP/1.1\r\nHost: 127.0.0.1:81\r\n{ua}\r\nX-A: b\r\n\r\n")
-        );
-        assert!(get(Variant::Http11Close).ends_with("Connection: close\r\n\r\n"));
-        assert!(get(Variant::Http10KeepAlive).ends_with("Connection: keep-alive\r\n\r\n"));
-        assert!(get(Variant::Http10).starts_with("GET /x HTTP/1.0\r\n"));
     }
 
     #[test]
@@ -897,8 +812,8 @@ mod tests {
         p.stop = Stop::After(Duration::from_secs(1));
         p.think_time = Duration::from_millis(5);
         assert!(p.validate().unwrap_err().to_string().contains("no think time"));
-        // HTTP/2 runs an open loop too, but not one split with HTTP/1
-        // classes in one client.
+        // HTTP/2 runs an open loop too, and one split with HTTP/1 classes
+        // in one client, given a request in flight for each protocol.
         p.think_time = Duration::ZERO;
         p.http2 = Some(H2Plan::default());
         assert!(p.validate().is_ok());
@@ -913,11 +828,16 @@ mod tests {
             classes: 0b10,
             ..H2Plan::default()
         });
+        assert!(p.validate().is_ok());
+        p.load = Load::Open(OpenLoop {
+            max_in_flight: 1,
+            ..open
+        });
         assert!(p
             .validate()
             .unwrap_err()
             .to_string()
-            .contains("HTTP/1 and HTTP/2 classes"));
+            .contains("HTTP/1 and HTTP/2 classes needs at least 2 requests in flight"));
     }
 
     #[test]

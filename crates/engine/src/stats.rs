@@ -49,11 +49,15 @@ pub enum ErrorKind {
     /// HTTP/2: flow control broke (the server sent beyond benchlab's
     /// window, or set a window over 2³¹ − 1).
     FlowControl,
+    /// The request's body could not be sent completely: the connection
+    /// failed, or the server answered, after the head and before the
+    /// body's last byte.
+    BodyIncomplete,
 }
 
 impl ErrorKind {
     /// Number of kinds.
-    pub const COUNT: usize = 14;
+    pub const COUNT: usize = 15;
     /// All kinds, in the documented order.
     pub const ALL: [ErrorKind; Self::COUNT] = [
         ErrorKind::ConnectRefused,
@@ -70,6 +74,7 @@ impl ErrorKind {
         ErrorKind::StreamReset,
         ErrorKind::GoAway,
         ErrorKind::FlowControl,
+        ErrorKind::BodyIncomplete,
     ];
 
     /// The name used in JSON, CSV and reports.
@@ -89,6 +94,7 @@ impl ErrorKind {
             ErrorKind::StreamReset => "stream_reset",
             ErrorKind::GoAway => "goaway",
             ErrorKind::FlowControl => "flow_control",
+            ErrorKind::BodyIncomplete => "body_incomplete",
         }
     }
 }
@@ -123,6 +129,11 @@ pub struct Counters {
     pub body_bytes: u64,
     /// Bytes received for failed requests.
     pub error_bytes: u64,
+    /// Request bytes written, of every request that ended (a success or
+    /// not): request line, headers and body as written (HTTP/2: the
+    /// stream's HEADERS and DATA frames).
+    #[serde(default)]
+    pub bytes_sent: u64,
 }
 
 impl Counters {
@@ -142,6 +153,7 @@ impl Counters {
         self.bytes += o.bytes;
         self.body_bytes += o.body_bytes;
         self.error_bytes += o.error_bytes;
+        self.bytes_sent += o.bytes_sent;
     }
 }
 
@@ -176,8 +188,9 @@ impl Default for ClassStats {
 
 impl ClassStats {
     #[inline]
-    pub(crate) fn record_success(&mut self, latency: Duration, bytes: u64, body_bytes: u64) {
+    pub(crate) fn record_success(&mut self, latency: Duration, bytes: u64, body_bytes: u64, sent: u64) {
         self.counters.requests += 1;
+        self.counters.bytes_sent += sent;
         self.counters.bytes += bytes;
         self.counters.body_bytes += body_bytes;
         self.latency.saturating_record(latency.as_micros() as u64);
@@ -192,8 +205,9 @@ impl ClassStats {
     }
 
     #[inline]
-    pub(crate) fn record_error(&mut self, kind: ErrorKind, latency: Duration, bytes: u64) {
+    pub(crate) fn record_error(&mut self, kind: ErrorKind, latency: Duration, bytes: u64, sent: u64) {
         self.counters.errors[kind as usize] += 1;
+        self.counters.bytes_sent += sent;
         self.counters.error_bytes += bytes;
         self.error_latency.saturating_record(latency.as_micros() as u64);
     }
@@ -505,14 +519,14 @@ mod tests {
         let mut a = ClassStats::default();
         let mut b = ClassStats::default();
         for i in 1..=1000u64 {
-            a.record_success(Duration::from_micros(i), 10, 5);
-            b.record_success(Duration::from_micros(i * 3), 10, 5);
+            a.record_success(Duration::from_micros(i), 10, 5, 1);
+            b.record_success(Duration::from_micros(i * 3), 10, 5, 1);
         }
-        b.record_error(ErrorKind::Reset, Duration::from_micros(7), 3);
+        b.record_error(ErrorKind::Reset, Duration::from_micros(7), 3, 1);
         let mut all = ClassStats::default();
         for i in 1..=1000u64 {
-            all.record_success(Duration::from_micros(i), 10, 5);
-            all.record_success(Duration::from_micros(i * 3), 10, 5);
+            all.record_success(Duration::from_micros(i), 10, 5, 1);
+            all.record_success(Duration::from_micros(i * 3), 10, 5, 1);
         }
         a.add(&b);
         assert_eq!(a.counters.requests, 2000);
@@ -541,7 +555,8 @@ mod tests {
                 "bind",
                 "stream_reset",
                 "goaway",
-                "flow_control"
+                "flow_control",
+                "body_incomplete"
             ]
         );
         for (i, k) in ErrorKind::ALL.iter().enumerate() {

@@ -61,6 +61,7 @@ fn a_dropped_client_stops_its_load() {
         class: 0,
         expect_status: 200,
         expect: Expect::Status,
+        request: 0,
     };
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
     plan.virtual_users = 1;

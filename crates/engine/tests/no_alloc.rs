@@ -76,6 +76,7 @@ fn allocations_for(port: u16, requests: u64) -> (u64, u64) {
         class: 0,
         expect_status: 200,
         expect: Expect::Size(100),
+        request: 0,
     };
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "x".into() }]);
     plan.virtual_users = 4;

@@ -47,6 +47,7 @@ fn every_second_carries_the_clients_own_cpu_and_loop_lag() {
         class: 0,
         expect_status: 200,
         expect: Expect::Size(4),
+        request: 0,
     };
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "x".into() }]);
     plan.virtual_users = 4;

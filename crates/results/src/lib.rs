@@ -31,7 +31,7 @@ pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
 /// The kinds of failed request, by their names in JSON and CSV, in the
 /// order of docs/counting.md (the engine's `ErrorKind::ALL`; a test in the
 /// controller keeps the two the same).
-pub const ERROR_KINDS: [&str; 14] = [
+pub const ERROR_KINDS: [&str; 15] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -46,6 +46,7 @@ pub const ERROR_KINDS: [&str; 14] = [
     "stream_reset",
     "goaway",
     "flow_control",
+    "body_incomplete",
 ];
 
 /// How the search came to run a load.

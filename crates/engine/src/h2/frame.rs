@@ -345,6 +345,13 @@ pub fn put_rst_stream(out: &mut Vec<u8>, stream: u32, code: u32) {
 /// Appends a request's header block as HEADERS (END_STREAM: a GET has no
 /// body) and, when it is longer than the server's `max_frame`,
 /// CONTINUATION frames.
+/// Bytes [`put_request`] writes for a header block of `block` bytes: a
+/// 9-byte frame header per HEADERS or CONTINUATION frame, and the block.
+pub fn request_len(block: usize, max_frame: u32) -> u64 {
+    let frames = block.div_ceil((max_frame as usize).max(1)).max(1);
+    (frames * 9 + block) as u64
+}
+
 pub fn put_request(out: &mut Vec<u8>, stream: u32, block: &[u8], max_frame: u32) {
     let max = (max_frame as usize).max(1);
     let mut chunks = block.chunks(max).peekable();

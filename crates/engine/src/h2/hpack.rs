@@ -45,6 +45,7 @@ fn put_str(out: &mut Vec<u8>, s: &[u8]) {
 
 /// Static table indices (RFC 7541 Appendix A).
 const AUTHORITY: usize = 1;
+const METHOD: usize = 2;
 const PATH: usize = 4;
 const USER_AGENT: usize = 58;
 
@@ -65,8 +66,28 @@ fn connection_specific(name: &str) -> bool {
 
 /// A GET request's header block.
 pub fn request_block(scheme: Scheme, authority: &str, path: &str, headers: &[(String, String)]) -> Vec<u8> {
+    method_block("GET", scheme, authority, path, headers)
+}
+
+/// A request's header block: `method` and the client's `headers` (a
+/// request's own headers come last, replacing the client's of the same
+/// name: the caller merges them).
+pub fn method_block(
+    method: &str,
+    scheme: Scheme,
+    authority: &str,
+    path: &str,
+    headers: &[(String, String)],
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + path.len() + authority.len());
-    out.push(0x82); // :method GET
+    match method {
+        "GET" => out.push(0x82),  // :method GET (static index 2)
+        "POST" => out.push(0x83), // :method POST (static index 3)
+        other => {
+            put_int(&mut out, 4, 0, METHOD);
+            put_str(&mut out, other.as_bytes());
+        }
+    }
     out.push(match scheme {
         Scheme::Http => 0x86,
         Scheme::Https => 0x87,

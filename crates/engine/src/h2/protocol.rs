@@ -32,7 +32,7 @@
 
 use super::conn::{Conn, Ended, Outcome, MAX_CONTROL_QUEUED};
 use super::hpack;
-use crate::event_loop::{check_response, Core, EventLoop, Protocol, Shared};
+use crate::event_loop::{check_response, Core, EventLoop, Measured, Protocol, Shared};
 use crate::plan::{Expect, Load, Scheme};
 use crate::reactor::{Backend, Ev};
 use crate::sock::{self, connect, connect_error_kind, Handshake, ReadOutcome, Sock, TlsSock};
@@ -102,6 +102,8 @@ struct User {
     /// Open loop: when the schedule meant this request to be sent; its
     /// latency counts from here (`start` gives the as-sent latency).
     intended: Option<Instant>,
+    /// Bytes of the request's frames (0 until its stream opens).
+    sent: u64,
 }
 
 /// HTTP/2's per-thread state: its connections, their slots and users.
@@ -183,6 +185,7 @@ impl Http2 {
                     retried: false,
                     arrived: false,
                     intended: None,
+                    sent: 0,
                 });
             }
         }
@@ -197,7 +200,24 @@ impl Http2 {
         let blocks = plan
             .urls
             .iter()
-            .map(|u| hpack::request_block(u.target.scheme, &u.target.authority, &u.target.path, &plan.headers))
+            .map(|u| {
+                let t = &u.target;
+                match u.request {
+                    0 => hpack::request_block(t.scheme, &t.authority, &t.path, &plan.headers),
+                    k => {
+                        let r = &plan.requests[k as usize - 1];
+                        let own = |n: &str| r.header(n).is_some();
+                        let headers: Vec<_> = plan
+                            .headers
+                            .iter()
+                            .filter(|(n, _)| !own(n))
+                            .chain(&r.headers)
+                            .cloned()
+                            .collect();
+                        hpack::method_block(&r.method, t.scheme, &t.authority, &t.path, &headers)
+                    }
+                }
+            })
             .collect();
         let free_users = users.len() as u32;
         if core.io.backend == Backend::Uring {
@@ -347,6 +367,7 @@ impl Http2 {
                 let user = &mut self.users[u as usize];
                 let block = &self.blocks[user.url as usize];
                 link.conn.open(u, block, self.checksum);
+                user.sent += super::frame::request_len(block.len(), link.conn.peer.max_frame_size);
                 link.left -= 1;
                 opened += 1;
                 // Latency from the first HEADERS byte written, or from the
@@ -872,7 +893,14 @@ impl Http2 {
         let as_sent = now - user.start;
         let latency = user.intended.map_or(as_sent, |t| now - t);
         let verdict = check_response(url, status, body, || xxh3);
-        core.record_response(url.class, verdict, latency, as_sent, bytes, body, now);
+        let ended = Measured {
+            latency,
+            as_sent,
+            wire: bytes,
+            body,
+            sent: user.sent,
+        };
+        core.record_response(url.class, verdict, ended, now);
         core.arrived(!std::mem::replace(&mut user.arrived, true));
         self.next(core, u, true);
     }
@@ -882,7 +910,7 @@ impl Http2 {
         let user = &self.users[u];
         let class = self.shared.plan.urls[user.url as usize].class;
         let latency = user.intended.map_or(now - user.start, |t| now - t);
-        core.record_error(class, kind, latency, bytes, now);
+        core.record_error(class, kind, latency, bytes, user.sent, now);
         self.next(core, u, false);
     }
 
@@ -917,6 +945,7 @@ impl Http2 {
         let user = &mut self.users[u];
         user.url = url as u32;
         user.retried = false;
+        user.sent = 0;
         user.state = UState::Queued;
         user.queued_at = now;
         user.start = now;
