@@ -335,6 +335,7 @@ fn from_file_results(r: OldFileResults) -> Results {
         phases: phases(&mixes),
         mixes,
         complete: !r.interrupted,
+        thresholds: Vec::new(),
     }
 }
 
@@ -685,6 +686,7 @@ fn http_results(version: &str, urls: &[String], client_cpus: Vec<usize>, mixes: 
         phases: phases(&mixes),
         mixes,
         complete,
+        thresholds: Vec::new(),
     }
 }
 
