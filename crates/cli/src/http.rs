@@ -52,8 +52,9 @@ time (a stall is not hidden), and the latency as sent is shown beside it \
 (wrk2's -R).
 
 Exit status: 0 the run completed (whatever the server did); 1 the run could \
-not be done (preflight failed, system limits); 2 bad usage; 3 a --max-* \
-threshold was breached.")]
+not be done (preflight failed, system limits); 2 bad usage; 3 a --threshold \
+(or --max-*) was breached, also when Ctrl-C stopped the run; 130 Ctrl-C \
+stopped the run (what it measured is printed, `partial`).")]
 // --find-peak's flag group is `run`'s too, whose help speaks of a suite's
 // mixes; `http` grows its own virtual users, and says so.
 #[command(mut_arg("find_peak", |a| a.help(
@@ -194,13 +195,17 @@ pub struct HttpArgs {
     #[arg(long)]
     json: bool,
 
-    /// Exit 3 when errors exceed this share of completed requests.
+    /// Exit 3 when errors exceed this share of completed requests (the
+    /// threshold `errors<=PCT%`).
     #[arg(long, value_parser = args::percent_f64, value_name = "PCT")]
     max_error_rate: Option<f64>,
 
-    /// Exit 3 when the p99 latency exceeds this.
+    /// Exit 3 when the p99 latency exceeds this (the threshold `p99<=DUR`).
     #[arg(long, value_parser = args::duration, value_name = "DUR")]
     max_p99: Option<Duration>,
+
+    #[command(flatten)]
+    gates: crate::gate::GateArgs,
 
     /// Seed of the URL and connection draws (a run is reproducible).
     #[arg(long, default_value_t = 1)]
@@ -256,6 +261,18 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     if a.threads == 0 {
         return Err(usage("--threads must be at least 1".into()));
     }
+    // The old --max-* flags are spellings of thresholds: one mechanism.
+    let mut thresholds = a.gates.thresholds.clone();
+    thresholds.extend(a.max_p99.map(benchlab_report::gates::Threshold::max_p99));
+    thresholds.extend(a.max_error_rate.map(benchlab_report::gates::Threshold::max_error_rate));
+    for t in &a.gates.thresholds {
+        t.check_scope(
+            &[benchlab_results::load::HTTP_PHASE.to_string()],
+            search.is_none().then_some(1),
+        )
+        .map_err(|e| usage(format!("--threshold {e}")))?;
+    }
+    a.gates.check(thresholds.len())?;
     let http2 = if a.http == HttpMode::Http2 {
         if a.streams == 0 || a.connections == Some(0) {
             return Err(usage("--connections and --streams must be at least 1".into()));
@@ -534,7 +551,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     // reported.
     crate::agent_cmd::on_ctrl_c(move || i2.stop());
     if let Some(limits) = search {
-        return find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus);
+        return find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus, &thresholds);
     }
     let live = !a.json && std::io::stderr().is_terminal();
     // After the preflight: a target that does not answer keeps no agent
@@ -548,10 +565,15 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     result.client_cpus = client_cpus;
     // As `run`: a stopped run keeps what it measured, says so, exits 130.
     result.partial = interrupt.is_stopped();
+    let mut results = output::results_of(&result).map_err(CliError::CannotRun)?;
+    crate::gate::evaluate(&thresholds, &mut results);
+    let gate_lines = crate::gate::lines(&results.thresholds);
     if a.json {
-        println!("{}", output::results_json(&result));
+        println!("{}", output::json_text(&results));
+        // On stderr, so --json output stays one document.
+        eprint!("{gate_lines}");
     } else {
-        print!("{}", output::human(&result));
+        print!("{}{gate_lines}", output::human(&result));
     }
     for c in &result.clients {
         if let Some(why) = &c.lost {
@@ -582,33 +604,22 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         eprintln!("benchlab: warning: {w}");
     }
 
-    let mut breached = false;
-    if let Some(limit) = a.max_error_rate {
-        let done = result.requests + result.errors_total;
-        let rate = if done == 0 {
-            0.0
-        } else {
-            result.errors_total as f64 * 100.0 / done as f64
-        };
-        if rate > limit {
-            eprintln!("benchlab: error rate {rate:.3} % is above --max-error-rate {limit} %");
-            breached = true;
-        }
+    if let Some(path) = &a.gates.junit {
+        crate::gate::write_junit(path, "benchlab http", &crate::gate::cases(&results.thresholds))?;
     }
-    if let Some(limit) = a.max_p99 {
-        let p99 = Duration::from_micros(result.latency_us.p99);
-        if p99 > limit || (result.requests == 0 && result.errors_total > 0) {
-            eprintln!("benchlab: p99 latency {p99:?} is above --max-p99 {limit:?}");
-            breached = true;
-        }
-    }
-    Ok(if result.partial {
-        Outcome::Interrupted
-    } else if breached {
+    Ok(ending(crate::gate::breached(&results.thresholds), result.partial))
+}
+
+/// How a run of `http` ends: a breach is never hidden by Ctrl-C (exit 3
+/// wins over 130), as `run`'s.
+fn ending(breached: bool, interrupted: bool) -> Outcome {
+    if breached {
         Outcome::Breached
+    } else if interrupted {
+        Outcome::Interrupted
     } else {
         Outcome::Completed
-    })
+    }
 }
 
 /// The message for a counted span below the model's shortest window.
@@ -825,6 +836,7 @@ fn find_peak(
     ramp_up: Duration,
     interrupt: &Interrupt,
     client_cpus: &[usize],
+    thresholds: &[benchlab_report::gates::Threshold],
 ) -> Result<Outcome, CliError> {
     // Short steps need users started before the count begins.
     let ramp_up = if a.ramp_up.is_some() {
@@ -916,16 +928,19 @@ fn find_peak(
         useful_peak_requests_per_sec: useful.map(|p| p.1),
         steps,
     };
+    let mut results = output::results_of(&out).map_err(CliError::CannotRun)?;
+    crate::gate::evaluate(thresholds, &mut results);
+    let gate_lines = crate::gate::lines(&results.thresholds);
     if a.json {
-        println!("{}", output::results_json(&out));
+        println!("{}", output::json_text(&results));
+        eprint!("{gate_lines}");
     } else {
-        print!("{}", peak_table(&out));
+        print!("{}{gate_lines}", peak_table(&out));
     }
-    Ok(if interrupt.is_stopped() {
-        Outcome::Interrupted
-    } else {
-        Outcome::Completed
-    })
+    if let Some(path) = &a.gates.junit {
+        crate::gate::write_junit(path, "benchlab http", &crate::gate::cases(&results.thresholds))?;
+    }
+    Ok(ending(crate::gate::breached(&results.thresholds), interrupt.is_stopped()))
 }
 
 /// The loads of a search in load order, then why it stopped and its peaks.

@@ -1,6 +1,6 @@
 //! The result of `benchlab http`: the human summary, and `--json`'s
 //! one-mix `benchlab.results/1` (the schema every run writes; see
-//! [`results_json`]), both from the same struct, so both always agree.
+//! [`results_of`]), both from the same struct, so both always agree.
 //!
 //! Field names and meanings are those of docs/counting.md; the
 //! docs/http.md documents each one.
@@ -42,31 +42,30 @@ pub fn stdout_failed(e: &std::io::Error) -> ! {
     std::process::exit(exit::CANNOT_RUN.into());
 }
 
-/// `benchlab http --json`: the run (`HttpResult`, or the peak search's
+/// `benchlab http`'s results: the run (`HttpResult`, or the peak search's
 /// steps) as a one-phase `benchlab.results/1` — the one mix of a run, or a
 /// mix per load of `--find-peak` with the phase's search result — through
 /// the loader's own upgrade of what `benchlab.http/1` and
 /// `benchlab.http-peak/1` held, so no figure is lost on the way and
 /// `report` and `compare` read it as they read a suite's results.
-pub fn results_json<T: Serialize>(old_shape: &T) -> String {
-    let upgraded = serde_json::to_value(old_shape)
+/// Dated now.
+pub fn results_of<T: Serialize>(old_shape: &T) -> Result<benchlab_results::Results, String> {
+    let mut r = serde_json::to_value(old_shape)
         .map_err(|e| e.to_string())
-        .and_then(|v| benchlab_results::load::upgrade(v).map_err(|e| e.to_string()));
-    match upgraded {
-        Ok(mut r) => {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0);
-            let ran: f64 = r.mixes.iter().map(|m| m.params.length_s).sum();
-            r.environment.started_unix = (now - ran).max(0.0) as u64;
-            r.environment.cores = sys::usable_cpus();
-            serde_json::to_string_pretty(&r).unwrap_or_default()
-        }
-        // Cannot happen for the shapes this binary writes (a unit test
-        // upgrades both); said rather than printing nothing.
-        Err(e) => format!("{{\"error\": {}}}", serde_json::Value::from(e)),
-    }
+        .and_then(|v| benchlab_results::load::upgrade(v).map_err(|e| e.to_string()))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let ran: f64 = r.mixes.iter().map(|m| m.params.length_s).sum();
+    r.environment.started_unix = (now - ran).max(0.0) as u64;
+    r.environment.cores = sys::usable_cpus();
+    Ok(r)
+}
+
+/// `--json`'s document.
+pub fn json_text(r: &benchlab_results::Results) -> String {
+    serde_json::to_string_pretty(r).unwrap_or_default()
 }
 
 /// Latency figures in microseconds: the same type as in results.json.

@@ -20,6 +20,8 @@ const APPLIES: &[&str] = &[
     "phase-target",
     "repeat",
     "smb-password-file",
+    "threshold",
+    "junit",
     // The suite loop's own (tests/file_suite_lab.rs).
     "monitor-local",
     "monitor-pid",

@@ -451,8 +451,12 @@ fn duration_us(s: &str) -> Result<f64, String> {
 /// A limit or value in the metric's unit, for people.
 pub fn value_text(unit: &str, v: f64) -> String {
     match unit {
-        "us" => humanize_us(v),
-        "percent" => format!("{} %", benchlab_format::percent(v)),
+        "us" => format!("{} µs", benchlab_format::thousands(v.round() as u64)),
+        // Three decimals: a 0.1 % limit needs more than the tables' one.
+        "percent" => {
+            let t = format!("{v:.3}");
+            format!("{} %", t.trim_end_matches('0').trim_end_matches('.'))
+        }
         "errors" => benchlab_format::plural(v as u64, "error", "errors"),
         "Mbit/s" => format!("{} Mbit/s", benchlab_format::mbit_per_sec(v)),
         _ => format!("{} requests/s", benchlab_format::requests_per_sec(v)),
@@ -465,7 +469,7 @@ fn humanize_us(us: f64) -> String {
     } else if us >= 1e3 && (us % 1e2) == 0.0 {
         format!("{}ms", us / 1e3)
     } else {
-        format!("{}µs", benchlab_format::thousands(us as u64))
+        format!("{}us", us as u64)
     }
 }
 
