@@ -50,7 +50,10 @@ impl GateArgs {
 
 /// `--junit FILE`'s directory exists and FILE is not a directory.
 pub fn check_writable(path: &Path) -> Result<(), CliError> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     if !dir.is_dir() {
         return Err(CliError::Usage(format!(
             "--junit {}: the directory {} does not exist",

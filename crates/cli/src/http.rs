@@ -940,7 +940,10 @@ fn find_peak(
     if let Some(path) = &a.gates.junit {
         crate::gate::write_junit(path, "benchlab http", &crate::gate::cases(&results.thresholds))?;
     }
-    Ok(ending(crate::gate::breached(&results.thresholds), interrupt.is_stopped()))
+    Ok(ending(
+        crate::gate::breached(&results.thresholds),
+        interrupt.is_stopped(),
+    ))
 }
 
 /// The loads of a search in load order, then why it stopped and its peaks.

@@ -341,7 +341,12 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
                         &p.phase,
                         "peak",
                         p.peak_check.verdict,
-                        &format!("{} → {} {unit}, {}", rate(p.base_peak), rate(p.new_peak), check_text(&p.peak_check)),
+                        &format!(
+                            "{} → {} {unit}, {}",
+                            rate(p.base_peak),
+                            rate(p.new_peak),
+                            check_text(&p.peak_check)
+                        ),
                         p.peak_not_gated.as_deref(),
                     ),
                     Case::of_check(

@@ -113,7 +113,10 @@ fn run_records_each_threshold_with_its_observed_value_and_exits_3_on_a_breach() 
     // The observed value is the mix's own figure, in the metric's unit.
     let mix = &r["mixes"][0];
     assert_eq!(t[1]["observed"].as_f64(), mix["latency_us"]["p99"].as_f64());
-    assert!(t[1]["observed"].as_f64().unwrap_or(0.0) >= (SLEEP_MS * 1000) as f64, "{t:?}");
+    assert!(
+        t[1]["observed"].as_f64().unwrap_or(0.0) >= (SLEEP_MS * 1000) as f64,
+        "{t:?}"
+    );
     assert_eq!(t[1]["limit"].as_f64(), Some(20_000.0));
     assert_eq!(t[1]["unit"], "us");
     assert_eq!(t[1]["mix"], 1);
@@ -121,10 +124,16 @@ fn run_records_each_threshold_with_its_observed_value_and_exits_3_on_a_breach() 
     assert_eq!(t[3]["observed"].as_f64(), mix["latency_us"]["p50"].as_f64());
     // The terminal and the report say it too.
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("threshold phase:w:p99<20ms (phase:w): FAIL, observed"), "{stdout}");
+    assert!(
+        stdout.contains("threshold phase:w:p99<20ms (phase:w): FAIL, observed"),
+        "{stdout}"
+    );
     assert!(stdout.contains("threshold p99<5s (run): pass"), "{stdout}");
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
-    assert!(html.contains("id=\"thresholds\"") && html.contains("phase:w:p99&lt;20ms"), "no thresholds section");
+    assert!(
+        html.contains("id=\"thresholds\"") && html.contains("phase:w:p99&lt;20ms"),
+        "no thresholds section"
+    );
     // One test case per threshold, one failed.
     let x = std::fs::read_to_string(&junit).expect("the JUnit file");
     assert_eq!(x.matches("<testcase ").count(), 4, "{x}");
@@ -155,11 +164,22 @@ fn run_records_each_threshold_with_its_observed_value_and_exits_3_on_a_breach() 
     assert!(t.iter().all(|t| t["status"] == "pass"), "{t:?}");
 
     let cj = dir.path().join("compare.xml");
-    let o = run_benchlab(&["compare", s(&out), s(&out), "--out", s(&dir.path().join("cmp")), "--junit", s(&cj)]);
+    let o = run_benchlab(&[
+        "compare",
+        s(&out),
+        s(&out),
+        "--out",
+        s(&dir.path().join("cmp")),
+        "--junit",
+        s(&cj),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let x = std::fs::read_to_string(&cj).expect("compare's JUnit file");
     assert_eq!(x.matches("<testcase ").count(), 2, "{x}");
-    assert!(x.contains("name=\"phase w: peak\"") && x.contains("name=\"phase w: p99\""), "{x}");
+    assert!(
+        x.contains("name=\"phase w: peak\"") && x.contains("name=\"phase w: p99\""),
+        "{x}"
+    );
     assert_eq!(x.matches("<failure ").count(), 0, "{x}");
     assert_junit_valid(&cj);
 }
@@ -180,7 +200,10 @@ fn a_bad_threshold_is_a_usage_error_naming_the_flag_before_any_request() {
         let o = run_benchlab(&["run", s(&suite), "--target", &target, "--threshold", expr]);
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{expr}: {e}");
-        assert!(e.contains("--threshold") && e.contains(says) && e.contains("expected"), "{expr}: {e}");
+        assert!(
+            e.contains("--threshold") && e.contains(says) && e.contains("expected"),
+            "{expr}: {e}"
+        );
         let o = run_benchlab(&["http", "--threshold", expr, &target]);
         assert_eq!(o.status.code(), Some(2), "http {expr}: {}", stderr(&o));
     }
@@ -198,7 +221,10 @@ fn a_bad_threshold_is_a_usage_error_naming_the_flag_before_any_request() {
     ]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("--threshold") && e.contains("no phase `static`") && e.contains("w"), "{e}");
+    assert!(
+        e.contains("--threshold") && e.contains("no phase `static`") && e.contains("w"),
+        "{e}"
+    );
     assert!(!out.exists(), "a refused run wrote {}", out.display());
     // --junit with nothing to report is refused by name.
     let o = run_benchlab(&["http", "--junit", s(&dir.path().join("j.xml")), &target]);
@@ -223,8 +249,18 @@ fn interrupted(args: &[&str], after: Duration) -> (Option<i32>, String, String) 
         .expect("kill");
     assert!(kill.success());
     let (mut out, mut err) = (String::new(), String::new());
-    child.stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
-    child.stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("stdout");
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
     let status = child.wait().expect("wait");
     (status.code(), out, err)
 }
@@ -248,7 +284,17 @@ fn ctrl_c_keeps_what_was_measured_as_partial_and_never_hides_a_breach() {
 
     // http: a breach measured before Ctrl-C → 3, still `partial`.
     let (code, out, err) = interrupted(
-        &["http", "-t", "2", "-d", "20s", "--json", "--threshold", "p99<20ms", &url],
+        &[
+            "http",
+            "-t",
+            "2",
+            "-d",
+            "20s",
+            "--json",
+            "--threshold",
+            "p99<20ms",
+            &url,
+        ],
         Duration::from_millis(2000),
     );
     assert_eq!(code, Some(3), "{err}");

@@ -214,7 +214,10 @@ impl Threshold {
             "p50" => (Metric::Latency(Quantile::P50), duration_us(value).map_err(|e| bad(&e))?),
             "p90" => (Metric::Latency(Quantile::P90), duration_us(value).map_err(|e| bad(&e))?),
             "p99" => (Metric::Latency(Quantile::P99), duration_us(value).map_err(|e| bad(&e))?),
-            "p999" | "p99.9" => (Metric::Latency(Quantile::P999), duration_us(value).map_err(|e| bad(&e))?),
+            "p999" | "p99.9" => (
+                Metric::Latency(Quantile::P999),
+                duration_us(value).map_err(|e| bad(&e))?,
+            ),
             "errors" => match value.strip_suffix('%') {
                 Some(p) => {
                     let p = number(p)
@@ -432,9 +435,7 @@ fn number(s: &str) -> Option<f64> {
 
 /// `250ms`, `1.5s`, `800us`/`800µs` → microseconds.
 fn duration_us(s: &str) -> Result<f64, String> {
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (n, unit) = s.split_at(split);
     let scale = match unit.trim() {
         "us" | "µs" => 1.0,
@@ -676,12 +677,21 @@ mod tests {
     #[test]
     fn expressions_parse_into_scope_metric_op_and_limit_in_the_metric_unit() {
         let t = Threshold::parse("p99<250ms").expect("parses");
-        assert_eq!((t.scope.clone(), t.metric, t.op, t.limit), (Scope::Run, Metric::Latency(Quantile::P99), Op::Lt, 250_000.0));
+        assert_eq!(
+            (t.scope.clone(), t.metric, t.op, t.limit),
+            (Scope::Run, Metric::Latency(Quantile::P99), Op::Lt, 250_000.0)
+        );
         let t = Threshold::parse("phase:cgi:bin:p999 <= 1.5s").expect("parses");
         assert_eq!(t.scope, Scope::Phase("cgi:bin".into()));
-        assert_eq!((t.metric, t.op, t.limit), (Metric::Latency(Quantile::P999), Op::Le, 1_500_000.0));
+        assert_eq!(
+            (t.metric, t.op, t.limit),
+            (Metric::Latency(Quantile::P999), Op::Le, 1_500_000.0)
+        );
         let t = Threshold::parse("mix:3:errors<0.1%").expect("parses");
-        assert_eq!((t.scope.clone(), t.metric, t.limit), (Scope::Mix(3), Metric::ErrorRate, 0.1));
+        assert_eq!(
+            (t.scope.clone(), t.metric, t.limit),
+            (Scope::Mix(3), Metric::ErrorRate, 0.1)
+        );
         assert_eq!(Threshold::parse("errors<10").expect("parses").metric, Metric::Errors);
         let t = Threshold::parse("peak_rps>40000").expect("parses");
         assert_eq!((t.metric, t.op, t.limit), (Metric::PeakRps, Op::Gt, 40_000.0));
@@ -705,22 +715,41 @@ mod tests {
             ("<5", "no metric"),
         ] {
             let e = Threshold::parse(bad).expect_err(bad);
-            assert!(e.contains(says) && e.contains("expected [phase:NAME:|mix:N:]METRIC OP VALUE"), "{bad}: {e}");
+            assert!(
+                e.contains(says) && e.contains("expected [phase:NAME:|mix:N:]METRIC OP VALUE"),
+                "{bad}: {e}"
+            );
         }
     }
 
     #[test]
     fn a_per_mix_figure_is_the_worst_mix_and_errors_sum_over_the_scope() {
-        let r = results(&[(1, "a", 1000, 0, 100.0, 2_000), (2, "a", 900, 100, 90.0, 9_000), (3, "b", 500, 0, 50.0, 1_000)]);
+        let r = results(&[
+            (1, "a", 1000, 0, 100.0, 2_000),
+            (2, "a", 900, 100, 90.0, 9_000),
+            (3, "b", 500, 0, 50.0, 1_000),
+        ]);
         let t = Threshold::parse("p99<5ms").expect("parses").evaluate(&r);
-        assert_eq!((t.observed, t.mix, t.status), (Some(9_000.0), Some(2), ThresholdStatus::Fail));
+        assert_eq!(
+            (t.observed, t.mix, t.status),
+            (Some(9_000.0), Some(2), ThresholdStatus::Fail)
+        );
         let t = Threshold::parse("phase:b:p99<5ms").expect("parses").evaluate(&r);
-        assert_eq!((t.observed, t.mix, t.status), (Some(1_000.0), Some(3), ThresholdStatus::Pass));
+        assert_eq!(
+            (t.observed, t.mix, t.status),
+            (Some(1_000.0), Some(3), ThresholdStatus::Pass)
+        );
         assert_eq!(t.scope, "phase:b");
         let t = Threshold::parse("rps>=60").expect("parses").evaluate(&r);
-        assert_eq!((t.observed, t.mix, t.status), (Some(50.0), Some(3), ThresholdStatus::Fail));
+        assert_eq!(
+            (t.observed, t.mix, t.status),
+            (Some(50.0), Some(3), ThresholdStatus::Fail)
+        );
         let t = Threshold::parse("peak_rps>99").expect("parses").evaluate(&r);
-        assert_eq!((t.observed, t.mix, t.status), (Some(100.0), Some(1), ThresholdStatus::Pass));
+        assert_eq!(
+            (t.observed, t.mix, t.status),
+            (Some(100.0), Some(1), ThresholdStatus::Pass)
+        );
         let t = Threshold::parse("errors<100").expect("parses").evaluate(&r);
         assert_eq!((t.observed, t.status), (Some(100.0), ThresholdStatus::Fail));
         // 100 failed of 2,500 completed: 4 %.
@@ -738,17 +767,32 @@ mod tests {
         assert!(t.note.contains("no successful request"), "{}", t.note);
         // The old --max-p99 spelling is the same threshold.
         let t = Threshold::max_p99(std::time::Duration::from_secs(1)).evaluate(&r);
-        assert_eq!((t.status, t.expression.as_str()), (ThresholdStatus::Fail, "--max-p99 1s"));
+        assert_eq!(
+            (t.status, t.expression.as_str()),
+            (ThresholdStatus::Fail, "--max-p99 1s")
+        );
     }
 
     #[test]
     fn scopes_are_checked_against_the_suite_before_a_run() {
         let phases = ["static".to_string()];
-        assert!(Threshold::parse("phase:static:p99<1s").expect("p").check_scope(&phases, Some(2)).is_ok());
-        let e = Threshold::parse("phase:cgi:p99<1s").expect("p").check_scope(&phases, Some(2)).expect_err("no such phase");
+        assert!(Threshold::parse("phase:static:p99<1s")
+            .expect("p")
+            .check_scope(&phases, Some(2))
+            .is_ok());
+        let e = Threshold::parse("phase:cgi:p99<1s")
+            .expect("p")
+            .check_scope(&phases, Some(2))
+            .expect_err("no such phase");
         assert!(e.contains("no phase `cgi`") && e.contains("static"), "{e}");
-        assert!(Threshold::parse("mix:3:p99<1s").expect("p").check_scope(&phases, Some(2)).is_err());
-        assert!(Threshold::parse("mix:3:p99<1s").expect("p").check_scope(&phases, None).is_ok());
+        assert!(Threshold::parse("mix:3:p99<1s")
+            .expect("p")
+            .check_scope(&phases, Some(2))
+            .is_err());
+        assert!(Threshold::parse("mix:3:p99<1s")
+            .expect("p")
+            .check_scope(&phases, None)
+            .is_ok());
     }
 
     #[test]
@@ -761,8 +805,14 @@ mod tests {
         ];
         let cases: Vec<Case> = evaluate_all(&ts, &r).iter().map(Case::of_threshold).collect();
         let x = junit_xml("benchlab run s", &cases);
-        assert!(x.contains("<testsuites name=\"benchlab run s\" tests=\"3\" failures=\"1\" errors=\"0\">"), "{x}");
-        assert!(x.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""), "{x}");
+        assert!(
+            x.contains("<testsuites name=\"benchlab run s\" tests=\"3\" failures=\"1\" errors=\"0\">"),
+            "{x}"
+        );
+        assert!(
+            x.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+            "{x}"
+        );
         assert!(x.contains("name=\"p99&lt;1ms [run]\""), "{x}");
         assert_eq!(x.matches("<failure ").count(), 1);
         assert_eq!(xml_escape("a\u{1}b&"), "a\u{FFFD}b&amp;");
