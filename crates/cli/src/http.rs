@@ -6,13 +6,13 @@ use crate::args::{self, WeightedUrl};
 use crate::output;
 use crate::{CliError, Outcome};
 use benchlab_controller::peak::{PeakSearch, SearchLimits, Step, StepKind};
-use benchlab_results::{PhaseSearchResult, SearchStepResult};
 use benchlab_controller::plan::{ClientPlan as DataPlan, UrlList};
 use benchlab_controller::{drive_mix, ClientCpu, ClientEnd, ClientPool, HttpRun, InProcess};
 use benchlab_engine::{
     probe_from, sys, Arrival, ClassPlan, ClientPlan, ConnectionPolicy, Expect, H2Plan, Load, OpenLoop, PlanError,
     Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
+use benchlab_results::{PhaseSearchResult, SearchStepResult};
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -577,7 +577,11 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     } else {
         print!("{}{gate_lines}", output::human(m));
     }
-    let agents_of = m.http_command.as_ref().map(|c| c.clients.as_slice()).unwrap_or_default();
+    let agents_of = m
+        .http_command
+        .as_ref()
+        .map(|c| c.clients.as_slice())
+        .unwrap_or_default();
     for (c, at) in m.client_data.iter().zip(agents_of) {
         if let Some(why) = &c.lost {
             eprintln!(
@@ -596,7 +600,11 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         eprintln!(
             "benchlab: {} failed; the first: {why}",
             benchlab_format::plural(
-                m.figures.errors.get(benchlab_engine::ErrorKind::Tls.name()).copied().unwrap_or(0),
+                m.figures
+                    .errors
+                    .get(benchlab_engine::ErrorKind::Tls.name())
+                    .copied()
+                    .unwrap_or(0),
                 "TLS handshake",
                 "TLS handshakes"
             )
@@ -738,7 +746,13 @@ fn run_once(
         ClientCpu::measure(user, system, wall, cores.min(sys::usable_cpus()).max(1), done)
     } else {
         let cores = os_threads.min(sys::usable_cpus()).max(1);
-        let cpu = ClientCpu::measure(cpu1.0.saturating_sub(cpu0.0), cpu1.1.saturating_sub(cpu0.1), wall, cores, done);
+        let cpu = ClientCpu::measure(
+            cpu1.0.saturating_sub(cpu0.0),
+            cpu1.1.saturating_sub(cpu0.1),
+            wall,
+            cores,
+            done,
+        );
         // A server on this machine (a loopback URL) shares its CPUs.
         let co_located = plan.urls.iter().any(|u| u.target.addr.ip().is_loopback());
         cpu.with_machine(machine_busy, co_located)
@@ -882,7 +896,13 @@ fn find_peak(
         let os_threads = os_threads_max.min(p.virtual_users as usize);
         let (mut result, _) = run_once(&InProcess::default(), &p, 1, os_threads, false, interrupt)?;
         let f = &result.figures;
-        search.record(Step::of(load, f.requests_per_sec, f.latency_us.p99, f.requests, f.errors_total));
+        search.record(Step::of(
+            load,
+            f.requests_per_sec,
+            f.latency_us.p99,
+            f.requests,
+            f.errors_total,
+        ));
         let step = steps.len() as u32 + 1;
         if !a.json {
             eprintln!(

@@ -379,6 +379,7 @@ mod tests {
     use super::*;
     use benchlab_engine::{ClassPlan, OpenLoop, Target, UrlPlan};
     use std::sync::Arc;
+    use std::time::Duration;
 
     fn plan(urls: usize, users: u32, os_threads: usize) -> ClientPlan {
         let target = Target::parse("http://127.0.0.1:8080/a").expect("a URL");

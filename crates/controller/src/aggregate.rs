@@ -717,6 +717,64 @@ mod fake_clients {
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     }
 
+    /// `benchlab http`'s mix is the fold a suite's mix is: the same
+    /// totals, series and histograms from the same clients, its rows only
+    /// with agents (in-process it has none).
+    #[test]
+    fn http_mix_folds_its_clients_as_a_suite_mix_does() {
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| second(n, &range(1, 100), 0)).collect()),
+                Script::runs((0..4).map(|n| second(n, &range(1000, 1049), 1)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let plans = plans(2);
+        let driven = drive_mix(
+            &pool,
+            &plans,
+            WINDOW,
+            SystemTime::now(),
+            &AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .expect("runs");
+        let suite = mix_result(&mix(2), "p", &phase(), &plans, &driven);
+        let mut engine = plans[0].to_engine(Vec::new().into(), phase().classes);
+        // The run's plan: both clients' users, counted after a 1 s ramp-up.
+        engine.virtual_users = 4;
+        engine.stop = Stop::After(WINDOW.1);
+        let run = |agents| {
+            http_mix(&HttpRun {
+                number: 1,
+                plan: &engine,
+                clients: &plans,
+                driven: &driven,
+                partial: false,
+                client_cpu: ClientCpu::default(),
+                os_threads: 1,
+                agents,
+            })
+        };
+        let h = run(Some(&[]));
+        assert_eq!(h.window_s, suite.window_s);
+        assert_eq!(h.figures, suite.figures);
+        assert_eq!((h.figures.requests, h.figures.errors_total), (300, 2));
+        assert_eq!(h.per_second, suite.per_second);
+        assert_eq!(h.histograms, suite.histograms);
+        assert_eq!(h.client_data, suite.client_data);
+        assert_eq!((h.phase.as_str(), h.threads, h.clients), ("http", 4, 2));
+        assert_eq!(h.classes[0].figures, suite.classes[0].figures);
+        let cmd = h.http_command.as_ref().expect("http_command");
+        assert_eq!(cmd.mode, "closed");
+        assert_eq!(cmd.seconds_body_bytes.len(), h.per_second.len());
+        assert_eq!(cmd.clients.iter().map(|c| c.threads).collect::<Vec<_>>(), [2, 2]);
+        // In this process: one client's run has no rows.
+        let local = run(None);
+        assert!(local.client_data.is_empty() && local.http_command.expect("command").clients.is_empty());
+        assert_eq!(local.figures, suite.figures);
+    }
+
     #[test]
     fn a_second_waits_for_every_running_client_but_not_a_finished_one() {
         let mut m = SecondMerger::new(2, WINDOW);
