@@ -796,6 +796,25 @@ mod tests {
     }
 
     #[test]
+    fn a_compare_check_fails_only_on_a_gated_regression() {
+        let case = |v, not_gated| Case::of_check("static", "peak", v, "1,000 → 800 requests/s", not_gated).outcome;
+        assert!(
+            matches!(case(Verdict::Regressed, None), CaseOutcome::Failed(m) if m.contains("peak regressed: 1,000 → 800"))
+        );
+        assert_eq!(
+            case(Verdict::Regressed, Some("client-bound")),
+            CaseOutcome::Skipped("not gated: client-bound".into())
+        );
+        assert_eq!(case(Verdict::Improved, None), CaseOutcome::Passed);
+        assert_eq!(case(Verdict::Unchanged, None), CaseOutcome::Passed);
+        let c = Case::of_check("static", "p99", Verdict::Unchanged, "x", None);
+        assert_eq!(
+            (c.classname.as_str(), c.name.as_str()),
+            ("benchlab.compare", "phase static: p99")
+        );
+    }
+
+    #[test]
     fn junit_counts_failures_and_escapes_names() {
         let r = results(&[(1, "a<&>\"", 1000, 0, 100.0, 2_000)]);
         let ts = [
