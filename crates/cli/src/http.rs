@@ -3,17 +3,17 @@
 
 pub use crate::args::HttpMode;
 use crate::args::{self, WeightedUrl};
-use crate::output::{self, HttpResult};
+use crate::output;
 use crate::{CliError, Outcome};
 use benchlab_controller::peak::{PeakSearch, SearchLimits, Step, StepKind};
 use benchlab_controller::plan::{ClientPlan as DataPlan, UrlList};
-use benchlab_controller::{drive_mix, ClientEnd, ClientPool, InProcess};
+use benchlab_controller::{drive_mix, ClientCpu, ClientEnd, ClientPool, HttpRun, InProcess};
 use benchlab_engine::{
     probe_from, sys, Arrival, ClassPlan, ClientPlan, ConnectionPolicy, Expect, H2Plan, Load, OpenLoop, PlanError,
     Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
+use benchlab_results::{PhaseSearchResult, SearchStepResult};
 use clap::{Args, ValueEnum};
-use serde::Serialize;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -52,8 +52,9 @@ time (a stall is not hidden), and the latency as sent is shown beside it \
 (wrk2's -R).
 
 Exit status: 0 the run completed (whatever the server did); 1 the run could \
-not be done (preflight failed, system limits); 2 bad usage; 3 a --max-* \
-threshold was breached.")]
+not be done (preflight failed, system limits); 2 bad usage; 3 a --threshold \
+(or --max-*) was breached, also when Ctrl-C stopped the run; 130 Ctrl-C \
+stopped the run (what it measured is printed, `partial`).")]
 // --find-peak's flag group is `run`'s too, whose help speaks of a suite's
 // mixes; `http` grows its own virtual users, and says so.
 #[command(mut_arg("find_peak", |a| a.help(
@@ -194,13 +195,17 @@ pub struct HttpArgs {
     #[arg(long)]
     json: bool,
 
-    /// Exit 3 when errors exceed this share of completed requests.
+    /// Exit 3 when errors exceed this share of completed requests (the
+    /// threshold `errors<=PCT%`).
     #[arg(long, value_parser = args::percent_f64, value_name = "PCT")]
     max_error_rate: Option<f64>,
 
-    /// Exit 3 when the p99 latency exceeds this.
+    /// Exit 3 when the p99 latency exceeds this (the threshold `p99<=DUR`).
     #[arg(long, value_parser = args::duration, value_name = "DUR")]
     max_p99: Option<Duration>,
+
+    #[command(flatten)]
+    gates: crate::gate::GateArgs,
 
     /// Seed of the URL and connection draws (a run is reproducible).
     #[arg(long, default_value_t = 1)]
@@ -256,6 +261,18 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     if a.threads == 0 {
         return Err(usage("--threads must be at least 1".into()));
     }
+    // The old --max-* flags are spellings of thresholds: one mechanism.
+    let mut thresholds = a.gates.thresholds.clone();
+    thresholds.extend(a.max_p99.map(benchlab_report::gates::Threshold::max_p99));
+    thresholds.extend(a.max_error_rate.map(benchlab_report::gates::Threshold::max_error_rate));
+    for t in &a.gates.thresholds {
+        t.check_scope(
+            &[benchlab_results::load::HTTP_PHASE.to_string()],
+            search.is_none().then_some(1),
+        )
+        .map_err(|e| usage(format!("--threshold {e}")))?;
+    }
+    a.gates.check(thresholds.len())?;
     let http2 = if a.http == HttpMode::Http2 {
         if a.streams == 0 || a.connections == Some(0) {
             return Err(usage("--connections and --streams must be at least 1".into()));
@@ -535,7 +552,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     // reported.
     crate::agent_cmd::on_ctrl_c(move || i2.stop());
     if let Some(limits) = search {
-        return find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus);
+        return find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus, &thresholds);
     }
     let live = !a.json && std::io::stderr().is_terminal();
     // After the preflight: a target that does not answer keeps no agent
@@ -545,71 +562,75 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         Some(p) => Arc::clone(p) as Arc<dyn ClientPool>,
         None => Arc::new(InProcess::default()),
     };
-    let (mut result, report) = run_once(pool.as_ref(), &plan, clients, os_threads, live, &interrupt)?;
-    result.client_cpus = client_cpus;
+    let (mix, notes) = run_once(pool.as_ref(), &plan, clients, os_threads, live, &interrupt)?;
     // As `run`: a stopped run keeps what it measured, says so, exits 130.
-    result.partial = interrupt.is_stopped();
+    let partial = mix.partial;
+    let mut results = output::dated(benchlab_controller::http_results(vec![mix], client_cpus));
+    crate::gate::evaluate(&thresholds, &mut results);
+    let gate_lines = crate::gate::lines(&results.thresholds);
+    let Some(m) = results.mixes.first() else {
+        return Err(CliError::CannotRun("no mix was measured".into()));
+    };
     if a.json {
-        println!("{}", output::results_json(&result));
+        println!("{}", output::json_text(&results));
+        // On stderr, so --json output stays one document.
+        eprint!("{gate_lines}");
     } else {
-        print!("{}", output::human(&result));
+        print!("{}{gate_lines}", output::human(m));
     }
-    for c in &result.clients {
+    let agents_of = m
+        .http_command
+        .as_ref()
+        .map(|c| c.clients.as_slice())
+        .unwrap_or_default();
+    for (c, at) in m.client_data.iter().zip(agents_of) {
         if let Some(why) = &c.lost {
             eprintln!(
                 "benchlab: warning: client {} (agent {}) was lost ({why}): its figures are apart, not in the totals",
-                c.client, c.agent
+                c.client, at.agent
             );
         }
     }
-    if report.threads_lost > 0 {
+    if notes.threads_lost > 0 {
         eprintln!(
             "benchlab: {} ended abnormally (a benchlab bug, please report it); its figures are missing",
-            benchlab_format::plural(report.threads_lost as u64, "worker thread", "worker threads")
+            benchlab_format::plural(notes.threads_lost as u64, "worker thread", "worker threads")
         );
     }
-    if let Some(why) = &report.tls_error {
+    if let Some(why) = &notes.tls_error {
         eprintln!(
             "benchlab: {} failed; the first: {why}",
             benchlab_format::plural(
-                result.errors.get(benchlab_engine::ErrorKind::Tls),
+                m.figures
+                    .errors
+                    .get(benchlab_engine::ErrorKind::Tls.name())
+                    .copied()
+                    .unwrap_or(0),
                 "TLS handshake",
                 "TLS handshakes"
             )
         );
     }
     // On stderr in both modes, so --json output stays one document.
-    for w in &result.warnings {
+    for w in &m.warnings {
         eprintln!("benchlab: warning: {w}");
     }
+    if let Some(path) = &a.gates.junit {
+        crate::gate::write_junit(path, "benchlab http", &crate::gate::cases(&results.thresholds))?;
+    }
+    Ok(ending(crate::gate::breached(&results.thresholds), partial))
+}
 
-    let mut breached = false;
-    if let Some(limit) = a.max_error_rate {
-        let done = result.requests + result.errors_total;
-        let rate = if done == 0 {
-            0.0
-        } else {
-            result.errors_total as f64 * 100.0 / done as f64
-        };
-        if rate > limit {
-            eprintln!("benchlab: error rate {rate:.3} % is above --max-error-rate {limit} %");
-            breached = true;
-        }
-    }
-    if let Some(limit) = a.max_p99 {
-        let p99 = Duration::from_micros(result.latency_us.p99);
-        if p99 > limit || (result.requests == 0 && result.errors_total > 0) {
-            eprintln!("benchlab: p99 latency {p99:?} is above --max-p99 {limit:?}");
-            breached = true;
-        }
-    }
-    Ok(if result.partial {
-        Outcome::Interrupted
-    } else if breached {
+/// How a run of `http` ends: a breach is never hidden by Ctrl-C (exit 3
+/// wins over 130), as `run`'s.
+fn ending(breached: bool, interrupted: bool) -> Outcome {
+    if breached {
         Outcome::Breached
+    } else if interrupted {
+        Outcome::Interrupted
     } else {
         Outcome::Completed
-    })
+    }
 }
 
 /// The message for a counted span below the model's shortest window.
@@ -637,11 +658,19 @@ impl Interrupt {
     }
 }
 
+/// What a run said besides its mix: worker threads that ended abnormally
+/// and the first TLS failure, for the terminal.
+struct RunNotes {
+    threads_lost: usize,
+    tls_error: Option<String>,
+}
+
 /// Runs `plan` once through the controller's client seam (the plan as
 /// data, a wall-clock start, the same driving loop as a suite's mixes),
-/// split over `clients` clients of `pool`: the result (the generator's CPU
-/// and the machine's included) and the clients' reports merged into one.
-/// `live`: a line per second on stderr.
+/// split over `clients` clients of `pool`, and folds what they measured
+/// into its mix as the controller folds a suite's (`http_mix`: the
+/// generator's CPU and the machine's included). `live`: a line per second
+/// on stderr.
 fn run_once(
     pool: &dyn ClientPool,
     plan: &ClientPlan,
@@ -649,7 +678,7 @@ fn run_once(
     os_threads: usize,
     live: bool,
     interrupt: &Interrupt,
-) -> Result<(HttpResult, benchlab_engine::ClientReport), CliError> {
+) -> Result<(benchlab_results::MixResult, RunNotes), CliError> {
     let cannot = |e: &dyn std::fmt::Display| CliError::CannotRun(e.to_string());
     let urls = Arc::new(UrlList::of_engine(&plan.urls, &plan.classes, &plan.requests));
     pool.load_urls(&urls).map_err(|e| cannot(&e))?;
@@ -685,8 +714,7 @@ fn run_once(
         eprintln!();
     }
     let reports: Vec<&benchlab_engine::ClientReport> = driven.reports().collect();
-    let report = match driven.clients.as_slice() {
-        [ClientEnd::Finished(r)] => r.clone(),
+    match driven.clients.as_slice() {
         [ClientEnd::Lost { why, .. }] => return Err(CliError::CannotRun(format!("the client was lost: {why}"))),
         [] => return Err(CliError::CannotRun("no client ran".into())),
         _ if reports.is_empty() => {
@@ -694,38 +722,61 @@ fn run_once(
                 "every client was lost; nothing was measured (see the lines above)".into(),
             ))
         }
-        _ => output::merge_reports(&reports, &driven.seconds),
-    };
+        _ => {}
+    }
     let cpu1 = sys::cpu_time(false);
     let machine_busy = machine0
         .zip(benchlab_controller::machine::CpuTicks::now())
         .and_then(|(a, b)| a.busy_share(b));
     let wall = started.elapsed();
-    let peaks: Vec<u64> = reports.iter().map(|r| r.peak_connections).collect();
-    let result = if remote_clients(pool) {
+    // Every completion, ramp-up included, as the CPU is.
+    let done: u64 = reports
+        .iter()
+        .map(|r| {
+            let t = r.stats.total();
+            t.counters.requests + t.counters.errors_total()
+        })
+        .sum();
+    let remote = remote_clients(pool);
+    let agents = pool.agents();
+    let client_cpu = if remote {
         // The load's CPU is the agents' worker threads', not this process's.
         let user = reports.iter().map(|r| r.cpu_user).sum();
         let system = reports.iter().map(|r| r.cpu_system).sum();
-        let cores = plans.iter().map(|p| p.os_threads.min(p.slots() as usize)).sum();
-        let mut r = HttpResult::new(
-            plan,
-            &report,
-            &peaks,
-            cores,
-            (Duration::ZERO, Duration::ZERO),
-            (user, system),
-            wall,
-        );
-        r.clients = output::client_rows(&plans, &driven, &pool.agents(), r.duration_s);
-        r
+        let cores: usize = plans.iter().map(|p| p.os_threads.min(p.slots() as usize)).sum();
+        ClientCpu::measure(user, system, wall, cores.min(sys::usable_cpus()).max(1), done)
     } else {
-        let mut r = HttpResult::new(plan, &report, &peaks, os_threads, cpu0, cpu1, wall);
+        let cores = os_threads.min(sys::usable_cpus()).max(1);
+        let cpu = ClientCpu::measure(
+            cpu1.0.saturating_sub(cpu0.0),
+            cpu1.1.saturating_sub(cpu0.1),
+            wall,
+            cores,
+            done,
+        );
         // A server on this machine (a loopback URL) shares its CPUs.
         let co_located = plan.urls.iter().any(|u| u.target.addr.ip().is_loopback());
-        r.client_cpu = r.client_cpu.clone().with_machine(machine_busy, co_located);
-        r
+        cpu.with_machine(machine_busy, co_located)
     };
-    Ok((result, report))
+    let notes = RunNotes {
+        threads_lost: reports.iter().map(|r| r.threads_lost).sum(),
+        tls_error: reports.iter().find_map(|r| r.tls_error.clone()),
+    };
+    let mix = benchlab_controller::http_mix(&HttpRun {
+        number: 1,
+        plan,
+        clients: &data,
+        driven: &driven,
+        partial: interrupt.is_stopped(),
+        client_cpu,
+        os_threads: if remote {
+            plans.iter().map(|p| p.os_threads.min(p.slots() as usize)).sum()
+        } else {
+            os_threads
+        },
+        agents: remote.then_some(agents.as_slice()),
+    });
+    Ok((mix, notes))
 }
 
 /// Whether the pool's clients run on agents (they list themselves).
@@ -785,37 +836,6 @@ fn client_plans(plan: &ClientPlan, clients: usize) -> Vec<ClientPlan> {
         .collect()
 }
 
-/// One load of `http --find-peak` and how the search came to run it.
-#[derive(Debug, Serialize)]
-struct PeakStep {
-    step: u32,
-    kind: StepKind,
-    #[serde(flatten)]
-    result: HttpResult,
-}
-
-/// `benchlab http --find-peak`'s search, the shape `benchlab.http-peak/1`
-/// had (`--json` prints it upgraded to `benchlab.results/1`).
-#[derive(Debug, Serialize)]
-struct PeakSearchJson {
-    schema: &'static str,
-    tolerance_percent: f64,
-    max_p99_us: u64,
-    max_error_percent: f64,
-    max_threads: u64,
-    step_duration_s: f64,
-    ramp_up_s: f64,
-    /// Why growing stopped; empty when interrupted.
-    stopped: String,
-    /// Virtual users of the peak and the useful peak (within both limits).
-    peak_threads: Option<u64>,
-    peak_requests_per_sec: Option<f64>,
-    useful_peak_threads: Option<u64>,
-    useful_peak_requests_per_sec: Option<f64>,
-    /// Every load run, in load order.
-    steps: Vec<PeakStep>,
-}
-
 /// `http --find-peak`: the plan run at the loads [`PeakSearch`] picks, each
 /// for its ramp-up (users started, not counted) and --step-duration; a line
 /// per load as it ends, then the loads in load order and the peaks.
@@ -826,6 +846,7 @@ fn find_peak(
     ramp_up: Duration,
     interrupt: &Interrupt,
     client_cpus: &[usize],
+    thresholds: &[benchlab_report::gates::Threshold],
 ) -> Result<Outcome, CliError> {
     // Short steps need users started before the count begins.
     let ramp_up = if a.ramp_up.is_some() {
@@ -851,7 +872,7 @@ fn find_peak(
         );
     }
     let mut search = PeakSearch::new(u64::from(a.threads), limits.clone());
-    let mut steps: Vec<PeakStep> = Vec::new();
+    let mut steps: Vec<benchlab_results::MixResult> = Vec::new();
     let os_threads_max = plan.os_threads;
     while let Some((load, kind)) = search.next_load() {
         if interrupt.is_stopped() {
@@ -875,13 +896,13 @@ fn find_peak(
         }
         let os_threads = os_threads_max.min(p.virtual_users as usize);
         let (mut result, _) = run_once(&InProcess::default(), &p, 1, os_threads, false, interrupt)?;
-        result.client_cpus = client_cpus.to_vec();
+        let f = &result.figures;
         search.record(Step::of(
             load,
-            result.requests_per_sec,
-            result.latency_us.p99,
-            result.requests,
-            result.errors_total,
+            f.requests_per_sec,
+            f.latency_us.p99,
+            f.requests,
+            f.errors_total,
         ));
         let step = steps.len() as u32 + 1;
         if !a.json {
@@ -889,48 +910,62 @@ fn find_peak(
                 "search step {step} ({}): {} → {} req/s, p99 {} µs, {}",
                 crate::run_cmd::search_kind(kind),
                 output::plural(load, "virtual user", "virtual users"),
-                output::requests_per_sec(result.requests_per_sec),
-                output::thousands(result.latency_us.p99),
-                output::plural(result.errors_total, "error", "errors")
+                output::requests_per_sec(f.requests_per_sec),
+                output::thousands(f.latency_us.p99),
+                output::plural(f.errors_total, "error", "errors")
             );
         }
         for w in &result.warnings {
             eprintln!("benchlab: warning: {} virtual users: {w}", load);
         }
-        steps.push(PeakStep { step, kind, result });
+        result.search = Some(SearchStepResult { step, kind });
+        steps.push(result);
     }
-    let at = |i: Option<usize>| i.map(|i| (search.steps()[i].load, search.steps()[i].rate));
-    let (peak, useful) = (at(search.peak()), at(search.useful_peak()));
-    steps.sort_by_key(|s| (s.result.threads, s.step));
-    let out = PeakSearchJson {
-        schema: "benchlab.http-peak/1",
+    // The loads in load order, each a mix numbered so.
+    steps.sort_by_key(|m| (m.threads, m.search.as_ref().map_or(0, |s| s.step)));
+    for (i, m) in steps.iter_mut().enumerate() {
+        m.mix = i + 1;
+    }
+    let mix_of = |i: Option<usize>| {
+        i.and_then(|i| steps.iter().find(|m| m.threads == search.steps()[i].load))
+            .map(|m| (m.mix, m.figures.requests_per_sec))
+    };
+    let (peak, useful) = (mix_of(search.peak()), mix_of(search.useful_peak()));
+    let phase_search = PhaseSearchResult {
+        start_threads_per_client: u64::from(a.threads),
         tolerance_percent: limits.tolerance * 100.0,
         max_p99_us: limits.max_p99_us,
         max_error_percent: limits.max_error_share * 100.0,
-        max_threads: limits.max_load,
-        step_duration_s: a.step_duration.as_secs_f64(),
-        ramp_up_s: ramp_up.as_secs_f64(),
+        max_threads_per_client: limits.max_load,
         stopped: search.stop_reason().unwrap_or_default().to_string(),
-        peak_threads: peak.map(|p| p.0),
+        peak_mix: peak.map(|p| p.0),
         peak_requests_per_sec: peak.map(|p| p.1),
-        useful_peak_threads: useful.map(|p| p.0),
+        useful_peak_mix: useful.map(|p| p.0),
         useful_peak_requests_per_sec: useful.map(|p| p.1),
-        steps,
     };
-    if a.json {
-        println!("{}", output::results_json(&out));
-    } else {
-        print!("{}", peak_table(&out));
+    let mut results = output::dated(benchlab_controller::http_results(steps, client_cpus.to_vec()));
+    for ph in &mut results.phases {
+        ph.search = Some(phase_search.clone());
     }
-    Ok(if interrupt.is_stopped() {
-        Outcome::Interrupted
+    crate::gate::evaluate(thresholds, &mut results);
+    let gate_lines = crate::gate::lines(&results.thresholds);
+    if a.json {
+        println!("{}", output::json_text(&results));
+        eprint!("{gate_lines}");
     } else {
-        Outcome::Completed
-    })
+        print!("{}{gate_lines}", peak_table(&results));
+    }
+    if let Some(path) = &a.gates.junit {
+        crate::gate::write_junit(path, "benchlab http", &crate::gate::cases(&results.thresholds))?;
+    }
+    Ok(ending(
+        crate::gate::breached(&results.thresholds),
+        interrupt.is_stopped(),
+    ))
 }
 
 /// The loads of a search in load order, then why it stopped and its peaks.
-fn peak_table(r: &PeakSearchJson) -> String {
+fn peak_table(r: &benchlab_results::Results) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(
@@ -938,41 +973,45 @@ fn peak_table(r: &PeakSearchJson) -> String {
         "\n{:>8} {:>12} {:>9} {:>9} {:>9} {:>8}  search",
         "threads", "requests/s", "MB/s", "p50 µs", "p99 µs", "errors"
     );
-    for s in &r.steps {
-        let x = &s.result;
+    for m in &r.mixes {
+        let x = &m.figures;
+        let (step, kind) = m.search.as_ref().map_or((0, StepKind::Grow), |s| (s.step, s.kind));
         let _ = writeln!(
             o,
             "{:>8} {:>12} {:>9} {:>9} {:>9} {:>8}  step {} ({})",
-            output::thousands(x.threads.into()),
+            output::thousands(m.threads),
             output::requests_per_sec(x.requests_per_sec),
             output::mbytes_per_sec(x.bytes_per_sec),
             output::thousands(x.latency_us.p50),
             output::thousands(x.latency_us.p99),
             output::thousands(x.errors_total),
-            s.step,
-            crate::run_cmd::search_kind(s.kind)
+            step,
+            crate::run_cmd::search_kind(kind)
         );
     }
-    let at = |p: Option<(u64, f64)>| match p {
-        Some((t, rate)) => format!(
+    let Some(s) = r.phases.first().and_then(|p| p.search.as_ref()) else {
+        return o;
+    };
+    let at = |mix: Option<usize>, rate: Option<f64>| match (mix.and_then(|n| r.mixes.get(n - 1)), rate) {
+        (Some(m), Some(rate)) => format!(
             "{} requests/s at {}",
             output::requests_per_sec(rate),
-            output::plural(t, "virtual user", "virtual users")
+            output::plural(m.threads, "virtual user", "virtual users")
         ),
-        None => "none".into(),
+        _ => "none".into(),
     };
     let _ = writeln!(
         o,
         "peak search: {}; peak {}; useful peak (p99 ≤ {} ms, errors ≤ {} %) {}",
-        if r.stopped.is_empty() {
+        if s.stopped.is_empty() {
             "interrupted"
         } else {
-            &r.stopped
+            &s.stopped
         },
-        at(r.peak_threads.zip(r.peak_requests_per_sec)),
-        r.max_p99_us as f64 / 1000.0,
-        r.max_error_percent,
-        at(r.useful_peak_threads.zip(r.useful_peak_requests_per_sec))
+        at(s.peak_mix, s.peak_requests_per_sec),
+        s.max_p99_us as f64 / 1000.0,
+        s.max_error_percent,
+        at(s.useful_peak_mix, s.useful_peak_requests_per_sec)
     );
     o
 }

@@ -18,6 +18,7 @@ mod args;
 mod demo_cmd;
 mod file_cmd;
 mod fileset_cmd;
+mod gate;
 mod http;
 mod kube_cmd;
 mod lab_cmd;
@@ -93,7 +94,8 @@ enum Command {
 pub enum Outcome {
     /// The run completed (whatever the server did): exit 0.
     Completed,
-    /// A `--max-*` threshold was breached: exit 3.
+    /// A `--threshold` (or `http`'s `--max-*`) was breached, also in a
+    /// run stopped by Ctrl-C: exit 3.
     Breached,
     /// Ctrl-C stopped the run; what was measured is kept: exit 130.
     Interrupted,

@@ -3,6 +3,7 @@
 //! and exits 3 on a regression, the check a CI pipeline runs.
 
 use crate::{CliError, Outcome};
+use benchlab_report::gates::Case;
 use benchlab_report::{
     check_text, compare_runs_at, load_run, unique_labels, write_reports, P99Basis, ReportOptions, Run,
 };
@@ -108,6 +109,12 @@ pub struct CompareArgs {
     /// Where report.html and report.xlsx go [default: NEW/compare].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+
+    /// Write a JUnit XML file with a test case per phase and figure
+    /// compared (peak, p99): a regression fails its case, a mix that
+    /// gates nothing skips it.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 
     #[command(flatten)]
     analysis: AnalysisArgs,
@@ -243,6 +250,9 @@ pub fn report(a: ReportArgs) -> Result<Outcome, CliError> {
 }
 
 pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
+    if let Some(path) = &a.junit {
+        crate::gate::check_writable(path)?;
+    }
     let mut base = load(&a.base)?;
     let mut new = load(&a.new)?;
     // A file suite leads with Mbit/s, a web suite with requests/s: the two
@@ -321,6 +331,43 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
         println!("note: {n}");
     }
     print_written(&files);
+    if let Some(path) = &a.junit {
+        let cases: Vec<Case> = c
+            .phases
+            .iter()
+            .flat_map(|p| {
+                [
+                    Case::of_check(
+                        &p.phase,
+                        "peak",
+                        p.peak_check.verdict,
+                        &format!(
+                            "{} → {} {unit}, {}",
+                            rate(p.base_peak),
+                            rate(p.new_peak),
+                            check_text(&p.peak_check)
+                        ),
+                        p.peak_not_gated.as_deref(),
+                    ),
+                    Case::of_check(
+                        &p.phase,
+                        "p99",
+                        p.p99_check.verdict,
+                        &format!(
+                            "{} µs (mix {}) → {} µs (mix {}), {}",
+                            benchlab_format::thousands(p.base_p99_us),
+                            p.base_peak_mix,
+                            benchlab_format::thousands(p.new_p99_us),
+                            p.new_p99_mix,
+                            check_text(&p.p99_check)
+                        ),
+                        p.p99_not_gated.as_deref(),
+                    ),
+                ]
+            })
+            .collect();
+        crate::gate::write_junit(path, "benchlab compare", &cases)?;
+    }
     if c.regressed() {
         for r in &c.regressions {
             println!("REGRESSION: {r}");

@@ -108,6 +108,8 @@ pub struct RunArgs {
     web: WebArgs,
     #[command(flatten)]
     agents: crate::agent_cmd::AgentRunArgs,
+    #[command(flatten)]
+    gates: crate::gate::GateArgs,
     /// The flags given on the command line (clap's ids, defaults not
     /// included), filled in by `main` from clap's matches: a file suite
     /// refuses, by name, every flag that does not apply to it.
@@ -708,6 +710,14 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             )));
         }
     }
+    // A threshold on a phase or mix this run cannot have is a typo, found
+    // before the run rather than reported as never measured after it.
+    let phase_names: Vec<String> = suite.phases.iter().map(|p| p.name.clone()).collect();
+    for t in &a.gates.thresholds {
+        t.check_scope(&phase_names, search.is_none().then_some(suite.mixes.len()))
+            .map_err(|e| CliError::Usage(format!("--threshold {e}")))?;
+    }
+    a.gates.check(a.gates.thresholds.len())?;
     if a.time_scale != 1.0 {
         suite.scale_time(a.time_scale).map_err(|e| CliError::of("", e))?;
     }
@@ -866,6 +876,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         &opts,
         search.as_ref().map(|l| (l, a.peak_start_threads)),
         &a.web,
+        &a.gates,
     );
     if let Some(why) = remote.as_ref().and_then(|p| p.aborted()) {
         return Err(CliError::CannotRun(format!("the run stopped: {why}")));
@@ -878,7 +889,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
 /// partial) and the run, which then exits 130.
 pub(crate) fn execute(suite: &Suite, opts: &RunOptions, web: &WebArgs) -> Result<Outcome, CliError> {
     let prepared = prepare(suite, opts).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    execute_prepared(prepared, suite, opts, None, web)
+    execute_prepared(prepared, suite, opts, None, web, &crate::gate::GateArgs::default())
 }
 
 fn execute_prepared(
@@ -887,6 +898,7 @@ fn execute_prepared(
     opts: &RunOptions,
     search: Option<(&SearchLimits, Option<u32>)>,
     web: &WebArgs,
+    gates: &crate::gate::GateArgs,
 ) -> Result<Outcome, CliError> {
     // Listening comes before any load: a taken port stops the run at once.
     let live = crate::live::start(
@@ -916,17 +928,31 @@ fn execute_prepared(
     if let Some(l) = &live {
         l.finish();
     }
-    let results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
+    let mut results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
     if results.mixes.is_empty() {
         eprintln!("interrupted before the first mix: nothing written");
         return Ok(Outcome::Interrupted);
     }
+    if !gates.thresholds.is_empty() {
+        // Kept with the figures they judge: results.json and the report
+        // say what the gate decided, a partial run's too.
+        crate::gate::evaluate(&gates.thresholds, &mut results);
+        benchlab_results::write_results(&opts.out, &results)
+            .map_err(|e| CliError::CannotRun(format!("{}: cannot write results: {e}", opts.out.display())))?;
+        progress.results_written(&results);
+    }
+    if let Some(path) = &gates.junit {
+        let name = format!("benchlab run {}", results.suite.name);
+        crate::gate::write_junit(path, &name, &crate::gate::cases(&results.thresholds))?;
+    }
+    let breached = crate::gate::breached(&results.thresholds);
     // A file suite's table leads with Mbit/s (read and written apart), as
     // its report does; a web suite's with requests/s.
     match results.kind() {
         benchlab_results::RunKind::File => print!("{}", crate::file_cmd::summary_table(&results)),
         benchlab_results::RunKind::Web => print!("{}", summary_table(&results)),
     }
+    print!("{}", crate::gate::lines(&results.thresholds));
     println!("results: {}", opts.out.display());
     print_report_paths(&opts.out, &progress);
     if stop.load(Ordering::Relaxed) {
@@ -934,7 +960,13 @@ fn execute_prepared(
             "interrupted: the finished mixes and the partial one are in {}",
             opts.out.display()
         );
-        return Ok(Outcome::Interrupted);
+        // A breach measured before Ctrl-C is never hidden: exit 3 wins
+        // over 130 (docs/running.md, "Thresholds and JUnit").
+        return Ok(if breached {
+            Outcome::Breached
+        } else {
+            Outcome::Interrupted
+        });
     }
     if let Some(l) = live.as_ref().filter(|_| web.web_linger) {
         eprintln!("live view: the final report stays at {} until Ctrl-C", l.url());
@@ -942,7 +974,11 @@ fn execute_prepared(
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-    Ok(Outcome::Completed)
+    Ok(if breached {
+        Outcome::Breached
+    } else {
+        Outcome::Completed
+    })
 }
 
 /// The terminal summary: a row per mix (client-bound mixes marked), the

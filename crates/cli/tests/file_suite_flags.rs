@@ -20,6 +20,8 @@ const APPLIES: &[&str] = &[
     "phase-target",
     "repeat",
     "smb-password-file",
+    "threshold",
+    "junit",
     // The suite loop's own (tests/file_suite_lab.rs).
     "monitor-local",
     "monitor-pid",
@@ -226,6 +228,10 @@ fn the_flags_that_apply_to_a_file_suite_run_it() {
         &format!("lf={root}"),
         "--repeat",
         "1",
+        "--threshold",
+        "errors<1000",
+        "--threshold",
+        "phase:lf:peak_mbit>=0",
     ]);
     assert!(
         o.status.success(),
@@ -237,6 +243,12 @@ fn the_flags_that_apply_to_a_file_suite_run_it() {
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     // 5 operations a pass, 2 passes, 1 user: each a request.
     assert_eq!(r["mixes"][0]["requests"], 10, "{}", r["mixes"][0]);
+    // Thresholds judge a file suite's figures too.
+    let t = &r["thresholds"];
+    assert_eq!(t[0]["observed"].as_f64(), r["mixes"][0]["errors_total"].as_f64(), "{t}");
+    assert_eq!(t[0]["status"], "pass", "{t}");
+    assert_eq!(t[1]["observed"].as_f64(), r["mixes"][0]["mbit_per_sec"].as_f64(), "{t}");
+    assert_eq!(t[1]["scope"], "phase:lf", "{t}");
 }
 
 #[test]

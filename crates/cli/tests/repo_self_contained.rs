@@ -492,6 +492,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("smbd", "samba"),
     ("dbench", "dbench"),
     ("h2o", "h2o"),
+    ("xmllint", "libxml2-utils"),
     ("taskset", ""),
     ("setpriv", ""),
     ("sh", ""),

@@ -64,77 +64,13 @@ pub(crate) fn mix_result(
     let elapsed = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
     let window_s = (until.min(elapsed).saturating_sub(from)).as_secs_f64();
     let partial = driven.partial || window_cut(window_s, (from, until), &driven.seconds);
-    let mut merged = Stats::new(phase.classes.len());
-    let mut client_data = Vec::with_capacity(driven.clients.len());
-    let mut in_flight = 0;
-    let mut cpu = Duration::ZERO;
-    let mut warnings: Vec<String> = Vec::new();
-    for (i, end) in driven.clients.iter().enumerate() {
-        let plan = plans.get(i);
-        let address = plan
-            .and_then(|p| p.settings.source_addresses.first())
-            .map(|a| a.to_string());
-        let delay_s = round(plan.map_or(0.0, |p| p.settings.start_delay.as_secs_f64()), 3);
-        let r = match end {
-            ClientEnd::Finished(r) => r,
-            ClientEnd::Lost {
-                why,
-                window,
-                conn,
-                seconds,
-            } => {
-                warnings.push(format!(
-                    "client {} was lost ({why}): it is out of the mix; its figures, from the {} it sent inside \
-                     the window, are kept apart in its own row and are not in the mix's",
-                    i + 1,
-                    benchlab_format::plural(u64::from(*seconds), "second", "seconds")
-                ));
-                client_data.push(ClientResult {
-                    client: i as u32 + 1,
-                    address,
-                    figures: Figures::of(window, f64::from(*seconds)),
-                    connections_opened: conn.connections_opened,
-                    in_flight: 0,
-                    delay_s,
-                    taken_out: true,
-                    lost: Some(why.clone()),
-                    cpu_s: 0.0,
-                    loop_lag_max_us: 0,
-                    seconds: Vec::new(),
-                });
-                continue;
-            }
-        };
-        merged.add(&r.stats);
-        in_flight += r.in_flight;
-        cpu += r.cpu_user + r.cpu_system;
-        let t = r.stats.total();
-        let connect_only = t.counters.error(benchlab_engine::ErrorKind::ConnectRefused)
-            + t.counters.error(benchlab_engine::ErrorKind::ConnectTimeout);
-        let taken_out = t.counters.requests == 0 && connect_only > 0 && connect_only == t.counters.errors_total();
-        client_data.push(ClientResult {
-            client: i as u32 + 1,
-            address,
-            figures: Figures::of(&t, window_s),
-            connections_opened: r.stats.conn.connections_opened,
-            in_flight: r.in_flight,
-            delay_s,
-            taken_out,
-            lost: None,
-            cpu_s: round((r.cpu_user + r.cpu_system).as_secs_f64(), 3),
-            loop_lag_max_us: r.seconds.iter().map(|s| s.load.loop_lag_max_us).max().unwrap_or(0),
-            seconds: r
-                .seconds
-                .iter()
-                .map(|s| ClientSecond {
-                    second: s.second + 1,
-                    cpu_user_s: round(s.load.cpu_user_us as f64 / 1e6, 4),
-                    cpu_system_s: round(s.load.cpu_system_us as f64 / 1e6, 4),
-                    loop_lag_max_us: s.load.loop_lag_max_us,
-                })
-                .collect(),
-        });
-    }
+    let Folded {
+        merged,
+        client_data,
+        in_flight,
+        cpu,
+        mut warnings,
+    } = fold_clients(driven, plans, phase.classes.len(), window_s);
     let total: ClassStats = merged.total();
     let done_all = total.counters.requests + total.counters.errors_total();
     let classes = merged
@@ -256,6 +192,104 @@ pub(crate) fn mix_result(
         resources: None,
         files: None,
         http_command: None,
+    }
+}
+
+/// The clients of a mix folded once, the one merge of their reports: the
+/// finished clients' counts and histograms added, a row per client (a lost
+/// one keeps its number and its row, marked out of the mix, with the
+/// figures of the seconds it sent inside the window; none of them is in
+/// the merged counts).
+pub(crate) struct Folded {
+    pub merged: Stats,
+    pub client_data: Vec<ClientResult>,
+    pub in_flight: u64,
+    /// The clients' worker threads' CPU, user + system.
+    pub cpu: Duration,
+    /// A line per lost client.
+    pub warnings: Vec<String>,
+}
+
+/// Folds `driven`'s clients (`plans`: theirs, in client order; `classes`:
+/// the number of classes; `window_s`: the seconds measured, for rates).
+pub(crate) fn fold_clients(driven: &Driven, plans: &[ClientPlan], classes: usize, window_s: f64) -> Folded {
+    let mut merged = Stats::new(classes);
+    let mut client_data = Vec::with_capacity(driven.clients.len());
+    let mut in_flight = 0;
+    let mut cpu = Duration::ZERO;
+    let mut warnings: Vec<String> = Vec::new();
+    for (i, end) in driven.clients.iter().enumerate() {
+        let plan = plans.get(i);
+        let address = plan
+            .and_then(|p| p.settings.source_addresses.first())
+            .map(|a| a.to_string());
+        let delay_s = round(plan.map_or(0.0, |p| p.settings.start_delay.as_secs_f64()), 3);
+        let r = match end {
+            ClientEnd::Finished(r) => r,
+            ClientEnd::Lost {
+                why,
+                window,
+                conn,
+                seconds,
+            } => {
+                warnings.push(format!(
+                    "client {} was lost ({why}): it is out of the mix; its figures, from the {} it sent inside \
+                     the window, are kept apart in its own row and are not in the mix's",
+                    i + 1,
+                    benchlab_format::plural(u64::from(*seconds), "second", "seconds")
+                ));
+                client_data.push(ClientResult {
+                    client: i as u32 + 1,
+                    address,
+                    figures: Figures::of(window, f64::from(*seconds)),
+                    connections_opened: conn.connections_opened,
+                    in_flight: 0,
+                    delay_s,
+                    taken_out: true,
+                    lost: Some(why.clone()),
+                    cpu_s: 0.0,
+                    loop_lag_max_us: 0,
+                    seconds: Vec::new(),
+                });
+                continue;
+            }
+        };
+        merged.add(&r.stats);
+        in_flight += r.in_flight;
+        cpu += r.cpu_user + r.cpu_system;
+        let t = r.stats.total();
+        let connect_only = t.counters.error(benchlab_engine::ErrorKind::ConnectRefused)
+            + t.counters.error(benchlab_engine::ErrorKind::ConnectTimeout);
+        let taken_out = t.counters.requests == 0 && connect_only > 0 && connect_only == t.counters.errors_total();
+        client_data.push(ClientResult {
+            client: i as u32 + 1,
+            address,
+            figures: Figures::of(&t, window_s),
+            connections_opened: r.stats.conn.connections_opened,
+            in_flight: r.in_flight,
+            delay_s,
+            taken_out,
+            lost: None,
+            cpu_s: round((r.cpu_user + r.cpu_system).as_secs_f64(), 3),
+            loop_lag_max_us: r.seconds.iter().map(|s| s.load.loop_lag_max_us).max().unwrap_or(0),
+            seconds: r
+                .seconds
+                .iter()
+                .map(|s| ClientSecond {
+                    second: s.second + 1,
+                    cpu_user_s: round(s.load.cpu_user_us as f64 / 1e6, 4),
+                    cpu_system_s: round(s.load.cpu_system_us as f64 / 1e6, 4),
+                    loop_lag_max_us: s.load.loop_lag_max_us,
+                })
+                .collect(),
+        });
+    }
+    Folded {
+        merged,
+        client_data,
+        in_flight,
+        cpu,
+        warnings,
     }
 }
 
@@ -683,6 +717,64 @@ mod fake_clients {
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     }
 
+    /// `benchlab http`'s mix is the fold a suite's mix is: the same
+    /// totals, series and histograms from the same clients, its rows only
+    /// with agents (in-process it has none).
+    #[test]
+    fn http_mix_folds_its_clients_as_a_suite_mix_does() {
+        let pool = FakePool {
+            scripts: vec![
+                Script::runs((0..4).map(|n| second(n, &range(1, 100), 0)).collect()),
+                Script::runs((0..4).map(|n| second(n, &range(1000, 1049), 1)).collect()),
+            ],
+            ..FakePool::default()
+        };
+        let plans = plans(2);
+        let driven = drive_mix(
+            &pool,
+            &plans,
+            WINDOW,
+            SystemTime::now(),
+            &AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .expect("runs");
+        let suite = mix_result(&mix(2), "p", &phase(), &plans, &driven);
+        let mut engine = plans[0].to_engine(Vec::new().into(), phase().classes);
+        // The run's plan: both clients' users, counted after a 1 s ramp-up.
+        engine.virtual_users = 4;
+        engine.stop = Stop::After(WINDOW.1);
+        let run = |agents| {
+            http_mix(&HttpRun {
+                number: 1,
+                plan: &engine,
+                clients: &plans,
+                driven: &driven,
+                partial: false,
+                client_cpu: ClientCpu::default(),
+                os_threads: 1,
+                agents,
+            })
+        };
+        let h = run(Some(&[]));
+        assert_eq!(h.window_s, suite.window_s);
+        assert_eq!(h.figures, suite.figures);
+        assert_eq!((h.figures.requests, h.figures.errors_total), (300, 2));
+        assert_eq!(h.per_second, suite.per_second);
+        assert_eq!(h.histograms, suite.histograms);
+        assert_eq!(h.client_data, suite.client_data);
+        assert_eq!((h.phase.as_str(), h.threads, h.clients), ("http", 4, 2));
+        assert_eq!(h.classes[0].figures, suite.classes[0].figures);
+        let cmd = h.http_command.as_ref().expect("http_command");
+        assert_eq!(cmd.mode, "closed");
+        assert_eq!(cmd.seconds_body_bytes.len(), h.per_second.len());
+        assert_eq!(cmd.clients.iter().map(|c| c.threads).collect::<Vec<_>>(), [2, 2]);
+        // In this process: one client's run has no rows.
+        let local = run(None);
+        assert!(local.client_data.is_empty() && local.http_command.expect("command").clients.is_empty());
+        assert_eq!(local.figures, suite.figures);
+    }
+
     #[test]
     fn a_second_waits_for_every_running_client_but_not_a_finished_one() {
         let mut m = SecondMerger::new(2, WINDOW);
@@ -929,4 +1021,236 @@ mod fake_clients {
             "client 4 is never started"
         );
     }
+}
+
+/// What `benchlab http` ran, for its one mix (or one load of its peak
+/// search): the run's plan, each client's, how they ended.
+pub struct HttpRun<'a> {
+    /// 1-based, as in reports (a search's loads in load order).
+    pub number: usize,
+    /// The run's plan, before it was shared out over the clients.
+    pub plan: &'a benchlab_engine::ClientPlan,
+    /// Each client's plan, in client order.
+    pub clients: &'a [ClientPlan],
+    pub driven: &'a Driven,
+    /// Ctrl-C stopped it.
+    pub partial: bool,
+    /// The load generator's CPU over the run (this process's, or the
+    /// agents' worker threads').
+    pub client_cpu: ClientCpu,
+    /// Event-loop OS threads the users ran on.
+    pub os_threads: usize,
+    /// `--agents`: the agents, for a row per client (`client_data`, and
+    /// `http_command.clients`); `None` when the one client ran in this
+    /// process, which has no rows.
+    pub agents: Option<&'a [AgentResult]>,
+}
+
+/// `benchlab http`'s mix from its clients, folded as a suite's mix is
+/// ([`fold_clients`]: one merge, the controller's), in the one results
+/// model (docs/http.md, "JSON result"): the mix's counted span is the run
+/// after its `--ramp-up`, its phase `http`, and what its flags set that a
+/// suite's mix has no field for is in `http_command`.
+pub fn http_mix(h: &HttpRun) -> MixResult {
+    use benchlab_engine::{Load, Stop};
+    let plan = h.plan;
+    let reports: Vec<&ClientReport> = h.driven.reports().collect();
+    let elapsed = reports.iter().map(|r| r.elapsed).max().unwrap_or_default();
+    let window_s = match plan.stop {
+        // The counted window starts after the ramp-up.
+        Stop::After(d) => elapsed.min(d).saturating_sub(plan.window.0).as_secs_f64(),
+        Stop::Requests(_) => elapsed.as_secs_f64(),
+    };
+    let window_s = round(window_s, 3);
+    let folded = fold_clients(h.driven, h.clients, plan.classes.len(), window_s);
+    let merged = &folded.merged;
+    let total: ClassStats = merged.total();
+    let conn = &merged.conn;
+    let shares = plan.connection.request_shares(&conn.requests_by_kind);
+    let mut warnings: Vec<String> = share_warning(
+        &shares,
+        "--requests-per-connection N (1 makes request shares the configured ones)",
+    )
+    .into_iter()
+    .collect();
+    let peaks: Vec<u64> = reports.iter().map(|r| r.peak_connections).collect();
+    let open_loop = match plan.load {
+        Load::Closed => None,
+        Load::Open(o) => Some(OpenLoopResult::measure(
+            o.rate,
+            o.arrival.name(),
+            o.max_in_flight,
+            conn,
+            &total,
+            window_s,
+            &peaks,
+        )),
+    };
+    warnings.extend(
+        open_loop
+            .as_ref()
+            .and_then(|o| o.late_warning("--rate", "--max-in-flight")),
+    );
+    let users_arrived = reports.iter().map(|r| r.users_arrived).sum();
+    let users_waiting = reports.iter().map(|r| r.users_waiting).sum();
+    warnings.extend(arrival_warning(
+        users_waiting,
+        u64::from(plan.virtual_users),
+        "use --ramp-up, or fewer --threads",
+    ));
+    let done_all = total.counters.requests + total.counters.errors_total();
+    let urls: Vec<String> = plan.urls.iter().map(|u| u.target.url.clone()).collect();
+    let class_names: Vec<String> = plan.classes.iter().map(|c| c.name.clone()).collect();
+    let classes = merged
+        .classes
+        .iter()
+        .zip(&class_names)
+        .map(|(s, name)| {
+            let done = s.counters.requests + s.counters.errors_total();
+            ClassResult {
+                name: name.clone(),
+                kind: "url".into(),
+                spi: None,
+                percent: 100.0 / class_names.len().max(1) as f64,
+                observed_percent: if done_all == 0 {
+                    0.0
+                } else {
+                    done as f64 * 100.0 / done_all as f64
+                },
+                figures: Figures::of(s, window_s),
+            }
+        })
+        .collect();
+    // Body bytes of each second of the merged series, from the clients'
+    // own seconds (the series has no such column).
+    let seconds_body_bytes = h
+        .driven
+        .seconds
+        .iter()
+        .map(|s| {
+            reports
+                .iter()
+                .flat_map(|r| r.seconds.iter())
+                .filter(|x| x.second + 1 == s.second)
+                .map(|x| x.counters.body_bytes)
+                .sum()
+        })
+        .collect();
+    let open = open_loop.is_some();
+    let threads = if open { 0 } else { plan.virtual_users };
+    let clients = h.clients.len().max(1) as u32;
+    let (client_data, command_clients) = match h.agents {
+        None => (Vec::new(), Vec::new()),
+        Some(agents) => {
+            let rows = h
+                .clients
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let agent = agents.iter().find(|a| a.clients.contains(&(i + 1)));
+                    HttpCommandClient {
+                        client: i as u32 + 1,
+                        agent: agent.map_or(0, |a| a.index),
+                        host: agent.map(|a| a.host.clone()).unwrap_or_default(),
+                        threads: match p.settings.load {
+                            Load::Closed => p.settings.virtual_users,
+                            Load::Open(_) => 0,
+                        },
+                        rate: match p.settings.load {
+                            Load::Closed => None,
+                            Load::Open(o) => Some(o.rate),
+                        },
+                    }
+                })
+                .collect();
+            (folded.client_data.clone(), rows)
+        }
+    };
+    let lost = folded.client_data.iter().filter(|c| c.lost.is_some()).count() as u32;
+    let h2_settings = reports.iter().find_map(|r| r.h2_settings);
+    MixResult {
+        mix: h.number,
+        phase: benchlab_results::load::HTTP_PHASE.into(),
+        clients,
+        clients_participating: clients.saturating_sub(lost),
+        threads: threads.into(),
+        partial: h.partial,
+        window_s,
+        figures: Figures::of(&total, window_s),
+        reconnects: conn.reconnects,
+        in_flight: folded.in_flight,
+        connections_opened: conn.connections_opened,
+        tls_full_handshakes: conn.tls_full_handshakes,
+        tls_resumptions: conn.tls_resumptions,
+        client_cpu_s: round(h.client_cpu.user_s + h.client_cpu.system_s, 3),
+        client_cpu: h.client_cpu.clone(),
+        params: ParamsResult {
+            delay_s: 0.0,
+            ramp_up_s: plan.ramp_up.as_secs_f64(),
+            ramp_down_s: 0.0,
+            length_s: window_s + plan.ramp_up.as_secs_f64(),
+            think_time_s: 0.0,
+            threads_per_client: threads / clients,
+            receive_buffer: 0,
+            http10_percent: 0,
+            http10_keepalive: false,
+            persistent_percent: 0,
+            requests_per_connection: None,
+            timeout_s: 0.0,
+            workload: "urls".into(),
+            target: urls.join(" "),
+        },
+        client_data,
+        classes,
+        per_second: h.driven.seconds.clone(),
+        histograms: histograms(merged, &plan.classes),
+        users_arrived,
+        users_waiting,
+        request_kinds: request_kinds(&shares),
+        warnings,
+        open_loop,
+        search: None,
+        repeats: None,
+        resources: None,
+        http2: plan.http2.map(|h2| MixHttp2 {
+            connections: u64::from(h2.connections),
+            classes: class_names.clone(),
+            streams_per_connection: h2.streams,
+            streams_opened: conn.h2_streams,
+            goaways: conn.h2_goaways,
+            connection_frame_bytes: conn.h2_connection_bytes,
+            stream_resets: conn
+                .stream_reset_codes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(code, n)| (h2_code_name(code).to_string(), *n))
+                .collect(),
+        }),
+        files: None,
+        http_command: Some(HttpCommand {
+            urls,
+            mode: if open { "open" } else { "closed" }.into(),
+            os_threads: h.os_threads,
+            body_bytes_per_sec: if window_s > 0.0 {
+                round(total.counters.body_bytes as f64 / window_s, 2)
+            } else {
+                0.0
+            },
+            seconds_body_bytes,
+            h2_window: plan.http2.map(|h2| h2.window),
+            h2_server_settings: h2_settings.and_then(|s| serde_json::to_value(s).ok()),
+            clients: command_clients,
+        }),
+    }
+}
+
+/// `benchlab http`'s results: its one phase (`http`) of `mixes`.
+pub fn http_results(mixes: Vec<MixResult>, client_cpus: Vec<usize>) -> Results {
+    let urls = mixes
+        .first()
+        .and_then(|m| m.http_command.as_ref())
+        .map(|c| c.urls.clone())
+        .unwrap_or_default();
+    benchlab_results::load::http_results(env!("CARGO_PKG_VERSION"), &urls, client_cpus, mixes)
 }

@@ -20,7 +20,7 @@ pub mod plan;
 mod run;
 mod verdict;
 
-pub use aggregate::arrival_warning;
+pub use aggregate::{arrival_warning, http_mix, http_results, HttpRun};
 pub use benchlab_results::*;
 pub use drive::{drive_mix, ClientEnd, Driven};
 pub use driver::{

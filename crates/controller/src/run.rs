@@ -176,6 +176,7 @@ fn run_inner(
             .collect(),
         mixes: Vec::new(),
         complete: false,
+        thresholds: Vec::new(),
     };
     let write = |r: &Results| {
         // Remote agents' clock checks grow mix by mix.

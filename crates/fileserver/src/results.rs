@@ -296,6 +296,7 @@ pub fn results(suite: &Suite, command: &[String], started: u64) -> Results {
             .collect(),
         mixes: Vec::new(),
         complete: false,
+        thresholds: Vec::new(),
     }
 }
 

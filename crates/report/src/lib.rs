@@ -12,6 +12,7 @@ pub mod analysis;
 mod analyze;
 mod chart;
 mod compare;
+pub mod gates;
 mod html;
 mod xlsx;
 

@@ -174,6 +174,7 @@ fn run_of(phases: &[(&str, Vec<Mix>)]) -> Run {
             phases: infos,
             mixes,
             complete: true,
+            thresholds: Vec::new(),
         },
     }
 }

@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+pub mod gate;
 pub mod load;
 pub mod noise;
 pub mod resources;
@@ -84,8 +85,9 @@ pub mod exit {
     pub const CANNOT_RUN: u8 = 1;
     /// Bad input from the user (a flag, a suite, a workload).
     pub const USAGE: u8 = 2;
-    /// A `--max-*` threshold was breached, or `compare` found a
-    /// regression beyond `--max-regression`.
+    /// A `--threshold` (or `http`'s `--max-*`) was breached, also in a run
+    /// stopped by Ctrl-C, or `compare` found a regression beyond
+    /// `--max-regression`.
     pub const BREACHED: u8 = 3;
     /// Ctrl-C stopped the run; what was measured is kept.
     pub const INTERRUPTED: u8 = 130;
@@ -1072,6 +1074,10 @@ pub struct Results {
     pub mixes: Vec<MixResult>,
     /// Every mix of the suite ran to its end.
     pub complete: bool,
+    /// `--threshold` (and `http`'s `--max-*`) as evaluated on these
+    /// results, in the order given; absent when none was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<gate::ThresholdResult>,
 }
 
 impl Results {

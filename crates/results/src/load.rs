@@ -335,6 +335,7 @@ fn from_file_results(r: OldFileResults) -> Results {
         phases: phases(&mixes),
         mixes,
         complete: !r.interrupted,
+        thresholds: Vec::new(),
     }
 }
 
@@ -675,7 +676,9 @@ struct OldHttpPeak {
 /// The phase of a `benchlab http` run.
 pub const HTTP_PHASE: &str = "http";
 
-fn http_results(version: &str, urls: &[String], client_cpus: Vec<usize>, mixes: Vec<MixResult>) -> Results {
+/// `benchlab http`'s results of `mixes` (one, or a mix per load of a peak
+/// search): one phase, `http`, complete unless a mix is partial.
+pub fn http_results(version: &str, urls: &[String], client_cpus: Vec<usize>, mixes: Vec<MixResult>) -> Results {
     let target = urls.join(" ");
     let complete = !mixes.iter().any(|m| m.partial);
     Results {
@@ -685,6 +688,7 @@ fn http_results(version: &str, urls: &[String], client_cpus: Vec<usize>, mixes: 
         phases: phases(&mixes),
         mixes,
         complete,
+        thresholds: Vec::new(),
     }
 }
 

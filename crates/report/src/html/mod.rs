@@ -27,6 +27,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 mod charts;
 mod comparison;
 mod files;
+mod gates;
 mod headline;
 mod resources;
 mod tables;
@@ -36,6 +37,7 @@ use charts::charts;
 pub(crate) use charts::{busiest_nic, server_cpu};
 use comparison::comparison;
 use files::files;
+use gates::{any_thresholds, thresholds};
 use headline::headline;
 use resources::resources;
 pub(crate) use tables::cpu_list;
@@ -241,6 +243,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
     };
     let nav: Vec<(&str, &str)> = [
         ("headline", "Headline"),
+        ("thresholds", "Thresholds"),
         ("analysis", "Analysis"),
         ("resources", "What limited the run"),
         ("charts", "Charts"),
@@ -258,6 +261,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
     .filter(|(id, _)| *id != "open-loop" || tables::any_open_loop(runs))
     .filter(|(id, _)| *id != "resources" || resources::any_resources(runs))
     .filter(|(id, _)| *id != "files" || runs.iter().any(is_file))
+    .filter(|(id, _)| *id != "thresholds" || any_thresholds(runs))
     .collect();
     let markup = html! {
         (DOCTYPE)
@@ -285,6 +289,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
                         @for n in &a.notes { div.note { b { (a.label) ":" } " " (n) } }
                     }
                     (headline(runs, analyses, o))
+                    (thresholds(runs))
                     @if let Some(c) = cmp { (comparison(c)) }
                     (words(runs, analyses, o))
                     (resources(runs))

@@ -1249,6 +1249,7 @@ mod tests {
             phases: phase_results,
             mixes,
             complete: true,
+            thresholds: Vec::new(),
         }
     }
 
