@@ -13,6 +13,7 @@ mod analyze;
 mod chart;
 mod compare;
 mod html;
+pub mod trend;
 mod xlsx;
 
 pub use analyze::{
