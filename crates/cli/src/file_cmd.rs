@@ -197,6 +197,9 @@ pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
     "phase_targets",
     "repeat",
     "smb_password_file",
+    // The history records any results (docs/history.md).
+    "record",
+    "db",
     // The controller's suite loop runs file mixes too (issue 20): its
     // monitors and verdict, live view, pinning, cold cache and peak search.
     "monitor_local",

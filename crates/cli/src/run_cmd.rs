@@ -108,6 +108,8 @@ pub struct RunArgs {
     web: WebArgs,
     #[command(flatten)]
     agents: crate::agent_cmd::AgentRunArgs,
+    #[command(flatten)]
+    history: crate::history_cmd::RecordArgs,
     /// The flags given on the command line (clap's ids, defaults not
     /// included), filled in by `main` from clap's matches: a file suite
     /// refuses, by name, every flag that does not apply to it.
@@ -755,7 +757,8 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             ..TlsOptions::default()
         },
         time_scale: a.time_scale,
-        command: std::env::args().collect(),
+        // A --db postgres:// URL's password is not recorded.
+        command: benchlab_history::redact_args(std::env::args()),
         repeat: a.repeat,
         server: lab_disclosure(&suite.target, a.lab.is_some())?,
         ..RunOptions::default()
@@ -860,6 +863,8 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             out.display()
         );
     }
+    // --record: a database that cannot be used stops the run before its load.
+    let history = a.history.open()?;
     let outcome = execute_prepared(
         prepared,
         &suite,
@@ -867,6 +872,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         search.as_ref().map(|l| (l, a.peak_start_threads)),
         &a.web,
     );
+    let outcome = crate::history_cmd::record_after_run(history, &opts.out, outcome);
     if let Some(why) = remote.as_ref().and_then(|p| p.aborted()) {
         return Err(CliError::CannotRun(format!("the run stopped: {why}")));
     }

@@ -104,6 +104,18 @@ pub fn redact(db: &str) -> String {
     }
 }
 
+/// A command line's arguments with the password of any `postgres://` URL
+/// in them replaced by `***` (`--db postgres://…` is recorded in
+/// results.json with the command).
+pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    args.into_iter()
+        .map(|a| match a.find("postgres://").or_else(|| a.find("postgresql://")) {
+            Some(i) => format!("{}{}", &a[..i], redact(&a[i..])),
+            None => a,
+        })
+        .collect()
+}
+
 /// Whether `--db` names a PostgreSQL database.
 pub fn is_postgres(db: &str) -> bool {
     db.starts_with("postgres://") || db.starts_with("postgresql://")
@@ -487,10 +499,11 @@ impl Db {
 /// Reads a results directory (or a results.json) for recording: its text
 /// (bounded) and the parsed, upgraded results.
 pub fn read_run(dir: &Path) -> Result<(Results, String, PathBuf), Error> {
-    let file = if dir.is_dir() {
-        dir.join("results.json")
-    } else {
+    // A results directory, or a results file named as such.
+    let file = if dir.extension().is_some_and(|e| e == "json") && !dir.is_dir() {
         dir.to_path_buf()
+    } else {
+        dir.join("results.json")
     };
     let text = benchlab_input::read_bounded_text(&file, "results.json", benchlab_results::MAX_RESULTS_BYTES)
         .map_err(benchlab_results::load::LoadError::from)?;
@@ -517,6 +530,11 @@ pub fn read_run(dir: &Path) -> Result<(Results, String, PathBuf), Error> {
     })?;
     let source = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     Ok((results, text, source))
+}
+
+/// The digest a run is recorded under: xxh3-128 of its results.json text.
+pub fn digest(text: &str) -> String {
+    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
 }
 
 /// Seconds since the Unix epoch now.

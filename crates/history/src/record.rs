@@ -139,7 +139,7 @@ impl RunRecord {
             None => (NOT_DISCLOSED.to_string(), "-".to_string()),
         };
         RunRecord {
-            digest: format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes())),
+            digest: crate::digest(text),
             suite: results.suite.name.clone(),
             started_unix: env.started_unix,
             partial: !results.complete || results.mixes.iter().any(|m| m.partial),

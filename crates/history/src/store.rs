@@ -152,6 +152,13 @@ impl Conn {
     pub(crate) fn open_pg(url: &str) -> Result<Conn, String> {
         let mut config: postgres::Config = url.parse().map_err(|e: postgres::Error| e.to_string())?;
         config.connect_timeout(Duration::from_secs(10));
+        // The password from PGPASSWORD, as libpq takes it, so that it need
+        // not be on a command line (which results.json records).
+        if config.get_password().is_none() {
+            if let Some(p) = std::env::var_os("PGPASSWORD").filter(|p| !p.is_empty()) {
+                config.password(p.as_encoded_bytes());
+            }
+        }
         let c = config.connect(postgres::NoTls).map_err(|e| e.to_string())?;
         Ok(Conn::Pg(Box::new(c)))
     }

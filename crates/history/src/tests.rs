@@ -177,6 +177,10 @@ fn passwords_are_redacted() {
         "postgres://127.0.0.1/h?user=a&password=***&sslmode=disable"
     );
     assert_eq!(redact("/home/a/h.sqlite"), "/home/a/h.sqlite");
+    assert_eq!(
+        redact_args(["run".to_string(), "--db=postgresql://u:pw@h/d".to_string()]),
+        vec!["run".to_string(), "--db=postgresql://u:***@h/d".to_string()]
+    );
     let e = Db::open(Some("mysql://a:b@c/d")).err().expect("refused");
     assert_eq!(
         e.to_string(),

@@ -91,6 +91,8 @@ pub fn table(head: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
                 }
             }
         }
+        // An empty last column leaves no trailing blanks.
+        let mut s = s.trim_end().to_string();
         s.push('\n');
         s
     };
@@ -167,8 +169,14 @@ pub fn show_text(r: &RunRow, phases: &[PhaseRecord], mixes: &[MixRecord]) -> Str
         if r.partial { ", partial (stopped before its end)" } else { "" }
     );
     let _ = writeln!(out, "server: {} (configuration {})", r.server, r.server_config);
-    let _ = writeln!(out, "target: {}", r.target);
-    let _ = writeln!(out, "host: {}, benchlab {}", r.host, r.benchlab_version);
+    let or_dash = |s: &str| if s.is_empty() { "-".to_string() } else { s.to_string() };
+    let _ = writeln!(out, "target: {}", or_dash(&r.target));
+    let _ = writeln!(
+        out,
+        "host: {}, benchlab {}",
+        or_dash(&r.host),
+        or_dash(&r.benchlab_version)
+    );
     let _ = writeln!(out, "from: {}", r.source);
     out.push('\n');
     let prow: Vec<Vec<String>> = phases
