@@ -55,6 +55,7 @@ requirements=(
   "iproute2|ip|agents.rs: test systems in network namespaces (ip netns, veth pairs)"
   "h2o|h2o|HTTP/2 tests: h2o over h2c and TLS (crates/cli/tests/http2.rs)"
   "nghttp2-client|h2load|bench/vs-peers.sh: the HTTP/2 row against h2load"
+  "postgresql|/usr/lib/postgresql/15/bin/initdb,/usr/lib/postgresql/16/bin/initdb,/usr/lib/postgresql/17/bin/initdb,/usr/lib/postgresql/18/bin/initdb|history.rs: a PostgreSQL history database (initdb, pg_ctl, createdb)"
 )
 
 # Is `probe` satisfied? A comma-separated list of alternatives, each an

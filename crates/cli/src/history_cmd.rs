@@ -182,11 +182,7 @@ impl RecordArgs {
 /// A run that wrote nothing records nothing. When recording fails the
 /// results stay on disk and the run's own outcome stands (a breach or an
 /// interrupt is never hidden), except that a completed run exits 1.
-pub fn record_after_run(
-    db: Option<Db>,
-    out: &Path,
-    outcome: Result<Outcome, CliError>,
-) -> Result<Outcome, CliError> {
+pub fn record_after_run(db: Option<Db>, out: &Path, outcome: Result<Outcome, CliError>) -> Result<Outcome, CliError> {
     let Some(mut db) = db else {
         return outcome;
     };
@@ -199,7 +195,10 @@ pub fn record_after_run(
             outcome
         }
         Err(e) => {
-            let msg = format!("history: the run was not recorded ({e}); its results are in {}", out.display());
+            let msg = format!(
+                "history: the run was not recorded ({e}); its results are in {}",
+                out.display()
+            );
             match outcome {
                 Ok(Outcome::Completed) => Err(CliError::CannotRun(msg)),
                 other => {
@@ -220,10 +219,9 @@ pub fn baseline(db: &DbArg, against: usize, new: &benchlab_report::Run) -> Resul
     // NEW is left out by the digest of its file as recorded (it was read
     // a moment ago: unreadable now, nothing is left out).
     let file = new.dir.join("results.json");
-    let digest =
-        benchlab_model::input::read_bounded_text(&file, "results.json", benchlab_results::MAX_RESULTS_BYTES)
-            .map(|t| benchlab_history::digest(&t))
-            .unwrap_or_default();
+    let digest = benchlab_model::input::read_bounded_text(&file, "results.json", benchlab_results::MAX_RESULTS_BYTES)
+        .map(|t| benchlab_history::digest(&t))
+        .unwrap_or_default();
     let suite = &new.results.suite.name;
     let rows = db.last(suite, against, &digest).map_err(err)?;
     if rows.is_empty() {
@@ -231,9 +229,8 @@ pub fn baseline(db: &DbArg, against: usize, new: &benchlab_report::Run) -> Resul
     }
     let mut runs = Vec::with_capacity(rows.len());
     for (row, text) in rows {
-        let r = benchlab_results::load::parse(&text).map_err(|e| {
-            CliError::CannotRun(format!("history database {}: run #{}: {e}", db.name(), row.id))
-        })?;
+        let r = benchlab_results::load::parse(&text)
+            .map_err(|e| CliError::CannotRun(format!("history database {}: run #{}: {e}", db.name(), row.id)))?;
         runs.push((row, r));
     }
     let ids: Vec<String> = runs.iter().map(|(r, _)| format!("#{}", r.id)).collect();

@@ -41,13 +41,7 @@ fn http_fixture() -> serde_json::Value {
 /// A results directory made from the fixture: started at `started`, its
 /// mix's requests/s (and each second's requests) times `scale`, and the
 /// server disclosed as `server` (name, version) when given.
-fn synthetic(
-    dir: &Path,
-    base: &serde_json::Value,
-    started: u64,
-    scale: f64,
-    server: Option<(&str, &str)>,
-) -> PathBuf {
+fn synthetic(dir: &Path, base: &serde_json::Value, started: u64, scale: f64, server: Option<(&str, &str)>) -> PathBuf {
     let mut v = base.clone();
     v["environment"]["started_unix"] = started.into();
     let mix = &mut v["mixes"][0];
@@ -83,7 +77,13 @@ fn three_runs(work: &Path) -> Vec<PathBuf> {
     vec![
         synthetic(&work.join("r1"), &base, 1_790_000_000, 1.0, Some(("nginx", "1.22.1"))),
         synthetic(&work.join("r2"), &base, 1_790_003_600, 1.1, Some(("nginx", "1.22.1"))),
-        synthetic(&work.join("r3"), &partial, 1_790_007_200, 0.5, Some(("nginx", "1.22.1"))),
+        synthetic(
+            &work.join("r3"),
+            &partial,
+            1_790_007_200,
+            0.5,
+            Some(("nginx", "1.22.1")),
+        ),
         synthetic(&work.join("r4"), &base, 1_790_010_800, 1.3, Some(("nginx", "1.24.0"))),
     ]
 }
@@ -146,11 +146,21 @@ fn add_list_show_and_trend_on_sqlite() {
     let db = work.path().join("h.sqlite");
     let dirs = three_runs(work.path());
     let outs = history_outputs(s(&db), &dirs);
-    assert!(outs[0].starts_with("recorded #1: suite `http`, started 2026-09-21 14:13 UTC, from "), "{}", outs[0]);
+    assert!(
+        outs[0].starts_with("recorded #1: suite `http`, started 2026-09-21 14:13 UTC, from "),
+        "{}",
+        outs[0]
+    );
     assert!(outs[0].contains("recorded #3: suite `http`, started 2026-09-21 16:13 UTC, partial, from "));
     let list = &outs[1];
     assert_eq!(list.lines().count(), 6, "{list}");
-    assert!(list.lines().nth(3).unwrap_or("").ends_with("10,051.5 requests/s    20,103       0  partial"), "{list}");
+    assert!(
+        list.lines()
+            .nth(3)
+            .unwrap_or("")
+            .ends_with("10,051.5 requests/s    20,103       0  partial"),
+        "{list}"
+    );
     assert_eq!(list.lines().last(), Some("4 runs"));
     check_trend(&outs[5]);
     // show --json prints the results.json as it was recorded.
@@ -164,10 +174,17 @@ fn add_list_show_and_trend_on_sqlite() {
     let wrote = ok(s(&db), &["history", "trend", "http", "--html", s(&page)]);
     assert_eq!(wrote, format!("wrote {}\n", page.display()));
     let html = std::fs::read_to_string(&page).expect("page");
-    assert_eq!(html.matches("<figure class=\"chart\"").count(), 4, "peak, p99, useful peak, errors");
+    assert_eq!(
+        html.matches("<figure class=\"chart\"").count(),
+        4,
+        "peak, p99, useful peak, errors"
+    );
     assert_eq!(html.matches("data-chart=\"peak\"").count(), 4, "one point per run");
     // Run #2's peak exactly as its results.json has it.
-    assert!(html.contains(&format!("data-y=\"{}\"", 20103.0f64 * 1.1)), "run #2's exact peak");
+    assert!(
+        html.contains(&format!("data-y=\"{}\"", 20103.0f64 * 1.1)),
+        "run #2's exact peak"
+    );
 }
 
 #[test]
@@ -178,7 +195,11 @@ fn bad_input_is_a_message_not_a_panic() {
         (vec!["history", "show", "7"], 2, "has no run #7"),
         (vec!["history", "show", "x"], 2, "expected a run's number"),
         (vec!["history", "trend", "nope"], 2, "has no run of suite `nope`"),
-        (vec!["history", "add", "/nonexistent/run"], 1, "/nonexistent/run/results.json"),
+        (
+            vec!["history", "add", "/nonexistent/run"],
+            1,
+            "/nonexistent/run/results.json",
+        ),
         (vec!["compare", "--against", "last:0", "/tmp"], 2, "expected last:N"),
     ];
     for (args, code, phrase) in cases {
@@ -191,7 +212,11 @@ fn bad_input_is_a_message_not_a_panic() {
     }
     let out = run_benchlab(&["history", "list", "--db", "postgres://bench:s3cret@127.0.0.1:1/none"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("postgres://bench:***@127.0.0.1:1/none"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("postgres://bench:***@127.0.0.1:1/none"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
 }
 
@@ -204,7 +229,10 @@ fn a_newer_schema_is_refused() {
     ok(s(&db), &["history", "list"]);
     let py = "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
               c.execute('INSERT INTO schema_version (version) VALUES (99)')\nc.commit()\n";
-    let st = Command::new("python3").args(["-c", py, s(&db)]).status().expect("python3");
+    let st = Command::new("python3")
+        .args(["-c", py, s(&db)])
+        .status()
+        .expect("python3");
     assert!(st.success());
     let out = run_benchlab(&["history", "list", "--db", s(&db)]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -254,7 +282,14 @@ fn concurrent_adds(db: &str, work: &Path) {
     assert_eq!(list.lines().last(), Some("50 runs"), "{list}");
     let mut ids: Vec<u32> = list
         .lines()
-        .filter_map(|l| l.trim_start().strip_prefix('#')?.split_whitespace().next()?.parse().ok())
+        .filter_map(|l| {
+            l.trim_start()
+                .strip_prefix('#')?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
         .collect();
     ids.sort_unstable();
     assert_eq!(ids, (1..=50).collect::<Vec<_>>());
@@ -273,7 +308,11 @@ fn thousand_runs(db: &str, work: &Path) {
     let base = http_fixture();
     let dirs: Vec<PathBuf> = (0..1000u64)
         .map(|i| {
-            let server = if i < 500 { ("nginx", "1.22.1") } else { ("nginx", "1.24.0") };
+            let server = if i < 500 {
+                ("nginx", "1.22.1")
+            } else {
+                ("nginx", "1.24.0")
+            };
             synthetic(
                 &work.join(format!("t{i}")),
                 &base,
@@ -289,7 +328,10 @@ fn thousand_runs(db: &str, work: &Path) {
         .output()
         .expect("history add");
     assert_success("history add of 1,000 runs", &out);
-    for args in [&["history", "list", "--suite", "http"][..], &["history", "trend", "http"][..]] {
+    for args in [
+        &["history", "list", "--suite", "http"][..],
+        &["history", "trend", "http"][..],
+    ] {
         let start = Instant::now();
         let out = Command::new(benchlab_bin())
             .args(args)
@@ -299,13 +341,21 @@ fn thousand_runs(db: &str, work: &Path) {
         let took = start.elapsed();
         assert_success(&format!("{args:?}"), &out);
         let text = stdout(&out);
-        let on = if db.starts_with("postgres://") { "PostgreSQL" } else { "SQLite" };
+        let on = if db.starts_with("postgres://") {
+            "PostgreSQL"
+        } else {
+            "SQLite"
+        };
         eprintln!("{args:?} of 1,000 runs on {on}: {took:?}");
         assert!(took < Duration::from_secs(1), "{args:?} took {took:?}");
         if args[1] == "list" {
             assert_eq!(text.lines().last(), Some("1,000 runs"));
         } else {
-            assert!(text.starts_with("trend of suite `http`: 1,000 runs, 2 series"), "{}", &text[..200]);
+            assert!(
+                text.starts_with("trend of suite `http`: 1,000 runs, 2 series"),
+                "{}",
+                &text[..200]
+            );
             assert!(text.contains("peak over 500 complete runs"), "trend of each series");
         }
     }
@@ -374,14 +424,26 @@ fn run_record_records_the_finished_run() {
     ]);
     drop(server);
     assert_success("run --record", &out);
-    assert!(stderr(&out).contains("history: recorded #1: suite `tiny-history`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("history: recorded #1: suite `tiny-history`"),
+        "{}",
+        stderr(&out)
+    );
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(res.join("results.json")).expect("results")).expect("JSON");
-    let requests: u64 = r["mixes"].as_array().expect("mixes").iter().map(|m| m["requests"].as_u64().unwrap_or(0)).sum();
+    let requests: u64 = r["mixes"]
+        .as_array()
+        .expect("mixes")
+        .iter()
+        .map(|m| m["requests"].as_u64().unwrap_or(0))
+        .sum();
     assert!(requests > 0);
     let list = ok(s(&db), &["history", "list"]);
     let row = list.lines().nth(1).expect("a row");
-    assert!(row.ends_with(&format!("{}       0  complete", thousands(requests))), "{list}");
+    assert!(
+        row.ends_with(&format!("{}       0  complete", thousands(requests))),
+        "{list}"
+    );
     // The same directory added again is the same run.
     let again = ok(s(&db), &["history", "add", s(&res)]);
     assert!(again.starts_with("already recorded as #1"), "{again}");
@@ -462,7 +524,11 @@ fn run_record_marks_an_interrupted_run_partial() {
     // A partial run is no baseline for compare --against.
     let out = run_benchlab(&["compare", "--against", "last:3", s(&res), "--db", s(&db)]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("no run of suite `tiny-history`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no run of suite `tiny-history`"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// `compare --against last:3`: the three last recorded runs are the base,
@@ -476,7 +542,13 @@ fn compare_against_the_last_recorded_runs() {
     let mut add = vec!["history".to_string(), "add".into()];
     // Run #1 (oldest) is slow; #2 to #4 are within 1 % of the fixture.
     for (i, scale) in [0.6, 0.99, 1.01, 1.0].iter().enumerate() {
-        let d = synthetic(&work.path().join(format!("b{i}")), &base, 1_790_000_000 + i as u64, *scale, None);
+        let d = synthetic(
+            &work.path().join(format!("b{i}")),
+            &base,
+            1_790_000_000 + i as u64,
+            *scale,
+            None,
+        );
         add.push(s(&d).to_string());
     }
     let add: Vec<&str> = add.iter().map(String::as_str).collect();
@@ -487,13 +559,19 @@ fn compare_against_the_last_recorded_runs() {
     assert_eq!(out.status.code(), Some(3), "{text}{}", stderr(&out));
     // The base's peak is its median run's (×1.00 of the fixture).
     assert!(text.contains("peak 20,103.0 → 10,051.5 requests/s, ×0.500"), "{text}");
-    assert!(text.contains("noise from BASE 3 repeats, NEW 1 second): regressed"), "{text}");
+    assert!(
+        text.contains("noise from BASE 3 repeats, NEW 1 second): regressed"),
+        "{text}"
+    );
     assert!(text.contains("REGRESSION: "), "{text}");
     let same = synthetic(&work.path().join("same"), &base, 1_790_002_000, 1.0, None);
     let out = run_benchlab(&["compare", "--against", "last:3", s(&same), "--db", s(&db)]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
-    assert!(text.contains("against base: last 3 recorded runs of #4, #3, #2"), "{text}");
+    assert!(
+        text.contains("against base: last 3 recorded runs of #4, #3, #2"),
+        "{text}"
+    );
     // last:4 takes the slow run in too: 4 repeats.
     let out = run_benchlab(&["compare", "--against", "last:4", s(&same), "--db", s(&db)]);
     assert!(stdout(&out).contains("noise from BASE 4 repeats"), "{}", stdout(&out));
@@ -542,7 +620,10 @@ impl Postgres {
             );
             return None;
         };
-        let dir = tempfile::Builder::new().prefix("benchlab-pg").tempdir().expect("tempdir");
+        let dir = tempfile::Builder::new()
+            .prefix("benchlab-pg")
+            .tempdir()
+            .expect("tempdir");
         // SAFETY: geteuid(2) has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).expect("chown to nobody");
@@ -552,7 +633,17 @@ impl Postgres {
         let data = pg.dir.path().join("data");
         let out = pg
             .as_user("initdb")
-            .args(["-D", s(&data), "-U", "bench", "-A", "trust", "-E", "UTF8", "--no-locale"])
+            .args([
+                "-D",
+                s(&data),
+                "-U",
+                "bench",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-locale",
+            ])
             .output()
             .expect("run initdb");
         assert_success("initdb", &out);

@@ -494,6 +494,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("h2o", "h2o"),
     ("taskset", ""),
     ("setpriv", ""),
+    ("runuser", ""),
     ("sh", ""),
     ("bash", ""),
     ("env", ""),
@@ -512,6 +513,7 @@ const PATHS: &[(&str, &str)] = &[
     ("/usr/sbin/nginx", "nginx-light"),
     ("/usr/share/dbench/", "dbench"),
     ("/usr/sbin/smbd", "samba"),
+    ("/usr/lib/postgresql", "postgresql"),
 ];
 
 /// String literals of a Rust source (no raw strings; escapes kept as is).

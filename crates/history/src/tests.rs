@@ -43,12 +43,22 @@ fn a_newer_schema_is_refused_naming_both_versions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut db, path) = db_in(&dir);
     db.conn
-        .exec("INSERT INTO schema_version (version) VALUES (?)", &[V::Int(Some(SCHEMA_VERSION + 1))])
+        .exec(
+            "INSERT INTO schema_version (version) VALUES (?)",
+            &[V::Int(Some(SCHEMA_VERSION + 1))],
+        )
         .expect("insert");
     drop(db);
     let e = Db::open(Some(&path)).err().expect("refused");
     assert!(
-        matches!(e, Error::NewerSchema { found: 2, supported: 1, .. }),
+        matches!(
+            e,
+            Error::NewerSchema {
+                found: 2,
+                supported: 1,
+                ..
+            }
+        ),
         "{e:?}"
     );
     assert_eq!(
@@ -98,7 +108,10 @@ fn list_and_trend_read_the_runs_oldest_first() {
     let list = list_text(&runs, &phases);
     let lines: Vec<&str> = list.lines().collect();
     assert_eq!(lines.len(), 4, "{list}");
-    assert!(lines[1].starts_with(" #2  2023-11-14 22:13  http   not disclosed  -"), "{list}");
+    assert!(
+        lines[1].starts_with(" #2  2023-11-14 22:13  http   not disclosed  -"),
+        "{list}"
+    );
     assert!(lines[1].contains("20,103.0 requests/s"), "{list}");
     assert!(lines[2].contains("22,113.3 requests/s"), "{list}");
     assert_eq!(lines[3], "2 runs");
@@ -153,7 +166,10 @@ fn list_and_trend_queries_use_the_indexes() {
     let by_suite = format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.suite = ? ORDER BY r.started_unix, r.id");
     let plan = db.conn.plan(&by_suite, &[text("s")]);
     assert!(plan.contains("INDEX runs_by_suite (suite=?)"), "{plan}");
-    assert!(!plan.contains("TEMP B-TREE"), "sorted by the index, not afterwards: {plan}");
+    assert!(
+        !plan.contains("TEMP B-TREE"),
+        "sorted by the index, not afterwards: {plan}"
+    );
     let all = format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_unix, r.id");
     let plan = db.conn.plan(&all, &[]);
     assert!(plan.contains("INDEX runs_by_time"), "{plan}");

@@ -166,7 +166,11 @@ pub fn show_text(r: &RunRow, phases: &[PhaseRecord], mixes: &[MixRecord]) -> Str
         r.kind,
         utc_minute(r.started_unix),
         utc_minute(r.recorded_unix),
-        if r.partial { ", partial (stopped before its end)" } else { "" }
+        if r.partial {
+            ", partial (stopped before its end)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(out, "server: {} (configuration {})", r.server, r.server_config);
     let or_dash = |s: &str| if s.is_empty() { "-".to_string() } else { s.to_string() };
