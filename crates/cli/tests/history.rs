@@ -441,7 +441,7 @@ fn run_record_records_the_finished_run() {
     let list = ok(s(&db), &["history", "list"]);
     let row = list.lines().nth(1).expect("a row");
     assert!(
-        row.ends_with(&format!("{}       0  complete", thousands(requests))),
+        row.ends_with(&format!("{}       0  complete", benchlab_format::thousands(requests))),
         "{list}"
     );
     // The same directory added again is the same run.
@@ -453,16 +453,47 @@ fn run_record_records_the_finished_run() {
     assert!(stderr(&out).contains("--record"), "{}", stderr(&out));
 }
 
-fn thousands(n: u64) -> String {
-    let d = n.to_string();
-    let mut out = String::new();
-    for (i, c) in d.chars().enumerate() {
-        if i > 0 && (d.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+/// A file suite's run recorded: its peak is its Mbit/s, as its report's.
+#[test]
+fn run_record_of_a_file_suite_keeps_its_mbit_per_sec() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let root = work.path().join("root");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(
+        work.path().join("load.txt"),
+        "Mkdir \"\\clients\" NT_STATUS_OK\n\
+         NTCreateX \"\\clients\\client1\\a.txt\" 0x40 0x2 1 NT_STATUS_OK\n\
+         WriteX 1 0 100 100 NT_STATUS_OK\n\
+         Close 1 NT_STATUS_OK\n\
+         Unlink \"\\clients\\client1\\a.txt\" 0x6 NT_STATUS_OK\n",
+    )
+    .expect("loadfile");
+    let suite = work.path().join("files.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"files\"\ntarget = \"file://{}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = 2\n\
+             [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"1s\"\n[[mix]]\nclients = 1\n",
+            root.display()
+        ),
+    )
+    .expect("suite");
+    let db = work.path().join("h.sqlite");
+    let res = work.path().join("res");
+    let out = run_benchlab(&["run", s(&suite), "--out", s(&res), "--record", "--db", s(&db)]);
+    assert_success("run --record of a file suite", &out);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(res.join("results.json")).expect("results")).expect("JSON");
+    let mbit = r["mixes"][0]["mbit_per_sec"].as_f64().expect("mbit_per_sec");
+    let list = ok(s(&db), &["history", "list"]);
+    let row = list.lines().nth(1).expect("a row");
+    assert!(
+        row.contains(&format!("  {} Mbit/s  ", benchlab_format::mbit_per_sec(mbit))),
+        "{list}"
+    );
+    let show = ok(s(&db), &["history", "show", "1"]);
+    assert!(show.contains("run #1: suite `files` (file suite)"), "{show}");
+    assert!(show.contains("PEAK Mbit/s"), "{show}");
 }
 
 /// `run --record` stopped by Ctrl-C in its second mix: recorded, marked

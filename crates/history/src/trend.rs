@@ -388,7 +388,8 @@ pub fn trend_text(suite: &str, runs: &[RunRow], phases: &[(i64, PhaseRecord)]) -
                 let _ = writeln!(out, "  {}", l.trim_end());
             }
             let whole: Vec<f64> = rows.iter().filter(|r| !r.run.partial).filter_map(|r| r.peak).collect();
-            if let Some(range) = benchlab_results::Range::of(&whole) {
+            // One complete run has no spread to state.
+            if let Some(range) = benchlab_results::Range::of(&whole).filter(|_| whole.len() >= 2) {
                 let latest = match latest_against_before(&whole) {
                     Some(c) => format!(
                         "; the latest is {} against the median of the {} before it",
