@@ -141,9 +141,25 @@ impl Conn {
         c.busy_timeout(BUSY_TIMEOUT).map_err(|e| e.to_string())?;
         // WAL: readers never block the one writer, and a writer waits (busy
         // timeout) instead of failing; NORMAL is durable across a crash of
-        // benchlab, which is what a results database needs.
-        c.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
-            .map_err(|e| e.to_string())?;
+        // benchlab, which is what a results database needs. Switching a new
+        // file to WAL needs it alone, and SQLite answers "locked" at once
+        // (no busy handler) while another process does the same: retry
+        // within the busy timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match c.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+                Ok(_) => break,
+                Err(e)
+                    if matches!(
+                        e.sqlite_error_code(),
+                        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                    ) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
         c.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(|e| e.to_string())?;
         Ok(Conn::Sqlite(c))
