@@ -247,7 +247,8 @@ fn a_newer_schema_is_refused() {
 }
 
 /// Two `history add` processes at once into one new database: every run
-/// is recorded, once.
+/// is recorded; then both add the same runs at once: each is recorded
+/// once, and neither fails.
 fn concurrent_adds(db: &str, work: &Path) {
     let base = http_fixture();
     let per = 25;
@@ -293,6 +294,38 @@ fn concurrent_adds(db: &str, work: &Path) {
         .collect();
     ids.sort_unstable();
     assert_eq!(ids, (1..=50).collect::<Vec<_>>());
+    let same: Vec<PathBuf> = (0..10)
+        .map(|i| synthetic(&work.join(format!("s{i}")), &base, 1_791_000_000 + i, 1.0, None))
+        .collect();
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            Command::new(benchlab_bin())
+                .args(["history", "add", "--db", db])
+                .args(&same)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start history add")
+        })
+        .collect();
+    let mut new = 0;
+    for c in children {
+        let out = c.wait_with_output().expect("wait");
+        assert_success("history add of the same runs", &out);
+        let text = stdout(&out);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 10, "a line per run: {text}");
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with("recorded #") || l.starts_with("already recorded as #")),
+            "{text}"
+        );
+        new += lines.iter().filter(|l| l.starts_with("recorded #")).count();
+    }
+    assert_eq!(new, 10, "each run recorded by one of the two");
+    let list = ok(db, &["history", "list"]);
+    assert_eq!(list.lines().last(), Some("60 runs"), "{list}");
 }
 
 #[test]

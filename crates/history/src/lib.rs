@@ -285,15 +285,23 @@ impl Db {
     /// results.json recorded before is not recorded again.
     pub fn add(&mut self, rec: &RunRecord, recorded_unix: u64) -> Result<Added, Error> {
         self.conn.begin().map_err(|w| self.err(w))?;
-        let r = self.add_in_transaction(rec, recorded_unix);
+        let r = self
+            .add_in_transaction(rec, recorded_unix)
+            .and_then(|a| self.conn.batch("COMMIT").map(|_| a).map_err(|w| self.err(w)));
         match r {
-            Ok(a) => {
-                self.conn.batch("COMMIT").map_err(|w| self.err(w))?;
-                Ok(a)
-            }
+            Ok(a) => Ok(a),
             Err(e) => {
                 self.conn.rollback();
-                Err(e)
+                // Another process recorded the same results.json between
+                // our look and our insert (PostgreSQL's transactions do not
+                // serialise the two): the run is recorded, once.
+                match self.rows("SELECT id FROM runs WHERE digest = ?", &[text(&rec.digest)]) {
+                    Ok(rows) => match rows.first().and_then(|r| r.first()).and_then(V::int) {
+                        Some(id) => Ok(Added { id, new: false }),
+                        None => Err(e),
+                    },
+                    Err(_) => Err(e),
+                }
             }
         }
     }
