@@ -338,21 +338,33 @@ fn two_concurrent_adds_lose_nothing_on_sqlite() {
 /// 1,000 recorded runs: `list --suite` and `trend` each take well under
 /// a second (the goal; indexed reads, see the crate's plan tests).
 fn thousand_runs(db: &str, work: &Path) {
-    let base = http_fixture();
+    // One serialised template, its start, rate and server version replaced
+    // per run (serialising 1,000 values in a debug build takes seconds).
+    let mut v = http_fixture();
+    v["environment"]["started_unix"] = 4_242_424_242u64.into();
+    v["mixes"][0]["requests_per_sec"] = 1_234_567.25.into();
+    let template = synthetic(
+        &work.join("template"),
+        &v,
+        4_242_424_242,
+        1.0,
+        Some(("nginx", "VERSION-X")),
+    );
+    let template = std::fs::read_to_string(template.join("results.json")).expect("template");
+    assert_eq!(template.matches("4242424242").count(), 1);
+    assert_eq!(template.matches("1234567.25").count(), 1);
     let dirs: Vec<PathBuf> = (0..1000u64)
         .map(|i| {
-            let server = if i < 500 {
-                ("nginx", "1.22.1")
-            } else {
-                ("nginx", "1.24.0")
-            };
-            synthetic(
-                &work.join(format!("t{i}")),
-                &base,
-                1_790_000_000 + i * 3600,
-                1.0 + (i % 7) as f64 / 100.0,
-                Some(server),
-            )
+            let version = if i < 500 { "1.22.1" } else { "1.24.0" };
+            let rps = 20_103.0 * (1.0 + (i % 7) as f64 / 100.0);
+            let text = template
+                .replace("4242424242", &(1_790_000_000 + i * 3600).to_string())
+                .replace("1234567.25", &rps.to_string())
+                .replace("VERSION-X", version);
+            let d = work.join(format!("t{i}"));
+            std::fs::create_dir_all(&d).expect("mkdir");
+            std::fs::write(d.join("results.json"), text).expect("write");
+            d
         })
         .collect();
     let out = Command::new(benchlab_bin())
@@ -778,6 +790,40 @@ fn postgres_and_sqlite_give_identical_output() {
         assert_eq!(a, b, "SQLite and PostgreSQL differ");
     }
     check_trend(&on_pg[5]);
+    // run --record into PostgreSQL with a password in the URL (trust
+    // authentication ignores it): recorded, and the password is in neither
+    // results.json nor the terminal.
+    let url = pg.database("record").replace("bench@", "bench:s3cret@");
+    let suite = tiny_suite(&work.path().join("run"), "1s");
+    let server = Serve::start(&work.path().join("run/root"), &[]);
+    let res = work.path().join("run/res");
+    let out = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--target",
+        &server.url(""),
+        "--out",
+        s(&res),
+        "--record",
+        "--db",
+        &url,
+    ]);
+    drop(server);
+    assert_success("run --record --db postgres://…", &out);
+    assert!(
+        stderr(&out).contains("history: recorded #1: suite `tiny-history`"),
+        "{}",
+        stderr(&out)
+    );
+    let results = std::fs::read_to_string(res.join("results.json")).expect("results");
+    assert!(
+        results.contains("bench:***@127.0.0.1"),
+        "the command is recorded, its password masked"
+    );
+    for text in [results.as_str(), &stdout(&out), &stderr(&out)] {
+        assert!(!text.contains("s3cret"), "the password leaked");
+    }
+    assert_eq!(ok(&url, &["history", "list"]).lines().last(), Some("1 run"));
     concurrent_adds(&pg.database("concurrent"), &work.path().join("c"));
     thousand_runs(&pg.database("thousand"), &work.path().join("t"));
 }
