@@ -178,15 +178,29 @@ impl RecordArgs {
     }
 }
 
-/// Records the results directory `out` of a run that ended with `outcome`.
-/// A run that wrote nothing records nothing. When recording fails the
-/// results stay on disk and the run's own outcome stands (a breach or an
-/// interrupt is never hidden), except that a completed run exits 1.
-pub fn record_after_run(db: Option<Db>, out: &Path, outcome: Result<Outcome, CliError>) -> Result<Outcome, CliError> {
+/// Records the results directory `out` of a run that started at `started`
+/// and ended with `outcome`. A run that wrote nothing records nothing (nor
+/// an older results.json left in `out`). When recording fails the results
+/// stay on disk and the run's own outcome stands (a breach or an interrupt
+/// is never hidden), except that a completed run exits 1.
+pub fn record_after_run(
+    db: Option<Db>,
+    out: &Path,
+    started: std::time::SystemTime,
+    outcome: Result<Outcome, CliError>,
+) -> Result<Outcome, CliError> {
     let Some(mut db) = db else {
         return outcome;
     };
-    if outcome.is_err() || !out.join("results.json").is_file() {
+    // A file's time comes from the kernel's coarse clock, a tick behind
+    // SystemTime::now(); a mix lasts far longer than the margin.
+    let since = started
+        .checked_sub(std::time::Duration::from_secs(1))
+        .unwrap_or(started);
+    let written = std::fs::metadata(out.join("results.json"))
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t >= since);
+    if outcome.is_err() || !written {
         return outcome;
     }
     match add_one(&mut db, out) {

@@ -865,6 +865,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
     }
     // --record: a database that cannot be used stops the run before its load.
     let history = a.history.open()?;
+    let started = std::time::SystemTime::now();
     let outcome = execute_prepared(
         prepared,
         &suite,
@@ -872,7 +873,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         search.as_ref().map(|l| (l, a.peak_start_threads)),
         &a.web,
     );
-    let outcome = crate::history_cmd::record_after_run(history, &opts.out, outcome);
+    let outcome = crate::history_cmd::record_after_run(history, &opts.out, started, outcome);
     if let Some(why) = remote.as_ref().and_then(|p| p.aborted()) {
         return Err(CliError::CannotRun(format!("the run stopped: {why}")));
     }

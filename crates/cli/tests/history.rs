@@ -220,6 +220,34 @@ fn bad_input_is_a_message_not_a_panic() {
     assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
 }
 
+/// Without --db the database is `$XDG_DATA_HOME/benchlab/history.sqlite`,
+/// else `~/.local/share/benchlab/history.sqlite`.
+#[test]
+fn the_default_database_is_in_the_users_data_directory() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let dirs = three_runs(work.path());
+    let xdg = work.path().join("xdg");
+    let home = work.path().join("home");
+    let run = |xdg: Option<&Path>, args: &[&str]| {
+        let mut c = Command::new(benchlab_bin());
+        c.args(args).env("HOME", &home).env_remove("XDG_DATA_HOME");
+        if let Some(x) = xdg {
+            c.env("XDG_DATA_HOME", x);
+        }
+        let out = c.output().expect("run benchlab");
+        assert_success(&format!("{args:?}"), &out);
+        stdout(&out)
+    };
+    run(Some(&xdg), &["history", "add", s(&dirs[0])]);
+    assert!(xdg.join("benchlab/history.sqlite").is_file());
+    run(None, &["history", "add", s(&dirs[1]), s(&dirs[2])]);
+    assert!(home.join(".local/share/benchlab/history.sqlite").is_file());
+    assert_eq!(run(Some(&xdg), &["history", "list"]).lines().last(), Some("1 run"));
+    assert_eq!(run(None, &["history", "list"]).lines().last(), Some("2 runs"));
+    let out = run_benchlab(&["history", "list", "--db", ""]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
 /// A database a newer benchlab migrated is refused, with both versions
 /// named, and left as it was.
 #[test]

@@ -241,6 +241,12 @@ impl Db {
                     why: "expected a file path (SQLite) or a postgres:// URL".into(),
                 })
             }
+            Some(path) if path.trim().is_empty() => {
+                return Err(Error::BadDb {
+                    db: "\"\"".into(),
+                    why: "expected a file path (SQLite) or a postgres:// URL".into(),
+                })
+            }
             Some(path) => Self::sqlite(Path::new(path))?,
             None => Self::sqlite(&default_path()?)?,
         };
