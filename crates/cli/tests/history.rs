@@ -724,14 +724,24 @@ impl Postgres {
             );
             return None;
         };
-        let dir = tempfile::Builder::new()
-            .prefix("benchlab-pg")
-            .tempdir()
-            .expect("tempdir");
         // SAFETY: geteuid(2) has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
-            std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).expect("chown to nobody");
-        }
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut temp = tempfile::Builder::new();
+        temp.prefix("benchlab-pg");
+        let dir = if root {
+            // Under /tmp, which `nobody` can walk to whatever TMPDIR says.
+            let dir = temp.tempdir_in("/tmp").expect("tempdir");
+            // SAFETY: getpwnam(3) with a NUL-terminated name; the entry it
+            // returns is read at once, before any other passwd call.
+            let pw = unsafe { libc::getpwnam(c"nobody".as_ptr()) };
+            assert!(!pw.is_null(), "no user `nobody` to run PostgreSQL as");
+            // SAFETY: `pw` is a valid passwd entry (checked not null).
+            let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown to nobody");
+            dir
+        } else {
+            temp.tempdir().expect("tempdir")
+        };
         let port = common::free_port();
         let pg = Postgres { bin, dir, port };
         let data = pg.dir.path().join("data");
