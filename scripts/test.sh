@@ -14,7 +14,7 @@
 # 4. Checks that no server the tests started outlived them
 #    (scripts/leftover-servers.sh: every process of this user started during
 #    `cargo test` that is nginx, apache2, lighttpd, smbd, h2o, fcgiwrap,
-#    spawn-fcgi, benchlab or a SPICE program with a test temp dir on its
+#    spawn-fcgi, postgres, benchlab or a SPICE program with a test temp dir on its
 #    command line, or an orphaned nginx/smbd worker). Each one found is
 #    printed and stopped, and the script exits 1: a test that leaks a server
 #    fails the run even when every test passed.

@@ -726,8 +726,9 @@ impl Postgres {
         };
         // SAFETY: geteuid(2) has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
-        let mut temp = tempfile::Builder::new();
-        temp.prefix("benchlab-pg");
+        // tempfile's own `.tmp` names: scripts/leftover-servers.sh finds a
+        // postgres left running by its temp dir.
+        let temp = tempfile::Builder::new();
         let dir = if root {
             // Under /tmp, which `nobody` can walk to whatever TMPDIR says.
             let dir = temp.tempdir_in("/tmp").expect("tempdir");
