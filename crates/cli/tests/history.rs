@@ -210,6 +210,10 @@ fn bad_input_is_a_message_not_a_panic() {
         assert!(stderr(&out).contains(phrase), "{all:?}: {}", stderr(&out));
         assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     }
+    // --db of compare applies to --against only: refused by name without it.
+    let out = run_benchlab(&["compare", "/tmp", "/tmp", "--db", s(&db)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--against"), "{}", stderr(&out));
     let out = run_benchlab(&["history", "list", "--db", "postgres://bench:s3cret@127.0.0.1:1/none"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
