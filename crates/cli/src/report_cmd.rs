@@ -265,6 +265,13 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
             let base_dir = PathBuf::from(base.label.clone());
             (base, new, base_dir, a.base.clone())
         }
+        // clap waives `requires` for an arg whose requirement conflicts
+        // with one given (NEW), so --db without --against is refused here.
+        (None, Some(_)) if a.db.is_some() => {
+            return Err(CliError::Usage(
+                "--db names the history of --against last:N: without --against it does not apply".into(),
+            ))
+        }
         (None, Some(n)) => (load(&a.base)?, load(n)?, a.base.clone(), n.clone()),
         (None, None) => {
             return Err(CliError::Usage(
