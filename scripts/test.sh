@@ -14,7 +14,7 @@
 # 4. Checks that no server the tests started outlived them
 #    (scripts/leftover-servers.sh: every process of this user started during
 #    `cargo test` that is nginx, apache2, lighttpd, smbd, h2o, fcgiwrap,
-#    spawn-fcgi, benchlab or a SPICE program with a test temp dir on its
+#    spawn-fcgi, postgres, benchlab or a SPICE program with a test temp dir on its
 #    command line, or an orphaned nginx/smbd worker). Each one found is
 #    printed and stopped, and the script exits 1: a test that leaks a server
 #    fails the run even when every test passed.
@@ -56,6 +56,7 @@ requirements=(
   "h2o|h2o|HTTP/2 tests: h2o over h2c and TLS (crates/cli/tests/http2.rs)"
   "nghttp2-client|h2load|bench/vs-peers.sh: the HTTP/2 row against h2load"
   "libxml2-utils|xmllint|gates.rs: --junit files validated against tests/data/junit.xsd"
+  "postgresql|/usr/lib/postgresql/15/bin/initdb,/usr/lib/postgresql/16/bin/initdb,/usr/lib/postgresql/17/bin/initdb,/usr/lib/postgresql/18/bin/initdb|history.rs: a PostgreSQL history database (initdb, pg_ctl, createdb)"
 )
 
 # Is `probe` satisfied? A comma-separated list of alternatives, each an

@@ -200,6 +200,9 @@ pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
     // CI gates judge the results, a file suite's too (Mbit/s, errors, p99).
     "thresholds",
     "junit",
+    // The history records any results (docs/history.md).
+    "record",
+    "db",
     // The controller's suite loop runs file mixes too (issue 20): its
     // monitors and verdict, live view, pinning, cold cache and peak search.
     "monitor_local",

@@ -19,6 +19,7 @@ mod demo_cmd;
 mod file_cmd;
 mod fileset_cmd;
 mod gate;
+mod history_cmd;
 mod http;
 mod kube_cmd;
 mod lab_cmd;
@@ -80,6 +81,10 @@ enum Command {
     /// Compare two results directories: ratios per mix, and exit 3 when NEW
     /// is worse than BASE beyond --max-regression (a CI regression check).
     Compare(report_cmd::CompareArgs),
+    /// The history database of recorded runs (SQLite, or PostgreSQL with
+    /// --db postgres://…): add a results directory, list, show, and the
+    /// trend of a suite over its runs.
+    History(history_cmd::HistoryArgs),
     /// Run clients for a controller elsewhere (`run --agents N`): dial
     /// out to it over mutual TLS and take its orders; never listens.
     Agent(agent_cmd::AgentArgs),
@@ -144,6 +149,7 @@ fn main() -> ExitCode {
         Command::Reproduce(a) => reproduce_cmd::run(a),
         Command::Report(a) => report_cmd::report(a),
         Command::Compare(a) => report_cmd::compare(a),
+        Command::History(a) => history_cmd::run(a),
         Command::FileUser => return ExitCode::from(benchlab_fileserver::process::user_main() as u8),
     };
     if let Err(e) = &result {

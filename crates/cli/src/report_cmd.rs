@@ -88,13 +88,25 @@ is printed as improved. Writes the report of both runs side by side with \
 ratios per mix. Exit status: 0 no regression; 3 regression; 1 unreadable \
 results or nothing in common; 2 bad usage.")]
 pub struct CompareArgs {
-    /// The results directory to compare against (the reference).
+    /// The results directory to compare against (the reference); with
+    /// --against, the results directory under test.
     #[arg(value_name = "BASE")]
     base: PathBuf,
 
     /// The results directory under test.
-    #[arg(value_name = "NEW")]
-    new: PathBuf,
+    #[arg(value_name = "NEW", required_unless_present = "against")]
+    new: Option<PathBuf>,
+
+    /// Compare the one results directory given with the last N complete
+    /// runs of its suite in the history database (`last:N`), their spread
+    /// as the noise (docs/history.md).
+    #[arg(long, value_name = "last:N", value_parser = benchlab_history::parse_against, conflicts_with = "new")]
+    against: Option<usize>,
+
+    /// The history database of --against [default: the user's, as for
+    /// `benchlab history`].
+    #[arg(long, value_name = "PATH|postgres://…", requires = "against")]
+    db: Option<String>,
 
     /// Largest allowed regression of the peak requests/s and of the p99 at
     /// the peak load, e.g. 5% (a bare number is a percentage).
@@ -253,16 +265,38 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
     if let Some(path) = &a.junit {
         crate::gate::check_writable(path)?;
     }
-    let mut base = load(&a.base)?;
-    let mut new = load(&a.new)?;
+    // With --against the one directory given is NEW, and the base comes
+    // from the history.
+    let (mut base, mut new, base_dir, new_dir) = match (a.against, &a.new) {
+        (Some(n), _) => {
+            let new = load(&a.base)?;
+            let db = crate::history_cmd::DbArg { db: a.db.clone() };
+            let base = crate::history_cmd::baseline(&db, n, &new)?;
+            let base_dir = PathBuf::from(base.label.clone());
+            (base, new, base_dir, a.base.clone())
+        }
+        // clap waives `requires` for an arg whose requirement conflicts
+        // with one given (NEW), so --db without --against is refused here.
+        (None, Some(_)) if a.db.is_some() => {
+            return Err(CliError::Usage(
+                "--db names the history of --against last:N: without --against it does not apply".into(),
+            ))
+        }
+        (None, Some(n)) => (load(&a.base)?, load(n)?, a.base.clone(), n.clone()),
+        (None, None) => {
+            return Err(CliError::Usage(
+                "compare needs BASE and NEW, or --against last:N and one results directory".into(),
+            ))
+        }
+    };
     // A file suite leads with Mbit/s, a web suite with requests/s: the two
     // measure different work.
     let kind = base.results.kind();
     if kind != new.results.kind() {
         return Err(CliError::CannotRun(format!(
             "{} and {}: one is a file suite's results, the other a web suite's: nothing to compare",
-            a.base.display(),
-            a.new.display()
+            base_dir.display(),
+            new_dir.display()
         )));
     }
     let unit = match kind {
@@ -284,13 +318,13 @@ pub fn compare(a: CompareArgs) -> Result<Outcome, CliError> {
         let names = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
         return Err(CliError::CannotRun(format!(
             "{} and {} have no phase in common: nothing to compare (BASE's phases: {}; NEW's: {})",
-            a.base.display(),
-            a.new.display(),
+            base_dir.display(),
+            new_dir.display(),
             names(&c.base_phases),
             names(&c.new_phases)
         )));
     }
-    let out = a.out.clone().unwrap_or_else(|| a.new.join("compare"));
+    let out = a.out.clone().unwrap_or_else(|| new_dir.join("compare"));
     let files = write_reports(&runs, &out, &opts).map_err(|e| CliError::of("", e))?;
     // A client-bound or co-located mix's figures are said, never gated.
     let gate = |why: &Option<String>| why.as_ref().map_or(String::new(), |w| format!(" (not gated: {w})"));

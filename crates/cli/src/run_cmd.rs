@@ -110,6 +110,8 @@ pub struct RunArgs {
     agents: crate::agent_cmd::AgentRunArgs,
     #[command(flatten)]
     gates: crate::gate::GateArgs,
+    #[command(flatten)]
+    history: crate::history_cmd::RecordArgs,
     /// The flags given on the command line (clap's ids, defaults not
     /// included), filled in by `main` from clap's matches: a file suite
     /// refuses, by name, every flag that does not apply to it.
@@ -765,7 +767,8 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             ..TlsOptions::default()
         },
         time_scale: a.time_scale,
-        command: std::env::args().collect(),
+        // A --db postgres:// URL's password is not recorded.
+        command: benchlab_history::redact_args(std::env::args()),
         repeat: a.repeat,
         server: lab_disclosure(&suite.target, a.lab.is_some())?,
         ..RunOptions::default()
@@ -870,6 +873,9 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
             out.display()
         );
     }
+    // --record: a database that cannot be used stops the run before its load.
+    let history = a.history.open()?;
+    let started = std::time::SystemTime::now();
     let outcome = execute_prepared(
         prepared,
         &suite,
@@ -878,6 +884,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         &a.web,
         &a.gates,
     );
+    let outcome = crate::history_cmd::record_after_run(history, &opts.out, started, outcome);
     if let Some(why) = remote.as_ref().and_then(|p| p.aborted()) {
         return Err(CliError::CannotRun(format!("the run stopped: {why}")));
     }

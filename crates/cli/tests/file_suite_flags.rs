@@ -47,6 +47,9 @@ const APPLIES: &[&str] = &[
     "clients-per-agent",
     "agent-timeout",
     "abort-on-lost-agent",
+    // The history records any run (tests/history.rs).
+    "record",
+    "db",
 ];
 
 const LOADFILE: &str = "Mkdir \"\\clients\" NT_STATUS_OK\n\

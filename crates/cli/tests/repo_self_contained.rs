@@ -495,6 +495,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("xmllint", "libxml2-utils"),
     ("taskset", ""),
     ("setpriv", ""),
+    ("runuser", ""),
     ("sh", ""),
     ("bash", ""),
     ("env", ""),
@@ -513,6 +514,7 @@ const PATHS: &[(&str, &str)] = &[
     ("/usr/sbin/nginx", "nginx-light"),
     ("/usr/share/dbench/", "dbench"),
     ("/usr/sbin/smbd", "samba"),
+    ("/usr/lib/postgresql", "postgresql"),
 ];
 
 /// String literals of a Rust source (no raw strings; escapes kept as is).

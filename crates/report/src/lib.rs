@@ -14,6 +14,7 @@ mod chart;
 mod compare;
 pub mod gates;
 mod html;
+pub mod trend;
 mod xlsx;
 
 pub use analyze::{

@@ -175,7 +175,7 @@ fn nonzero_errors(m: &MixResult) -> String {
     v.join(", ")
 }
 
-const STYLE: &str = r#"
+pub(crate) const STYLE: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#1b1b1b;margin:0;background:#fff}
 main{max-width:1360px;margin:0 auto;padding:12px 24px 48px}
 h1{font-size:26px;margin:18px 0 4px}h2{font-size:21px;margin:34px 0 8px;border-bottom:2px solid #ddd;padding-bottom:4px}
@@ -207,7 +207,7 @@ details>summary{cursor:pointer;font-weight:600;margin:8px 0}
 
 /// Hover tooltips from each point's `data-tip`; plain DOM calls only, so it
 /// runs (and cannot fail) in any browser.
-const SCRIPT: &str = r#"
+pub(crate) const SCRIPT: &str = r#"
 (function () {
   var tip = document.getElementById('tip');
   if (!tip) { return; }
