@@ -39,6 +39,19 @@ pub fn duration(s: &str) -> Result<Duration, benchlab_model::DurationError> {
     benchlab_model::parse_duration(s)
 }
 
+/// `-d`/`--duration`: a duration, with a hint when the value looks like
+/// a request body (curl, hey and oha spell the body `-d`; benchlab keeps
+/// wrk's `-d` for the duration and spells the body `--data`).
+pub fn run_duration(s: &str) -> Result<Duration, String> {
+    benchlab_model::parse_duration(s).map_err(|e| {
+        if s.starts_with(['@', '{', '[']) || s.contains('=') {
+            format!("{e}; -d is the duration (as wrk's): a request body is --data TEXT or --data @FILE")
+        } else {
+            e.to_string()
+        }
+    })
+}
+
 /// A `--time-scale` factor within the model's bounds.
 pub fn time_scale(s: &str) -> Result<f64, String> {
     let f: f64 = s.trim().parse().map_err(|_| {

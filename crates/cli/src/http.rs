@@ -9,8 +9,8 @@ use benchlab_controller::peak::{PeakSearch, SearchLimits, Step, StepKind};
 use benchlab_controller::plan::{ClientPlan as DataPlan, UrlList};
 use benchlab_controller::{drive_mix, ClientCpu, ClientEnd, ClientPool, HttpRun, InProcess};
 use benchlab_engine::{
-    probe_from, sys, Arrival, ClassPlan, ClientPlan, ConnectionPolicy, Expect, H2Plan, Load, OpenLoop, PlanError,
-    Scheme, Stop, Target, TlsOptions, UrlPlan,
+    sys, Arrival, ClassPlan, ClientPlan, ConnectionPolicy, Expect, H2Plan, Load, OpenLoop, PlanError, Scheme, Stop,
+    Target, TlsOptions, UrlPlan,
 };
 use benchlab_results::{PhaseSearchResult, SearchStepResult};
 use clap::{Args, ValueEnum};
@@ -100,8 +100,9 @@ pub struct HttpArgs {
     #[arg(long, requires = "client_cpus")]
     allow_shared_cpus: bool,
 
-    /// How long to run [default: 10s].
-    #[arg(short = 'd', long, value_parser = args::duration, conflicts_with = "requests", value_name = "DUR")]
+    /// How long to run [default: 10s]. (`-d` is the duration, as wrk's; a
+    /// request body is --data.)
+    #[arg(short = 'd', long, value_parser = args::run_duration, conflicts_with = "requests", value_name = "DUR")]
     duration: Option<Duration>,
 
     /// Run exactly N requests (successful or failed), then stop.
@@ -163,6 +164,33 @@ pub struct HttpArgs {
     #[arg(short = 'H', long = "header", value_parser = args::header, value_name = "HEADER")]
     headers: Vec<(String, String)>,
 
+    /// Request method, as curl's -X [default: GET, or POST with a body].
+    #[arg(short = 'X', long, value_name = "METHOD")]
+    method: Option<String>,
+
+    /// Request body: TEXT, or @FILE (as curl's -d and --data, a file's
+    /// line breaks are dropped); sent with Content-Length.
+    #[arg(long, value_name = "TEXT|@FILE", conflicts_with = "data_binary")]
+    data: Option<String>,
+
+    /// Request body, exactly as given: TEXT or @FILE (curl's --data-binary).
+    #[arg(long, value_name = "TEXT|@FILE")]
+    data_binary: Option<String>,
+
+    /// Send the body with Transfer-Encoding: chunked instead of
+    /// Content-Length (HTTP/1.1).
+    #[arg(long)]
+    chunked: bool,
+
+    /// Authorization: Basic for USER:PASSWORD. The password never reaches
+    /// the results, the report or the terminal.
+    #[arg(long, value_name = "USER:PASSWORD", conflicts_with = "bearer")]
+    basic_auth: Option<String>,
+
+    /// Authorization: Bearer TOKEN (kept out of results and the terminal).
+    #[arg(long, value_name = "TOKEN")]
+    bearer: Option<String>,
+
     /// Local addresses to spread connections over: FIRST-LAST or A,B,C.
     #[arg(long, value_parser = args::addresses, value_name = "ADDRS")]
     source_addresses: Option<args::Addresses>,
@@ -221,6 +249,96 @@ pub struct HttpArgs {
 
     #[command(flatten)]
     agents: crate::agent_cmd::AgentRunArgs,
+}
+
+/// The request `-X`, `--data`, `--data-binary`, `--chunked`,
+/// `--basic-auth` and `--bearer` ask for, and the client's headers with
+/// the credentials added (so every request carries them).
+fn request_of(a: &HttpArgs) -> Result<(benchlab_engine::RequestSpec, Vec<(String, String)>), CliError> {
+    use base64::Engine;
+    let body = |flag: &str, v: &str, binary: bool| -> Result<Vec<u8>, CliError> {
+        let Some(path) = v.strip_prefix('@') else {
+            return Ok(v.as_bytes().to_vec());
+        };
+        let bytes = benchlab_model::input::read_bounded(
+            std::path::Path::new(path),
+            "a request body",
+            benchlab_engine::MAX_BODY_BYTES,
+        )
+        .map_err(|e| CliError::Usage(format!("{flag} @{path}: cannot read: {e}")))?;
+        // curl's -d @FILE drops the file's line breaks; --data-binary keeps them.
+        Ok(if binary {
+            bytes
+        } else {
+            bytes.into_iter().filter(|b| *b != b'\r' && *b != b'\n').collect()
+        })
+    };
+    let data = match (&a.data, &a.data_binary) {
+        (Some(v), _) => Some(body("--data", v, false)?),
+        (None, Some(v)) => Some(body("--data-binary", v, true)?),
+        (None, None) => None,
+    };
+    let method = match &a.method {
+        Some(m) => m.clone(),
+        None if data.is_some() => "POST".to_string(),
+        None => "GET".to_string(),
+    };
+    if a.http == HttpMode::Http2 && data.is_some() {
+        return Err(CliError::Usage(
+            "a request body over HTTP/2 is not sent yet: send it over HTTP/1.1 (--http 1.1)".into(),
+        ));
+    }
+    if a.chunked && data.is_none() {
+        return Err(CliError::Usage(
+            "--chunked frames a request body: give one with --data or --data-binary".into(),
+        ));
+    }
+    if a.chunked && matches!(a.http, HttpMode::Http10 | HttpMode::Http10KeepAlive) {
+        return Err(CliError::Usage(
+            "--chunked is HTTP/1.1's framing: not with --http 1.0".into(),
+        ));
+    }
+    let mut headers = a.headers.clone();
+    let auth = match (&a.basic_auth, &a.bearer) {
+        (Some(up), _) => {
+            if !up.contains(':') {
+                // The value is a secret: not quoted.
+                return Err(CliError::Usage("--basic-auth: expected USER:PASSWORD".into()));
+            }
+            Some(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(up)
+            ))
+        }
+        (None, Some(token)) => Some(format!("Bearer {token}")),
+        (None, None) => None,
+    };
+    if let Some(value) = auth {
+        if headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
+            return Err(CliError::Usage(
+                "--basic-auth/--bearer and -H 'Authorization: …' both set the Authorization header: give one".into(),
+            ));
+        }
+        if value.contains(['\r', '\n']) {
+            return Err(CliError::Usage("--bearer: the token cannot hold line breaks".into()));
+        }
+        headers.push(("Authorization".into(), value));
+    }
+    for framing in ["content-length", "transfer-encoding"] {
+        if headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(framing)) {
+            return Err(CliError::Usage(format!(
+                "-H {framing}: benchlab frames the body itself (Content-Length from --data, or --chunked); drop the header"
+            )));
+        }
+    }
+    let request = benchlab_engine::RequestSpec {
+        method,
+        headers: Vec::new(),
+        body: data,
+        chunked: a.chunked,
+    };
+    request.validate().map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok((request, headers))
 }
 
 /// Builds the plan, checks the target and the system, runs, prints.
@@ -420,6 +538,8 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         ca_file: a.ca_file.clone(),
     };
 
+    let (request, headers) = request_of(&a)?;
+    let request_kind = u32::from(!request.is_plain_get());
     let mut urls = Vec::with_capacity(a.urls.len());
     let mut classes = Vec::with_capacity(a.urls.len());
     for (i, w) in a.urls.iter().enumerate() {
@@ -437,7 +557,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             class: i,
             expect_status: a.expect_status,
             expect: Expect::Status,
-            request: 0,
+            request: request_kind,
         });
     }
 
@@ -465,9 +585,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             // From the load's own source addresses, in turn.
             let source = (!source_addresses.is_empty()).then(|| source_addresses[i % source_addresses.len()]);
             let r = if http2.is_some() {
-                benchlab_engine::h2::probe_h2(&u.target, source, &a.headers, &tls, a.timeout)
+                benchlab_engine::h2::probe_h2_method(&request.method, &u.target, source, &headers, &tls, a.timeout)
             } else {
-                probe_from(&u.target, source, &a.headers, &tls, a.timeout)
+                benchlab_engine::probe_request(&u.target, source, &headers, &request, &tls, a.timeout)
             };
             let r = r.map_err(|e| {
                 // A TLS failure says what to try itself.
@@ -476,7 +596,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
                 } else {
                     "\n(the run would measure only errors; check the URL and that the server runs, or pass --no-preflight)"
                 };
-                CliError::CannotRun(format!("preflight: GET {} failed: {e}{advice}", u.target.url))
+                CliError::CannotRun(format!("preflight: {} {} failed: {e}{advice}", request.method, u.target.url))
             })?;
             if r.status != a.expect_status {
                 // nginx answers a plain request on its TLS port with 400.
@@ -486,8 +606,8 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
                     ""
                 };
                 return Err(CliError::CannotRun(format!(
-                    "preflight: GET {} returned status {}, expected {} (set --expect-status, or --no-preflight to load it anyway){tls_port}",
-                    u.target.url, r.status, a.expect_status
+                    "preflight: {} {} returned status {}, expected {} (set --expect-status, or --no-preflight to load it anyway){tls_port}",
+                    request.method, u.target.url, r.status, a.expect_status
                 )));
             }
             u.expect = match a.validate {
@@ -517,6 +637,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         HttpMode::Http11 | HttpMode::Http2 => (a.http10_percent.unwrap_or(0), false),
     };
     let mut plan = ClientPlan::new(urls, classes);
+    if !request.is_plain_get() {
+        plan.requests = vec![request];
+    }
     plan.virtual_users = users;
     plan.http2 = http2;
     plan.load = load;
@@ -534,7 +657,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         requests_per_connection: a.requests_per_connection,
     };
     plan.receive_buffer = a.receive_buffer;
-    plan.headers = a.headers.clone();
+    plan.headers = headers;
     plan.source_addresses = source_addresses;
     plan.tls = tls;
     plan.seed = a.seed;

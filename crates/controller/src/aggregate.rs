@@ -740,7 +740,7 @@ mod fake_clients {
         )
         .expect("runs");
         let suite = mix_result(&mix(2), "p", &phase(), &plans, &driven);
-        let mut engine = plans[0].to_engine(Vec::new().into(), phase().classes);
+        let mut engine = plans[0].to_engine(Vec::new().into(), phase().classes, Vec::new());
         // The run's plan: both clients' users, counted after a 1 s ramp-up.
         engine.virtual_users = 4;
         engine.stop = Stop::After(WINDOW.1);

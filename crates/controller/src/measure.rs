@@ -70,6 +70,7 @@ impl FiguresOf for Figures {
             },
             body_bytes: c.body_bytes,
             error_bytes: c.error_bytes,
+            bytes_sent: c.bytes_sent,
             errors: errors_of(c),
             errors_total: c.errors_total(),
             latency_us: latency_of(LatencySummary::of(&s.latency)),

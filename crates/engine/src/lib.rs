@@ -46,7 +46,7 @@ pub use plan::{
     share_warning, Arrival, ClassPlan, ClientPlan, ClientSettings, ConnectionPolicy, Expect, H2Plan, KindShare, Load,
     OpenLoop, PlanError, Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
-pub use probe::{probe, probe_from, ProbeError, ProbeResponse};
+pub use probe::{probe, probe_from, probe_request, ProbeError, ProbeResponse};
 pub use request::{RequestSpec, MAX_BODY_BYTES};
 pub use rng::SplitMix64;
 pub use stats::{

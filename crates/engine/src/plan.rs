@@ -578,6 +578,15 @@ impl ClientPlan {
             }
         }
         crate::request::check_headers(&self.headers)?;
+        if let Some((n, _)) = self
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding"))
+        {
+            return bad(format!(
+                "header `{n}`: benchlab frames request bodies itself (Content-Length from the body, or chunked); drop the header"
+            ));
+        }
         for r in &self.requests {
             r.validate()?;
         }

@@ -4,6 +4,7 @@
 
 use crate::parse::{Feed, ResponseParser};
 use crate::plan::{PlanError, Scheme, Target, TlsOptions};
+use crate::request::RequestSpec;
 use crate::stats::ErrorKind;
 use crate::tls::{server_name, TlsConfigs};
 use std::io::{self, Read, Write};
@@ -84,19 +85,46 @@ pub fn probe_from(
     tls: &TlsOptions,
     timeout: Duration,
 ) -> Result<ProbeResponse, ProbeError> {
+    probe_request(target, source, headers, &RequestSpec::default(), tls, timeout)
+}
+
+/// [`probe_from`] with the request the run will send (method, its own
+/// headers, body), so the preflight learns what the run's responses are.
+pub fn probe_request(
+    target: &Target,
+    source: Option<IpAddr>,
+    headers: &[(String, String)],
+    request: &RequestSpec,
+    tls: &TlsOptions,
+    timeout: Duration,
+) -> Result<ProbeResponse, ProbeError> {
     let start = Instant::now();
     let tcp = probe_connection(target, source, timeout)?;
-    let mut req = format!("GET {} HTTP/1.1\r\n", target.path);
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+    let own = |n: &str| request.header(n).is_some();
+    let headers: Vec<&(String, String)> = headers
+        .iter()
+        .filter(|(n, _)| !own(n))
+        .chain(&request.headers)
+        .collect();
+    let given = |n: &str| headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n));
+    let mut req = format!("{} {} HTTP/1.1\r\n", request.method, target.path);
+    if !given("host") {
         req.push_str(&format!("Host: {}\r\n", target.authority));
     }
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("user-agent")) {
+    if !given("user-agent") {
         req.push_str(concat!("User-Agent: benchlab/", env!("CARGO_PKG_VERSION"), "\r\n"));
     }
-    for (n, v) in headers {
+    for (n, v) in &headers {
         req.push_str(&format!("{n}: {v}\r\n"));
     }
+    if request.chunked {
+        req.push_str("Transfer-Encoding: chunked\r\n");
+    } else if let Some(n) = request.content_length() {
+        req.push_str(&format!("Content-Length: {n}\r\n"));
+    }
     req.push_str("Connection: close\r\n\r\n");
+    let mut req = req.into_bytes();
+    req.extend_from_slice(&request.framed_body());
 
     let mut stream: Box<dyn ReadWrite> = match target.scheme {
         Scheme::Http => Box::new(tcp),
@@ -114,9 +142,7 @@ pub fn probe_from(
             Box::new(rustls::StreamOwned::new(conn, tcp))
         }
     };
-    stream
-        .write_all(req.as_bytes())
-        .map_err(|e| io_kind(e, "sending the request"))?;
+    stream.write_all(&req).map_err(|e| io_kind(e, "sending the request"))?;
     let mut parser = ResponseParser::new();
     let mut hasher = Xxh3::new();
     let mut buf = vec![0u8; 64 * 1024];

@@ -54,6 +54,7 @@ fn figures(ops: u64, bytes: u64, errors_total: u64, w: f64) -> Figures {
         // A file operation's payload is its bytes: no headers apart.
         body_bytes: bytes,
         error_bytes: 0,
+        bytes_sent: 0,
         errors: Default::default(),
         errors_total,
         latency_us: Latency::default(),

@@ -140,6 +140,11 @@ pub struct Figures {
     pub mbit_per_sec: f64,
     pub body_bytes: u64,
     pub error_bytes: u64,
+    /// Request bytes written, of every request that ended in the window
+    /// (a success or not): request line, headers and body as written;
+    /// HTTP/2, the stream's HEADERS and DATA frames (docs/counting.md).
+    #[serde(default)]
+    pub bytes_sent: u64,
     pub errors: Errors,
     pub errors_total: u64,
     pub latency_us: Latency,

@@ -381,6 +381,7 @@ fn from_file_mix(m: OldFileMix) -> MixResult {
                     mbit_per_sec: rate(op_bytes, w) * 8.0 / 1e6,
                     body_bytes: op_bytes,
                     error_bytes: 0,
+                    bytes_sent: 0,
                     errors: errors_by_got(&m.errors_by_status, Some(&o.operation)),
                     errors_total: o.errors,
                     latency_us: Latency {
@@ -439,6 +440,7 @@ fn from_file_mix(m: OldFileMix) -> MixResult {
             mbit_per_sec: m.mbit_per_s,
             body_bytes: bytes,
             error_bytes: 0,
+            bytes_sent: 0,
             errors: errors_by_got(&m.errors_by_status, None),
             errors_total: m.errors,
             latency_us: Latency {
@@ -770,6 +772,7 @@ fn http_mix(number: usize, r: OldHttp) -> MixResult {
             mbit_per_sec: r.bytes_per_sec * 8.0 / 1e6,
             body_bytes: r.body_bytes,
             error_bytes: r.error_bytes,
+            bytes_sent: 0,
             errors: r.errors,
             errors_total: r.errors_total,
             latency_us: r.latency_us,
@@ -829,6 +832,7 @@ fn http_mix(number: usize, r: OldHttp) -> MixResult {
                         mbit_per_sec: rate(c.bytes, w) * 8.0 / 1e6,
                         body_bytes: c.body_bytes,
                         error_bytes: c.error_bytes,
+                        bytes_sent: 0,
                         errors: c.errors,
                         errors_total: c.errors_total,
                         latency_us: c.latency_us,

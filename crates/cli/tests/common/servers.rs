@@ -209,12 +209,14 @@ pub struct NginxLogLine {
     pub x_bench: String,
     /// `$request`: the request line, such as `GET /4k.html HTTP/1.1`.
     pub request: String,
+    /// `$request_length`: request line, headers and body as read.
+    pub request_length: u64,
 }
 
 impl NginxLogLine {
     fn parse(line: &str) -> NginxLogLine {
         let f: Vec<&str> = line.split('\t').collect();
-        assert_eq!(f.len(), 10, "unexpected nginx log line {line:?}");
+        assert_eq!(f.len(), 11, "unexpected nginx log line {line:?}");
         let num = |i: usize| -> u64 {
             f[i].parse()
                 .unwrap_or_else(|_| panic!("field {i} of nginx log line {line:?} is not a number"))
@@ -230,7 +232,13 @@ impl NginxLogLine {
             remote_addr: f[7].to_owned(),
             x_bench: f[8].to_owned(),
             request: f[9].to_owned(),
+            request_length: num(10),
         }
+    }
+
+    /// The method of the request line (`GET`).
+    pub fn method(&self) -> &str {
+        self.request.split(' ').next().unwrap_or("")
     }
 
     /// The path of the request line (`/4k.html`).
@@ -321,7 +329,7 @@ http {{
     fastcgi_temp_path {tmp_fastcgi};
     uwsgi_temp_path {tmp_uwsgi};
     scgi_temp_path {tmp_scgi};
-    log_format bench "$connection\t$connection_requests\t$status\t$bytes_sent\t$body_bytes_sent\t$ssl_session_reused\t$http_connection\t$remote_addr\t$http_x_bench\t$request";
+    log_format bench "$connection\t$connection_requests\t$status\t$bytes_sent\t$body_bytes_sent\t$ssl_session_reused\t$http_connection\t$remote_addr\t$http_x_bench\t$request\t$request_length";
     access_log {access_log} bench;
     sendfile on;
     keepalive_requests {keepalive_requests};
@@ -332,6 +340,23 @@ http {{
         root {www};
         location ~ \.shtml$ {{
             ssi on;
+        }}
+        # Takes any method and body, for the request-body tests: proxied
+        # to this server's own /echo-done, so nginx reads the whole body
+        # (`return` alone would discard it unread and leave it out of
+        # $request_length).
+        location = /echo {{
+            client_max_body_size 8m;
+            proxy_pass http://127.0.0.1:{port}/echo-done;
+        }}
+        # Any method without a body (nothing to read).
+        location = /any {{
+            return 200 "ok\n";
+        }}
+        location = /echo-done {{
+            access_log off;
+            client_max_body_size 8m;
+            return 200 "ok\n";
         }}
 {ssl}    }}
 }}

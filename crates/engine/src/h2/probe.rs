@@ -25,6 +25,19 @@ pub fn probe_h2(
     tls: &TlsOptions,
     timeout: Duration,
 ) -> Result<ProbeResponse, ProbeError> {
+    probe_h2_method("GET", target, source, headers, tls, timeout)
+}
+
+/// [`probe_h2`] with the run's method (a body over HTTP/2 is refused
+/// before any probe).
+pub fn probe_h2_method(
+    method: &str,
+    target: &Target,
+    source: Option<IpAddr>,
+    headers: &[(String, String)],
+    tls: &TlsOptions,
+    timeout: Duration,
+) -> Result<ProbeResponse, ProbeError> {
     let start = Instant::now();
     let tcp = probe_connection(target, source, timeout)?;
     let mut stream: Box<dyn ReadWrite> = match target.scheme {
@@ -52,7 +65,7 @@ pub fn probe_h2(
     };
     let mut conn = Conn::new(crate::plan::H2Plan::DEFAULT_WINDOW);
     let mut ended: Vec<Ended> = Vec::new();
-    let block = hpack::request_block(target.scheme, &target.authority, &target.path, headers);
+    let block = hpack::method_block(method, target.scheme, &target.authority, &target.path, headers);
     let mut opened = false;
     let mut buf = vec![0u8; 64 * 1024];
     loop {

@@ -1103,6 +1103,7 @@ mod tests {
             mbit_per_sec: round(bps * 8.0 / 1e6, 3),
             body_bytes: requests * 900,
             error_bytes: 0,
+            bytes_sent: 0,
             errors: [("connect".to_string(), 1u64), ("timeout".to_string(), 0)]
                 .into_iter()
                 .collect(),

@@ -1,0 +1,183 @@
+//! Requests beyond GET (issue "Beyond GET"): `benchlab http -X`, `--data`,
+//! `--data-binary`, `--chunked`, `-H`, `--basic-auth`, `--bearer`, against
+//! nginx, counted exactly against its log: every request's method and
+//! status, and benchlab's `bytes_sent` equal to the sum of nginx's
+//! `$request_length` (request line, headers and body as nginx read them;
+//! docs/counting.md, "Bytes sent").
+
+mod common;
+
+use common::servers::{Nginx, NginxOpts};
+use common::{http_json, run_benchlab, u};
+
+fn nginx() -> Nginx {
+    Nginx::start(NginxOpts {
+        keepalive_requests: 100_000,
+        ..NginxOpts::default()
+    })
+}
+
+/// Runs `benchlab http --json -n N ARGS URL/echo` and checks the run's
+/// requests against nginx's log: N answered, each with `method` and 200,
+/// and `bytes_sent` the sum of their `$request_length`. The preflight's
+/// request (the log's first line) is the same request, closed after.
+fn exact(server: &Nginx, method: &str, args: &[&str]) -> serde_json::Value {
+    let url = server.url("/echo");
+    let mut all = vec!["-n", "40", "-t", "4", "--os-threads", "1"];
+    all.extend_from_slice(args);
+    all.push(&url);
+    let v = http_json(&all);
+    assert_eq!(u(&v, "/requests"), 40, "{v}");
+    assert_eq!(u(&v, "/errors_total"), 0, "{v}");
+    let lines = server.access_log_lines_at_least(41);
+    assert_eq!(lines.len(), 41, "the preflight's request and 40");
+    assert!(
+        lines.iter().all(|l| l.method() == method && l.status == 200),
+        "{lines:?}"
+    );
+    let logged: u64 = lines[1..].iter().map(|l| l.request_length).sum();
+    assert_eq!(
+        u(&v, "/bytes_sent"),
+        logged,
+        "bytes_sent against nginx's $request_length: {v}"
+    );
+    v
+}
+
+#[test]
+fn post_bodies_of_0_1k_and_1m_bytes_are_sent_exactly() {
+    let work = tempfile::tempdir().expect("tempdir");
+    for (size, chunked) in [
+        (0usize, false),
+        (1024, false),
+        (1 << 20, false),
+        (1024, true),
+        (1 << 20, true),
+    ] {
+        let server = nginx();
+        let body = work.path().join(format!("body-{size}"));
+        std::fs::write(&body, vec![b'x'; size]).expect("write body");
+        let at = format!("@{}", body.display());
+        let mut args = vec!["--data-binary", at.as_str()];
+        if chunked {
+            args.push("--chunked");
+        }
+        let v = exact(&server, "POST", &args);
+        // Each request carries its body: bytes_sent is at least the bodies.
+        assert!(
+            u(&v, "/bytes_sent") >= 40 * size as u64,
+            "{size} B, chunked {chunked}: {v}"
+        );
+    }
+}
+
+#[test]
+fn put_delete_and_headers_are_sent_as_asked() {
+    let server = nginx();
+    let v = exact(
+        &server,
+        "PUT",
+        &[
+            "-X",
+            "PUT",
+            "--data",
+            "{\"a\":1}",
+            "-H",
+            "Content-Type: application/json",
+        ],
+    );
+    assert!(u(&v, "/bytes_sent") > 40 * 7);
+    let server = nginx();
+    exact(&server, "DELETE", &["-X", "DELETE"]);
+}
+
+#[test]
+fn expect_100_continue_sends_the_body_when_the_server_says_so() {
+    let server = nginx();
+    let work = tempfile::tempdir().expect("tempdir");
+    let body = work.path().join("body");
+    std::fs::write(&body, vec![b'y'; 4096]).expect("write body");
+    let at = format!("@{}", body.display());
+    exact(&server, "POST", &["--data-binary", &at, "-H", "Expect: 100-continue"]);
+}
+
+#[test]
+fn credentials_never_reach_the_output() {
+    let server = nginx();
+    let url = server.url("/echo");
+    for args in [vec!["--basic-auth", "alice:SECRETPW"], vec!["--bearer", "SECRETPW"]] {
+        let mut all = vec!["http", "-n", "5", "-t", "1"];
+        all.extend_from_slice(&args);
+        all.push(&url);
+        let out = run_benchlab(&all);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut json = all.clone();
+        json.insert(1, "--json");
+        let out_json = run_benchlab(&json);
+        for text in [&out.stdout, &out.stderr, &out_json.stdout, &out_json.stderr] {
+            assert!(!String::from_utf8_lossy(text).contains("SECRETPW"));
+        }
+    }
+    // A value given wrong is refused without quoting it.
+    let out = run_benchlab(&["http", "--basic-auth", "SECRETPW", &url]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("SECRETPW"));
+}
+
+#[test]
+fn a_body_where_it_cannot_go_is_refused_by_name() {
+    let server = nginx();
+    let url = server.url("/echo");
+    let refused = |args: &[&str], says: &str| {
+        let mut all = vec!["http"];
+        all.extend_from_slice(args);
+        all.push(&url);
+        let out = run_benchlab(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    // curl's `-d` is benchlab's duration (wrk's): the message says so.
+    refused(&["-d", "@body.json"], "--data");
+    refused(&["--data", "x", "--http", "2"], "over HTTP/2");
+    refused(&["--chunked"], "--chunked");
+    refused(&["-X", "PO ST"], "method");
+    refused(&["--data", "x", "-H", "Content-Length: 1"], "content-length");
+}
+
+/// HTTP/2 sends the method and the headers asked for (HPACK: `:method`
+/// and literal fields), each request's HEADERS frame counted in
+/// `bytes_sent`: the same block each time, so a whole multiple of 40.
+#[test]
+fn http2_sends_the_method_and_headers() {
+    let server = Nginx::start(NginxOpts {
+        http2: true,
+        keepalive_requests: 100_000,
+        ..NginxOpts::default()
+    });
+    let url = server.url("/any");
+    let v = http_json(&[
+        "-n",
+        "40",
+        "-t",
+        "4",
+        "--http",
+        "2",
+        "-X",
+        "DELETE",
+        "-H",
+        "X-Bench: h2",
+        &url,
+    ]);
+    assert_eq!(u(&v, "/requests"), 40, "{v}");
+    assert_eq!(u(&v, "/errors_total"), 0, "{v}");
+    let lines = server.access_log_lines_at_least(41);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.method() == "DELETE" && l.version() == "HTTP/2.0" && l.x_bench == "h2" && l.status == 200),
+        "{lines:?}"
+    );
+    let sent = u(&v, "/bytes_sent");
+    assert!(sent > 40 * 9 && sent % 40 == 0, "{sent}");
+}
