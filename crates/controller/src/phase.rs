@@ -4,7 +4,7 @@
 
 use crate::options::*;
 use crate::plan::{UrlList, UrlSpec};
-use benchlab_engine::{probe_from, sys, ClassPlan, Expect, Target, TlsOptions, UrlPlan};
+use benchlab_engine::{sys, ClassPlan, Expect, RequestSpec, Target, TlsOptions, UrlPlan};
 use benchlab_model::{ClassKind, Suite, Validate};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -26,6 +26,28 @@ pub(crate) struct PhasePlan {
     /// A file phase (disk mix, loadfile): no URLs, its mixes run by
     /// [`crate::file`].
     pub(crate) file: Option<crate::file::FilePhase>,
+}
+
+/// The engine's request for a class's (or URL's) method, headers and body,
+/// its `body_file` read with a bound.
+fn request_spec(r: &benchlab_model::Request, class: &str) -> Result<RequestSpec, ControllerError> {
+    let body = match &r.body {
+        None => None,
+        Some(benchlab_model::Body::Text(t)) => Some(t.as_bytes().to_vec()),
+        Some(benchlab_model::Body::File(path)) => Some(
+            benchlab_model::input::read_bounded(path, "a request body", benchlab_engine::MAX_BODY_BYTES)
+                .map_err(|e| ControllerError::Input(format!("class `{class}`: body_file {}: {e}", path.display())))?,
+        ),
+    };
+    let spec = RequestSpec {
+        method: r.method().to_string(),
+        headers: r.headers.clone(),
+        body,
+        chunked: r.chunked,
+    };
+    spec.validate()
+        .map_err(|e| ControllerError::Input(format!("class `{class}`: {e}")))?;
+    Ok(spec)
 }
 
 pub(crate) fn resolve_phase(
@@ -52,6 +74,9 @@ pub(crate) fn resolve_phase(
     let mut classes = Vec::new();
     let mut class_info = Vec::new();
     let mut h2_classes = 0u64;
+    // The phase's requests other than a plain GET, each once (a file-set
+    // class's many URLs share their class's).
+    let mut requests: Vec<(benchlab_model::Request, RequestSpec)> = Vec::new();
     for (ci, c) in w.classes.iter().enumerate() {
         if c.http2 {
             if ci >= 64 {
@@ -79,17 +104,28 @@ pub(crate) fn resolve_phase(
                 (Validate::Size | Validate::Checksum, Some(size), _) => Expect::Size(size),
                 _ => Expect::Status,
             };
+            let request = match r.request {
+                None => 0,
+                Some(model) => match requests.iter().position(|(m, _)| *m == model) {
+                    Some(k) => k as u32 + 1,
+                    None => {
+                        let spec = request_spec(&model, &c.name)?;
+                        requests.push((model, spec));
+                        requests.len() as u32
+                    }
+                },
+            };
             urls.push(UrlSpec {
                 url: r.url,
                 weight: c.percent / 100.0 * r.weight,
                 class: ci,
                 expect_status: c.expect_status,
                 expect,
-                request: 0,
+                request,
             });
         }
     }
-    let list = UrlList::new(classes.clone(), urls);
+    let list = UrlList::with_requests(classes.clone(), urls, requests.into_iter().map(|(_, r)| r).collect());
     // A host that does not resolve is a run that cannot be made (the
     // network's or resolver's state), not a mistake in the suite.
     let urls = list.resolve().map_err(|e| match e {
@@ -136,10 +172,17 @@ pub(crate) fn preflight(
             checked += 1;
             // Over HTTP/2 when every mix of the phase speaks it, or the
             // class does: an h2c listener answers nothing else.
+            let plain = RequestSpec::default();
+            let request = match u.request {
+                0 => &plain,
+                k => &plan.list.requests[k as usize - 1],
+            };
+            let method = &request.method;
             let r = if http2 || (class < 64 && plan.h2_classes & (1 << class) != 0) {
-                benchlab_engine::h2::probe_h2(&u.target, source, &[], tls, Duration::from_secs(10))
+                let headers = &request.headers;
+                benchlab_engine::h2::probe_h2_method(method, &u.target, source, headers, tls, Duration::from_secs(10))
             } else {
-                probe_from(&u.target, source, &[], tls, Duration::from_secs(10))
+                benchlab_engine::probe_request(&u.target, source, &[], request, tls, Duration::from_secs(10))
             };
             let r = r.map_err(|e| {
                 // A TLS failure says what to try itself.
@@ -148,7 +191,7 @@ pub(crate) fn preflight(
                 } else {
                     "; is the target running and is it what the suite expects?"
                 };
-                ControllerError::Target(format!("preflight: GET {} failed: {e}{advice}", u.target.url))
+                ControllerError::Target(format!("preflight: {method} {} failed: {e}{advice}", u.target.url))
             })?;
             if r.status != u.expect_status {
                 // nginx answers a plain request on its TLS port with 400.
@@ -158,7 +201,7 @@ pub(crate) fn preflight(
                     ""
                 };
                 return Err(ControllerError::Target(format!(
-                    "preflight: GET {} returned status {}, expected {} — the target does not serve what the suite expects \
+                    "preflight: {method} {} returned status {}, expected {} — the target does not serve what the suite expects \
                      (wrong --target, file set not installed, or SPICE endpoint missing){tls_port}",
                     u.target.url, r.status, u.expect_status
                 )));
@@ -166,14 +209,14 @@ pub(crate) fn preflight(
             match u.expect {
                 Expect::Size(size) | Expect::Checksum { size, .. } if size != r.body_bytes => {
                     return Err(ControllerError::Target(format!(
-                        "preflight: GET {} returned {} body bytes, the workload expects {size} — \
+                        "preflight: {method} {} returned {} body bytes, the workload expects {size} — \
                          is the target serving the same file set?",
                         u.target.url, r.body_bytes
                     )));
                 }
                 Expect::Checksum { xxh3, .. } if xxh3 != r.xxh3 => {
                     return Err(ControllerError::Target(format!(
-                        "preflight: GET {}: the body's checksum differs from the manifest's — is the target serving \
+                        "preflight: {method} {}: the body's checksum differs from the manifest's — is the target serving \
                          the same file set (same seed)?",
                         u.target.url
                     )));

@@ -98,6 +98,26 @@ pub(crate) struct RawClass {
     #[serde(rename = "url", default)]
     pub urls: Vec<Spanned<RawUrl>>,
     pub fileset: Option<Spanned<RawFileset>>,
+    // What the class's requests say beyond GET (each URL may override);
+    // fields of their own, not a flattened struct: serde's flatten would
+    // lose `deny_unknown_fields`, and a misspelt key must be refused.
+    pub method: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<String>,
+    pub body_file: Option<Spanned<String>>,
+    pub chunked: Option<bool>,
+}
+
+/// `method`, `headers`, `body` / `body_file` and `chunked`, of a class or
+/// of one URL.
+#[derive(Debug, Default)]
+pub(crate) struct RawRequest {
+    pub method: Option<Spanned<String>>,
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<String>,
+    pub body_file: Option<Spanned<String>>,
+    pub chunked: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -108,6 +128,12 @@ pub(crate) struct RawUrl {
     #[serde(default = "one")]
     pub weight: f64,
     pub size: Option<u64>,
+    pub method: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub body: Option<String>,
+    pub body_file: Option<Spanned<String>>,
+    pub chunked: Option<bool>,
 }
 
 fn one() -> f64 {
@@ -158,6 +184,128 @@ pub struct Class {
     /// `http = "2"`: this class's requests go over HTTP/2, whatever the
     /// mix's protocol (docs/connections.md, "HTTP/2").
     pub http2: bool,
+    /// What its requests say beyond a plain GET (`None`: a plain GET).
+    pub request: Option<Request>,
+}
+
+/// A request's method, headers and body, as a suite's class or URL says
+/// them (docs/running.md, "Requests beyond GET").
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Request {
+    /// `None`: GET, or POST with a body.
+    pub method: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Body>,
+    pub chunked: bool,
+}
+
+/// A request body: written in the suite, or a file (its path made
+/// absolute against the suite's or workload's directory; read, with a
+/// bound, when the phase is resolved).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    Text(String),
+    File(PathBuf),
+}
+
+impl Request {
+    /// The method sent: the one given, else POST with a body, else GET.
+    pub fn method(&self) -> &str {
+        match (&self.method, &self.body) {
+            (Some(m), _) => m,
+            (None, Some(_)) => "POST",
+            (None, None) => "GET",
+        }
+    }
+
+    /// This request with `over`'s fields where it gives them: its method,
+    /// body and chunked; its headers after these, replacing the same names.
+    pub fn merged(&self, over: &Request) -> Request {
+        let mut headers: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .filter(|(n, _)| !over.headers.iter().any(|(o, _)| o.eq_ignore_ascii_case(n)))
+            .cloned()
+            .collect();
+        headers.extend(over.headers.iter().cloned());
+        Request {
+            method: over.method.clone().or_else(|| self.method.clone()),
+            headers,
+            body: over.body.clone().or_else(|| self.body.clone()),
+            chunked: over.chunked || self.chunked,
+        }
+    }
+}
+
+/// Checks a raw request's fields; errors point into `src`.
+fn check_request(raw: RawRequest, src: &Source, at: usize) -> Result<Option<Request>, ModelError> {
+    let RawRequest {
+        method,
+        headers,
+        body,
+        body_file,
+        chunked,
+    } = raw;
+    let given = method.is_some() || !headers.is_empty() || body.is_some() || body_file.is_some() || chunked.is_some();
+    if !given {
+        return Ok(None);
+    }
+    let method = match method {
+        Some(m) => {
+            let text = m.get_ref().trim().to_string();
+            if text.is_empty()
+                || !text
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            {
+                return Err(src.error_at(
+                    m.span().start,
+                    format!(
+                        "method `{}`: expected a method name such as GET, POST, PUT or DELETE",
+                        excerpt(&text)
+                    ),
+                ));
+            }
+            Some(text)
+        }
+        None => None,
+    };
+    for (n, v) in &headers {
+        let ok = !n.is_empty() && n.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+        if !ok || v.contains(['\r', '\n']) {
+            return Err(src.error_at(
+                at,
+                format!("header `{}`: expected a name and a value on one line", excerpt(n)),
+            ));
+        }
+        if n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(src.error_at(
+                at,
+                format!("header `{n}`: benchlab frames the body itself (Content-Length from the body, or chunked = true); drop the header"),
+            ));
+        }
+    }
+    let body = match (body, body_file) {
+        (Some(_), Some(f)) => {
+            return Err(src.error_at(f.span().start, "both body and body_file: expected one of them"));
+        }
+        (Some(t), None) => Some(Body::Text(t)),
+        (None, Some(f)) => {
+            let dir = src.path.parent().unwrap_or(Path::new("."));
+            Some(Body::File(dir.join(f.get_ref())))
+        }
+        (None, None) => None,
+    };
+    let chunked = chunked.unwrap_or(false);
+    if chunked && body.is_none() {
+        return Err(src.error_at(at, "chunked = true frames a body: expected body or body_file"));
+    }
+    Ok(Some(Request {
+        method,
+        headers: headers.into_iter().collect(),
+        body,
+        chunked,
+    }))
 }
 
 /// Where a class's URLs come from.
@@ -176,6 +324,8 @@ pub struct UrlEntry {
     /// is not on can be refused at its line once the suite's targets are
     /// known ([`crate::Suite::check_url_hosts`]); `None` for a path.
     pub place: Option<Place>,
+    /// This URL's own method, headers or body (over its class's).
+    pub request: Option<Request>,
 }
 
 /// A place in a suite or workload file, kept past parsing.
@@ -260,6 +410,8 @@ pub struct ResolvedUrl {
     /// For a URL from a file set: its share of the whole set's requests
     /// (manifest weight ÷ the manifest's total), whatever the class draws.
     pub population_share: Option<f64>,
+    /// Its method, headers and body (`None`: a plain GET).
+    pub request: Option<Request>,
 }
 
 impl Workload {
@@ -377,11 +529,20 @@ impl Workload {
                                 )));
                             }
                         }
+                        let raw = RawRequest {
+                            method: u.method,
+                            headers: u.headers,
+                            body: u.body,
+                            body_file: u.body_file,
+                            chunked: u.chunked,
+                        };
+                        let request = check_request(raw, src, uat)?;
                         list.push(UrlEntry {
                             path: u.path,
                             weight: u.weight,
                             size: u.size,
                             place,
+                            request,
                         });
                     }
                     UrlSource::List(list)
@@ -420,8 +581,17 @@ impl Workload {
                     ))
                 }
             };
+            let raw = RawRequest {
+                method: c.method,
+                headers: c.headers,
+                body: c.body,
+                body_file: c.body_file,
+                chunked: c.chunked,
+            };
+            let request = check_request(raw, src, at)?;
             classes.push(Class {
                 http2,
+                request,
                 name: c.name,
                 percent: p,
                 kind: c.kind,
@@ -491,6 +661,10 @@ impl Class {
                     size: u.size,
                     xxh3: None,
                     population_share: None,
+                    request: match (&self.request, &u.request) {
+                        (Some(c), Some(o)) => Some(c.merged(o)),
+                        (c, o) => o.clone().or_else(|| c.clone()),
+                    },
                 })
                 .collect::<Vec<_>>(),
             UrlSource::Fileset(f) => {
@@ -555,6 +729,7 @@ impl Class {
                         size: Some(e.size),
                         xxh3: Some(e.xxh3),
                         population_share: (population > 0.0).then(|| e.weight / population),
+                        request: self.request.clone(),
                     })
                     .collect()
             }
@@ -608,6 +783,7 @@ mod tests {
             target: None,
             source: UrlSource::Fileset(draw),
             http2: false,
+            request: None,
         }
     }
 
