@@ -187,31 +187,48 @@ fn exact_run(io: &str, server: &Nginx) -> Output {
 }
 
 /// `BENCHLAB_IO` applies to HTTP/2 as to HTTP/1: level-triggered epoll
-/// runs it (requests = responses = nginx's log lines); io_uring, which
-/// drives HTTP/1 only, is refused by name.
+/// and io_uring (multishot receives, SENDMSG from a per-connection
+/// outbox) each run it exactly (requests = responses = nginx's log lines,
+/// body bytes = nginx's); io_uring over TLS is refused by name, as for
+/// HTTP/1.
 #[test]
-fn h2_on_each_io_backend_or_refused_by_name() {
+fn h2_on_each_io_backend_exactly() {
     let server = h2c();
-    let out = exact_run("epoll-lt", &server);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = common::http_mix(&out.stdout);
-    assert_eq!(u(&r, "/requests"), 600, "{r}");
-    assert_eq!(u(&r, "/errors_total"), 0, "{r}");
-    assert_eq!(u(&r, "/in_flight"), 0, "{r}");
-    assert_eq!(u(&r, "/http2/streams_opened"), 600, "{r}");
-    assert_eq!(u(&r, "/connections_opened"), 2, "{r}");
-    let lines = server.access_log_lines_at_least(601);
-    assert_eq!(lines.len(), 601, "600 requests and the preflight's");
-    let body: u64 = lines[1..].iter().map(|l| l.body_bytes_sent).sum();
-    assert_eq!(body, u(&r, "/body_bytes"));
-
-    let out = exact_run("uring", &server);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut logged = 0;
+    for io in ["epoll-lt", "uring"] {
+        let out = exact_run(io, &server);
+        assert!(out.status.success(), "{io}: {}", String::from_utf8_lossy(&out.stderr));
+        let r: Value = common::http_mix(&out.stdout);
+        assert_eq!(u(&r, "/requests"), 600, "{io}: {r}");
+        assert_eq!(u(&r, "/errors_total"), 0, "{io}: {r}");
+        assert_eq!(u(&r, "/in_flight"), 0, "{io}: {r}");
+        assert_eq!(u(&r, "/http2/streams_opened"), 600, "{io}: {r}");
+        assert_eq!(u(&r, "/connections_opened"), 2, "{io}: {r}");
+        // 600 requests and the preflight's.
+        logged += 601;
+        let lines = server.access_log_lines_at_least(logged);
+        assert_eq!(lines.len(), logged, "{io}");
+        let body: u64 = lines[logged - 600..].iter().map(|l| l.body_bytes_sent).sum();
+        assert_eq!(body, u(&r, "/body_bytes"), "{io}");
+        assert!(lines[logged - 600..]
+            .iter()
+            .all(|l| l.version() == "HTTP/2.0" && l.status == 200));
+    }
+    let tls = Nginx::start(NginxOpts {
+        tls: true,
+        http2: true,
+        ..NginxOpts::default()
+    });
+    let out = Command::new(benchlab_bin())
+        .args(["http", "--http", "2", "-n", "5", "--insecure", &tls.url("/4k.html")])
+        .env("BENCHLAB_IO", "uring")
+        .output()
+        .expect("run benchlab");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("BENCHLAB_IO=uring drives HTTP/1 only"), "{err}");
-    assert!(err.contains("--http 2"), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("BENCHLAB_IO=uring drives http:// URLs only"), "{err}");
     // Only the preflight's request reached the server.
-    assert_eq!(server.access_log_lines_at_least(602).len(), 602);
+    assert_eq!(tls.access_log_lines_at_least(1).len(), 1);
 }
 
 /// `--find-peak --http 2` grows the users, and the connections with them

@@ -27,7 +27,7 @@ use crate::parse::{Feed, FrameError, ResponseParser};
 use crate::plan::{Expect, Load, Scheme};
 use crate::reactor::{next_generation, Backend, Ev};
 use crate::request::{head_len, parts_len, Parts, Variant};
-use crate::sock::{self, connect, connect_error_kind, is_closed_error, Handshake, ReadOutcome, Sock, TlsSock};
+use crate::sock::{self, connect, connect_error_kind, is_closed_error, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
 use crate::stats::{ConnectionKind, ErrorKind};
 use rustls::ClientConnection;
 use std::io::{self, Write};
@@ -1064,46 +1064,6 @@ fn feed(v: &mut Vu, data: &[u8]) -> Fed {
             Fed::Done
         }
         Err(e) => Fed::Fail(frame_error_kind(e)),
-    }
-}
-
-/// A `msghdr` and its scatter list, for an io_uring `SENDMSG` of the
-/// current request (pointing into the plan's request bytes).
-struct SendMsg {
-    hdr: libc::msghdr,
-    iov: [libc::iovec; 4],
-}
-
-// SAFETY: the pointers are to the plan's request bytes (shared, immutable,
-// alive as long as the worker) and to this value's own array; a slot moves
-// to its worker thread once, before use.
-unsafe impl Send for SendMsg {}
-
-impl SendMsg {
-    fn new() -> SendMsg {
-        SendMsg {
-            // SAFETY: an all-zero msghdr is a valid empty one.
-            hdr: unsafe { std::mem::zeroed() },
-            iov: [libc::iovec {
-                iov_base: std::ptr::null_mut(),
-                iov_len: 0,
-            }; 4],
-        }
-    }
-
-    fn set(&mut self, slices: &[io::IoSlice<'_>]) {
-        for (k, s) in slices.iter().enumerate() {
-            self.iov[k] = libc::iovec {
-                iov_base: s.as_ptr() as *mut libc::c_void,
-                iov_len: s.len(),
-            };
-        }
-        self.hdr.msg_iov = self.iov.as_mut_ptr();
-        self.hdr.msg_iovlen = slices.len() as _;
-    }
-
-    fn header(&self) -> *const libc::msghdr {
-        &self.hdr
     }
 }
 

@@ -112,6 +112,49 @@ impl TlsSock {
     }
 }
 
+/// A `msghdr` and its scatter list, for an io_uring `SENDMSG`: of an
+/// HTTP/1 request (pointing into the plan's request bytes), or of an
+/// HTTP/2 connection's queued frames (pointing into its own send buffer).
+/// It must not move while a send is in flight: HTTP/1 keeps one per user
+/// in a vector never resized, HTTP/2 one boxed per connection slot.
+pub(crate) struct SendMsg {
+    hdr: libc::msghdr,
+    iov: [libc::iovec; 4],
+}
+
+// SAFETY: the pointers are to bytes that live as long as the worker (the
+// plan's request bytes, or a connection slot's send buffer) and to this
+// value's own array; a value moves to its worker thread once, before use.
+unsafe impl Send for SendMsg {}
+
+impl SendMsg {
+    pub(crate) fn new() -> SendMsg {
+        SendMsg {
+            // SAFETY: an all-zero msghdr is a valid empty one.
+            hdr: unsafe { std::mem::zeroed() },
+            iov: [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; 4],
+        }
+    }
+
+    pub(crate) fn set(&mut self, slices: &[io::IoSlice<'_>]) {
+        for (k, s) in slices.iter().enumerate() {
+            self.iov[k] = libc::iovec {
+                iov_base: s.as_ptr() as *mut libc::c_void,
+                iov_len: s.len(),
+            };
+        }
+        self.hdr.msg_iov = self.iov.as_mut_ptr();
+        self.hdr.msg_iovlen = slices.len() as _;
+    }
+
+    pub(crate) fn header(&self) -> *const libc::msghdr {
+        &self.hdr
+    }
+}
+
 /// Where a TLS handshake stands after a [`handshake`] step.
 pub(crate) enum Handshake {
     /// Done; the session was resumed or a full handshake made.

@@ -7,8 +7,8 @@
 //! connection owns many users. What they share is the loop (users, think
 //! time, budget, stop, the open-loop schedule, seconds, CPU and lag), the
 //! socket layer (`sock.rs`) and the response check. It waits on the same
-//! `Reactor` (`BENCHLAB_IO`: mio's edge-triggered epoll, or level-triggered
-//! epoll; io_uring is refused by name); in an open loop a user is a
+//! `Reactor` (`BENCHLAB_IO`: mio's edge-triggered epoll, level-triggered
+//! epoll, or io_uring for h2c); in an open loop a user is a
 //! request slot, one stream, and the schedule's sends take free ones.
 //!
 //! Why a framing of benchlab's own and not the `h2` crate on a
@@ -34,8 +34,8 @@ use super::conn::{Conn, Ended, Outcome, MAX_CONTROL_QUEUED};
 use super::hpack;
 use crate::event_loop::{check_response, Core, EventLoop, Measured, Protocol, Shared};
 use crate::plan::{Expect, Load, Scheme};
-use crate::reactor::{Backend, Ev};
-use crate::sock::{self, connect, connect_error_kind, Handshake, ReadOutcome, Sock, TlsSock};
+use crate::reactor::{next_generation, Backend, Ev};
+use crate::sock::{self, connect, connect_error_kind, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
 use crate::stats::{ErrorKind, Snapshot};
 use rustls::ClientConnection;
 use std::collections::VecDeque;
@@ -68,6 +68,27 @@ struct Link {
     /// The reactor reports its writability (a connect, or bytes waiting
     /// unsent); only level-triggered epoll needs it kept in step.
     out_armed: bool,
+    /// io_uring: which of its index's connections this is (completions of
+    /// an earlier one are stale), and whether its multishot receive is
+    /// armed.
+    generation: u32,
+    recv_armed: bool,
+}
+
+/// io_uring: what a connection index sends with. The kernel reads `buf`
+/// while the `SENDMSG` is in flight, so a connection's queued frames are
+/// copied here (one copy a flush) and left alone until the completion;
+/// kept per index, boxed, for the whole run, so that neither a new
+/// connection on the index nor the vector's growth moves or frees bytes
+/// a send still reads.
+struct Outbox {
+    msg: SendMsg,
+    buf: Vec<u8>,
+    /// Bytes of `buf` the kernel has taken.
+    sent: usize,
+    /// A send is in flight, of connection `generation`.
+    busy: bool,
+    generation: u32,
 }
 
 /// A connection slot: the users that share it and its current connection
@@ -132,6 +153,15 @@ pub(crate) struct Http2 {
     /// Connections open now (from the socket's creation to its close):
     /// open loop, the client's `peak_connections`.
     live: u64,
+    /// `BENCHLAB_IO=uring` (h2c only): receives are multishot receives into
+    /// the ring's buffers, sends `SENDMSG` entries from each index's
+    /// [`Outbox`].
+    uring: bool,
+    // Boxed on purpose: a send in flight holds pointers to its outbox's
+    // `msghdr` (and its iovec array), which must not move when the vector
+    // grows.
+    #[allow(clippy::vec_box)]
+    outboxes: Vec<Box<Outbox>>,
 }
 
 /// With ALPN `h2` (RFC 9113 §3.2): the server must pick it.
@@ -220,12 +250,10 @@ impl Http2 {
             })
             .collect();
         let free_users = users.len() as u32;
-        if core.io.backend == Backend::Uring {
-            // Its receives land in provided buffers and its sends are
-            // SENDMSG entries, driven by the HTTP/1 loop's per-connection
-            // states; this protocol reads and writes its sockets itself.
+        let uring = core.io.backend == Backend::Uring;
+        if uring && plan.urls.iter().any(|u| u.target.scheme == Scheme::Https) {
             return Err(io::Error::other(
-                "BENCHLAB_IO=uring drives HTTP/1 only: unset it (or set mio or epoll-lt) for --http 2 and http = \"2\"",
+                "BENCHLAB_IO=uring drives http:// URLs only (rustls reads and writes its own socket); unset it for https",
             ));
         }
         let (tls, tls_resuming) = match &shared.tls {
@@ -254,6 +282,8 @@ impl Http2 {
                 Vec::new()
             },
             live: 0,
+            uring,
+            outboxes: Vec::new(),
             shared: Arc::clone(&shared),
         };
         Ok(EventLoop { core, protocol })
@@ -289,8 +319,17 @@ impl Protocol for Http2 {
     }
 
     fn event(&mut self, core: &mut Core, ev: Ev) {
-        let Ev::Ready(ev) = ev else { return };
-        self.on_event(core, ev.token, ev.readable || ev.closed, ev.writable || ev.closed);
+        match ev {
+            Ev::Ready(ev) => self.on_event(core, ev.token, ev.readable || ev.closed, ev.writable || ev.closed),
+            Ev::Recv {
+                token,
+                generation,
+                res,
+                buffer,
+                more,
+            } => self.on_recv(core, token, generation, res, buffer, more),
+            Ev::Sent { token, generation, res } => self.on_sent(core, token, generation, res),
+        }
     }
 
     fn pending(&self) -> bool {
@@ -327,7 +366,11 @@ impl Protocol for Http2 {
         (in_flight, waiting)
     }
 
-    fn close_all(&mut self, _core: &mut Core) {
+    fn close_all(&mut self, core: &mut Core) {
+        // An io_uring receive holds its socket open until cancelled.
+        if let Some(u) = core.reactor.uring() {
+            u.cancel_all();
+        }
         self.links.clear();
     }
 }
@@ -436,10 +479,7 @@ impl Http2 {
         } else {
             Sock::Plain(tcp)
         };
-        let l = self.free_links.pop().unwrap_or_else(|| {
-            self.links.push(None);
-            self.links.len() - 1
-        });
+        let l = self.free_index();
         let link = Link {
             sock,
             conn: Conn::new(window),
@@ -449,8 +489,22 @@ impl Http2 {
             counted: false,
             left,
             out_armed: true,
+            generation: 0,
+            recv_armed: false,
         };
-        if core.reactor.register(link.sock.fd(), l, true).is_err() {
+        let mut link = link;
+        let registered = if let Some(u) = core.reactor.uring() {
+            // The receive waits for the connect like any data; the first
+            // SENDMSG waits for it too.
+            let ob = &mut self.outboxes[l];
+            link.generation = next_generation(ob.generation);
+            ob.generation = link.generation;
+            link.recv_armed = u.recv(link.sock.fd(), l, link.generation).is_ok();
+            link.recv_armed
+        } else {
+            core.reactor.register(link.sock.fd(), l, true).is_ok()
+        };
+        if !registered {
             self.free_links.push(l);
             return self.fail_queue(core, slot, ErrorKind::ConnectRefused);
         }
@@ -601,6 +655,9 @@ impl Http2 {
     }
 
     fn flush_inner(&mut self, core: &mut Core, l: usize) {
+        if self.uring {
+            return self.flush_uring(core, l);
+        }
         let Some(link) = self.links[l].as_mut() else { return };
         if link.state != LinkState::Open {
             return;
@@ -744,7 +801,7 @@ impl Http2 {
         }
         self.end_streams(core);
         self.service(core, slot);
-        self.retire_if_done(l);
+        self.retire_if_done(core, l);
     }
 
     fn end_streams(&mut self, core: &mut Core) {
@@ -782,18 +839,183 @@ impl Http2 {
         }
     }
 
-    /// Closes a connection that will open no more streams and has none.
-    fn retire_if_done(&mut self, l: usize) {
-        let Some(link) = self.links[l].as_ref() else { return };
-        let slot = link.slot as usize;
-        if self.slots[slot].current != Some(l) && link.conn.active() == 0 {
-            self.close_link(l);
+    /// A connection index that is free, and (io_uring) whose outbox no
+    /// send still reads.
+    fn free_index(&mut self) -> usize {
+        if let Some(k) = self
+            .free_links
+            .iter()
+            .rposition(|&l| !self.uring || !self.outboxes[l].busy)
+        {
+            return self.free_links.swap_remove(k);
+        }
+        self.links.push(None);
+        if self.uring {
+            self.outboxes.push(Box::new(Outbox {
+                msg: SendMsg::new(),
+                buf: Vec::new(),
+                sent: 0,
+                busy: false,
+                generation: 0,
+            }));
+        }
+        self.links.len() - 1
+    }
+
+    /// io_uring: queues a `SENDMSG` of what the connection has to send,
+    /// unless one is in flight (its completion sends the rest).
+    fn flush_uring(&mut self, core: &mut Core, l: usize) {
+        let Some(link) = self.links[l].as_mut() else { return };
+        let ob = &mut self.outboxes[l];
+        if ob.busy || link.conn.unsent().is_empty() {
+            return;
+        }
+        let Some(u) = core.reactor.uring() else { return };
+        ob.buf.clear();
+        ob.buf.extend_from_slice(link.conn.unsent());
+        let n = ob.buf.len();
+        link.conn.wrote(n);
+        ob.sent = 0;
+        ob.busy = true;
+        ob.msg.set(&[io::IoSlice::new(&ob.buf)]);
+        if u.send(link.sock.fd(), l, link.generation, ob.msg.header()).is_err() {
+            ob.busy = false;
+            self.break_link(core, l, ErrorKind::Reset);
         }
     }
 
-    fn close_link(&mut self, l: usize) {
+    /// io_uring: a `SENDMSG` of connection `l`'s outbox completed.
+    fn on_sent(&mut self, core: &mut Core, l: usize, generation: u32, res: i32) {
+        let Some(ob) = self.outboxes.get_mut(l) else { return };
+        if ob.generation != generation {
+            return;
+        }
+        ob.busy = false;
+        let current = self.links[l].as_ref().is_some_and(|k| k.generation == generation);
+        if !current {
+            return; // a closed connection's
+        }
+        if res < 0 {
+            let counted = self.links[l].as_ref().is_some_and(|k| k.counted);
+            let e = io::Error::from_raw_os_error(-res);
+            let kind = if counted {
+                ErrorKind::Reset
+            } else {
+                connect_error_kind(&e, false)
+            };
+            return self.break_link(core, l, kind);
+        }
+        self.count_opened(core, l);
+        let ob = &mut self.outboxes[l];
+        ob.sent += res as usize;
+        if ob.sent < ob.buf.len() {
+            // The rest of the same bytes, from where the kernel stopped.
+            let Some(link) = self.links[l].as_ref() else { return };
+            let Some(u) = core.reactor.uring() else { return };
+            ob.busy = true;
+            ob.msg.set(&[io::IoSlice::new(&ob.buf[ob.sent..])]);
+            if u.send(link.sock.fd(), l, generation, ob.msg.header()).is_err() {
+                ob.busy = false;
+                self.break_link(core, l, ErrorKind::Reset);
+            }
+            return;
+        }
+        self.flush(core, l);
+        // Streams held back while bytes waited unsent may open now.
+        if let Some(slot) = self.links[l].as_ref().map(|k| k.slot as usize) {
+            self.service(core, slot);
+        }
+    }
+
+    /// io_uring: a completion of connection `l`'s multishot receive; the
+    /// bytes are handed to the connection from the ring's buffer, which
+    /// goes back to the kernel afterwards.
+    fn on_recv(&mut self, core: &mut Core, l: usize, generation: u32, res: i32, buffer: Option<u16>, more: bool) {
+        let (ptr, len) = match (buffer, core.reactor.uring()) {
+            (Some(b), Some(u)) if res > 0 => u.data(b, res as usize),
+            _ => (std::ptr::null(), 0),
+        };
+        let data: &[u8] = if len == 0 {
+            &[]
+        } else {
+            // SAFETY: the buffer is the kernel's again only after recycle,
+            // below; the mapping outlives the worker's loop.
+            unsafe { std::slice::from_raw_parts(ptr, len) }
+        };
+        self.received(core, l, generation, res, data, more);
+        if let (Some(b), Some(u)) = (buffer, core.reactor.uring()) {
+            u.recycle(b);
+        }
+    }
+
+    fn received(&mut self, core: &mut Core, l: usize, generation: u32, res: i32, data: &[u8], more: bool) {
+        let Some(link) = self.links.get_mut(l).and_then(|k| k.as_mut()) else {
+            return;
+        };
+        if link.generation != generation {
+            return; // a closed connection's
+        }
+        if !more {
+            link.recv_armed = false;
+        }
+        if res == -libc::ECANCELED {
+            return;
+        }
+        if res > 0 {
+            if link.state == LinkState::Connecting {
+                link.state = LinkState::Open;
+            }
+            if let Err(f) = link.conn.receive(data, &mut self.ended) {
+                self.after_receive(core, l);
+                self.flush(core, l);
+                return self.break_link(core, l, f.kind);
+            }
+            self.after_receive(core, l);
+            self.flush(core, l);
+        } else if res == 0 {
+            self.after_receive(core, l);
+            return self.break_link(core, l, ErrorKind::Reset);
+        } else if res != -libc::ENOBUFS {
+            let counted = link.counted;
+            let e = io::Error::from_raw_os_error(-res);
+            let kind = if counted {
+                ErrorKind::Reset
+            } else {
+                connect_error_kind(&e, false)
+            };
+            return self.break_link(core, l, kind);
+        }
+        // Out of buffers, or a receive that ended: armed again.
+        if let Some(link) = self.links[l].as_mut() {
+            if !link.recv_armed && link.generation == generation {
+                if let Some(u) = core.reactor.uring() {
+                    link.recv_armed = u.recv(link.sock.fd(), l, generation).is_ok();
+                }
+            }
+        }
+    }
+
+    /// Closes a connection that will open no more streams and has none.
+    fn retire_if_done(&mut self, core: &mut Core, l: usize) {
+        let Some(link) = self.links[l].as_ref() else { return };
+        let slot = link.slot as usize;
+        if self.slots[slot].current != Some(l) && link.conn.active() == 0 {
+            self.close_link(core, l);
+        }
+    }
+
+    fn close_link(&mut self, core: &mut Core, l: usize) {
         if let Some(link) = self.links[l].take() {
             self.live -= 1;
+            if let Some(u) = core.reactor.uring() {
+                // Cancel the receive that would hold the socket open, and
+                // submit what is queued: an entry names its socket by
+                // descriptor, which the next connection may reuse.
+                if link.recv_armed {
+                    let _ = u.cancel_recv(l, link.generation);
+                }
+                u.submit_queued();
+            }
             // Closing the socket (dropping the link) takes it out of the
             // poll set.
             let slot = link.slot as usize;
@@ -814,7 +1036,7 @@ impl Http2 {
         let open = link.state == LinkState::Open;
         link.conn.end_all(&mut self.ended, kind);
         let was_current = self.slots[slot].current == Some(l);
-        self.close_link(l);
+        self.close_link(core, l);
         self.end_streams(core);
         if was_current && !self.slots[slot].queue.is_empty() {
             if idle && served && open && kind == ErrorKind::Reset {
@@ -852,7 +1074,7 @@ impl Http2 {
                         .unwrap_or(0);
                     self.fail(core, u, ErrorKind::Timeout, bytes);
                     self.flush(core, l);
-                    self.retire_if_done(l);
+                    self.retire_if_done(core, l);
                     if let Some(slot) = self.links[l].as_ref().map(|k| k.slot as usize) {
                         self.service(core, slot);
                     }
@@ -874,7 +1096,7 @@ impl Http2 {
                     if self.slots[slot].queue.is_empty() {
                         if let Some(l) = self.slots[slot].current {
                             if self.links[l].as_ref().is_some_and(|k| k.state != LinkState::Open) {
-                                self.close_link(l);
+                                self.close_link(core, l);
                             }
                         }
                     }
