@@ -1,0 +1,736 @@
+//! The flow TOML (`FlowSpec`, read with serde, spans kept where an error
+//! must name a line) and its compiled form (`Flow`): steps with parsed
+//! templates, captures and checks, the walk as a small program of ops,
+//! the feeders loaded. Compiling is validating: every error carries the
+//! byte span of the TOML it is about.
+
+use crate::capture::{self, Source};
+use crate::check::{Check, StatusSet};
+use crate::feeder::{Feeder, Format, Mode, OnEnd};
+use crate::template::{valid_name, Context, Template, TemplateError, VarId, VarTable};
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use toml::Spanned;
+
+/// The most bytes of a step's `body_file`.
+pub const MAX_BODY_FILE_BYTES: u64 = 64 << 20;
+/// How deep `repeat` and `branch` groups nest.
+pub const MAX_DEPTH: usize = 8;
+/// The most captures plus header checks of one step.
+pub const MAX_RULES: usize = 64;
+/// The most request steps of a flow.
+pub const MAX_STEPS: usize = 4096;
+
+/// A TOML table in document order (header order is the user's).
+#[derive(Debug, Clone, Default)]
+pub struct Ordered<V>(pub Vec<(String, V)>);
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V2<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for V2<V> {
+            type Value = Ordered<V>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, V>()? {
+                    out.push((k, v));
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(V2(std::marker::PhantomData))
+    }
+}
+
+/// One string or a list of them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+/// A flow: its feeders and its steps.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    #[serde(default)]
+    pub feeders: Vec<FeederSpec>,
+    pub steps: Spanned<Vec<StepSpec>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeederSpec {
+    pub file: Spanned<String>,
+    pub format: Option<Format>,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub on_end: OnEnd,
+}
+
+/// An item of a step list: a request step, a `repeat` group or a `branch`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    pub name: Option<Spanned<String>>,
+    pub method: Option<Spanned<String>>,
+    pub url: Option<Spanned<String>>,
+    pub headers: Option<Spanned<Ordered<Spanned<String>>>>,
+    pub body: Option<Spanned<String>>,
+    pub body_file: Option<Spanned<String>>,
+    pub think: Option<Spanned<String>>,
+    pub capture: Option<Spanned<Ordered<Spanned<String>>>>,
+    pub check: Option<Spanned<CheckSpec>>,
+    pub repeat: Option<Spanned<i64>>,
+    pub steps: Option<Spanned<Vec<StepSpec>>>,
+    pub branch: Option<Spanned<Vec<Spanned<ArmSpec>>>>,
+}
+
+/// One arm of a branch: its weight and its steps.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArmSpec {
+    pub weight: Option<Spanned<i64>>,
+    pub steps: Spanned<Vec<StepSpec>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpec {
+    pub status: Option<Spanned<OneOrMany<StatusItem>>>,
+    pub header: Option<Ordered<Spanned<String>>>,
+    pub header_contains: Option<Ordered<Spanned<String>>>,
+    pub body_contains: Option<Spanned<OneOrMany<String>>>,
+    pub json: Option<Ordered<Spanned<toml::Value>>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum StatusItem {
+    Code(i64),
+    Text(String),
+}
+
+/// An error in a flow spec: the byte span of the TOML it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError {
+    pub span: Range<usize>,
+    pub message: String,
+}
+
+impl SpecError {
+    /// `file:line:col: message`, the line and column from the TOML text the
+    /// spans are in.
+    pub fn render(&self, file: &str, text: &str) -> String {
+        let (line, col) = line_col(text, self.span.start);
+        format!("{file}:{line}:{col}: {}", self.message)
+    }
+}
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "at byte {}: {}", self.span.start, self.message)
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `at` of `text`.
+pub fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    (line, col)
+}
+
+fn serr(span: Range<usize>, message: impl Into<String>) -> SpecError {
+    SpecError {
+        span,
+        message: message.into(),
+    }
+}
+
+impl FlowSpec {
+    /// Reads a flow from TOML text (a flow file, or the `flow` table of a
+    /// workload once the model embeds it).
+    pub fn from_toml(text: &str) -> Result<FlowSpec, SpecError> {
+        toml::from_str(text).map_err(|e| {
+            serr(
+                e.span().unwrap_or(0..0),
+                e.message().lines().next().unwrap_or("invalid flow").to_string(),
+            )
+        })
+    }
+
+    /// Every error of the flow (files read relative to `base_dir`), for
+    /// `benchlab check`.
+    pub fn validate(&self, base_dir: &Path) -> Vec<SpecError> {
+        self.compile(base_dir).err().unwrap_or_default()
+    }
+
+    /// Compiles the flow for a run: feeders and body files read (relative
+    /// to `base_dir`), templates parsed and resolved, the walk laid out.
+    pub fn compile(&self, base_dir: &Path) -> Result<Flow, Vec<SpecError>> {
+        let mut c = Compiler {
+            base_dir,
+            errors: Vec::new(),
+            vars: VarTable::new(),
+            flow: Flow::default(),
+            names: Vec::new(),
+        };
+        // Variables first: feeder columns, then every capture's name, so a
+        // template may name a capture of any step (one not yet captured
+        // renders empty).
+        for f in &self.feeders {
+            let path = base_dir.join(f.file.get_ref());
+            let format = f.format.unwrap_or_else(|| Format::of_path(&path));
+            match Feeder::load(&path, format, f.mode, f.on_end) {
+                Ok(feeder) => {
+                    let mut cols = Vec::new();
+                    for (i, col) in feeder.columns().enumerate() {
+                        if c.vars.id(col).is_some() {
+                            c.errors.push(serr(
+                                f.file.span(),
+                                format!("column `{col}` is also a column of another feeder: give it another name"),
+                            ));
+                        } else if let Some(id) = c.vars.define(col) {
+                            cols.push((i, id));
+                        }
+                    }
+                    c.flow.feeders.push((feeder, cols));
+                }
+                Err(e) => c.errors.push(serr(f.file.span(), e)),
+            }
+        }
+        c.define_captures(self.steps.get_ref());
+        if self.steps.get_ref().is_empty() {
+            c.errors.push(serr(self.steps.span(), "a flow needs at least one step"));
+        }
+        c.flow.capture_vars = (c.flow.feeders.iter().map(|(_, cols)| cols.len()).sum::<usize>()..c.vars.len())
+            .map(|i| i as VarId)
+            .collect();
+        c.group(self.steps.get_ref(), 1);
+        if c.errors.is_empty() {
+            let mut flow = c.flow;
+            flow.vars = c.vars;
+            Ok(flow)
+        } else {
+            Err(c.errors)
+        }
+    }
+}
+
+struct Compiler<'a> {
+    base_dir: &'a Path,
+    errors: Vec<SpecError>,
+    vars: VarTable,
+    flow: Flow,
+    names: Vec<String>,
+}
+
+impl Compiler<'_> {
+    fn define_captures(&mut self, steps: &[StepSpec]) {
+        for s in steps {
+            if let Some(cap) = &s.capture {
+                for (name, _) in &cap.get_ref().0 {
+                    if !valid_name(name) {
+                        self.errors.push(serr(
+                            cap.span(),
+                            format!(
+                                "capture `{}` is no variable name: expected a letter or `_`, then letters, digits \
+                                 and `_`",
+                                benchlab_input::excerpt(name)
+                            ),
+                        ));
+                    } else if self.vars.define(name).is_none() {
+                        self.errors.push(serr(cap.span(), "more than 1024 variables"));
+                    }
+                }
+            }
+            if let Some(inner) = &s.steps {
+                self.define_captures(inner.get_ref());
+            }
+            for arm in s.branch.iter().flat_map(|b| b.get_ref()) {
+                self.define_captures(arm.get_ref().steps.get_ref());
+            }
+        }
+    }
+
+    fn template(&mut self, s: &Spanned<String>, ctx: Context) -> Option<Template> {
+        // The string's text starts after its opening quote; offsets are
+        // exact for strings without escapes, near for the others.
+        let base = s.span().start + 1;
+        let at = |e: &TemplateError| base + e.offset..base + e.offset + 2;
+        match Template::parse(s.get_ref(), ctx) {
+            Ok(mut t) => match t.resolve(&self.vars) {
+                Ok(()) => Some(t),
+                Err(errs) => {
+                    for e in errs {
+                        self.errors.push(serr(at(&e), e.message));
+                    }
+                    None
+                }
+            },
+            Err(e) => {
+                self.errors.push(serr(at(&e), format!("template: {}", e.message)));
+                None
+            }
+        }
+    }
+
+    fn group(&mut self, steps: &[StepSpec], depth: usize) {
+        for s in steps {
+            self.item(s, depth);
+        }
+    }
+
+    fn item(&mut self, s: &StepSpec, depth: usize) {
+        let request_keys = [
+            s.method.as_ref().map(|m| ("method", m.span())),
+            s.url.as_ref().map(|m| ("url", m.span())),
+            s.headers.as_ref().map(|m| ("headers", m.span())),
+            s.body.as_ref().map(|m| ("body", m.span())),
+            s.body_file.as_ref().map(|m| ("body_file", m.span())),
+            s.capture.as_ref().map(|m| ("capture", m.span())),
+            s.check.as_ref().map(|m| ("check", m.span())),
+        ];
+        if s.repeat.is_some() || s.branch.is_some() || s.steps.is_some() {
+            let what = if s.branch.is_some() { "a branch" } else { "a repeat" };
+            for (key, span) in request_keys.iter().flatten() {
+                self.errors.push(serr(
+                    span.clone(),
+                    format!("`{key}` in {what}: a group has `steps`; put `{key}` in one of its steps"),
+                ));
+            }
+            if depth > MAX_DEPTH {
+                let span = s.repeat.as_ref().map(|r| r.span()).or(s.branch.as_ref().map(|b| b.span()));
+                self.errors.push(serr(span.unwrap_or(0..0), format!("groups nest deeper than {MAX_DEPTH}")));
+                return;
+            }
+        }
+        match (&s.repeat, &s.branch) {
+            (Some(r), Some(b)) => {
+                self.errors.push(serr(
+                    b.span(),
+                    "`repeat` and `branch` in one item: put the branch in the repeat's `steps`",
+                ));
+                let _ = r;
+            }
+            (Some(r), None) => {
+                let Some(steps) = &s.steps else {
+                    self.errors.push(serr(r.span(), "a repeat needs `steps`, the group it repeats"));
+                    return;
+                };
+                let n = *r.get_ref();
+                if !(1..=u32::MAX as i64).contains(&n) {
+                    self.errors.push(serr(r.span(), format!("repeat = {n}: expected 1 or more")));
+                    return;
+                }
+                if steps.get_ref().is_empty() {
+                    self.errors.push(serr(steps.span(), "a repeat with no steps"));
+                    return;
+                }
+                let start = self.flow.ops.len();
+                self.flow.ops.push(Op::Repeat { count: n as u32 });
+                self.flow.depth = self.flow.depth.max(depth);
+                self.group(steps.get_ref(), depth + 1);
+                self.flow.ops.push(Op::EndRepeat { start });
+            }
+            (None, Some(b)) => {
+                if let Some(steps) = &s.steps {
+                    self.errors.push(serr(steps.span(), "`steps` beside `branch`: each arm has its own `steps`"));
+                }
+                if b.get_ref().is_empty() {
+                    self.errors.push(serr(b.span(), "a branch with no arms"));
+                    return;
+                }
+                let at = self.flow.ops.len();
+                self.flow.ops.push(Op::Branch { arms: Box::new([]), total: 0 });
+                let (mut arms, mut total, mut jumps) = (Vec::new(), 0u64, Vec::new());
+                for arm in b.get_ref() {
+                    let w = match &arm.get_ref().weight {
+                        None => {
+                            self.errors.push(serr(arm.span(), "a branch arm with no `weight`: expected weight = 1 or more"));
+                            0
+                        }
+                        Some(w) if !(1..=1_000_000).contains(w.get_ref()) => {
+                            self.errors.push(serr(w.span(), format!("weight = {}: expected 1 to 1000000", w.get_ref())));
+                            0
+                        }
+                        Some(w) => *w.get_ref() as u64,
+                    };
+                    let steps = &arm.get_ref().steps;
+                    if steps.get_ref().is_empty() {
+                        self.errors.push(serr(steps.span(), "a branch arm with no steps"));
+                    }
+                    total += w;
+                    arms.push((total, self.flow.ops.len()));
+                    self.group(steps.get_ref(), depth + 1);
+                    jumps.push(self.flow.ops.len());
+                    self.flow.ops.push(Op::Jump(0));
+                }
+                let end = self.flow.ops.len();
+                for j in jumps {
+                    self.flow.ops[j] = Op::Jump(end);
+                }
+                self.flow.ops[at] = Op::Branch {
+                    arms: arms.into_boxed_slice(),
+                    total,
+                };
+            }
+            (None, None) => {
+                if let Some(steps) = &s.steps {
+                    self.errors.push(serr(steps.span(), "`steps` without `repeat`: expected repeat = N beside it"));
+                    return;
+                }
+                self.request(s);
+            }
+        }
+    }
+
+    fn request(&mut self, s: &StepSpec) {
+        let Some(name) = &s.name else {
+            let span = s.url.as_ref().map(|u| u.span()).unwrap_or(0..0);
+            self.errors.push(serr(span, "a step needs a `name` (its results are counted by name)"));
+            return;
+        };
+        if name.get_ref().is_empty() || name.get_ref().len() > 64 || name.get_ref().chars().any(char::is_control) {
+            self.errors.push(serr(name.span(), "a step's name is 1 to 64 printable characters"));
+        }
+        if self.names.contains(name.get_ref()) {
+            self.errors.push(serr(name.span(), format!("step `{}` is named twice: names count results", name.get_ref())));
+        }
+        self.names.push(name.get_ref().clone());
+        if self.flow.steps.len() >= MAX_STEPS {
+            self.errors.push(serr(name.span(), format!("more than {MAX_STEPS} steps")));
+            return;
+        }
+        let method = match &s.method {
+            None => "GET".to_string(),
+            Some(m) => {
+                if !crate::capture::is_token(m.get_ref()) {
+                    self.errors.push(serr(m.span(), "a method is a token: GET, POST, PUT, DELETE, PATCH …"));
+                }
+                m.get_ref().to_ascii_uppercase()
+            }
+        };
+        let url = match &s.url {
+            None => {
+                self.errors.push(serr(name.span(), format!("step `{}` has no `url`", name.get_ref())));
+                None
+            }
+            Some(u) => {
+                if !u.get_ref().starts_with('/') {
+                    self.errors.push(serr(
+                        u.span(),
+                        "a step's url is a path on the workload's server, starting with `/`",
+                    ));
+                }
+                if u.get_ref().bytes().any(|b| b <= b' ' || b == 0x7f) {
+                    self.errors.push(serr(u.span(), "a url has no spaces or control characters (write %20)"));
+                }
+                self.template(u, Context::Url)
+            }
+        };
+        let mut headers = Vec::new();
+        for (hname, value) in s.headers.iter().flat_map(|h| &h.get_ref().0) {
+            if !crate::capture::is_token(hname) {
+                self.errors.push(serr(value.span(), format!("header `{}` is no header name", benchlab_input::excerpt(hname))));
+                continue;
+            }
+            if value.get_ref().bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                self.errors.push(serr(value.span(), "a header value has no CR, LF or NUL"));
+                continue;
+            }
+            if let Some(t) = self.template(value, Context::Header) {
+                headers.push(Header {
+                    is_cookie: hname.eq_ignore_ascii_case("cookie"),
+                    name: hname.as_str().into(),
+                    value: t,
+                });
+            }
+        }
+        let body = match (&s.body, &s.body_file) {
+            (Some(_), Some(f)) => {
+                self.errors.push(serr(f.span(), "`body` and `body_file` in one step: keep one"));
+                Body::None
+            }
+            (Some(b), None) => match self.template(b, Context::Raw) {
+                Some(t) if t.is_literal() => Body::Static(t.literal().into()),
+                Some(t) => Body::Template(t),
+                None => Body::None,
+            },
+            (None, Some(f)) => {
+                let path = self.base_dir.join(f.get_ref());
+                match benchlab_input::read_bounded_text(&path, "request body", MAX_BODY_FILE_BYTES) {
+                    Ok(text) => match Template::parse(&text, Context::Raw) {
+                        Ok(mut t) => match t.resolve(&self.vars) {
+                            Ok(()) if t.is_literal() => Body::Static(t.literal().into()),
+                            Ok(()) => Body::Template(t),
+                            Err(errs) => {
+                                for e in errs {
+                                    let (l, c) = line_col(&text, e.offset);
+                                    self.errors.push(serr(f.span(), format!("{}:{l}:{c}: {}", path.display(), e.message)));
+                                }
+                                Body::None
+                            }
+                        },
+                        Err(e) => {
+                            let (l, c) = line_col(&text, e.offset);
+                            self.errors.push(serr(f.span(), format!("{}:{l}:{c}: template: {}", path.display(), e.message)));
+                            Body::None
+                        }
+                    },
+                    Err(e) => {
+                        self.errors.push(serr(f.span(), e.to_string()));
+                        Body::None
+                    }
+                }
+            }
+            (None, None) => Body::None,
+        };
+        let think = match &s.think {
+            None => Duration::ZERO,
+            Some(t) => match humantime::parse_duration(t.get_ref().trim()) {
+                Ok(d) if d <= Duration::from_secs(3600) => d,
+                _ => {
+                    self.errors.push(serr(
+                        t.span(),
+                        format!("think = \"{}\": expected a duration up to 1h, e.g. \"500ms\", \"2s\"", benchlab_input::excerpt(t.get_ref())),
+                    ));
+                    Duration::ZERO
+                }
+            },
+        };
+        let mut captures = Vec::new();
+        for (var, spec) in s.capture.iter().flat_map(|c| &c.get_ref().0) {
+            match capture::parse(spec.get_ref()) {
+                Ok(source) => {
+                    if let Some(id) = self.vars.id(var) {
+                        captures.push(Capture {
+                            var: id,
+                            name: var.as_str().into(),
+                            source,
+                        });
+                    }
+                }
+                Err(e) => {
+                    let at = spec.span().start + 1 + e.offset;
+                    self.errors.push(serr(at..at + 1, format!("capture `{var}`: {}", e.message)));
+                }
+            }
+        }
+        let (status, checks) = match &s.check {
+            Some(c) => self.checks(c),
+            None => (StatusSet::default_ok(), Vec::new()),
+        };
+        let header_rules = captures.iter().filter(|c| !c.source.needs_body()).count()
+            + checks.iter().filter(|c| !c.needs_body()).count();
+        if captures.len() + checks.len() > MAX_RULES || header_rules > MAX_RULES {
+            self.errors.push(serr(name.span(), format!("more than {MAX_RULES} captures and checks in one step")));
+        }
+        let needs_json = captures.iter().any(|c| matches!(c.source, Source::Json(_)))
+            || checks.iter().any(|c| matches!(c, Check::JsonEquals { .. }));
+        let needs_body = needs_json || captures.iter().any(|c| c.source.needs_body()) || checks.iter().any(Check::needs_body);
+        let Some(url) = url else { return };
+        let index = self.flow.steps.len();
+        self.flow.steps.push(Step {
+            index,
+            name: name.get_ref().clone(),
+            method,
+            url,
+            headers,
+            has_cookie_header: false,
+            body,
+            think,
+            captures,
+            status,
+            checks,
+            needs_body,
+            needs_json,
+        });
+        let st = &mut self.flow.steps[index];
+        st.has_cookie_header = st.headers.iter().any(|h| h.is_cookie);
+        self.flow.ops.push(Op::Request(index));
+    }
+
+    fn checks(&mut self, c: &Spanned<CheckSpec>) -> (StatusSet, Vec<Check>) {
+        let spec = c.get_ref();
+        let mut checks = Vec::new();
+        let status = match &spec.status {
+            None => StatusSet::default_ok(),
+            Some(s) => {
+                let items: Vec<StatusItem> = match s.get_ref() {
+                    OneOrMany::One(i) => vec![i.clone()],
+                    OneOrMany::Many(v) => v.clone(),
+                };
+                if items.is_empty() {
+                    self.errors.push(serr(s.span(), "status = []: expected a status, a class or a range"));
+                }
+                let mut set = Vec::new();
+                for item in items {
+                    let text = match item {
+                        StatusItem::Code(n) => n.to_string(),
+                        StatusItem::Text(t) => t,
+                    };
+                    match StatusSet::parse_item(&text) {
+                        Ok(r) => set.push(r),
+                        Err(e) => self.errors.push(serr(s.span(), e)),
+                    }
+                }
+                StatusSet(set)
+            }
+        };
+        for (equals, table) in [(true, &spec.header), (false, &spec.header_contains)] {
+            for (name, value) in table.iter().flat_map(|t| &t.0) {
+                if !crate::capture::is_token(name) {
+                    self.errors.push(serr(value.span(), format!("header `{}` is no header name", benchlab_input::excerpt(name))));
+                    continue;
+                }
+                let (name, value) = (name.to_ascii_lowercase().into(), value.get_ref().as_bytes().into());
+                checks.push(if equals {
+                    Check::HeaderEquals { name, value }
+                } else {
+                    Check::HeaderContains { name, value }
+                });
+            }
+        }
+        if let Some(b) = &spec.body_contains {
+            let texts = match b.get_ref() {
+                OneOrMany::One(t) => vec![t.clone()],
+                OneOrMany::Many(v) => v.clone(),
+            };
+            for t in texts {
+                let s = Spanned::new(b.span(), t);
+                if let Some(t) = self.template(&s, Context::Raw) {
+                    checks.push(Check::BodyContains(t));
+                }
+            }
+        }
+        for (pointer, value) in spec.json.iter().flat_map(|t| &t.0) {
+            if let Err((_, m)) = capture::check_pointer(pointer) {
+                self.errors.push(serr(value.span(), format!("json check `{}`: {m}", benchlab_input::excerpt(pointer))));
+                continue;
+            }
+            let text = match value.get_ref() {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                _ => {
+                    self.errors.push(serr(value.span(), "a json check's value is a string, number or boolean"));
+                    continue;
+                }
+            };
+            let s = Spanned::new(value.span(), text);
+            if let Some(t) = self.template(&s, Context::Raw) {
+                checks.push(Check::JsonEquals {
+                    pointer: pointer.as_str().into(),
+                    value: t,
+                });
+            }
+        }
+        (status, checks)
+    }
+}
+
+/// A header of a step.
+#[derive(Debug, Clone)]
+pub struct Header {
+    pub name: Box<str>,
+    pub value: Template,
+    pub is_cookie: bool,
+}
+
+/// A step's body.
+#[derive(Debug, Clone)]
+pub enum Body {
+    None,
+    /// No variables: the same bytes each time, shared, never copied.
+    Static(Arc<[u8]>),
+    Template(Template),
+}
+
+/// A capture of a step.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    pub var: VarId,
+    pub name: Box<str>,
+    pub source: Source,
+}
+
+/// A request step, compiled.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// Its index in [`Flow::steps`] (the engine's counter index).
+    pub index: usize,
+    pub name: String,
+    pub method: String,
+    pub url: Template,
+    pub headers: Vec<Header>,
+    pub has_cookie_header: bool,
+    pub body: Body,
+    /// The pause after its response, before the next step.
+    pub think: Duration,
+    pub captures: Vec<Capture>,
+    pub status: StatusSet,
+    pub checks: Vec<Check>,
+    /// The engine keeps the body (up to [`crate::MAX_CAPTURE_BODY`]) only
+    /// for steps that say so.
+    pub needs_body: bool,
+    pub needs_json: bool,
+}
+
+/// The walk through a flow, as ops.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    Request(usize),
+    /// Starts a group repeated `count` times; its `EndRepeat` follows the
+    /// group.
+    Repeat { count: u32 },
+    EndRepeat { start: usize },
+    /// Draws below `total`; the first arm whose cumulative weight is above
+    /// the draw starts at its op.
+    Branch { arms: Box<[(u64, usize)]>, total: u64 },
+    Jump(usize),
+}
+
+/// A compiled flow, shared by the users of a run (its feeders' cursors are
+/// the run's).
+#[derive(Debug, Default)]
+pub struct Flow {
+    pub(crate) steps: Vec<Step>,
+    pub(crate) ops: Vec<Op>,
+    /// Each feeder and its columns' variables.
+    pub(crate) feeders: Vec<(Feeder, Vec<(usize, VarId)>)>,
+    pub(crate) vars: VarTable,
+    pub(crate) capture_vars: Vec<VarId>,
+    pub(crate) depth: usize,
+}
+
+impl Flow {
+    /// The request steps, in order; a step's index is its position.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// The variables (feeder columns, then captures).
+    pub fn vars(&self) -> &VarTable {
+        &self.vars
+    }
+
+    pub fn feeders(&self) -> impl Iterator<Item = &Feeder> {
+        self.feeders.iter().map(|(f, _)| f)
+    }
+}

@@ -1,0 +1,468 @@
+//! A virtual user walking a flow: its variables, its cookie jar, where it is
+//! in the steps, loops and branches. The engine asks it for the next
+//! request (rendered into the engine's reusable buffers) and hands it each
+//! response; it never touches a socket.
+
+use crate::capture::{self, Source, MAX_CAPTURE_BODY};
+use crate::cookie::{self, CookieJar};
+use crate::spec::{Body, Flow, Op, Step};
+use crate::template::Vars;
+use benchlab_rng::SplitMix64;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where a user's requests go: the workload's server.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// The host as cookies see it: lower case, no port.
+    pub host: String,
+    pub https: bool,
+}
+
+impl Origin {
+    pub fn new(host: &str, https: bool) -> Origin {
+        Origin {
+            host: host.to_ascii_lowercase(),
+            https,
+        }
+    }
+}
+
+/// A request, rendered; its buffers are reused from request to request.
+#[derive(Debug, Default)]
+pub struct RequestBuf {
+    method: Vec<u8>,
+    target: Vec<u8>,
+    headers: Vec<u8>,
+    /// Each header's name start, value start and value end in `headers`.
+    spans: Vec<[u32; 3]>,
+    body: Vec<u8>,
+    static_body: Option<Arc<[u8]>>,
+    has_body: bool,
+}
+
+impl RequestBuf {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn method(&self) -> &[u8] {
+        &self.method
+    }
+
+    /// The request target: path and query.
+    pub fn target(&self) -> &[u8] {
+        &self.target
+    }
+
+    /// The step's headers (a Cookie header from the jar among them), as
+    /// (name, value).
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.spans.iter().map(|&[n, v, e]| {
+            (
+                &self.headers[n as usize..v as usize],
+                &self.headers[v as usize..e as usize],
+            )
+        })
+    }
+
+    /// The body; `None` for a step without one (no Content-Length).
+    pub fn body(&self) -> Option<&[u8]> {
+        if !self.has_body {
+            return None;
+        }
+        Some(match &self.static_body {
+            Some(b) => b,
+            None => &self.body,
+        })
+    }
+
+    fn start_header(&mut self, name: &str) {
+        let n = self.headers.len() as u32;
+        self.headers.extend_from_slice(name.as_bytes());
+        let v = self.headers.len() as u32;
+        self.spans.push([n, v, v]);
+    }
+
+    fn end_header(&mut self) {
+        let end = self.headers.len() as u32;
+        if let Some(last) = self.spans.last_mut() {
+            last[2] = end;
+        }
+    }
+}
+
+/// The step a request is for.
+#[derive(Debug, Clone, Copy)]
+pub struct StepRef<'a> {
+    pub index: usize,
+    pub name: &'a str,
+    pub step: &'a Step,
+}
+
+/// What a response did to the flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// Checks passed, captures taken; wait `think` before the next request.
+    Passed { step: usize, think: Duration },
+    /// A check failed or a capture found nothing: counted as
+    /// `check_failed` for the step; the flow is abandoned and the user
+    /// starts over.
+    Failed { step: usize, reason: String },
+    /// A response with no request outstanding (the engine's mistake).
+    NoRequest,
+}
+
+/// One virtual user of a flow.
+#[derive(Debug)]
+pub struct FlowUser {
+    flow: Arc<Flow>,
+    user: u64,
+    rng: SplitMix64,
+    vars: Vars,
+    jar: CookieJar,
+    origin: Origin,
+    clock: fn() -> i64,
+    pc: usize,
+    /// Remaining passes of each open repeat, innermost last.
+    loops: Vec<u32>,
+    outstanding: Option<usize>,
+    /// True when the next request starts the flow (again).
+    at_start: bool,
+    done: bool,
+    /// The last request's path (no query), for the cookies it gets back.
+    path: Vec<u8>,
+    scratch: Vec<u8>,
+    seen: Vec<u8>,
+    completed: u64,
+    abandoned: u64,
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+impl FlowUser {
+    /// User number `user` of its run (feeders' `index` mode uses it), its
+    /// random stream from `seed`.
+    pub fn new(flow: Arc<Flow>, user: u64, seed: u64, origin: Origin) -> FlowUser {
+        let n = flow.vars.len();
+        let depth = flow.depth;
+        FlowUser {
+            flow,
+            user,
+            rng: SplitMix64::new(seed ^ user.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            vars: Vars::new(n),
+            jar: CookieJar::new(),
+            origin,
+            clock: unix_now,
+            pc: 0,
+            loops: Vec::with_capacity(depth + 1),
+            outstanding: None,
+            at_start: true,
+            done: false,
+            path: Vec::new(),
+            scratch: Vec::new(),
+            seen: Vec::new(),
+            completed: 0,
+            abandoned: 0,
+        }
+    }
+
+    /// Replaces the clock cookies' expiry is judged by (seconds since the
+    /// epoch); for tests.
+    pub fn set_clock(&mut self, clock: fn() -> i64) {
+        self.clock = clock;
+    }
+
+    pub fn flow(&self) -> &Flow {
+        &self.flow
+    }
+
+    /// Flows walked to the end.
+    pub fn completed(&self) -> u64 {
+        self.completed
+    }
+
+    /// Flows abandoned at a failed step.
+    pub fn abandoned(&self) -> u64 {
+        self.abandoned
+    }
+
+    pub fn jar(&self) -> &CookieJar {
+        &self.jar
+    }
+
+    pub fn vars(&self) -> &Vars {
+        &self.vars
+    }
+
+    /// True when a feeder with `on_end = "stop"` ran out for this user: it
+    /// sends nothing more.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Starts the flow again: a new session (empty jar, captures
+    /// forgotten), fresh feeder rows.
+    fn restart(&mut self) -> bool {
+        self.jar.clear();
+        for &v in &self.flow.capture_vars {
+            self.vars.set(v, b"");
+        }
+        for (feeder, cols) in &self.flow.feeders {
+            let Some(row) = feeder.take(self.user, &mut self.rng) else {
+                self.done = true;
+                return false;
+            };
+            for &(col, var) in cols {
+                self.vars.set(var, row.get(col));
+            }
+        }
+        self.pc = 0;
+        self.loops.clear();
+        self.at_start = false;
+        true
+    }
+
+    /// Abandons the flow (a transport error on a step: the engine counts
+    /// it); the next request starts over.
+    pub fn abandon(&mut self) {
+        if self.outstanding.take().is_some() || !self.at_start {
+            self.abandoned += 1;
+        }
+        self.at_start = true;
+    }
+
+    /// Renders the next request into `out`; `None` when the user is done.
+    pub fn next_request(&mut self, out: &mut RequestBuf) -> Option<StepRef<'_>> {
+        if self.done {
+            return None;
+        }
+        let index = loop {
+            if self.at_start && !self.restart() {
+                return None;
+            }
+            match self.flow.ops.get(self.pc) {
+                None => {
+                    self.completed += 1;
+                    self.at_start = true;
+                }
+                Some(Op::Request(i)) => {
+                    self.pc += 1;
+                    break *i;
+                }
+                Some(Op::Repeat { count }) => {
+                    self.loops.push(*count);
+                    self.pc += 1;
+                }
+                Some(Op::EndRepeat { start }) => {
+                    let left = self.loops.last_mut().map(|l| {
+                        *l -= 1;
+                        *l
+                    });
+                    if left.unwrap_or(0) > 0 {
+                        self.pc = start + 1;
+                    } else {
+                        self.loops.pop();
+                        self.pc += 1;
+                    }
+                }
+                Some(Op::Branch { arms, total }) => {
+                    let draw = self.rng.below(*total);
+                    self.pc = arms.iter().find(|(cum, _)| draw < *cum).map(|a| a.1).unwrap_or(self.pc + 1);
+                }
+                Some(Op::Jump(to)) => self.pc = *to,
+            }
+        };
+        self.outstanding = Some(index);
+        let step = &self.flow.steps[index];
+        out.method.clear();
+        out.method.extend_from_slice(step.method.as_bytes());
+        out.target.clear();
+        step.url.render(&self.vars, &mut out.target);
+        let path = out.target.split(|&b| b == b'?').next().unwrap_or(&[]);
+        self.path.clear();
+        self.path.extend_from_slice(path);
+        out.headers.clear();
+        out.spans.clear();
+        let now = if self.jar.is_empty() { 0 } else { (self.clock)() };
+        for h in &step.headers {
+            out.start_header(&h.name);
+            h.value.render(&self.vars, &mut out.headers);
+            if h.is_cookie {
+                let before = out.headers.len();
+                out.headers.extend_from_slice(b"; ");
+                if !self.jar.write_header(&self.origin.host, &self.path, self.origin.https, now, &mut out.headers) {
+                    out.headers.truncate(before);
+                }
+            }
+            out.end_header();
+        }
+        if !step.has_cookie_header && !self.jar.is_empty() {
+            out.start_header("Cookie");
+            if self.jar.write_header(&self.origin.host, &self.path, self.origin.https, now, &mut out.headers) {
+                out.end_header();
+            } else {
+                out.spans.pop();
+                out.headers.truncate(out.headers.len() - "Cookie".len());
+            }
+        }
+        out.body.clear();
+        out.has_body = !matches!(step.body, Body::None);
+        match &step.body {
+            Body::Static(b) => {
+                if !out.static_body.as_ref().is_some_and(|s| Arc::ptr_eq(s, b)) {
+                    out.static_body = Some(b.clone());
+                }
+            }
+            Body::Template(t) => {
+                out.static_body = None;
+                t.render(&self.vars, &mut out.body);
+            }
+            Body::None => {}
+        }
+        Some(StepRef {
+            index,
+            name: &step.name,
+            step,
+        })
+    }
+
+    /// Takes the response to the outstanding request: the cookie jar
+    /// learns its Set-Cookie headers, captures set their variables,
+    /// checks judge it. `body` is what the engine kept of it (at most
+    /// [`MAX_CAPTURE_BODY`] bytes are looked at).
+    pub fn on_response<'h>(
+        &mut self,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        body: &[u8],
+    ) -> StepOutcome {
+        let Some(index) = self.outstanding.take() else {
+            return StepOutcome::NoRequest;
+        };
+        let flow = self.flow.clone();
+        let step = &flow.steps[index];
+        match self.judge(step, status, headers, body) {
+            None => StepOutcome::Passed {
+                step: index,
+                think: step.think,
+            },
+            Some(reason) => {
+                self.abandoned += 1;
+                self.at_start = true;
+                StepOutcome::Failed { step: index, reason }
+            }
+        }
+    }
+
+    fn judge<'h>(
+        &mut self,
+        step: &Step,
+        status: u16,
+        headers: impl Iterator<Item = (&'h [u8], &'h [u8])>,
+        body: &[u8],
+    ) -> Option<String> {
+        if !step.status.contains(status) {
+            return Some(format!("status {status}, expected {}", step.status));
+        }
+        // One pass over the headers: cookies to the jar, header and cookie
+        // captures (first occurrence), header checks (any occurrence).
+        let (mut captured, mut passed, mut occurred) = (0u64, 0u64, 0u64);
+        let mut first_miss = None;
+        let mut now = None;
+        for (name, value) in headers {
+            if name.eq_ignore_ascii_case(b"set-cookie") {
+                let t = *now.get_or_insert_with(self.clock);
+                self.jar.set(value, &self.origin.host, &self.path, self.origin.https, t);
+                if let Some((cname, cvalue)) = cookie::name_value(value) {
+                    for (i, c) in step.captures.iter().enumerate() {
+                        if captured & (1 << i) == 0 && matches!(&c.source, Source::Cookie(n) if &n[..] == cname) {
+                            if !self.vars.set(c.var, cvalue) {
+                                return Some(format!("capture {}: a value over 64 KiB", c.name));
+                            }
+                            captured |= 1 << i;
+                        }
+                    }
+                }
+            }
+            for (i, c) in step.captures.iter().enumerate() {
+                if captured & (1 << i) == 0
+                    && matches!(&c.source, Source::Header(n) if name.eq_ignore_ascii_case(n.as_bytes()))
+                {
+                    if !self.vars.set(c.var, value) {
+                        return Some(format!("capture {}: a value over 64 KiB", c.name));
+                    }
+                    captured |= 1 << i;
+                }
+            }
+            for (i, c) in step.checks.iter().enumerate() {
+                if c.header_name().is_some_and(|n| name.eq_ignore_ascii_case(n.as_bytes())) {
+                    occurred |= 1 << i;
+                    if c.header_ok(value) {
+                        passed |= 1 << i;
+                    } else if first_miss.is_none() {
+                        // The first occurrence that missed, for the reason.
+                        first_miss = Some(i);
+                        self.seen.clear();
+                        self.seen.extend_from_slice(&value[..value.len().min(256)]);
+                    }
+                }
+            }
+        }
+        for (i, c) in step.checks.iter().enumerate() {
+            if c.header_name().is_some() && passed & (1 << i) == 0 {
+                let seen = match (occurred & (1 << i) != 0, first_miss == Some(i)) {
+                    (false, _) => None,
+                    (true, true) => Some(&self.seen[..]),
+                    (true, false) => Some(&b"another value"[..]),
+                };
+                return Some(c.header_reason(seen));
+            }
+        }
+        self.scratch.clear();
+        self.seen.clear();
+        for (i, c) in step.captures.iter().enumerate() {
+            if captured & (1 << i) == 0 && !c.source.needs_body() {
+                let what = match &c.source {
+                    Source::Header(h) => format!("header {h}"),
+                    Source::Cookie(n) => format!("Set-Cookie {}", String::from_utf8_lossy(n)),
+                    _ => String::new(),
+                };
+                return Some(format!("capture {}: no {what} in the response", c.name));
+            }
+        }
+        if !step.needs_body {
+            return None;
+        }
+        let body = &body[..body.len().min(MAX_CAPTURE_BODY)];
+        let json = if step.needs_json {
+            serde_json::from_slice::<serde_json::Value>(body).ok()
+        } else {
+            None
+        };
+        for c in step.captures.iter().filter(|c| c.source.needs_body()) {
+            self.scratch.clear();
+            if !capture::from_body(&c.source, body, json.as_ref(), &mut self.scratch) {
+                return Some(match (&c.source, &json) {
+                    (Source::Json(_), None) => format!("capture {}: the body is not JSON", c.name),
+                    (Source::Json(p), _) => format!("capture {}: no JSON value at {p}", c.name),
+                    _ => format!("capture {}: the regex does not match the body", c.name),
+                });
+            }
+            if !self.vars.set(c.var, &self.scratch) {
+                return Some(format!("capture {}: a value over 64 KiB", c.name));
+            }
+        }
+        for c in step.checks.iter().filter(|c| c.needs_body()) {
+            if let Some(reason) = c.body_check(body, json.as_ref(), &self.vars, &mut self.scratch, &mut self.seen) {
+                return Some(reason);
+            }
+        }
+        None
+    }
+}
