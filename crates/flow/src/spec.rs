@@ -734,3 +734,140 @@ impl Flow {
         self.feeders.iter().map(|(f, _)| f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        dir
+    }
+
+    const SHOP: &str = r#"
+[[feeders]]
+file = "users.csv"
+mode = "next"
+on_end = "loop"
+
+[[steps]]
+name = "home"
+url = "/"
+think = "1s"
+capture = { csrf = 'regex:name="csrf" value="([^"]+)"' }
+
+[[steps]]
+name = "login"
+method = "post"
+url = "/login"
+headers = { "Content-Type" = "application/x-www-form-urlencoded", "X-Csrf" = "{{csrf}}" }
+body = "user={{user}}&pass={{pass}}"
+capture = { session = "cookie:session" }
+check = { status = [200, "3xx"] }
+
+[[steps]]
+repeat = 2
+steps = [
+  { name = "add", method = "POST", url = "/cart?user={{user}}", body_file = "item.json", check = { json = { "/ok" = true } } },
+]
+
+[[steps]]
+branch = [
+  { weight = 3, steps = [{ name = "checkout", url = "/checkout", check = { body_contains = "Thank you, {{user}}" } }] },
+  { weight = 1, steps = [{ name = "leave", url = "/bye" }] },
+]
+"#;
+
+    #[test]
+    fn compiles_a_shop_flow() {
+        let dir = dir_with(&[("users.csv", "user,pass\nann,a1\nbob,b2\n"), ("item.json", "{\"sku\": \"{{user}}-1\"}")]);
+        let flow = FlowSpec::from_toml(SHOP).unwrap().compile(dir.path()).unwrap();
+        let names: Vec<(usize, &str, &str)> =
+            flow.steps().iter().map(|s| (s.index, s.name.as_str(), s.method.as_str())).collect();
+        assert_eq!(
+            names,
+            [(0, "home", "GET"), (1, "login", "POST"), (2, "add", "POST"), (3, "checkout", "GET"), (4, "leave", "GET")]
+        );
+        let vars: Vec<&str> = (0..flow.vars().len()).map(|i| flow.vars().name(i as VarId)).collect();
+        assert_eq!(vars, ["user", "pass", "csrf", "session"]);
+        assert_eq!(flow.steps()[0].think, Duration::from_secs(1));
+        assert!(flow.steps()[0].needs_body && !flow.steps()[0].needs_json);
+        assert!(flow.steps()[2].needs_json);
+        assert!(!flow.steps()[1].needs_body);
+        assert_eq!(flow.steps()[1].status, StatusSet(vec![(200, 200), (300, 399)]));
+        let headers: Vec<&str> = flow.steps()[1].headers.iter().map(|h| &*h.name).collect();
+        assert_eq!(headers, ["Content-Type", "X-Csrf"], "in the file's order");
+        assert!(matches!(flow.steps()[2].body, Body::Template(_)));
+        assert!(matches!(flow.steps()[1].body, Body::Template(_)));
+    }
+
+    /// Every error names the line of what is wrong.
+    #[test]
+    fn errors_name_the_line() {
+        let dir = dir_with(&[("users.csv", "user\nann\n"), ("bad.json", "{\"a\": \"{{nope}}\"}")]);
+        let head = "[[feeders]]\nfile = \"users.csv\"\n\n";
+        let cases: &[(&str, usize, &str)] = &[
+            ("[[steps]]\nname = \"a\"\nurl = \"/x/{{user}}/{{cart}}\"\n", 6, "unknown variable `cart`"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nheaders = { X = \"{{ nope }}\" }\n", 7, "unknown variable `nope`"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nbody = \"{{x\"\n", 7, "not closed"),
+            ("[[steps]]\nbranch = [\n  { steps = [{ name = \"a\", url = \"/\" }] },\n]\n", 6, "no `weight`"),
+            ("[[steps]]\nbranch = [\n  { weight = 0, steps = [{ name = \"a\", url = \"/\" }] },\n]\n", 6, "weight = 0"),
+            ("[[steps]]\nrepeat = 0\nsteps = [{ name = \"a\", url = \"/\" }]\n", 5, "repeat = 0"),
+            ("[[steps]]\nrepeat = 2\nsteps = []\n", 6, "a repeat with no steps"),
+            ("[[steps]]\nrepeat = 2\n", 5, "needs `steps`"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncapture = { t = \"body:x\" }\n", 7, "unknown capture kind `body`"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncapture = { t = \"json:x\" }\n", 7, "starts with `/`"),
+            ("[[steps]]\nurl = \"/\"\n", 5, "needs a `name`"),
+            ("[[steps]]\nname = \"a\"\n", 5, "has no `url`"),
+            ("[[steps]]\nname = \"a\"\nurl = \"x\"\n", 6, "starting with `/`"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\n[[steps]]\nname = \"a\"\nurl = \"/b\"\n", 8, "named twice"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nbody = \"x\"\nbody_file = \"b\"\n", 8, "keep one"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nbody_file = \"bad.json\"\n", 7, "bad.json:1:8: unknown variable `nope`"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nbody_file = \"none.json\"\n", 7, "cannot read"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nthink = \"soon\"\n", 7, "think = \"soon\""),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncheck = { status = \"7xx\" }\n", 7, "no status"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncheck = { json = { \"a\" = 1 } }\n", 7, "starts with `/`"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nmethod = \"GE T\"\n", 7, "a method is a token"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nrepeat = 2\n", 6, "`url` in a repeat"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncapture = { \"1x\" = \"header:X\" }\n", 7, "no variable name"),
+        ];
+        for (steps, line, msg) in cases {
+            let text = format!("{head}{steps}");
+            let errors = FlowSpec::from_toml(&text).unwrap().validate(dir.path());
+            let rendered: Vec<String> = errors.iter().map(|e| e.render("f.toml", &text)).collect();
+            assert!(
+                rendered.iter().any(|e| e.starts_with(&format!("f.toml:{line}:")) && e.contains(msg)),
+                "{steps:?}: want line {line} {msg:?}, got {rendered:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn toml_errors_name_the_line() {
+        let cases: &[(&str, usize, &str)] = &[
+            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nmethd = \"GET\"\n", 4, "unknown field `methd`"),
+            ("[[feeders]]\nfile = \"u.csv\"\nmode = \"sometimes\"\n[[steps]]\nname = \"a\"\nurl = \"/\"\n", 3, "unknown variant"),
+            ("[[feeders]]\nfile = \"u.csv\"\non_end = \"wrap\"\n[[steps]]\nname = \"a\"\nurl = \"/\"\n", 3, "unknown variant"),
+            ("name = 1\n", 1, ""),
+        ];
+        for (text, line, msg) in cases {
+            let e = FlowSpec::from_toml(text).unwrap_err();
+            let r = e.render("f.toml", text);
+            assert!(r.starts_with(&format!("f.toml:{line}:")) && r.contains(msg), "{text:?}: {r}");
+        }
+    }
+
+    #[test]
+    fn feeder_errors_name_the_feeder_line() {
+        let dir = dir_with(&[("a.csv", "user\nann\n"), ("b.csv", "user\nbob\n"), ("c.csv", "x,y\n1\n")]);
+        let text = "[[feeders]]\nfile = \"a.csv\"\n[[feeders]]\nfile = \"b.csv\"\n[[feeders]]\nfile = \"c.csv\"\n[[steps]]\nname = \"a\"\nurl = \"/\"\n";
+        let errors = FlowSpec::from_toml(text).unwrap().validate(dir.path());
+        let rendered: Vec<String> = errors.iter().map(|e| e.render("f.toml", text)).collect();
+        assert_eq!(rendered.len(), 2, "{rendered:?}");
+        assert!(rendered[0].starts_with("f.toml:4:") && rendered[0].contains("column `user` is also a column"), "{rendered:?}");
+        assert!(rendered[1].starts_with("f.toml:6:") && rendered[1].contains("c.csv: line 2: 1 fields"), "{rendered:?}");
+    }
+}

@@ -466,3 +466,347 @@ impl FlowUser {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::FlowSpec;
+
+    const NOW: i64 = 1_700_000_000;
+
+    fn flow(toml: &str, files: &[(&str, &str)]) -> Arc<Flow> {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        Arc::new(FlowSpec::from_toml(toml).unwrap().compile(dir.path()).unwrap())
+    }
+
+    fn user(flow: &Arc<Flow>, n: u64) -> FlowUser {
+        let mut u = FlowUser::new(flow.clone(), n, 42, Origin::new("Shop.Example", false));
+        u.set_clock(|| NOW);
+        u
+    }
+
+    fn ok(u: &mut FlowUser) -> StepOutcome {
+        u.on_response(200, std::iter::empty(), b"")
+    }
+
+    /// The step names a user walks over `n` requests, every response 200.
+    fn walk(u: &mut FlowUser, n: usize) -> Vec<String> {
+        let mut buf = RequestBuf::new();
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let Some(s) = u.next_request(&mut buf) else { break };
+            out.push(s.name.to_string());
+            assert!(matches!(ok(u), StepOutcome::Passed { .. }));
+        }
+        out
+    }
+
+    fn text(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
+    }
+
+    fn headers(buf: &RequestBuf) -> Vec<String> {
+        buf.headers().map(|(n, v)| format!("{}: {}", text(n), text(v))).collect()
+    }
+
+    #[test]
+    fn walks_steps_loops_and_starts_over() {
+        let f = flow(
+            r#"
+[[steps]]
+name = "a"
+url = "/a"
+[[steps]]
+repeat = 2
+steps = [
+  { name = "b", url = "/b" },
+  { repeat = 3, steps = [{ name = "c", url = "/c" }] },
+]
+[[steps]]
+name = "d"
+url = "/d"
+"#,
+            &[],
+        );
+        let mut u = user(&f, 0);
+        let got = walk(&mut u, 11);
+        assert_eq!(got, ["a", "b", "c", "c", "c", "b", "c", "c", "c", "d", "a"]);
+        assert_eq!((u.completed(), u.abandoned()), (1, 0));
+    }
+
+    #[test]
+    fn branches_by_weight() {
+        let f = flow(
+            r#"
+[[steps]]
+branch = [
+  { weight = 3, steps = [{ name = "buy", url = "/buy" }] },
+  { weight = 1, steps = [{ name = "look", url = "/look" }, { name = "leave", url = "/leave" }] },
+]
+[[steps]]
+name = "end"
+url = "/end"
+"#,
+            &[],
+        );
+        let mut u = user(&f, 0);
+        let mut got = walk(&mut u, 40_000);
+        // Up to the end of the last whole pass.
+        got.truncate(got.iter().rposition(|s| s == "end").unwrap() + 1);
+        let count = |n: &str| got.iter().filter(|s| *s == n).count();
+        let (buy, look, leave, end) = (count("buy"), count("look"), count("leave"), count("end"));
+        assert_eq!(look, leave, "an arm's steps run together");
+        assert_eq!(buy + look, end, "one arm per pass, then the step after the branch");
+        // 3:1 by weight; the draws are a fixed seed's, so this is exact, not
+        // a matter of luck: bounds only say what the weights mean.
+        let share = buy as f64 / end as f64;
+        assert!((0.73..0.77).contains(&share), "buy share {share}");
+        let mut again = user(&f, 0);
+        assert_eq!(walk(&mut again, got.len()), got, "the same seed walks the same way");
+    }
+
+    const SHOP: &str = r#"
+[[feeders]]
+file = "users.csv"
+on_end = "stop"
+
+[[steps]]
+name = "home"
+url = "/"
+capture = { csrf = 'regex:name="csrf" value="([^"]+)"' }
+
+[[steps]]
+name = "login"
+method = "POST"
+url = "/login?next=/cart&u={{user}}"
+headers = { "Content-Type" = "application/x-www-form-urlencoded", "X-Csrf" = "{{csrf}}" }
+body = "user={{user}}&pass={{pass}}"
+capture = { session = "cookie:session", token = "header:X-Token" }
+check = { status = "2xx", header_contains = { "Content-Type" = "json" } }
+
+[[steps]]
+name = "add"
+method = "POST"
+url = "/cart/items"
+headers = { "Authorization" = "Bearer {{token}}", "Cookie" = "theme=dark" }
+body = '{"csrf": "{{csrf}}", "sku": "{{sku}}"}'
+capture = { cart = "json:/cart/id" }
+check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
+"#;
+
+    fn shop() -> Arc<Flow> {
+        flow(SHOP, &[("users.csv", "user,pass,sku\nann a,p&1,S-1\nbob,p2,S-2\n")])
+    }
+
+    #[test]
+    fn renders_captures_and_carries_cookies() {
+        let f = shop();
+        let mut u = user(&f, 0);
+        let mut buf = RequestBuf::new();
+
+        let s = u.next_request(&mut buf).unwrap();
+        assert_eq!((s.index, s.name), (0, "home"));
+        assert_eq!((text(buf.method()), text(buf.target())), ("GET".into(), "/".into()));
+        assert!(headers(&buf).is_empty() && buf.body().is_none());
+        let page = br#"<form><input type="hidden" name="csrf" value="t0k/en+1"></form>"#;
+        let set = [(&b"Set-Cookie"[..], &b"pref=1; Path=/"[..])];
+        assert_eq!(u.on_response(200, set.iter().copied(), page), StepOutcome::Passed { step: 0, think: Duration::ZERO });
+
+        let s = u.next_request(&mut buf).unwrap();
+        assert_eq!((s.index, s.name), (1, "login"));
+        assert_eq!(text(buf.method()), "POST");
+        assert_eq!(text(buf.target()), "/login?next=/cart&u=ann%20a");
+        assert_eq!(
+            headers(&buf),
+            ["Content-Type: application/x-www-form-urlencoded", "X-Csrf: t0k/en+1", "Cookie: pref=1"]
+        );
+        assert_eq!(text(buf.body().unwrap()), "user=ann a&pass=p&1");
+        let resp = [
+            (&b"content-type"[..], &b"application/json"[..]),
+            (b"set-cookie", b"session=s-123; Path=/; HttpOnly"),
+            (b"X-Token", b"tok-9"),
+            (b"X-Token", b"second"),
+        ];
+        assert!(matches!(u.on_response(200, resp.iter().copied(), b"{}"), StepOutcome::Passed { step: 1, .. }));
+
+        let s = u.next_request(&mut buf).unwrap();
+        assert_eq!(s.name, "add");
+        assert_eq!(text(buf.target()), "/cart/items");
+        assert_eq!(
+            headers(&buf),
+            ["Authorization: Bearer tok-9", "Cookie: theme=dark; pref=1; session=s-123"],
+            "the jar's cookies join the step's own Cookie header"
+        );
+        assert_eq!(text(buf.body().unwrap()), r#"{"csrf": "t0k/en+1", "sku": "S-1"}"#);
+        let body = br#"{"cart": {"id": "c-7", "n": 1}, "user": "ann a"}"#;
+        assert!(matches!(u.on_response(201, std::iter::empty(), body), StepOutcome::Passed { step: 2, .. }));
+        let cart = f.vars().id("cart").unwrap();
+        assert_eq!(u.vars().get(cart), b"c-7");
+
+        // The flow starts over: the next row, an empty jar, captures gone.
+        let s = u.next_request(&mut buf).unwrap();
+        assert_eq!(s.name, "home");
+        assert!(headers(&buf).is_empty(), "the jar is cleared: {:?}", headers(&buf));
+        assert_eq!(u.vars().get(cart), b"");
+        assert_eq!(u.vars().get(f.vars().id("user").unwrap()), b"bob");
+        assert_eq!(u.completed(), 1);
+    }
+
+    #[test]
+    fn failures_abandon_the_flow_with_a_reason() {
+        let page: &[u8] = br#"name="csrf" value="x""#;
+        let json_ct = [(&b"Content-Type"[..], &b"application/json"[..])];
+        type Respond<'a> = (u16, &'a [(&'a [u8], &'a [u8])], &'a [u8]);
+        // Responses to home, then login (when home passes), then add.
+        let cases: Vec<(Vec<Respond>, usize, &str)> = vec![
+            (vec![(500, &[], page)], 0, "status 500, expected 200-399"),
+            (vec![(200, &[], b"<html>no token</html>")], 0, "capture csrf: the regex does not match the body"),
+            (vec![(200, &[], page), (302, &json_ct, b"")], 1, "status 302, expected 200-299"),
+            (
+                vec![(200, &[], page), (200, &[(b"Content-Type", b"text/html")], b"")],
+                1,
+                "header content-type is \"text/html\", expected it to contain \"json\"",
+            ),
+            (vec![(200, &[], page), (200, &[], b"")], 1, "no header content-type (expected one to contain \"json\")"),
+            (vec![(200, &[], page), (200, &json_ct, b"")], 1, "capture session: no Set-Cookie session in the response"),
+            (
+                vec![(200, &[], page), (200, &[(b"Content-Type", b"json"), (b"Set-Cookie", b"session=1")], b"")],
+                1,
+                "capture token: no header x-token in the response",
+            ),
+            (
+                vec![
+                    (200, &[], page),
+                    (200, &[(b"Content-Type", b"json"), (b"Set-Cookie", b"session=1"), (b"X-Token", b"t")], b""),
+                    (200, &[], b"<html>"),
+                ],
+                2,
+                "capture cart: the body is not JSON",
+            ),
+            (
+                vec![
+                    (200, &[], page),
+                    (200, &[(b"Content-Type", b"json"), (b"Set-Cookie", b"session=1"), (b"X-Token", b"t")], b""),
+                    (200, &[], br#"{"cart": {"id": 1, "n": 2}, "u": "ann a"}"#),
+                ],
+                2,
+                "JSON /cart/n is \"2\", expected \"1\"",
+            ),
+            (
+                vec![
+                    (200, &[], page),
+                    (200, &[(b"Content-Type", b"json"), (b"Set-Cookie", b"session=1"), (b"X-Token", b"t")], b""),
+                    (200, &[], br#"{"cart": {"id": 1, "n": 1}, "u": "bob"}"#),
+                ],
+                2,
+                "body does not contain \"ann a\"",
+            ),
+        ];
+        for (responses, step, reason) in cases {
+            // A flow of its own for each case: its feeder's rows are fresh.
+            let f = shop();
+            let mut u = user(&f, 0);
+            let mut buf = RequestBuf::new();
+            let mut last = None;
+            for (status, hs, body) in &responses {
+                u.next_request(&mut buf).unwrap();
+                last = Some(u.on_response(*status, hs.iter().copied(), body));
+            }
+            assert_eq!(last, Some(StepOutcome::Failed { step, reason: reason.to_string() }), "{reason}");
+            assert_eq!(u.abandoned(), 1);
+            // The user starts over: the first step, the next feeder row, an
+            // empty jar.
+            let s = u.next_request(&mut buf).unwrap();
+            assert_eq!(s.index, 0, "{reason}");
+            assert_eq!(u.vars().get(f.vars().id("user").unwrap()), b"bob", "{reason}");
+            assert!(u.jar().is_empty() && headers(&buf).is_empty(), "{reason}");
+        }
+    }
+
+    #[test]
+    fn feeder_stop_ends_the_user_and_loop_goes_round() {
+        let steps = "[[steps]]\nname = \"a\"\nurl = \"/u/{{user}}\"\n";
+        let files = [("u.csv", "user\nx\ny\n")];
+        let stop = flow(&format!("[[feeders]]\nfile = \"u.csv\"\non_end = \"stop\"\n{steps}"), &files);
+        let mut u = user(&stop, 0);
+        let mut buf = RequestBuf::new();
+        let mut targets = Vec::new();
+        while let Some(_s) = u.next_request(&mut buf) {
+            targets.push(text(buf.target()));
+            ok(&mut u);
+            assert!(targets.len() < 10);
+        }
+        assert_eq!(targets, ["/u/x", "/u/y"]);
+        assert!(u.is_done() && u.next_request(&mut buf).is_none());
+
+        let looped = flow(&format!("[[feeders]]\nfile = \"u.csv\"\non_end = \"loop\"\n{steps}"), &files);
+        let mut u = user(&looped, 0);
+        let mut targets = Vec::new();
+        for _ in 0..5 {
+            u.next_request(&mut buf).unwrap();
+            targets.push(text(buf.target()));
+            ok(&mut u);
+        }
+        assert_eq!(targets, ["/u/x", "/u/y", "/u/x", "/u/y", "/u/x"]);
+
+        let index = flow(&format!("[[feeders]]\nfile = \"u.csv\"\nmode = \"index\"\non_end = \"stop\"\n{steps}"), &files);
+        let mut second = user(&index, 1);
+        for _ in 0..3 {
+            second.next_request(&mut buf).unwrap();
+            assert_eq!(text(buf.target()), "/u/y", "user 1 takes row 1 each time");
+            ok(&mut second);
+        }
+        assert!(user(&index, 2).next_request(&mut buf).is_none(), "user 2 has no row");
+    }
+
+    #[test]
+    fn response_without_request_and_abandon() {
+        let f = flow("[[steps]]\nname = \"a\"\nurl = \"/\"\n[[steps]]\nname = \"b\"\nurl = \"/b\"\n", &[]);
+        let mut u = user(&f, 0);
+        assert_eq!(ok(&mut u), StepOutcome::NoRequest);
+        let mut buf = RequestBuf::new();
+        u.next_request(&mut buf).unwrap();
+        u.abandon();
+        assert_eq!(u.abandoned(), 1);
+        assert_eq!(u.next_request(&mut buf).unwrap().name, "a");
+    }
+
+    #[test]
+    fn static_bodies_are_shared_not_copied() {
+        let f = flow("[[steps]]\nname = \"a\"\nmethod = \"PUT\"\nurl = \"/\"\nbody = \"{}\"\n", &[]);
+        let mut u = user(&f, 0);
+        let mut buf = RequestBuf::new();
+        u.next_request(&mut buf).unwrap();
+        let first = buf.body().unwrap().as_ptr();
+        ok(&mut u);
+        u.next_request(&mut buf).unwrap();
+        assert_eq!(buf.body().unwrap(), b"{}");
+        assert_eq!(buf.body().unwrap().as_ptr(), first);
+        assert!(matches!(f.steps()[0].body, Body::Static(_)));
+    }
+
+    #[test]
+    fn secure_cookies_and_paths_follow_the_origin() {
+        let f = flow(
+            "[[steps]]\nname = \"a\"\nurl = \"/shop/login\"\n[[steps]]\nname = \"b\"\nurl = \"/shop/cart?x=1\"\n[[steps]]\nname = \"c\"\nurl = \"/other\"\n",
+            &[],
+        );
+        for (https, want_b) in [(false, "Cookie: p=1"), (true, "Cookie: s=2; p=1")] {
+            let mut u = FlowUser::new(f.clone(), 0, 1, Origin::new("shop.example", https));
+            u.set_clock(|| NOW);
+            let mut buf = RequestBuf::new();
+            u.next_request(&mut buf).unwrap();
+            let set = [(&b"Set-Cookie"[..], &b"p=1"[..]), (b"Set-Cookie", b"s=2; Secure; Path=/shop/cart")];
+            u.on_response(200, set.iter().copied(), b"");
+            u.next_request(&mut buf).unwrap();
+            let got = headers(&buf);
+            assert_eq!(got.iter().map(String::as_str).collect::<Vec<_>>(), [want_b], "https {https}");
+            ok(&mut u);
+            u.next_request(&mut buf).unwrap();
+            assert!(headers(&buf).is_empty(), "/other is outside /shop, the default path of p");
+        }
+    }
+}
