@@ -17,6 +17,8 @@
 //! A crate of its own, below the engine and the model: it depends on
 //! neither, so both can use it, and the fuzzer can reach its parsers.
 
+#![forbid(unsafe_code)]
+
 pub mod capture;
 pub mod check;
 pub mod cookie;
