@@ -23,6 +23,8 @@ pub mod capture;
 pub mod check;
 pub mod cookie;
 pub mod feeder;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod spec;
 pub mod template;
 pub mod user;
