@@ -84,17 +84,28 @@ fn main() {
         rows.push_str(&format!("user{i}@example.com,SKU-{:05},{}\n", i * 7, i % 9 + 1));
     }
     std::fs::write(dir.join("users.csv"), rows).expect("the feeder file");
-    let flow = FlowSpec::from_toml(TEMPLATED).expect("the flow").compile(&dir).expect("compiles");
+    let flow = FlowSpec::from_toml(TEMPLATED)
+        .expect("the flow")
+        .compile(&dir)
+        .expect("compiles");
     let _ = std::fs::remove_dir_all(&dir);
     let mut user = FlowUser::new(Arc::new(flow), 0, 1, Origin::new("shop.example", false));
 
     // The login's Set-Cookie fills the jar; every `add` carries it.
     let mut buf = RequestBuf::new();
     user.next_request(&mut buf).expect("login");
-    user.on_response(200, [(&b"Set-Cookie"[..], &b"session=4f2a9c1e7b; Path=/; HttpOnly"[..])].into_iter(), b"");
+    user.on_response(
+        200,
+        [(&b"Set-Cookie"[..], &b"session=4f2a9c1e7b; Path=/; HttpOnly"[..])].into_iter(),
+        b"",
+    );
     user.next_request(&mut buf).expect("add");
     let body = buf.body().expect("a body").len();
-    println!("templated request: {} {}", String::from_utf8_lossy(buf.method()), String::from_utf8_lossy(buf.target()));
+    println!(
+        "templated request: {} {}",
+        String::from_utf8_lossy(buf.method()),
+        String::from_utf8_lossy(buf.target())
+    );
     for (n, v) in buf.headers() {
         println!("  {}: {}", String::from_utf8_lossy(n), String::from_utf8_lossy(v));
     }
@@ -103,7 +114,10 @@ fn main() {
 
     // Warm: the buffers have grown to this request's size.
     let (ns, allocs) = run(&mut user, &mut buf, N - 2);
-    println!("templated: {ns:.0} ns per request (render + on_response), {allocs} allocations over {} requests", N - 2);
+    println!(
+        "templated: {ns:.0} ns per request (render + on_response), {allocs} allocations over {} requests",
+        N - 2
+    );
 
     let plain = FlowSpec::from_toml("[[steps]]\nname = \"get\"\nurl = \"/index.html\"\n").expect("the flow");
     let plain = Arc::new(plain.compile(std::path::Path::new(".")).expect("compiles"));

@@ -34,7 +34,10 @@ pub enum Source {
     Cookie(Box<[u8]>),
     /// An RFC 6901 pointer.
     Json(Box<str>),
-    Regex { regex: Regex, group: usize },
+    Regex {
+        regex: Regex,
+        group: usize,
+    },
 }
 
 impl Source {
@@ -114,7 +117,10 @@ pub fn parse(spec: &str) -> Result<Source, CaptureError> {
             if !is_token(what) {
                 return Err(cerr(
                     at,
-                    format!("`{}` is no {kind} name: expected letters, digits and !#$%&'*+-.^_`|~", benchlab_input::excerpt(what)),
+                    format!(
+                        "`{}` is no {kind} name: expected letters, digits and !#$%&'*+-.^_`|~",
+                        benchlab_input::excerpt(what)
+                    ),
                 ));
             }
             Ok(if kind == "header" {
@@ -131,9 +137,11 @@ pub fn parse(spec: &str) -> Result<Source, CaptureError> {
             let group = if kind == "regex" {
                 None
             } else {
-                Some(kind[6..kind.len() - 1].parse::<usize>().map_err(|_| {
-                    cerr(6, "expected a group number in `regex[N]:`, e.g. `regex[2]:(a)(b)`")
-                })?)
+                Some(
+                    kind[6..kind.len() - 1]
+                        .parse::<usize>()
+                        .map_err(|_| cerr(6, "expected a group number in `regex[N]:`, e.g. `regex[2]:(a)(b)`"))?,
+                )
             };
             let regex = compile_regex(what).map_err(|e| cerr(at, format!("invalid regex: {e}")))?;
             let groups = regex.captures_len() - 1;
@@ -200,10 +208,22 @@ mod tests {
         assert!(matches!(parse("cookie:session").unwrap(), Source::Cookie(c) if &*c == b"session"));
         assert!(matches!(parse("json:/cart/id").unwrap(), Source::Json(p) if &*p == "/cart/id"));
         assert!(matches!(parse("json:").unwrap(), Source::Json(p) if p.is_empty()));
-        assert!(matches!(parse("regex:name=\"csrf\" value=\"([^\"]+)\"").unwrap(), Source::Regex { group: 1, .. }));
-        assert!(matches!(parse("regex:id=\\d+").unwrap(), Source::Regex { group: 0, .. }));
-        assert!(matches!(parse("regex[2]:(a)(b)").unwrap(), Source::Regex { group: 2, .. }));
-        assert!(matches!(parse("regex[0]:(a)(b)").unwrap(), Source::Regex { group: 0, .. }));
+        assert!(matches!(
+            parse("regex:name=\"csrf\" value=\"([^\"]+)\"").unwrap(),
+            Source::Regex { group: 1, .. }
+        ));
+        assert!(matches!(
+            parse("regex:id=\\d+").unwrap(),
+            Source::Regex { group: 0, .. }
+        ));
+        assert!(matches!(
+            parse("regex[2]:(a)(b)").unwrap(),
+            Source::Regex { group: 2, .. }
+        ));
+        assert!(matches!(
+            parse("regex[0]:(a)(b)").unwrap(),
+            Source::Regex { group: 0, .. }
+        ));
     }
 
     #[test]
@@ -249,7 +269,11 @@ mod tests {
             let mut out = b"old".to_vec();
             out.clear();
             let found = from_body(&parse(spec).unwrap(), body, Some(&json), &mut out);
-            assert_eq!(found.then(|| String::from_utf8(out).unwrap()).as_deref(), *want, "{spec}");
+            assert_eq!(
+                found.then(|| String::from_utf8(out).unwrap()).as_deref(),
+                *want,
+                "{spec}"
+            );
         }
     }
 

@@ -173,7 +173,8 @@ mod tests {
 
     #[test]
     fn status_items() {
-        let cases: &[(&str, Result<(u16, u16), ()>)] = &[
+        type Case<'a> = (&'a str, Result<(u16, u16), ()>);
+        let cases: &[Case] = &[
             ("200", Ok((200, 200))),
             ("2xx", Ok((200, 299))),
             ("5XX", Ok((500, 599))),
@@ -210,7 +211,10 @@ mod tests {
             eq.header_reason(Some(b"text/html")),
             "header content-type is \"text/html\", expected it to equal \"application/json\""
         );
-        assert_eq!(has.header_reason(None), "no header content-type (expected one to contain \"json\")");
+        assert_eq!(
+            has.header_reason(None),
+            "no header content-type (expected one to contain \"json\")"
+        );
     }
 
     #[test]
@@ -229,14 +233,32 @@ mod tests {
         let cases: Vec<(Check, Option<&str>)> = vec![
             (Check::BodyContains(tpl("\"{{user}}\"")), None),
             (Check::BodyContains(tpl("bob")), Some("body does not contain \"bob\"")),
-            (Check::JsonEquals { pointer: "/cart/n".into(), value: tpl("2") }, None),
-            (Check::JsonEquals { pointer: "/user".into(), value: tpl("{{user}}") }, None),
             (
-                Check::JsonEquals { pointer: "/cart/n".into(), value: tpl("3") },
+                Check::JsonEquals {
+                    pointer: "/cart/n".into(),
+                    value: tpl("2"),
+                },
+                None,
+            ),
+            (
+                Check::JsonEquals {
+                    pointer: "/user".into(),
+                    value: tpl("{{user}}"),
+                },
+                None,
+            ),
+            (
+                Check::JsonEquals {
+                    pointer: "/cart/n".into(),
+                    value: tpl("3"),
+                },
                 Some("JSON /cart/n is \"2\", expected \"3\""),
             ),
             (
-                Check::JsonEquals { pointer: "/cart/x".into(), value: tpl("3") },
+                Check::JsonEquals {
+                    pointer: "/cart/x".into(),
+                    value: tpl("3"),
+                },
                 Some("JSON has no /cart/x (expected \"3\")"),
             ),
         ];
@@ -245,9 +267,14 @@ mod tests {
             let got = check.body_check(body, Some(&json), &vars, &mut scratch, &mut seen);
             assert_eq!(got.as_deref(), *want, "{check:?}");
         }
-        let not_json = Check::JsonEquals { pointer: "/a".into(), value: tpl("1") };
+        let not_json = Check::JsonEquals {
+            pointer: "/a".into(),
+            value: tpl("1"),
+        };
         assert_eq!(
-            not_json.body_check(b"<html>", None, &vars, &mut scratch, &mut seen).as_deref(),
+            not_json
+                .body_check(b"<html>", None, &vars, &mut scratch, &mut seen)
+                .as_deref(),
             Some("body is not JSON (expected /a = \"1\")")
         );
     }

@@ -84,14 +84,18 @@ pub fn default_path(path: &[u8]) -> &[u8] {
 /// §5.1.4: `request` path-matches `cookie`'s path.
 pub fn path_match(request: &[u8], cookie: &[u8]) -> bool {
     request == cookie
-        || (request.starts_with(cookie)
-            && (cookie.last() == Some(&b'/') || request.get(cookie.len()) == Some(&b'/')))
+        || (request.starts_with(cookie) && (cookie.last() == Some(&b'/') || request.get(cookie.len()) == Some(&b'/')))
 }
 
 /// §5.1.1: a cookie-date as seconds since the epoch, or `None`.
 pub fn parse_date(text: &[u8]) -> Option<i64> {
-    let delimiter =
-        |b: u8| b == 0x09 || (0x20..=0x2f).contains(&b) || (0x3b..=0x40).contains(&b) || (0x5b..=0x60).contains(&b) || (0x7b..=0x7e).contains(&b);
+    let delimiter = |b: u8| {
+        b == 0x09
+            || (0x20..=0x2f).contains(&b)
+            || (0x3b..=0x40).contains(&b)
+            || (0x5b..=0x60).contains(&b)
+            || (0x7b..=0x7e).contains(&b)
+    };
     let (mut time, mut day, mut month, mut year) = (None, None, None, None);
     for token in text.split(|&b| delimiter(b)).filter(|t| !t.is_empty()) {
         if time.is_none() {
@@ -107,8 +111,9 @@ pub fn parse_date(text: &[u8]) -> Option<i64> {
             }
         }
         if month.is_none() && token.len() >= 3 {
-            const MONTHS: [&[u8; 3]; 12] =
-                [b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov", b"dec"];
+            const MONTHS: [&[u8; 3]; 12] = [
+                b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov", b"dec",
+            ];
             let m = token[..3].to_ascii_lowercase();
             if let Some(i) = MONTHS.iter().position(|x| x[..] == m[..]) {
                 month = Some(i as i64 + 1);
@@ -227,17 +232,24 @@ impl CookieJar {
                         let delta = std::str::from_utf8(val).ok().and_then(|v| v.parse::<i64>().ok());
                         // A delta too large for i64 is as good as forever.
                         let delta = delta.unwrap_or(if val[0] == b'-' { i64::MIN } else { i64::MAX });
-                        max_age = Some(if delta <= 0 { i64::MIN } else { now.saturating_add(delta) });
+                        max_age = Some(if delta <= 0 {
+                            i64::MIN
+                        } else {
+                            now.saturating_add(delta)
+                        });
                     }
                 }
-                b"domain" => {
-                    if !val.is_empty() {
-                        let d = val.strip_prefix(b".").unwrap_or(val);
-                        domain = Some(String::from_utf8_lossy(d).to_ascii_lowercase());
-                    }
+                // An empty Domain is ignored (§5.2.3 leaves it undefined).
+                b"domain" if !val.is_empty() => {
+                    let d = val.strip_prefix(b".").unwrap_or(val);
+                    domain = Some(String::from_utf8_lossy(d).to_ascii_lowercase());
                 }
                 b"path" => {
-                    cookie_path = Some(if val.first() == Some(&b'/') { val.to_vec() } else { default_path(path).to_vec() });
+                    cookie_path = Some(if val.first() == Some(&b'/') {
+                        val.to_vec()
+                    } else {
+                        default_path(path).to_vec()
+                    });
                 }
                 b"secure" => secure = true,
                 // HttpOnly keeps a cookie from scripts; a flow has none, so
@@ -256,7 +268,10 @@ impl CookieJar {
             _ => (host.to_string(), true),
         };
         let path = cookie_path.unwrap_or_else(|| default_path(path).to_vec());
-        let old = self.cookies.iter().position(|c| c.name == name && c.domain == domain && c.path == path);
+        let old = self
+            .cookies
+            .iter()
+            .position(|c| c.name == name && c.domain == domain && c.path == path);
         let creation = match old {
             Some(i) => self.cookies.remove(i).creation,
             None => {
@@ -289,7 +304,9 @@ impl CookieJar {
         let at = self
             .cookies
             .iter()
-            .position(|c| (c.path.len(), std::cmp::Reverse(c.creation)) < (cookie.path.len(), std::cmp::Reverse(cookie.creation)))
+            .position(|c| {
+                (c.path.len(), std::cmp::Reverse(c.creation)) < (cookie.path.len(), std::cmp::Reverse(cookie.creation))
+            })
             .unwrap_or(self.cookies.len());
         self.cookies.insert(at, cookie);
         true
@@ -301,7 +318,11 @@ impl CookieJar {
     pub fn write_header(&self, host: &str, path: &[u8], https: bool, now: i64, out: &mut Vec<u8>) -> bool {
         let mut any = false;
         for c in &self.cookies {
-            let host_ok = if c.host_only { host == c.domain } else { domain_match(host, &c.domain) };
+            let host_ok = if c.host_only {
+                host == c.domain
+            } else {
+                domain_match(host, &c.domain)
+            };
             if !host_ok || !path_match(path, &c.path) || (c.secure && !https) || c.expiry.is_some_and(|t| t <= now) {
                 continue;
             }
@@ -342,7 +363,13 @@ mod tests {
         Case {
             what: "RFC 6265 §3.1: Path and Domain, two cookies in creation order",
             sets: &[
-                ("SID=31d4d96e407aad42; Path=/; Domain=example.com", "example.com", "/", false, NOW),
+                (
+                    "SID=31d4d96e407aad42; Path=/; Domain=example.com",
+                    "example.com",
+                    "/",
+                    false,
+                    NOW,
+                ),
                 ("lang=en-US; Path=/; Domain=example.com", "example.com", "/", false, NOW),
             ],
             gets: &[
@@ -354,7 +381,13 @@ mod tests {
         Case {
             what: "RFC 6265 §3.1: Secure only over https, HttpOnly accepted",
             sets: &[
-                ("SID=31d4d96e407aad42; Path=/; Secure; HttpOnly", "example.com", "/", true, NOW),
+                (
+                    "SID=31d4d96e407aad42; Path=/; Secure; HttpOnly",
+                    "example.com",
+                    "/",
+                    true,
+                    NOW,
+                ),
                 ("lang=en-US; Path=/; Domain=example.com", "example.com", "/", true, NOW),
             ],
             gets: &[
@@ -365,14 +398,32 @@ mod tests {
         Case {
             what: "RFC 6265 §3.1: Expires keeps a cookie to its date; an Expires in the past deletes it",
             sets: &[
-                ("lang=en-US; Expires=Wed, 09 Jun 2021 10:18:14 GMT", "example.com", "/", false, NOW),
-                ("lang=; Expires=Sun, 06 Nov 1994 08:49:37 GMT", "example.com", "/", false, NOW + 10),
+                (
+                    "lang=en-US; Expires=Wed, 09 Jun 2021 10:18:14 GMT",
+                    "example.com",
+                    "/",
+                    false,
+                    NOW,
+                ),
+                (
+                    "lang=; Expires=Sun, 06 Nov 1994 08:49:37 GMT",
+                    "example.com",
+                    "/",
+                    false,
+                    NOW + 10,
+                ),
             ],
             gets: &[("example.com", "/", false, NOW + 5, "")],
         },
         Case {
             what: "Expires: the cookie is sent until its date and not after",
-            sets: &[("lang=en-US; Expires=Wed, 09 Jun 2021 10:18:14 GMT", "example.com", "/", false, NOW)],
+            sets: &[(
+                "lang=en-US; Expires=Wed, 09 Jun 2021 10:18:14 GMT",
+                "example.com",
+                "/",
+                false,
+                NOW,
+            )],
             gets: &[
                 ("example.com", "/", false, NOW + 86_399, "lang=en-US"),
                 ("example.com", "/", false, NOW + 86_400, ""),
@@ -380,7 +431,13 @@ mod tests {
         },
         Case {
             what: "Max-Age counts from when it came, and wins over Expires",
-            sets: &[("a=1; Max-Age=60; Expires=Sun, 06 Nov 1994 08:49:37 GMT", "h", "/", false, NOW)],
+            sets: &[(
+                "a=1; Max-Age=60; Expires=Sun, 06 Nov 1994 08:49:37 GMT",
+                "h",
+                "/",
+                false,
+                NOW,
+            )],
             gets: &[("h", "/", false, NOW + 59, "a=1"), ("h", "/", false, NOW + 60, "")],
         },
         Case {
@@ -401,7 +458,10 @@ mod tests {
         Case {
             what: "host-only: no Domain, sent to that host only",
             sets: &[("a=1", "example.com", "/", false, NOW)],
-            gets: &[("example.com", "/", false, NOW, "a=1"), ("www.example.com", "/", false, NOW, "")],
+            gets: &[
+                ("example.com", "/", false, NOW, "a=1"),
+                ("www.example.com", "/", false, NOW, ""),
+            ],
         },
         Case {
             what: "Domain with a leading dot, any case; a foreign Domain is ignored",
@@ -410,16 +470,25 @@ mod tests {
                 ("b=2; Domain=other.com", "www.example.com", "/", false, NOW),
                 ("c=3; Domain=ample.com", "www.example.com", "/", false, NOW),
             ],
-            gets: &[("example.com", "/", false, NOW, "a=1"), ("other.com", "/", false, NOW, "")],
+            gets: &[
+                ("example.com", "/", false, NOW, "a=1"),
+                ("other.com", "/", false, NOW, ""),
+            ],
         },
         Case {
             what: "an IP address host domain-matches only itself",
-            sets: &[("a=1; Domain=0.0.1", "127.0.0.1", "/", false, NOW), ("b=2; Domain=127.0.0.1", "127.0.0.1", "/", false, NOW)],
+            sets: &[
+                ("a=1; Domain=0.0.1", "127.0.0.1", "/", false, NOW),
+                ("b=2; Domain=127.0.0.1", "127.0.0.1", "/", false, NOW),
+            ],
             gets: &[("127.0.0.1", "/", false, NOW, "b=2")],
         },
         Case {
             what: "default-path: the request path up to its last slash",
-            sets: &[("a=1", "h", "/shop/cart/add", false, NOW), ("b=2", "h", "/top", false, NOW)],
+            sets: &[
+                ("a=1", "h", "/shop/cart/add", false, NOW),
+                ("b=2", "h", "/top", false, NOW),
+            ],
             gets: &[
                 ("h", "/shop/cart", false, NOW, "a=1; b=2"),
                 ("h", "/shop/cart/x", false, NOW, "a=1; b=2"),
@@ -454,7 +523,10 @@ mod tests {
         },
         Case {
             what: "same name, different path: two cookies",
-            sets: &[("a=1; Path=/", "h", "/", false, NOW), ("a=2; Path=/x", "h", "/", false, NOW)],
+            sets: &[
+                ("a=1; Path=/", "h", "/", false, NOW),
+                ("a=2; Path=/x", "h", "/", false, NOW),
+            ],
             gets: &[("h", "/x", false, NOW, "a=2; a=1"), ("h", "/", false, NOW, "a=1")],
         },
         Case {
@@ -522,7 +594,10 @@ mod tests {
         assert_eq!(jar.len(), MAX_COOKIES);
         let mut out = Vec::new();
         jar.write_header("h", b"/", false, NOW, &mut out);
-        assert!(String::from_utf8_lossy(&out).starts_with("c10=v; c11=v"), "the oldest went first");
+        assert!(
+            String::from_utf8_lossy(&out).starts_with("c10=v; c11=v"),
+            "the oldest went first"
+        );
         let long = format!("big={}", "x".repeat(MAX_COOKIE_BYTES));
         assert!(!jar.set(long.as_bytes(), "h", b"/", false, NOW));
         jar.clear();

@@ -118,7 +118,11 @@ impl<'a> Row<'a> {
     pub fn get(&self, col: usize) -> &'a [u8] {
         let n = self.feeder.columns.len();
         let cell = self.index * n + col;
-        let start = if cell == 0 { 0 } else { self.feeder.ends[cell - 1] as usize };
+        let start = if cell == 0 {
+            0
+        } else {
+            self.feeder.ends[cell - 1] as usize
+        };
         &self.feeder.data[start..self.feeder.ends[cell] as usize]
     }
 }
@@ -209,7 +213,11 @@ impl Feeder {
             if record.len() != self.columns.len() {
                 return Err(err(
                     line,
-                    format!("{} fields: expected {} as the header row names", record.len(), self.columns.len()),
+                    format!(
+                        "{} fields: expected {} as the header row names",
+                        record.len(),
+                        self.columns.len()
+                    ),
                 ));
             }
             for cell in &record {
@@ -243,7 +251,10 @@ impl Feeder {
                 let Some(col) = self.columns.iter().position(|c| &**c == k) else {
                     return Err(err(
                         n,
-                        format!("key `{}` is not among the first line's keys", benchlab_input::excerpt(k)),
+                        format!(
+                            "key `{}` is not among the first line's keys",
+                            benchlab_input::excerpt(k)
+                        ),
                     ));
                 };
                 let text = match v {
@@ -261,7 +272,10 @@ impl Feeder {
             }
             for (col, v) in values.iter().enumerate() {
                 let Some(v) = v else {
-                    return Err(err(n, format!("key `{}` is missing (the first line has it)", self.columns[col])));
+                    return Err(err(
+                        n,
+                        format!("key `{}` is missing (the first line has it)", self.columns[col]),
+                    ));
                 };
                 let v = v.clone();
                 self.push_cell(n, &v)?;
@@ -358,12 +372,10 @@ impl CsvReader<'_> {
                 match b.get(self.pos) {
                     None | Some(b',' | b'\n') => {}
                     Some(b'\r') if matches!(b.get(self.pos + 1), None | Some(b'\n')) => {}
-                    Some(_) => {
-                        return Err(err(
-                            self.line,
-                            "text after a closing quote: expected `,` or the end of the line (write `\"\"` for a quote)",
-                        ))
-                    }
+                    Some(_) => return Err(err(
+                        self.line,
+                        "text after a closing quote: expected `,` or the end of the line (write `\"\"` for a quote)",
+                    )),
                 }
             } else {
                 while let Some(&c) = b.get(self.pos) {
@@ -411,17 +423,33 @@ mod tests {
         (0..f.rows())
             .map(|r| {
                 let row = f.row(r).unwrap();
-                (0..f.columns.len()).map(|c| String::from_utf8(row.get(c).to_vec()).unwrap()).collect()
+                (0..f.columns.len())
+                    .map(|c| String::from_utf8(row.get(c).to_vec()).unwrap())
+                    .collect()
             })
             .collect()
     }
 
     #[test]
     fn csv_reads_rfc4180() {
-        let cases: &[(&str, &[&str], &[&[&str]])] = &[
-            ("user,pass\nann,1\nbob,2\n", &["user", "pass"], &[&["ann", "1"], &["bob", "2"]]),
-            ("user,pass\r\nann,1\r\nbob,2", &["user", "pass"], &[&["ann", "1"], &["bob", "2"]]),
-            ("a,b\n\"x,y\",\"say \"\"hi\"\"\"\n", &["a", "b"], &[&["x,y", "say \"hi\""]]),
+        // (file, columns, rows)
+        type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a [&'a str]]);
+        let cases: &[Case] = &[
+            (
+                "user,pass\nann,1\nbob,2\n",
+                &["user", "pass"],
+                &[&["ann", "1"], &["bob", "2"]],
+            ),
+            (
+                "user,pass\r\nann,1\r\nbob,2",
+                &["user", "pass"],
+                &[&["ann", "1"], &["bob", "2"]],
+            ),
+            (
+                "a,b\n\"x,y\",\"say \"\"hi\"\"\"\n",
+                &["a", "b"],
+                &[&["x,y", "say \"hi\""]],
+            ),
             ("a,b\n\"two\nlines\",\n", &["a", "b"], &[&["two\nlines", ""]]),
             ("\u{feff}a\nx\n\ny\n", &["a"], &[&["x"], &[""], &["y"]]),
             ("a,b\n1,2\n\n3,4\n", &["a", "b"], &[&["1", "2"], &["3", "4"]]),
@@ -485,15 +513,31 @@ mod tests {
     #[test]
     fn modes_and_ends() {
         let users = [0, 5, 1, 4, 2];
-        assert_eq!(taken(Mode::Next, OnEnd::Loop, &users), [Some(0), Some(1), Some(2), Some(0), Some(1)]);
-        assert_eq!(taken(Mode::Next, OnEnd::Stop, &users), [Some(0), Some(1), Some(2), None, None]);
-        assert_eq!(taken(Mode::Index, OnEnd::Loop, &users), [Some(0), Some(2), Some(1), Some(1), Some(2)]);
-        assert_eq!(taken(Mode::Index, OnEnd::Stop, &users), [Some(0), None, Some(1), None, Some(2)]);
+        assert_eq!(
+            taken(Mode::Next, OnEnd::Loop, &users),
+            [Some(0), Some(1), Some(2), Some(0), Some(1)]
+        );
+        assert_eq!(
+            taken(Mode::Next, OnEnd::Stop, &users),
+            [Some(0), Some(1), Some(2), None, None]
+        );
+        assert_eq!(
+            taken(Mode::Index, OnEnd::Loop, &users),
+            [Some(0), Some(2), Some(1), Some(1), Some(2)]
+        );
+        assert_eq!(
+            taken(Mode::Index, OnEnd::Stop, &users),
+            [Some(0), None, Some(1), None, Some(2)]
+        );
         let random = taken(Mode::Random, OnEnd::Stop, &[0; 300]);
         for i in 0..3 {
             assert!(random.contains(&Some(i)), "row {i} never drawn");
         }
-        assert_eq!(random, taken(Mode::Random, OnEnd::Stop, &[0; 300]), "the same seed draws the same rows");
+        assert_eq!(
+            random,
+            taken(Mode::Random, OnEnd::Stop, &[0; 300]),
+            "the same seed draws the same rows"
+        );
     }
 
     #[test]
@@ -526,7 +570,10 @@ mod tests {
         let p = dir.path().join("users.csv");
         std::fs::write(&p, "user\nann\nbob,x\n").unwrap();
         let e = Feeder::load(&p, Format::of_path(&p), Mode::Next, OnEnd::Loop).unwrap_err();
-        assert!(e.ends_with("users.csv: line 3: 2 fields: expected 1 as the header row names"), "{e}");
+        assert!(
+            e.ends_with("users.csv: line 3: 2 fields: expected 1 as the header row names"),
+            "{e}"
+        );
         let e = Feeder::load(&dir.path().join("none.csv"), Format::Csv, Mode::Next, OnEnd::Loop).unwrap_err();
         assert!(e.contains("none.csv") && e.contains("cannot read"), "{e}");
         assert_eq!(Format::of_path(Path::new("a.jsonl")), Format::Jsonl);

@@ -13,14 +13,20 @@ use crate::template::{Context, Template, VarTable, Vars};
 pub fn template(input: &[u8]) {
     let Ok(text) = std::str::from_utf8(input) else { return };
     for ctx in [Context::Raw, Context::Url, Context::Header] {
-        let Ok(mut t) = Template::parse(text, ctx) else { continue };
+        let Ok(mut t) = Template::parse(text, ctx) else {
+            continue;
+        };
         let mut table = VarTable::new();
         for (name, offset) in t.variables() {
-            assert!(text[offset..].starts_with("{{"), "variable {name} at {offset} is no `{{{{`");
+            assert!(
+                text[offset..].starts_with("{{"),
+                "variable {name} at {offset} is no `{{{{`"
+            );
             table.define(name);
         }
         let names: Vec<String> = t.variables().map(|(n, _)| n.to_string()).collect();
-        t.resolve(&table).expect("a template resolves against its own variables");
+        t.resolve(&table)
+            .expect("a template resolves against its own variables");
         let mut out = Vec::new();
         t.render(&Vars::new(table.len()), &mut out);
         assert_eq!(out, t.literal(), "empty values render the literal text");
@@ -57,7 +63,9 @@ pub fn capture(input: &[u8]) {
     };
     let mut jar = CookieJar::new();
     for line in head.split(|&b| b == b'\n') {
-        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
         let (name, value) = (&line[..colon], &line[colon + 1..]);
         if name.eq_ignore_ascii_case(b"set-cookie") {
             let _ = cookie::parse_date(value);
@@ -79,7 +87,10 @@ pub fn capture(input: &[u8]) {
     let found = capture::from_body(&source, body, json.as_ref(), &mut out);
     match &source {
         Source::Regex { .. } if found => {
-            assert!(out.is_empty() || body.windows(out.len()).any(|w| w == &out[..]), "a regex capture is part of the body")
+            assert!(
+                out.is_empty() || body.windows(out.len()).any(|w| w == &out[..]),
+                "a regex capture is part of the body"
+            )
         }
         Source::Header(_) | Source::Cookie(_) => assert!(!found, "header and cookie captures are not the body's"),
         _ => {}

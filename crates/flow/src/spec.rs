@@ -220,7 +220,7 @@ impl FlowSpec {
         c.flow.capture_vars = (c.flow.feeders.iter().map(|(_, cols)| cols.len()).sum::<usize>()..c.vars.len())
             .map(|i| i as VarId)
             .collect();
-        c.group(self.steps.get_ref(), 1);
+        c.group(&self.steps, 1);
         if c.errors.is_empty() {
             let mut flow = c.flow;
             flow.vars = c.vars;
@@ -289,13 +289,15 @@ impl Compiler<'_> {
         }
     }
 
-    fn group(&mut self, steps: &[StepSpec], depth: usize) {
-        for s in steps {
-            self.item(s, depth);
+    /// The items of a step list; `span` is the list's, for an item with
+    /// nothing of its own to point at.
+    fn group(&mut self, steps: &Spanned<Vec<StepSpec>>, depth: usize) {
+        for s in steps.get_ref() {
+            self.item(s, depth, &steps.span());
         }
     }
 
-    fn item(&mut self, s: &StepSpec, depth: usize) {
+    fn item(&mut self, s: &StepSpec, depth: usize, parent: &Range<usize>) {
         let request_keys = [
             s.method.as_ref().map(|m| ("method", m.span())),
             s.url.as_ref().map(|m| ("url", m.span())),
@@ -314,8 +316,15 @@ impl Compiler<'_> {
                 ));
             }
             if depth > MAX_DEPTH {
-                let span = s.repeat.as_ref().map(|r| r.span()).or(s.branch.as_ref().map(|b| b.span()));
-                self.errors.push(serr(span.unwrap_or(0..0), format!("groups nest deeper than {MAX_DEPTH}")));
+                let span = s
+                    .repeat
+                    .as_ref()
+                    .map(|r| r.span())
+                    .or(s.branch.as_ref().map(|b| b.span()));
+                self.errors.push(serr(
+                    span.unwrap_or(0..0),
+                    format!("groups nest deeper than {MAX_DEPTH}"),
+                ));
                 return;
             }
         }
@@ -329,12 +338,14 @@ impl Compiler<'_> {
             }
             (Some(r), None) => {
                 let Some(steps) = &s.steps else {
-                    self.errors.push(serr(r.span(), "a repeat needs `steps`, the group it repeats"));
+                    self.errors
+                        .push(serr(r.span(), "a repeat needs `steps`, the group it repeats"));
                     return;
                 };
                 let n = *r.get_ref();
                 if !(1..=u32::MAX as i64).contains(&n) {
-                    self.errors.push(serr(r.span(), format!("repeat = {n}: expected 1 or more")));
+                    self.errors
+                        .push(serr(r.span(), format!("repeat = {n}: expected 1 or more")));
                     return;
                 }
                 if steps.get_ref().is_empty() {
@@ -344,28 +355,40 @@ impl Compiler<'_> {
                 let start = self.flow.ops.len();
                 self.flow.ops.push(Op::Repeat { count: n as u32 });
                 self.flow.depth = self.flow.depth.max(depth);
-                self.group(steps.get_ref(), depth + 1);
+                self.group(steps, depth + 1);
                 self.flow.ops.push(Op::EndRepeat { start });
             }
             (None, Some(b)) => {
                 if let Some(steps) = &s.steps {
-                    self.errors.push(serr(steps.span(), "`steps` beside `branch`: each arm has its own `steps`"));
+                    self.errors.push(serr(
+                        steps.span(),
+                        "`steps` beside `branch`: each arm has its own `steps`",
+                    ));
                 }
                 if b.get_ref().is_empty() {
                     self.errors.push(serr(b.span(), "a branch with no arms"));
                     return;
                 }
                 let at = self.flow.ops.len();
-                self.flow.ops.push(Op::Branch { arms: Box::new([]), total: 0 });
+                self.flow.ops.push(Op::Branch {
+                    arms: Box::new([]),
+                    total: 0,
+                });
                 let (mut arms, mut total, mut jumps) = (Vec::new(), 0u64, Vec::new());
                 for arm in b.get_ref() {
                     let w = match &arm.get_ref().weight {
                         None => {
-                            self.errors.push(serr(arm.span(), "a branch arm with no `weight`: expected weight = 1 or more"));
+                            self.errors.push(serr(
+                                arm.span(),
+                                "a branch arm with no `weight`: expected weight = 1 or more",
+                            ));
                             0
                         }
                         Some(w) if !(1..=1_000_000).contains(w.get_ref()) => {
-                            self.errors.push(serr(w.span(), format!("weight = {}: expected 1 to 1000000", w.get_ref())));
+                            self.errors.push(serr(
+                                w.span(),
+                                format!("weight = {}: expected 1 to 1000000", w.get_ref()),
+                            ));
                             0
                         }
                         Some(w) => *w.get_ref() as u64,
@@ -376,7 +399,7 @@ impl Compiler<'_> {
                     }
                     total += w;
                     arms.push((total, self.flow.ops.len()));
-                    self.group(steps.get_ref(), depth + 1);
+                    self.group(steps, depth + 1);
                     jumps.push(self.flow.ops.len());
                     self.flow.ops.push(Op::Jump(0));
                 }
@@ -391,43 +414,59 @@ impl Compiler<'_> {
             }
             (None, None) => {
                 if let Some(steps) = &s.steps {
-                    self.errors.push(serr(steps.span(), "`steps` without `repeat`: expected repeat = N beside it"));
+                    self.errors.push(serr(
+                        steps.span(),
+                        "`steps` without `repeat`: expected repeat = N beside it",
+                    ));
                     return;
                 }
-                self.request(s);
+                self.request(s, parent);
             }
         }
     }
 
-    fn request(&mut self, s: &StepSpec) {
+    fn request(&mut self, s: &StepSpec, parent: &Range<usize>) {
         let Some(name) = &s.name else {
-            let span = s.url.as_ref().map(|u| u.span()).unwrap_or(0..0);
-            self.errors.push(serr(span, "a step needs a `name` (its results are counted by name)"));
+            let span = [&s.url, &s.method, &s.body, &s.think]
+                .into_iter()
+                .flatten()
+                .map(|v| v.span())
+                .next()
+                .unwrap_or(parent.clone());
+            self.errors
+                .push(serr(span, "a step needs a `name` (its results are counted by name)"));
             return;
         };
         if name.get_ref().is_empty() || name.get_ref().len() > 64 || name.get_ref().chars().any(char::is_control) {
-            self.errors.push(serr(name.span(), "a step's name is 1 to 64 printable characters"));
+            self.errors
+                .push(serr(name.span(), "a step's name is 1 to 64 printable characters"));
         }
         if self.names.contains(name.get_ref()) {
-            self.errors.push(serr(name.span(), format!("step `{}` is named twice: names count results", name.get_ref())));
+            self.errors.push(serr(
+                name.span(),
+                format!("step `{}` is named twice: names count results", name.get_ref()),
+            ));
         }
         self.names.push(name.get_ref().clone());
         if self.flow.steps.len() >= MAX_STEPS {
-            self.errors.push(serr(name.span(), format!("more than {MAX_STEPS} steps")));
+            self.errors
+                .push(serr(name.span(), format!("more than {MAX_STEPS} steps")));
             return;
         }
         let method = match &s.method {
             None => "GET".to_string(),
             Some(m) => {
                 if !crate::capture::is_token(m.get_ref()) {
-                    self.errors.push(serr(m.span(), "a method is a token: GET, POST, PUT, DELETE, PATCH …"));
+                    self.errors
+                        .push(serr(m.span(), "a method is a token: GET, POST, PUT, DELETE, PATCH …"));
                 }
                 m.get_ref().to_ascii_uppercase()
             }
         };
         let url = match &s.url {
             None => {
-                self.errors.push(serr(name.span(), format!("step `{}` has no `url`", name.get_ref())));
+                self.errors
+                    .push(serr(name.span(), format!("step `{}` has no `url`", name.get_ref())));
                 None
             }
             Some(u) => {
@@ -438,7 +477,8 @@ impl Compiler<'_> {
                     ));
                 }
                 if u.get_ref().bytes().any(|b| b <= b' ' || b == 0x7f) {
-                    self.errors.push(serr(u.span(), "a url has no spaces or control characters (write %20)"));
+                    self.errors
+                        .push(serr(u.span(), "a url has no spaces or control characters (write %20)"));
                 }
                 self.template(u, Context::Url)
             }
@@ -446,11 +486,15 @@ impl Compiler<'_> {
         let mut headers = Vec::new();
         for (hname, value) in s.headers.iter().flat_map(|h| &h.get_ref().0) {
             if !crate::capture::is_token(hname) {
-                self.errors.push(serr(value.span(), format!("header `{}` is no header name", benchlab_input::excerpt(hname))));
+                self.errors.push(serr(
+                    value.span(),
+                    format!("header `{}` is no header name", benchlab_input::excerpt(hname)),
+                ));
                 continue;
             }
             if value.get_ref().bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-                self.errors.push(serr(value.span(), "a header value has no CR, LF or NUL"));
+                self.errors
+                    .push(serr(value.span(), "a header value has no CR, LF or NUL"));
                 continue;
             }
             if let Some(t) = self.template(value, Context::Header) {
@@ -463,7 +507,8 @@ impl Compiler<'_> {
         }
         let body = match (&s.body, &s.body_file) {
             (Some(_), Some(f)) => {
-                self.errors.push(serr(f.span(), "`body` and `body_file` in one step: keep one"));
+                self.errors
+                    .push(serr(f.span(), "`body` and `body_file` in one step: keep one"));
                 Body::None
             }
             (Some(b), None) => match self.template(b, Context::Raw) {
@@ -481,14 +526,18 @@ impl Compiler<'_> {
                             Err(errs) => {
                                 for e in errs {
                                     let (l, c) = line_col(&text, e.offset);
-                                    self.errors.push(serr(f.span(), format!("{}:{l}:{c}: {}", path.display(), e.message)));
+                                    self.errors
+                                        .push(serr(f.span(), format!("{}:{l}:{c}: {}", path.display(), e.message)));
                                 }
                                 Body::None
                             }
                         },
                         Err(e) => {
                             let (l, c) = line_col(&text, e.offset);
-                            self.errors.push(serr(f.span(), format!("{}:{l}:{c}: template: {}", path.display(), e.message)));
+                            self.errors.push(serr(
+                                f.span(),
+                                format!("{}:{l}:{c}: template: {}", path.display(), e.message),
+                            ));
                             Body::None
                         }
                     },
@@ -507,7 +556,10 @@ impl Compiler<'_> {
                 _ => {
                     self.errors.push(serr(
                         t.span(),
-                        format!("think = \"{}\": expected a duration up to 1h, e.g. \"500ms\", \"2s\"", benchlab_input::excerpt(t.get_ref())),
+                        format!(
+                            "think = \"{}\": expected a duration up to 1h, e.g. \"500ms\", \"2s\"",
+                            benchlab_input::excerpt(t.get_ref())
+                        ),
                     ));
                     Duration::ZERO
                 }
@@ -527,7 +579,8 @@ impl Compiler<'_> {
                 }
                 Err(e) => {
                     let at = spec.span().start + 1 + e.offset;
-                    self.errors.push(serr(at..at + 1, format!("capture `{var}`: {}", e.message)));
+                    self.errors
+                        .push(serr(at..at + 1, format!("capture `{var}`: {}", e.message)));
                 }
             }
         }
@@ -538,11 +591,15 @@ impl Compiler<'_> {
         let header_rules = captures.iter().filter(|c| !c.source.needs_body()).count()
             + checks.iter().filter(|c| !c.needs_body()).count();
         if captures.len() + checks.len() > MAX_RULES || header_rules > MAX_RULES {
-            self.errors.push(serr(name.span(), format!("more than {MAX_RULES} captures and checks in one step")));
+            self.errors.push(serr(
+                name.span(),
+                format!("more than {MAX_RULES} captures and checks in one step"),
+            ));
         }
         let needs_json = captures.iter().any(|c| matches!(c.source, Source::Json(_)))
             || checks.iter().any(|c| matches!(c, Check::JsonEquals { .. }));
-        let needs_body = needs_json || captures.iter().any(|c| c.source.needs_body()) || checks.iter().any(Check::needs_body);
+        let needs_body =
+            needs_json || captures.iter().any(|c| c.source.needs_body()) || checks.iter().any(Check::needs_body);
         let Some(url) = url else { return };
         let index = self.flow.steps.len();
         self.flow.steps.push(Step {
@@ -576,7 +633,8 @@ impl Compiler<'_> {
                     OneOrMany::Many(v) => v.clone(),
                 };
                 if items.is_empty() {
-                    self.errors.push(serr(s.span(), "status = []: expected a status, a class or a range"));
+                    self.errors
+                        .push(serr(s.span(), "status = []: expected a status, a class or a range"));
                 }
                 let mut set = Vec::new();
                 for item in items {
@@ -595,7 +653,10 @@ impl Compiler<'_> {
         for (equals, table) in [(true, &spec.header), (false, &spec.header_contains)] {
             for (name, value) in table.iter().flat_map(|t| &t.0) {
                 if !crate::capture::is_token(name) {
-                    self.errors.push(serr(value.span(), format!("header `{}` is no header name", benchlab_input::excerpt(name))));
+                    self.errors.push(serr(
+                        value.span(),
+                        format!("header `{}` is no header name", benchlab_input::excerpt(name)),
+                    ));
                     continue;
                 }
                 let (name, value) = (name.to_ascii_lowercase().into(), value.get_ref().as_bytes().into());
@@ -620,7 +681,10 @@ impl Compiler<'_> {
         }
         for (pointer, value) in spec.json.iter().flat_map(|t| &t.0) {
             if let Err((_, m)) = capture::check_pointer(pointer) {
-                self.errors.push(serr(value.span(), format!("json check `{}`: {m}", benchlab_input::excerpt(pointer))));
+                self.errors.push(serr(
+                    value.span(),
+                    format!("json check `{}`: {m}", benchlab_input::excerpt(pointer)),
+                ));
                 continue;
             }
             let text = match value.get_ref() {
@@ -629,7 +693,10 @@ impl Compiler<'_> {
                 toml::Value::Float(f) => f.to_string(),
                 toml::Value::Boolean(b) => b.to_string(),
                 _ => {
-                    self.errors.push(serr(value.span(), "a json check's value is a string, number or boolean"));
+                    self.errors.push(serr(
+                        value.span(),
+                        "a json check's value is a string, number or boolean",
+                    ));
                     continue;
                 }
             };
@@ -698,11 +765,18 @@ pub(crate) enum Op {
     Request(usize),
     /// Starts a group repeated `count` times; its `EndRepeat` follows the
     /// group.
-    Repeat { count: u32 },
-    EndRepeat { start: usize },
+    Repeat {
+        count: u32,
+    },
+    EndRepeat {
+        start: usize,
+    },
     /// Draws below `total`; the first arm whose cumulative weight is above
     /// the draw starts at its op.
-    Branch { arms: Box<[(u64, usize)]>, total: u64 },
+    Branch {
+        arms: Box<[(u64, usize)]>,
+        total: u64,
+    },
     Jump(usize),
 }
 
@@ -783,13 +857,25 @@ branch = [
 
     #[test]
     fn compiles_a_shop_flow() {
-        let dir = dir_with(&[("users.csv", "user,pass\nann,a1\nbob,b2\n"), ("item.json", "{\"sku\": \"{{user}}-1\"}")]);
+        let dir = dir_with(&[
+            ("users.csv", "user,pass\nann,a1\nbob,b2\n"),
+            ("item.json", "{\"sku\": \"{{user}}-1\"}"),
+        ]);
         let flow = FlowSpec::from_toml(SHOP).unwrap().compile(dir.path()).unwrap();
-        let names: Vec<(usize, &str, &str)> =
-            flow.steps().iter().map(|s| (s.index, s.name.as_str(), s.method.as_str())).collect();
+        let names: Vec<(usize, &str, &str)> = flow
+            .steps()
+            .iter()
+            .map(|s| (s.index, s.name.as_str(), s.method.as_str()))
+            .collect();
         assert_eq!(
             names,
-            [(0, "home", "GET"), (1, "login", "POST"), (2, "add", "POST"), (3, "checkout", "GET"), (4, "leave", "GET")]
+            [
+                (0, "home", "GET"),
+                (1, "login", "POST"),
+                (2, "add", "POST"),
+                (3, "checkout", "GET"),
+                (4, "leave", "GET")
+            ]
         );
         let vars: Vec<&str> = (0..flow.vars().len()).map(|i| flow.vars().name(i as VarId)).collect();
         assert_eq!(vars, ["user", "pass", "csrf", "session"]);
@@ -810,36 +896,122 @@ branch = [
         let dir = dir_with(&[("users.csv", "user\nann\n"), ("bad.json", "{\"a\": \"{{nope}}\"}")]);
         let head = "[[feeders]]\nfile = \"users.csv\"\n\n";
         let cases: &[(&str, usize, &str)] = &[
-            ("[[steps]]\nname = \"a\"\nurl = \"/x/{{user}}/{{cart}}\"\n", 6, "unknown variable `cart`"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nheaders = { X = \"{{ nope }}\" }\n", 7, "unknown variable `nope`"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nbody = \"{{x\"\n", 7, "not closed"),
-            ("[[steps]]\nbranch = [\n  { steps = [{ name = \"a\", url = \"/\" }] },\n]\n", 6, "no `weight`"),
-            ("[[steps]]\nbranch = [\n  { weight = 0, steps = [{ name = \"a\", url = \"/\" }] },\n]\n", 6, "weight = 0"),
-            ("[[steps]]\nrepeat = 0\nsteps = [{ name = \"a\", url = \"/\" }]\n", 5, "repeat = 0"),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/x/{{user}}/{{cart}}\"\n",
+                6,
+                "unknown variable `cart`",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\nheaders = { X = \"{{ nope }}\" }\n",
+                7,
+                "unknown variable `nope`",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\nbody = \"{{x\"\n",
+                7,
+                "not closed",
+            ),
+            (
+                "[[steps]]\nbranch = [\n  { steps = [{ name = \"a\", url = \"/\" }] },\n]\n",
+                6,
+                "no `weight`",
+            ),
+            (
+                "[[steps]]\nbranch = [\n  { weight = 0, steps = [{ name = \"a\", url = \"/\" }] },\n]\n",
+                6,
+                "weight = 0",
+            ),
+            (
+                "[[steps]]\nrepeat = 0\nsteps = [{ name = \"a\", url = \"/\" }]\n",
+                5,
+                "repeat = 0",
+            ),
             ("[[steps]]\nrepeat = 2\nsteps = []\n", 6, "a repeat with no steps"),
             ("[[steps]]\nrepeat = 2\n", 5, "needs `steps`"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncapture = { t = \"body:x\" }\n", 7, "unknown capture kind `body`"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncapture = { t = \"json:x\" }\n", 7, "starts with `/`"),
+            ("[[steps]]\nrepeat = 2\nsteps = [{}]\n", 6, "needs a `name`"),
+            ("[[steps]]\nbranch = []\n", 5, "a branch with no arms"),
+            (
+                "[[steps]]\nbranch = [{ weight = 1, steps = [] }]\n",
+                5,
+                "a branch arm with no steps",
+            ),
+            (
+                "[[steps]]\nsteps = [{ name = \"a\", url = \"/\" }]\n",
+                5,
+                "without `repeat`",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\ncapture = { t = \"body:x\" }\n",
+                7,
+                "unknown capture kind `body`",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\ncapture = { t = \"json:x\" }\n",
+                7,
+                "starts with `/`",
+            ),
             ("[[steps]]\nurl = \"/\"\n", 5, "needs a `name`"),
             ("[[steps]]\nname = \"a\"\n", 5, "has no `url`"),
             ("[[steps]]\nname = \"a\"\nurl = \"x\"\n", 6, "starting with `/`"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\n[[steps]]\nname = \"a\"\nurl = \"/b\"\n", 8, "named twice"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nbody = \"x\"\nbody_file = \"b\"\n", 8, "keep one"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nbody_file = \"bad.json\"\n", 7, "bad.json:1:8: unknown variable `nope`"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nbody_file = \"none.json\"\n", 7, "cannot read"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nthink = \"soon\"\n", 7, "think = \"soon\""),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncheck = { status = \"7xx\" }\n", 7, "no status"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncheck = { json = { \"a\" = 1 } }\n", 7, "starts with `/`"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nmethod = \"GE T\"\n", 7, "a method is a token"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nrepeat = 2\n", 6, "`url` in a repeat"),
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\ncapture = { \"1x\" = \"header:X\" }\n", 7, "no variable name"),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\n[[steps]]\nname = \"a\"\nurl = \"/b\"\n",
+                8,
+                "named twice",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\nbody = \"x\"\nbody_file = \"b\"\n",
+                8,
+                "keep one",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\nbody_file = \"bad.json\"\n",
+                7,
+                "bad.json:1:8: unknown variable `nope`",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\nbody_file = \"none.json\"\n",
+                7,
+                "cannot read",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\nthink = \"soon\"\n",
+                7,
+                "think = \"soon\"",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\ncheck = { status = \"7xx\" }\n",
+                7,
+                "no status",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\ncheck = { json = { \"a\" = 1 } }\n",
+                7,
+                "starts with `/`",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\nmethod = \"GE T\"\n",
+                7,
+                "a method is a token",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\nrepeat = 2\n",
+                6,
+                "`url` in a repeat",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\ncapture = { \"1x\" = \"header:X\" }\n",
+                7,
+                "no variable name",
+            ),
         ];
         for (steps, line, msg) in cases {
             let text = format!("{head}{steps}");
             let errors = FlowSpec::from_toml(&text).unwrap().validate(dir.path());
             let rendered: Vec<String> = errors.iter().map(|e| e.render("f.toml", &text)).collect();
             assert!(
-                rendered.iter().any(|e| e.starts_with(&format!("f.toml:{line}:")) && e.contains(msg)),
+                rendered
+                    .iter()
+                    .any(|e| e.starts_with(&format!("f.toml:{line}:")) && e.contains(msg)),
                 "{steps:?}: want line {line} {msg:?}, got {rendered:?}"
             );
         }
@@ -848,26 +1020,51 @@ branch = [
     #[test]
     fn toml_errors_name_the_line() {
         let cases: &[(&str, usize, &str)] = &[
-            ("[[steps]]\nname = \"a\"\nurl = \"/\"\nmethd = \"GET\"\n", 4, "unknown field `methd`"),
-            ("[[feeders]]\nfile = \"u.csv\"\nmode = \"sometimes\"\n[[steps]]\nname = \"a\"\nurl = \"/\"\n", 3, "unknown variant"),
-            ("[[feeders]]\nfile = \"u.csv\"\non_end = \"wrap\"\n[[steps]]\nname = \"a\"\nurl = \"/\"\n", 3, "unknown variant"),
+            (
+                "[[steps]]\nname = \"a\"\nurl = \"/\"\nmethd = \"GET\"\n",
+                4,
+                "unknown field `methd`",
+            ),
+            (
+                "[[feeders]]\nfile = \"u.csv\"\nmode = \"sometimes\"\n[[steps]]\nname = \"a\"\nurl = \"/\"\n",
+                3,
+                "unknown variant",
+            ),
+            (
+                "[[feeders]]\nfile = \"u.csv\"\non_end = \"wrap\"\n[[steps]]\nname = \"a\"\nurl = \"/\"\n",
+                3,
+                "unknown variant",
+            ),
             ("name = 1\n", 1, ""),
         ];
         for (text, line, msg) in cases {
             let e = FlowSpec::from_toml(text).unwrap_err();
             let r = e.render("f.toml", text);
-            assert!(r.starts_with(&format!("f.toml:{line}:")) && r.contains(msg), "{text:?}: {r}");
+            assert!(
+                r.starts_with(&format!("f.toml:{line}:")) && r.contains(msg),
+                "{text:?}: {r}"
+            );
         }
     }
 
     #[test]
     fn feeder_errors_name_the_feeder_line() {
-        let dir = dir_with(&[("a.csv", "user\nann\n"), ("b.csv", "user\nbob\n"), ("c.csv", "x,y\n1\n")]);
+        let dir = dir_with(&[
+            ("a.csv", "user\nann\n"),
+            ("b.csv", "user\nbob\n"),
+            ("c.csv", "x,y\n1\n"),
+        ]);
         let text = "[[feeders]]\nfile = \"a.csv\"\n[[feeders]]\nfile = \"b.csv\"\n[[feeders]]\nfile = \"c.csv\"\n[[steps]]\nname = \"a\"\nurl = \"/\"\n";
         let errors = FlowSpec::from_toml(text).unwrap().validate(dir.path());
         let rendered: Vec<String> = errors.iter().map(|e| e.render("f.toml", text)).collect();
         assert_eq!(rendered.len(), 2, "{rendered:?}");
-        assert!(rendered[0].starts_with("f.toml:4:") && rendered[0].contains("column `user` is also a column"), "{rendered:?}");
-        assert!(rendered[1].starts_with("f.toml:6:") && rendered[1].contains("c.csv: line 2: 1 fields"), "{rendered:?}");
+        assert!(
+            rendered[0].starts_with("f.toml:4:") && rendered[0].contains("column `user` is also a column"),
+            "{rendered:?}"
+        );
+        assert!(
+            rendered[1].starts_with("f.toml:6:") && rendered[1].contains("c.csv: line 2: 1 fields"),
+            "{rendered:?}"
+        );
     }
 }

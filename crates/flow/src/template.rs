@@ -72,7 +72,9 @@ pub struct Vars {
 impl Vars {
     /// Storage for the `n` variables of a table.
     pub fn new(n: usize) -> Self {
-        Vars { values: vec![Vec::new(); n] }
+        Vars {
+            values: vec![Vec::new(); n],
+        }
     }
 
     #[inline]
@@ -342,20 +344,42 @@ mod tests {
 
     #[test]
     fn renders_table() {
-        let cases: &[(&str, Context, &[(&str, &str)], &str)] = &[
+        // (template, context, values, rendering after "prefix:")
+        type Case<'a> = (&'a str, Context, &'a [(&'a str, &'a str)], &'a str);
+        let cases: &[Case] = &[
             ("plain", Context::Raw, &[], "prefix:plain"),
             ("", Context::Raw, &[], "prefix:"),
             ("{{a}}", Context::Raw, &[("a", "1")], "prefix:1"),
-            ("x{{ a }}y{{b}}", Context::Raw, &[("a", "1"), ("b", "22")], "prefix:x1y22"),
+            (
+                "x{{ a }}y{{b}}",
+                Context::Raw,
+                &[("a", "1"), ("b", "22")],
+                "prefix:x1y22",
+            ),
             ("{{a}}{{a}}", Context::Raw, &[("a", "ab")], "prefix:abab"),
             ("{{{{a}}", Context::Raw, &[], "prefix:{{a}}"),
             ("{{{{{{a}}", Context::Raw, &[("a", "v")], "prefix:{{v"),
             ("a}}b", Context::Raw, &[], "prefix:a}}b"),
             ("{ {a} }", Context::Raw, &[], "prefix:{ {a} }"),
-            ("/s?q={{q}}", Context::Url, &[("q", "a b&c=d/é")], "prefix:/s?q=a%20b%26c%3Dd%2F%C3%A9"),
+            (
+                "/s?q={{q}}",
+                Context::Url,
+                &[("q", "a b&c=d/é")],
+                "prefix:/s?q=a%20b%26c%3Dd%2F%C3%A9",
+            ),
             ("/u/{{q}}", Context::Url, &[("q", "A-z.0_~")], "prefix:/u/A-z.0_~"),
-            ("t {{v}}", Context::Header, &[("v", "a\r\nX-Evil: 1\0")], "prefix:t aX-Evil: 1"),
-            ("{\"n\": \"{{v}}\"}", Context::Raw, &[("v", "a\r\n")], "prefix:{\"n\": \"a\r\n\"}"),
+            (
+                "t {{v}}",
+                Context::Header,
+                &[("v", "a\r\nX-Evil: 1\0")],
+                "prefix:t aX-Evil: 1",
+            ),
+            (
+                "{\"n\": \"{{v}}\"}",
+                Context::Raw,
+                &[("v", "a\r\n")],
+                "prefix:{\"n\": \"a\r\n\"}",
+            ),
         ];
         for (src, ctx, vals, want) in cases {
             assert_eq!(render(src, *ctx, vals), *want, "{src:?}");

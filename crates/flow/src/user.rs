@@ -242,6 +242,9 @@ impl FlowUser {
         if self.done {
             return None;
         }
+        // A compiled flow has a request in every pass; the count only
+        // keeps a flow without one from spinning here.
+        let mut ends = 0;
         let index = loop {
             if self.at_start && !self.restart() {
                 return None;
@@ -250,6 +253,11 @@ impl FlowUser {
                 None => {
                     self.completed += 1;
                     self.at_start = true;
+                    ends += 1;
+                    if ends > 1 {
+                        self.done = true;
+                        return None;
+                    }
                 }
                 Some(Op::Request(i)) => {
                     self.pc += 1;
@@ -273,7 +281,11 @@ impl FlowUser {
                 }
                 Some(Op::Branch { arms, total }) => {
                     let draw = self.rng.below(*total);
-                    self.pc = arms.iter().find(|(cum, _)| draw < *cum).map(|a| a.1).unwrap_or(self.pc + 1);
+                    self.pc = arms
+                        .iter()
+                        .find(|(cum, _)| draw < *cum)
+                        .map(|a| a.1)
+                        .unwrap_or(self.pc + 1);
                 }
                 Some(Op::Jump(to)) => self.pc = *to,
             }
@@ -296,7 +308,10 @@ impl FlowUser {
             if h.is_cookie {
                 let before = out.headers.len();
                 out.headers.extend_from_slice(b"; ");
-                if !self.jar.write_header(&self.origin.host, &self.path, self.origin.https, now, &mut out.headers) {
+                if !self
+                    .jar
+                    .write_header(&self.origin.host, &self.path, self.origin.https, now, &mut out.headers)
+                {
                     out.headers.truncate(before);
                 }
             }
@@ -304,7 +319,10 @@ impl FlowUser {
         }
         if !step.has_cookie_header && !self.jar.is_empty() {
             out.start_header("Cookie");
-            if self.jar.write_header(&self.origin.host, &self.path, self.origin.https, now, &mut out.headers) {
+            if self
+                .jar
+                .write_header(&self.origin.host, &self.path, self.origin.https, now, &mut out.headers)
+            {
                 out.end_header();
             } else {
                 out.spans.pop();
@@ -509,7 +527,9 @@ mod tests {
     }
 
     fn headers(buf: &RequestBuf) -> Vec<String> {
-        buf.headers().map(|(n, v)| format!("{}: {}", text(n), text(v))).collect()
+        buf.headers()
+            .map(|(n, v)| format!("{}: {}", text(n), text(v)))
+            .collect()
     }
 
     #[test]
@@ -613,7 +633,13 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
         assert!(headers(&buf).is_empty() && buf.body().is_none());
         let page = br#"<form><input type="hidden" name="csrf" value="t0k/en+1"></form>"#;
         let set = [(&b"Set-Cookie"[..], &b"pref=1; Path=/"[..])];
-        assert_eq!(u.on_response(200, set.iter().copied(), page), StepOutcome::Passed { step: 0, think: Duration::ZERO });
+        assert_eq!(
+            u.on_response(200, set.iter().copied(), page),
+            StepOutcome::Passed {
+                step: 0,
+                think: Duration::ZERO
+            }
+        );
 
         let s = u.next_request(&mut buf).unwrap();
         assert_eq!((s.index, s.name), (1, "login"));
@@ -621,7 +647,11 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
         assert_eq!(text(buf.target()), "/login?next=/cart&u=ann%20a");
         assert_eq!(
             headers(&buf),
-            ["Content-Type: application/x-www-form-urlencoded", "X-Csrf: t0k/en+1", "Cookie: pref=1"]
+            [
+                "Content-Type: application/x-www-form-urlencoded",
+                "X-Csrf: t0k/en+1",
+                "Cookie: pref=1"
+            ]
         );
         assert_eq!(text(buf.body().unwrap()), "user=ann a&pass=p&1");
         let resp = [
@@ -630,19 +660,28 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
             (b"X-Token", b"tok-9"),
             (b"X-Token", b"second"),
         ];
-        assert!(matches!(u.on_response(200, resp.iter().copied(), b"{}"), StepOutcome::Passed { step: 1, .. }));
+        assert!(matches!(
+            u.on_response(200, resp.iter().copied(), b"{}"),
+            StepOutcome::Passed { step: 1, .. }
+        ));
 
         let s = u.next_request(&mut buf).unwrap();
         assert_eq!(s.name, "add");
         assert_eq!(text(buf.target()), "/cart/items");
         assert_eq!(
             headers(&buf),
-            ["Authorization: Bearer tok-9", "Cookie: theme=dark; pref=1; session=s-123"],
+            [
+                "Authorization: Bearer tok-9",
+                "Cookie: theme=dark; pref=1; session=s-123"
+            ],
             "the jar's cookies join the step's own Cookie header"
         );
         assert_eq!(text(buf.body().unwrap()), r#"{"csrf": "t0k/en+1", "sku": "S-1"}"#);
         let body = br#"{"cart": {"id": "c-7", "n": 1}, "user": "ann a"}"#;
-        assert!(matches!(u.on_response(201, std::iter::empty(), body), StepOutcome::Passed { step: 2, .. }));
+        assert!(matches!(
+            u.on_response(201, std::iter::empty(), body),
+            StepOutcome::Passed { step: 2, .. }
+        ));
         let cart = f.vars().id("cart").unwrap();
         assert_eq!(u.vars().get(cart), b"c-7");
 
@@ -663,24 +702,51 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
         // Responses to home, then login (when home passes), then add.
         let cases: Vec<(Vec<Respond>, usize, &str)> = vec![
             (vec![(500, &[], page)], 0, "status 500, expected 200-399"),
-            (vec![(200, &[], b"<html>no token</html>")], 0, "capture csrf: the regex does not match the body"),
-            (vec![(200, &[], page), (302, &json_ct, b"")], 1, "status 302, expected 200-299"),
+            (
+                vec![(200, &[], b"<html>no token</html>")],
+                0,
+                "capture csrf: the regex does not match the body",
+            ),
+            (
+                vec![(200, &[], page), (302, &json_ct, b"")],
+                1,
+                "status 302, expected 200-299",
+            ),
             (
                 vec![(200, &[], page), (200, &[(b"Content-Type", b"text/html")], b"")],
                 1,
                 "header content-type is \"text/html\", expected it to contain \"json\"",
             ),
-            (vec![(200, &[], page), (200, &[], b"")], 1, "no header content-type (expected one to contain \"json\")"),
-            (vec![(200, &[], page), (200, &json_ct, b"")], 1, "capture session: no Set-Cookie session in the response"),
             (
-                vec![(200, &[], page), (200, &[(b"Content-Type", b"json"), (b"Set-Cookie", b"session=1")], b"")],
+                vec![(200, &[], page), (200, &[], b"")],
+                1,
+                "no header content-type (expected one to contain \"json\")",
+            ),
+            (
+                vec![(200, &[], page), (200, &json_ct, b"")],
+                1,
+                "capture session: no Set-Cookie session in the response",
+            ),
+            (
+                vec![
+                    (200, &[], page),
+                    (200, &[(b"Content-Type", b"json"), (b"Set-Cookie", b"session=1")], b""),
+                ],
                 1,
                 "capture token: no header x-token in the response",
             ),
             (
                 vec![
                     (200, &[], page),
-                    (200, &[(b"Content-Type", b"json"), (b"Set-Cookie", b"session=1"), (b"X-Token", b"t")], b""),
+                    (
+                        200,
+                        &[
+                            (b"Content-Type", b"json"),
+                            (b"Set-Cookie", b"session=1"),
+                            (b"X-Token", b"t"),
+                        ],
+                        b"",
+                    ),
                     (200, &[], b"<html>"),
                 ],
                 2,
@@ -689,7 +755,15 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
             (
                 vec![
                     (200, &[], page),
-                    (200, &[(b"Content-Type", b"json"), (b"Set-Cookie", b"session=1"), (b"X-Token", b"t")], b""),
+                    (
+                        200,
+                        &[
+                            (b"Content-Type", b"json"),
+                            (b"Set-Cookie", b"session=1"),
+                            (b"X-Token", b"t"),
+                        ],
+                        b"",
+                    ),
                     (200, &[], br#"{"cart": {"id": 1, "n": 2}, "u": "ann a"}"#),
                 ],
                 2,
@@ -698,7 +772,15 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
             (
                 vec![
                     (200, &[], page),
-                    (200, &[(b"Content-Type", b"json"), (b"Set-Cookie", b"session=1"), (b"X-Token", b"t")], b""),
+                    (
+                        200,
+                        &[
+                            (b"Content-Type", b"json"),
+                            (b"Set-Cookie", b"session=1"),
+                            (b"X-Token", b"t"),
+                        ],
+                        b"",
+                    ),
                     (200, &[], br#"{"cart": {"id": 1, "n": 1}, "u": "bob"}"#),
                 ],
                 2,
@@ -715,7 +797,14 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
                 u.next_request(&mut buf).unwrap();
                 last = Some(u.on_response(*status, hs.iter().copied(), body));
             }
-            assert_eq!(last, Some(StepOutcome::Failed { step, reason: reason.to_string() }), "{reason}");
+            assert_eq!(
+                last,
+                Some(StepOutcome::Failed {
+                    step,
+                    reason: reason.to_string()
+                }),
+                "{reason}"
+            );
             assert_eq!(u.abandoned(), 1);
             // The user starts over: the first step, the next feeder row, an
             // empty jar.
@@ -730,7 +819,10 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
     fn feeder_stop_ends_the_user_and_loop_goes_round() {
         let steps = "[[steps]]\nname = \"a\"\nurl = \"/u/{{user}}\"\n";
         let files = [("u.csv", "user\nx\ny\n")];
-        let stop = flow(&format!("[[feeders]]\nfile = \"u.csv\"\non_end = \"stop\"\n{steps}"), &files);
+        let stop = flow(
+            &format!("[[feeders]]\nfile = \"u.csv\"\non_end = \"stop\"\n{steps}"),
+            &files,
+        );
         let mut u = user(&stop, 0);
         let mut buf = RequestBuf::new();
         let mut targets = Vec::new();
@@ -742,7 +834,10 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
         assert_eq!(targets, ["/u/x", "/u/y"]);
         assert!(u.is_done() && u.next_request(&mut buf).is_none());
 
-        let looped = flow(&format!("[[feeders]]\nfile = \"u.csv\"\non_end = \"loop\"\n{steps}"), &files);
+        let looped = flow(
+            &format!("[[feeders]]\nfile = \"u.csv\"\non_end = \"loop\"\n{steps}"),
+            &files,
+        );
         let mut u = user(&looped, 0);
         let mut targets = Vec::new();
         for _ in 0..5 {
@@ -752,7 +847,10 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
         }
         assert_eq!(targets, ["/u/x", "/u/y", "/u/x", "/u/y", "/u/x"]);
 
-        let index = flow(&format!("[[feeders]]\nfile = \"u.csv\"\nmode = \"index\"\non_end = \"stop\"\n{steps}"), &files);
+        let index = flow(
+            &format!("[[feeders]]\nfile = \"u.csv\"\nmode = \"index\"\non_end = \"stop\"\n{steps}"),
+            &files,
+        );
         let mut second = user(&index, 1);
         for _ in 0..3 {
             second.next_request(&mut buf).unwrap();
@@ -764,7 +862,10 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
 
     #[test]
     fn response_without_request_and_abandon() {
-        let f = flow("[[steps]]\nname = \"a\"\nurl = \"/\"\n[[steps]]\nname = \"b\"\nurl = \"/b\"\n", &[]);
+        let f = flow(
+            "[[steps]]\nname = \"a\"\nurl = \"/\"\n[[steps]]\nname = \"b\"\nurl = \"/b\"\n",
+            &[],
+        );
         let mut u = user(&f, 0);
         assert_eq!(ok(&mut u), StepOutcome::NoRequest);
         let mut buf = RequestBuf::new();
@@ -776,7 +877,10 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
 
     #[test]
     fn static_bodies_are_shared_not_copied() {
-        let f = flow("[[steps]]\nname = \"a\"\nmethod = \"PUT\"\nurl = \"/\"\nbody = \"{}\"\n", &[]);
+        let f = flow(
+            "[[steps]]\nname = \"a\"\nmethod = \"PUT\"\nurl = \"/\"\nbody = \"{}\"\n",
+            &[],
+        );
         let mut u = user(&f, 0);
         let mut buf = RequestBuf::new();
         u.next_request(&mut buf).unwrap();
@@ -799,14 +903,24 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
             u.set_clock(|| NOW);
             let mut buf = RequestBuf::new();
             u.next_request(&mut buf).unwrap();
-            let set = [(&b"Set-Cookie"[..], &b"p=1"[..]), (b"Set-Cookie", b"s=2; Secure; Path=/shop/cart")];
+            let set = [
+                (&b"Set-Cookie"[..], &b"p=1"[..]),
+                (b"Set-Cookie", b"s=2; Secure; Path=/shop/cart"),
+            ];
             u.on_response(200, set.iter().copied(), b"");
             u.next_request(&mut buf).unwrap();
             let got = headers(&buf);
-            assert_eq!(got.iter().map(String::as_str).collect::<Vec<_>>(), [want_b], "https {https}");
+            assert_eq!(
+                got.iter().map(String::as_str).collect::<Vec<_>>(),
+                [want_b],
+                "https {https}"
+            );
             ok(&mut u);
             u.next_request(&mut buf).unwrap();
-            assert!(headers(&buf).is_empty(), "/other is outside /shop, the default path of p");
+            assert!(
+                headers(&buf).is_empty(),
+                "/other is outside /shop, the default path of p"
+            );
         }
     }
 }

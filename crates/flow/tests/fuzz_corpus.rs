@@ -5,7 +5,9 @@
 use std::path::Path;
 
 fn replay(corpus: &str, check: fn(&[u8]), seeds: usize) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(corpus);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(corpus);
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).expect("fuzz corpus directory") {
         let path = entry.expect("corpus entry").path();
@@ -14,7 +16,10 @@ fn replay(corpus: &str, check: fn(&[u8]), seeds: usize) {
         assert!(result.is_ok(), "{} fails its property", path.display());
         n += 1;
     }
-    assert!(n >= seeds, "the corpus holds at least the {seeds} seed inputs, found {n}");
+    assert!(
+        n >= seeds,
+        "the corpus holds at least the {seeds} seed inputs, found {n}"
+    );
 }
 
 #[test]

@@ -78,9 +78,21 @@ steps = [{ name = "add", method = "POST", url = "/cart/{{sku}}?u={{user}}", head
     // The login's Set-Cookie fills the jar; every `add` then carries it.
     let mut buf = RequestBuf::new();
     u.next_request(&mut buf).unwrap();
-    u.on_response(200, [(&b"Set-Cookie"[..], &b"session=abc123; Path=/"[..])].into_iter(), b"");
-    assert_eq!(allocations(&mut u, &[], 10_000), 0, "a templated step with a cookie allocates nothing");
+    u.on_response(
+        200,
+        [(&b"Set-Cookie"[..], &b"session=abc123; Path=/"[..])].into_iter(),
+        b"",
+    );
+    assert_eq!(
+        allocations(&mut u, &[], 10_000),
+        0,
+        "a templated step with a cookie allocates nothing"
+    );
     u.next_request(&mut buf).unwrap();
-    let cookie: Vec<_> = buf.headers().filter(|(n, _)| *n == b"Cookie").map(|(_, v)| v.to_vec()).collect();
+    let cookie: Vec<_> = buf
+        .headers()
+        .filter(|(n, _)| *n == b"Cookie")
+        .map(|(_, v)| v.to_vec())
+        .collect();
     assert_eq!(cookie, [b"session=abc123".to_vec()]);
 }
