@@ -518,28 +518,12 @@ impl Compiler<'_> {
             },
             (None, Some(f)) => {
                 let path = self.base_dir.join(f.get_ref());
-                match benchlab_input::read_bounded_text(&path, "request body", MAX_BODY_FILE_BYTES) {
-                    Ok(text) => match Template::parse(&text, Context::Raw) {
-                        Ok(mut t) => match t.resolve(&self.vars) {
-                            Ok(()) if t.is_literal() => Body::Static(t.literal().into()),
-                            Ok(()) => Body::Template(t),
-                            Err(errs) => {
-                                for e in errs {
-                                    let (l, c) = line_col(&text, e.offset);
-                                    self.errors
-                                        .push(serr(f.span(), format!("{}:{l}:{c}: {}", path.display(), e.message)));
-                                }
-                                Body::None
-                            }
-                        },
-                        Err(e) => {
-                            let (l, c) = line_col(&text, e.offset);
-                            self.errors.push(serr(
-                                f.span(),
-                                format!("{}:{l}:{c}: template: {}", path.display(), e.message),
-                            ));
-                            Body::None
-                        }
+                match benchlab_input::read_bounded(&path, "request body", MAX_BODY_FILE_BYTES) {
+                    // A file that is not UTF-8 (an image, a protobuf) is
+                    // sent as it is: templates are text.
+                    Ok(bytes) => match String::from_utf8(bytes) {
+                        Err(e) => Body::Static(e.into_bytes().into()),
+                        Ok(text) => self.body_template(&text, &path, f.span()),
                     },
                     Err(e) => {
                         self.errors.push(serr(f.span(), e.to_string()));
@@ -620,6 +604,33 @@ impl Compiler<'_> {
         let st = &mut self.flow.steps[index];
         st.has_cookie_header = st.headers.iter().any(|h| h.is_cookie);
         self.flow.ops.push(Op::Request(index));
+    }
+
+    /// A body file's text as a template; its errors name the file's own
+    /// line and column, at the flow's `body_file` line.
+    fn body_template(&mut self, text: &str, path: &Path, span: Range<usize>) -> Body {
+        let at = |offset| {
+            let (l, c) = line_col(text, offset);
+            format!("{}:{l}:{c}", path.display())
+        };
+        match Template::parse(text, Context::Raw) {
+            Ok(mut t) => match t.resolve(&self.vars) {
+                Ok(()) if t.is_literal() => Body::Static(t.literal().into()),
+                Ok(()) => Body::Template(t),
+                Err(errs) => {
+                    for e in errs {
+                        self.errors
+                            .push(serr(span.clone(), format!("{}: {}", at(e.offset), e.message)));
+                    }
+                    Body::None
+                }
+            },
+            Err(e) => {
+                self.errors
+                    .push(serr(span, format!("{}: template: {}", at(e.offset), e.message)));
+                Body::None
+            }
+        }
     }
 
     fn checks(&mut self, c: &Spanned<CheckSpec>) -> (StatusSet, Vec<Check>) {
@@ -887,6 +898,10 @@ branch = [
         let headers: Vec<&str> = flow.steps()[1].headers.iter().map(|h| &*h.name).collect();
         assert_eq!(headers, ["Content-Type", "X-Csrf"], "in the file's order");
         assert!(matches!(flow.steps()[2].body, Body::Template(_)));
+        // A body file that is not UTF-8 goes as it is, `{{` and all.
+        std::fs::write(dir.path().join("item.json"), b"\xff{{user}}\x00").unwrap();
+        let flow = FlowSpec::from_toml(SHOP).unwrap().compile(dir.path()).unwrap();
+        assert!(matches!(&flow.steps()[2].body, Body::Static(b) if &b[..] == b"\xff{{user}}\x00"));
         assert!(matches!(flow.steps()[1].body, Body::Template(_)));
     }
 

@@ -151,8 +151,9 @@ impl fmt::Display for TemplateError {
 
 impl std::error::Error for TemplateError {}
 
-/// The most bytes of a template's source (a URL, a header, a body).
-pub const MAX_TEMPLATE_BYTES: usize = 16 << 20;
+/// The most bytes of a template's source (a URL, a header, a body: as
+/// large as a step's `body_file` may be).
+pub const MAX_TEMPLATE_BYTES: usize = 64 << 20;
 
 /// A variable name: a letter or `_`, then letters, digits and `_`.
 pub fn valid_name(name: &str) -> bool {

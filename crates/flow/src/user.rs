@@ -119,10 +119,7 @@ pub struct FlowUser {
     flow: Arc<Flow>,
     user: u64,
     rng: SplitMix64,
-    vars: Vars,
-    jar: CookieJar,
-    origin: Origin,
-    clock: fn() -> i64,
+    session: Session,
     pc: usize,
     /// Remaining passes of each open repeat, innermost last.
     loops: Vec<u32>,
@@ -130,12 +127,24 @@ pub struct FlowUser {
     /// True when the next request starts the flow (again).
     at_start: bool,
     done: bool,
+    completed: u64,
+    abandoned: u64,
+}
+
+/// What a user's responses change: apart from the flow it walks, so a
+/// step (borrowed from the shared flow) can judge a response without
+/// cloning the flow's `Arc` per response (an atomic on a line every
+/// thread shares).
+#[derive(Debug)]
+struct Session {
+    vars: Vars,
+    jar: CookieJar,
+    origin: Origin,
+    clock: fn() -> i64,
     /// The last request's path (no query), for the cookies it gets back.
     path: Vec<u8>,
     scratch: Vec<u8>,
     seen: Vec<u8>,
-    completed: u64,
-    abandoned: u64,
 }
 
 fn unix_now() -> i64 {
@@ -155,18 +164,20 @@ impl FlowUser {
             flow,
             user,
             rng: SplitMix64::new(seed ^ user.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
-            vars: Vars::new(n),
-            jar: CookieJar::new(),
-            origin,
-            clock: unix_now,
+            session: Session {
+                vars: Vars::new(n),
+                jar: CookieJar::new(),
+                origin,
+                clock: unix_now,
+                path: Vec::new(),
+                scratch: Vec::new(),
+                seen: Vec::new(),
+            },
             pc: 0,
             loops: Vec::with_capacity(depth + 1),
             outstanding: None,
             at_start: true,
             done: false,
-            path: Vec::new(),
-            scratch: Vec::new(),
-            seen: Vec::new(),
             completed: 0,
             abandoned: 0,
         }
@@ -175,7 +186,7 @@ impl FlowUser {
     /// Replaces the clock cookies' expiry is judged by (seconds since the
     /// epoch); for tests.
     pub fn set_clock(&mut self, clock: fn() -> i64) {
-        self.clock = clock;
+        self.session.clock = clock;
     }
 
     pub fn flow(&self) -> &Flow {
@@ -193,11 +204,11 @@ impl FlowUser {
     }
 
     pub fn jar(&self) -> &CookieJar {
-        &self.jar
+        &self.session.jar
     }
 
     pub fn vars(&self) -> &Vars {
-        &self.vars
+        &self.session.vars
     }
 
     /// True when a feeder with `on_end = "stop"` ran out for this user: it
@@ -209,9 +220,9 @@ impl FlowUser {
     /// Starts the flow again: a new session (empty jar, captures
     /// forgotten), fresh feeder rows.
     fn restart(&mut self) -> bool {
-        self.jar.clear();
+        self.session.jar.clear();
         for &v in &self.flow.capture_vars {
-            self.vars.set(v, b"");
+            self.session.vars.set(v, b"");
         }
         for (feeder, cols) in &self.flow.feeders {
             let Some(row) = feeder.take(self.user, &mut self.rng) else {
@@ -219,7 +230,7 @@ impl FlowUser {
                 return false;
             };
             for &(col, var) in cols {
-                self.vars.set(var, row.get(col));
+                self.session.vars.set(var, row.get(col));
             }
         }
         self.pc = 0;
@@ -295,33 +306,34 @@ impl FlowUser {
         out.method.clear();
         out.method.extend_from_slice(step.method.as_bytes());
         out.target.clear();
-        step.url.render(&self.vars, &mut out.target);
+        step.url.render(&self.session.vars, &mut out.target);
         let path = out.target.split(|&b| b == b'?').next().unwrap_or(&[]);
-        self.path.clear();
-        self.path.extend_from_slice(path);
+        self.session.path.clear();
+        self.session.path.extend_from_slice(path);
         out.headers.clear();
         out.spans.clear();
-        let now = if self.jar.is_empty() { 0 } else { (self.clock)() };
+        let sess = &self.session;
+        let now = if sess.jar.is_empty() { 0 } else { (sess.clock)() };
         for h in &step.headers {
             out.start_header(&h.name);
-            h.value.render(&self.vars, &mut out.headers);
+            h.value.render(&sess.vars, &mut out.headers);
             if h.is_cookie {
                 let before = out.headers.len();
                 out.headers.extend_from_slice(b"; ");
-                if !self
+                if !sess
                     .jar
-                    .write_header(&self.origin.host, &self.path, self.origin.https, now, &mut out.headers)
+                    .write_header(&sess.origin.host, &sess.path, sess.origin.https, now, &mut out.headers)
                 {
                     out.headers.truncate(before);
                 }
             }
             out.end_header();
         }
-        if !step.has_cookie_header && !self.jar.is_empty() {
+        if !step.has_cookie_header && !sess.jar.is_empty() {
             out.start_header("Cookie");
-            if self
+            if sess
                 .jar
-                .write_header(&self.origin.host, &self.path, self.origin.https, now, &mut out.headers)
+                .write_header(&sess.origin.host, &sess.path, sess.origin.https, now, &mut out.headers)
             {
                 out.end_header();
             } else {
@@ -339,7 +351,7 @@ impl FlowUser {
             }
             Body::Template(t) => {
                 out.static_body = None;
-                t.render(&self.vars, &mut out.body);
+                t.render(&self.session.vars, &mut out.body);
             }
             Body::None => {}
         }
@@ -363,9 +375,8 @@ impl FlowUser {
         let Some(index) = self.outstanding.take() else {
             return StepOutcome::NoRequest;
         };
-        let flow = self.flow.clone();
-        let step = &flow.steps[index];
-        match self.judge(step, status, headers, body) {
+        let step = &self.flow.steps[index];
+        match self.session.judge(step, status, headers, body) {
             None => StepOutcome::Passed {
                 step: index,
                 think: step.think,
@@ -377,7 +388,9 @@ impl FlowUser {
             }
         }
     }
+}
 
+impl Session {
     fn judge<'h>(
         &mut self,
         step: &Step,
