@@ -114,9 +114,12 @@ impl<'a> Row<'a> {
         self.index
     }
 
-    /// Column `col`'s value.
+    /// Column `col`'s value (empty for a column the feeder has not).
     pub fn get(&self, col: usize) -> &'a [u8] {
         let n = self.feeder.columns.len();
+        if col >= n {
+            return &[];
+        }
         let cell = self.index * n + col;
         let start = if cell == 0 {
             0
