@@ -905,6 +905,26 @@ branch = [
         assert!(matches!(flow.steps()[1].body, Body::Template(_)));
     }
 
+    /// The example of docs/flows.md reads and compiles.
+    #[test]
+    fn the_documented_example_compiles() {
+        let doc = include_str!("../../../docs/flows.md");
+        let start = doc.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let text = &doc[start..start + doc[start..].find("```").expect("its end")];
+        let dir = dir_with(&[
+            ("users.csv", "user,password,sku\nann,pw,S-1\n"),
+            ("item.json", "{\"sku\": \"{{sku}}\", \"csrf\": \"{{csrf}}\"}"),
+        ]);
+        let flow = FlowSpec::from_toml(text)
+            .map_err(|e| e.render("flows.md", text))
+            .unwrap()
+            .compile(dir.path())
+            .map_err(|es| es.iter().map(|e| e.render("flows.md", text)).collect::<Vec<_>>())
+            .unwrap();
+        let names: Vec<&str> = flow.steps().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["home", "login", "add", "checkout", "leave"]);
+    }
+
     /// Every error names the line of what is wrong.
     #[test]
     fn errors_name_the_line() {
