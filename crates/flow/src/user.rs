@@ -873,6 +873,17 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
         assert!(user(&index, 2).next_request(&mut buf).is_none(), "user 2 has no row");
     }
 
+    /// A compiled flow is shared by the engine's threads; a user moves to
+    /// the thread that runs it.
+    #[test]
+    fn flows_are_shared_and_users_sent() {
+        fn shared<T: Send + Sync>() {}
+        fn sent<T: Send>() {}
+        shared::<Flow>();
+        sent::<FlowUser>();
+        sent::<RequestBuf>();
+    }
+
     #[test]
     fn response_without_request_and_abandon() {
         let f = flow(
