@@ -476,11 +476,16 @@ impl Compiler<'_> {
                         "a step's url is a path on the workload's server, starting with `/`",
                     ));
                 }
-                if u.get_ref().bytes().any(|b| b <= b' ' || b == 0x7f) {
+                let t = self.template(u, Context::Url);
+                // The literal text only: `{{ user }}` may have spaces, and
+                // values are percent-encoded.
+                if t.as_ref()
+                    .is_some_and(|t| t.literal().iter().any(|&b| b <= b' ' || b == 0x7f))
+                {
                     self.errors
                         .push(serr(u.span(), "a url has no spaces or control characters (write %20)"));
                 }
-                self.template(u, Context::Url)
+                t
             }
         };
         let mut headers = Vec::new();
@@ -856,7 +861,7 @@ check = { status = [200, "3xx"] }
 [[steps]]
 repeat = 2
 steps = [
-  { name = "add", method = "POST", url = "/cart?user={{user}}", body_file = "item.json", check = { json = { "/ok" = true } } },
+  { name = "add", method = "POST", url = "/cart?user={{ user }}", body_file = "item.json", check = { json = { "/ok" = true } } },
 ]
 
 [[steps]]
@@ -988,6 +993,7 @@ branch = [
             ("[[steps]]\nurl = \"/\"\n", 5, "needs a `name`"),
             ("[[steps]]\nname = \"a\"\n", 5, "has no `url`"),
             ("[[steps]]\nname = \"a\"\nurl = \"x\"\n", 6, "starting with `/`"),
+            ("[[steps]]\nname = \"a\"\nurl = \"/a b/{{ user }}\"\n", 6, "no spaces"),
             (
                 "[[steps]]\nname = \"a\"\nurl = \"/\"\n[[steps]]\nname = \"a\"\nurl = \"/b\"\n",
                 8,
