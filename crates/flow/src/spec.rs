@@ -706,7 +706,11 @@ impl Compiler<'_> {
             let text = match value.get_ref() {
                 toml::Value::String(s) => s.clone(),
                 toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Float(f) => f.to_string(),
+                // As serde_json writes it, so `2.0` equals a body's 2.0.
+                toml::Value::Float(f) => match serde_json::Number::from_f64(*f) {
+                    Some(n) => n.to_string(),
+                    None => f.to_string(),
+                },
                 toml::Value::Boolean(b) => b.to_string(),
                 _ => {
                     self.errors.push(serr(
@@ -861,7 +865,7 @@ check = { status = [200, "3xx"] }
 [[steps]]
 repeat = 2
 steps = [
-  { name = "add", method = "POST", url = "/cart?user={{ user }}", body_file = "item.json", check = { json = { "/ok" = true } } },
+  { name = "add", method = "POST", url = "/cart?user={{ user }}", body_file = "item.json", check = { json = { "/ok" = true, "/price" = 2.0 } } },
 ]
 
 [[steps]]

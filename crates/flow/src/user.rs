@@ -627,7 +627,7 @@ url = "/cart/items"
 headers = { "Authorization" = "Bearer {{token}}", "Cookie" = "theme=dark" }
 body = '{"csrf": "{{csrf}}", "sku": "{{sku}}"}'
 capture = { cart = "json:/cart/id" }
-check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
+check = { json = { "/cart/n" = 1, "/total" = 2.0 }, body_contains = "{{user}}" }
 "#;
 
     fn shop() -> Arc<Flow> {
@@ -690,7 +690,7 @@ check = { json = { "/cart/n" = 1 }, body_contains = "{{user}}" }
             "the jar's cookies join the step's own Cookie header"
         );
         assert_eq!(text(buf.body().unwrap()), r#"{"csrf": "t0k/en+1", "sku": "S-1"}"#);
-        let body = br#"{"cart": {"id": "c-7", "n": 1}, "user": "ann a"}"#;
+        let body = br#"{"cart": {"id": "c-7", "n": 1}, "user": "ann a", "total": 2.0}"#;
         assert!(matches!(
             u.on_response(201, std::iter::empty(), body),
             StepOutcome::Passed { step: 2, .. }
