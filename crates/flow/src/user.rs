@@ -20,7 +20,19 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// The origin of `host` (a URL's authority: a port, an IPv6 address's
+    /// brackets are dropped, as cookies never see them).
     pub fn new(host: &str, https: bool) -> Origin {
+        let host = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(v6),
+            None => host.rsplit_once(':').map_or(host, |(h, port)| {
+                if port.bytes().all(|b| b.is_ascii_digit()) && !h.contains(':') {
+                    h
+                } else {
+                    host
+                }
+            }),
+        };
         Origin {
             host: host.to_ascii_lowercase(),
             https,
@@ -871,6 +883,21 @@ check = { json = { "/cart/n" = 1, "/total" = 2.0 }, body_contains = "{{user}}" }
             ok(&mut second);
         }
         assert!(user(&index, 2).next_request(&mut buf).is_none(), "user 2 has no row");
+    }
+
+    #[test]
+    fn origins_drop_ports() {
+        let cases = [
+            ("Shop.Example", "shop.example"),
+            ("shop.example:8443", "shop.example"),
+            ("127.0.0.1:8080", "127.0.0.1"),
+            ("[::1]:8080", "::1"),
+            ("[::1]", "::1"),
+            ("::1", "::1"),
+        ];
+        for (authority, host) in cases {
+            assert_eq!(Origin::new(authority, false).host, host, "{authority}");
+        }
     }
 
     /// A compiled flow is shared by the engine's threads; a user moves to
