@@ -1,0 +1,98 @@
+//! A plain step (nothing templated, no cookies) allocates nothing per
+//! request once the buffers have grown: issue 22's rule that flows keep the
+//! engine's no-allocation hot path for plain GETs. A templated step with a
+//! cookie allocates nothing per request either, once warm.
+#![allow(unsafe_code)]
+
+use benchlab_flow::{FlowSpec, FlowUser, Origin, RequestBuf, StepOutcome};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator, only counting calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's layout contract is passed on unchanged.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from `System` with layout `l` (alloc above).
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for dealloc; the caller's size contract passes on.
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations over `n` requests of `user` after a warm-up, every response
+/// a 200 with `headers`.
+fn allocations(user: &mut FlowUser, headers: &[(&[u8], &[u8])], n: usize) -> u64 {
+    let mut buf = RequestBuf::new();
+    let mut round = |buf: &mut RequestBuf| {
+        let s = user.next_request(buf).expect("a request");
+        std::hint::black_box(s.index);
+        let out = user.on_response(200, headers.iter().copied(), b"");
+        assert!(matches!(out, StepOutcome::Passed { .. }), "{out:?}");
+    };
+    for _ in 0..100 {
+        round(&mut buf);
+    }
+    let before = ALLOCS.load(Ordering::Relaxed);
+    for _ in 0..n {
+        round(&mut buf);
+    }
+    ALLOCS.load(Ordering::Relaxed) - before
+}
+
+#[test]
+fn plain_and_templated_steps_allocate_nothing_per_request() {
+    let plain = FlowSpec::from_toml("[[steps]]\nname = \"get\"\nurl = \"/index.html\"\n").unwrap();
+    let plain = Arc::new(plain.compile(std::path::Path::new(".")).unwrap());
+    let mut u = FlowUser::new(plain, 0, 1, Origin::new("127.0.0.1", false));
+    assert_eq!(allocations(&mut u, &[], 10_000), 0, "a plain GET allocates nothing");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("u.csv"), "user,sku\nann,S-1\nbob,S-22\n").unwrap();
+    let text = r#"
+[[feeders]]
+file = "u.csv"
+[[steps]]
+name = "login"
+url = "/login"
+[[steps]]
+repeat = 1000000
+steps = [{ name = "add", method = "POST", url = "/cart/{{sku}}?u={{user}}", headers = { "X-User" = "{{user}}" }, body = '{"sku": "{{sku}}"}' }]
+"#;
+    let flow = Arc::new(FlowSpec::from_toml(text).unwrap().compile(dir.path()).unwrap());
+    let mut u = FlowUser::new(flow, 0, 1, Origin::new("127.0.0.1", false));
+    // The login's Set-Cookie fills the jar; every `add` then carries it.
+    let mut buf = RequestBuf::new();
+    u.next_request(&mut buf).unwrap();
+    u.on_response(
+        200,
+        [(&b"Set-Cookie"[..], &b"session=abc123; Path=/"[..])].into_iter(),
+        b"",
+    );
+    assert_eq!(
+        allocations(&mut u, &[], 10_000),
+        0,
+        "a templated step with a cookie allocates nothing"
+    );
+    u.next_request(&mut buf).unwrap();
+    let cookie: Vec<_> = buf
+        .headers()
+        .filter(|(n, _)| *n == b"Cookie")
+        .map(|(_, v)| v.to_vec())
+        .collect();
+    assert_eq!(cookie, [b"session=abc123".to_vec()]);
+}
