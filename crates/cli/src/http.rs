@@ -283,9 +283,9 @@ fn request_of(a: &HttpArgs) -> Result<(benchlab_engine::RequestSpec, Vec<(String
         None if data.is_some() => "POST".to_string(),
         None => "GET".to_string(),
     };
-    if a.http == HttpMode::Http2 && data.is_some() {
+    if a.http == HttpMode::Http2 && a.chunked {
         return Err(CliError::Usage(
-            "a request body over HTTP/2 is not sent yet: send it over HTTP/1.1 (--http 1.1)".into(),
+            "--chunked is HTTP/1.1's framing; over --http 2 a body goes in DATA frames: drop --chunked".into(),
         ));
     }
     if a.chunked && data.is_none() {
@@ -585,7 +585,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             // From the load's own source addresses, in turn.
             let source = (!source_addresses.is_empty()).then(|| source_addresses[i % source_addresses.len()]);
             let r = if http2.is_some() {
-                benchlab_engine::h2::probe_h2_method(&request.method, &u.target, source, &headers, &tls, a.timeout)
+                benchlab_engine::h2::probe_h2_request(&request, &u.target, source, &headers, &tls, a.timeout)
             } else {
                 benchlab_engine::probe_request(&u.target, source, &headers, &request, &tls, a.timeout)
             };

@@ -139,7 +139,7 @@ fn a_body_where_it_cannot_go_is_refused_by_name() {
     };
     // curl's `-d` is benchlab's duration (wrk's): the message says so.
     refused(&["-d", "@body.json"], "--data");
-    refused(&["--data", "x", "--http", "2"], "over HTTP/2");
+    refused(&["--data", "x", "--chunked", "--http", "2"], "DATA frames");
     refused(&["--chunked"], "--chunked");
     refused(&["-X", "PO ST"], "method");
     refused(&["--data", "x", "-H", "Content-Length: 1"], "content-length");
@@ -180,4 +180,36 @@ fn http2_sends_the_method_and_headers() {
     );
     let sent = u(&v, "/bytes_sent");
     assert!(sent > 40 * 9 && sent.is_multiple_of(40), "{sent}");
+}
+
+/// A body over HTTP/2 goes in DATA frames as the server's windows allow
+/// (512 KiB is past nginx's initial 64 KiB window: its WINDOW_UPDATEs
+/// let the rest go): every request answered, and each request's frames
+/// counted in `bytes_sent` — the body, a 9-byte header per DATA frame of
+/// at most 16 KiB, and the HEADERS frame.
+#[test]
+fn http2_sends_bodies_in_data_frames() {
+    let work = tempfile::tempdir().expect("tempdir");
+    for size in [1024usize, 512 * 1024] {
+        let server = Nginx::start(NginxOpts {
+            http2: true,
+            keepalive_requests: 100_000,
+            ..NginxOpts::default()
+        });
+        let body = work.path().join(format!("body-{size}"));
+        std::fs::write(&body, vec![b'q'; size]).expect("write body");
+        let at = format!("@{}", body.display());
+        let url = server.url("/any");
+        let v = http_json(&["-n", "40", "-t", "4", "--http", "2", "--data-binary", &at, &url]);
+        assert_eq!(u(&v, "/requests"), 40, "{size}: {v}");
+        assert_eq!(u(&v, "/errors_total"), 0, "{size}: {v}");
+        let lines = server.access_log_lines_at_least(41);
+        let wrong = lines.iter().filter(|l| l.method() != "POST" || l.status != 200).count();
+        assert_eq!(wrong, 0, "{size}: lines of another method or status");
+        let sent = u(&v, "/bytes_sent");
+        assert!(sent.is_multiple_of(40), "{sent}");
+        let data = size as u64 + 9 * (size as u64).div_ceil(16_384);
+        let headers = sent / 40 - data;
+        assert!((10..200).contains(&headers), "{size}: HEADERS frame of {headers} bytes?");
+    }
 }

@@ -179,8 +179,7 @@ pub(crate) fn preflight(
             };
             let method = &request.method;
             let r = if http2 || (class < 64 && plan.h2_classes & (1 << class) != 0) {
-                let headers = &request.headers;
-                benchlab_engine::h2::probe_h2_method(method, &u.target, source, headers, tls, Duration::from_secs(10))
+                benchlab_engine::h2::probe_h2_request(request, &u.target, source, &[], tls, Duration::from_secs(10))
             } else {
                 benchlab_engine::probe_request(&u.target, source, &[], request, tls, Duration::from_secs(10))
             };

@@ -7,6 +7,7 @@
 use super::frame::{self, Frame, FrameError};
 use super::hpack;
 use crate::stats::ErrorKind;
+use std::sync::Arc;
 use xxhash_rust::xxh3::Xxh3;
 
 /// A response head larger than this is `header_too_large`, as HTTP/1's.
@@ -84,6 +85,8 @@ pub enum Outcome {
 pub struct Ended {
     pub user: u32,
     pub bytes: u64,
+    /// Frame bytes sent for the stream (HEADERS, CONTINUATION, DATA).
+    pub sent: u64,
     pub outcome: Outcome,
 }
 
@@ -110,10 +113,15 @@ struct Stream {
     /// WINDOW_UPDATE.
     window: i64,
     consumed: u32,
-    /// The server's window for the stream (benchlab sends no DATA, but a
-    /// WINDOW_UPDATE past 2³¹ − 1 is still a flow-control error).
+    /// The server's window for the stream: what its request body may
+    /// still send (RFC 9113 §6.9).
     send_window: i64,
     hasher: Option<Box<Xxh3>>,
+    /// The request body and how much of it is queued as DATA; `None`
+    /// once all of it is (or without one).
+    upload: Option<(Arc<[u8]>, usize)>,
+    /// Frame bytes queued for the stream.
+    sent: u64,
 }
 
 /// One HTTP/2 connection.
@@ -150,6 +158,9 @@ pub struct Conn {
     block_frames: u32,
     /// Streams opened on this connection.
     pub opened: u32,
+    /// Streams whose request body is not all queued yet (at most; ended
+    /// streams are found out at the next [`Conn::pump`]).
+    uploads: u32,
     /// Connection-level frame bytes received (SETTINGS, PING,
     /// WINDOW_UPDATE, GOAWAY, PRIORITY, unknown), since the caller last
     /// took them.
@@ -196,6 +207,7 @@ impl Conn {
             block_end_stream: false,
             block_frames: 0,
             opened: 0,
+            uploads: 0,
             conn_bytes: 0,
         }
     }
@@ -261,10 +273,17 @@ impl Conn {
 
     /// Opens a stream for `user` with a request `block`; returns its id.
     pub fn open(&mut self, user: u32, block: &[u8], checksum: bool) -> u32 {
+        self.open_with(user, block, checksum, None)
+    }
+
+    /// [`Conn::open`] with a request body, sent as DATA frames as the
+    /// server's windows allow (more on each WINDOW_UPDATE).
+    pub fn open_with(&mut self, user: u32, block: &[u8], checksum: bool, body: Option<&Arc<[u8]>>) -> u32 {
         let id = self.next_id;
         self.next_id += 2;
         self.opened += 1;
-        frame::put_request(&mut self.out, id, block, self.peer.max_frame_size);
+        let body = body.filter(|b| !b.is_empty());
+        frame::put_request(&mut self.out, id, block, self.peer.max_frame_size, body.is_none());
         self.streams.push(Stream {
             id,
             user,
@@ -278,20 +297,61 @@ impl Conn {
             consumed: 0,
             send_window: self.peer.initial_window_size as i64,
             hasher: checksum.then(|| Box::new(Xxh3::new())),
+            upload: body.map(|b| (Arc::clone(b), 0)),
+            sent: frame::request_len(block.len(), self.peer.max_frame_size),
         });
+        if body.is_some() {
+            self.uploads += 1;
+            self.pump();
+        }
         id
     }
 
+    /// Queues DATA of the streams' request bodies as far as the server's
+    /// connection and stream windows (and its frame size) allow; the last
+    /// frame of a body ends the stream.
+    fn pump(&mut self) {
+        if self.uploads == 0 {
+            return;
+        }
+        let max = self.peer.max_frame_size.max(1) as usize;
+        let mut left = 0;
+        for s in self.streams.iter_mut() {
+            let Some((body, at)) = s.upload.as_mut() else { continue };
+            while *at < body.len() {
+                let room = self.send_window.min(s.send_window);
+                if room <= 0 {
+                    break;
+                }
+                let n = (body.len() - *at).min(room as usize).min(max);
+                let last = *at + n == body.len();
+                let flags = if last { frame::FLAG_END_STREAM } else { 0 };
+                frame::put_header(&mut self.out, n, frame::DATA, flags, s.id);
+                self.out.extend_from_slice(&body[*at..*at + n]);
+                *at += n;
+                self.send_window -= n as i64;
+                s.send_window -= n as i64;
+                s.sent += 9 + n as u64;
+            }
+            if s.upload.as_ref().is_some_and(|(b, at)| *at == b.len()) {
+                s.upload = None;
+            } else if s.upload.is_some() {
+                left += 1;
+            }
+        }
+        self.uploads = left;
+    }
+
     /// Cancels `user`'s stream (a timeout): RST_STREAM(CANCEL) is queued
-    /// and its bytes so far returned.
-    pub fn cancel(&mut self, user: u32) -> Option<u64> {
+    /// and its bytes so far returned: received, and sent.
+    pub fn cancel(&mut self, user: u32) -> Option<(u64, u64)> {
         let at = self.streams.iter().position(|s| s.user == user)?;
         let s = self.streams.swap_remove(at);
         // Counted, not refused: a timeout is benchlab's doing; the next
         // frame to answer finds the count.
         self.control_queued = self.control_queued.saturating_add(1);
         frame::put_rst_stream(&mut self.out, s.id, 0x8);
-        Some(s.bytes)
+        Some((s.bytes, s.sent))
     }
 
     /// Ends every open stream with `outcome` (the connection failed or
@@ -307,6 +367,7 @@ impl Conn {
             };
             ended.push(Ended {
                 user: s.user,
+                sent: s.sent,
                 bytes: s.bytes,
                 outcome: Outcome::Failed(kind),
             });
@@ -333,6 +394,8 @@ impl Conn {
             r
         };
         self.inbuf = buf;
+        // WINDOW_UPDATE or SETTINGS may have made room for request bodies.
+        self.pump();
         match result {
             Ok(_) => Ok(()),
             Err(fail) => {
@@ -439,6 +502,7 @@ impl Conn {
                         let s = self.streams.swap_remove(k);
                         ended.push(Ended {
                             user: s.user,
+                            sent: s.sent,
                             bytes: s.bytes,
                             outcome: Outcome::Refused,
                         });
@@ -475,6 +539,7 @@ impl Conn {
                     let s = self.streams.swap_remove(k);
                     ended.push(Ended {
                         user: s.user,
+                        sent: s.sent,
                         bytes: s.bytes + n,
                         outcome: Outcome::Reset(code),
                     });
@@ -610,6 +675,7 @@ impl Conn {
         frame::put_rst_stream(&mut self.out, s.id, frame::FLOW_CONTROL_ERROR);
         ended.push(Ended {
             user: s.user,
+            sent: s.sent,
             bytes: s.bytes,
             outcome: Outcome::Failed(ErrorKind::FlowControl),
         });
@@ -668,6 +734,7 @@ impl Conn {
             frame::put_rst_stream(&mut self.out, s.id, frame::PROTOCOL_ERROR);
             ended.push(Ended {
                 user: s.user,
+                sent: s.sent,
                 bytes: s.bytes,
                 outcome: o,
             });
@@ -704,6 +771,7 @@ fn finish(s: Stream) -> Ended {
     };
     Ended {
         user: s.user,
+        sent: s.sent,
         bytes: s.bytes,
         outcome,
     }

@@ -352,13 +352,16 @@ pub fn request_len(block: usize, max_frame: u32) -> u64 {
     (frames * 9 + block) as u64
 }
 
-pub fn put_request(out: &mut Vec<u8>, stream: u32, block: &[u8], max_frame: u32) {
+/// A request's HEADERS (and CONTINUATION) frames; `end_stream` unless a
+/// body follows as DATA.
+pub fn put_request(out: &mut Vec<u8>, stream: u32, block: &[u8], max_frame: u32, end_stream: bool) {
     let max = (max_frame as usize).max(1);
     let mut chunks = block.chunks(max).peekable();
     let mut kind = HEADERS;
-    let mut flags = FLAG_END_STREAM;
+    let end = if end_stream { FLAG_END_STREAM } else { 0 };
+    let mut flags = end;
     if block.is_empty() {
-        put_header(out, 0, HEADERS, FLAG_END_STREAM | FLAG_END_HEADERS, stream);
+        put_header(out, 0, HEADERS, end | FLAG_END_HEADERS, stream);
         return;
     }
     while let Some(c) = chunks.next() {
@@ -435,7 +438,7 @@ mod tests {
     fn writes_a_long_request_as_headers_and_continuations() {
         let block = vec![7u8; 25];
         let mut out = Vec::new();
-        put_request(&mut out, 3, &block, 10);
+        put_request(&mut out, 3, &block, 10, true);
         let mut at = 0;
         let mut got = Vec::new();
         while let Some((f, n)) = parse(&out[at..], DEFAULT_MAX_FRAME).unwrap() {

@@ -6,7 +6,7 @@ pub mod conn;
 pub mod frame;
 pub mod hpack;
 mod probe;
-pub use probe::{probe_h2, probe_h2_method};
+pub use probe::{probe_h2, probe_h2_request};
 pub(crate) mod protocol;
 
 /// Feeds `data`, as a server's bytes, to a connection that opened three

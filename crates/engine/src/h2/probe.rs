@@ -4,6 +4,7 @@
 
 use super::conn::{Conn, Ended, Outcome};
 use super::hpack;
+use crate::request::RequestSpec;
 use crate::plan::{PlanError, Scheme, Target, TlsOptions};
 use crate::probe::{io_kind, perr, probe_connection, tls_failure, ProbeError, ProbeResponse};
 use crate::stats::ErrorKind;
@@ -25,13 +26,13 @@ pub fn probe_h2(
     tls: &TlsOptions,
     timeout: Duration,
 ) -> Result<ProbeResponse, ProbeError> {
-    probe_h2_method("GET", target, source, headers, tls, timeout)
+    probe_h2_request(&RequestSpec::default(), target, source, headers, tls, timeout)
 }
 
-/// [`probe_h2`] with the run's method (a body over HTTP/2 is refused
-/// before any probe).
-pub fn probe_h2_method(
-    method: &str,
+/// [`probe_h2`] with the request the run sends: its method, its own
+/// headers (over `headers` of the same name) and its body as DATA.
+pub fn probe_h2_request(
+    request: &RequestSpec,
     target: &Target,
     source: Option<IpAddr>,
     headers: &[(String, String)],
@@ -65,12 +66,23 @@ pub fn probe_h2_method(
     };
     let mut conn = Conn::new(crate::plan::H2Plan::DEFAULT_WINDOW);
     let mut ended: Vec<Ended> = Vec::new();
-    let block = hpack::method_block(method, target.scheme, &target.authority, &target.path, headers);
+    let own = |n: &str| request.header(n).is_some();
+    let mut headers: Vec<(String, String)> = headers
+        .iter()
+        .filter(|(n, _)| !own(n))
+        .chain(&request.headers)
+        .cloned()
+        .collect();
+    if let Some(n) = request.content_length() {
+        headers.push(("content-length".into(), n.to_string()));
+    }
+    let block = hpack::method_block(&request.method, target.scheme, &target.authority, &target.path, &headers);
+    let body: Option<std::sync::Arc<[u8]>> = request.body.as_deref().map(std::sync::Arc::from);
     let mut opened = false;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         if conn.got_settings && !opened {
-            conn.open(0, &block, true);
+            conn.open_with(0, &block, true, body.as_ref());
             opened = true;
         }
         if !conn.unsent().is_empty() {

@@ -135,8 +135,10 @@ pub(crate) struct Http2 {
     slots: Vec<Slot>,
     links: Vec<Option<Link>>,
     free_links: Vec<usize>,
-    /// Each URL's request header block (see `hpack.rs`).
+    /// Each URL's request header block (see `hpack.rs`), and its request
+    /// body, sent as DATA.
     blocks: Vec<Vec<u8>>,
+    bodies: Vec<Option<Arc<[u8]>>>,
     tls: Option<Arc<rustls::ClientConfig>>,
     tls_resuming: Option<Arc<rustls::ClientConfig>>,
     /// Connections whose socket had more to read when their turn's reads
@@ -237,16 +239,27 @@ impl Http2 {
                     k => {
                         let r = &plan.requests[k as usize - 1];
                         let own = |n: &str| r.header(n).is_some();
-                        let headers: Vec<_> = plan
+                        let mut headers: Vec<_> = plan
                             .headers
                             .iter()
                             .filter(|(n, _)| !own(n))
                             .chain(&r.headers)
                             .cloned()
                             .collect();
+                        if let Some(n) = r.content_length() {
+                            headers.push(("content-length".into(), n.to_string()));
+                        }
                         hpack::method_block(&r.method, t.scheme, &t.authority, &t.path, &headers)
                     }
                 }
+            })
+            .collect();
+        let bodies = plan
+            .urls
+            .iter()
+            .map(|u| match u.request {
+                0 => None,
+                k => plan.requests[k as usize - 1].body.as_deref().map(Arc::from),
             })
             .collect();
         let free_users = users.len() as u32;
@@ -267,6 +280,7 @@ impl Http2 {
             links: Vec::new(),
             free_links: Vec::new(),
             blocks,
+            bodies,
             tls,
             tls_resuming,
             unread: Vec::new(),
@@ -409,8 +423,7 @@ impl Http2 {
                 };
                 let user = &mut self.users[u as usize];
                 let block = &self.blocks[user.url as usize];
-                link.conn.open(u, block, self.checksum);
-                user.sent += super::frame::request_len(block.len(), link.conn.peer.max_frame_size);
+                link.conn.open_with(u, block, self.checksum, self.bodies[user.url as usize].as_ref());
                 link.left -= 1;
                 opened += 1;
                 // Latency from the first HEADERS byte written, or from the
@@ -807,6 +820,9 @@ impl Http2 {
     fn end_streams(&mut self, core: &mut Core) {
         while let Some(e) = self.ended.pop() {
             let u = e.user as usize;
+            // Every send of the request counts, one refused by a GOAWAY
+            // and sent again included.
+            self.users[u].sent += e.sent;
             match e.outcome {
                 Outcome::Done { status, body, xxh3 } => self.complete(core, u, status, e.bytes, body, xxh3),
                 Outcome::Reset(code) => {
@@ -1068,10 +1084,11 @@ impl Http2 {
             match user.state {
                 UState::Streaming => {
                     let l = user.link;
-                    let bytes = self.links[l]
+                    let (bytes, sent) = self.links[l]
                         .as_mut()
                         .and_then(|k| k.conn.cancel(u as u32))
-                        .unwrap_or(0);
+                        .unwrap_or((0, 0));
+                    self.users[u].sent += sent;
                     self.fail(core, u, ErrorKind::Timeout, bytes);
                     self.flush(core, l);
                     self.retire_if_done(core, l);
