@@ -216,12 +216,16 @@ pub struct HttpArgs {
 
     #[command(flatten)]
     agents: crate::agent_cmd::AgentRunArgs,
+
+    #[command(flatten)]
+    metrics: crate::metrics_cmd::MetricsArgs,
 }
 
 /// Builds the plan, checks the target and the system, runs, prints.
 pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let usage = CliError::Usage;
     let search = a.peak.limits()?;
+    crate::metrics_cmd::check(&a.metrics)?;
     // Before the preflight: a refused CPU set sends no request.
     let client_cpus = if a.client_cpus.is_some() {
         // The lab server the URLs name, for the overlap check.
@@ -528,13 +532,20 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     if !a.json && search.is_none() {
         eprintln!("{description}");
     }
+    // Listening comes before any load: a taken port stops the run at once.
+    let metrics = crate::metrics_cmd::start(&a.metrics, "http", benchlab_metrics::Kind::Http, false)?;
+    let exporter = metrics.as_ref().map(|m| &m.exporter);
     let interrupt = Arc::new(Interrupt::default());
     let i2 = Arc::clone(&interrupt);
     // Ctrl-C stops the load (and a search); what was measured is still
     // reported.
     crate::agent_cmd::on_ctrl_c(move || i2.stop());
     if let Some(limits) = search {
-        return find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus);
+        let outcome = find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus, exporter);
+        if let Some(m) = &metrics {
+            m.finish(interrupt.is_stopped());
+        }
+        return outcome;
     }
     let live = !a.json && std::io::stderr().is_terminal();
     // After the preflight: a target that does not answer keeps no agent
@@ -544,7 +555,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         Some(p) => Arc::clone(p) as Arc<dyn ClientPool>,
         None => Arc::new(InProcess::default()),
     };
-    let (mut result, report) = run_once(pool.as_ref(), &plan, clients, os_threads, live, &interrupt)?;
+    let (mut result, report) = run_once(pool.as_ref(), &plan, clients, os_threads, live, &interrupt, (exporter, 1))?;
     result.client_cpus = client_cpus;
     // As `run`: a stopped run keeps what it measured, says so, exits 130.
     result.partial = interrupt.is_stopped();
@@ -552,6 +563,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         println!("{}", output::results_json(&result));
     } else {
         print!("{}", output::human(&result));
+    }
+    if let Some(m) = &metrics {
+        m.finish(result.partial);
     }
     for c in &result.clients {
         if let Some(why) = &c.lost {
@@ -640,7 +654,9 @@ impl Interrupt {
 /// data, a wall-clock start, the same driving loop as a suite's mixes),
 /// split over `clients` clients of `pool`: the result (the generator's CPU
 /// and the machine's included) and the clients' reports merged into one.
-/// `live`: a line per second on stderr.
+/// `live`: a line per second on stderr. `metrics`: the live metrics'
+/// exporter, if any, and the number this load has there (`mix`: 1, or the
+/// search's step).
 fn run_once(
     pool: &dyn ClientPool,
     plan: &ClientPlan,
@@ -648,7 +664,12 @@ fn run_once(
     os_threads: usize,
     live: bool,
     interrupt: &Interrupt,
+    metrics: (Option<&benchlab_metrics::Exporter>, usize),
 ) -> Result<(HttpResult, benchlab_engine::ClientReport), CliError> {
+    let (exporter, mix) = metrics;
+    if let Some(e) = exporter {
+        e.mix_started(mix, 1, benchlab_results::load::HTTP_PHASE);
+    }
     let cannot = |e: &dyn std::fmt::Display| CliError::CannotRun(e.to_string());
     let urls = Arc::new(UrlList::of_engine(&plan.urls, &plan.classes));
     pool.load_urls(&urls).map_err(|e| cannot(&e))?;
@@ -667,6 +688,9 @@ fn run_once(
         SystemTime::now() + ahead,
         &interrupt.stopped,
         &mut |s| {
+            if let Some(e) = exporter {
+                e.second(s);
+            }
             if live {
                 eprint!(
                     "\r  {:>4}s  {:>12} req/s  {:>9} MB/s  p50 {} µs  errors {}   ",
@@ -724,6 +748,19 @@ fn run_once(
         r.client_cpu = r.client_cpu.clone().with_machine(machine_busy, co_located);
         r
     };
+    if let Some(e) = exporter {
+        e.mix_finished(&benchlab_metrics::MixEnd {
+            requests: result.requests,
+            errors: result.errors_total,
+            bytes: result.bytes,
+            connections_opened: result.connections_opened,
+            in_flight: result.in_flight,
+            errors_by_type: benchlab_engine::ErrorKind::ALL
+                .iter()
+                .map(|k| (k.name().to_string(), result.errors.get(*k)))
+                .collect(),
+        });
+    }
     Ok((result, report))
 }
 
@@ -825,6 +862,7 @@ fn find_peak(
     ramp_up: Duration,
     interrupt: &Interrupt,
     client_cpus: &[usize],
+    exporter: Option<&benchlab_metrics::Exporter>,
 ) -> Result<Outcome, CliError> {
     // Short steps need users started before the count begins.
     let ramp_up = if a.ramp_up.is_some() {
@@ -873,7 +911,8 @@ fn find_peak(
             continue;
         }
         let os_threads = os_threads_max.min(p.virtual_users as usize);
-        let (mut result, _) = run_once(&InProcess::default(), &p, 1, os_threads, false, interrupt)?;
+        let step = steps.len() + 1;
+        let (mut result, _) = run_once(&InProcess::default(), &p, 1, os_threads, false, interrupt, (exporter, step))?;
         result.client_cpus = client_cpus.to_vec();
         search.record(Step::of(
             load,
@@ -882,7 +921,7 @@ fn find_peak(
             result.requests,
             result.errors_total,
         ));
-        let step = steps.len() as u32 + 1;
+        let step = step as u32;
         if !a.json {
             eprintln!(
                 "search step {step} ({}): {} → {} req/s, p99 {} µs, {}",

@@ -107,6 +107,8 @@ pub struct RunArgs {
     #[command(flatten)]
     web: WebArgs,
     #[command(flatten)]
+    metrics: crate::metrics_cmd::MetricsArgs,
+    #[command(flatten)]
     agents: crate::agent_cmd::AgentRunArgs,
     /// The flags given on the command line (clap's ids, defaults not
     /// included), filled in by `main` from clap's matches: a file suite
@@ -668,6 +670,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         }
     }
     crate::live::check(&a.web)?;
+    crate::metrics_cmd::check(&a.metrics)?;
     if let Some(t) = a.target.as_ref().filter(|_| !file_suite) {
         if !t.contains("://") {
             return Err(CliError::Usage(format!(
@@ -866,6 +869,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         &opts,
         search.as_ref().map(|l| (l, a.peak_start_threads)),
         &a.web,
+        &a.metrics,
     );
     if let Some(why) = remote.as_ref().and_then(|p| p.aborted()) {
         return Err(CliError::CannotRun(format!("the run stopped: {why}")));
@@ -878,7 +882,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
 /// partial) and the run, which then exits 130.
 pub(crate) fn execute(suite: &Suite, opts: &RunOptions, web: &WebArgs) -> Result<Outcome, CliError> {
     let prepared = prepare(suite, opts).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    execute_prepared(prepared, suite, opts, None, web)
+    execute_prepared(prepared, suite, opts, None, web, &crate::metrics_cmd::MetricsArgs::default())
 }
 
 fn execute_prepared(
@@ -887,8 +891,16 @@ fn execute_prepared(
     opts: &RunOptions,
     search: Option<(&SearchLimits, Option<u32>)>,
     web: &WebArgs,
+    metrics_args: &crate::metrics_cmd::MetricsArgs,
 ) -> Result<Outcome, CliError> {
     // Listening comes before any load: a taken port stops the run at once.
+    // A file suite's operations are labelled `kind="file"`.
+    let kind = if crate::file_cmd::is_file_suite(suite) {
+        benchlab_metrics::Kind::File
+    } else {
+        benchlab_metrics::Kind::Http
+    };
+    let metrics = crate::metrics_cmd::start(metrics_args, &suite.name, kind, web.web.is_some())?;
     let live = crate::live::start(
         web,
         &suite.name,
@@ -897,6 +909,7 @@ fn execute_prepared(
         &opts.out,
         search.is_none().then_some(suite.mixes.len()),
         opts.repeat.max(1),
+        metrics.as_ref().map(|m| m.exporter.clone()),
     )?;
     if let Some(l) = &live {
         eprintln!("live view: {}", l.url());
@@ -909,12 +922,25 @@ fn execute_prepared(
         Some((limits, start)) => run_prepared_search(prepared, suite, opts, limits, start, &stop, observer),
         None => run_prepared(prepared, suite, opts, &stop, observer),
     };
-    let results = match &live {
-        Some(l) => run(&mut Feed::new(&mut progress, l.clone())),
-        None => run(&mut progress),
+    let results = {
+        let mut feed;
+        let observer: &mut dyn Observer = match &live {
+            Some(l) => {
+                feed = Feed::new(&mut progress, l.clone());
+                &mut feed
+            }
+            None => &mut progress,
+        };
+        match &metrics {
+            Some(m) => run(&mut crate::metrics_cmd::Feed::new(observer, m.exporter.clone())),
+            None => run(observer),
+        }
     };
     if let Some(l) = &live {
         l.finish();
+    }
+    if let Some(m) = &metrics {
+        m.finish(stop.load(Ordering::Relaxed));
     }
     let results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
     if results.mixes.is_empty() {

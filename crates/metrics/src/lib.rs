@@ -269,16 +269,25 @@ impl Exporter {
         st.mixes_finished += 1;
     }
 
-    /// OpenMetrics text of the state now (a scrape of `/metrics`).
+    /// OpenMetrics text of the state now.
     pub fn render_openmetrics(&self) -> String {
+        self.render_scrape().0
+    }
+
+    /// OpenMetrics text for a scrape of `/metrics`, and whether it holds
+    /// the final figures: once its answer has been sent, the server calls
+    /// [`Exporter::final_scrape_served`] (so `finish` lets the process end
+    /// only after the bytes left).
+    pub fn render_scrape(&self) -> (String, bool) {
         let snap = self.snapshot();
-        let text = openmetrics::render(&snap);
-        if snap.finished {
-            let mut n = self.shared.scrapes_after_finish.lock().unwrap_or_else(|p| p.into_inner());
-            *n += 1;
-            self.shared.scraped.notify_all();
-        }
-        text
+        (openmetrics::render(&snap), snap.finished)
+    }
+
+    /// A scrape of the final figures has been answered.
+    pub fn final_scrape_served(&self) {
+        let mut n = self.shared.scrapes_after_finish.lock().unwrap_or_else(|p| p.into_inner());
+        *n += 1;
+        self.shared.scraped.notify_all();
     }
 
     /// Starts pushing to `target` once a second from now on (its own
@@ -458,7 +467,10 @@ mod tests {
         let t = std::thread::spawn(move || {
             // Scrapes until one has seen the run finished.
             loop {
-                if scraper.render_openmetrics().contains("benchlab_run_finished 1") {
+                let (text, finished) = scraper.render_scrape();
+                assert_eq!(finished, text.contains("benchlab_run_finished 1"));
+                if finished {
+                    scraper.final_scrape_served();
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(5));
