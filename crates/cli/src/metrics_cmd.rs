@@ -86,11 +86,11 @@ pub struct Metrics {
 
 impl Metrics {
     /// The run has ended: the final figures pushed, and with
-    /// `--metrics-listen` (unless interrupted) a wait for a scrape of them;
-    /// what went wrong is said once, on stderr.
-    pub fn finish(&self, interrupted: bool) {
-        let wait = self.listen.filter(|_| !interrupted).map(|_| FINAL_SCRAPE_WAIT);
-        if let Some(addr) = self.listen.filter(|_| !interrupted) {
+    /// `--metrics-listen` (unless `no_wait`: interrupted, or failed) a wait
+    /// for a scrape of them; what went wrong is said once, on stderr.
+    pub fn finish(&self, no_wait: bool) {
+        let wait = self.listen.filter(|_| !no_wait).map(|_| FINAL_SCRAPE_WAIT);
+        if let Some(addr) = self.listen.filter(|_| !no_wait) {
             eprintln!(
                 "metrics: waiting for a scrape of http://{addr}/metrics to read the final figures (at most {} s)",
                 FINAL_SCRAPE_WAIT.as_secs()

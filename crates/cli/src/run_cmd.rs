@@ -940,7 +940,8 @@ fn execute_prepared(
         l.finish();
     }
     if let Some(m) = &metrics {
-        m.finish(stop.load(Ordering::Relaxed));
+        // A run that failed or was stopped does not wait for a scrape.
+        m.finish(stop.load(Ordering::Relaxed) || results.is_err());
     }
     let results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
     if results.mixes.is_empty() {
