@@ -55,6 +55,7 @@ requirements=(
   "iproute2|ip|agents.rs: test systems in network namespaces (ip netns, veth pairs)"
   "h2o|h2o|HTTP/2 tests: h2o over h2c and TLS (crates/cli/tests/http2.rs)"
   "nghttp2-client|h2load|bench/vs-peers.sh: the HTTP/2 row against h2load"
+  "prometheus|/usr/bin/prometheus|metrics.rs: a real Prometheus scrapes --metrics-listen and receives remote write"
 )
 
 # Is `probe` satisfied? A comma-separated list of alternatives, each an

@@ -492,6 +492,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("smbd", "samba"),
     ("dbench", "dbench"),
     ("h2o", "h2o"),
+    ("prometheus", "prometheus"),
     ("taskset", ""),
     ("setpriv", ""),
     ("sh", ""),
@@ -512,6 +513,7 @@ const PATHS: &[(&str, &str)] = &[
     ("/usr/sbin/nginx", "nginx-light"),
     ("/usr/share/dbench/", "dbench"),
     ("/usr/sbin/smbd", "samba"),
+    ("/usr/bin/prometheus", "prometheus"),
 ];
 
 /// String literals of a Rust source (no raw strings; escapes kept as is).
