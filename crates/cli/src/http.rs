@@ -555,7 +555,15 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         Some(p) => Arc::clone(p) as Arc<dyn ClientPool>,
         None => Arc::new(InProcess::default()),
     };
-    let (mut result, report) = run_once(pool.as_ref(), &plan, clients, os_threads, live, &interrupt, (exporter, 1))?;
+    let (mut result, report) = run_once(
+        pool.as_ref(),
+        &plan,
+        clients,
+        os_threads,
+        live,
+        &interrupt,
+        (exporter, 1),
+    )?;
     result.client_cpus = client_cpus;
     // As `run`: a stopped run keeps what it measured, says so, exits 130.
     result.partial = interrupt.is_stopped();
@@ -912,7 +920,15 @@ fn find_peak(
         }
         let os_threads = os_threads_max.min(p.virtual_users as usize);
         let step = steps.len() + 1;
-        let (mut result, _) = run_once(&InProcess::default(), &p, 1, os_threads, false, interrupt, (exporter, step))?;
+        let (mut result, _) = run_once(
+            &InProcess::default(),
+            &p,
+            1,
+            os_threads,
+            false,
+            interrupt,
+            (exporter, step),
+        )?;
         result.client_cpus = client_cpus.to_vec();
         search.record(Step::of(
             load,

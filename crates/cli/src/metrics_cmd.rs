@@ -186,7 +186,11 @@ pub struct Feed<'a> {
 
 impl<'a> Feed<'a> {
     pub fn new(inner: &'a mut dyn Observer, exporter: Exporter) -> Feed<'a> {
-        Feed { inner, exporter, run: 1 }
+        Feed {
+            inner,
+            exporter,
+            run: 1,
+        }
     }
 }
 

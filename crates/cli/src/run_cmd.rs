@@ -882,7 +882,14 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
 /// partial) and the run, which then exits 130.
 pub(crate) fn execute(suite: &Suite, opts: &RunOptions, web: &WebArgs) -> Result<Outcome, CliError> {
     let prepared = prepare(suite, opts).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    execute_prepared(prepared, suite, opts, None, web, &crate::metrics_cmd::MetricsArgs::default())
+    execute_prepared(
+        prepared,
+        suite,
+        opts,
+        None,
+        web,
+        &crate::metrics_cmd::MetricsArgs::default(),
+    )
 }
 
 fn execute_prepared(

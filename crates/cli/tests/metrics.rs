@@ -126,7 +126,11 @@ impl Prometheus {
             if tried {
                 return;
             }
-            assert!(Instant::now() < deadline, "prometheus never scraped: {body}\n{}", self.log());
+            assert!(
+                Instant::now() < deadline,
+                "prometheus never scraped: {body}\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -148,7 +152,12 @@ impl Prometheus {
         assert_eq!(status, 200, "{query}: {body}");
         let v: Value = serde_json::from_str(&body).expect("JSON");
         let result = v["data"]["result"].as_array().unwrap_or_else(|| panic!("{query}: {v}"));
-        assert_eq!(result.len(), 1, "{query}: one sample expected in {v}\nprometheus log:\n{}", self.log());
+        assert_eq!(
+            result.len(),
+            1,
+            "{query}: one sample expected in {v}\nprometheus log:\n{}",
+            self.log()
+        );
         result[0]["value"][1]
             .as_str()
             .and_then(|x| x.parse().ok())
@@ -225,13 +234,25 @@ fn prometheus_scraping_the_run_gets_results_json_totals() {
     ]);
     assert_ran("benchlab run --metrics-listen", &o);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(!stderr.contains("no scrape"), "the final figures were scraped: {stderr}");
+    assert!(
+        !stderr.contains("no scrape"),
+        "the final figures were scraped: {stderr}"
+    );
     let (requests, errors, status) = totals(&out);
     assert!(requests > 0 && errors > 0, "both kinds of outcome: {requests} {errors}");
     let last = |m: &str| prom.scalar(&format!("sum(last_over_time({m}[10m]))"));
-    assert_eq!(last(r#"benchlab_requests_total{job="benchlab",window="measured"}"#), requests as f64);
-    assert_eq!(last(r#"benchlab_errors_total{job="benchlab",window="measured"}"#), errors as f64);
-    assert_eq!(last(r#"benchlab_errors_by_type_total{error_type="status"}"#), status as f64);
+    assert_eq!(
+        last(r#"benchlab_requests_total{job="benchlab",window="measured"}"#),
+        requests as f64
+    );
+    assert_eq!(
+        last(r#"benchlab_errors_total{job="benchlab",window="measured"}"#),
+        errors as f64
+    );
+    assert_eq!(
+        last(r#"benchlab_errors_by_type_total{error_type="status"}"#),
+        status as f64
+    );
     assert_eq!(last(r#"benchlab_run_finished"#), 1.0);
     // Scraped during the run too, not only at its end.
     assert_eq!(prom.scalar("min_over_time(benchlab_run_finished[10m])"), 0.0);
@@ -257,12 +278,19 @@ fn prometheus_receiving_remote_write_gets_results_json_totals() {
     ]);
     assert_ran("benchlab run --prometheus-remote-write", &o);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(!stderr.contains("pushes failed"), "{stderr}\nprometheus log:\n{}", prom.log());
+    assert!(
+        !stderr.contains("pushes failed"),
+        "{stderr}\nprometheus log:\n{}",
+        prom.log()
+    );
     let (requests, errors, status) = totals(&out);
     let last = |m: &str| prom.scalar(&format!("sum(last_over_time({m}[10m]))"));
     assert_eq!(last(r#"benchlab_requests_total{window="measured"}"#), requests as f64);
     assert_eq!(last(r#"benchlab_errors_total{window="measured"}"#), errors as f64);
-    assert_eq!(last(r#"benchlab_errors_by_type_total{error_type="status"}"#), status as f64);
+    assert_eq!(
+        last(r#"benchlab_errors_by_type_total{error_type="status"}"#),
+        status as f64
+    );
     // Pushed during the run too, not only at its end.
     assert_eq!(prom.scalar("min_over_time(benchlab_run_finished[10m])"), 0.0);
 }
@@ -354,7 +382,12 @@ fn otlp_sums(body: &[u8], key: &str, value: &str) -> std::collections::BTreeMap<
                     for p in sub(&data, 1) {
                         let attrs: Vec<(String, String)> = sub(&p, 7)
                             .iter()
-                            .map(|kv| (string(kv, 1), sub(kv, 2).first().map(|v| string(v, 1)).unwrap_or_default()))
+                            .map(|kv| {
+                                (
+                                    string(kv, 1),
+                                    sub(kv, 2).first().map(|v| string(v, 1)).unwrap_or_default(),
+                                )
+                            })
                             .collect();
                         if !attrs.iter().any(|(k, v)| k == key && v == value) {
                             continue;
@@ -442,13 +475,25 @@ fn otlp_pushed_by_http_decodes_to_the_json_totals() {
     let (requests, errors) = (common::u(&mix, "/requests"), common::u(&mix, "/errors_total"));
     assert!(requests > 0 && errors > 0, "{requests} {errors}");
     let got = got.lock().expect("lock").clone();
-    assert!(got.len() >= 2, "pushed during the run and at its end: {} pushes", got.len());
+    assert!(
+        got.len() >= 2,
+        "pushed during the run and at its end: {} pushes",
+        got.len()
+    );
     assert!(got.iter().all(|(p, _)| p == "/v1/metrics"), "OTLP/HTTP's path");
     let last = otlp_sums(&got[got.len() - 1].1, "window", "measured");
-    assert_eq!(last.get("benchlab.requests").copied(), Some(requests as f64), "{last:?}");
+    assert_eq!(
+        last.get("benchlab.requests").copied(),
+        Some(requests as f64),
+        "{last:?}"
+    );
     assert_eq!(last.get("benchlab.errors").copied(), Some(errors as f64), "{last:?}");
     let by_type = otlp_sums(&got[got.len() - 1].1, "error.type", "status");
-    assert_eq!(by_type.get("benchlab.errors.by_type").copied(), Some(errors as f64), "{by_type:?}");
+    assert_eq!(
+        by_type.get("benchlab.errors.by_type").copied(),
+        Some(errors as f64),
+        "{by_type:?}"
+    );
 }
 
 #[test]
@@ -458,7 +503,13 @@ fn the_live_view_serves_metrics() {
     let out = d.path().join("out");
     let port = free_port();
     let mut run = Command::new(common::benchlab_bin())
-        .args(["run", s(&suite(d.path(), &serve.url(""))), "--out", s(&out), "--no-preflight"])
+        .args([
+            "run",
+            s(&suite(d.path(), &serve.url(""))),
+            "--out",
+            s(&out),
+            "--no-preflight",
+        ])
         .args(["--web", &format!("127.0.0.1:{port}"), "--web-linger"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -483,7 +534,12 @@ fn the_live_view_serves_metrics() {
     let sum = |name: &str| -> u64 {
         text.lines()
             .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(r#"window="measured""#))
-            .map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<u64>().ok()).expect("a count"))
+            .map(|l| {
+                l.rsplit(' ')
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .expect("a count")
+            })
             .sum()
     };
     assert_eq!(sum("benchlab_requests_total"), requests);

@@ -23,10 +23,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub mod openmetrics;
-pub mod series;
 pub mod otlp;
 pub mod push;
 pub mod remote_write;
+pub mod series;
 
 pub use push::{PushKind, PushTarget, TargetError};
 
@@ -138,7 +138,11 @@ impl Snapshot {
 
     /// The sum of `f` over every mix's series of `window`.
     pub fn total(&self, window: Window, f: impl Fn(&Counts) -> u64) -> u64 {
-        self.counts.iter().filter(|((_, w), _)| *w == window).map(|(_, c)| f(c)).sum()
+        self.counts
+            .iter()
+            .filter(|((_, w), _)| *w == window)
+            .map(|(_, c)| f(c))
+            .sum()
     }
 }
 
@@ -285,7 +289,11 @@ impl Exporter {
 
     /// A scrape of the final figures has been answered.
     pub fn final_scrape_served(&self) {
-        let mut n = self.shared.scrapes_after_finish.lock().unwrap_or_else(|p| p.into_inner());
+        let mut n = self
+            .shared
+            .scrapes_after_finish
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         *n += 1;
         self.shared.scraped.notify_all();
     }
@@ -333,7 +341,11 @@ impl Exporter {
         }
         if let Some(wait) = scrape_wait {
             let deadline = Instant::now() + wait;
-            let mut n = self.shared.scrapes_after_finish.lock().unwrap_or_else(|p| p.into_inner());
+            let mut n = self
+                .shared
+                .scrapes_after_finish
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             while *n == 0 {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {

@@ -120,8 +120,16 @@ mod tests {
             ..MixEnd::default()
         });
         let text = e.render_openmetrics();
-        assert!(text.contains(&format!("benchlab_requests_total{{{mix},window=\"measured\"}} 301\n")), "{text}");
-        assert!(text.contains(&format!("benchlab_errors_by_type_total{{{mix},error_type=\"status\"}} 2\n")), "{text}");
+        assert!(
+            text.contains(&format!("benchlab_requests_total{{{mix},window=\"measured\"}} 301\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "benchlab_errors_by_type_total{{{mix},error_type=\"status\"}} 2\n"
+            )),
+            "{text}"
+        );
         assert!(text.contains("benchlab_mix_current 0\n"), "{text}");
     }
 }

@@ -231,7 +231,10 @@ pub fn request(s: &Snapshot, now: SystemTime) -> ExportMetricsServiceRequest {
     ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(Resource {
-                attributes: vec![kv("service.name", "benchlab"), kv("service.version", env!("CARGO_PKG_VERSION"))],
+                attributes: vec![
+                    kv("service.name", "benchlab"),
+                    kv("service.version", env!("CARGO_PKG_VERSION")),
+                ],
             }),
             scope_metrics: vec![ScopeMetrics {
                 scope: Some(InstrumentationScope {
@@ -258,7 +261,10 @@ mod tests {
         let s = sample().snapshot();
         let r = ExportMetricsServiceRequest::decode(body(&s, SystemTime::now()).as_slice()).expect("decodes");
         let metrics = &r.resource_metrics[0].scope_metrics[0].metrics;
-        let m = metrics.iter().find(|m| m.name == "benchlab.requests").expect("benchlab.requests");
+        let m = metrics
+            .iter()
+            .find(|m| m.name == "benchlab.requests")
+            .expect("benchlab.requests");
         let Some(Data::Sum(sum)) = &m.data else {
             panic!("not a sum: {m:?}")
         };
@@ -280,6 +286,12 @@ mod tests {
             panic!("not a summary: {d:?}")
         };
         assert_eq!(sm.data_points[0].count, 310);
-        assert_eq!(sm.data_points[0].quantile_values[1], ValueAtQuantile { quantile: 0.99, value: 0.009 });
+        assert_eq!(
+            sm.data_points[0].quantile_values[1],
+            ValueAtQuantile {
+                quantile: 0.99,
+                value: 0.009
+            }
+        );
     }
 }

@@ -178,7 +178,11 @@ impl PushTarget {
         }
         let text = String::from_utf8_lossy(&answer);
         let status_line = text.lines().next().unwrap_or("");
-        let code: u16 = status_line.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        let code: u16 = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
         if (200..300).contains(&code) {
             return Ok(());
         }
@@ -354,9 +358,15 @@ mod tests {
         assert_eq!(t.path, "/v1/metrics");
         assert_eq!(t.url, "http://127.0.0.1:4318/v1/metrics");
         let t = PushTarget::parse(PushKind::RemoteWrite, "http://localhost:9090/api/v1/write").expect("valid");
-        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("localhost", 9090, "/api/v1/write"));
+        assert_eq!(
+            (t.host.as_str(), t.port, t.path.as_str()),
+            ("localhost", 9090, "/api/v1/write")
+        );
         let e = PushTarget::parse(PushKind::RemoteWrite, "https://m.example/api/v1/write").unwrap_err();
-        assert!(e.0.starts_with("--prometheus-remote-write `https://m.example/api/v1/write`: only http://"), "{e}");
+        assert!(
+            e.0.starts_with("--prometheus-remote-write `https://m.example/api/v1/write`: only http://"),
+            "{e}"
+        );
         let e = PushTarget::parse(PushKind::Otlp, "http://u:s3cret@127.0.0.1:4318/").unwrap_err();
         assert!(e.0.contains("credentials") && !e.0.contains("s3cret"), "{e}");
         let e = PushTarget::parse(PushKind::Otlp, "127.0.0.1:4318").unwrap_err();
@@ -375,7 +385,9 @@ mod tests {
         let s = crate::tests::sample().snapshot();
         let line = p.finish(&s).expect("a line about the failure");
         assert!(
-            line.starts_with(&format!("--otlp http://127.0.0.1:{port}/v1/metrics: 1 of 1 pushes failed; the first: connect to")),
+            line.starts_with(&format!(
+                "--otlp http://127.0.0.1:{port}/v1/metrics: 1 of 1 pushes failed; the first: connect to"
+            )),
             "{line}"
         );
     }
@@ -390,7 +402,8 @@ mod tests {
             let _ = c.read(&mut buf);
             let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 14\r\n\r\nout of order\r\n");
         });
-        let t = PushTarget::parse(PushKind::RemoteWrite, &format!("http://127.0.0.1:{port}/api/v1/write")).expect("valid");
+        let t =
+            PushTarget::parse(PushKind::RemoteWrite, &format!("http://127.0.0.1:{port}/api/v1/write")).expect("valid");
         let e = t.post(b"x").unwrap_err();
         assert_eq!(e, "answered `HTTP/1.1 400 Bad Request`: out of order");
         server.join().expect("server");

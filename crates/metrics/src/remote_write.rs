@@ -48,7 +48,13 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("X-Prometheus-Remote-Write-Version", "0.1.0"),
 ];
 
-fn series(name: String, labels: &[(&'static str, String)], extra: Option<(&str, String)>, value: f64, ts: i64) -> TimeSeries {
+fn series(
+    name: String,
+    labels: &[(&'static str, String)],
+    extra: Option<(&str, String)>,
+    value: f64,
+    ts: i64,
+) -> TimeSeries {
     let mut l: Vec<Label> = labels
         .iter()
         .map(|(k, v)| Label {
@@ -98,7 +104,13 @@ pub fn request(s: &Snapshot, timestamp_ms: i64) -> WriteRequest {
                             timestamp_ms,
                         ));
                     }
-                    out.push(series(format!("{}_count", f.prom), &p.labels, None, *count as f64, timestamp_ms));
+                    out.push(series(
+                        format!("{}_count", f.prom),
+                        &p.labels,
+                        None,
+                        *count as f64,
+                        timestamp_ms,
+                    ));
                 }
             }
         }
@@ -136,7 +148,13 @@ mod tests {
                 .unwrap_or_else(|| panic!("no {name} {window} in {w:?}"))
         };
         let t = find("benchlab_requests_total", "measured");
-        assert_eq!(t.samples, vec![Sample { value: 300.0, timestamp: 1_700_000_000_123 }]);
+        assert_eq!(
+            t.samples,
+            vec![Sample {
+                value: 300.0,
+                timestamp: 1_700_000_000_123
+            }]
+        );
         assert_eq!(t.labels[0].name, "__name__");
         let names: Vec<&str> = t.labels.iter().map(|l| l.name.as_str()).collect();
         let mut sorted = names.clone();
@@ -144,6 +162,9 @@ mod tests {
         assert_eq!(names, sorted, "labels sorted by name");
         assert_eq!(find("benchlab_errors_total", "measured").samples[0].value, 2.0);
         assert_eq!(find("benchlab_requests_total", "ramp").samples[0].value, 10.0);
-        assert!(w.timeseries.iter().any(|t| t.labels.iter().any(|l| l.name == "quantile" && l.value == "0.99")));
+        assert!(w
+            .timeseries
+            .iter()
+            .any(|t| t.labels.iter().any(|l| l.name == "quantile" && l.value == "0.99")));
     }
 }
