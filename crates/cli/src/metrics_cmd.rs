@@ -235,7 +235,7 @@ mod tests {
             metrics_listen: Some("0.0.0.0:9464".parse().expect("addr")),
             ..MetricsArgs::default()
         };
-        let e = check(&remote).err().expect("refused");
+        let e = check(&remote).expect_err("refused");
         assert!(
             matches!(&e, CliError::Usage(m) if m.starts_with("--metrics-listen 0.0.0.0:9464: not a loopback address")),
             "{e:?}"

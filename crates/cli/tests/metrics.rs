@@ -408,8 +408,11 @@ fn otlp_sums(body: &[u8], key: &str, value: &str) -> std::collections::BTreeMap<
     out
 }
 
+/// What the receiver got: each POST's path and body.
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
 /// A tiny OTLP/HTTP receiver: every POST's path and body kept, answered 200.
-fn otlp_receiver() -> (u16, Arc<Mutex<Vec<(String, Vec<u8>)>>>) {
+fn otlp_receiver() -> (u16, Received) {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = l.local_addr().expect("addr").port();
     let got = Arc::new(Mutex::new(Vec::new()));
