@@ -767,6 +767,8 @@ fn run_once(
                 .iter()
                 .map(|k| (k.name().to_string(), result.errors.get(*k)))
                 .collect(),
+            // `benchlab http` monitors no host.
+            host_cpu: Default::default(),
         });
     }
     Ok((result, report))

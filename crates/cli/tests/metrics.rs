@@ -5,7 +5,8 @@
 //!   started on a loopback port with a temp config and storage, scraping
 //!   `benchlab run --metrics-listen` every second: after the run, its query
 //!   API's totals of requests and errors equal results.json's (a suite of
-//!   two mixes against `benchlab serve`, one class of which gets 404s);
+//!   two mixes against `benchlab serve`, one class of which gets 404s),
+//!   and `--monitor-local`'s host CPU per mix;
 //! - the same Prometheus as a remote-write receiver
 //!   (`--web.enable-remote-write-receiver`) of `--prometheus-remote-write`:
 //!   the same figures;
@@ -229,6 +230,7 @@ fn prometheus_scraping_the_run_gets_results_json_totals() {
         "--out",
         s(&out),
         "--no-preflight",
+        "--monitor-local",
         "--metrics-listen",
         &format!("127.0.0.1:{metrics_port}"),
     ]);
@@ -254,6 +256,11 @@ fn prometheus_scraping_the_run_gets_results_json_totals() {
         status as f64
     );
     assert_eq!(last(r#"benchlab_run_finished"#), 1.0);
+    // --monitor-local: this host's CPU over each of the two mixes.
+    assert_eq!(
+        prom.scalar(r#"count(last_over_time(system_cpu_utilization_ratio{role="server_and_client"}[10m]))"#),
+        2.0
+    );
     // Scraped during the run too, not only at its end.
     assert_eq!(prom.scalar("min_over_time(benchlab_run_finished[10m])"), 0.0);
 }

@@ -108,6 +108,9 @@ pub struct Snapshot {
     pub errors_by_type: BTreeMap<(MixKey, String), u64>,
     /// Requests unfinished when each mix ended (results.json `in_flight`).
     pub unfinished: BTreeMap<MixKey, u64>,
+    /// Each monitored host's CPU busy share (0–1) over each mix's window,
+    /// and its role, filled in when the mix ends.
+    pub host_cpu: BTreeMap<(MixKey, String), (String, f64)>,
     pub seconds_merged: u64,
     pub mixes_finished: u64,
     /// The run has ended: these are its final figures.
@@ -128,6 +131,7 @@ impl Snapshot {
             last: BTreeMap::new(),
             errors_by_type: BTreeMap::new(),
             unfinished: BTreeMap::new(),
+            host_cpu: BTreeMap::new(),
             seconds_merged: 0,
             mixes_finished: 0,
             finished: false,
@@ -155,11 +159,29 @@ pub struct MixEnd {
     pub connections_opened: u64,
     pub in_flight: u64,
     pub errors_by_type: BTreeMap<String, u64>,
+    /// Per monitored host: its role and its CPUs' busy share (0–1) over
+    /// the window (results.json `resources`).
+    pub host_cpu: BTreeMap<String, (String, f64)>,
 }
 
 impl MixEnd {
     pub fn of(r: &MixResult) -> MixEnd {
+        use benchlab_results::resources::HostRole;
+        let host_cpu = r
+            .resources
+            .iter()
+            .flat_map(|res| &res.hosts)
+            .filter_map(|h| {
+                let role = match h.role {
+                    HostRole::Server => "server",
+                    HostRole::ServerAndClient => "server_and_client",
+                };
+                let avg = h.average.as_ref()?;
+                Some((h.host.clone(), (role.to_string(), avg.cpu.busy() / 100.0)))
+            })
+            .collect();
         MixEnd {
+            host_cpu,
             requests: r.figures.requests,
             errors: r.figures.errors_total,
             bytes: r.figures.bytes,
@@ -268,6 +290,9 @@ impl Exporter {
         c.connections_opened = end.connections_opened;
         for (kind, n) in &end.errors_by_type {
             st.errors_by_type.insert((key.clone(), kind.clone()), *n);
+        }
+        for (host, v) in &end.host_cpu {
+            st.host_cpu.insert((key.clone(), host.clone()), v.clone());
         }
         st.unfinished.insert(key, end.in_flight);
         st.mixes_finished += 1;
@@ -459,6 +484,9 @@ mod tests {
             connections_opened: 2,
             in_flight: 4,
             errors_by_type: by_type,
+            host_cpu: [("web1".to_string(), ("server".to_string(), 0.75))]
+                .into_iter()
+                .collect(),
         });
         let s = e.snapshot();
         assert_eq!(s.current, None);
@@ -467,6 +495,10 @@ mod tests {
         assert_eq!(s.total(Window::Ramp, |c| c.requests), 10, "the ramp keeps its seconds");
         assert_eq!(s.errors_by_type[&(key.clone(), "reset".to_string())], 1);
         assert_eq!(s.unfinished[&key], 4);
+        assert_eq!(
+            s.host_cpu[&(key.clone(), "web1".to_string())],
+            ("server".to_string(), 0.75)
+        );
         // A second with no mix running (between mixes) counts nowhere.
         e.second(&second(9, true, 5, 0));
         assert_eq!(e.snapshot().total(Window::Measured, |c| c.requests), 303);

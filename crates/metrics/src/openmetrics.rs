@@ -117,6 +117,9 @@ mod tests {
             requests: 301,
             errors: 2,
             errors_by_type: [("status".to_string(), 2)].into_iter().collect(),
+            host_cpu: [("web1".to_string(), ("server".to_string(), 0.5))]
+                .into_iter()
+                .collect(),
             ..MixEnd::default()
         });
         let text = e.render_openmetrics();
@@ -131,5 +134,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("benchlab_mix_current 0\n"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "system_cpu_utilization_ratio{{{mix},host_name=\"web1\",role=\"server\"}} 0.5\n"
+            )),
+            "{text}"
+        );
     }
 }

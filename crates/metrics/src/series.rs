@@ -270,6 +270,22 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
             .collect(),
     });
     out.push(Family {
+        otel: "system.cpu.utilization",
+        prom: "system_cpu_utilization_ratio",
+        unit: "ratio",
+        otel_unit: "1",
+        help: "Busy share of a monitored host's CPUs (0 to 1) over each mix's measured window, from the monitors, set when the mix ends",
+        kind: Type::Gauge,
+        points: s
+            .host_cpu
+            .iter()
+            .map(|((k, host), (role, busy))| Point {
+                labels: with(with(mix_labels(kind, k), "host.name", host), "role", role),
+                value: Value::Number(*busy),
+            })
+            .collect(),
+    });
+    out.push(Family {
         otel: "benchlab.seconds.merged",
         prom: "benchlab_seconds_merged",
         unit: "",
