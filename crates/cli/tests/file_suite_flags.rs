@@ -45,6 +45,11 @@ const APPLIES: &[&str] = &[
     "clients-per-agent",
     "agent-timeout",
     "abort-on-lost-agent",
+    // Live metrics: operations labelled kind="file" (tests/metrics.rs).
+    "metrics-listen",
+    "metrics-allow-remote",
+    "prometheus-remote-write",
+    "otlp",
 ];
 
 const LOADFILE: &str = "Mkdir \"\\clients\" NT_STATUS_OK\n\

@@ -507,6 +507,52 @@ fn otlp_pushed_by_http_decodes_to_the_json_totals() {
 }
 
 #[test]
+fn a_file_suite_pushes_operations_labelled_as_such() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(
+        d.path().join("load.txt"),
+        "Mkdir \"\\clients\" NT_STATUS_OK\nNTCreateX \"\\clients\\client1\\a.txt\" 0x40 0x2 1 NT_STATUS_OK\n\
+         WriteX 1 0 100 100 NT_STATUS_OK\nClose 1 NT_STATUS_OK\nUnlink \"\\clients\\client1\\a.txt\" 0x6 \
+         NT_STATUS_OK\n",
+    )
+    .expect("write the loadfile");
+    let suite = d.path().join("files.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"files\"\ntarget = \"file://{}\"\n[workloads.lf]\nloadfile = \"load.txt\"\n[defaults]\n\
+             ramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"2s\"\n[[mix]]\nclients = 1\n",
+            root.display()
+        ),
+    )
+    .expect("write the suite");
+    let (port, got) = otlp_receiver();
+    let out = d.path().join("out");
+    let o = run_benchlab(&[
+        "run",
+        s(&suite),
+        "--out",
+        s(&out),
+        "--otlp",
+        &format!("http://127.0.0.1:{port}/v1/metrics"),
+    ]);
+    assert_ran("benchlab run (file suite) --otlp", &o);
+    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    let r: Value = serde_json::from_str(&text).expect("JSON");
+    let operations = common::u(&r["mixes"][0], "/requests");
+    assert!(operations > 0, "{text}");
+    let got = got.lock().expect("lock").clone();
+    let body = &got.last().expect("at least the final push").1;
+    let file = otlp_sums(body, "kind", "file");
+    let measured = otlp_sums(body, "window", "measured");
+    assert_eq!(measured.get("benchlab.requests").copied(), Some(operations as f64), "{measured:?}");
+    assert_eq!(file.get("benchlab.requests").copied(), Some(operations as f64), "every series says kind=file");
+    assert!(otlp_sums(body, "kind", "http").is_empty(), "no series says http");
+}
+
+#[test]
 fn the_live_view_serves_metrics() {
     let d = tempfile::tempdir().expect("tempdir");
     let serve = Serve::start(&docroot(d.path()), &["--workers", "1"]);
