@@ -547,8 +547,16 @@ fn a_file_suite_pushes_operations_labelled_as_such() {
     let body = &got.last().expect("at least the final push").1;
     let file = otlp_sums(body, "kind", "file");
     let measured = otlp_sums(body, "window", "measured");
-    assert_eq!(measured.get("benchlab.requests").copied(), Some(operations as f64), "{measured:?}");
-    assert_eq!(file.get("benchlab.requests").copied(), Some(operations as f64), "every series says kind=file");
+    assert_eq!(
+        measured.get("benchlab.requests").copied(),
+        Some(operations as f64),
+        "{measured:?}"
+    );
+    assert_eq!(
+        file.get("benchlab.requests").copied(),
+        Some(operations as f64),
+        "every series says kind=file"
+    );
     assert!(otlp_sums(body, "kind", "http").is_empty(), "no series says http");
 }
 

@@ -10,7 +10,7 @@
 //! `cargo run --release -p benchlab-metrics --example export_cost [MIXES [RATE]]`
 //! (defaults 20 mixes, 20,000 requests/s).
 
-use benchlab_metrics::{remote_write, otlp, Exporter, Kind, MixEnd};
+use benchlab_metrics::{otlp, remote_write, Exporter, Kind, MixEnd};
 use benchlab_results::SecondResult;
 use std::hint::black_box;
 use std::time::{Instant, SystemTime};
@@ -56,8 +56,12 @@ fn main() {
             bytes: 125_000_000,
             connections_opened: 60,
             in_flight: 8,
-            errors_by_type: [("status".to_string(), 70), ("reset".to_string(), 5)].into_iter().collect(),
-            host_cpu: [("web1".to_string(), ("server".to_string(), 0.8))].into_iter().collect(),
+            errors_by_type: [("status".to_string(), 70), ("reset".to_string(), 5)]
+                .into_iter()
+                .collect(),
+            host_cpu: [("web1".to_string(), ("server".to_string(), 0.8))]
+                .into_iter()
+                .collect(),
         });
     }
     e.mix_started(mixes + 1, 1, "static");
@@ -73,7 +77,10 @@ fn main() {
     let ot = time(rounds, || {
         black_box(otlp::body(&snap, SystemTime::now()));
     });
-    println!("state: {mixes} finished mixes and one running ({} bytes of OpenMetrics text)", e.render_openmetrics().len());
+    println!(
+        "state: {mixes} finished mixes and one running ({} bytes of OpenMetrics text)",
+        e.render_openmetrics().len()
+    );
     println!("a merged second's update     {update:9.2} µs (once a second)");
     println!("an OpenMetrics render        {scrape:9.2} µs (a scrape)");
     println!("a remote-write body          {rw:9.2} µs (protobuf + snappy)");
