@@ -140,6 +140,20 @@ pub fn start(a: &MetricsArgs, suite: &str, kind: Kind, web: bool) -> Result<Opti
     Ok(Some(Metrics { exporter, listen }))
 }
 
+/// Every scrape and push carries the monitored hosts' latest second (the
+/// run's monitors: --monitor-local, --node-exporter, remote monitors).
+pub fn watch_hosts(exporter: &Exporter, monitors: &[std::sync::Arc<dyn benchlab_monitor::MonitorSource>]) {
+    if monitors.is_empty() {
+        return;
+    }
+    let sources = monitors.to_vec();
+    exporter.watch_hosts(std::sync::Arc::new(move || {
+        let now = std::time::SystemTime::now();
+        let from = now - Duration::from_secs(3);
+        sources.iter().filter_map(|s| s.window(from, now).pop()).collect()
+    }));
+}
+
 fn header(name: &str, value: &str) -> tiny_http::Header {
     // Both are ASCII constants of this crate.
     tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("an ASCII header")

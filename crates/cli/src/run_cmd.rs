@@ -908,6 +908,9 @@ fn execute_prepared(
         benchlab_metrics::Kind::Http
     };
     let metrics = crate::metrics_cmd::start(metrics_args, &suite.name, kind, web.web.is_some())?;
+    if let Some(m) = &metrics {
+        crate::metrics_cmd::watch_hosts(&m.exporter, &opts.monitors);
+    }
     let live = crate::live::start(
         web,
         &suite.name,

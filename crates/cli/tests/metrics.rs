@@ -6,7 +6,7 @@
 //!   `benchlab run --metrics-listen` every second: after the run, its query
 //!   API's totals of requests and errors equal results.json's (a suite of
 //!   two mixes against `benchlab serve`, one class of which gets 404s),
-//!   and `--monitor-local`'s host CPU per mix;
+//!   and `--monitor-local`'s host CPU per mix and live;
 //! - the same Prometheus as a remote-write receiver
 //!   (`--web.enable-remote-write-receiver`) of `--prometheus-remote-write`:
 //!   the same figures;
@@ -256,10 +256,15 @@ fn prometheus_scraping_the_run_gets_results_json_totals() {
         status as f64
     );
     assert_eq!(last(r#"benchlab_run_finished"#), 1.0);
-    // --monitor-local: this host's CPU over each of the two mixes.
+    // --monitor-local: this host's CPU over each of the two mixes, and
+    // second by second.
     assert_eq!(
-        prom.scalar(r#"count(last_over_time(system_cpu_utilization_ratio{role="server_and_client"}[10m]))"#),
+        prom.scalar(r#"count(last_over_time(benchlab_mix_host_cpu_utilization_ratio{role="server_and_client"}[10m]))"#),
         2.0
+    );
+    assert_eq!(
+        prom.scalar("count(last_over_time(system_cpu_utilization_ratio[10m]))"),
+        1.0
     );
     // Scraped during the run too, not only at its end.
     assert_eq!(prom.scalar("min_over_time(benchlab_run_finished[10m])"), 0.0);

@@ -16,6 +16,7 @@
 //! receiver makes seconds skipped (counted), never a stalled run, and since
 //! every series is cumulative a skipped push loses resolution, not totals.
 
+use benchlab_results::resources::HostSample;
 use benchlab_results::{MixResult, SecondResult};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -119,6 +120,9 @@ pub struct Snapshot {
     pub push_failures: BTreeMap<&'static str, u64>,
     /// When the exporter started (the start of every cumulative series).
     pub start: SystemTime,
+    /// The monitored hosts' latest second (`--monitor-local`,
+    /// `--node-exporter`, remote monitors), read at each scrape or push.
+    pub hosts_now: Vec<HostSample>,
 }
 
 impl Snapshot {
@@ -137,6 +141,7 @@ impl Snapshot {
             finished: false,
             push_failures: BTreeMap::new(),
             start: SystemTime::now(),
+            hosts_now: Vec::new(),
         }
     }
 
@@ -192,8 +197,13 @@ impl MixEnd {
     }
 }
 
+/// What gives the monitored hosts' latest samples (the CLI wraps the run's
+/// monitor sources; this crate does not depend on the monitors).
+pub type HostFeed = Arc<dyn Fn() -> Vec<HostSample> + Send + Sync>;
+
 struct Shared {
     state: Mutex<Snapshot>,
+    hosts: Mutex<Option<HostFeed>>,
     /// Scrapes served since the run ended (`finish` waits for one).
     scrapes_after_finish: Mutex<u64>,
     scraped: Condvar,
@@ -218,6 +228,7 @@ impl Exporter {
         Exporter {
             shared: Arc::new(Shared {
                 state: Mutex::new(Snapshot::new(suite, kind)),
+                hosts: Mutex::new(None),
                 scrapes_after_finish: Mutex::new(0),
                 scraped: Condvar::new(),
                 pushers: Mutex::new(Vec::new()),
@@ -231,9 +242,19 @@ impl Exporter {
         self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A copy of the state now.
+    /// A copy of the state now, with the monitored hosts' latest second.
     pub fn snapshot(&self) -> Snapshot {
-        self.lock().clone()
+        // Read outside the state's lock: the feed takes the monitors' own.
+        let feed = self.shared.hosts.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let hosts = feed.map(|f| f()).unwrap_or_default();
+        let mut s = self.lock().clone();
+        s.hosts_now = hosts;
+        s
+    }
+
+    /// From now on every scrape and push carries the hosts `feed` gives.
+    pub fn watch_hosts(&self, feed: HostFeed) {
+        *self.shared.hosts.lock().unwrap_or_else(|p| p.into_inner()) = Some(feed);
     }
 
     /// A mix (or one run of it under `--repeat`) starts.

@@ -136,9 +136,50 @@ mod tests {
         assert!(text.contains("benchlab_mix_current 0\n"), "{text}");
         assert!(
             text.contains(&format!(
-                "system_cpu_utilization_ratio{{{mix},host_name=\"web1\",role=\"server\"}} 0.5\n"
+                "benchlab_mix_host_cpu_utilization_ratio{{{mix},host_name=\"web1\",role=\"server\"}} 0.5\n"
             )),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_monitored_hosts_latest_second_is_read_at_each_scrape() {
+        use benchlab_results::resources::{CpuShares, HostSample, MemorySample, NicSample};
+        let e = sample();
+        assert!(!e.render_openmetrics().contains("system_cpu_utilization_ratio{"));
+        e.watch_hosts(std::sync::Arc::new(|| {
+            vec![HostSample {
+                host: "web1".into(),
+                cpu: CpuShares {
+                    user: 30.0,
+                    system: 15.0,
+                    iowait: 5.0,
+                    idle: 50.0,
+                    ..CpuShares::default()
+                },
+                memory: MemorySample {
+                    total_bytes: 8_000,
+                    used_bytes: 3_000,
+                    page_cache_bytes: 1_000,
+                },
+                nics: vec![NicSample {
+                    name: "eth0".into(),
+                    rx_bytes_per_sec: 1_500.0,
+                    tx_bytes_per_sec: 90_000.0,
+                    ..NicSample::default()
+                }],
+                run_queue: 3.0,
+                ..HostSample::default()
+            }]
+        }));
+        let text = e.render_openmetrics();
+        for line in [
+            "system_cpu_utilization_ratio{host_name=\"web1\"} 0.45",
+            "system_memory_usage_bytes{host_name=\"web1\",system_memory_state=\"used\"} 3000",
+            "benchlab_host_network_rate_bytes_per_second{host_name=\"web1\",network_interface_name=\"eth0\",network_io_direction=\"transmit\"} 90000",
+            "benchlab_host_run_queue{host_name=\"web1\"} 3",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no line `{line}` in:\n{text}");
+        }
     }
 }

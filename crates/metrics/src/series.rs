@@ -270,8 +270,8 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
             .collect(),
     });
     out.push(Family {
-        otel: "system.cpu.utilization",
-        prom: "system_cpu_utilization_ratio",
+        otel: "benchlab.mix.host.cpu.utilization",
+        prom: "benchlab_mix_host_cpu_utilization_ratio",
         unit: "ratio",
         otel_unit: "1",
         help: "Busy share of a monitored host's CPUs (0 to 1) over each mix's measured window, from the monitors, set when the mix ends",
@@ -285,6 +285,91 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
             })
             .collect(),
     });
+    let host = |h: &benchlab_results::resources::HostSample| vec![("host.name", h.host.clone())];
+    let gauge = |otel, prom, unit, otel_unit, help, points: Vec<Point>| Family {
+        otel,
+        prom,
+        unit,
+        otel_unit,
+        help,
+        kind: Type::Gauge,
+        points,
+    };
+    out.push(gauge(
+        "system.cpu.utilization",
+        "system_cpu_utilization_ratio",
+        "ratio",
+        "1",
+        "Busy share of a monitored host's CPUs (0 to 1) in its latest second",
+        s.hosts_now
+            .iter()
+            .map(|h| Point {
+                labels: host(h),
+                value: Value::Number(h.cpu.busy() / 100.0),
+            })
+            .collect(),
+    ));
+    out.push(gauge(
+        "system.memory.usage",
+        "system_memory_usage_bytes",
+        "bytes",
+        "By",
+        "Memory a monitored host's processes and kernel hold (state used) and its page cache (state cached), latest second",
+        s.hosts_now
+            .iter()
+            .flat_map(|h| {
+                [
+                    Point {
+                        labels: with(host(h), "system.memory.state", "used"),
+                        value: Value::Number(h.memory.used_bytes as f64),
+                    },
+                    Point {
+                        labels: with(host(h), "system.memory.state", "cached"),
+                        value: Value::Number(h.memory.page_cache_bytes as f64),
+                    },
+                ]
+            })
+            .collect(),
+    ));
+    out.push(gauge(
+        "benchlab.host.network.rate",
+        "benchlab_host_network_rate_bytes_per_second",
+        "bytes_per_second",
+        "By/s",
+        "Bytes a second through a monitored host's network interfaces, by direction, latest second",
+        s.hosts_now
+            .iter()
+            .flat_map(|h| {
+                h.nics.iter().flat_map(move |n| {
+                    let l = with(host(h), "network.interface.name", &n.name);
+                    [
+                        Point {
+                            labels: with(l.clone(), "network.io.direction", "receive"),
+                            value: Value::Number(n.rx_bytes_per_sec),
+                        },
+                        Point {
+                            labels: with(l, "network.io.direction", "transmit"),
+                            value: Value::Number(n.tx_bytes_per_sec),
+                        },
+                    ]
+                })
+            })
+            .collect(),
+    ));
+    out.push(gauge(
+        "benchlab.host.run_queue",
+        "benchlab_host_run_queue",
+        "",
+        "{thread}",
+        "Runnable tasks on a monitored host at the end of its latest second",
+        s.hosts_now
+            .iter()
+            .map(|h| Point {
+                labels: host(h),
+                value: Value::Number(h.run_queue),
+            })
+            .collect(),
+    ));
     out.push(Family {
         otel: "benchlab.seconds.merged",
         prom: "benchlab_seconds_merged",
