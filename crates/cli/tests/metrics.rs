@@ -199,14 +199,45 @@ fn docroot(dir: &Path) -> std::path::PathBuf {
     www
 }
 
-/// results.json's totals over every mix: (requests, errors, status errors).
-fn totals(out: &Path) -> (u64, u64, u64) {
+/// What results.json counts, over every mix.
+struct Totals {
+    requests: u64,
+    errors: u64,
+    status: u64,
+    /// The sums of the per-second series (every second, ramps included).
+    seconds_requests: u64,
+    seconds_errors: u64,
+}
+
+fn totals_of(mixes: &[Value]) -> Totals {
+    let sum = |p: &str| mixes.iter().map(|m| common::u(m, p)).sum::<u64>();
+    let seconds = |f: &str| -> u64 {
+        mixes
+            .iter()
+            .flat_map(|m| m["per_second"].as_array().expect("per_second").iter())
+            .map(|s| common::u(s, f))
+            .sum()
+    };
+    Totals {
+        requests: sum("/requests"),
+        errors: sum("/errors_total"),
+        // A file suite's errors are NT statuses: no `status` kind.
+        status: mixes
+            .iter()
+            .map(|m| m.pointer("/errors/status").and_then(Value::as_u64).unwrap_or(0))
+            .sum(),
+        seconds_requests: seconds("/requests"),
+        seconds_errors: seconds("/errors"),
+    }
+}
+
+/// results.json's two mixes, summed.
+fn totals(out: &Path) -> Totals {
     let text = std::fs::read_to_string(out.join("results.json")).expect("results.json");
     let r: Value = serde_json::from_str(&text).expect("JSON");
     let mixes = r["mixes"].as_array().expect("mixes");
     assert_eq!(mixes.len(), 2, "two mixes");
-    let sum = |p: &str| mixes.iter().map(|m| common::u(m, p)).sum::<u64>();
-    (sum("/requests"), sum("/errors_total"), sum("/errors/status"))
+    totals_of(mixes)
 }
 
 fn assert_ran(what: &str, o: &std::process::Output) {
@@ -240,20 +271,26 @@ fn prometheus_scraping_the_run_gets_results_json_totals() {
         !stderr.contains("no scrape"),
         "the final figures were scraped: {stderr}"
     );
-    let (requests, errors, status) = totals(&out);
-    assert!(requests > 0 && errors > 0, "both kinds of outcome: {requests} {errors}");
+    let t = totals(&out);
+    assert!(t.requests > 0 && t.errors > 0, "both kinds of outcome");
     let last = |m: &str| prom.scalar(&format!("sum(last_over_time({m}[10m]))"));
     assert_eq!(
-        last(r#"benchlab_requests_total{job="benchlab",window="measured"}"#),
-        requests as f64
+        last(r#"benchlab_result_requests_total{job="benchlab"}"#),
+        t.requests as f64
+    );
+    assert_eq!(last(r#"benchlab_result_errors_total{job="benchlab"}"#), t.errors as f64);
+    assert_eq!(
+        last(r#"benchlab_result_errors_by_type_total{error_type="status"}"#),
+        t.status as f64
+    );
+    // The live counters: every merged second, as results.json's series.
+    assert_eq!(
+        last(r#"benchlab_requests_total{job="benchlab"}"#),
+        t.seconds_requests as f64
     );
     assert_eq!(
-        last(r#"benchlab_errors_total{job="benchlab",window="measured"}"#),
-        errors as f64
-    );
-    assert_eq!(
-        last(r#"benchlab_errors_by_type_total{error_type="status"}"#),
-        status as f64
+        last(r#"benchlab_errors_total{job="benchlab"}"#),
+        t.seconds_errors as f64
     );
     assert_eq!(last(r#"benchlab_run_finished"#), 1.0);
     // --monitor-local: this host's CPU over each of the two mixes, and
@@ -295,14 +332,16 @@ fn prometheus_receiving_remote_write_gets_results_json_totals() {
         "{stderr}\nprometheus log:\n{}",
         prom.log()
     );
-    let (requests, errors, status) = totals(&out);
+    let t = totals(&out);
     let last = |m: &str| prom.scalar(&format!("sum(last_over_time({m}[10m]))"));
-    assert_eq!(last(r#"benchlab_requests_total{window="measured"}"#), requests as f64);
-    assert_eq!(last(r#"benchlab_errors_total{window="measured"}"#), errors as f64);
+    assert_eq!(last("benchlab_result_requests_total"), t.requests as f64);
+    assert_eq!(last("benchlab_result_errors_total"), t.errors as f64);
     assert_eq!(
-        last(r#"benchlab_errors_by_type_total{error_type="status"}"#),
-        status as f64
+        last(r#"benchlab_result_errors_by_type_total{error_type="status"}"#),
+        t.status as f64
     );
+    assert_eq!(last("benchlab_requests_total"), t.seconds_requests as f64);
+    assert_eq!(last("benchlab_errors_total"), t.seconds_errors as f64);
     // Pushed during the run too, not only at its end.
     assert_eq!(prom.scalar("min_over_time(benchlab_run_finished[10m])"), 0.0);
 }
@@ -487,8 +526,8 @@ fn otlp_pushed_by_http_decodes_to_the_json_totals() {
     ]);
     assert_ran("benchlab http --otlp", &o);
     let mix = common::http_mix(&o.stdout);
-    let (requests, errors) = (common::u(&mix, "/requests"), common::u(&mix, "/errors_total"));
-    assert!(requests > 0 && errors > 0, "{requests} {errors}");
+    let t = totals_of(std::slice::from_ref(&mix));
+    assert!(t.requests > 0 && t.errors > 0, "both kinds of outcome");
     let got = got.lock().expect("lock").clone();
     assert!(
         got.len() >= 2,
@@ -496,17 +535,33 @@ fn otlp_pushed_by_http_decodes_to_the_json_totals() {
         got.len()
     );
     assert!(got.iter().all(|(p, _)| p == "/v1/metrics"), "OTLP/HTTP's path");
-    let last = otlp_sums(&got[got.len() - 1].1, "window", "measured");
+    let body = &got[got.len() - 1].1;
+    let all = otlp_sums(body, "kind", "http");
     assert_eq!(
-        last.get("benchlab.requests").copied(),
-        Some(requests as f64),
-        "{last:?}"
+        all.get("benchlab.result.requests").copied(),
+        Some(t.requests as f64),
+        "{all:?}"
     );
-    assert_eq!(last.get("benchlab.errors").copied(), Some(errors as f64), "{last:?}");
-    let by_type = otlp_sums(&got[got.len() - 1].1, "error.type", "status");
     assert_eq!(
-        by_type.get("benchlab.errors.by_type").copied(),
-        Some(errors as f64),
+        all.get("benchlab.result.errors").copied(),
+        Some(t.errors as f64),
+        "{all:?}"
+    );
+    // The live counters: every merged second, as the JSON's series.
+    assert_eq!(
+        all.get("benchlab.requests").copied(),
+        Some(t.seconds_requests as f64),
+        "{all:?}"
+    );
+    assert_eq!(
+        all.get("benchlab.errors").copied(),
+        Some(t.seconds_errors as f64),
+        "{all:?}"
+    );
+    let by_type = otlp_sums(body, "error.type", "status");
+    assert_eq!(
+        by_type.get("benchlab.result.errors.by_type").copied(),
+        Some(t.status as f64),
         "{by_type:?}"
     );
 }
@@ -546,21 +601,21 @@ fn a_file_suite_pushes_operations_labelled_as_such() {
     assert_ran("benchlab run (file suite) --otlp", &o);
     let text = std::fs::read_to_string(out.join("results.json")).expect("results.json");
     let r: Value = serde_json::from_str(&text).expect("JSON");
-    let operations = common::u(&r["mixes"][0], "/requests");
-    assert!(operations > 0, "{text}");
+    let t = totals_of(r["mixes"].as_array().expect("mixes"));
+    assert!(t.requests > 0, "{text}");
     let got = got.lock().expect("lock").clone();
     let body = &got.last().expect("at least the final push").1;
+    // Every series says kind=file, with results.json's operations.
     let file = otlp_sums(body, "kind", "file");
-    let measured = otlp_sums(body, "window", "measured");
     assert_eq!(
-        measured.get("benchlab.requests").copied(),
-        Some(operations as f64),
-        "{measured:?}"
+        file.get("benchlab.result.requests").copied(),
+        Some(t.requests as f64),
+        "{file:?}"
     );
     assert_eq!(
         file.get("benchlab.requests").copied(),
-        Some(operations as f64),
-        "every series says kind=file"
+        Some(t.seconds_requests as f64),
+        "{file:?}"
     );
     assert!(otlp_sums(body, "kind", "http").is_empty(), "no series says http");
 }
@@ -599,10 +654,10 @@ fn the_live_view_serves_metrics() {
     };
     let _ = Command::new("kill").args(["-INT", &run.id().to_string()]).status();
     let _ = run.wait();
-    let (requests, errors, _) = totals(&out);
+    let t = totals(&out);
     let sum = |name: &str| -> u64 {
         text.lines()
-            .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(r#"window="measured""#))
+            .filter(|l| l.starts_with(&format!("{name}{{")))
             .map(|l| {
                 l.rsplit(' ')
                     .next()
@@ -611,8 +666,10 @@ fn the_live_view_serves_metrics() {
             })
             .sum()
     };
-    assert_eq!(sum("benchlab_requests_total"), requests);
-    assert_eq!(sum("benchlab_errors_total"), errors);
+    assert_eq!(sum("benchlab_result_requests_total"), t.requests);
+    assert_eq!(sum("benchlab_result_errors_total"), t.errors);
+    assert_eq!(sum("benchlab_requests_total"), t.seconds_requests);
+    assert_eq!(sum("benchlab_errors_total"), t.seconds_errors);
     assert!(text.ends_with("# EOF\n"));
 }
 

@@ -103,6 +103,9 @@ pub struct Snapshot {
     /// The mix now running (none between mixes and after the run).
     pub current: Option<MixKey>,
     pub counts: BTreeMap<(MixKey, Window), Counts>,
+    /// Each finished mix's figures as results.json has them (its measured
+    /// window's totals; no CPU).
+    pub results: BTreeMap<MixKey, Counts>,
     pub last: BTreeMap<MixKey, Last>,
     /// Failed requests by `error.type` (docs/counting.md's kinds), each
     /// mix's measured window, filled in when the mix ends.
@@ -132,6 +135,7 @@ impl Snapshot {
             kind,
             current: None,
             counts: BTreeMap::new(),
+            results: BTreeMap::new(),
             last: BTreeMap::new(),
             errors_by_type: BTreeMap::new(),
             unfinished: BTreeMap::new(),
@@ -293,22 +297,26 @@ impl Exporter {
     }
 
     /// The current mix ended with these final figures. Its measured-window
-    /// counters become results.json's figures: the merged seconds miss the
-    /// requests completed after the window's last whole second was handed
-    /// over (a few), which the mix's totals count. Only a client lost
-    /// mid-mix, whose seconds were merged but whose figures results.json
-    /// keeps apart, makes a figure lower than the seconds' sum: then the
-    /// counter goes down (a counter reset, docs/metrics.md).
+    /// figures as results.json has them go to the `benchlab_result_*`
+    /// counters, set once (from 0): the live counters stay the sums of the
+    /// merged seconds, which differ from the window's totals by a few
+    /// requests either way (the engine cuts the two apart), and a counter
+    /// must never go down.
     pub fn mix_finished(&self, end: &MixEnd) {
         let mut st = self.lock();
         let Some(key) = st.current.take() else {
             return;
         };
-        let c = st.counts.entry((key.clone(), Window::Measured)).or_default();
-        c.requests = end.requests;
-        c.errors = end.errors;
-        c.bytes = end.bytes;
-        c.connections_opened = end.connections_opened;
+        st.results.insert(
+            key.clone(),
+            Counts {
+                requests: end.requests,
+                errors: end.errors,
+                bytes: end.bytes,
+                connections_opened: end.connections_opened,
+                ..Counts::default()
+            },
+        );
         for (kind, n) in &end.errors_by_type {
             st.errors_by_type.insert((key.clone(), kind.clone()), *n);
         }
@@ -486,7 +494,7 @@ mod tests {
     }
 
     #[test]
-    fn seconds_add_up_by_window_and_the_end_sets_the_measured_figures() {
+    fn seconds_add_up_by_window_and_the_end_sets_the_result_figures() {
         let e = sample();
         let s = e.snapshot();
         assert_eq!(s.total(Window::Ramp, |c| c.requests), 10);
@@ -511,9 +519,11 @@ mod tests {
         });
         let s = e.snapshot();
         assert_eq!(s.current, None);
-        assert_eq!(s.total(Window::Measured, |c| c.requests), 303);
-        assert_eq!(s.total(Window::Measured, |c| c.errors), 3);
-        assert_eq!(s.total(Window::Ramp, |c| c.requests), 10, "the ramp keeps its seconds");
+        assert_eq!(s.results[&key].requests, 303);
+        assert_eq!(s.results[&key].errors, 3);
+        // The live counters keep the seconds' sums: they never go down.
+        assert_eq!(s.total(Window::Measured, |c| c.requests), 300);
+        assert_eq!(s.total(Window::Ramp, |c| c.requests), 10);
         assert_eq!(s.errors_by_type[&(key.clone(), "reset".to_string())], 1);
         assert_eq!(s.unfinished[&key], 4);
         assert_eq!(
@@ -522,7 +532,7 @@ mod tests {
         );
         // A second with no mix running (between mixes) counts nowhere.
         e.second(&second(9, true, 5, 0));
-        assert_eq!(e.snapshot().total(Window::Measured, |c| c.requests), 303);
+        assert_eq!(e.snapshot().total(Window::Measured, |c| c.requests), 300);
     }
 
     #[test]
@@ -533,7 +543,7 @@ mod tests {
             // Scrapes until one has seen the run finished.
             loop {
                 let (text, finished) = scraper.render_scrape();
-                assert_eq!(finished, text.contains("benchlab_run_finished 1"));
+                assert_eq!(finished, text.contains("\nbenchlab_run_finished 1\n"));
                 if finished {
                     scraper.final_scrape_served();
                     return;

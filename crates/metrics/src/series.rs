@@ -83,6 +83,22 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
             })
             .collect(),
     };
+    let result = |otel, prom, unit, otel_unit, help, f: &dyn Fn(&crate::Counts) -> f64| Family {
+        otel,
+        prom,
+        unit,
+        otel_unit,
+        help,
+        kind: Type::Counter,
+        points: s
+            .results
+            .iter()
+            .map(|(k, c)| Point {
+                labels: mix_labels(kind, k),
+                value: Value::Number(f(c)),
+            })
+            .collect(),
+    };
     let mut out = vec![
         Family {
             otel: "benchlab.run.info",
@@ -105,7 +121,7 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
             prom: "benchlab_run_finished",
             unit: "",
             otel_unit: "1",
-            help: "1 once the run has ended: every series holds its final figure",
+            help: "Whether the run has ended (1: every series holds its final figure)",
             kind: Type::Gauge,
             points: vec![Point {
                 labels: Vec::new(),
@@ -129,7 +145,7 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
             "benchlab_requests",
             "",
             "{request}",
-            "Successful requests (kind file: operations); window measured equals results.json's requests once the mix has ended",
+            "Successful requests (kind file: operations), second by second: the sum of results.json's per_second",
             &|c| c.requests as f64,
         ),
         counter(
@@ -137,12 +153,44 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
             "benchlab_errors",
             "",
             "{request}",
-            "Failed requests (kind file: operations); window measured equals results.json's errors_total once the mix has ended",
+            "Failed requests (kind file: operations), second by second: the sum of results.json's per_second",
             &|c| c.errors as f64,
         ),
+        result(
+            "benchlab.result.requests",
+            "benchlab_result_requests",
+            "",
+            "{request}",
+            "A finished mix's successful requests as results.json counts them (its measured window), set when the mix ends",
+            &|c| c.requests as f64,
+        ),
+        result(
+            "benchlab.result.errors",
+            "benchlab_result_errors",
+            "",
+            "{request}",
+            "A finished mix's failed requests as results.json counts them (errors_total), set when the mix ends",
+            &|c| c.errors as f64,
+        ),
+        result(
+            "benchlab.result.received",
+            "benchlab_result_received_bytes",
+            "bytes",
+            "By",
+            "A finished mix's bytes of successful requests as results.json counts them, set when the mix ends",
+            &|c| c.bytes as f64,
+        ),
+        result(
+            "benchlab.result.connections.opened",
+            "benchlab_result_connections_opened",
+            "",
+            "{connection}",
+            "A finished mix's connections established as results.json counts them, set when the mix ends",
+            &|c| c.connections_opened as f64,
+        ),
         Family {
-            otel: "benchlab.errors.by_type",
-            prom: "benchlab_errors_by_type",
+            otel: "benchlab.result.errors.by_type",
+            prom: "benchlab_result_errors_by_type",
             unit: "",
             otel_unit: "{request}",
             help: "Failed requests of each mix's measured window by error.type (docs/counting.md), set when the mix ends",
