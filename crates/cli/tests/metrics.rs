@@ -13,6 +13,9 @@
 //! - OTLP (`benchlab http --otlp`) received by a tiny HTTP server in this
 //!   test and decoded by a protobuf reader written here (not the
 //!   exporter's prost types): the totals equal `--json`'s;
+//! - with two agents (`run --agents 2` on loopback), the controller pushes
+//!   the merged view: the same totals;
+//! - a file suite's operations are labelled `kind="file"`;
 //! - `--web`'s server answers `/metrics` (it answered 404);
 //! - a listen address that is not loopback, and an https:// push URL, are
 //!   refused by name before any load (exit 2).
@@ -618,6 +621,101 @@ fn a_file_suite_pushes_operations_labelled_as_such() {
         "{file:?}"
     );
     assert!(otlp_sums(body, "kind", "http").is_empty(), "no series says http");
+}
+
+#[test]
+fn with_agents_the_controller_exports_the_merged_view() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(&docroot(d.path()), &["--workers", "1"]);
+    let certs = d.path().join("certs");
+    common::assert_success(
+        "lab certs",
+        &run_benchlab(&["lab", "certs", "--out", s(&certs), "--agents", "2"]),
+    );
+    let (otlp_port, got) = otlp_receiver();
+    let port = free_port();
+    let out = d.path().join("out");
+    let suite = suite(d.path(), &serve.url(""));
+    let controller = Command::new(common::benchlab_bin())
+        .args([
+            "run",
+            s(&suite),
+            "--agents",
+            "2",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--tls-dir", s(&certs), "--out", s(&out), "--no-preflight"])
+        .args(["--otlp", &format!("http://127.0.0.1:{otlp_port}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the controller");
+    // Killed if the test fails before they end.
+    let agents: Vec<Running> = (0..2)
+        .map(|i| {
+            Running(
+                Command::new(common::benchlab_bin())
+                    .args([
+                        "agent",
+                        "--controller",
+                        &format!("127.0.0.1:{port}"),
+                        "--index",
+                        &i.to_string(),
+                    ])
+                    .arg("--cert")
+                    .arg(certs.join(format!("agent-{i}.pem")))
+                    .arg("--key")
+                    .arg(certs.join(format!("agent-{i}.key")))
+                    .arg("--ca")
+                    .arg(certs.join("ca.pem"))
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start an agent"),
+            )
+        })
+        .collect();
+    let o = controller.wait_with_output().expect("the controller");
+    drop(agents);
+    assert_ran("benchlab run --agents 2 --otlp", &o);
+    let t = totals(&out);
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).expect("results.json")).expect("JSON");
+    assert_eq!(
+        r["environment"]["agents"].as_array().map(Vec::len),
+        Some(2),
+        "ran on agents"
+    );
+    let got = got.lock().expect("lock").clone();
+    let all = otlp_sums(&got.last().expect("the final push").1, "kind", "http");
+    assert_eq!(
+        all.get("benchlab.result.requests").copied(),
+        Some(t.requests as f64),
+        "{all:?}"
+    );
+    assert_eq!(
+        all.get("benchlab.result.errors").copied(),
+        Some(t.errors as f64),
+        "{all:?}"
+    );
+    assert_eq!(
+        all.get("benchlab.requests").copied(),
+        Some(t.seconds_requests as f64),
+        "{all:?}"
+    );
+}
+
+/// A process stopped when dropped (also when a test fails).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
