@@ -73,9 +73,11 @@ impl PushTarget {
     pub fn parse(kind: PushKind, s: &str) -> Result<PushTarget, TargetError> {
         let flag = kind.flag();
         let u = url::Url::parse(s).map_err(|e| {
+            // Quoted up to its query or credentials, which may hold a token.
+            let shown = s.split(['?', '@']).next().unwrap_or("");
             TargetError(format!(
                 "{flag} `{}`: not a URL ({e}): expected http://HOST:PORT/PATH",
-                benchlab_input::excerpt(s)
+                benchlab_input::excerpt(shown)
             ))
         })?;
         if !u.username().is_empty() || u.password().is_some() {
@@ -85,15 +87,19 @@ impl PushTarget {
                  collector or agent on this machine that authenticates for it"
             )));
         }
+        // Messages quote the URL without its query (it may hold a token).
+        let mut bare = u.clone();
+        bare.set_query(None);
+        bare.set_fragment(None);
         if u.scheme() != "http" {
             return Err(TargetError(format!(
-                "{flag} `{u}`: only http:// is supported (no TLS in the exporter): push to a collector or agent on \
+                "{flag} `{bare}`: only http:// is supported (no TLS in the exporter): push to a collector or agent on \
                  this machine that forwards over TLS"
             )));
         }
         let host = u
             .host_str()
-            .ok_or_else(|| TargetError(format!("{flag} `{u}`: no host: expected http://HOST:PORT/PATH")))?
+            .ok_or_else(|| TargetError(format!("{flag} `{bare}`: no host: expected http://HOST:PORT/PATH")))?
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
@@ -371,6 +377,8 @@ mod tests {
         assert!(e.0.contains("credentials") && !e.0.contains("s3cret"), "{e}");
         let e = PushTarget::parse(PushKind::Otlp, "127.0.0.1:4318").unwrap_err();
         assert!(e.0.starts_with("--otlp `127.0.0.1:4318`:"), "{e}");
+        let e = PushTarget::parse(PushKind::Otlp, "collector:4318/v1/metrics?token=s3cret").unwrap_err();
+        assert!(!e.0.contains("s3cret"), "{e}");
     }
 
     #[test]
