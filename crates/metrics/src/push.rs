@@ -111,7 +111,7 @@ impl PushTarget {
         if let Some(q) = u.query() {
             path = format!("{path}?{q}");
         }
-        let mut shown = u.clone();
+        let mut shown = bare;
         shown.set_path(path.split('?').next().unwrap_or("/"));
         Ok(PushTarget {
             kind,
@@ -368,6 +368,9 @@ mod tests {
             (t.host.as_str(), t.port, t.path.as_str()),
             ("localhost", 9090, "/api/v1/write")
         );
+        let t = PushTarget::parse(PushKind::Otlp, "http://127.0.0.1:4318/v1/metrics?token=s3cret").expect("valid");
+        assert_eq!(t.path, "/v1/metrics?token=s3cret", "sent as given");
+        assert_eq!(t.url, "http://127.0.0.1:4318/v1/metrics", "shown without its query");
         let e = PushTarget::parse(PushKind::RemoteWrite, "https://m.example/api/v1/write").unwrap_err();
         assert!(
             e.0.starts_with("--prometheus-remote-write `https://m.example/api/v1/write`: only http://"),
