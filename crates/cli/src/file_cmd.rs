@@ -215,6 +215,11 @@ pub(crate) const FILE_SUITE_FLAGS: &[&str] = &[
     "web",
     "web_allow_remote",
     "web_linger",
+    // Live metrics label a file suite's operations `kind="file"`.
+    "metrics_listen",
+    "metrics_allow_remote",
+    "prometheus_remote_write",
+    "otlp",
     "client_cpus",
     "allow_shared_cpus",
     "cold_cache",

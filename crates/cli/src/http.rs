@@ -249,6 +249,9 @@ pub struct HttpArgs {
 
     #[command(flatten)]
     agents: crate::agent_cmd::AgentRunArgs,
+
+    #[command(flatten)]
+    metrics: crate::metrics_cmd::MetricsArgs,
 }
 
 /// The request `-X`, `--data`, `--data-binary`, `--chunked`,
@@ -345,6 +348,7 @@ fn request_of(a: &HttpArgs) -> Result<(benchlab_engine::RequestSpec, Vec<(String
 pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let usage = CliError::Usage;
     let search = a.peak.limits()?;
+    crate::metrics_cmd::check(&a.metrics)?;
     // Before the preflight: a refused CPU set sends no request.
     let client_cpus = if a.client_cpus.is_some() {
         // The lab server the URLs name, for the overlap check.
@@ -669,13 +673,20 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     if !a.json && search.is_none() {
         eprintln!("{description}");
     }
+    // Listening comes before any load: a taken port stops the run at once.
+    let metrics = crate::metrics_cmd::start(&a.metrics, "http", benchlab_metrics::Kind::Http, false)?;
+    let exporter = metrics.as_ref().map(|m| &m.exporter);
     let interrupt = Arc::new(Interrupt::default());
     let i2 = Arc::clone(&interrupt);
     // Ctrl-C stops the load (and a search); what was measured is still
     // reported.
     crate::agent_cmd::on_ctrl_c(move || i2.stop());
     if let Some(limits) = search {
-        return find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus, &thresholds);
+        let outcome = find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus, &thresholds, exporter);
+        if let Some(m) = &metrics {
+            m.finish(interrupt.is_stopped());
+        }
+        return outcome;
     }
     let live = !a.json && std::io::stderr().is_terminal();
     // After the preflight: a target that does not answer keeps no agent
@@ -685,7 +696,15 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         Some(p) => Arc::clone(p) as Arc<dyn ClientPool>,
         None => Arc::new(InProcess::default()),
     };
-    let (mix, notes) = run_once(pool.as_ref(), &plan, clients, os_threads, live, &interrupt)?;
+    let (mix, notes) = run_once(
+        pool.as_ref(),
+        &plan,
+        clients,
+        os_threads,
+        live,
+        &interrupt,
+        (exporter, 1),
+    )?;
     // As `run`: a stopped run keeps what it measured, says so, exits 130.
     let partial = mix.partial;
     let mut results = output::dated(benchlab_controller::http_results(vec![mix], client_cpus));
@@ -700,6 +719,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         eprint!("{gate_lines}");
     } else {
         print!("{}{gate_lines}", output::human(m));
+    }
+    if let Some(metrics) = &metrics {
+        metrics.finish(partial);
     }
     let agents_of = m
         .http_command
@@ -793,7 +815,8 @@ struct RunNotes {
 /// split over `clients` clients of `pool`, and folds what they measured
 /// into its mix as the controller folds a suite's (`http_mix`: the
 /// generator's CPU and the machine's included). `live`: a line per second
-/// on stderr.
+/// on stderr. `metrics`: the live metrics' exporter, if any, and the
+/// number this load has there (`mix`: 1, or the search's step).
 fn run_once(
     pool: &dyn ClientPool,
     plan: &ClientPlan,
@@ -801,7 +824,12 @@ fn run_once(
     os_threads: usize,
     live: bool,
     interrupt: &Interrupt,
+    metrics: (Option<&benchlab_metrics::Exporter>, usize),
 ) -> Result<(benchlab_results::MixResult, RunNotes), CliError> {
+    let (exporter, mix) = metrics;
+    if let Some(e) = exporter {
+        e.mix_started(mix, 1, benchlab_results::load::HTTP_PHASE);
+    }
     let cannot = |e: &dyn std::fmt::Display| CliError::CannotRun(e.to_string());
     let urls = Arc::new(UrlList::of_engine(&plan.urls, &plan.classes, &plan.requests));
     pool.load_urls(&urls).map_err(|e| cannot(&e))?;
@@ -820,6 +848,9 @@ fn run_once(
         SystemTime::now() + ahead,
         &interrupt.stopped,
         &mut |s| {
+            if let Some(e) = exporter {
+                e.second(s);
+            }
             if live {
                 eprint!(
                     "\r  {:>4}s  {:>12} req/s  {:>9} MB/s  p50 {} µs  errors {}   ",
@@ -885,7 +916,7 @@ fn run_once(
         threads_lost: reports.iter().map(|r| r.threads_lost).sum(),
         tls_error: reports.iter().find_map(|r| r.tls_error.clone()),
     };
-    let mix = benchlab_controller::http_mix(&HttpRun {
+    let result = benchlab_controller::http_mix(&HttpRun {
         number: 1,
         plan,
         clients: &data,
@@ -899,7 +930,10 @@ fn run_once(
         },
         agents: remote.then_some(agents.as_slice()),
     });
-    Ok((mix, notes))
+    if let Some(e) = exporter {
+        e.mix_finished(&benchlab_metrics::MixEnd::of(&result));
+    }
+    Ok((result, notes))
 }
 
 /// Whether the pool's clients run on agents (they list themselves).
@@ -970,6 +1004,7 @@ fn find_peak(
     interrupt: &Interrupt,
     client_cpus: &[usize],
     thresholds: &[benchlab_report::gates::Threshold],
+    exporter: Option<&benchlab_metrics::Exporter>,
 ) -> Result<Outcome, CliError> {
     // Short steps need users started before the count begins.
     let ramp_up = if a.ramp_up.is_some() {
@@ -1018,7 +1053,16 @@ fn find_peak(
             continue;
         }
         let os_threads = os_threads_max.min(p.virtual_users as usize);
-        let (mut result, _) = run_once(&InProcess::default(), &p, 1, os_threads, false, interrupt)?;
+        let step = steps.len() + 1;
+        let (mut result, _) = run_once(
+            &InProcess::default(),
+            &p,
+            1,
+            os_threads,
+            false,
+            interrupt,
+            (exporter, step),
+        )?;
         let f = &result.figures;
         search.record(Step::of(
             load,
@@ -1027,7 +1071,7 @@ fn find_peak(
             f.requests,
             f.errors_total,
         ));
-        let step = steps.len() as u32 + 1;
+        let step = step as u32;
         if !a.json {
             eprintln!(
                 "search step {step} ({}): {} → {} req/s, p99 {} µs, {}",

@@ -12,7 +12,9 @@
 //!   directory;
 //! - `GET /live`: the live page, during the run and after it;
 //! - `GET /live.json`: the snapshot (`?since=K`: the seconds from the K-th);
-//! - `GET /report.html`: the report as last written (after every mix).
+//! - `GET /report.html`: the report as last written (after every mix);
+//! - `GET /metrics`: the run's live metrics as OpenMetrics text, as
+//!   `--metrics-listen` serves them (docs/metrics.md).
 //!
 //! Read-only: any other method gets 405. Bound to a loopback address unless
 //! `--web-allow-remote` says otherwise: the page shows the target, the
@@ -144,6 +146,8 @@ pub struct Live {
     snapshot: Arc<Mutex<Snapshot>>,
     out: PathBuf,
     pub addr: SocketAddr,
+    /// The run's live metrics, served at `/metrics` (docs/metrics.md).
+    metrics: Option<benchlab_metrics::Exporter>,
 }
 
 impl Live {
@@ -194,6 +198,7 @@ pub fn start(
     out: &std::path::Path,
     mixes_total: Option<usize>,
     repeat: u32,
+    metrics: Option<benchlab_metrics::Exporter>,
 ) -> Result<Option<Live>, CliError> {
     check(a)?;
     let Some(addr) = a.web else {
@@ -217,6 +222,7 @@ pub fn start(
         })),
         out: out.to_path_buf(),
         addr: bound,
+        metrics,
     };
     let serving = live.clone();
     std::thread::Builder::new()
@@ -248,6 +254,10 @@ fn serve(live: &Live, request: tiny_http::Request) {
     }
     let (path, query) = request.url().split_once('?').unwrap_or((request.url(), ""));
     let path = path.to_string();
+    if let (Some(m), "/metrics") = (&live.metrics, path.as_str()) {
+        crate::metrics_cmd::answer(m, request);
+        return;
+    }
     let since: usize = query
         .split('&')
         .find_map(|kv| kv.strip_prefix("since="))

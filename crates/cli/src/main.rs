@@ -24,6 +24,7 @@ mod http;
 mod kube_cmd;
 mod lab_cmd;
 mod live;
+mod metrics_cmd;
 mod monitor_cmd;
 mod output;
 mod report_cmd;

@@ -107,6 +107,8 @@ pub struct RunArgs {
     #[command(flatten)]
     web: WebArgs,
     #[command(flatten)]
+    metrics: crate::metrics_cmd::MetricsArgs,
+    #[command(flatten)]
     agents: crate::agent_cmd::AgentRunArgs,
     #[command(flatten)]
     gates: crate::gate::GateArgs,
@@ -672,6 +674,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         }
     }
     crate::live::check(&a.web)?;
+    crate::metrics_cmd::check(&a.metrics)?;
     if let Some(t) = a.target.as_ref().filter(|_| !file_suite) {
         if !t.contains("://") {
             return Err(CliError::Usage(format!(
@@ -883,6 +886,7 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
         search.as_ref().map(|l| (l, a.peak_start_threads)),
         &a.web,
         &a.gates,
+        &a.metrics,
     );
     let outcome = crate::history_cmd::record_after_run(history, &opts.out, started, outcome);
     if let Some(why) = remote.as_ref().and_then(|p| p.aborted()) {
@@ -896,7 +900,15 @@ pub fn run(a: RunArgs) -> Result<Outcome, CliError> {
 /// partial) and the run, which then exits 130.
 pub(crate) fn execute(suite: &Suite, opts: &RunOptions, web: &WebArgs) -> Result<Outcome, CliError> {
     let prepared = prepare(suite, opts).map_err(|e| CliError::CannotRun(e.to_string()))?;
-    execute_prepared(prepared, suite, opts, None, web, &crate::gate::GateArgs::default())
+    execute_prepared(
+        prepared,
+        suite,
+        opts,
+        None,
+        web,
+        &crate::gate::GateArgs::default(),
+        &crate::metrics_cmd::MetricsArgs::default(),
+    )
 }
 
 fn execute_prepared(
@@ -906,8 +918,19 @@ fn execute_prepared(
     search: Option<(&SearchLimits, Option<u32>)>,
     web: &WebArgs,
     gates: &crate::gate::GateArgs,
+    metrics_args: &crate::metrics_cmd::MetricsArgs,
 ) -> Result<Outcome, CliError> {
     // Listening comes before any load: a taken port stops the run at once.
+    // A file suite's operations are labelled `kind="file"`.
+    let kind = if crate::file_cmd::is_file_suite(suite) {
+        benchlab_metrics::Kind::File
+    } else {
+        benchlab_metrics::Kind::Http
+    };
+    let metrics = crate::metrics_cmd::start(metrics_args, &suite.name, kind, web.web.is_some())?;
+    if let Some(m) = &metrics {
+        crate::metrics_cmd::watch_hosts(&m.exporter, &opts.monitors);
+    }
     let live = crate::live::start(
         web,
         &suite.name,
@@ -916,6 +939,7 @@ fn execute_prepared(
         &opts.out,
         search.is_none().then_some(suite.mixes.len()),
         opts.repeat.max(1),
+        metrics.as_ref().map(|m| m.exporter.clone()),
     )?;
     if let Some(l) = &live {
         eprintln!("live view: {}", l.url());
@@ -928,12 +952,26 @@ fn execute_prepared(
         Some((limits, start)) => run_prepared_search(prepared, suite, opts, limits, start, &stop, observer),
         None => run_prepared(prepared, suite, opts, &stop, observer),
     };
-    let results = match &live {
-        Some(l) => run(&mut Feed::new(&mut progress, l.clone())),
-        None => run(&mut progress),
+    let results = {
+        let mut feed;
+        let observer: &mut dyn Observer = match &live {
+            Some(l) => {
+                feed = Feed::new(&mut progress, l.clone());
+                &mut feed
+            }
+            None => &mut progress,
+        };
+        match &metrics {
+            Some(m) => run(&mut crate::metrics_cmd::Feed::new(observer, m.exporter.clone())),
+            None => run(observer),
+        }
     };
     if let Some(l) = &live {
         l.finish();
+    }
+    if let Some(m) = &metrics {
+        // A run that failed or was stopped does not wait for a scrape.
+        m.finish(stop.load(Ordering::Relaxed) || results.is_err());
     }
     let mut results = results.map_err(|e| CliError::CannotRun(e.to_string()))?;
     if results.mixes.is_empty() {

@@ -50,6 +50,11 @@ const APPLIES: &[&str] = &[
     // The history records any run (tests/history.rs).
     "record",
     "db",
+    // Live metrics: operations labelled kind="file" (tests/metrics.rs).
+    "metrics-listen",
+    "metrics-allow-remote",
+    "prometheus-remote-write",
+    "otlp",
 ];
 
 const LOADFILE: &str = "Mkdir \"\\clients\" NT_STATUS_OK\n\

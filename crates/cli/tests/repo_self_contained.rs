@@ -493,6 +493,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("dbench", "dbench"),
     ("h2o", "h2o"),
     ("xmllint", "libxml2-utils"),
+    ("prometheus", "prometheus"),
     ("taskset", ""),
     ("setpriv", ""),
     ("runuser", ""),
@@ -515,6 +516,7 @@ const PATHS: &[(&str, &str)] = &[
     ("/usr/share/dbench/", "dbench"),
     ("/usr/sbin/smbd", "samba"),
     ("/usr/lib/postgresql", "postgresql"),
+    ("/usr/bin/prometheus", "prometheus"),
 ];
 
 /// String literals of a Rust source (no raw strings; escapes kept as is).

@@ -1,0 +1,99 @@
+//! What one second of exporting costs, without the noise of a load:
+//! the observer's update of a merged second, one OpenMetrics render (a
+//! scrape), one remote-write body (protobuf + snappy) and one OTLP body,
+//! each timed over many rounds on a state of MIXES finished mixes (each
+//! with its ramp and measured series, errors by kind and a host's CPU).
+//! With one scrape and one push a second, the sum over a second's requests
+//! is the exporter's CPU per request (bench/metrics-cost.sh measures the
+//! whole process).
+//!
+//! `cargo run --release -p benchlab-metrics --example export_cost [MIXES [RATE]]`
+//! (defaults 20 mixes, 20,000 requests/s).
+
+use benchlab_metrics::{otlp, remote_write, Exporter, Kind, MixEnd};
+use benchlab_results::SecondResult;
+use std::hint::black_box;
+use std::time::{Instant, SystemTime};
+
+fn second(n: u32, in_window: bool) -> SecondResult {
+    SecondResult {
+        second: n,
+        in_window,
+        requests: 20_000,
+        errors: 3,
+        bytes: 20_000 * 250,
+        connections_opened: 2,
+        latency_p50_us: 400,
+        latency_p99_us: 2_500,
+        client_cpu_user_s: 0.2,
+        client_cpu_system_s: 0.5,
+        loop_lag_max_us: 120,
+    }
+}
+
+/// Mean µs of `f` over `rounds` calls.
+fn time(rounds: u32, mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..rounds {
+        f();
+    }
+    t.elapsed().as_secs_f64() * 1e6 / f64::from(rounds)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mixes: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20);
+    let rate: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000.0);
+    let e = Exporter::new("cost", Kind::Http);
+    for m in 1..=mixes {
+        e.mix_started(m, 1, "static");
+        for s in 1..=30 {
+            e.second(&second(s, s > 5));
+        }
+        e.mix_finished(&MixEnd {
+            requests: 500_000,
+            errors: 75,
+            bytes: 125_000_000,
+            connections_opened: 60,
+            in_flight: 8,
+            errors_by_type: [("status".to_string(), 70), ("reset".to_string(), 5)]
+                .into_iter()
+                .collect(),
+            host_cpu: [("web1".to_string(), ("server".to_string(), 0.8))]
+                .into_iter()
+                .collect(),
+        });
+    }
+    e.mix_started(mixes + 1, 1, "static");
+    let snap = e.snapshot();
+    let rounds = 2_000;
+    let update = time(rounds * 10, || e.second(black_box(&second(31, true))));
+    let scrape = time(rounds, || {
+        black_box(e.render_openmetrics());
+    });
+    let rw = time(rounds, || {
+        black_box(remote_write::body(&snap, 1).ok());
+    });
+    let ot = time(rounds, || {
+        black_box(otlp::body(&snap, SystemTime::now()));
+    });
+    println!(
+        "state: {mixes} finished mixes and one running ({} bytes of OpenMetrics text)",
+        e.render_openmetrics().len()
+    );
+    println!("a merged second's update     {update:9.2} µs (once a second)");
+    println!("an OpenMetrics render        {scrape:9.2} µs (a scrape)");
+    println!("a remote-write body          {rw:9.2} µs (protobuf + snappy)");
+    println!("an OTLP body                 {ot:9.2} µs (protobuf)");
+    for (what, us) in [
+        ("--metrics-listen, 1 s scrape", update + scrape),
+        ("--otlp", update + ot),
+        ("--prometheus-remote-write", update + rw),
+    ] {
+        println!(
+            "{what:<30} {:.5} µs per request at {rate} requests/s ({:.3} % of a 5 µs request)",
+            us / rate,
+            us / rate / 5.0 * 100.0
+        );
+    }
+}

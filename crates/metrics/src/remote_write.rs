@@ -1,0 +1,170 @@
+//! Prometheus remote write (version 1.0: `prometheus.WriteRequest`,
+//! protobuf, snappy block compression): every series of the snapshot with
+//! one sample at the push's time. The few messages are written here with
+//! prost's derive instead of generated from Prometheus' .proto files (which
+//! pull in gogoproto): four messages, their field numbers from
+//! prompb/types.proto and remote.proto.
+
+use crate::series::{families, prom_label, Type, Value};
+use crate::Snapshot;
+use prost::Message;
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct WriteRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub timeseries: Vec<TimeSeries>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TimeSeries {
+    /// Sorted by name, `__name__` first.
+    #[prost(message, repeated, tag = "1")]
+    pub labels: Vec<Label>,
+    #[prost(message, repeated, tag = "2")]
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Label {
+    #[prost(string, tag = "1")]
+    pub name: String,
+    #[prost(string, tag = "2")]
+    pub value: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Sample {
+    #[prost(double, tag = "1")]
+    pub value: f64,
+    /// Milliseconds since the Unix epoch.
+    #[prost(int64, tag = "2")]
+    pub timestamp: i64,
+}
+
+/// Headers a remote-write receiver expects beside the body.
+pub const HEADERS: &[(&str, &str)] = &[
+    ("Content-Type", "application/x-protobuf"),
+    ("Content-Encoding", "snappy"),
+    ("X-Prometheus-Remote-Write-Version", "0.1.0"),
+];
+
+fn series(
+    name: String,
+    labels: &[(&'static str, String)],
+    extra: Option<(&str, String)>,
+    value: f64,
+    ts: i64,
+) -> TimeSeries {
+    let mut l: Vec<Label> = labels
+        .iter()
+        .map(|(k, v)| Label {
+            name: prom_label(k),
+            value: v.clone(),
+        })
+        .collect();
+    if let Some((k, v)) = extra {
+        l.push(Label {
+            name: k.to_string(),
+            value: v,
+        });
+    }
+    l.push(Label {
+        name: "__name__".into(),
+        value: name,
+    });
+    l.sort_by(|a, b| a.name.cmp(&b.name));
+    TimeSeries {
+        labels: l,
+        samples: vec![Sample { value, timestamp: ts }],
+    }
+}
+
+/// The write request of `s` at `timestamp_ms`: the series OpenMetrics
+/// gives, by the same names (`_total`, `_count`, `quantile`).
+pub fn request(s: &Snapshot, timestamp_ms: i64) -> WriteRequest {
+    let mut out = Vec::new();
+    for f in families(s) {
+        for p in &f.points {
+            match &p.value {
+                Value::Number(x) => {
+                    let name = if f.kind == Type::Counter {
+                        format!("{}_total", f.prom)
+                    } else {
+                        f.prom.to_string()
+                    };
+                    out.push(series(name, &p.labels, None, *x, timestamp_ms));
+                }
+                Value::Summary { quantiles, count } => {
+                    for (q, v) in quantiles {
+                        out.push(series(
+                            f.prom.to_string(),
+                            &p.labels,
+                            Some(("quantile", q.to_string())),
+                            *v,
+                            timestamp_ms,
+                        ));
+                    }
+                    out.push(series(
+                        format!("{}_count", f.prom),
+                        &p.labels,
+                        None,
+                        *count as f64,
+                        timestamp_ms,
+                    ));
+                }
+            }
+        }
+    }
+    WriteRequest { timeseries: out }
+}
+
+/// The request's body: protobuf, then snappy's block format (not framed),
+/// as the protocol says.
+pub fn body(s: &Snapshot, timestamp_ms: i64) -> Result<Vec<u8>, String> {
+    let raw = request(s, timestamp_ms).encode_to_vec();
+    snap::raw::Encoder::new()
+        .compress_vec(&raw)
+        .map_err(|e| format!("snappy: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::sample;
+
+    #[test]
+    fn the_body_decodes_back_to_the_openmetrics_series() {
+        let s = sample().snapshot();
+        let body = body(&s, 1_700_000_000_123).expect("encodes");
+        let raw = snap::raw::Decoder::new().decompress_vec(&body).expect("snappy");
+        let w = WriteRequest::decode(raw.as_slice()).expect("protobuf");
+        let find = |name: &str, window: &str| {
+            w.timeseries
+                .iter()
+                .find(|t| {
+                    t.labels.iter().any(|l| l.name == "__name__" && l.value == name)
+                        && t.labels.iter().any(|l| l.name == "window" && l.value == window)
+                })
+                .unwrap_or_else(|| panic!("no {name} {window} in {w:?}"))
+        };
+        let t = find("benchlab_requests_total", "measured");
+        assert_eq!(
+            t.samples,
+            vec![Sample {
+                value: 300.0,
+                timestamp: 1_700_000_000_123
+            }]
+        );
+        assert_eq!(t.labels[0].name, "__name__");
+        let names: Vec<&str> = t.labels.iter().map(|l| l.name.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted, "labels sorted by name");
+        assert_eq!(find("benchlab_errors_total", "measured").samples[0].value, 2.0);
+        assert_eq!(find("benchlab_requests_total", "ramp").samples[0].value, 10.0);
+        assert!(w
+            .timeseries
+            .iter()
+            .any(|t| t.labels.iter().any(|l| l.name == "quantile" && l.value == "0.99")));
+    }
+}
