@@ -682,7 +682,16 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     // reported.
     crate::agent_cmd::on_ctrl_c(move || i2.stop());
     if let Some(limits) = search {
-        let outcome = find_peak(&a, plan, &limits, ramp_up, &interrupt, &client_cpus, &thresholds, exporter);
+        let outcome = find_peak(
+            &a,
+            plan,
+            &limits,
+            ramp_up,
+            &interrupt,
+            &client_cpus,
+            &thresholds,
+            exporter,
+        );
         if let Some(m) = &metrics {
             m.finish(interrupt.is_stopped());
         }

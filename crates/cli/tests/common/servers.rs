@@ -349,6 +349,12 @@ http {{
             client_max_body_size 8m;
             proxy_pass http://127.0.0.1:{port}/echo-done;
         }}
+        # WebDAV PUT (nginx reads the whole body, over HTTP/2 too): 201
+        # when it creates the file, 204 when it replaces it.
+        location = /put.bin {{
+            dav_methods PUT;
+            client_max_body_size 8m;
+        }}
         # Any method without a body (nothing to read).
         location = /any {{
             return 200 "ok\n";

@@ -740,6 +740,12 @@ impl Conn {
             });
         } else if end_stream {
             let s = self.streams.swap_remove(k);
+            if s.upload.is_some() {
+                // The server answered before the body's end: benchlab's
+                // half of the stream is closed with a reset (RFC 9113
+                // §8.1), and the request counts as body_incomplete.
+                frame::put_rst_stream(&mut self.out, s.id, frame::CANCEL);
+            }
             ended.push(finish(s));
         }
         Ok(())
@@ -761,6 +767,7 @@ fn flow_control(why: &'static str) -> (u32, ConnFail) {
 /// `content-length` (fewer bytes: short_body; more: framing, as HTTP/1's).
 fn finish(s: Stream) -> Ended {
     let outcome = match s.content_length {
+        _ if s.upload.is_some() => Outcome::Failed(ErrorKind::BodyIncomplete),
         Some(cl) if s.body < cl => Outcome::Failed(ErrorKind::ShortBody),
         Some(cl) if s.body > cl => Outcome::Failed(ErrorKind::Framing),
         _ => Outcome::Done {

@@ -44,6 +44,7 @@ pub const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
 /// Error codes (RFC 9113 §7).
 pub const NO_ERROR: u32 = 0x0;
 pub const PROTOCOL_ERROR: u32 = 0x1;
+pub const CANCEL: u32 = 0x8;
 pub const FLOW_CONTROL_ERROR: u32 = 0x3;
 pub const FRAME_SIZE_ERROR: u32 = 0x6;
 pub const COMPRESSION_ERROR: u32 = 0x9;

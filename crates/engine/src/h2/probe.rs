@@ -4,9 +4,9 @@
 
 use super::conn::{Conn, Ended, Outcome};
 use super::hpack;
-use crate::request::RequestSpec;
 use crate::plan::{PlanError, Scheme, Target, TlsOptions};
 use crate::probe::{io_kind, perr, probe_connection, tls_failure, ProbeError, ProbeResponse};
+use crate::request::RequestSpec;
 use crate::stats::ErrorKind;
 use crate::tls::{server_name, TlsConfigs};
 use std::io::{self, Read, Write};
@@ -76,7 +76,13 @@ pub fn probe_h2_request(
     if let Some(n) = request.content_length() {
         headers.push(("content-length".into(), n.to_string()));
     }
-    let block = hpack::method_block(&request.method, target.scheme, &target.authority, &target.path, &headers);
+    let block = hpack::method_block(
+        &request.method,
+        target.scheme,
+        &target.authority,
+        &target.path,
+        &headers,
+    );
     let body: Option<std::sync::Arc<[u8]>> = request.body.as_deref().map(std::sync::Arc::from);
     let mut opened = false;
     let mut buf = vec![0u8; 64 * 1024];

@@ -423,7 +423,8 @@ impl Http2 {
                 };
                 let user = &mut self.users[u as usize];
                 let block = &self.blocks[user.url as usize];
-                link.conn.open_with(u, block, self.checksum, self.bodies[user.url as usize].as_ref());
+                link.conn
+                    .open_with(u, block, self.checksum, self.bodies[user.url as usize].as_ref());
                 link.left -= 1;
                 opened += 1;
                 // Latency from the first HEADERS byte written, or from the
