@@ -287,6 +287,26 @@ clients = 1
     assert!(html.contains("<td>HTTP/1</td>"), "no HTTP/1 mix in the report");
 }
 
+/// A workload of an HTTP/2 class (`/4k.html`) and an HTTP/1 class
+/// (`/1k.html`), 50 % each.
+const CLASSES_OF_BOTH: &str = r#"
+[workloads.one]
+[[workloads.one.class]]
+name = "h2page"
+percent = 50
+http = "2"
+[[workloads.one.class.url]]
+path = "/4k.html"
+size = 4096
+
+[[workloads.one.class]]
+name = "h1page"
+percent = 50
+[[workloads.one.class.url]]
+path = "/1k.html"
+size = 1024
+"#;
+
 /// HTTP/1 and HTTP/2 classes in one mix, as browsers' traffic mixes them:
 /// the class that says `http = "2"` goes over HTTP/2, the other over
 /// HTTP/1.1, each client's users split between the two by the classes'
@@ -310,22 +330,7 @@ threads_per_client = 8
 streams_per_connection = 2
 timeout = "5s"
 
-[workloads.one]
-[[workloads.one.class]]
-name = "h2page"
-percent = 50
-http = "2"
-[[workloads.one.class.url]]
-path = "/4k.html"
-size = 4096
-
-[[workloads.one.class]]
-name = "h1page"
-percent = 50
-[[workloads.one.class.url]]
-path = "/1k.html"
-size = 1024
-
+{CLASSES_OF_BOTH}
 [[mix]]
 clients = 1
 "#,
@@ -398,22 +403,7 @@ ramp_down = "0s"
 streams_per_connection = 4
 timeout = "5s"
 
-[workloads.one]
-[[workloads.one.class]]
-name = "h2page"
-percent = 50
-http = "2"
-[[workloads.one.class.url]]
-path = "/4k.html"
-size = 4096
-
-[[workloads.one.class]]
-name = "h1page"
-percent = 50
-[[workloads.one.class.url]]
-path = "/1k.html"
-size = 1024
-
+{CLASSES_OF_BOTH}
 [[mix]]
 clients = 1
 rate = 200
