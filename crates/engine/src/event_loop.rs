@@ -17,8 +17,8 @@
 //! has no indirect call in it.
 
 use crate::plan::{ClientPlan, Expect, Load, OpenLoop, Scheme, Stop, UrlPlan};
+use crate::prepared::Requests;
 use crate::reactor::{Ev, IoConfig, Reactor};
-use crate::request::Requests;
 use crate::rng::SplitMix64;
 use crate::schedule::{Schedule, Timer, TIMER};
 use crate::stats::{ConnCounters, ErrorKind, LoopMeter, Snapshot, Stats, ThreadEnd};

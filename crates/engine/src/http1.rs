@@ -25,8 +25,8 @@
 use crate::event_loop::{check_response, Core, Measured, Protocol, Shared};
 use crate::parse::{Feed, FrameError, ResponseParser};
 use crate::plan::{Expect, Load, Scheme};
+use crate::prepared::{head_len, parts_len, Parts, Variant};
 use crate::reactor::{next_generation, Backend, Ev};
-use crate::request::{head_len, parts_len, Parts, Variant};
 use crate::sock::{self, connect, connect_error_kind, is_closed_error, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
 use crate::stats::{ConnectionKind, ErrorKind};
 use rustls::ClientConnection;

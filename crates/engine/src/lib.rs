@@ -29,6 +29,7 @@ pub mod h2;
 mod http1;
 pub mod parse;
 mod plan;
+mod prepared;
 mod probe;
 mod reactor;
 mod request;
@@ -47,7 +48,7 @@ pub use plan::{
     OpenLoop, PlanError, Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
 pub use probe::{probe, probe_from, probe_request, ProbeError, ProbeResponse};
-pub use request::{RequestSpec, MAX_BODY_BYTES};
+pub use request::{RequestError, RequestSpec, MAX_BODY_BYTES};
 pub use rng::SplitMix64;
 pub use stats::{
     new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, LoopLoad,

@@ -577,7 +577,7 @@ impl ClientPlan {
                 return bad(format!("{}: request {} out of range", u.target.url, u.request));
             }
         }
-        crate::request::check_headers(&self.headers)?;
+        crate::request::check_headers(&self.headers).map_err(|e| PlanError::Invalid(e.0))?;
         if let Some((n, _)) = self
             .headers
             .iter()
@@ -588,7 +588,7 @@ impl ClientPlan {
             ));
         }
         for r in &self.requests {
-            r.validate()?;
+            r.validate().map_err(|e| PlanError::Invalid(e.0))?;
         }
         if let Some(h2) = self.http2 {
             if h2.connections == 0 || h2.streams == 0 {

@@ -240,7 +240,7 @@ impl Feeder {
                 continue;
             }
             // In the line's key order (a `Map` would sort the columns).
-            let obj: crate::spec::Ordered<serde_json::Value> = serde_json::from_slice(line)
+            let obj: crate::ordered::Ordered<serde_json::Value> = serde_json::from_slice(line)
                 .map_err(|e| err(n, format!("expected a flat JSON object on one line: {e}")))?;
             if self.columns.is_empty() && self.rows == 0 {
                 self.set_columns(n, obj.0.iter().map(|(k, _)| k.clone()).collect())?;

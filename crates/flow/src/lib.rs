@@ -25,6 +25,7 @@ pub mod cookie;
 pub mod feeder;
 #[doc(hidden)]
 pub mod fuzz;
+mod ordered;
 pub mod spec;
 pub mod template;
 pub mod user;

@@ -8,7 +8,6 @@ use crate::capture::{self, Source};
 use crate::check::{Check, StatusSet};
 use crate::feeder::{Feeder, Format, Mode, OnEnd};
 use crate::template::{valid_name, Context, Template, TemplateError, VarId, VarTable};
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::ops::Range;
 use std::path::Path;
@@ -25,29 +24,7 @@ pub const MAX_RULES: usize = 64;
 /// The most request steps of a flow.
 pub const MAX_STEPS: usize = 4096;
 
-/// A TOML table in document order (header order is the user's).
-#[derive(Debug, Clone, Default)]
-pub struct Ordered<V>(pub Vec<(String, V)>);
-
-impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V2<V>(std::marker::PhantomData<V>);
-        impl<'de, V: Deserialize<'de>> Visitor<'de> for V2<V> {
-            type Value = Ordered<V>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a table")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some((k, v)) = map.next_entry::<String, V>()? {
-                    out.push((k, v));
-                }
-                Ok(Ordered(out))
-            }
-        }
-        d.deserialize_map(V2(std::marker::PhantomData))
-    }
-}
+pub use crate::ordered::Ordered;
 
 /// One string or a list of them.
 #[derive(Debug, Clone, Deserialize)]
