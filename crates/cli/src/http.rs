@@ -689,8 +689,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             ramp_up,
             &interrupt,
             &client_cpus,
-            &thresholds,
-            exporter,
+            (&thresholds, exporter),
         );
         if let Some(m) = &metrics {
             m.finish(interrupt.is_stopped());
@@ -1012,8 +1011,12 @@ fn find_peak(
     ramp_up: Duration,
     interrupt: &Interrupt,
     client_cpus: &[usize],
-    thresholds: &[benchlab_report::gates::Threshold],
-    exporter: Option<&benchlab_metrics::Exporter>,
+    // What judges and exports each step: the thresholds and the live
+    // metrics' exporter.
+    (thresholds, exporter): (
+        &[benchlab_report::gates::Threshold],
+        Option<&benchlab_metrics::Exporter>,
+    ),
 ) -> Result<Outcome, CliError> {
     // Short steps need users started before the count begins.
     let ramp_up = if a.ramp_up.is_some() {
