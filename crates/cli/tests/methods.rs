@@ -267,3 +267,50 @@ fn http2_sends_bodies_in_data_frames() {
         }
     }
 }
+
+/// The README's POST example, run as written (its body file a real one,
+/// its URL nginx's `/echo`, `-n 20` to keep the test short): every request
+/// is a POST with the body nginx read.
+#[test]
+fn readme_post_example_runs_as_written() {
+    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+        .expect("read README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("benchlab http ") && l.contains("-X POST"))
+        .expect("the README's POST example");
+    let command = line.split('#').next().unwrap_or(line);
+    let work = tempfile::tempdir().expect("tempdir");
+    std::fs::write(work.path().join("body.json"), "{\"item\": 1}\n").expect("write body");
+    let server = nginx();
+    let url = server.url("/echo");
+    let at = format!("@{}", work.path().join("body.json").display());
+    // Split as a shell would: the quoted header is one word.
+    let mut args: Vec<String> = Vec::new();
+    let mut rest = command.trim();
+    while !rest.is_empty() {
+        let (word, after) = match rest.strip_prefix('\'') {
+            Some(q) => q.split_once('\'').expect("a closing quote"),
+            None => rest.split_once(' ').unwrap_or((rest, "")),
+        };
+        args.push(word.to_string());
+        rest = after.trim_start();
+    }
+    assert_eq!(&args[..2], ["benchlab", "http"], "{line}");
+    let args: Vec<String> = args[2..]
+        .iter()
+        .map(|a| match a.as_str() {
+            "URL" => url.clone(),
+            "@body.json" => at.clone(),
+            _ => a.clone(),
+        })
+        .collect();
+    let mut all: Vec<&str> = vec!["-n", "20"];
+    all.extend(args.iter().map(String::as_str));
+    let v = http_json(&all);
+    assert_eq!(u(&v, "/requests"), 20, "{v}");
+    let lines = server.access_log_lines_at_least(21);
+    assert!(lines.iter().all(|l| l.method() == "POST" && l.status == 200));
+    let logged: u64 = lines[1..].iter().map(|l| l.request_length).sum();
+    assert_eq!(u(&v, "/bytes_sent"), logged, "{v}");
+}
