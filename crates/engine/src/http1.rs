@@ -93,6 +93,10 @@ struct Vu {
     /// The request's body waits for the server's `100 Continue` (its
     /// head is written first; see [`CONTINUE_WAIT`]).
     continue_wait: bool,
+    /// The current request's length, and its head's (all but the body),
+    /// set once when it starts.
+    len: usize,
+    head: usize,
     /// The reactor reports this connection's writability (a connect or a
     /// write waits); only level-triggered epoll needs it kept in step.
     out_armed: bool,
@@ -104,6 +108,20 @@ struct Vu {
     msg: SendMsg,
     parser: ResponseParser,
     hasher: Option<Box<Xxh3>>,
+}
+
+impl Vu {
+    /// Where the current write stops: with `Expect: 100-continue` at the
+    /// head's end until the server's `100 Continue` (or `CONTINUE_WAIT`),
+    /// else at the request's end.
+    #[inline]
+    fn write_end(&self) -> usize {
+        if self.continue_wait {
+            self.head
+        } else {
+            self.len
+        }
+    }
 }
 
 /// HTTP/1's per-thread state: its users and their connections.
@@ -180,6 +198,8 @@ impl Http1 {
                 deadline: now,
                 written: 0,
                 continue_wait: false,
+                len: 0,
+                head: 0,
                 out_armed: false,
                 generation: 0,
                 recv_armed: false,
@@ -478,10 +498,11 @@ impl Http1 {
             (true, true) => Variant::Http10,
         };
         v.written = 0;
-        v.continue_wait = self
-            .shared
-            .requests
-            .expects_continue(&self.shared.plan.urls, v.url as usize);
+        let (urls, url) = (&self.shared.plan.urls, v.url as usize);
+        let parts = self.shared.requests.parts(urls, url, v.variant);
+        v.len = parts_len(&parts);
+        v.head = head_len(&parts);
+        v.continue_wait = self.shared.requests.expects_continue(urls, url);
         v.state = State::Writing;
         self.write_more(core, i);
     }
@@ -600,13 +621,7 @@ impl Http1 {
             .shared
             .requests
             .parts(&self.shared.plan.urls, v.url as usize, v.variant);
-        // With `Expect: 100-continue`, the head first; the body after the
-        // server's `100 Continue` (or `CONTINUE_WAIT`).
-        let total = if v.continue_wait {
-            head_len(&parts)
-        } else {
-            parts_len(&parts)
-        };
+        let total = v.write_end();
         let Some(sock) = v.sock.as_mut() else {
             return self.fail(core, i, ErrorKind::Reset);
         };
@@ -693,15 +708,11 @@ impl Http1 {
         if reused && is_closed_error(&e) {
             self.reconnect(core, i);
         } else {
-            let parts = self
-                .shared
-                .requests
-                .parts(&self.shared.plan.urls, v.url as usize, v.variant);
             let kind = if v.conn_served == 0 && v.written == 0 {
                 connect_error_kind(&e, tls)
             } else if tls && e.kind() == io::ErrorKind::InvalidData {
                 ErrorKind::Tls
-            } else if v.written >= head_len(&parts) && v.written < parts_len(&parts) {
+            } else if v.written >= v.head && v.written < v.len {
                 ErrorKind::BodyIncomplete
             } else {
                 ErrorKind::Reset
@@ -723,16 +734,7 @@ impl Http1 {
         self.established(core, i);
         let v = &mut self.vus[i];
         v.written += res as usize;
-        let parts = self
-            .shared
-            .requests
-            .parts(&self.shared.plan.urls, v.url as usize, v.variant);
-        let total = if v.continue_wait {
-            head_len(&parts)
-        } else {
-            parts_len(&parts)
-        };
-        if v.written >= total {
+        if v.written >= v.write_end() {
             v.state = State::Reading;
             if v.continue_wait {
                 v.deadline = v.deadline.min(Instant::now() + CONTINUE_WAIT);
@@ -915,11 +917,7 @@ impl Http1 {
         let wire = v.parser.wire_bytes();
         let body = v.parser.body_bytes();
         let hasher = v.hasher.as_deref();
-        let parts = self
-            .shared
-            .requests
-            .parts(&self.shared.plan.urls, v.url as usize, v.variant);
-        let unsent = v.written < parts_len(&parts);
+        let unsent = v.written < v.len;
         // A final answer to `Expect: 100-continue` before the body is the
         // server's refusal of the body, judged by its status; any other
         // answer before the body's last byte left the request short.
