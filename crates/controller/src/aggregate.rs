@@ -154,13 +154,7 @@ pub(crate) fn mix_result(
             streams_opened: conn.h2_streams,
             goaways: conn.h2_goaways,
             connection_frame_bytes: conn.h2_connection_bytes,
-            stream_resets: conn
-                .stream_reset_codes
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| **n > 0)
-                .map(|(code, n)| (benchlab_results::h2_code_name(code).to_string(), *n))
-                .collect(),
+            stream_resets: stream_resets(&conn),
         }),
         params: ParamsResult {
             delay_s: p.delay.as_secs_f64(),
@@ -331,6 +325,17 @@ pub fn arrival_warning(waiting: u64, users: u64, remedy: &str) -> Option<String>
             benchlab_format::thousands(users)
         )
     })
+}
+
+/// HTTP/2 streams the servers reset, by error code name (the codes that
+/// came, only), as a mix's `http2.stream_resets` says them.
+fn stream_resets(conn: &benchlab_engine::ConnCounters) -> std::collections::BTreeMap<String, u64> {
+    conn.stream_reset_codes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(code, n)| (benchlab_results::h2_code_name(code).to_string(), *n))
+        .collect()
 }
 
 #[cfg(test)]
@@ -1219,13 +1224,7 @@ pub fn http_mix(h: &HttpRun) -> MixResult {
             streams_opened: conn.h2_streams,
             goaways: conn.h2_goaways,
             connection_frame_bytes: conn.h2_connection_bytes,
-            stream_resets: conn
-                .stream_reset_codes
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| **n > 0)
-                .map(|(code, n)| (h2_code_name(code).to_string(), *n))
-                .collect(),
+            stream_resets: stream_resets(conn),
         }),
         files: None,
         http_command: Some(HttpCommand {
