@@ -421,6 +421,13 @@ fn string(b: &[u8], number: u64) -> String {
         .unwrap_or_default()
 }
 
+/// Each metric of `want` is in `sums` with exactly its value.
+fn assert_sums(sums: &std::collections::BTreeMap<String, f64>, want: &[(&str, u64)]) {
+    for (metric, value) in want {
+        assert_eq!(sums.get(*metric).copied(), Some(*value as f64), "{metric}: {sums:?}");
+    }
+}
+
 /// Sums, per OTLP metric name, of the data points whose attributes hold
 /// `key=value`: ExportMetricsServiceRequest.resource_metrics (1) →
 /// scope_metrics (2) → metrics (2) → name (1), sum (7) or gauge (5) →
@@ -539,33 +546,20 @@ fn otlp_pushed_by_http_decodes_to_the_json_totals() {
     );
     assert!(got.iter().all(|(p, _)| p == "/v1/metrics"), "OTLP/HTTP's path");
     let body = &got[got.len() - 1].1;
-    let all = otlp_sums(body, "kind", "http");
-    assert_eq!(
-        all.get("benchlab.result.requests").copied(),
-        Some(t.requests as f64),
-        "{all:?}"
+    // The results' counters and the live ones: every merged second, as
+    // the JSON's series.
+    assert_sums(
+        &otlp_sums(body, "kind", "http"),
+        &[
+            ("benchlab.result.requests", t.requests),
+            ("benchlab.result.errors", t.errors),
+            ("benchlab.requests", t.seconds_requests),
+            ("benchlab.errors", t.seconds_errors),
+        ],
     );
-    assert_eq!(
-        all.get("benchlab.result.errors").copied(),
-        Some(t.errors as f64),
-        "{all:?}"
-    );
-    // The live counters: every merged second, as the JSON's series.
-    assert_eq!(
-        all.get("benchlab.requests").copied(),
-        Some(t.seconds_requests as f64),
-        "{all:?}"
-    );
-    assert_eq!(
-        all.get("benchlab.errors").copied(),
-        Some(t.seconds_errors as f64),
-        "{all:?}"
-    );
-    let by_type = otlp_sums(body, "error.type", "status");
-    assert_eq!(
-        by_type.get("benchlab.result.errors.by_type").copied(),
-        Some(t.status as f64),
-        "{by_type:?}"
+    assert_sums(
+        &otlp_sums(body, "error.type", "status"),
+        &[("benchlab.result.errors.by_type", t.status)],
     );
 }
 
@@ -609,16 +603,12 @@ fn a_file_suite_pushes_operations_labelled_as_such() {
     let got = got.lock().expect("lock").clone();
     let body = &got.last().expect("at least the final push").1;
     // Every series says kind=file, with results.json's operations.
-    let file = otlp_sums(body, "kind", "file");
-    assert_eq!(
-        file.get("benchlab.result.requests").copied(),
-        Some(t.requests as f64),
-        "{file:?}"
-    );
-    assert_eq!(
-        file.get("benchlab.requests").copied(),
-        Some(t.seconds_requests as f64),
-        "{file:?}"
+    assert_sums(
+        &otlp_sums(body, "kind", "file"),
+        &[
+            ("benchlab.result.requests", t.requests),
+            ("benchlab.requests", t.seconds_requests),
+        ],
     );
     assert!(otlp_sums(body, "kind", "http").is_empty(), "no series says http");
 }
@@ -690,21 +680,13 @@ fn with_agents_the_controller_exports_the_merged_view() {
         "ran on agents"
     );
     let got = got.lock().expect("lock").clone();
-    let all = otlp_sums(&got.last().expect("the final push").1, "kind", "http");
-    assert_eq!(
-        all.get("benchlab.result.requests").copied(),
-        Some(t.requests as f64),
-        "{all:?}"
-    );
-    assert_eq!(
-        all.get("benchlab.result.errors").copied(),
-        Some(t.errors as f64),
-        "{all:?}"
-    );
-    assert_eq!(
-        all.get("benchlab.requests").copied(),
-        Some(t.seconds_requests as f64),
-        "{all:?}"
+    assert_sums(
+        &otlp_sums(&got.last().expect("the final push").1, "kind", "http"),
+        &[
+            ("benchlab.result.requests", t.requests),
+            ("benchlab.result.errors", t.errors),
+            ("benchlab.requests", t.seconds_requests),
+        ],
     );
 }
 
