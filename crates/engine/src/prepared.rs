@@ -47,30 +47,9 @@ impl Requests {
         let plain = RequestSpec::default();
         let spec = |k: u32| if k == 0 { &plain } else { &plan.requests[k as usize - 1] };
         let tail = |authority: &str, r: &RequestSpec, version: &str, connection: Option<&str>| -> Box<[u8]> {
-            // A request's own header replaces the client's of that name.
-            let own = |n: &str| r.header(n).is_some();
-            let client: Vec<_> = plan.headers.iter().filter(|(n, _)| !own(n)).collect();
-            let given = |n: &str| own(n) || client.iter().any(|(c, _)| c.eq_ignore_ascii_case(n));
-            let mut s = format!(" HTTP/{version}\r\n");
-            if !given("host") {
-                s.push_str(&format!("Host: {authority}\r\n"));
-            }
-            if !given("user-agent") {
-                s.push_str(concat!("User-Agent: benchlab/", env!("CARGO_PKG_VERSION"), "\r\n"));
-            }
-            for (n, v) in client.into_iter().chain(&r.headers) {
-                s.push_str(&format!("{n}: {v}\r\n"));
-            }
-            if r.chunked {
-                s.push_str("Transfer-Encoding: chunked\r\n");
-            } else if let Some(n) = r.content_length() {
-                s.push_str(&format!("Content-Length: {n}\r\n"));
-            }
-            if let Some(c) = connection {
-                s.push_str(&format!("Connection: {c}\r\n"));
-            }
-            s.push_str("\r\n");
-            s.into_bytes().into_boxed_slice()
+            r.http1_tail(&plan.headers, authority, version, connection)
+                .into_bytes()
+                .into_boxed_slice()
         };
         let mut keys: Vec<(&str, u32)> = Vec::new();
         let mut tails = Vec::new();

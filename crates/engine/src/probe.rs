@@ -100,30 +100,9 @@ pub fn probe_request(
 ) -> Result<ProbeResponse, ProbeError> {
     let start = Instant::now();
     let tcp = probe_connection(target, source, timeout)?;
-    let own = |n: &str| request.header(n).is_some();
-    let headers: Vec<&(String, String)> = headers
-        .iter()
-        .filter(|(n, _)| !own(n))
-        .chain(&request.headers)
-        .collect();
-    let given = |n: &str| headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n));
-    let mut req = format!("{} {} HTTP/1.1\r\n", request.method, target.path);
-    if !given("host") {
-        req.push_str(&format!("Host: {}\r\n", target.authority));
-    }
-    if !given("user-agent") {
-        req.push_str(concat!("User-Agent: benchlab/", env!("CARGO_PKG_VERSION"), "\r\n"));
-    }
-    for (n, v) in &headers {
-        req.push_str(&format!("{n}: {v}\r\n"));
-    }
-    if request.chunked {
-        req.push_str("Transfer-Encoding: chunked\r\n");
-    } else if let Some(n) = request.content_length() {
-        req.push_str(&format!("Content-Length: {n}\r\n"));
-    }
-    req.push_str("Connection: close\r\n\r\n");
-    let mut req = req.into_bytes();
+    // The run's own request, closed after its response.
+    let tail = request.http1_tail(headers, &target.authority, "1.1", Some("close"));
+    let mut req = format!("{} {}{tail}", request.method, target.path).into_bytes();
     req.extend_from_slice(&request.framed_body());
 
     let mut stream: Box<dyn ReadWrite> = match target.scheme {

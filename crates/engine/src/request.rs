@@ -81,6 +81,64 @@ impl RequestSpec {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The headers this request goes with: the client's, but those of a
+    /// name this request gives itself, then its own (the one rule of the
+    /// HTTP/1 requests, the HTTP/2 header blocks and both preflights).
+    pub(crate) fn headers_over<'a>(
+        &'a self,
+        client: &'a [(String, String)],
+    ) -> impl Iterator<Item = &'a (String, String)> + Clone {
+        client
+            .iter()
+            .filter(|(n, _)| self.header(n).is_none())
+            .chain(&self.headers)
+    }
+
+    /// What follows `METHOD PATH` in this request's HTTP/1 head: the
+    /// version, `Host` and `User-Agent` unless given, the headers, the
+    /// body's framing, `Connection` if any, and the blank line.
+    pub(crate) fn http1_tail(
+        &self,
+        client: &[(String, String)],
+        authority: &str,
+        version: &str,
+        connection: Option<&str>,
+    ) -> String {
+        let headers = self.headers_over(client);
+        let given = |n: &str| headers.clone().any(|(h, _)| h.eq_ignore_ascii_case(n));
+        let mut s = format!(" HTTP/{version}\r\n");
+        if !given("host") {
+            s.push_str(&format!("Host: {authority}\r\n"));
+        }
+        if !given("user-agent") {
+            s.push_str(concat!("User-Agent: benchlab/", env!("CARGO_PKG_VERSION"), "\r\n"));
+        }
+        for (n, v) in headers.clone() {
+            s.push_str(&format!("{n}: {v}\r\n"));
+        }
+        if self.chunked {
+            s.push_str("Transfer-Encoding: chunked\r\n");
+        } else if let Some(n) = self.content_length() {
+            s.push_str(&format!("Content-Length: {n}\r\n"));
+        }
+        if let Some(c) = connection {
+            s.push_str(&format!("Connection: {c}\r\n"));
+        }
+        s.push_str("\r\n");
+        s
+    }
+
+    /// The header fields of this request's HTTP/2 header block (besides
+    /// the pseudo-headers): as [`RequestSpec::headers_over`], and
+    /// `content-length` when the body has one.
+    pub(crate) fn h2_fields(&self, client: &[(String, String)]) -> Vec<(String, String)> {
+        let mut fields: Vec<_> = self.headers_over(client).cloned().collect();
+        if let Some(n) = self.content_length() {
+            fields.push(("content-length".into(), n.to_string()));
+        }
+        fields
+    }
+
     /// Whether the body waits for the server's `100 Continue` (the request
     /// says `Expect: 100-continue` and has a body).
     pub fn expects_continue(&self) -> bool {

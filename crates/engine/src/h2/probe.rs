@@ -66,23 +66,8 @@ pub fn probe_h2_request(
     };
     let mut conn = Conn::new(crate::plan::H2Plan::DEFAULT_WINDOW);
     let mut ended: Vec<Ended> = Vec::new();
-    let own = |n: &str| request.header(n).is_some();
-    let mut headers: Vec<(String, String)> = headers
-        .iter()
-        .filter(|(n, _)| !own(n))
-        .chain(&request.headers)
-        .cloned()
-        .collect();
-    if let Some(n) = request.content_length() {
-        headers.push(("content-length".into(), n.to_string()));
-    }
-    let block = hpack::method_block(
-        &request.method,
-        target.scheme,
-        &target.authority,
-        &target.path,
-        &headers,
-    );
+    let fields = request.h2_fields(headers);
+    let block = hpack::method_block(&request.method, target.scheme, &target.authority, &target.path, &fields);
     let body: Option<std::sync::Arc<[u8]>> = request.body.as_deref().map(std::sync::Arc::from);
     let mut opened = false;
     let mut buf = vec![0u8; 64 * 1024];

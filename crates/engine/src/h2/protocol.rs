@@ -35,6 +35,7 @@ use super::hpack;
 use crate::event_loop::{check_response, Core, EventLoop, Measured, Protocol, Shared};
 use crate::plan::{Expect, Load, Scheme};
 use crate::reactor::{next_generation, Backend, Ev};
+use crate::request::RequestSpec;
 use crate::sock::{self, connect, connect_error_kind, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
 use crate::stats::{ErrorKind, Snapshot};
 use rustls::ClientConnection;
@@ -234,24 +235,13 @@ impl Http2 {
             .iter()
             .map(|u| {
                 let t = &u.target;
-                match u.request {
-                    0 => hpack::request_block(t.scheme, &t.authority, &t.path, &plan.headers),
-                    k => {
-                        let r = &plan.requests[k as usize - 1];
-                        let own = |n: &str| r.header(n).is_some();
-                        let mut headers: Vec<_> = plan
-                            .headers
-                            .iter()
-                            .filter(|(n, _)| !own(n))
-                            .chain(&r.headers)
-                            .cloned()
-                            .collect();
-                        if let Some(n) = r.content_length() {
-                            headers.push(("content-length".into(), n.to_string()));
-                        }
-                        hpack::method_block(&r.method, t.scheme, &t.authority, &t.path, &headers)
-                    }
-                }
+                let plain = RequestSpec::default();
+                let r = match u.request {
+                    0 => &plain,
+                    k => &plan.requests[k as usize - 1],
+                };
+                let fields = r.h2_fields(&plan.headers);
+                hpack::method_block(&r.method, t.scheme, &t.authority, &t.path, &fields)
             })
             .collect();
         let bodies = plan
