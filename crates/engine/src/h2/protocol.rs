@@ -187,6 +187,16 @@ pub(crate) fn thread_share(connections: u32, users: u32, threads: usize, index: 
     (first, per)
 }
 
+/// What a connection's failed write or read counts as: a reset once it
+/// was established (its first bytes left), else the connect's failure.
+fn socket_failure(established: bool, e: &io::Error) -> ErrorKind {
+    if established {
+        ErrorKind::Reset
+    } else {
+        connect_error_kind(e, false)
+    }
+}
+
 /// Reads of one connection in one loop turn at most: a server sending
 /// without pause (a flood of frames benchlab ignores) must not keep the
 /// loop from its deadline, the stop flag (Ctrl-C) and the other
@@ -713,12 +723,7 @@ impl Http2 {
             self.count_opened(core, l);
         }
         if let Err(e) = result {
-            let counted = self.links[l].as_ref().is_some_and(|k| k.counted);
-            let kind = if counted {
-                ErrorKind::Reset
-            } else {
-                connect_error_kind(&e, false)
-            };
+            let kind = socket_failure(self.links[l].as_ref().is_some_and(|k| k.counted), &e);
             self.break_link(core, l, kind);
         }
     }
@@ -903,13 +908,8 @@ impl Http2 {
             return; // a closed connection's
         }
         if res < 0 {
-            let counted = self.links[l].as_ref().is_some_and(|k| k.counted);
             let e = io::Error::from_raw_os_error(-res);
-            let kind = if counted {
-                ErrorKind::Reset
-            } else {
-                connect_error_kind(&e, false)
-            };
+            let kind = socket_failure(self.links[l].as_ref().is_some_and(|k| k.counted), &e);
             return self.break_link(core, l, kind);
         }
         self.count_opened(core, l);
@@ -983,13 +983,8 @@ impl Http2 {
             self.after_receive(core, l);
             return self.break_link(core, l, ErrorKind::Reset);
         } else if res != -libc::ENOBUFS {
-            let counted = link.counted;
             let e = io::Error::from_raw_os_error(-res);
-            let kind = if counted {
-                ErrorKind::Reset
-            } else {
-                connect_error_kind(&e, false)
-            };
+            let kind = socket_failure(link.counted, &e);
             return self.break_link(core, l, kind);
         }
         // Out of buffers, or a receive that ended: armed again.
