@@ -36,7 +36,7 @@ use common::{free_port, http_json, run_benchlab, u};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-const KINDS: [&str; 15] = [
+const KINDS: [&str; 16] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -52,6 +52,7 @@ const KINDS: [&str; 15] = [
     "goaway",
     "flow_control",
     "body_incomplete",
+    "check_failed",
 ];
 
 /// Runs `benchlab http --json ARGS` (exit 0 required) and times it.

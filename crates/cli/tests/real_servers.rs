@@ -37,6 +37,7 @@ const ERROR_KINDS: &[&str] = &[
     "goaway",
     "flow_control",
     "body_incomplete",
+    "check_failed",
 ];
 
 /// Runs `benchlab http --json ARGS` (which must exit 0) and checks the

@@ -186,6 +186,22 @@ pub(crate) fn mix_result(
         resources: None,
         files: None,
         http_command: None,
+        flows: phase.list.flow.is_some().then(|| benchlab_results::MixFlows {
+            completed: conn.flows_completed,
+            completed_per_sec: if window_s > 0.0 {
+                round(conn.flows_completed as f64 / window_s, 2)
+            } else {
+                0.0
+            },
+            abandoned: conn.flows_abandoned,
+            check_failures: reports.iter().flat_map(|r| &r.check_failures).fold(
+                std::collections::BTreeMap::new(),
+                |mut first, (step, why)| {
+                    first.entry(step.clone()).or_insert_with(|| why.clone());
+                    first
+                },
+            ),
+        }),
     }
 }
 
@@ -745,7 +761,12 @@ mod fake_clients {
         )
         .expect("runs");
         let suite = mix_result(&mix(2), "p", &phase(), &plans, &driven);
-        let mut engine = plans[0].to_engine(Vec::new().into(), phase().classes, Vec::new());
+        let mut engine = plans[0].to_engine(&crate::plan::ResolvedList {
+            urls: Vec::new().into(),
+            classes: phase().classes,
+            requests: Vec::new(),
+            flow: None,
+        });
         // The run's plan: both clients' users, counted after a 1 s ramp-up.
         engine.virtual_users = 4;
         engine.stop = Stop::After(WINDOW.1);
@@ -1241,6 +1262,7 @@ pub fn http_mix(h: &HttpRun) -> MixResult {
             h2_server_settings: h2_settings.and_then(|s| serde_json::to_value(s).ok()),
             clients: command_clients,
         }),
+        flows: None,
     }
 }
 

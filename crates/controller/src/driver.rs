@@ -17,7 +17,7 @@
 //! implement it over the network (crate `benchlab-agent`).
 
 use crate::plan::{ClientPlan, UrlList};
-use benchlab_engine::{ClassPlan, Client, ClientReport, EngineError, PlanError, Second, UrlPlan};
+use benchlab_engine::{Client, ClientReport, EngineError, PlanError, Second};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -148,7 +148,7 @@ pub trait ClientPool: std::fmt::Debug + Send + Sync {
 }
 
 /// Resolved URL lists by id, shared by the in-process clients.
-type Lists = Arc<Mutex<BTreeMap<String, (Arc<[UrlPlan]>, Vec<ClassPlan>, Vec<benchlab_engine::RequestSpec>)>>>;
+type Lists = Arc<Mutex<BTreeMap<String, crate::plan::ResolvedList>>>;
 
 /// Clients on worker threads of this process, sharing one resolved copy
 /// of each URL list.
@@ -164,10 +164,7 @@ impl ClientPool for InProcess {
         }
         let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
         if !lists.contains_key(&urls.id) {
-            lists.insert(
-                urls.id.clone(),
-                (urls.resolve()?, urls.classes.clone(), urls.requests.clone()),
-            );
+            lists.insert(urls.id.clone(), urls.ready()?);
         }
         Ok(())
     }
@@ -201,17 +198,14 @@ pub fn instant_at(at: SystemTime) -> Instant {
 
 impl Driver<WebClient> for LocalClient {
     fn start(&mut self, plan: ClientPlan, start_at: SystemTime) -> Result<(), DriverError> {
-        let (urls, classes, requests) = self
+        let list = self
             .lists
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&plan.urls)
             .cloned()
             .ok_or_else(|| DriverError::UnknownUrls(plan.urls.clone()))?;
-        self.client = Some(Client::start(
-            plan.to_engine(urls, classes, requests),
-            instant_at(start_at),
-        )?);
+        self.client = Some(Client::start(plan.to_engine(&list), instant_at(start_at))?);
         Ok(())
     }
 

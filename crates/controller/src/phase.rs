@@ -125,7 +125,12 @@ pub(crate) fn resolve_phase(
             });
         }
     }
-    let list = UrlList::with_requests(classes.clone(), urls, requests.into_iter().map(|(_, r)| r).collect());
+    let list = match &w.flow {
+        // A flow's steps are its classes, a URL each (the step's origin):
+        // what is sent is the flow's.
+        Some(flow) => UrlList::with_flow(classes.clone(), urls, flow.source.clone()),
+        None => UrlList::with_requests(classes.clone(), urls, requests.into_iter().map(|(_, r)| r).collect()),
+    };
     // A host that does not resolve is a run that cannot be made (the
     // network's or resolver's state), not a mistake in the suite.
     let urls = list.resolve().map_err(|e| match e {
@@ -165,6 +170,13 @@ pub(crate) fn preflight(
     http2: bool,
     observer: &mut dyn Observer,
 ) -> Result<(), ControllerError> {
+    if plan.list.flow.is_some() {
+        // A flow's steps need their session (cookies, captures): one
+        // request alone proves nothing, and a POST would change the
+        // server's state. The steps' own checks judge every response.
+        observer.note("preflight: skipped for the flow workload (its steps' checks judge every response)");
+        return Ok(());
+    }
     let mut checked = 0;
     for (class, info) in plan.class_info.iter().enumerate() {
         for i in preflight_sample(&plan.urls, class, info.4) {

@@ -44,6 +44,20 @@ pub struct UrlList {
     /// headers, body).
     #[serde(default)]
     pub requests: Vec<RequestSpec>,
+    /// A flow workload's flow (URL k is its step k): its TOML and files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<benchlab_flow::FlowSource>,
+}
+
+/// A URL list made ready to run: its URLs resolved, its flow compiled —
+/// once per list in a process, shared by its clients (so a feeder's
+/// `next` rows are the process's, not each client's).
+#[derive(Debug, Clone)]
+pub struct ResolvedList {
+    pub urls: Arc<[UrlPlan]>,
+    pub classes: Vec<ClassPlan>,
+    pub requests: Vec<RequestSpec>,
+    pub flow: Option<Arc<benchlab_flow::Flow>>,
 }
 
 impl UrlList {
@@ -54,23 +68,42 @@ impl UrlList {
 
     /// A list whose URLs name `requests` (method, headers, body).
     pub fn with_requests(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>, requests: Vec<RequestSpec>) -> UrlList {
-        let id = Self::id_of(&classes, &urls, &requests);
+        let id = Self::id_of(&classes, &urls, &requests, None);
         UrlList {
             id,
             classes,
             urls,
             requests,
+            flow: None,
         }
     }
 
-    fn id_of(classes: &[ClassPlan], urls: &[UrlSpec], requests: &[RequestSpec]) -> String {
+    /// A flow workload's list: a URL per step (its origin), a class per
+    /// step, and the flow.
+    pub fn with_flow(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>, flow: benchlab_flow::FlowSource) -> UrlList {
+        let id = Self::id_of(&classes, &urls, &[], Some(&flow));
+        UrlList {
+            id,
+            classes,
+            urls,
+            requests: Vec::new(),
+            flow: Some(flow),
+        }
+    }
+
+    fn id_of(
+        classes: &[ClassPlan],
+        urls: &[UrlSpec],
+        requests: &[RequestSpec],
+        flow: Option<&benchlab_flow::FlowSource>,
+    ) -> String {
         // The JSON text of the content: stable, and what a remote client
         // receives, so both sides hash the same bytes. (A list of plain
         // GETs hashes as before requests existed.)
-        let bytes = if requests.is_empty() {
-            serde_json::to_vec(&(classes, urls)).unwrap_or_default()
-        } else {
-            serde_json::to_vec(&(classes, urls, requests)).unwrap_or_default()
+        let bytes = match flow {
+            Some(f) => serde_json::to_vec(&(classes, urls, requests, f)).unwrap_or_default(),
+            None if requests.is_empty() => serde_json::to_vec(&(classes, urls)).unwrap_or_default(),
+            None => serde_json::to_vec(&(classes, urls, requests)).unwrap_or_default(),
         };
         format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
     }
@@ -78,7 +111,23 @@ impl UrlList {
     /// Whether the content is what the id says (a list received from
     /// elsewhere, or read from disk).
     pub fn is_intact(&self) -> bool {
-        self.id == Self::id_of(&self.classes, &self.urls, &self.requests)
+        self.id == Self::id_of(&self.classes, &self.urls, &self.requests, self.flow.as_ref())
+    }
+
+    /// The list ready to run: URLs resolved, the flow compiled.
+    pub fn ready(&self) -> Result<ResolvedList, PlanError> {
+        let flow = match &self.flow {
+            None => None,
+            Some(f) => Some(Arc::new(
+                f.compile().map_err(|e| PlanError::Invalid(format!("the flow: {e}")))?,
+            )),
+        };
+        Ok(ResolvedList {
+            urls: self.resolve()?,
+            classes: self.classes.clone(),
+            requests: self.requests.clone(),
+            flow,
+        })
     }
 
     /// The list of an engine plan's URLs (as their text), classes and
@@ -165,16 +214,12 @@ impl ClientPlan {
 
     /// The engine's plan for this data and its resolved URL list: the one
     /// place the hot-loop form is made from the wire form.
-    pub fn to_engine(
-        &self,
-        urls: Arc<[UrlPlan]>,
-        classes: Vec<ClassPlan>,
-        requests: Vec<RequestSpec>,
-    ) -> benchlab_engine::ClientPlan {
+    pub fn to_engine(&self, list: &ResolvedList) -> benchlab_engine::ClientPlan {
         benchlab_engine::ClientPlan {
-            urls,
-            classes,
-            requests,
+            urls: Arc::clone(&list.urls),
+            classes: list.classes.clone(),
+            requests: list.requests.clone(),
+            flow: list.flow.clone(),
             settings: self.settings.clone(),
         }
     }
@@ -250,6 +295,7 @@ mod tests {
                     ca_file: Some("/etc/lab/ca.pem".into()),
                 },
                 seed: u64::MAX - 7,
+                first_user: 12,
                 http2: Some(benchlab_engine::H2Plan {
                     connections: 3,
                     streams: 10,
@@ -281,7 +327,7 @@ mod tests {
         let again = UrlList::of_engine(&urls, &list.classes, &[]);
         assert_eq!(again, list, "the same text, the same id");
         let data = ClientPlan::of_engine(&engine, again.id.clone());
-        let back = data.to_engine(urls, list.classes.clone(), Vec::new());
+        let back = data.to_engine(&list.ready().expect("loopback resolves"));
         assert_eq!(format!("{back:?}"), format!("{engine:?}"));
         let text = serde_json::to_string(&data).expect("JSON");
         assert_eq!(serde_json::from_str::<ClientPlan>(&text).expect("back"), data);

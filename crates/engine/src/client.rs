@@ -85,6 +85,9 @@ pub struct ClientReport {
     /// The first failed TLS handshake, in words: what failed and what to
     /// try (`None` when every handshake succeeded).
     pub tls_error: Option<String>,
+    /// A flow's first failed check per step, by step name, in words.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub check_failures: std::collections::BTreeMap<String, String>,
     /// Virtual users that got at least one response (the others waited
     /// to arrive all run: see the engine's arrival slots).
     pub users_arrived: u64,
@@ -318,6 +321,14 @@ impl Client {
         let mut report = collector.into_report();
         let all: Vec<&Arc<Shared>> = std::iter::once(&self.shared).chain(&self.h2_shared).collect();
         report.tls_error = all.iter().find_map(|s| s.tls_error.get().cloned());
+        if let Ok(first) = self.shared.check_failures.lock() {
+            let names = &self.shared.plan.classes;
+            report.check_failures = first
+                .iter()
+                .zip(names)
+                .filter_map(|(r, c)| Some((c.name.clone(), r.clone()?)))
+                .collect();
+        }
         report.peak_connections = self.shared.peak_connections.load(Ordering::Relaxed);
         report.h2_settings = all.iter().find_map(|s| s.h2_settings.get().copied());
         report
@@ -469,6 +480,7 @@ impl Collector {
             cpu_system: self.cpu_system,
             elapsed: self.elapsed,
             tls_error: None,
+            check_failures: Default::default(),
             users_arrived: self.users_arrived,
             users_waiting: self.users_waiting,
             peak_connections: 0,

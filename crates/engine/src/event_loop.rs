@@ -56,6 +56,9 @@ pub(crate) struct Shared {
     pub peak_connections: AtomicU64,
     /// HTTP/2: the first SETTINGS a server sent in this run.
     pub h2_settings: std::sync::OnceLock<crate::h2::conn::PeerSettings>,
+    /// A flow's first failed check per step (class), in words: the
+    /// `check_failed` counts say how many, this says why.
+    pub check_failures: std::sync::Mutex<Vec<Option<String>>>,
 }
 
 impl Shared {
@@ -92,6 +95,16 @@ impl Shared {
 
     /// Keeps the run's first TLS failure in words (only the first is
     /// explained, so a run of failing handshakes costs nothing more).
+    /// Keeps the first reason a check of step `class` failed (a failure
+    /// is rare next to a request, so a lock is fine here).
+    pub(crate) fn note_check_failure(&self, class: usize, reason: String) {
+        if let Ok(mut first) = self.check_failures.lock() {
+            if let Some(slot @ None) = first.get_mut(class) {
+                *slot = Some(reason);
+            }
+        }
+    }
+
     pub(crate) fn note_tls_error(&self, explain: impl FnOnce() -> String) {
         if self.tls_error.get().is_none() {
             let _ = self.tls_error.set(explain());
@@ -306,7 +319,11 @@ impl Core {
     /// or with none the next loop turn.
     #[inline]
     pub(crate) fn rest(&mut self, u: u32) {
-        let think = self.shared.plan.think_time;
+        self.rest_for(u, self.shared.plan.think_time);
+    }
+
+    /// The user rests `think` (a flow step's own think time).
+    pub(crate) fn rest_for(&mut self, u: u32, think: Duration) {
         if think.is_zero() {
             self.ready.push(u);
         } else {
@@ -707,6 +724,7 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         open_connections: AtomicU64::new(0),
         peak_connections: AtomicU64::new(0),
         h2_settings: std::sync::OnceLock::new(),
+        check_failures: std::sync::Mutex::new(vec![None; plan.classes.len()]),
         plan,
     })
 }

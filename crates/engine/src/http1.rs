@@ -23,6 +23,7 @@
 //! carrying a FIN, is followed by another read, so nothing is missed.
 
 use crate::event_loop::{check_response, Core, Measured, Protocol, Shared};
+use crate::flow::FlowVu;
 use crate::parse::{Feed, FrameError, ResponseParser};
 use crate::plan::{Expect, Load, Scheme};
 use crate::prepared::{head_len, parts_len, Parts, Variant};
@@ -108,6 +109,9 @@ struct Vu {
     msg: SendMsg,
     parser: ResponseParser,
     hasher: Option<Box<Xxh3>>,
+    /// A flow workload's user (docs/flows.md): its requests are rendered
+    /// per step instead of prepared per URL.
+    flow: Option<Box<FlowVu>>,
 }
 
 impl Vu {
@@ -160,6 +164,9 @@ pub(crate) struct Http1 {
     /// Whether the loop is an open loop (`Core::schedule` is set once the
     /// run begins; this is known from the plan at once).
     open: bool,
+    /// The URLs go to more than one origin (address and scheme): a kept
+    /// connection is reused only for a request to its own origin.
+    origins: bool,
 }
 
 impl Http1 {
@@ -176,8 +183,13 @@ impl Http1 {
         let now = Instant::now();
         let checksum = plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. }));
         let open = matches!(plan.load, Load::Open(_));
+        // This thread's first user: the threads before it hold
+        // `slots / n` users each, and the first `slots % n` one more.
+        let (slots, n) = (plan.slots() as u64, plan.os_threads.max(1) as u64);
+        let t = index as u64;
+        let first = plan.first_user + t * (slots / n) + t.min(slots % n);
         let vus = (0..vus)
-            .map(|_| Vu {
+            .map(|k| Vu {
                 state: State::Thinking,
                 sock: None,
                 conn_left: 0,
@@ -206,8 +218,22 @@ impl Http1 {
                 msg: SendMsg::new(),
                 parser: ResponseParser::new(),
                 hasher: checksum.then(|| Box::new(Xxh3::new())),
+                flow: plan.flow.as_ref().map(|f| {
+                    let t = &plan.urls[0].target;
+                    Box::new(FlowVu::new(
+                        Arc::clone(f),
+                        first + k as u64,
+                        plan.seed,
+                        &t.authority,
+                        t.scheme == Scheme::Https,
+                    ))
+                }),
             })
             .collect::<Vec<_>>();
+        let origins = plan
+            .urls
+            .iter()
+            .any(|u| (u.target.addr, u.target.scheme) != (plan.urls[0].target.addr, plan.urls[0].target.scheme));
         if core.io.backend == Backend::Uring && plan.urls.iter().any(|u| u.target.scheme == Scheme::Https) {
             return Err(io::Error::other(
                 "BENCHLAB_IO=uring drives http:// URLs only (rustls reads and writes its own socket); unset it for https",
@@ -227,6 +253,7 @@ impl Http1 {
                 Vec::new()
             },
             open,
+            origins,
             vus,
             shared: Arc::clone(&shared),
         };
@@ -353,12 +380,45 @@ impl Http1 {
     /// Starts the next request of virtual user `i` (or retires it).
     #[inline]
     fn start_request(&mut self, core: &mut Core, i: usize) {
+        // A flow's user renders its next step (the step is its URL); one
+        // whose feeder ran out is done.
+        let step = match self.vus[i].flow.as_deref_mut() {
+            None => None,
+            Some(f) => match f.next() {
+                Some(step) => {
+                    let (completed, _) = f.uncounted();
+                    if completed > 0 {
+                        core.second.conn.flows_completed += completed;
+                        if core.in_window(Instant::now()) {
+                            core.window.conn.flows_completed += completed;
+                        }
+                    }
+                    Some(step)
+                }
+                None => {
+                    self.close(core, i);
+                    self.vus[i].state = State::Done;
+                    return;
+                }
+            },
+        };
         if !core.take_request() {
             self.close(core, i);
             self.vus[i].state = State::Done;
             return;
         }
-        let url = self.shared.pick_url(&mut core.rng);
+        let url = match step {
+            Some(step) => step,
+            None => self.shared.pick_url(&mut core.rng),
+        };
+        if self.origins && self.vus[i].sock.is_some() {
+            // A kept connection goes to its own origin only.
+            let urls = &self.shared.plan.urls;
+            let (a, b) = (&urls[self.vus[i].url as usize].target, &urls[url].target);
+            if (a.addr, a.scheme) != (b.addr, b.scheme) {
+                self.close(core, i);
+            }
+        }
         let v = &mut self.vus[i];
         v.url = url as u32;
         v.parser.reset();
@@ -499,10 +559,16 @@ impl Http1 {
         };
         v.written = 0;
         let (urls, url) = (&self.shared.plan.urls, v.url as usize);
-        let parts = self.shared.requests.parts(urls, url, v.variant);
+        if let Some(f) = v.flow.as_deref_mut() {
+            f.render_head(&self.shared.plan.headers, &urls[url].target.authority, v.variant);
+        }
+        let parts = match v.flow.as_deref() {
+            Some(f) => f.parts(),
+            None => self.shared.requests.parts(urls, url, v.variant),
+        };
         v.len = parts_len(&parts);
         v.head = head_len(&parts);
-        v.continue_wait = self.shared.requests.expects_continue(urls, url);
+        v.continue_wait = v.flow.is_none() && self.shared.requests.expects_continue(urls, url);
         v.state = State::Writing;
         self.write_more(core, i);
     }
@@ -617,10 +683,13 @@ impl Http1 {
     fn write_more(&mut self, core: &mut Core, i: usize) {
         let reused = self.vus[i].conn_served > 0;
         let v = &mut self.vus[i];
-        let parts = self
-            .shared
-            .requests
-            .parts(&self.shared.plan.urls, v.url as usize, v.variant);
+        let parts = match v.flow.as_deref() {
+            Some(f) => f.parts(),
+            None => self
+                .shared
+                .requests
+                .parts(&self.shared.plan.urls, v.url as usize, v.variant),
+        };
         let total = v.write_end();
         let Some(sock) = v.sock.as_mut() else {
             return self.fail(core, i, ErrorKind::Reset);
@@ -923,9 +992,33 @@ impl Http1 {
         // answer before the body's last byte left the request short.
         let verdict = if unsent && !v.continue_wait {
             Err(ErrorKind::BodyIncomplete)
+        } else if let Some(f) = v.flow.as_deref_mut() {
+            // A flow's step is judged by its own checks and captures
+            // (status included); a failure abandons the user's flow.
+            match f.judge(head.status) {
+                Ok(()) => Ok(()),
+                Err(reason) => {
+                    self.shared.note_check_failure(u.class, reason);
+                    Err(ErrorKind::CheckFailed)
+                }
+            }
         } else {
             check_response(u, head.status, body, || hasher.map(|h| h.digest()))
         };
+        if unsent && !v.continue_wait {
+            if let Some(f) = v.flow.as_deref_mut() {
+                f.abandon();
+            }
+        }
+        if let Some(f) = v.flow.as_deref_mut() {
+            let (_, abandoned) = f.uncounted();
+            if abandoned > 0 {
+                core.second.conn.flows_abandoned += abandoned;
+                if core.in_window(now) {
+                    core.window.conn.flows_abandoned += abandoned;
+                }
+            }
+        }
         let ended = Measured {
             latency,
             as_sent,
@@ -1000,7 +1093,10 @@ impl Http1 {
             return self.release(i);
         }
         self.vus[i].state = State::Thinking;
-        core.rest(i as u32);
+        match self.vus[i].flow.as_deref() {
+            Some(f) => core.rest_for(i as u32, f.think),
+            None => core.rest(i as u32),
+        }
     }
 
     /// After a successful or counted response on a path that cannot recurse
@@ -1013,6 +1109,13 @@ impl Http1 {
             return self.release(i);
         }
         self.vus[i].state = State::Thinking;
+        if let Some(f) = self.vus[i].flow.as_deref() {
+            // A flow step's own think time.
+            if !f.think.is_zero() {
+                core.rest_for(i as u32, f.think);
+                return;
+            }
+        }
         if core.go_on_now(i as u32) {
             self.start_request(core, i);
         }
@@ -1027,6 +1130,14 @@ impl Http1 {
         self.vus[i].arriving = !self.open;
         let now = Instant::now();
         let v = &mut self.vus[i];
+        if let Some(f) = v.flow.as_deref_mut() {
+            f.abandon();
+            let (_, abandoned) = f.uncounted();
+            core.second.conn.flows_abandoned += abandoned;
+            if core.in_window(now) {
+                core.window.conn.flows_abandoned += abandoned;
+            }
+        }
         let class = self.shared.plan.urls[v.url as usize].class;
         let as_sent = now - v.start;
         let (latency, bytes) = (v.intended.map_or(as_sent, |t| now - t), v.parser.wire_bytes());
@@ -1052,6 +1163,9 @@ enum Fed {
 /// every backend).
 #[inline]
 fn feed(v: &mut Vu, data: &[u8]) -> Fed {
+    if let Some(f) = v.flow.as_deref_mut() {
+        f.keep(data);
+    }
     match v.parser.feed(data, v.hasher.as_deref_mut()) {
         Ok(Feed::NeedMore) => Fed::More,
         Ok(Feed::Done { consumed }) => {

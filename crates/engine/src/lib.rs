@@ -25,6 +25,7 @@
 
 mod client;
 mod event_loop;
+mod flow;
 pub mod h2;
 mod http1;
 pub mod parse;

@@ -378,6 +378,11 @@ pub struct ClientSettings {
     /// HTTP/1 by `connection`.
     #[serde(default)]
     pub http2: Option<H2Plan>,
+    /// The number of this client's first virtual user in its mix (a flow's
+    /// users are numbered across clients: a feeder's `index` mode gives
+    /// user k row k).
+    #[serde(default)]
+    pub first_user: u64,
 }
 
 impl Default for ClientSettings {
@@ -401,6 +406,7 @@ impl Default for ClientSettings {
             tls: TlsOptions::default(),
             seed: 1,
             http2: None,
+            first_user: 0,
         }
     }
 }
@@ -416,6 +422,9 @@ pub struct ClientPlan {
     /// The requests other than a plain GET that the URLs name
     /// ([`UrlPlan::request`]).
     pub requests: Vec<crate::request::RequestSpec>,
+    /// A flow workload's compiled flow: each virtual user walks it, and
+    /// URL k (class k) is its step k (docs/flows.md).
+    pub flow: Option<std::sync::Arc<benchlab_flow::Flow>>,
     /// Everything else: plain, serialisable data.
     pub settings: ClientSettings,
 }
@@ -503,6 +512,7 @@ impl ClientPlan {
             urls: urls.into(),
             classes,
             requests: Vec::new(),
+            flow: None,
             settings: ClientSettings::default(),
         }
     }

@@ -53,11 +53,14 @@ pub enum ErrorKind {
     /// failed, or the server answered, after the head and before the
     /// body's last byte.
     BodyIncomplete,
+    /// A flow step's check failed, or its capture found nothing
+    /// (docs/flows.md): counted for the step; the user's flow is abandoned.
+    CheckFailed,
 }
 
 impl ErrorKind {
     /// Number of kinds.
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 16;
     /// All kinds, in the documented order.
     pub const ALL: [ErrorKind; Self::COUNT] = [
         ErrorKind::ConnectRefused,
@@ -75,6 +78,7 @@ impl ErrorKind {
         ErrorKind::GoAway,
         ErrorKind::FlowControl,
         ErrorKind::BodyIncomplete,
+        ErrorKind::CheckFailed,
     ];
 
     /// The name used in JSON, CSV and reports.
@@ -95,6 +99,7 @@ impl ErrorKind {
             ErrorKind::GoAway => "goaway",
             ErrorKind::FlowControl => "flow_control",
             ErrorKind::BodyIncomplete => "body_incomplete",
+            ErrorKind::CheckFailed => "check_failed",
         }
     }
 }
@@ -320,6 +325,13 @@ pub struct ConnCounters {
     /// HTTP/2: RST_STREAM frames that ended a request, by error code
     /// (index = code, 0x0–0xd; index 14 holds codes beyond).
     pub stream_reset_codes: [u64; 15],
+    /// Flows: flows walked to their last step's response, and flows
+    /// abandoned at a failed step (a check, a capture, or the request
+    /// itself); counted when it happens.
+    #[serde(default)]
+    pub flows_completed: u64,
+    #[serde(default)]
+    pub flows_abandoned: u64,
 }
 
 impl ConnCounters {
@@ -337,6 +349,8 @@ impl ConnCounters {
         self.h2_streams += o.h2_streams;
         self.h2_connection_bytes += o.h2_connection_bytes;
         self.h2_goaways += o.h2_goaways;
+        self.flows_completed += o.flows_completed;
+        self.flows_abandoned += o.flows_abandoned;
         for (a, b) in self.stream_reset_codes.iter_mut().zip(o.stream_reset_codes.iter()) {
             *a += b;
         }
@@ -556,7 +570,8 @@ mod tests {
                 "stream_reset",
                 "goaway",
                 "flow_control",
-                "body_incomplete"
+                "body_incomplete",
+                "check_failed"
             ]
         );
         for (i, k) in ErrorKind::ALL.iter().enumerate() {

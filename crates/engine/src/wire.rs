@@ -137,6 +137,7 @@ mod tests {
             cpu_system: Default::default(),
             elapsed: std::time::Duration::from_secs(4),
             tls_error: Some("x".into()),
+            check_failures: Default::default(),
             users_arrived: 1,
             users_waiting: 0,
             peak_connections: 9,

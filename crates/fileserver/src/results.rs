@@ -231,6 +231,7 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Mix
             clients_bytes_written: m.clients.iter().map(|c| c.bytes_written).collect(),
         }),
         http_command: None,
+        flows: None,
     }
 }
 

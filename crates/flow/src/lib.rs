@@ -33,6 +33,6 @@ pub mod user;
 pub use capture::MAX_CAPTURE_BODY;
 pub use cookie::CookieJar;
 pub use feeder::{Feeder, Format, Mode, OnEnd};
-pub use spec::{Flow, FlowSpec, SpecError, Step};
+pub use spec::{Flow, FlowSource, FlowSpec, SpecError, Step};
 pub use template::{Context, Template, TemplateError, VarId, VarTable, Vars};
 pub use user::{FlowUser, Origin, RequestBuf, StepOutcome, StepRef};

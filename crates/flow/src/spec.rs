@@ -9,8 +9,9 @@ use crate::check::{Check, StatusSet};
 use crate::feeder::{Feeder, Format, Mode, OnEnd};
 use crate::template::{valid_name, Context, Template, TemplateError, VarId, VarTable};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use toml::Spanned;
@@ -64,6 +65,9 @@ pub struct StepSpec {
     pub headers: Option<Spanned<Ordered<Spanned<String>>>>,
     pub body: Option<Spanned<String>>,
     pub body_file: Option<Spanned<String>>,
+    /// Another origin of the workload's server for this step
+    /// (`https://host:port`), e.g. a checkout over TLS.
+    pub target: Option<Spanned<String>>,
     pub think: Option<Spanned<String>>,
     pub capture: Option<Spanned<Ordered<Spanned<String>>>>,
     pub check: Option<Spanned<CheckSpec>>,
@@ -159,7 +163,17 @@ impl FlowSpec {
     /// Compiles the flow for a run: feeders and body files read (relative
     /// to `base_dir`), templates parsed and resolved, the walk laid out.
     pub fn compile(&self, base_dir: &Path) -> Result<Flow, Vec<SpecError>> {
+        self.compile_from(base_dir, &mut |path, what, limit| {
+            benchlab_input::read_bounded(path, what, limit).map_err(|e| e.to_string())
+        })
+    }
+
+    /// Compiles the flow with its files (feeders, body files) read by
+    /// `read(path, what, limit)`: from disk, or from a [`FlowSource`]'s
+    /// copies on a client of another host.
+    pub fn compile_from(&self, base_dir: &Path, read: &mut ReadFile<'_>) -> Result<Flow, Vec<SpecError>> {
         let mut c = Compiler {
+            read,
             base_dir,
             errors: Vec::new(),
             vars: VarTable::new(),
@@ -172,7 +186,10 @@ impl FlowSpec {
         for f in &self.feeders {
             let path = base_dir.join(f.file.get_ref());
             let format = f.format.unwrap_or_else(|| Format::of_path(&path));
-            match Feeder::load(&path, format, f.mode, f.on_end) {
+            let loaded = (c.read)(&path, "feeder", crate::feeder::MAX_FEEDER_BYTES).and_then(|bytes| {
+                Feeder::parse(&bytes, format, f.mode, f.on_end).map_err(|e| format!("{}: {e}", path.display()))
+            });
+            match loaded {
                 Ok(feeder) => {
                     let mut cols = Vec::new();
                     for (i, col) in feeder.columns().enumerate() {
@@ -208,7 +225,12 @@ impl FlowSpec {
     }
 }
 
+/// How a compile reads a file the flow names: `(path, what it is, the
+/// most bytes)` to its bytes or an error naming it.
+pub type ReadFile<'r> = dyn FnMut(&Path, &'static str, u64) -> Result<Vec<u8>, String> + 'r;
+
 struct Compiler<'a> {
+    read: &'a mut ReadFile<'a>,
     base_dir: &'a Path,
     errors: Vec<SpecError>,
     vars: VarTable,
@@ -281,6 +303,7 @@ impl Compiler<'_> {
             s.headers.as_ref().map(|m| ("headers", m.span())),
             s.body.as_ref().map(|m| ("body", m.span())),
             s.body_file.as_ref().map(|m| ("body_file", m.span())),
+            s.target.as_ref().map(|m| ("target", m.span())),
             s.capture.as_ref().map(|m| ("capture", m.span())),
             s.check.as_ref().map(|m| ("check", m.span())),
         ];
@@ -465,6 +488,20 @@ impl Compiler<'_> {
                 t
             }
         };
+        let target = s.target.as_ref().and_then(|t| match origin(t.get_ref()) {
+            Some(o) => Some(o),
+            None => {
+                self.errors.push(serr(
+                    t.span(),
+                    format!(
+                        "target = \"{}\": expected an origin of the workload's server, `http://host:port` or \
+                         `https://host:port`, without a path",
+                        benchlab_input::excerpt(t.get_ref())
+                    ),
+                ));
+                None
+            }
+        });
         let mut headers = Vec::new();
         for (hname, value) in s.headers.iter().flat_map(|h| &h.get_ref().0) {
             if !crate::capture::is_token(hname) {
@@ -500,7 +537,7 @@ impl Compiler<'_> {
             },
             (None, Some(f)) => {
                 let path = self.base_dir.join(f.get_ref());
-                match benchlab_input::read_bounded(&path, "request body", MAX_BODY_FILE_BYTES) {
+                match (self.read)(&path, "request body", MAX_BODY_FILE_BYTES) {
                     // A file that is not UTF-8 (an image, a protobuf) is
                     // sent as it is: templates are text.
                     Ok(bytes) => match String::from_utf8(bytes) {
@@ -508,7 +545,7 @@ impl Compiler<'_> {
                         Ok(text) => self.body_template(&text, &path, f.span()),
                     },
                     Err(e) => {
-                        self.errors.push(serr(f.span(), e.to_string()));
+                        self.errors.push(serr(f.span(), e));
                         Body::None
                     }
                 }
@@ -573,6 +610,12 @@ impl Compiler<'_> {
             name: name.get_ref().clone(),
             method,
             url,
+            origin: target.as_deref().map(|t| {
+                let https = t.starts_with("https://");
+                let authority = t.split_once("://").map_or(t, |(_, a)| a);
+                crate::user::Origin::new(authority, https)
+            }),
+            target,
             headers,
             has_cookie_header: false,
             body,
@@ -709,6 +752,83 @@ impl Compiler<'_> {
     }
 }
 
+/// `text` as an origin (`http[s]://authority`, a trailing `/` dropped), or
+/// `None` when it is none.
+fn origin(text: &str) -> Option<String> {
+    let t = text.trim().trim_end_matches('/');
+    let rest = t.strip_prefix("http://").or_else(|| t.strip_prefix("https://"))?;
+    let ok = !rest.is_empty()
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']' | b'_'));
+    ok.then(|| t.to_ascii_lowercase())
+}
+
+/// A flow as plain data: the TOML text of its `FlowSpec` and a copy of
+/// every file it names (feeders, body files), so a client on another host
+/// compiles the same flow without the controller's files.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct FlowSource {
+    /// The flow's TOML (a flow file's keys at the top level).
+    pub text: String,
+    /// Where its relative file names are (the suite's directory), as the
+    /// controller saw it: the copies are looked up by the joined path.
+    pub base_dir: PathBuf,
+    /// Each file by the path the flow joins, base64.
+    pub files: BTreeMap<PathBuf, String>,
+}
+
+impl FlowSource {
+    /// The flow in `text` with its files read (bounded) from `base_dir`.
+    pub fn gather(text: String, base_dir: &Path) -> Result<FlowSource, String> {
+        use base64::Engine as _;
+        let spec = FlowSpec::from_toml(&text).map_err(|e| e.to_string())?;
+        let mut files = BTreeMap::new();
+        let mut read = |path: &Path, what: &'static str, limit: u64| {
+            let bytes = benchlab_input::read_bounded(path, what, limit).map_err(|e| e.to_string())?;
+            files.insert(
+                path.to_path_buf(),
+                base64::engine::general_purpose::STANDARD.encode(&bytes),
+            );
+            Ok(bytes)
+        };
+        match spec.compile_from(base_dir, &mut read) {
+            Ok(_) => Ok(FlowSource {
+                text,
+                base_dir: base_dir.to_path_buf(),
+                files,
+            }),
+            Err(errors) => Err(errors
+                .iter()
+                .map(|e| e.render("flow", &text))
+                .collect::<Vec<_>>()
+                .join("\n")),
+        }
+    }
+
+    /// Compiles the flow from the copies (no file is read).
+    pub fn compile(&self) -> Result<Flow, String> {
+        use base64::Engine as _;
+        let spec = FlowSpec::from_toml(&self.text).map_err(|e| e.to_string())?;
+        let mut read = |path: &Path, _what: &'static str, _limit: u64| {
+            let text = self
+                .files
+                .get(path)
+                .ok_or_else(|| format!("{}: not among the flow's files", path.display()))?;
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .map_err(|e| format!("{}: {e}", path.display()))
+        };
+        spec.compile_from(&self.base_dir, &mut read).map_err(|errors| {
+            errors
+                .iter()
+                .map(|e| e.render("flow", &self.text))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    }
+}
+
 /// A header of a step.
 #[derive(Debug, Clone)]
 pub struct Header {
@@ -742,6 +862,10 @@ pub struct Step {
     pub name: String,
     pub method: String,
     pub url: Template,
+    /// The origin it goes to when not the workload's (`https://host:port`).
+    pub target: Option<String>,
+    /// That origin as its cookies see it.
+    pub origin: Option<crate::user::Origin>,
     pub headers: Vec<Header>,
     pub has_cookie_header: bool,
     pub body: Body,

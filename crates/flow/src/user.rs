@@ -325,6 +325,7 @@ impl FlowUser {
         out.headers.clear();
         out.spans.clear();
         let sess = &self.session;
+        let origin = step.origin.as_ref().unwrap_or(&sess.origin);
         let now = if sess.jar.is_empty() { 0 } else { (sess.clock)() };
         for h in &step.headers {
             out.start_header(&h.name);
@@ -334,7 +335,7 @@ impl FlowUser {
                 out.headers.extend_from_slice(b"; ");
                 if !sess
                     .jar
-                    .write_header(&sess.origin.host, &sess.path, sess.origin.https, now, &mut out.headers)
+                    .write_header(&origin.host, &sess.path, origin.https, now, &mut out.headers)
                 {
                     out.headers.truncate(before);
                 }
@@ -345,7 +346,7 @@ impl FlowUser {
             out.start_header("Cookie");
             if sess
                 .jar
-                .write_header(&sess.origin.host, &sess.path, sess.origin.https, now, &mut out.headers)
+                .write_header(&origin.host, &sess.path, origin.https, now, &mut out.headers)
             {
                 out.end_header();
             } else {
@@ -421,7 +422,8 @@ impl Session {
         for (name, value) in headers {
             if name.eq_ignore_ascii_case(b"set-cookie") {
                 let t = *now.get_or_insert_with(self.clock);
-                self.jar.set(value, &self.origin.host, &self.path, self.origin.https, t);
+                let o = step.origin.as_ref().unwrap_or(&self.origin);
+                self.jar.set(value, &o.host, &self.path, o.https, t);
                 if let Some((cname, cvalue)) = cookie::name_value(value) {
                     for (i, c) in step.captures.iter().enumerate() {
                         if captured & (1 << i) == 0 && matches!(&c.source, Source::Cookie(n) if &n[..] == cname) {

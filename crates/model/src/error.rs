@@ -118,7 +118,16 @@ impl Source {
             // toml's message starts with "TOML parse error at line L, column C"
             // and a snippet; keep only the explanation, and give the place
             // in our own `file:line:col:` form.
-            let message = shorten_quoted(e.message().trim());
+            let mut message = shorten_quoted(e.message().trim());
+            if message.ends_with("expected a borrowed string") {
+                // serde_spanned's words when a table we keep the place of
+                // was only implied by a deeper header (`[workloads.w.flow]`
+                // without `[workloads.w]`): toml has no place for it.
+                message = "a table defined only by the headers of its sub-tables: write its own header line \
+                           first (e.g. `[workloads.NAME]` before `[[workloads.NAME.class]]` or \
+                           `[workloads.NAME.flow]`)"
+                    .to_string();
+            }
             match e.span() {
                 Some(span) => self.error_at(span.start, message),
                 None => self.error(message),

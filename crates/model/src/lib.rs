@@ -20,6 +20,6 @@ pub use error::{line_col, FlagError, ModelError, ResolveError, Source};
 pub use files::{is_file_target, FileWorkloadKind, FileWorkloadRef};
 pub use suite::{rate_range, rate_text, Arrival, Mix, MixParams, Phase, Suite, MAX_RATE, MIN_RATE, MIN_WINDOW};
 pub use workload::{
-    origin, Body, Class, ClassKind, FilesetDraw, Place, Popularity, Request, ResolvedUrl, UrlEntry, UrlSource,
-    Validate, Workload,
+    origin, Body, Class, ClassKind, FilesetDraw, FlowWorkload, Place, Popularity, Request, ResolvedUrl, UrlEntry,
+    UrlSource, Validate, Workload,
 };

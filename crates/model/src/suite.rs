@@ -220,6 +220,8 @@ pub(crate) struct RawWorkloadRef {
     pub(crate) loadfile: Option<String>,
     /// Loadfile passes per user, after which it stops (file servers).
     pub(crate) loops: Option<Spanned<u32>>,
+    /// A flow: the steps each virtual user walks (docs/flows.md).
+    pub(crate) flow: Option<benchlab_flow::FlowSpec>,
 }
 
 /// Parameters of `[defaults]` and of each `[[mix]]` (a mix also has
@@ -492,6 +494,12 @@ impl Suite {
                 file_workloads.insert(key, f);
                 continue;
             }
+            if w.flow.is_some() && (w.file.is_some() || !w.classes.is_empty()) {
+                return Err(src.error_at(
+                    at,
+                    format!("workload `{key}` has a `flow` and classes: expected one of them (a flow's steps are its classes)"),
+                ));
+            }
             if let Some(t) = &w.target {
                 if !is_base_url(t.get_ref()) {
                     return Err(src.error_at(
@@ -503,6 +511,11 @@ impl Suite {
                     ));
                 }
                 workload_targets.insert(key.clone(), t.get_ref().clone());
+            }
+            if let Some(flow) = w.flow {
+                let workload = crate::workload::flow_workload(&src, &key, at, flow, w.name, w.description, dir)?;
+                workloads.insert(key, workload);
+                continue;
             }
             let workload = match w.file {
                 Some(file) => {
@@ -672,6 +685,31 @@ impl Suite {
                         i + 1
                     ),
                 ));
+            }
+            if workloads.get(&p.workload).is_some_and(|w| w.flow.is_some()) {
+                // A flow's users walk their steps one request at a time over
+                // HTTP/1 (docs/flows.md): these cannot apply.
+                if let Some(r) = &m.rate {
+                    return Err(src.error_at(
+                        r.span().start,
+                        format!(
+                            "mix {}: `rate` with the flow workload `{}`: a flow's users walk their steps in a closed loop; \
+                             use threads_per_client and the steps' think times",
+                            i + 1,
+                            p.workload
+                        ),
+                    ));
+                }
+                if p.http2 {
+                    return Err(src.error_at(
+                        at,
+                        format!(
+                            "mix {}: `http = \"2\"` with the flow workload `{}`: flows run over HTTP/1.1 for now",
+                            i + 1,
+                            p.workload
+                        ),
+                    ));
+                }
             }
             if !workloads.contains_key(&p.workload) && !file_workloads.contains_key(&p.workload) {
                 let known: Vec<&str> = workloads

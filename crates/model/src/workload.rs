@@ -166,7 +166,101 @@ pub(crate) struct RawFileset {
 pub struct Workload {
     pub name: String,
     pub description: String,
+    /// A flow workload's classes are its steps, in order (each a GET of
+    /// `/` for what needs a class: the flow says what is sent).
     pub classes: Vec<Class>,
+    /// A flow (docs/flows.md): every virtual user walks its steps.
+    pub flow: Option<FlowWorkload>,
+}
+
+/// A flow workload: the flow as a client receives it, and its steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowWorkload {
+    /// The flow's TOML and a copy of every file it names.
+    pub source: benchlab_flow::FlowSource,
+    /// Each step's name (its results' class) and its origin when the
+    /// step names one (`target = "https://…"`).
+    pub steps: Vec<(String, Option<String>)>,
+}
+
+/// Checks a suite's `[workloads.KEY.flow]`: every error of the flow with
+/// its place in the suite, then the flow as plain data for the clients
+/// (its TOML text again, and its files read once, relative to `dir`).
+pub(crate) fn flow_workload(
+    src: &Source,
+    key: &str,
+    at: usize,
+    spec: benchlab_flow::FlowSpec,
+    name: Option<String>,
+    description: Option<String>,
+    dir: &Path,
+) -> Result<Workload, ModelError> {
+    let compiled = spec.compile(dir).map_err(|errors| {
+        let first = errors.first().map_or(at, |e| e.span.start);
+        let mut message = format!(
+            "workload `{key}`: {}",
+            errors.first().map_or("invalid flow".to_string(), |e| e.message.clone())
+        );
+        for e in errors.iter().skip(1).take(9) {
+            message.push_str(&format!("\n{}", e.render(&src.path.display().to_string(), &src.text)));
+        }
+        src.error_at(first, message)
+    })?;
+    // The flow table alone, as the TOML a client compiles.
+    let table: toml::Table = toml::from_str(&src.text).map_err(|e| src.error(e.to_string()))?;
+    let text = table
+        .get("workloads")
+        .and_then(|w| w.get(key))
+        .and_then(|w| w.get("flow"))
+        .and_then(|f| f.as_table())
+        // Each key on a line of its own, its value inline: every table
+        // then has a place (a header-less table written by `to_string`
+        // would be implied by its sub-tables' headers and have none).
+        .map(|f| {
+            f.iter()
+                .map(|(k, v)| format!("{} = {v}\n", toml::Value::from(k.as_str())))
+                .collect::<String>()
+        })
+        .ok_or_else(|| {
+            src.error_at(
+                at,
+                format!("workload `{key}`: its flow could not be written back as TOML"),
+            )
+        })?;
+    let source =
+        benchlab_flow::FlowSource::gather(text, dir).map_err(|e| src.error_at(at, format!("workload `{key}`: {e}")))?;
+    let steps: Vec<(String, Option<String>)> = compiled
+        .steps()
+        .iter()
+        .map(|s| (s.name.clone(), s.target.clone()))
+        .collect();
+    let classes = steps
+        .iter()
+        .map(|(name, target)| Class {
+            name: name.clone(),
+            percent: 100.0 / steps.len() as f64,
+            kind: ClassKind::Static,
+            spi: None,
+            expect_status: 200,
+            validate: Some(Validate::Status),
+            target: target.clone(),
+            source: UrlSource::List(vec![UrlEntry {
+                path: "/".into(),
+                weight: 1.0,
+                size: None,
+                place: None,
+                request: None,
+            }]),
+            http2: false,
+            request: None,
+        })
+        .collect();
+    Ok(Workload {
+        name: name.unwrap_or_else(|| key.to_string()),
+        description: description.unwrap_or_default(),
+        classes,
+        flow: Some(FlowWorkload { source, steps }),
+    })
 }
 
 /// A request class, checked.
@@ -616,6 +710,7 @@ impl Workload {
             name: raw.name.unwrap_or_else(|| default_name.to_string()),
             description: raw.description.unwrap_or_default(),
             classes,
+            flow: None,
         })
     }
 

@@ -118,6 +118,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         http2: None,
         files: None,
         http_command: None,
+        flows: None,
     }
 }
 

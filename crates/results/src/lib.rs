@@ -32,7 +32,7 @@ pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
 /// The kinds of failed request, by their names in JSON and CSV, in the
 /// order of docs/counting.md (the engine's `ErrorKind::ALL`; a test in the
 /// controller keeps the two the same).
-pub const ERROR_KINDS: [&str; 15] = [
+pub const ERROR_KINDS: [&str; 16] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -48,6 +48,7 @@ pub const ERROR_KINDS: [&str; 15] = [
     "goaway",
     "flow_control",
     "body_incomplete",
+    "check_failed",
 ];
 
 /// How the search came to run a load.
@@ -460,6 +461,26 @@ pub struct MixResult {
     /// field for. Absent in a suite's results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_command: Option<HttpCommand>,
+    /// A flow workload's mix: its users' walks through the flow (the
+    /// steps are its classes). Absent for other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<MixFlows>,
+}
+
+/// How a mix's virtual users walked their flow (docs/flows.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MixFlows {
+    /// Flows walked to the end inside the window (counted when the user
+    /// starts its next pass).
+    pub completed: u64,
+    pub completed_per_sec: f64,
+    /// Flows abandoned inside the window at a failed step: a check or a
+    /// capture (`check_failed`), or the step's request itself failed. The
+    /// user starts over.
+    pub abandoned: u64,
+    /// Each step whose check failed: the first failure, in words.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub check_failures: BTreeMap<String, String>,
 }
 
 /// What a run measured: HTTP requests to web servers, or operations of a

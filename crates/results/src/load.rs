@@ -537,6 +537,7 @@ fn from_file_mix(m: OldFileMix) -> MixResult {
             clients_bytes_written: m.per_client.iter().map(|c| c.bytes_written).collect(),
         }),
         http_command: None,
+        flows: None,
     }
 }
 
@@ -898,6 +899,7 @@ fn http_mix(number: usize, r: OldHttp) -> MixResult {
                 })
                 .collect(),
         }),
+        flows: None,
     }
 }
 

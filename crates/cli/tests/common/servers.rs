@@ -211,12 +211,16 @@ pub struct NginxLogLine {
     pub request: String,
     /// `$request_length`: request line, headers and body as read.
     pub request_length: u64,
+    /// The request's `Cookie` header, `-` when absent.
+    pub cookie: String,
+    /// The request's `X-CSRF` header, `-` when absent.
+    pub x_csrf: String,
 }
 
 impl NginxLogLine {
     fn parse(line: &str) -> NginxLogLine {
         let f: Vec<&str> = line.split('\t').collect();
-        assert_eq!(f.len(), 11, "unexpected nginx log line {line:?}");
+        assert_eq!(f.len(), 13, "unexpected nginx log line {line:?}");
         let num = |i: usize| -> u64 {
             f[i].parse()
                 .unwrap_or_else(|_| panic!("field {i} of nginx log line {line:?} is not a number"))
@@ -233,6 +237,8 @@ impl NginxLogLine {
             x_bench: f[8].to_owned(),
             request: f[9].to_owned(),
             request_length: num(10),
+            cookie: f[11].to_owned(),
+            x_csrf: f[12].to_owned(),
         }
     }
 
@@ -329,7 +335,7 @@ http {{
     fastcgi_temp_path {tmp_fastcgi};
     uwsgi_temp_path {tmp_uwsgi};
     scgi_temp_path {tmp_scgi};
-    log_format bench "$connection\t$connection_requests\t$status\t$bytes_sent\t$body_bytes_sent\t$ssl_session_reused\t$http_connection\t$remote_addr\t$http_x_bench\t$request\t$request_length";
+    log_format bench "$connection\t$connection_requests\t$status\t$bytes_sent\t$body_bytes_sent\t$ssl_session_reused\t$http_connection\t$remote_addr\t$http_x_bench\t$request\t$request_length\t$http_cookie\t$http_x_csrf";
     access_log {access_log} bench;
     sendfile on;
     keepalive_requests {keepalive_requests};
@@ -358,6 +364,25 @@ http {{
         # Any method without a body (nothing to read).
         location = /any {{
             return 200 "ok\n";
+        }}
+        # A small session for the flow tests (docs/flows.md): a page with a
+        # token to capture, a log-in that sets a cookie, an API that echoes
+        # what the client sent as JSON.
+        location = /flow/page {{
+            add_header X-Token "tok-$arg_u";
+            return 200 '<form><input type="hidden" name="csrf" value="csrf-$arg_u"></form>';
+        }}
+        location = /flow/login {{
+            add_header Set-Cookie "sid=s-$arg_u; Path=/flow";
+            return 303 /flow/cart;
+        }}
+        location = /flow/cart {{
+            default_type application/json;
+            return 200 '{{"ok": true, "sid": "$cookie_sid", "csrf": "$http_x_csrf"}}';
+        }}
+        location = /flow/logout {{
+            add_header Set-Cookie "sid=gone; Path=/flow; Max-Age=0";
+            return 204;
         }}
         location = /echo-done {{
             access_log off;

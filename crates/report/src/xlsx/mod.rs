@@ -1199,6 +1199,7 @@ mod tests {
             http2: None,
             files: None,
             http_command: None,
+            flows: None,
         }
     }
 
