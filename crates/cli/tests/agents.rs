@@ -245,6 +245,85 @@ fn three_agents_run_a_suite_counted_against_nginx() {
     assert!(lines.iter().all(|l| l.status == 200));
 }
 
+/// A flow workload on two agents: each agent compiles the flow the
+/// controller sent (its feeder travels with it: a flow compiled from the
+/// controller's copy reads no file, see `benchlab_flow::FlowSource`), users are numbered across the agents (a feeder's
+/// `index` rows are theirs alone), and every step is counted against nginx.
+#[test]
+fn two_agents_walk_a_flow_with_its_feeder_counted_against_nginx() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let data = work.path().join("data");
+    std::fs::create_dir(&data).expect("data dir");
+    std::fs::write(data.join("users.csv"), "u\nuser-0\nuser-1\nuser-2\nuser-3\n").expect("feeder");
+    let suite = work.path().join("flow.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"name = "agents-flow"
+target = "{}"
+seed = 5
+[defaults]
+length = "2s"
+ramp_up = "0s"
+ramp_down = "0s"
+threads_per_client = 2
+timeout = "5s"
+[workloads.session]
+[workloads.session.flow]
+feeders = [{{ file = "data/users.csv", mode = "index" }}]
+steps = [
+  {{ name = "login", method = "POST", url = "/flow/login?u={{{{u}}}}", check = {{ status = 303 }} }},
+  {{ name = "cart", method = "POST", url = "/flow/cart?u={{{{u}}}}", body = "{{}}", check = {{ json = {{ "/sid" = "s-{{{{u}}}}" }} }} }},
+]
+[[mix]]
+clients = 2
+"#,
+            nginx.url("")
+        ),
+    )
+    .expect("suite");
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&suite, port, &lab, &out_dir, 2, &[]);
+    let agents: Vec<Proc> = (0..2).map(|i| agent(&lab, port, i, &[])).collect();
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "controller failed:\n{}", text(&out));
+    drop(agents);
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    let m = &r["mixes"][0];
+    assert_eq!(u(m, "/errors_total"), 0, "{m}");
+    assert!(u(m, "/flows/completed") > 0, "{m}");
+    let lines = nginx.access_log_lines();
+    let mut users: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.request.split("u=").nth(1))
+        .map(|rest| rest.split(' ').next().unwrap_or(""))
+        .collect();
+    users.sort();
+    users.dedup();
+    assert_eq!(users, ["user-0", "user-1", "user-2", "user-3"]);
+    // Each user's requests came from its own agent's address, cookie and all.
+    for l in lines.iter().filter(|l| l.path().starts_with("/flow/cart")) {
+        let user = l.request.split("u=").nth(1).and_then(|r| r.split(' ').next()).unwrap_or("");
+        assert_eq!(l.cookie, format!("sid=s-{user}"), "{l:?}");
+        let agent = if matches!(user, "user-0" | "user-1") { "127.0.0.1" } else { "127.0.0.2" };
+        assert_eq!(l.remote_addr, agent, "{l:?}");
+    }
+    for (step, path) in [("login", "/flow/login"), ("cart", "/flow/cart")] {
+        let c = m["classes"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == step))
+            .expect("step class");
+        let logged = lines.iter().filter(|l| l.path().starts_with(path)).count() as u64;
+        let ended = u(c, "/requests") + u(c, "/errors_total");
+        assert!(logged >= ended && logged <= ended + u(m, "/in_flight"), "{step}: {logged} vs {ended}");
+    }
+}
+
 /// Waits until nginx has logged a request from `addr`.
 fn wait_for_load_from(nginx: &Nginx, addr: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -1213,4 +1213,29 @@ branch = [
             "{rendered:?}"
         );
     }
+
+    #[test]
+    fn a_flow_source_carries_its_files_and_compiles_without_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("users.csv"), "user\nann\n").unwrap();
+        std::fs::write(dir.path().join("body.json"), "{\"u\": \"{{user}}\"}").unwrap();
+        let text = r#"
+feeders = [{ file = "users.csv" }]
+steps = [{ name = "a", method = "POST", url = "/a", body_file = "body.json", target = "https://Shop.example:8443/" }]
+"#;
+        let source = FlowSource::gather(text.to_string(), dir.path()).unwrap();
+        assert_eq!(source.files.len(), 2);
+        std::fs::remove_file(dir.path().join("users.csv")).unwrap();
+        std::fs::remove_file(dir.path().join("body.json")).unwrap();
+        let back: FlowSource = serde_json::from_str(&serde_json::to_string(&source).unwrap()).unwrap();
+        let flow = back.compile().unwrap();
+        assert_eq!(flow.steps()[0].target.as_deref(), Some("https://shop.example:8443"));
+        let mut user = crate::FlowUser::new(std::sync::Arc::new(flow), 0, 1, crate::Origin::new("x", false));
+        let mut req = crate::RequestBuf::new();
+        user.next_request(&mut req).unwrap();
+        assert_eq!(req.body(), Some(&b"{\"u\": \"ann\"}"[..]));
+        assert!(FlowSource::gather("steps = [{ name = \"a\", url = \"/\", body_file = \"gone\" }]".into(), dir.path())
+            .unwrap_err()
+            .contains("gone"));
+    }
 }
