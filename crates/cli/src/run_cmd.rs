@@ -607,6 +607,19 @@ impl Observer for Progress {
             },
             if r.partial { " (partial)" } else { "" }
         );
+        if let Some(f) = &r.flows {
+            eprintln!(
+                "  flows: {} completed ({}/s), {} abandoned{}",
+                thousands(f.completed),
+                requests_per_sec(f.completed_per_sec),
+                thousands(f.abandoned),
+                f.check_failures
+                    .iter()
+                    .next()
+                    .map(|(step, why)| format!("; step {step}: {why}"))
+                    .unwrap_or_default()
+            );
+        }
     }
 
     fn results_written(&mut self, results: &Results) {

@@ -308,9 +308,18 @@ clients = 2
     assert_eq!(users, ["user-0", "user-1", "user-2", "user-3"]);
     // Each user's requests came from its own agent's address, cookie and all.
     for l in lines.iter().filter(|l| l.path().starts_with("/flow/cart")) {
-        let user = l.request.split("u=").nth(1).and_then(|r| r.split(' ').next()).unwrap_or("");
+        let user = l
+            .request
+            .split("u=")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .unwrap_or("");
         assert_eq!(l.cookie, format!("sid=s-{user}"), "{l:?}");
-        let agent = if matches!(user, "user-0" | "user-1") { "127.0.0.1" } else { "127.0.0.2" };
+        let agent = if matches!(user, "user-0" | "user-1") {
+            "127.0.0.1"
+        } else {
+            "127.0.0.2"
+        };
         assert_eq!(l.remote_addr, agent, "{l:?}");
     }
     for (step, path) in [("login", "/flow/login"), ("cart", "/flow/cart")] {
@@ -320,7 +329,10 @@ clients = 2
             .expect("step class");
         let logged = lines.iter().filter(|l| l.path().starts_with(path)).count() as u64;
         let ended = u(c, "/requests") + u(c, "/errors_total");
-        assert!(logged >= ended && logged <= ended + u(m, "/in_flight"), "{step}: {logged} vs {ended}");
+        assert!(
+            logged >= ended && logged <= ended + u(m, "/in_flight"),
+            "{step}: {logged} vs {ended}"
+        );
     }
 }
 

@@ -409,3 +409,69 @@ fn suite_runs_explain_tls_failures_and_bad_targets() {
          https://localhost:8080 for TLS)\n",
     );
 }
+
+/// A workload whose classes go to two origins (plain HTTP and TLS, as the
+/// ecommerce suite's do): a user's kept connection carries only requests
+/// to its own origin, so every TLS class's request is logged by the TLS
+/// server and none by the plain one (before, a kept plain connection took
+/// the next request whatever its class's origin).
+#[test]
+fn a_kept_connection_carries_requests_to_its_own_origin_only() {
+    let plain = Nginx::start(NginxOpts {
+        keepalive_requests: 100_000,
+        ..NginxOpts::default()
+    });
+    let secure = Nginx::start(NginxOpts {
+        tls: true,
+        keepalive_requests: 100_000,
+        ..NginxOpts::default()
+    });
+    let work = tempfile::tempdir().expect("tempdir");
+    let suite = work.path().join("two-origins.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"name = "two-origins"
+target = "{}"
+seed = 3
+[defaults]
+length = "1s"
+ramp_up = "0s"
+ramp_down = "0s"
+threads_per_client = 4
+persistent_percent = 100
+[workloads.w]
+[[workloads.w.class]]
+name = "plain"
+percent = 50
+headers = {{ "X-Bench" = "plain" }}
+[[workloads.w.class.url]]
+path = "/4k.html"
+[[workloads.w.class]]
+name = "secure"
+percent = 50
+target = "{}"
+headers = {{ "X-Bench" = "secure" }}
+[[workloads.w.class.url]]
+path = "/4k.html"
+[[mix]]
+clients = 1
+"#,
+            plain.url(""),
+            secure.url("")
+        ),
+    )
+    .expect("suite");
+    let out_dir = work.path().join("out");
+    let out = run_benchlab(&["run", s(&suite), "--out", s(&out_dir), "--insecure"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results")).expect("JSON");
+    assert_eq!(u(&r["mixes"][0], "/errors_total"), 0);
+    let (p, t) = (plain.access_log_lines(), secure.access_log_lines());
+    let strays =
+        |lines: &[common::servers::NginxLogLine], other: &str| lines.iter().filter(|l| l.x_bench == other).count();
+    assert_eq!(strays(&p, "secure"), 0, "TLS-class requests on the plain server");
+    assert_eq!(strays(&t, "plain"), 0, "plain-class requests on the TLS server");
+    assert!(t.iter().any(|l| l.x_bench == "secure") && p.iter().any(|l| l.x_bench == "plain"));
+}

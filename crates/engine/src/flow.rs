@@ -169,6 +169,7 @@ impl FlowVu {
     /// by the flow) and the user starts over.
     pub(crate) fn abandon(&mut self) {
         self.user.abandon();
+        self.think = Duration::ZERO;
     }
 
     /// Flows walked to the end, and abandoned, by this user.

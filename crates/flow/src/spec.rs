@@ -1234,8 +1234,11 @@ steps = [{ name = "a", method = "POST", url = "/a", body_file = "body.json", tar
         let mut req = crate::RequestBuf::new();
         user.next_request(&mut req).unwrap();
         assert_eq!(req.body(), Some(&b"{\"u\": \"ann\"}"[..]));
-        assert!(FlowSource::gather("steps = [{ name = \"a\", url = \"/\", body_file = \"gone\" }]".into(), dir.path())
-            .unwrap_err()
-            .contains("gone"));
+        assert!(FlowSource::gather(
+            "steps = [{ name = \"a\", url = \"/\", body_file = \"gone\" }]".into(),
+            dir.path()
+        )
+        .unwrap_err()
+        .contains("gone"));
     }
 }

@@ -252,6 +252,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
         ("files", "File operations"),
         ("summary", "Summary report"),
         ("open-loop", "Open loop"),
+        ("flows", "Flows"),
         ("classes", "Classes"),
         ("clients", "Client data report"),
         ("config", "Configuration"),
@@ -259,6 +260,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
     ]
     .into_iter()
     .filter(|(id, _)| *id != "open-loop" || tables::any_open_loop(runs))
+    .filter(|(id, _)| *id != "flows" || tables::any_flows(runs))
     .filter(|(id, _)| *id != "resources" || resources::any_resources(runs))
     .filter(|(id, _)| *id != "files" || runs.iter().any(is_file))
     .filter(|(id, _)| *id != "thresholds" || any_thresholds(runs))
@@ -299,6 +301,7 @@ pub fn page(runs: &[Run], analyses: &[RunAnalysis], cmp: Option<&Comparison>, o:
                     (files(runs))
                     (summary(runs))
                     (open_loop(runs))
+                    (tables::flows(runs))
                     (classes(runs))
                     (clients(runs))
                     (config(runs))

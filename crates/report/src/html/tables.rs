@@ -294,6 +294,77 @@ pub(super) fn any_open_loop(runs: &[Run]) -> bool {
         .any(|r| r.results.mixes.iter().any(|m| m.open_loop.is_some()))
 }
 
+/// Whether any run has a flow workload's mix (the page then has a flows
+/// section, and the navigation a link to it).
+pub(super) fn any_flows(runs: &[Run]) -> bool {
+    runs.iter().any(|r| r.results.mixes.iter().any(|m| m.flows.is_some()))
+}
+
+/// A flow workload's mixes: the flows walked and abandoned, and each step
+/// (its class) with its requests, failed checks, bytes each way and
+/// latency, and the first failed check of each step in words.
+pub(super) fn flows(runs: &[Run]) -> Markup {
+    if !any_flows(runs) {
+        return html! {};
+    }
+    html! {
+        section #flows {
+            h2 { "Flows" }
+            p.sub {
+                "Each virtual user walks the flow's steps with its own cookie jar, data and captures. A flow is completed when its last step's response passed (counted as the user starts over), abandoned when a step failed: a check or capture (" code { "check_failed" } ") or the request itself. Steps are the mix's classes."
+            }
+            @for (i, r) in runs.iter().enumerate() {
+                h3 { (swatch(i)) (r.label) }
+                div.tw { table.flows data-run=(r.label) {
+                    tr {
+                        th.n { "mix" } th.n { "threads" } th { "step" } th.n { "requests" } th.n { "requests/s" }
+                        th.n { "failed checks" } th.n { "errors" } th.n { "bytes sent" } th.n { "bytes received" }
+                        th.n { "p50 µs" } th.n { "p99 µs" } th { "first failed check" }
+                    }
+                    @for m in &r.results.mixes {
+                        @if let Some(fl) = &m.flows {
+                            tr data-mix=(m.mix) {
+                                td.n { (m.mix) }
+                                td.n { (mix_load(r, m.mix, m.threads)) }
+                                td { b { "all steps" } }
+                                (field("flows.completed", format!("{} flows", int(fl.completed))))
+                                (field("flows.completed_per_sec", requests_per_sec(fl.completed_per_sec)))
+                                td.n { }
+                                td.n data-field="flows.abandoned" {
+                                    @if fl.abandoned > 0 { span.flag { (int(fl.abandoned)) " abandoned" } } @else { "0 abandoned" }
+                                }
+                                td.n { (int(m.figures.bytes_sent)) }
+                                td.n { (int(m.figures.bytes)) }
+                                td.n { (int(m.figures.latency_us.p50)) }
+                                td.n { (int(m.figures.latency_us.p99)) }
+                                td { }
+                            }
+                            @for c in &m.classes {
+                                @let f = &c.figures;
+                                @let failed = f.errors.get("check_failed").copied().unwrap_or(0);
+                                tr data-mix=(m.mix) data-step=(c.name) {
+                                    td.n { (m.mix) }
+                                    td.n { }
+                                    td { (c.name) }
+                                    td.n { (int(f.requests)) }
+                                    td.n { (requests_per_sec(f.requests_per_sec)) }
+                                    td.n { @if failed > 0 { span.flag { (int(failed)) } } @else { "0" } }
+                                    td.n { (int(f.errors_total)) }
+                                    td.n { (int(f.bytes_sent)) }
+                                    td.n { (int(f.bytes)) }
+                                    td.n { (int(f.latency_us.p50)) }
+                                    td.n { (int(f.latency_us.p99)) }
+                                    td { (fl.check_failures.get(&c.name).map(String::as_str).unwrap_or("")) }
+                                }
+                            }
+                        }
+                    }
+                } }
+            }
+        }
+    }
+}
+
 pub(super) fn classes(runs: &[Run]) -> Markup {
     html! {
         section #classes {
