@@ -279,3 +279,35 @@ fn flow_mistakes_are_refused_at_check_with_their_line() {
         assert!(err.contains(says) && err.contains(line), "{says}: {err}");
     }
 }
+
+/// A feeder with `on_end = "stop"` used once (`next`): two rows, three
+/// users — exactly two flows are walked, each step logged twice, and the
+/// third user (and the two after their pass) send nothing more.
+#[test]
+fn a_feeder_that_stops_ends_the_flows_exactly_when_its_rows_run_out() {
+    let server = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let text = suite(&server.url(""), "{ status = 200 }", "")
+        .replace("mode = \"index\"", "mode = \"next\"\non_end = \"stop\"");
+    std::fs::write(work.path().join("users.csv"), "u\nuser-a\nuser-b\n").expect("feeder");
+    let suite = work.path().join("flows.toml");
+    std::fs::write(&suite, &text).expect("suite");
+    let out_dir = work.path().join("out");
+    let out = run_benchlab(&["run", s(&suite), "--out", s(&out_dir)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
+            .expect("JSON");
+    let mix = &results["mixes"][0];
+    assert_eq!(u(mix, "/errors_total"), 0, "{mix}");
+    assert_eq!(u(mix, "/requests"), 8, "two flows of four steps: {mix}");
+    assert_eq!(u(mix, "/in_flight"), 0, "{mix}");
+    assert_eq!(u(mix, "/flows/completed"), 2, "{mix}");
+    let lines = server.access_log_lines();
+    assert_eq!(lines.len(), 8);
+    for path in ["/flow/page", "/flow/login", "/flow/cart", "/flow/logout"] {
+        let mut users: Vec<&str> = lines_of(&lines, path).iter().map(|l| user_of(l)).collect();
+        users.sort();
+        assert_eq!(users, ["user-a", "user-b"], "{path}");
+    }
+}

@@ -384,23 +384,24 @@ impl Http1 {
         // whose feeder ran out is done.
         let step = match self.vus[i].flow.as_deref_mut() {
             None => None,
-            Some(f) => match f.next() {
-                Some(step) => {
-                    let (completed, _) = f.uncounted();
-                    if completed > 0 {
-                        core.second.conn.flows_completed += completed;
-                        if core.in_window(Instant::now()) {
-                            core.window.conn.flows_completed += completed;
-                        }
+            Some(f) => {
+                let step = f.next();
+                // A pass that ended is counted as the next begins (or as
+                // the user finds its feeder used up).
+                let (completed, _) = f.uncounted();
+                if completed > 0 {
+                    core.second.conn.flows_completed += completed;
+                    if core.in_window(Instant::now()) {
+                        core.window.conn.flows_completed += completed;
                     }
-                    Some(step)
                 }
-                None => {
+                if step.is_none() {
                     self.close(core, i);
                     self.vus[i].state = State::Done;
                     return;
                 }
-            },
+                step
+            }
         };
         if !core.take_request() {
             self.close(core, i);
