@@ -53,6 +53,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             source_addresses: vec!["127.0.0.2".parse().unwrap()],
             tls: Default::default(),
             seed: 7,
+            first_user: 0,
             http2: None,
         },
     };

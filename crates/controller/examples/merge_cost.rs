@@ -126,6 +126,7 @@ fn main() {
             source_addresses: Vec::new(),
             tls: Default::default(),
             seed: 1,
+            first_user: 0,
             http2: None,
         },
     };

@@ -491,6 +491,7 @@ mod fake_clients {
             cpu_system: Duration::from_millis(5),
             elapsed: Duration::from_secs(seconds.len() as u64),
             tls_error: None,
+            check_failures: Default::default(),
             users_arrived: 1,
             users_waiting: 0,
             peak_connections: 0,
@@ -666,6 +667,7 @@ mod fake_clients {
                 source_addresses: vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, c as u8 + 1))],
                 tls: TlsOptions::default(),
                 seed: c as u64,
+                first_user: 0,
                 http2: None,
             },
         };

@@ -15,14 +15,14 @@ use std::time::{Duration, SystemTime};
 #[derive(Debug)]
 pub enum ClientEnd {
     /// It ran to the end (or was stopped) and reported.
-    Finished(ClientReport),
+    Finished(Box<ClientReport>),
     /// It was lost mid-mix: `window` holds the seconds it sent inside the
     /// measurement window (`seconds` of them), kept apart from the mix.
     Lost {
         /// What happened, in words.
         why: String,
         window: Box<ClassStats>,
-        conn: ConnCounters,
+        conn: Box<ConnCounters>,
         seconds: u32,
     },
 }
@@ -42,7 +42,7 @@ impl Driven {
     /// The reports of the clients that finished.
     pub fn reports(&self) -> impl Iterator<Item = &ClientReport> {
         self.clients.iter().filter_map(|c| match c {
-            ClientEnd::Finished(r) => Some(r),
+            ClientEnd::Finished(r) => Some(&**r),
             ClientEnd::Lost { .. } => None,
         })
     }
@@ -90,7 +90,7 @@ impl Apart {
         ClientEnd::Lost {
             why,
             window: Box::new(window),
-            conn: self.conn,
+            conn: Box::new(self.conn),
             seconds: self.seconds,
         }
     }
@@ -270,7 +270,7 @@ pub fn drive_mix(
         .iter_mut()
         .zip(apart)
         .map(|(d, apart)| match d.finish() {
-            Ok(r) => ClientEnd::Finished(r),
+            Ok(r) => ClientEnd::Finished(Box::new(r)),
             Err(lost) => apart.into_end(lost.why),
         })
         .collect();

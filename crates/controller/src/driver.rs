@@ -268,12 +268,13 @@ mod tests {
                 source_addresses: Vec::new(),
                 tls: Default::default(),
                 seed: 1,
+                first_user: 0,
                 http2: None,
             },
         };
         let err = pool.driver(0).start(plan, SystemTime::now()).err();
         assert!(matches!(err, Some(DriverError::UnknownUrls(id)) if id == "xxh3:0000000000000000"));
-        let mut tampered = UrlList::new(vec![ClassPlan { name: "a".into() }], Vec::new());
+        let mut tampered = UrlList::new(vec![benchlab_engine::ClassPlan { name: "a".into() }], Vec::new());
         tampered.classes[0].name = "b".into();
         assert!(matches!(
             pool.load_urls(&Arc::new(tampered)),
