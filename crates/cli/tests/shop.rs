@@ -364,14 +364,13 @@ fn down_leaves_nothing(shop: &Shop) {
     assert!(!shop.state.exists());
 }
 
-#[test]
-fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request() {
-    let shop = Shop::up();
-    let (plain, tls) = (shop.plain(), shop.tls());
-    let sent = Sent::default();
-
+/// One session through the contract, every status and total asserted:
+/// the Python shop and `benchlab serve` answer it alike. `tls` gets the
+/// second cart line and the checkouts. Returns the session and the login
+/// page's CSRF token.
+fn contract(sent: &Sent, plain: &Target, tls: &Target, image: bool) -> (Session, String) {
     // Log in: a CSRF token that is not the cookie's, a wrong password.
-    let page = sent.send(&plain, "GET", "/shop/login", &[], None);
+    let page = sent.send(plain, "GET", "/shop/login", &[], None);
     let (csrf, _) = page.cookie("shop_csrf").unwrap();
     let cookie = format!("shop_csrf={csrf}");
     let form = |pw: &str, token: &str| format!("user={}&password={pw}&csrf={token}", USER.0);
@@ -380,33 +379,35 @@ fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request(
         (form(USER.1, "not-the-cookie"), 403),
         (form("wrong", &csrf), 401),
     ] {
-        let r = sent.send(&plain, "POST", "/shop/login", &[ct, ("Cookie", &cookie)], Some(body.as_bytes()));
+        let r = sent.send(plain, "POST", "/shop/login", &[ct, ("Cookie", &cookie)], Some(body.as_bytes()));
         assert_eq!(r.status, status, "{}", r.text());
         assert!(r.cookie("shop_session").is_none());
     }
-    let s = log_in(&sent, &plain, USER.0, USER.1);
+    let s = log_in(sent, plain, USER.0, USER.1);
 
     // A product page: the product, its price, an image of the file set.
-    let r = sent.send(&plain, "GET", "/shop/product/SKU-007", &[("Cookie", &s.cookie)], None);
+    let r = sent.send(plain, "GET", "/shop/product/SKU-007", &[("Cookie", &s.cookie)], None);
     assert_eq!(r.status, 200);
     let text = r.text();
     assert!(text.contains("<h1>Backpack</h1>") && text.contains("79.99"), "{text}");
     assert!(text.contains(&format!("content=\"{}\"", s.token)), "the session's token is stable");
-    let img = text
-        .split("<img src=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or_else(|| panic!("no image: {text}"));
-    assert_eq!(send(&plain, "GET", img, &[], None).status, 200, "the page's image {img}");
-    assert_eq!(sent.send(&plain, "GET", "/shop/product/SKU-999", &[("Cookie", &s.cookie)], None).status, 404);
-    assert_eq!(sent.send(&plain, "GET", "/shop/product/SKU-007", &[], None).status, 401);
+    if image {
+        let img = text
+            .split("<img src=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap_or_else(|| panic!("no image: {text}"));
+        assert_eq!(send(plain, "GET", img, &[], None).status, 200, "the page's image {img}");
+    }
+    assert_eq!(sent.send(plain, "GET", "/shop/product/SKU-999", &[("Cookie", &s.cookie)], None).status, 404);
+    assert_eq!(sent.send(plain, "GET", "/shop/product/SKU-007", &[], None).status, 401);
 
     // The cart: token, session, body checked first, nothing added.
     let line = r#"{"sku": "SKU-007", "qty": 1}"#;
-    let wrong = add(&sent, &plain, &s, &s.token.replace(|c: char| c.is_ascii_digit(), "x"), line);
+    let wrong = add(sent, plain, &s, &s.token.replace(|c: char| c.is_ascii_digit(), "x"), line);
     assert_eq!((wrong.status, wrong.json()), (403, serde_json::json!({"ok": false, "error": "csrf"})));
     let missing = sent.send(
-        &plain,
+        plain,
         "POST",
         "/shop/cart",
         &[("Cookie", &s.cookie), ("Content-Type", "application/json")],
@@ -414,23 +415,23 @@ fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request(
     );
     assert_eq!((missing.status, missing.json()["error"].as_str()), (403, Some("csrf")));
     let anonymous = sent.send(
-        &plain,
+        plain,
         "POST",
         "/shop/cart",
         &[("Content-Type", "application/json"), ("X-CSRF-Token", &s.token)],
         Some(line.as_bytes()),
     );
     assert_eq!(anonymous.status, 401);
-    assert_eq!(add(&sent, &plain, &s, &s.token, "{\"sku\": ").status, 400);
-    assert_eq!(add(&sent, &plain, &s, &s.token, r#"{"sku": "SKU-999", "qty": 1}"#).status, 400);
-    assert_eq!(add(&sent, &plain, &s, &s.token, r#"{"sku": "SKU-007", "qty": 0}"#).status, 400);
+    assert_eq!(add(sent, plain, &s, &s.token, "{\"sku\": ").status, 400);
+    assert_eq!(add(sent, plain, &s, &s.token, r#"{"sku": "SKU-999", "qty": 1}"#).status, 400);
+    assert_eq!(add(sent, plain, &s, &s.token, r#"{"sku": "SKU-007", "qty": 0}"#).status, 400);
 
     // Two items, the second over TLS, and the checkout over TLS.
-    let r = add(&sent, &plain, &s, &s.token, line);
+    let r = add(sent, plain, &s, &s.token, line);
     assert_eq!((r.status, r.json()), (200, serde_json::json!({"ok": true, "items": 1, "total_cents": 7999})));
-    let r = add(&sent, &tls, &s, &s.token, r#"{"sku": "SKU-003", "qty": 2}"#);
+    let r = add(sent, tls, &s, &s.token, r#"{"sku": "SKU-003", "qty": 2}"#);
     assert_eq!(r.json(), serde_json::json!({"ok": true, "items": 3, "total_cents": 7999 + 2 * 199}));
-    let r = checkout(&sent, &tls, &s);
+    let r = checkout(sent, tls, &s);
     assert_eq!(r.status, 200, "{}", r.text());
     let order = r.json()["order"].as_u64().expect("an order id");
     assert_eq!(
@@ -438,8 +439,17 @@ fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request(
         serde_json::json!({"ok": true, "order": order, "items": 3, "total_cents": 8397})
     );
     // The cart is emptied.
-    let r = checkout(&sent, &tls, &s);
+    let r = checkout(sent, tls, &s);
     assert_eq!((r.status, r.json()["error"].as_str()), (409, Some("the cart is empty")));
+    (s, csrf)
+}
+
+#[test]
+fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request() {
+    let shop = Shop::up();
+    let (plain, tls) = (shop.plain(), shop.tls());
+    let sent = Sent::default();
+    let (s, csrf) = contract(&sent, &plain, &tls, true);
 
     // Concurrency: four sessions adding in parallel, and four threads
     // adding to one session's cart at once; every total exact.
@@ -621,4 +631,40 @@ fn the_shop_flow_checks_out_what_its_feeders_sent_and_a_wrong_csrf_capture_fails
     assert_eq!(logged.get(&key("POST", "/shop/cart", 403)), Some(&6));
     assert_eq!(logged.get(&key("POST", "/shop/checkout", 200)), Some(&20));
     down_leaves_nothing(&shop);
+}
+
+#[test]
+fn benchlab_serve_answers_the_shop_contract_and_flow_alike() {
+    let root = tempfile::tempdir().unwrap();
+    let serve = common::Serve::start(root.path(), &[]);
+    let target = Target {
+        port: serve.addr.port(),
+        tls: None,
+    };
+    let sent = Sent::default();
+    contract(&sent, &target, &target, false);
+
+    // A body that arrives after its head, on a kept-alive connection: the
+    // form is read (its csrf matches the cookie: 401 for the password, not
+    // 403), and the next request on the connection is answered after it.
+    let mut c = TcpStream::connect(serve.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = "user=user01&password=wrong&csrf=abc";
+    write!(
+        c,
+        "POST /shop/login HTTP/1.1\r\nHost: x\r\nCookie: shop_csrf=abc\r\nContent-Length: {}\r\n\r\nuser=user01&",
+        body.len()
+    )
+    .unwrap();
+    c.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    write!(c, "{}GET /shop/login HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &body["user=user01&".len()..]).unwrap();
+    let mut both = String::new();
+    c.read_to_string(&mut both).unwrap();
+    let statuses: Vec<&str> = both.match_indices("HTTP/1.1 ").map(|(at, _)| &both[at + 9..at + 12]).collect();
+    assert_eq!(statuses, ["401", "200"], "{both}");
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/shop/flow.toml")).unwrap();
+    let (passed, failed, _) = walk(&text, &target, 2, 5);
+    assert_eq!(failed, Vec::<(String, String)>::new());
+    assert_eq!(passed, [10, 10, 10, 10, 10, 10]);
 }

@@ -48,6 +48,7 @@ mod conn;
 mod dates;
 mod files;
 mod http;
+mod shop;
 mod spice;
 
 pub use spice::{SessionLog, COUNTER_DIGITS};
@@ -242,6 +243,8 @@ pub(crate) struct Shared {
     pub(crate) in_flight: AtomicUsize,
     /// Set when shutting down: responses then close their connections.
     pub(crate) stopping: AtomicBool,
+    /// The shop at `/shop/` (docs/shop.md).
+    pub(crate) shop: shop::Shop,
 }
 
 /// Stops a running server: it stops accepting, lets requests being answered
@@ -341,6 +344,7 @@ impl Server {
             header_timeout: config.header_timeout.max(Duration::from_millis(1)),
             in_flight: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
+            shop: shop::Shop::new(),
         });
         let (tx, _) = watch::channel(false);
         Ok(Server {
