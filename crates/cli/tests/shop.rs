@@ -51,7 +51,14 @@ impl Shop {
         let (port, tls_port) = (free_port(), free_port());
         let out = lab(
             base.path(),
-            &["up", "shop", "--port", &port.to_string(), "--tls-port", &tls_port.to_string()],
+            &[
+                "up",
+                "shop",
+                "--port",
+                &port.to_string(),
+                "--tls-port",
+                &tls_port.to_string(),
+            ],
         );
         assert_success("lab up shop", &out);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -112,7 +119,9 @@ fn client_config(cert: &Path) -> Arc<rustls::ClientConfig> {
     use rustls::pki_types::{pem::PemObject, CertificateDer};
     let mut roots = rustls::RootCertStore::empty();
     for c in CertificateDer::pem_file_iter(cert).expect("read the lab's certificate") {
-        roots.add(c.expect("a PEM certificate")).expect("add the lab's certificate");
+        roots
+            .add(c.expect("a PEM certificate"))
+            .expect("add the lab's certificate");
     }
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
@@ -238,14 +247,7 @@ fn send(t: &Target, method: &str, path: &str, headers: &[(&str, &str)], body: Op
 struct Sent(Mutex<BTreeMap<(String, String, u16), u64>>);
 
 impl Sent {
-    fn send(
-        &self,
-        t: &Target,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Option<&[u8]>,
-    ) -> Response {
+    fn send(&self, t: &Target, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Response {
         let r = send(t, method, path, headers, body);
         *self
             .0
@@ -340,7 +342,8 @@ fn checkout(sent: &Sent, t: &Target, s: &Session) -> Response {
 
 /// Takes the shop down and checks that nothing it started lives on.
 fn down_leaves_nothing(shop: &Shop) {
-    let record: serde_json::Value = serde_json::from_str(&fs::read_to_string(shop.state.join("lab.json")).unwrap()).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(shop.state.join("lab.json")).unwrap()).unwrap();
     let groups: Vec<i32> = record["process_groups"]
         .as_array()
         .unwrap()
@@ -353,7 +356,11 @@ fn down_leaves_nothing(shop: &Shop) {
     assert!(gunicorn.contains("gunicorn"), "{gunicorn:?}");
     assert_success("lab down shop", &lab(shop.base.path(), &["down", "shop"]));
     for g in groups {
-        assert_eq!(group_members(g), Vec::<i32>::new(), "process group {g} lives on after lab down");
+        assert_eq!(
+            group_members(g),
+            Vec::<i32>::new(),
+            "process group {g} lives on after lab down"
+        );
     }
     let state = shop.state.to_string_lossy().into_owned();
     for e in fs::read_dir("/proc").unwrap().flatten() {
@@ -375,11 +382,14 @@ fn contract(sent: &Sent, plain: &Target, tls: &Target, image: bool) -> (Session,
     let cookie = format!("shop_csrf={csrf}");
     let form = |pw: &str, token: &str| format!("user={}&password={pw}&csrf={token}", USER.0);
     let ct = ("Content-Type", "application/x-www-form-urlencoded");
-    for (body, status) in [
-        (form(USER.1, "not-the-cookie"), 403),
-        (form("wrong", &csrf), 401),
-    ] {
-        let r = sent.send(plain, "POST", "/shop/login", &[ct, ("Cookie", &cookie)], Some(body.as_bytes()));
+    for (body, status) in [(form(USER.1, "not-the-cookie"), 403), (form("wrong", &csrf), 401)] {
+        let r = sent.send(
+            plain,
+            "POST",
+            "/shop/login",
+            &[ct, ("Cookie", &cookie)],
+            Some(body.as_bytes()),
+        );
         assert_eq!(r.status, status, "{}", r.text());
         assert!(r.cookie("shop_session").is_none());
     }
@@ -390,7 +400,10 @@ fn contract(sent: &Sent, plain: &Target, tls: &Target, image: bool) -> (Session,
     assert_eq!(r.status, 200);
     let text = r.text();
     assert!(text.contains("<h1>Backpack</h1>") && text.contains("79.99"), "{text}");
-    assert!(text.contains(&format!("content=\"{}\"", s.token)), "the session's token is stable");
+    assert!(
+        text.contains(&format!("content=\"{}\"", s.token)),
+        "the session's token is stable"
+    );
     if image {
         let img = text
             .split("<img src=\"")
@@ -399,13 +412,26 @@ fn contract(sent: &Sent, plain: &Target, tls: &Target, image: bool) -> (Session,
             .unwrap_or_else(|| panic!("no image: {text}"));
         assert_eq!(send(plain, "GET", img, &[], None).status, 200, "the page's image {img}");
     }
-    assert_eq!(sent.send(plain, "GET", "/shop/product/SKU-999", &[("Cookie", &s.cookie)], None).status, 404);
+    assert_eq!(
+        sent.send(plain, "GET", "/shop/product/SKU-999", &[("Cookie", &s.cookie)], None)
+            .status,
+        404
+    );
     assert_eq!(sent.send(plain, "GET", "/shop/product/SKU-007", &[], None).status, 401);
 
     // The cart: token, session, body checked first, nothing added.
     let line = r#"{"sku": "SKU-007", "qty": 1}"#;
-    let wrong = add(sent, plain, &s, &s.token.replace(|c: char| c.is_ascii_digit(), "x"), line);
-    assert_eq!((wrong.status, wrong.json()), (403, serde_json::json!({"ok": false, "error": "csrf"})));
+    let wrong = add(
+        sent,
+        plain,
+        &s,
+        &s.token.replace(|c: char| c.is_ascii_digit(), "x"),
+        line,
+    );
+    assert_eq!(
+        (wrong.status, wrong.json()),
+        (403, serde_json::json!({"ok": false, "error": "csrf"}))
+    );
     let missing = sent.send(
         plain,
         "POST",
@@ -423,14 +449,26 @@ fn contract(sent: &Sent, plain: &Target, tls: &Target, image: bool) -> (Session,
     );
     assert_eq!(anonymous.status, 401);
     assert_eq!(add(sent, plain, &s, &s.token, "{\"sku\": ").status, 400);
-    assert_eq!(add(sent, plain, &s, &s.token, r#"{"sku": "SKU-999", "qty": 1}"#).status, 400);
-    assert_eq!(add(sent, plain, &s, &s.token, r#"{"sku": "SKU-007", "qty": 0}"#).status, 400);
+    assert_eq!(
+        add(sent, plain, &s, &s.token, r#"{"sku": "SKU-999", "qty": 1}"#).status,
+        400
+    );
+    assert_eq!(
+        add(sent, plain, &s, &s.token, r#"{"sku": "SKU-007", "qty": 0}"#).status,
+        400
+    );
 
     // Two items, the second over TLS, and the checkout over TLS.
     let r = add(sent, plain, &s, &s.token, line);
-    assert_eq!((r.status, r.json()), (200, serde_json::json!({"ok": true, "items": 1, "total_cents": 7999})));
+    assert_eq!(
+        (r.status, r.json()),
+        (200, serde_json::json!({"ok": true, "items": 1, "total_cents": 7999}))
+    );
     let r = add(sent, tls, &s, &s.token, r#"{"sku": "SKU-003", "qty": 2}"#);
-    assert_eq!(r.json(), serde_json::json!({"ok": true, "items": 3, "total_cents": 7999 + 2 * 199}));
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"ok": true, "items": 3, "total_cents": 7999 + 2 * 199})
+    );
     let r = checkout(sent, tls, &s);
     assert_eq!(r.status, 200, "{}", r.text());
     let order = r.json()["order"].as_u64().expect("an order id");
@@ -454,15 +492,16 @@ fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request(
     // Concurrency: four sessions adding in parallel, and four threads
     // adding to one session's cart at once; every total exact.
     let shared = log_in(&sent, &plain, "user02", "pw-4393b3a2");
-    let users: Vec<(String, String)> = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/shop/users.csv"))
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (u, p) = l.split_once(',').unwrap();
-            (u.to_owned(), p.to_owned())
-        })
-        .collect();
+    let users: Vec<(String, String)> =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/shop/users.csv"))
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let (u, p) = l.split_once(',').unwrap();
+                (u.to_owned(), p.to_owned())
+            })
+            .collect();
     let seen_shared = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for i in 0..4 {
@@ -473,7 +512,10 @@ fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request(
                 let own = log_in(sent, target, user, password);
                 for n in 1..=8u64 {
                     let r = add(sent, target, &own, &own.token, r#"{"sku": "SKU-002", "qty": 1}"#);
-                    assert_eq!(r.json(), serde_json::json!({"ok": true, "items": n, "total_cents": n * 799}));
+                    assert_eq!(
+                        r.json(),
+                        serde_json::json!({"ok": true, "items": n, "total_cents": n * 799})
+                    );
                     let r = add(sent, target, shared, &shared.token, r#"{"sku": "SKU-015", "qty": 1}"#);
                     assert_eq!(r.status, 200, "{}", r.text());
                     let items = r.json()["items"].as_u64().unwrap();
@@ -503,7 +545,10 @@ fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request(
         .map(|l| (l["items"].as_u64().unwrap(), l["total_cents"].as_u64().unwrap()))
         .collect();
     assert_eq!(orders.len(), 6);
-    assert!(orders.contains(&(3, 8397)) && orders.contains(&(32, 32 * 199)), "{orders:?}");
+    assert!(
+        orders.contains(&(3, 8397)) && orders.contains(&(32, 32 * 199)),
+        "{orders:?}"
+    );
     assert_eq!(orders.iter().filter(|o| **o == (8, 8 * 799)).count(), 4);
     let logged_users: Vec<&str> = lines.iter().filter_map(|l| l["user"].as_str()).collect();
     assert!(logged_users.contains(&"user01") && logged_users.contains(&"user02"));
@@ -512,7 +557,10 @@ fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request(
         assert!(!text.contains(password.as_str()), "a password in the app's log");
     }
     for secret in [&s.session_id, &s.token, &shared.session_id, &csrf] {
-        assert!(!text.contains(secret.as_str()), "a session id or token in the app's log");
+        assert!(
+            !text.contains(secret.as_str()),
+            "a session id or token in the app's log"
+        );
     }
     down_leaves_nothing(&shop);
 }
@@ -545,7 +593,12 @@ fn walk(
                     let path = String::from_utf8_lossy(buf.target()).into_owned();
                     let headers: Vec<(String, String)> = buf
                         .headers()
-                        .map(|(n, v)| (String::from_utf8_lossy(n).into_owned(), String::from_utf8_lossy(v).into_owned()))
+                        .map(|(n, v)| {
+                            (
+                                String::from_utf8_lossy(n).into_owned(),
+                                String::from_utf8_lossy(v).into_owned(),
+                            )
+                        })
                         .collect();
                     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
                     let r = sent.send(target, &method, &path, &headers, buf.body());
@@ -568,7 +621,11 @@ fn walk(
             });
         }
     });
-    (passed.into_inner().unwrap(), failed.into_inner().unwrap(), sent.counts())
+    (
+        passed.into_inner().unwrap(),
+        failed.into_inner().unwrap(),
+        sent.counts(),
+    )
 }
 
 /// Per (method, path with the product's sku folded, status): the lines.
@@ -610,7 +667,9 @@ fn the_shop_flow_checks_out_what_its_feeders_sent_and_a_wrong_csrf_capture_fails
     let (units, cents) = lines
         .iter()
         .filter(|l| l["path"] == "/shop/checkout")
-        .fold((0, 0), |(u, c), l| (u + l["items"].as_u64().unwrap(), c + l["total_cents"].as_u64().unwrap()));
+        .fold((0, 0), |(u, c), l| {
+            (u + l["items"].as_u64().unwrap(), c + l["total_cents"].as_u64().unwrap())
+        });
     assert_eq!((units, cents), (2 * 37, 2 * 71_675));
 
     // The product page's token captured from the wrong place: every flow
@@ -658,10 +717,18 @@ fn benchlab_serve_answers_the_shop_contract_and_flow_alike() {
     .unwrap();
     c.flush().unwrap();
     std::thread::sleep(Duration::from_millis(100));
-    write!(c, "{}GET /shop/login HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", &body["user=user01&".len()..]).unwrap();
+    write!(
+        c,
+        "{}GET /shop/login HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        &body["user=user01&".len()..]
+    )
+    .unwrap();
     let mut both = String::new();
     c.read_to_string(&mut both).unwrap();
-    let statuses: Vec<&str> = both.match_indices("HTTP/1.1 ").map(|(at, _)| &both[at + 9..at + 12]).collect();
+    let statuses: Vec<&str> = both
+        .match_indices("HTTP/1.1 ")
+        .map(|(at, _)| &both[at + 9..at + 12])
+        .collect();
     assert_eq!(statuses, ["401", "200"], "{both}");
     let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/shop/flow.toml")).unwrap();
     let (passed, failed, _) = walk(&text, &target, 2, 5);

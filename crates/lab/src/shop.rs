@@ -181,7 +181,10 @@ pub(crate) fn disclosed(state: &Path) -> String {
 
 fn nginx_conf(conf: &str, port: u16, shop: &ShopState, key: &Path) -> Result<String, Error> {
     let broken = |what: &str| Error::Start(format!("lab up shop: the lab's nginx configuration {what}"));
-    let start = conf.find("\n    server {\n").ok_or_else(|| broken("has no server block"))? + 1;
+    let start = conf
+        .find("\n    server {\n")
+        .ok_or_else(|| broken("has no server block"))?
+        + 1;
     let end = conf[start..]
         .rfind("\n    }\n")
         .map(|at| start + at + "\n    }\n".len())
@@ -201,10 +204,7 @@ fn nginx_conf(conf: &str, port: u16, shop: &ShopState, key: &Path) -> Result<Str
     }
     let tls = plain.replacen(
         &listen,
-        &format!(
-            "listen 127.0.0.1:{tls_port} ssl",
-            tls_port = shop.tls_port
-        ),
+        &format!("listen 127.0.0.1:{tls_port} ssl", tls_port = shop.tls_port),
         1,
     );
     let tls = tls.replacen(

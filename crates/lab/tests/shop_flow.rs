@@ -44,7 +44,11 @@ fn the_items_feeders_totals_are_the_catalogues_prices() {
         let (q1, q2): (u64, u64) = (r[1].parse().unwrap(), r[3].parse().unwrap());
         assert_ne!(r[0], r[2], "two different products a row: {r:?}");
         assert_eq!(r[4].parse::<u64>().unwrap(), q1 + q2, "{r:?}");
-        assert_eq!(r[5].parse::<u64>().unwrap(), q1 * prices[&r[0]] + q2 * prices[&r[2]], "{r:?}");
+        assert_eq!(
+            r[5].parse::<u64>().unwrap(),
+            q1 * prices[&r[0]] + q2 * prices[&r[2]],
+            "{r:?}"
+        );
     }
     // The sums a run of 10·k whole flows checks out, k times over.
     let units: u64 = items.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();

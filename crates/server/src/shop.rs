@@ -98,7 +98,10 @@ impl Reply {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[derive(Debug)]
@@ -324,7 +327,10 @@ impl Shop {
         };
         *session.cart.entry(sku.to_owned()).or_insert(0) += qty;
         let (items, total) = self.totals(&session.cart);
-        Reply::json(200, serde_json::json!({"ok": true, "items": items, "total_cents": total}))
+        Reply::json(
+            200,
+            serde_json::json!({"ok": true, "items": items, "total_cents": total}),
+        )
     }
 
     fn checkout(&self, req: &Request<'_>) -> Reply {
@@ -424,7 +430,9 @@ mod tests {
         assert_eq!(page.status, 200);
         let csrf = set_cookie(&page, "shop_csrf");
         let value = csrf.strip_prefix("shop_csrf=").unwrap();
-        assert!(page.body.contains(&format!("<input type=\"hidden\" name=\"csrf\" value=\"{value}\">")));
+        assert!(page
+            .body
+            .contains(&format!("<input type=\"hidden\" name=\"csrf\" value=\"{value}\">")));
         let post = |body: &str| {
             shop.handle(&Request {
                 method: "POST",
@@ -434,16 +442,34 @@ mod tests {
                 ..Request::default()
             })
         };
-        assert_eq!(post(&format!("user={}&password={}&csrf=x{value}", USER.0, USER.1)).status, 403);
-        assert_eq!(post(&format!("user={}&password=wrong&csrf={value}", USER.0)).status, 401);
+        assert_eq!(
+            post(&format!("user={}&password={}&csrf=x{value}", USER.0, USER.1)).status,
+            403
+        );
+        assert_eq!(
+            post(&format!("user={}&password=wrong&csrf={value}", USER.0)).status,
+            401
+        );
         let r = post(&format!("user={}&password={}&csrf={value}", USER.0, USER.1));
         assert_eq!(r.status, 303);
         assert!(r.fields.starts_with("Location: /shop/\r\n"), "{:?}", r.fields);
         let cookie = format!("{csrf}; {}", set_cookie(&r, "shop_session"));
         let p = shop.handle(&get("/shop/product/SKU-007", Some(&cookie)));
         assert_eq!(p.status, 200);
-        assert!(p.body.contains("<h1>Backpack</h1>") && p.body.contains("79.99"), "{}", p.body);
-        let token = p.body.split("content=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+        assert!(
+            p.body.contains("<h1>Backpack</h1>") && p.body.contains("79.99"),
+            "{}",
+            p.body
+        );
+        let token = p
+            .body
+            .split("content=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned();
         assert_eq!(token.len(), 64);
         (cookie, token)
     }
@@ -472,11 +498,29 @@ mod tests {
         let line = r#"{"sku": "SKU-007", "qty": 1}"#;
         let wrong = shop.handle(&post("/shop/cart", &cookie, "0123", line));
         let wrong_body: serde_json::Value = serde_json::from_str(&wrong.body).unwrap();
-        assert_eq!((wrong.status, wrong_body), (403, serde_json::json!({"ok": false, "error": "csrf"})));
-        assert_eq!(shop.handle(&post("/shop/cart", "shop_session=nope", &token, line)).status, 401);
-        assert_eq!(shop.handle(&post("/shop/cart", &cookie, &token, "{\"sku\": ")).status, 400);
-        assert_eq!(shop.handle(&post("/shop/cart", &cookie, &token, r#"{"sku": "SKU-999", "qty": 1}"#)).status, 400);
-        assert_eq!(shop.handle(&post("/shop/cart", &cookie, &token, r#"{"sku": "SKU-007", "qty": 0}"#)).status, 400);
+        assert_eq!(
+            (wrong.status, wrong_body),
+            (403, serde_json::json!({"ok": false, "error": "csrf"}))
+        );
+        assert_eq!(
+            shop.handle(&post("/shop/cart", "shop_session=nope", &token, line))
+                .status,
+            401
+        );
+        assert_eq!(
+            shop.handle(&post("/shop/cart", &cookie, &token, "{\"sku\": ")).status,
+            400
+        );
+        assert_eq!(
+            shop.handle(&post("/shop/cart", &cookie, &token, r#"{"sku": "SKU-999", "qty": 1}"#))
+                .status,
+            400
+        );
+        assert_eq!(
+            shop.handle(&post("/shop/cart", &cookie, &token, r#"{"sku": "SKU-007", "qty": 0}"#))
+                .status,
+            400
+        );
         let mut form = post("/shop/cart", &cookie, &token, line);
         form.content_type = Some("text/plain");
         assert_eq!(shop.handle(&form).status, 415);
@@ -492,7 +536,10 @@ mod tests {
         );
         assert_eq!(
             json(shop.handle(&post("/shop/checkout", &cookie, &token, ""))),
-            (200, serde_json::json!({"ok": true, "order": 1, "items": 3, "total_cents": 8397}))
+            (
+                200,
+                serde_json::json!({"ok": true, "order": 1, "items": 3, "total_cents": 8397})
+            )
         );
         let (status, body) = json(shop.handle(&post("/shop/checkout", &cookie, &token, "")));
         assert_eq!((status, body["error"].as_str()), (409, Some("the cart is empty")));
