@@ -96,7 +96,7 @@ impl Shop {
     }
 
     /// The app's log, as (method, path, status) → lines, and its lines.
-    fn log(&self) -> (BTreeMap<(String, String, u16), u64>, Vec<serde_json::Value>) {
+    fn log(&self) -> (Tally, Vec<serde_json::Value>) {
         let text = fs::read_to_string(&self.app_log).unwrap_or_default();
         let mut counts = BTreeMap::new();
         let mut lines = Vec::new();
@@ -113,6 +113,9 @@ impl Shop {
         (counts, lines)
     }
 }
+
+/// Requests by (method, path, status): how many.
+type Tally = BTreeMap<(String, String, u16), u64>;
 
 /// Trusts the lab's certificate only.
 fn client_config(cert: &Path) -> Arc<rustls::ClientConfig> {
@@ -244,7 +247,7 @@ fn send(t: &Target, method: &str, path: &str, headers: &[(&str, &str)], body: Op
 
 /// The requests a test sent, as the app's log counts them.
 #[derive(Default)]
-struct Sent(Mutex<BTreeMap<(String, String, u16), u64>>);
+struct Sent(Mutex<Tally>);
 
 impl Sent {
     fn send(&self, t: &Target, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Response {
@@ -257,7 +260,7 @@ impl Sent {
             .or_insert(0) += 1;
         r
     }
-    fn counts(&self) -> BTreeMap<(String, String, u16), u64> {
+    fn counts(&self) -> Tally {
         self.0.lock().unwrap().clone()
     }
 }
@@ -567,12 +570,7 @@ fn the_shop_answers_its_contract_over_plain_http_and_tls_and_logs_every_request(
 
 /// Walks the flow's users over `target` until `flows` flows ended (passed
 /// or failed) for each: per step the passes, and every failure.
-fn walk(
-    text: &str,
-    target: &Target,
-    users: u64,
-    flows: u64,
-) -> (Vec<u64>, Vec<(String, String)>, BTreeMap<(String, String, u16), u64>) {
+fn walk(text: &str, target: &Target, users: u64, flows: u64) -> (Vec<u64>, Vec<(String, String)>, Tally) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/shop");
     let spec = FlowSpec::from_toml(text).unwrap_or_else(|e| panic!("{}", e.render("flow.toml", text)));
     let flow = Arc::new(spec.compile(&dir).unwrap_or_else(|e| panic!("{e:?}")));
@@ -629,7 +627,7 @@ fn walk(
 }
 
 /// Per (method, path with the product's sku folded, status): the lines.
-fn by_step(counts: &BTreeMap<(String, String, u16), u64>) -> BTreeMap<(String, String, u16), u64> {
+fn by_step(counts: &Tally) -> Tally {
     let mut out = BTreeMap::new();
     for ((m, p, s), n) in counts {
         let p = if p.starts_with("/shop/product/") {
