@@ -733,3 +733,17 @@ fn benchlab_serve_answers_the_shop_contract_and_flow_alike() {
     assert_eq!(failed, Vec::<(String, String)>::new());
     assert_eq!(passed, [10, 10, 10, 10, 10, 10]);
 }
+
+#[test]
+fn a_tls_port_is_refused_by_name_for_a_server_without_tls() {
+    let base = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    let out = lab(base.path(), &["up", "nginx", "--tls-port", &port]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "benchlab: error: --tls-port: only `lab up shop` serves TLS; nginx has no TLS port"
+    );
+    // Nothing was started or left: no state dir.
+    assert!(!base.path().join("nginx").exists());
+}
