@@ -36,6 +36,9 @@ MAX_BODY = 16 * 1024
 MAX_QTY = 99
 # Cookie and header values longer than this are no session or token.
 MAX_TOKEN = 256
+# Sessions kept: past this the oldest go with their carts (a long run logs
+# in millions of times; the database stays bounded).
+MAX_SESSIONS = 100_000
 
 
 def _env(name):
@@ -231,7 +234,19 @@ def login(environ, ctx):
     if known is None or not hmac.compare_digest(password.encode(), known.encode()):
         raise json_reply(401, {"ok": False, "error": "unknown user or wrong password"})
     sid = secrets.token_urlsafe(24)
-    db().execute("INSERT INTO sessions (id, user, created) VALUES (?, ?, ?)", (sid, user, time.time()))
+    cur = db()
+    cur.execute("BEGIN IMMEDIATE")
+    try:
+        last = cur.execute(
+            "INSERT INTO sessions (id, user, created) VALUES (?, ?, ?)", (sid, user, time.time())
+        ).lastrowid
+        old = "SELECT id FROM sessions WHERE rowid <= ?"
+        cur.execute(f"DELETE FROM cart WHERE session IN ({old})", (last - MAX_SESSIONS,))
+        cur.execute("DELETE FROM sessions WHERE rowid <= ?", (last - MAX_SESSIONS,))
+        cur.execute("COMMIT")
+    except BaseException:
+        cur.execute("ROLLBACK")
+        raise
     ctx["user"] = user
     raise Reply(
         303,

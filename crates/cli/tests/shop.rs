@@ -747,3 +747,51 @@ fn a_tls_port_is_refused_by_name_for_a_server_without_tls() {
     // Nothing was started or left: no state dir.
     assert!(!base.path().join("nginx").exists());
 }
+
+/// The Python shop keeps the newest sessions only (here 3 of 5, its bound
+/// lowered): older cookies get 401, their carts are gone with them. Run in
+/// process by python3, as gunicorn's workers run it.
+#[test]
+fn the_python_shop_keeps_its_newest_sessions_only() {
+    require("python3");
+    let dir = tempfile::tempdir().unwrap();
+    let shop_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/shop");
+    fs::write(dir.path().join("secret"), [7u8; 32]).unwrap();
+    let script = r#"
+import io, sys
+sys.path.insert(0, sys.argv[1])
+import shop
+shop.MAX_SESSIONS = 3
+def call(method, path, body=b"", **env):
+    env.update(REQUEST_METHOD=method, PATH_INFO=path, CONTENT_LENGTH=str(len(body)), **{"wsgi.input": io.BytesIO(body)})
+    out = {}
+    def start(status, headers):
+        out["status"], out["headers"] = status, headers
+    b"".join(shop.application(env, start))
+    return out["status"].split()[0], out["headers"]
+cookies = []
+for _ in range(5):
+    status, headers = call("POST", "/shop/login", b"user=user01&password=pw-e232a3da&csrf=t", HTTP_COOKIE="shop_csrf=t")
+    cookie = [v for k, v in headers if k == "Set-Cookie"][0].split(";")[0]
+    token = shop.csrf_for(cookie.split("=", 1)[1])
+    line = b'{"sku": "SKU-001", "qty": 1}'
+    call("POST", "/shop/cart", line, HTTP_COOKIE=cookie, CONTENT_TYPE="application/json", HTTP_X_CSRF_TOKEN=token)
+    cookies.append(cookie)
+print(" ".join(call("GET", "/shop/product/SKU-001", HTTP_COOKIE=c)[0] for c in cookies))
+print(shop.db().execute("SELECT COUNT(*) FROM sessions").fetchone()[0], shop.db().execute("SELECT COUNT(*) FROM cart").fetchone()[0])
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&shop_dir)
+        .env("SHOP_DB", dir.path().join("shop.db"))
+        .env("SHOP_LOG", dir.path().join("shop.log"))
+        .env("SHOP_SECRET_FILE", dir.path().join("secret"))
+        .env("SHOP_PRODUCTS", shop_dir.join("products.csv"))
+        .env("SHOP_USERS", shop_dir.join("users.csv"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run python3");
+    assert_success("python3 with the shop", &out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "401 401 200 200 200\n3 3\n");
+}

@@ -6,7 +6,7 @@
 //! in. Unlike the Python shop it keeps no log of its own (the access log,
 //! `--access-log`, has every request) and its product page shows no image.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
@@ -110,14 +110,14 @@ struct Session {
     token: String,
     /// sku → quantity.
     cart: BTreeMap<String, u64>,
-    /// Its place in login order, for dropping the oldest.
-    serial: u64,
 }
 
 #[derive(Debug, Default)]
 struct State {
     sessions: HashMap<String, Session>,
-    logins: u64,
+    /// Session ids in login order, the oldest first (sessions are only
+    /// ever dropped from the front, so this is exactly `sessions`' keys).
+    order: VecDeque<String>,
     orders: u64,
 }
 
@@ -126,6 +126,8 @@ struct State {
 pub(crate) struct Shop {
     products: BTreeMap<String, (String, u64)>,
     users: HashMap<String, String>,
+    /// Sessions kept ([`MAX_SESSIONS`]).
+    max_sessions: usize,
     state: Mutex<State>,
 }
 
@@ -180,6 +182,7 @@ impl Shop {
         Shop {
             products,
             users,
+            max_sessions: MAX_SESSIONS,
             state: Mutex::new(State::default()),
         }
     }
@@ -239,20 +242,17 @@ impl Shop {
             return Reply::error(500, "no random numbers");
         }
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if st.sessions.len() >= MAX_SESSIONS {
-            let oldest = st.sessions.iter().min_by_key(|(_, s)| s.serial).map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                st.sessions.remove(&k);
+        if st.sessions.len() >= self.max_sessions {
+            if let Some(oldest) = st.order.pop_front() {
+                st.sessions.remove(&oldest);
             }
         }
-        st.logins += 1;
-        let serial = st.logins;
+        st.order.push_back(id.clone());
         st.sessions.insert(
             id.clone(),
             Session {
                 token,
                 cart: BTreeMap::new(),
-                serial,
             },
         );
         Reply {
@@ -567,6 +567,20 @@ mod tests {
         let mut seen = seen.into_inner().unwrap();
         seen.sort_unstable();
         assert_eq!(seen, (1..=100).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn past_the_bound_the_oldest_session_goes() {
+        let mut shop = Shop::new();
+        shop.max_sessions = 3;
+        let cookies: Vec<String> = (0..5).map(|_| log_in(&shop).0).collect();
+        let statuses: Vec<u16> = cookies
+            .iter()
+            .map(|c| shop.handle(&get("/shop/product/SKU-001", Some(c))).status)
+            .collect();
+        assert_eq!(statuses, [401, 401, 200, 200, 200]);
+        let st = shop.state.lock().unwrap();
+        assert_eq!((st.sessions.len(), st.order.len()), (3, 3));
     }
 
     #[test]
