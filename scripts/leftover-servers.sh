@@ -9,7 +9,7 @@
 # `check` lists this user's processes (as root: everyone's, as the servers'
 # workers run as www-data or nobody) that are not in FILE (so started
 # since, whatever reused pids), are not zombies, and are a server the tests
-# start (nginx, apache2, lighttpd, smbd, h2o, fcgiwrap, spawn-fcgi, postgres, benchlab,
+# start (nginx, apache2, lighttpd, smbd, h2o, fcgiwrap, spawn-fcgi, postgres, benchlab, gunicorn,
 # or a program inside a test temp dir such as the SPICE programs) with a
 # test temp dir (`$TMPDIR/.tmp…`, tempfile's names) on its command line, or
 # a worker that retitled itself (`nginx: worker process`, `smbd: client`).
@@ -52,7 +52,9 @@ leftovers() {
       prog = argv[1]
       name = prog
       sub(/.*\//, "", name)
-      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab)(:.*)?$/
+      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab|gunicorn)(:.*)?$/
+      # gunicorn is a Python script: python3 runs it, its path second.
+      if (name ~ /^python3(\.[0-9]+)?$/ && argv[2] ~ /(^|\/)gunicorn$/) server = 1
       if (index(args, tmp) > 0 && (server || index(prog, tmp) == 1)) {
         found[$1] = args
         order[++n] = $1

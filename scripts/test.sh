@@ -58,6 +58,7 @@ requirements=(
   "libxml2-utils|xmllint|gates.rs: --junit files validated against tests/data/junit.xsd"
   "postgresql|/usr/lib/postgresql/15/bin/initdb,/usr/lib/postgresql/16/bin/initdb,/usr/lib/postgresql/17/bin/initdb,/usr/lib/postgresql/18/bin/initdb|history.rs: a PostgreSQL history database (initdb, pg_ctl, createdb)"
   "prometheus|/usr/bin/prometheus|metrics.rs: a real Prometheus scrapes --metrics-listen and receives remote write"
+  "gunicorn|gunicorn|shop.rs: lab up shop runs the shop application (deploy/shop/shop.py) under gunicorn"
 )
 
 # Is `probe` satisfied? A comma-separated list of alternatives, each an

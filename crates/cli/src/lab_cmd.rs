@@ -17,7 +17,7 @@ pub struct LabArgs {
 #[derive(Debug, Subcommand)]
 enum LabCommand {
     /// Start SERVER (nginx, apache-event, apache-prefork, lighttpd,
-    /// benchlab) on 127.0.0.1 from a generated configuration, serving a file
+    /// benchlab, or shop: nginx with the shop application) on 127.0.0.1 from a generated configuration, serving a file
     /// set and the SPICE programs of every SPI it supports; print its URL.
     #[command(after_help = "\
 The server serves the file set at / and SPICE at /spice/<spi>/{adrot,session,sleep}/<file path> \
@@ -25,7 +25,9 @@ The server serves the file set at / and SPICE at /spice/<spi>/{adrot,session,sle
 fastcgi. Everything it needs and writes (configuration, pid, logs, sockets, the SPICE programs, \
 disclosure.txt and disclosure.json: version and effective configuration) is in its state dir, \
 printed on the second line. The third line, `page URL`, is a file of the set to try (the base URL \
-itself has no index page: 403 or 404). `benchlab lab down SERVER` stops it and removes the state dir.")]
+itself has no index page: 403 or 404). `benchlab lab down SERVER` stops it and removes the state dir. \
+`shop` is nginx with the shop application (docs/shop.md) under gunicorn at /shop/, and the same server \
+over TLS: its lines `tls URL`, `cert FILE` (the certificate to trust) and `app-log FILE` follow.")]
     Up(UpArgs),
     /// Stop a server the lab started (SIGTERM, SIGKILL after --grace) and
     /// remove its state dir.
@@ -69,7 +71,7 @@ struct CertsArgs {
 
 #[derive(Debug, Args)]
 struct UpArgs {
-    /// nginx, apache-event, apache-prefork, lighttpd or benchlab.
+    /// nginx, apache-event, apache-prefork, lighttpd, benchlab or shop.
     server: String,
     /// The tuning (TOML; `benchlab lab profile SERVER` writes the defaults).
     #[arg(long, value_name = "FILE")]
@@ -87,6 +89,9 @@ struct UpArgs {
     /// kernel caps it at net.core.somaxconn, and the disclosure says both.
     #[arg(long, value_name = "N")]
     backlog: Option<u32>,
+    /// shop only: the TLS port on 127.0.0.1 (1024 or above) [default: a free one].
+    #[arg(long, value_name = "P")]
+    tls_port: Option<u16>,
 }
 
 #[derive(Debug, Args)]
@@ -119,6 +124,7 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
                 root: u.root,
                 base: Some(base),
                 backlog: u.backlog,
+                tls_port: u.tls_port,
             };
             let lab = benchlab_lab::up(kind, &opts).map_err(cli_error)?;
             // Scripts read the URL from the first line, the state dir from
@@ -132,6 +138,12 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
             if let Some(page) = benchlab_lab::sample_page(&lab.root) {
                 let _ = writeln!(out, "page {}{}", lab.url, page.trim_start_matches('/'));
             }
+            let shop = benchlab_lab::shop::ShopState::read(&lab.state_dir);
+            if let Some(shop) = &shop {
+                let _ = writeln!(out, "tls {}", shop.tls_url);
+                let _ = writeln!(out, "cert {}", shop.cert.display());
+                let _ = writeln!(out, "app-log {}", shop.app_log.display());
+            }
             let _ = out.flush();
             drop(out);
             eprintln!(
@@ -143,6 +155,15 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
                 lab.url,
                 lab.disclosure.display()
             );
+            if let Some(shop) = &shop {
+                eprintln!(
+                    "benchlab lab: the shop (docs/shop.md) at {}shop/ and {}shop/, {} gunicorn workers; its log: {}",
+                    lab.url,
+                    shop.tls_url,
+                    shop.workers,
+                    shop.app_log.display()
+                );
+            }
             Ok(Outcome::Completed)
         }
         LabCommand::Down(d) => {

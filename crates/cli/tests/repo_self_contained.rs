@@ -470,6 +470,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("apache2ctl", "apache2"),
     ("fcgiwrap", "fcgiwrap"),
     ("spawn-fcgi", "spawn-fcgi"),
+    ("gunicorn", "gunicorn"),
     ("make", "make"),
     ("gcc", "gcc"),
     ("cc", "gcc"),

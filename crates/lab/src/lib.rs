@@ -17,6 +17,7 @@ pub mod cache;
 mod config;
 pub mod process;
 pub mod profile;
+pub mod shop;
 
 use profile::Profile;
 use serde::{Deserialize, Serialize};
@@ -37,6 +38,9 @@ pub enum ServerKind {
     Lighttpd,
     /// `benchlab serve`, benchlab's reference server.
     Benchlab,
+    /// nginx as `Nginx`, on a plain and a TLS port, with the shop
+    /// application under gunicorn at `/shop/` (shop.rs, docs/shop.md).
+    Shop,
 }
 
 impl ServerKind {
@@ -48,6 +52,17 @@ impl ServerKind {
         ServerKind::Benchlab,
     ];
 
+    /// What `lab up` starts: the servers above and the shop (nginx with
+    /// an application, not another server to compare).
+    pub const LAB: &'static [ServerKind] = &[
+        ServerKind::Nginx,
+        ServerKind::ApacheEvent,
+        ServerKind::ApachePrefork,
+        ServerKind::Lighttpd,
+        ServerKind::Benchlab,
+        ServerKind::Shop,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             ServerKind::Nginx => "nginx",
@@ -55,11 +70,12 @@ impl ServerKind {
             ServerKind::ApachePrefork => "apache-prefork",
             ServerKind::Lighttpd => "lighttpd",
             ServerKind::Benchlab => "benchlab",
+            ServerKind::Shop => "shop",
         }
     }
 
     pub fn parse(name: &str) -> Result<ServerKind, Error> {
-        ServerKind::ALL
+        ServerKind::LAB
             .iter()
             .copied()
             .find(|k| k.name() == name)
@@ -95,7 +111,7 @@ impl ServerKind {
     /// The program that runs it, and the Debian package that has it.
     fn binary(self) -> (&'static str, &'static str) {
         match self {
-            ServerKind::Nginx => ("nginx", "nginx-light (or nginx)"),
+            ServerKind::Nginx | ServerKind::Shop => ("nginx", "nginx-light (or nginx)"),
             ServerKind::ApacheEvent | ServerKind::ApachePrefork => ("apache2", "apache2"),
             ServerKind::Lighttpd => ("lighttpd", "lighttpd"),
             ServerKind::Benchlab => ("benchlab", "benchlab itself"),
@@ -105,7 +121,7 @@ impl ServerKind {
 
 /// `nginx, apache-event, ...` for messages.
 pub fn names() -> String {
-    ServerKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+    ServerKind::LAB.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// What went wrong, in words a user can act on.
@@ -231,6 +247,8 @@ pub struct UpOptions {
     pub base: Option<PathBuf>,
     /// The listen backlog, over the profile's `backlog` (`lab up --backlog`).
     pub backlog: Option<u32>,
+    /// The shop's TLS port (`lab up shop --tls-port`); None: a free one.
+    pub tls_port: Option<u16>,
 }
 
 /// Where state dirs live: `$BENCHLAB_LAB_DIR`, else
@@ -464,7 +482,7 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
     if unsafe { libc::geteuid() } == 0
         && matches!(
             kind,
-            ServerKind::Nginx | ServerKind::ApacheEvent | ServerKind::ApachePrefork
+            ServerKind::Nginx | ServerKind::ApacheEvent | ServerKind::ApachePrefork | ServerKind::Shop
         )
     {
         if let Some(root) = &opts.root {
@@ -483,6 +501,30 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
         }
         None => free_port()?,
     };
+    let tls_port = match (kind, opts.tls_port) {
+        (ServerKind::Shop, Some(p)) if p < 1024 || p == port => {
+            return Err(Error::Usage(format!(
+                "--tls-port {p}: expected a port from 1024 up, other than the plain port {port}"
+            )))
+        }
+        (ServerKind::Shop, Some(p)) => {
+            TcpListener::bind(("127.0.0.1", p)).map_err(|_| Error::PortBusy(p))?;
+            p
+        }
+        (ServerKind::Shop, None) => loop {
+            let p = free_port()?;
+            if p != port {
+                break p;
+            }
+        },
+        (_, Some(_)) => {
+            return Err(Error::Usage(format!(
+                "--tls-port: only `lab up shop` serves TLS; {} has no TLS port",
+                kind.name()
+            )))
+        }
+        (_, None) => 0,
+    };
 
     let base = opts.base.clone().unwrap_or_else(default_base);
     fs::create_dir_all(&base).map_err(io(format!("create {}", base.display())))?;
@@ -494,7 +536,7 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
     // A dir without lab.json is what a crashed `up` left: start afresh.
     let _ = fs::remove_dir_all(&state);
     fs::create_dir_all(&state).map_err(io(format!("create {}", state.display())))?;
-    let result = start(kind, &server_bin, &state, port, &profile, &cpus, opts);
+    let result = start(kind, &server_bin, &state, (port, tls_port), &profile, &cpus, opts);
     if result.is_err() {
         let _ = fs::remove_dir_all(&state);
     }
@@ -505,7 +547,7 @@ fn start(
     kind: ServerKind,
     server_bin: &Path,
     state: &Path,
-    port: u16,
+    (port, tls_port): (u16, u16),
     profile: &Profile,
     cpus: &[usize],
     opts: &UpOptions,
@@ -551,7 +593,7 @@ fn start(
     // its own), and fcgiwrap for nginx's CGI.
     if matches!(
         kind,
-        ServerKind::Nginx | ServerKind::ApacheEvent | ServerKind::ApachePrefork
+        ServerKind::Nginx | ServerKind::ApacheEvent | ServerKind::ApachePrefork | ServerKind::Shop
     ) {
         let spawn_fcgi = require("spawn-fcgi", "spawn-fcgi")?;
         let sock = p.run.join("fastcgi.sock");
@@ -570,7 +612,7 @@ fn start(
             &wait_sock(sock),
         )?;
     }
-    if kind == ServerKind::Nginx {
+    if matches!(kind, ServerKind::Nginx | ServerKind::Shop) {
         let fcgiwrap = require("fcgiwrap", "fcgiwrap")?;
         let sock = p.run.join("fcgiwrap.sock");
         // umask 000: nginx's workers (nobody, under root) must connect.
@@ -583,6 +625,23 @@ fn start(
         let mut child = spawn(&mut started, cmd, "fcgiwrap", &helper_log)?;
         wait_ready(&mut child, "fcgiwrap", &helper_log, &wait_sock(sock))?;
     }
+    // The shop's application under gunicorn, ready before nginx proxies to it.
+    let shop = match kind {
+        ServerKind::Shop => {
+            let mut shop = shop::prepare(&p, tls_port)?;
+            if let Some(cmd) = shop.command() {
+                let mut child = spawn(&mut started, cmd, "gunicorn", &helper_log)?;
+                wait_ready(
+                    &mut child,
+                    "gunicorn (the shop)",
+                    &helper_log,
+                    &wait_sock(shop.state.socket.clone()),
+                )?;
+            }
+            Some(shop)
+        }
+        _ => None,
+    };
     // SAFETY: geteuid never fails.
     let as_root = unsafe { libc::geteuid() } == 0;
     let mut port = port;
@@ -590,7 +649,7 @@ fn start(
     let (port, conf_path, pid) = loop {
         attempt += 1;
         let (conf_name, conf, mut cmd) = match kind {
-            ServerKind::Nginx => {
+            ServerKind::Nginx | ServerKind::Shop => {
                 let conf = p.run.join("nginx.conf");
                 let mut cmd = Command::new(server_bin);
                 cmd.arg("-p")
@@ -599,7 +658,12 @@ fn start(
                     .arg(&conf)
                     .arg("-e")
                     .arg(p.run.join("error.log"));
-                ("nginx.conf", config::nginx(&p, port, profile), cmd)
+                let text = config::nginx(&p, port, profile);
+                let text = match &shop {
+                    Some(shop) => shop.nginx_conf(&text, port)?,
+                    None => text,
+                };
+                ("nginx.conf", text, cmd)
             }
             ServerKind::Lighttpd => {
                 let mut cmd = Command::new(server_bin);
@@ -668,6 +732,9 @@ fn start(
         }
     };
     let url = format!("http://127.0.0.1:{port}/");
+    if let Some(shop) = &shop {
+        shop.record(state)?;
+    }
     let disclosure = disclose(kind, server_bin, &p, &conf_path, profile, cpus, &url)?;
     let lab = LabState {
         server: kind,
@@ -777,8 +844,8 @@ fn disclose(
         c.args(args);
         c
     };
-    let (version, effective): (String, Vec<(String, String)>) = match kind {
-        ServerKind::Nginx => (
+    let (version, mut effective): (String, Vec<(String, String)>) = match kind {
+        ServerKind::Nginx | ServerKind::Shop => (
             capture(cmd(&["-v".as_ref()])),
             vec![(
                 "nginx -T".into(),
@@ -822,6 +889,9 @@ fn disclose(
             vec![("command".into(), fs::read_to_string(conf).unwrap_or_default())],
         ),
     };
+    if kind == ServerKind::Shop {
+        effective.push(("gunicorn".into(), shop::disclosed(&p.state)));
+    }
     let profile_text = profile.to_toml(kind);
     let listen_backlog = profile
         .backlog
@@ -909,7 +979,7 @@ impl LabState {
 /// The labs recorded under `base`, with whether each server still runs.
 pub fn status(base: &Path) -> Vec<(LabState, bool)> {
     let mut out = Vec::new();
-    for kind in ServerKind::ALL {
+    for kind in ServerKind::LAB {
         let file = base.join(kind.name()).join("lab.json");
         let Ok(text) = fs::read_to_string(&file) else {
             continue;

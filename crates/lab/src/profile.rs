@@ -211,7 +211,7 @@ impl Profile {
 /// What `workers` means for `kind`.
 fn workers_help(kind: ServerKind) -> &'static str {
     match kind {
-        ServerKind::Nginx => "worker processes (worker_processes); 0 = one per core",
+        ServerKind::Nginx | ServerKind::Shop => "nginx's worker processes (worker_processes); 0 = one per core",
         ServerKind::ApacheEvent => {
             "processes of 25 threads each (ServerLimit; MaxRequestWorkers = 25 x this); 0 = one per core"
         }

@@ -22,6 +22,7 @@
 use crate::access_log::{format_line, RequestLine};
 use crate::files::{Found, Missing};
 use crate::http::{self, Head, HeadError, Method, Route, Status, MAX_HEADERS};
+use crate::shop;
 use crate::spice::AdEnv;
 use crate::Shared;
 use std::fs::File;
@@ -139,9 +140,21 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
             let mut headers = [const { MaybeUninit::uninit() }; MAX_HEADERS];
             let next = match http::parse_head(&rbuf[start..], &mut headers) {
                 Ok(Some(head)) => {
+                    // The shop reads its request bodies (up to its bound);
+                    // every other body is skipped unread.
+                    let body_len = if shop::is_shop(head.target) && head.content_length <= shop::MAX_BODY {
+                        head.content_length as usize
+                    } else {
+                        0
+                    };
+                    if rbuf.len() - start < head.len + body_len {
+                        head_due.get_or_insert_with(|| Instant::now() + shared.header_timeout);
+                        break;
+                    }
                     head_due = None;
                     let _active = Active::new(&shared.in_flight);
-                    let next = conn.respond(&head).await;
+                    let body = &rbuf[start + head.len..start + head.len + body_len];
+                    let next = conn.respond(&head, body).await;
                     start += head.len;
                     skip = head.content_length;
                     next
@@ -269,8 +282,12 @@ impl Conn {
     }
 
     fn log(&mut self, request: Option<RequestLine<'_>>, status: Status, body_bytes: u64) {
+        self.log_code(request, status.code(), body_bytes);
+    }
+
+    fn log_code(&mut self, request: Option<RequestLine<'_>>, status: u16, body_bytes: u64) {
         if let Some(log) = &self.shared.access_log {
-            format_line(&mut self.logline, self.peer.ip(), request, status.code(), body_bytes);
+            format_line(&mut self.logline, self.peer.ip(), request, status, body_bytes);
             log.write(&self.logline);
         }
     }
@@ -290,7 +307,7 @@ impl Conn {
     }
 
     /// Answers one request.
-    async fn respond(&mut self, head: &Head<'_, '_>) -> Next {
+    async fn respond(&mut self, head: &Head<'_, '_>, body: &[u8]) -> Next {
         let request = Some(RequestLine {
             method: head.method_str,
             target: head.target,
@@ -299,6 +316,9 @@ impl Conn {
         let minor = head.minor;
         if let Some(why) = head.host_error() {
             return self.error(request, minor, Status::BadRequest, why);
+        }
+        if shop::is_shop(head.target) && !head.transfer_encoding {
+            return self.shop(head, request, body);
         }
         if head.method == Method::Other {
             return self.error(request, minor, Status::MethodNotAllowed, "only GET and HEAD are served");
@@ -357,6 +377,58 @@ impl Conn {
             }
         };
         self.send_file(head, request, file, &extra[..extra_len]).await
+    }
+
+    /// Answers a request under `/shop/` (docs/shop.md): the shop's lock is
+    /// held for a map lookup or two, never across an await.
+    fn shop(&mut self, head: &Head<'_, '_>, request: Option<RequestLine<'_>>, body: &[u8]) -> Next {
+        let field = |name: &str| {
+            head.headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case(name))
+                .and_then(|h| std::str::from_utf8(h.value).ok())
+        };
+        let reply = if head.content_length > shop::MAX_BODY {
+            shop::Reply::too_large()
+        } else {
+            self.shared.shop.handle(&shop::Request {
+                method: head.method_str,
+                path: head.target.split('?').next().unwrap_or(""),
+                cookie: field("cookie"),
+                csrf_token: field("x-csrf-token"),
+                content_type: field("content-type"),
+                body,
+            })
+        };
+        let keep_alive = self.keep_alive(head);
+        let _ = write!(
+            self.wbuf,
+            "HTTP/1.{} {} {}\r\nServer: benchlab\r\nDate: ",
+            head.minor,
+            reply.status,
+            reply.reason()
+        );
+        self.wbuf.extend_from_slice(&crate::dates::now().http);
+        let _ = write!(
+            self.wbuf,
+            "\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}",
+            reply.content_type,
+            reply.body.len(),
+            reply.fields
+        );
+        if !keep_alive {
+            self.wbuf.extend_from_slice(b"Connection: close\r\n");
+        } else if head.minor == 0 {
+            self.wbuf.extend_from_slice(b"Connection: keep-alive\r\n");
+        }
+        self.wbuf.extend_from_slice(b"\r\n");
+        self.wbuf.extend_from_slice(reply.body.as_bytes());
+        self.log_code(request, reply.status, reply.body.len() as u64);
+        if keep_alive {
+            Next::Continue
+        } else {
+            Next::Close
+        }
     }
 
     /// The session program's steps run in a blocking task: they wait for a

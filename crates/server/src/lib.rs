@@ -10,12 +10,14 @@
 //! | `/spice/inproc/adrot/<file path>` | ad rotation: reads the request's environment (query, `Cookie`, `User-Agent`), picks an ad (sent as `X-Ad`), returns the file |
 //! | `/spice/inproc/session/<file path>` | session-oriented: locks the session log, increments its counter, appends a line, returns the file ([`SessionLog`]) |
 //! | `/spice/inproc/sleep/<file path>?ms=3000` | slow back end: waits `ms` (default 3000) without blocking other connections, returns the file |
+//! | `/shop/…` | the shop (docs/shop.md): log in, product pages, cart and checkout, in memory |
 //!
 //! Every SPICE answer carries exactly the static file's bytes (seed 001), so
 //! static and dynamic runs compare fairly. The layout is docs/spice.md's "URL
 //! layout", the same on every server.
 //!
-//! HTTP/1.0 and 1.1, GET and HEAD, keep-alive, pipelining, `Content-Length`
+//! HTTP/1.0 and 1.1, GET and HEAD (and the shop's POSTs, bodies up to
+//! 16 KiB), keep-alive, pipelining, `Content-Length`
 //! on every response, small files from memory, large ones with `sendfile`,
 //! `400` for garbage and for an HTTP/1.1 request without `Host` or any
 //! with two (RFC 9112 §3.2), `404` for missing files, `405` for other
@@ -48,6 +50,7 @@ mod conn;
 mod dates;
 mod files;
 mod http;
+mod shop;
 mod spice;
 
 pub use spice::{SessionLog, COUNTER_DIGITS};
@@ -242,6 +245,8 @@ pub(crate) struct Shared {
     pub(crate) in_flight: AtomicUsize,
     /// Set when shutting down: responses then close their connections.
     pub(crate) stopping: AtomicBool,
+    /// The shop at `/shop/` (docs/shop.md).
+    pub(crate) shop: shop::Shop,
 }
 
 /// Stops a running server: it stops accepting, lets requests being answered
@@ -341,6 +346,7 @@ impl Server {
             header_timeout: config.header_timeout.max(Duration::from_millis(1)),
             in_flight: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
+            shop: shop::Shop::new(),
         });
         let (tx, _) = watch::channel(false);
         Ok(Server {
