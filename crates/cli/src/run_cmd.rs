@@ -318,6 +318,24 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
         let Some(w) = suite.workloads.get(&p.workload) else {
             continue;
         };
+        if let Some(flow) = &w.flow {
+            let steps: Vec<String> = flow
+                .steps
+                .iter()
+                .map(|(name, target)| match target {
+                    Some(t) => format!("{name} ({t})"),
+                    None => name.clone(),
+                })
+                .collect();
+            classes.push(format!(
+                "  phase {} flow: {}: {}; {} read",
+                p.name,
+                plural(steps.len() as u64, "step", "steps"),
+                steps.join(", "),
+                plural(flow.source.files.len() as u64, "file", "files")
+            ));
+            continue;
+        }
         for c in &w.classes {
             let resolvable = match &c.source {
                 UrlSource::Fileset(f) => dirs.contains_key(&f.name),
