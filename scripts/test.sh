@@ -40,6 +40,7 @@ requirements=(
   "spawn-fcgi|spawn-fcgi|SPICE: the FastCGI program behind nginx and lighttpd"
   "libfcgi-dev|/usr/include/fcgiapp.h|SPICE: spice/src/fastcgi.c links libfcgi"
   "python3|/usr/bin/python3|SPICE: spice/cgi-script/spice.py"
+  "perl|/usr/bin/perl|SPICE: spice/cgi-perl/spice.pl (spi cgi-perl)"
   "gcc|gcc|SPICE's C programs; the Rust linker (cc)"
   "libc6-dev|/usr/include/stdio.h|C headers and crt files for gcc and the Rust linker"
   "make|make|spice/Makefile"

@@ -1,7 +1,8 @@
 //! The SPICE programs (`spice/`) under real servers (nginx, Apache httpd,
 //! lighttpd) configured from `deploy/spice/`, and run directly as CGI.
 //!
-//! For each server and each SPI (`cgi-c`, `cgi-script`, `fastcgi`), at the
+//! For each server and each SPI (`cgi-c`, `cgi-script`, `cgi-perl`,
+//! `fastcgi`), at the
 //! URLs of docs/spice.md's "URL layout": ad rotation, session and sleep
 //! requests for a 4,096-byte and a 10,000-byte file return exactly the
 //! file's bytes with the right Content-Length (as the static file does);
@@ -276,10 +277,10 @@ fn split_cgi(out: &[u8]) -> (u16, String, Vec<u8>) {
     (status.expect("Status header first"), head, out[end + 4..].to_vec())
 }
 
-/// Both CGI programs, run directly: the same bytes out for the same
-/// request (they are the same SPICE program in two languages), the right
-/// status for every bad request, and a log that C and Python processes
-/// share under load without losing or tearing a line.
+/// The three CGI programs, run directly: the same bytes out for the same
+/// request (they are the same SPICE program in C, Python and Perl), the
+/// right status for every bad request, and a log that C, Python and Perl
+/// processes share under load without losing or tearing a line.
 #[test]
 fn cgi_programs_agree_and_reject_bad_requests() {
     let dir = tempfile::tempdir().unwrap();
@@ -291,6 +292,8 @@ fn cgi_programs_agree_and_reject_bad_requests() {
     let c = programs().join("cgi-c");
     let py = programs().join("spice.py");
     spice_support::chmod(&py, 0o755);
+    let pl = programs().join("spice.pl");
+    spice_support::chmod(&pl, 0o755);
 
     let cases: &[(&str, &str, &str, u16)] = &[
         // method, PATH_INFO, QUERY_STRING, status
@@ -308,6 +311,9 @@ fn cgi_programs_agree_and_reject_bad_requests() {
         ("GET", "/sleep/a.html", "ms=abc", 400),
         ("GET", "/sleep/a.html", "ms=600001", 400),
         ("GET", "/sleep/a.html", "ms=", 400),
+        ("GET", "/sleep/a.html", "ms=1x", 400),
+        ("GET", "/sleep/a.html", "ms=0000000000001", 200),
+        ("", "/adrot/a.html", "x=1", 200),
         ("GET", "/adrot/missing.html", "", 404),
         ("GET", "/adrot/dir1", "", 404),
         ("GET", "/adrot/", "", 404),
@@ -335,12 +341,19 @@ fn cgi_programs_agree_and_reject_bad_requests() {
             );
         }
         let out_py = run_cgi(&py, &env);
+        let out_pl = run_cgi(&pl, &env);
         let what = format!("{method} {path_info:?} ?{qs}");
         assert!(
             out_c == out_py,
             "{what}: cgi-c and spice.py differ:\n{:?}\n{:?}",
             String::from_utf8_lossy(&out_c),
             String::from_utf8_lossy(&out_py)
+        );
+        assert!(
+            out_c == out_pl,
+            "{what}: cgi-c and spice.pl differ:\n{:?}\n{:?}",
+            String::from_utf8_lossy(&out_c),
+            String::from_utf8_lossy(&out_pl)
         );
         let (got, head, body) = split_cgi(&out_c);
         assert_eq!(got, status, "{what}: {head}");
@@ -373,14 +386,14 @@ fn cgi_programs_agree_and_reject_bad_requests() {
             );
         }
     }
-    // The two session requests (C then Python) and nothing from the rest.
+    // The three session requests (C, Python, Perl) and nothing from the rest.
     let l = read_session_log(&log);
-    assert_eq!(l.counter, 2);
-    assert_eq!(l.lines.len(), 2);
+    assert_eq!(l.counter, 3);
+    assert_eq!(l.lines.len(), 3);
     assert!(l.lines.iter().all(|x| x.path == "/a.html"));
 
-    // No configuration: 500, from both.
-    for p in [&c, &py] {
+    // No configuration: 500, from each.
+    for p in [&c, &py, &pl] {
         let (status, _, body) = split_cgi(&run_cgi(p, &[("PATH_INFO", "/adrot/a.html")]));
         assert_eq!(status, 500, "{}: {}", p.display(), String::from_utf8_lossy(&body));
     }
@@ -389,7 +402,7 @@ fn cgi_programs_agree_and_reject_bad_requests() {
     let bad_log = dir.path().join("bad.log");
     fs::write(&bad_log, "not a counter\n").unwrap();
     let bad_log_s = bad_log.display().to_string();
-    for p in [&c, &py] {
+    for p in [&c, &py, &pl] {
         let env = [
             ("PATH_INFO", "/session/a.html"),
             ("SPICE_ROOT", root_s.as_str()),
@@ -400,12 +413,12 @@ fn cgi_programs_agree_and_reject_bad_requests() {
     }
     assert_eq!(fs::read_to_string(&bad_log).unwrap(), "not a counter\n");
 
-    // C and Python processes appending to one log at once.
+    // C, Python and Perl processes appending to one log at once.
     let shared = dir.path().join("shared.log");
     let per_thread = 25;
-    let threads: Vec<_> = (0..8)
+    let threads: Vec<_> = (0..9)
         .map(|i| {
-            let program = if i % 2 == 0 { c.clone() } else { py.clone() };
+            let program = [&c, &py, &pl][i % 3].clone();
             let (root_s, shared_s) = (root_s.clone(), shared.display().to_string());
             std::thread::spawn(move || {
                 for _ in 0..per_thread {
@@ -424,7 +437,7 @@ fn cgi_programs_agree_and_reject_bad_requests() {
         t.join().unwrap();
     }
     let l = read_session_log(&shared);
-    assert_eq!(l.counter, 8 * per_thread);
-    assert_eq!(l.lines.len() as u64, 8 * per_thread);
+    assert_eq!(l.counter, 9 * per_thread);
+    assert_eq!(l.lines.len() as u64, 9 * per_thread);
     assert!(l.lines.iter().all(|x| x.path == "/dir1/b.html"));
 }

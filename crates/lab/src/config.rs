@@ -48,7 +48,7 @@ fn nginx_fastcgi_params(p: &Paths, script_name: &str) -> String {
     s
 }
 
-/// nginx: fcgiwrap runs both CGI SPIs, spawn-fcgi's processes the FastCGI
+/// nginx: fcgiwrap runs the CGI SPIs, spawn-fcgi's processes the FastCGI
 /// one (nginx runs no CGI itself).
 pub fn nginx(p: &Paths, port: u16, prof: &Profile) -> String {
     let run = p.run.display();
@@ -112,7 +112,7 @@ http {{
         server_name localhost;
         root {root};
 
-{cgi_c}{cgi_script}{fastcgi}    }}
+{cgi_c}{cgi_script}{cgi_perl}{fastcgi}    }}
 }}
 "#,
         sendfile = on_off(prof.sendfile != Some(false)),
@@ -121,6 +121,7 @@ http {{
         root = p.root.display(),
         cgi_c = spice("cgi-c", "fcgiwrap.sock", Some("cgi-c")),
         cgi_script = spice("cgi-script", "fcgiwrap.sock", Some("spice.py")),
+        cgi_perl = spice("cgi-perl", "fcgiwrap.sock", Some("spice.pl")),
         fastcgi = spice("fastcgi", "fastcgi.sock", None),
     )
 }
@@ -180,8 +181,9 @@ setenv.add-environment = (
 alias.url = (
     "/spice/cgi-c" => "{bin}/cgi-c",
     "/spice/cgi-script" => "{bin}/spice.py",
+    "/spice/cgi-perl" => "{bin}/spice.pl",
 )
-$HTTP["url"] =~ "^/spice/cgi-(c|script)(/|$)" {{
+$HTTP["url"] =~ "^/spice/cgi-(c|script|perl)(/|$)" {{
     cgi.assign = ( "" => "" )
 }}
 
@@ -306,6 +308,7 @@ SetEnv ap_trust_cgilike_cl 1
 
 ScriptAlias /spice/cgi-c "{bin}/cgi-c"
 ScriptAlias /spice/cgi-script "{bin}/spice.py"
+ScriptAlias /spice/cgi-perl "{bin}/spice.pl"
 
 # ProxyPass sends no PATH_INFO unless proxy-fcgi-pathinfo is set (early,
 # by mod_setenvif); "unescape" decodes it as CGI does.

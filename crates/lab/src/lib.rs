@@ -70,7 +70,7 @@ impl ServerKind {
     pub fn spis(self) -> &'static [&'static str] {
         match self {
             ServerKind::Benchlab => &["inproc"],
-            _ => &["cgi-c", "cgi-script", "fastcgi"],
+            _ => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi"],
         }
     }
 
@@ -284,12 +284,14 @@ const SPICE_SOURCES: &[(&str, &str)] = &[
     ("fastcgi.c", include_str!("../../../spice/src/fastcgi.c")),
 ];
 const SPICE_PY: &str = include_str!("../../../spice/cgi-script/spice.py");
+const SPICE_PL: &str = include_str!("../../../spice/cgi-perl/spice.pl");
 
 /// Builds `cgi-c` and `fastcgi` with gcc into `bin`, and installs
-/// `spice.py` there (all 0755).
+/// `spice.py` and `spice.pl` there (all 0755).
 fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
     let gcc = require("gcc", "gcc")?;
     require("python3", "python3")?;
+    require("perl", "perl")?;
     if !Path::new("/usr/include/fcgiapp.h").is_file() {
         return Err(Error::Missing {
             program: "libfcgi's headers (/usr/include/fcgiapp.h)".into(),
@@ -319,8 +321,11 @@ fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
         }
         chmod(&bin.join(out), 0o755)?;
     }
-    fs::write(bin.join("spice.py"), SPICE_PY).map_err(io("write spice.py"))?;
-    chmod(&bin.join("spice.py"), 0o755)
+    for (name, text) in [("spice.py", SPICE_PY), ("spice.pl", SPICE_PL)] {
+        fs::write(bin.join(name), text).map_err(io(format!("write {name}")))?;
+        chmod(&bin.join(name), 0o755)?;
+    }
+    Ok(())
 }
 
 /// The default file set: 24 pages of 4,096 bytes (`custom`), made in

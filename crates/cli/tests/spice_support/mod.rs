@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The SPIs whose programs live under `spice/`.
-pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "fastcgi"];
+pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "cgi-perl", "fastcgi"];
 
 /// Files of every docroot: a 4,096-byte page and a 10,000-byte one in a
 /// directory (binary bytes, NULs included, so any text-mode mangling shows).
@@ -45,14 +45,14 @@ pub fn require(program: &str) -> PathBuf {
     which(program).unwrap_or_else(|| {
         panic!(
             "{program} is not installed: run `bash scripts/test.sh` (it installs the SPICE test packages: \
-             nginx-light, apache2, lighttpd, fcgiwrap, spawn-fcgi, libfcgi-dev, python3)"
+             nginx-light, apache2, lighttpd, fcgiwrap, spawn-fcgi, libfcgi-dev, python3, perl)"
         )
     })
 }
 
 /// Builds the C programs (`make -C spice`) once per test binary, into
 /// Cargo's temp dir (not the source tree), and returns the directory that
-/// holds `cgi-c`, `fastcgi` and `spice.py`.
+/// holds `cgi-c`, `fastcgi`, `spice.py` and `spice.pl`.
 pub fn programs() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -61,6 +61,10 @@ pub fn programs() -> &'static Path {
         assert!(
             Path::new("/usr/bin/python3").is_file(),
             "/usr/bin/python3 (spice.py's interpreter) is missing: run `bash scripts/test.sh`"
+        );
+        assert!(
+            Path::new("/usr/bin/perl").is_file(),
+            "/usr/bin/perl (spice.pl's interpreter) is missing: run `bash scripts/test.sh`"
         );
         assert!(
             Path::new("/usr/include/fcgiapp.h").is_file(),
@@ -82,6 +86,7 @@ pub fn programs() -> &'static Path {
             String::from_utf8_lossy(&res.stderr)
         );
         fs::copy(repo().join("spice/cgi-script/spice.py"), out.join("spice.py")).expect("copy spice.py");
+        fs::copy(repo().join("spice/cgi-perl/spice.pl"), out.join("spice.pl")).expect("copy spice.pl");
         out
     })
 }
@@ -90,7 +95,7 @@ pub fn programs() -> &'static Path {
 /// user can run them whatever the permissions of the checkout.
 pub fn install_programs(dir: &Path) {
     fs::create_dir_all(dir).expect("create bin dir");
-    for name in ["cgi-c", "fastcgi", "spice.py"] {
+    for name in ["cgi-c", "fastcgi", "spice.py", "spice.pl"] {
         let to = dir.join(name);
         fs::copy(programs().join(name), &to).expect("copy program");
         chmod(&to, 0o755);
