@@ -141,7 +141,7 @@ fn check_server(server: &str) {
     let want: &[&str] = if server == "benchlab" {
         &["inproc"]
     } else {
-        &["cgi-c", "cgi-script", "cgi-perl", "fastcgi"]
+        &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm"]
     };
     assert_eq!(spis, want);
     let mut urls = 0;

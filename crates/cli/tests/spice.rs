@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use spice_support::servers::{self, SpiceServer, FASTCGI_PROCS};
+use spice_support::servers::{self, SpiceServer, FASTCGI_PROCS, FPM_PROCS};
 use spice_support::{
     benchlab_json, expected_ad, file_contents, get, now_s, programs, read_session_log, Response, SessionLog, COOKIE,
     FILE_10K, FILE_4K, SPIS, USER_AGENT,
@@ -198,6 +198,18 @@ fn check_spi(srv: &SpiceServer, spi: &str) {
             assert!(
                 pids.iter().all(|p| known.contains(p)),
                 "{what}: pids {pids:?} are not spawn-fcgi's {known:?}"
+            );
+        }
+    } else if spi == "php-fpm" {
+        assert!(
+            pids.len() <= FPM_PROCS,
+            "{what}: {} PHP-FPM pids, want at most {FPM_PROCS}",
+            pids.len()
+        );
+        if let Some(known) = &srv.php_fpm_pids {
+            assert!(
+                pids.iter().all(|p| known.contains(p)),
+                "{what}: pids {pids:?} are not PHP-FPM's workers {known:?}"
             );
         }
     } else {

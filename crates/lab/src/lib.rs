@@ -70,7 +70,7 @@ impl ServerKind {
     pub fn spis(self) -> &'static [&'static str] {
         match self {
             ServerKind::Benchlab => &["inproc"],
-            _ => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi"],
+            _ => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm"],
         }
     }
 
@@ -274,6 +274,33 @@ fn chmod(path: &Path, mode: u32) -> Result<(), Error> {
 const FASTCGI_PROCS: usize = 4;
 /// fcgiwrap workers (CGI programs nginx runs at once).
 const FCGIWRAP_WORKERS: usize = 8;
+/// PHP-FPM workers per server (a static pool).
+const FPM_PROCS: usize = 4;
+
+/// PHP-FPM's program: `php-fpm`, or Debian's versioned `php-fpmX.Y` in
+/// /usr/sbin (the newest when several are installed).
+fn php_fpm_program() -> Result<PathBuf, Error> {
+    if let Some(p) = which("php-fpm") {
+        return Ok(p);
+    }
+    let mut found: Vec<PathBuf> = fs::read_dir("/usr/sbin")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("php-fpm"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found.pop().ok_or_else(|| Error::Missing {
+        program: "php-fpm (for the php-fpm SPI)".into(),
+        package: "php-fpm".into(),
+    })
+}
 
 /// The SPICE programs' sources, compiled into benchlab so that `lab up`
 /// works from an installed binary, away from the checkout.
@@ -285,9 +312,10 @@ const SPICE_SOURCES: &[(&str, &str)] = &[
 ];
 const SPICE_PY: &str = include_str!("../../../spice/cgi-script/spice.py");
 const SPICE_PL: &str = include_str!("../../../spice/cgi-perl/spice.pl");
+const SPICE_PHP: &str = include_str!("../../../spice/php/spice.php");
 
 /// Builds `cgi-c` and `fastcgi` with gcc into `bin`, and installs
-/// `spice.py` and `spice.pl` there (all 0755).
+/// `spice.py` and `spice.pl` there (all 0755), and `spice.php`.
 fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
     let gcc = require("gcc", "gcc")?;
     require("python3", "python3")?;
@@ -325,7 +353,9 @@ fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
         fs::write(bin.join(name), text).map_err(io(format!("write {name}")))?;
         chmod(&bin.join(name), 0o755)?;
     }
-    Ok(())
+    // Read by PHP-FPM's workers, not run.
+    fs::write(bin.join("spice.php"), SPICE_PHP).map_err(io("write spice.php"))?;
+    chmod(&bin.join("spice.php"), 0o644)
 }
 
 /// The default file set: 24 pages of 4,096 bytes (`custom`), made in
@@ -531,6 +561,11 @@ fn start(
     }
     // Apache's CGI programs run as www-data and write the session log.
     chmod(&state.join("log"), 0o777)?;
+    // Made here, 0666: under root the CGI programs behind nginx run as root
+    // and PHP-FPM's workers as www-data, and all of them write this one log
+    // (an empty log is counter 0).
+    fs::write(&p.session_log, b"").map_err(io(format!("create {}", p.session_log.display())))?;
+    chmod(&p.session_log, 0o666)?;
     for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
         fs::create_dir_all(p.run.join(format!("tmp_{t}"))).map_err(io("create temp dir"))?;
     }
@@ -590,6 +625,17 @@ fn start(
     }
     // SAFETY: geteuid never fails.
     let as_root = unsafe { libc::geteuid() } == 0;
+    // PHP-FPM (the php-fpm SPI) beside every server but benchlab's.
+    if kind != ServerKind::Benchlab {
+        let fpm = php_fpm_program()?;
+        let conf = p.run.join("php-fpm.conf");
+        fs::write(&conf, config::php_fpm(&p, "www-data", FPM_PROCS)).map_err(io("write php-fpm.conf"))?;
+        let sock = p.run.join("php-fpm.sock");
+        let mut cmd = Command::new(fpm);
+        cmd.arg("-F").arg("-y").arg(&conf);
+        let mut child = spawn(&mut started, cmd, "php-fpm", &helper_log)?;
+        wait_ready(&mut child, "php-fpm (the php-fpm SPI)", &helper_log, &wait_sock(sock))?;
+    }
     let mut port = port;
     let mut attempt = 0;
     let (port, conf_path, pid) = loop {
@@ -827,6 +873,8 @@ fn disclose(
             vec![("command".into(), fs::read_to_string(conf).unwrap_or_default())],
         ),
     };
+    let mut effective = effective;
+    effective.extend(application_servers(kind, p));
     let profile_text = profile.to_toml(kind);
     let listen_backlog = profile
         .backlog
@@ -877,6 +925,25 @@ fn disclose(
     )
     .map_err(io("write disclosure.json"))?;
     Ok(path)
+}
+
+/// The application servers the SPIs run in, disclosed beside the server:
+/// each one's version and the configuration the lab gave it.
+fn application_servers(kind: ServerKind, p: &Paths) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if kind == ServerKind::Benchlab {
+        return out;
+    }
+    if let Ok(fpm) = php_fpm_program() {
+        let mut c = Command::new(fpm);
+        c.arg("-v");
+        out.push(("php-fpm -v".into(), capture(c)));
+        out.push((
+            "php-fpm.conf".into(),
+            fs::read_to_string(p.run.join("php-fpm.conf")).unwrap_or_default(),
+        ));
+    }
+    out
 }
 
 /// `net.core.somaxconn`, which caps every listen(2) backlog.

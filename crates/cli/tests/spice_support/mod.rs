@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The SPIs whose programs live under `spice/`.
-pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "cgi-perl", "fastcgi"];
+pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm"];
 
 /// Files of every docroot: a 4,096-byte page and a 10,000-byte one in a
 /// directory (binary bytes, NULs included, so any text-mode mangling shows).
@@ -45,14 +45,38 @@ pub fn require(program: &str) -> PathBuf {
     which(program).unwrap_or_else(|| {
         panic!(
             "{program} is not installed: run `bash scripts/test.sh` (it installs the SPICE test packages: \
-             nginx-light, apache2, lighttpd, fcgiwrap, spawn-fcgi, libfcgi-dev, python3, perl)"
+             nginx-light, apache2, lighttpd, fcgiwrap, spawn-fcgi, libfcgi-dev, python3, perl, php-fpm)"
         )
+    })
+}
+
+/// PHP-FPM's program: `php-fpm`, or Debian's versioned `php-fpmX.Y` in
+/// /usr/sbin; panics as [`require`] does when there is none.
+pub fn php_fpm() -> PathBuf {
+    if let Some(p) = which("php-fpm") {
+        return p;
+    }
+    let mut found: Vec<PathBuf> = fs::read_dir("/usr/sbin")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("php-fpm"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found.pop().unwrap_or_else(|| {
+        panic!("php-fpm is not installed: run `bash scripts/test.sh` (Debian's php-fpm, for the php-fpm SPI)")
     })
 }
 
 /// Builds the C programs (`make -C spice`) once per test binary, into
 /// Cargo's temp dir (not the source tree), and returns the directory that
-/// holds `cgi-c`, `fastcgi`, `spice.py` and `spice.pl`.
+/// holds `cgi-c`, `fastcgi`, `spice.py`, `spice.pl` and `spice.php`.
 pub fn programs() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -87,6 +111,7 @@ pub fn programs() -> &'static Path {
         );
         fs::copy(repo().join("spice/cgi-script/spice.py"), out.join("spice.py")).expect("copy spice.py");
         fs::copy(repo().join("spice/cgi-perl/spice.pl"), out.join("spice.pl")).expect("copy spice.pl");
+        fs::copy(repo().join("spice/php/spice.php"), out.join("spice.php")).expect("copy spice.php");
         out
     })
 }
@@ -95,7 +120,7 @@ pub fn programs() -> &'static Path {
 /// user can run them whatever the permissions of the checkout.
 pub fn install_programs(dir: &Path) {
     fs::create_dir_all(dir).expect("create bin dir");
-    for name in ["cgi-c", "fastcgi", "spice.py", "spice.pl"] {
+    for name in ["cgi-c", "fastcgi", "spice.py", "spice.pl", "spice.php"] {
         let to = dir.join(name);
         fs::copy(programs().join(name), &to).expect("copy program");
         chmod(&to, 0o755);
@@ -193,7 +218,11 @@ fn signal(sig: &str, target: i64) {
 /// nginx, Apache, lighttpd and the FastCGI supervisor stop their children
 /// on SIGTERM.
 pub fn command(program: &str) -> Command {
-    let path = require(program);
+    command_path(&require(program))
+}
+
+/// [`command`] for a program named by its path.
+pub fn command_path(path: &Path) -> Command {
     match which("setpriv") {
         Some(setpriv) => {
             let mut c = Command::new(setpriv);
