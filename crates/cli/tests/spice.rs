@@ -224,15 +224,86 @@ fn check_server(srv: SpiceServer) {
     }
 }
 
+/// The shtml SPI (nginx's ssi, Apache's mod_include): the server-parsed
+/// page's body is exactly the file's bytes, chunked (no length up front),
+/// Content-Type as the static file's; a missing file is a 404, not a 200
+/// page with SSI's error text; its one program is `include`.
+fn check_shtml(srv: &SpiceServer) {
+    let port = srv.port;
+    for file in [FILE_4K, FILE_10K] {
+        let stat = get(port, file);
+        let url = format!("/spice/shtml/include{file}");
+        let r = get(port, &url);
+        let what = format!("{} GET {url}", srv.name);
+        assert_eq!(
+            r.status,
+            200,
+            "{what}: {:?}\n{}",
+            String::from_utf8_lossy(&r.body),
+            srv.error_log()
+        );
+        assert_eq!(r.header("transfer-encoding"), Some("chunked"), "{what}: framing");
+        assert!(
+            r.body == file_contents(file),
+            "{what}: body differs from the file ({} bytes: {:?})",
+            r.body.len(),
+            String::from_utf8_lossy(&r.body[..r.body.len().min(200)])
+        );
+        assert_eq!(
+            r.header("content-type"),
+            stat.header("content-type"),
+            "{what}: Content-Type"
+        );
+        assert_eq!(r.header("x-ad"), None, "{what}");
+    }
+    for bad in [
+        "/spice/shtml/include/missing.html",
+        "/spice/shtml/include/dir1",
+        "/spice/shtml/adrot/a.html",
+    ] {
+        let r = get(port, bad);
+        assert_eq!(
+            r.status,
+            404,
+            "{} GET {bad}: {:?}",
+            srv.name,
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    // Under load from the real load generator: every body the file's size.
+    let url = format!("http://127.0.0.1:{port}/spice/shtml/include{FILE_10K}");
+    let v = benchlab_json(&[
+        "--requests",
+        "200",
+        "--threads",
+        "8",
+        "--validate",
+        "size",
+        "--timeout",
+        "20s",
+        &url,
+    ]);
+    assert_eq!(v["errors_total"].as_u64(), Some(0), "{} shtml load: {v}", srv.name);
+    assert_eq!(
+        v["body_bytes"].as_u64(),
+        Some(200 * 10_000),
+        "{} shtml load: {v}",
+        srv.name
+    );
+}
+
 #[test]
 fn spice_under_nginx() {
     let srv = servers::nginx();
+    check_shtml(&srv);
     check_server(srv);
 }
 
 #[test]
 fn spice_under_apache() {
-    check_server(servers::apache());
+    let srv = servers::apache();
+    check_shtml(&srv);
+    check_server(srv);
 }
 
 #[test]

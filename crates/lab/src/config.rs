@@ -48,6 +48,20 @@ fn nginx_fastcgi_params(p: &Paths, script_name: &str) -> String {
     s
 }
 
+/// nginx's shtml SPI: the page `spice.shtml` includes `${PATH_INFO}` (a
+/// subrequest for the file); a missing file is a 404 before the page is
+/// parsed, as SSI itself would answer 200 with an error text.
+fn nginx_shtml(p: &Paths) -> String {
+    format!(
+        "        location ~ ^/spice/shtml/include(/.*)$ {{\n            set $PATH_INFO $1;\n            \
+         if (!-f {root}$PATH_INFO) {{\n                return 404;\n            }}\n            ssi on;\n            \
+         ssi_types *;\n            default_type text/html;\n            root {bin};\n            \
+         try_files /spice.shtml =404;\n        }}\n",
+        root = p.root.display(),
+        bin = p.bin.display()
+    )
+}
+
 /// nginx: fcgiwrap runs the CGI SPIs, spawn-fcgi's processes the FastCGI
 /// one (nginx runs no CGI itself).
 pub fn nginx(p: &Paths, port: u16, prof: &Profile) -> String {
@@ -112,7 +126,7 @@ http {{
         server_name localhost;
         root {root};
 
-{cgi_c}{cgi_script}{cgi_perl}{fastcgi}{php_fpm}    }}
+{cgi_c}{cgi_script}{cgi_perl}{fastcgi}{php_fpm}{shtml}    }}
 }}
 "#,
         sendfile = on_off(prof.sendfile != Some(false)),
@@ -123,6 +137,7 @@ http {{
         cgi_script = spice("cgi-script", "fcgiwrap.sock", Some("spice.py")),
         cgi_perl = spice("cgi-perl", "fcgiwrap.sock", Some("spice.pl")),
         php_fpm = spice("php-fpm", "php-fpm.sock", Some("spice.php")),
+        shtml = nginx_shtml(p),
         fastcgi = spice("fastcgi", "fastcgi.sock", None),
     )
 }
@@ -289,6 +304,8 @@ LoadModule env_module {m}/mod_env.so
 LoadModule alias_module {m}/mod_alias.so
 LoadModule proxy_module {m}/mod_proxy.so
 LoadModule proxy_fcgi_module {m}/mod_proxy_fcgi.so
+LoadModule include_module {m}/mod_include.so
+LoadModule rewrite_module {m}/mod_rewrite.so
 {cgi_module}{access}
 KeepAlive {keepalive}
 KeepAliveTimeout {keepalive_timeout}
@@ -333,6 +350,20 @@ ProxyPass "/spice/php-fpm/" "unix:{run}/php-fpm.sock|fcgi://php-fpm/"
 <Location "/spice/php-fpm/">
     ProxyFCGISetEnvIf "true" SCRIPT_FILENAME "{bin}/spice.php"
 </Location>
+
+# shtml (mod_include): the page spice.shtml includes ${{PATH_INFO}}; a
+# missing file is a 404 before the page is parsed.
+RewriteEngine On
+RewriteCond %{{REQUEST_URI}} "^/spice/shtml/include(/.*)$"
+RewriteCond "{root}%1" !-f
+RewriteRule "^/spice/shtml/include(/|$)" - [R=404]
+Alias /spice/shtml/include "{bin}/spice.shtml"
+<Files "spice.shtml">
+    Options +Includes
+    SetOutputFilter INCLUDES
+    AcceptPathInfo On
+    ForceType text/html
+</Files>
 "#,
         mpm_name = if prefork { "prefork" } else { "event" },
         backlog = prof.backlog.unwrap_or(511),

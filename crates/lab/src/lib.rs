@@ -70,7 +70,10 @@ impl ServerKind {
     pub fn spis(self) -> &'static [&'static str] {
         match self {
             ServerKind::Benchlab => &["inproc"],
-            _ => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm"],
+            // lighttpd's mod_ssi takes no variable in #include, so a page
+            // cannot name the file its URL asks for: no shtml.
+            ServerKind::Lighttpd => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm"],
+            _ => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "shtml"],
         }
     }
 
@@ -100,6 +103,17 @@ impl ServerKind {
             ServerKind::Lighttpd => ("lighttpd", "lighttpd"),
             ServerKind::Benchlab => ("benchlab", "benchlab itself"),
         }
+    }
+}
+
+/// The SPICE programs (`/spice/<spi>/<program>/<file path>`) an SPI has:
+/// adrot, session and sleep, except `shtml`, whose server-parsed page can
+/// only include the file (SSI sets no header, takes no lock and cannot
+/// sleep), under the program name `include` (docs/spice.md).
+pub fn spi_programs(spi: &str) -> &'static [&'static str] {
+    match spi {
+        "shtml" => &["include"],
+        _ => &["adrot", "session", "sleep"],
     }
 }
 
@@ -313,9 +327,11 @@ const SPICE_SOURCES: &[(&str, &str)] = &[
 const SPICE_PY: &str = include_str!("../../../spice/cgi-script/spice.py");
 const SPICE_PL: &str = include_str!("../../../spice/cgi-perl/spice.pl");
 const SPICE_PHP: &str = include_str!("../../../spice/php/spice.php");
+const SPICE_SHTML: &str = include_str!("../../../spice/shtml/spice.shtml");
 
 /// Builds `cgi-c` and `fastcgi` with gcc into `bin`, and installs
-/// `spice.py` and `spice.pl` there (all 0755), and `spice.php`.
+/// `spice.py` and `spice.pl` there (all 0755), and `spice.php` and
+/// `spice.shtml` (0644).
 fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
     let gcc = require("gcc", "gcc")?;
     require("python3", "python3")?;
@@ -353,9 +369,12 @@ fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
         fs::write(bin.join(name), text).map_err(io(format!("write {name}")))?;
         chmod(&bin.join(name), 0o755)?;
     }
-    // Read by PHP-FPM's workers, not run.
-    fs::write(bin.join("spice.php"), SPICE_PHP).map_err(io("write spice.php"))?;
-    chmod(&bin.join("spice.php"), 0o644)
+    // Read by PHP-FPM's workers and the SSI parsers, not run.
+    for (name, text) in [("spice.php", SPICE_PHP), ("spice.shtml", SPICE_SHTML)] {
+        fs::write(bin.join(name), text).map_err(io(format!("write {name}")))?;
+        chmod(&bin.join(name), 0o644)?;
+    }
+    Ok(())
 }
 
 /// The default file set: 24 pages of 4,096 bytes (`custom`), made in

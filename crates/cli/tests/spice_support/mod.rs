@@ -16,7 +16,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The SPIs whose programs live under `spice/`.
+/// The SPIs whose programs live under `spice/` and have all three
+/// programs (adrot, session, sleep).
 pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm"];
 
 /// Files of every docroot: a 4,096-byte page and a 10,000-byte one in a
@@ -112,6 +113,7 @@ pub fn programs() -> &'static Path {
         fs::copy(repo().join("spice/cgi-script/spice.py"), out.join("spice.py")).expect("copy spice.py");
         fs::copy(repo().join("spice/cgi-perl/spice.pl"), out.join("spice.pl")).expect("copy spice.pl");
         fs::copy(repo().join("spice/php/spice.php"), out.join("spice.php")).expect("copy spice.php");
+        fs::copy(repo().join("spice/shtml/spice.shtml"), out.join("spice.shtml")).expect("copy spice.shtml");
         out
     })
 }
@@ -120,7 +122,7 @@ pub fn programs() -> &'static Path {
 /// user can run them whatever the permissions of the checkout.
 pub fn install_programs(dir: &Path) {
     fs::create_dir_all(dir).expect("create bin dir");
-    for name in ["cgi-c", "fastcgi", "spice.py", "spice.pl", "spice.php"] {
+    for name in ["cgi-c", "fastcgi", "spice.py", "spice.pl", "spice.php", "spice.shtml"] {
         let to = dir.join(name);
         fs::copy(programs().join(name), &to).expect("copy program");
         chmod(&to, 0o755);
@@ -401,11 +403,39 @@ pub fn get(port: u16, path: &str) -> Response {
             headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
         }
     }
+    let mut body = raw[end + 4..].to_vec();
+    if headers
+        .get("transfer-encoding")
+        .is_some_and(|te| te.eq_ignore_ascii_case("chunked"))
+    {
+        body = dechunk(&body)
+            .unwrap_or_else(|| panic!("GET {path}: bad chunked body {:?}", String::from_utf8_lossy(&body)));
+    }
     Response {
         status,
         headers,
-        body: raw[end + 4..].to_vec(),
+        body,
         elapsed,
+    }
+}
+
+/// The data of a chunked body (server-parsed pages have no length up
+/// front), None when the framing is wrong or ends early.
+pub fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = raw.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&raw[..eol]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        raw = &raw[eol + 2..];
+        if size == 0 {
+            return (raw == b"\r\n").then_some(out);
+        }
+        if raw.len() < size + 2 || &raw[size..size + 2] != b"\r\n" {
+            return None;
+        }
+        out.extend_from_slice(&raw[..size]);
+        raw = &raw[size + 2..];
     }
 }
 
