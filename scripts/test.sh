@@ -41,6 +41,7 @@ requirements=(
   "libfcgi-dev|/usr/include/fcgiapp.h|SPICE: spice/src/fastcgi.c links libfcgi"
   "python3|/usr/bin/python3|SPICE: spice/cgi-script/spice.py"
   "perl|/usr/bin/perl|SPICE: spice/cgi-perl/spice.pl (spi cgi-perl)"
+  "nodejs|node|SPICE: spice/node/spice.js (spi node; lab up starts it beside nginx, Apache, lighttpd)"
   "php-fpm|php-fpm,php-fpm8.2,php-fpm8.3,php-fpm8.4|SPICE: spice/php/spice.php under PHP-FPM (spi php-fpm; lab up starts it beside nginx, Apache, lighttpd)"
   "gcc|gcc|SPICE's C programs; the Rust linker (cc)"
   "libc6-dev|/usr/include/stdio.h|C headers and crt files for gcc and the Rust linker"

@@ -79,7 +79,7 @@ const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "spi",
         about: "Static files vs each SPICE SPI under each server that has it (nginx, Apache, lighttpd: cgi-c, \
-                cgi-script, cgi-perl, fastcgi, php-fpm, and shtml under nginx and Apache; benchlab: inproc), \
+                cgi-script, cgi-perl, fastcgi, php-fpm, node, and shtml under nginx and Apache; benchlab: inproc), \
                 ad rotation (shtml: its include program) returning the static files' bytes, so an SPI's \
                 rate / the static rate is its efficiency. The report gives seed 001's tables: request and \
                 latency efficiency at the peak and at the highest load, and each phase's useful peak, per \

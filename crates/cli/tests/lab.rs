@@ -141,9 +141,9 @@ fn check_server(server: &str) {
     let want: &[&str] = if server == "benchlab" {
         &["inproc"]
     } else if server == "lighttpd" {
-        &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm"]
+        &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "node"]
     } else {
-        &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "shtml"]
+        &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "shtml", "node"]
     };
     assert_eq!(spis, want);
     let mut urls = 0;

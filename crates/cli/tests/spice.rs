@@ -200,6 +200,9 @@ fn check_spi(srv: &SpiceServer, spi: &str) {
                 "{what}: pids {pids:?} are not spawn-fcgi's {known:?}"
             );
         }
+    } else if spi == "node" {
+        // One process, serialising its session requests behind the flock.
+        assert_eq!(pids, BTreeSet::from([srv.node_pid]), "{what}: node's pids");
     } else if spi == "php-fpm" {
         assert!(
             pids.len() <= FPM_PROCS,
@@ -523,4 +526,55 @@ fn cgi_programs_agree_and_reject_bad_requests() {
     assert_eq!(l.counter, 9 * per_thread);
     assert_eq!(l.lines.len() as u64, 9 * per_thread);
     assert!(l.lines.iter().all(|x| x.path == "/dir1/b.html"));
+}
+
+/// The node SPI takes the same flock as the other programs (through its
+/// resident helper): node serving session requests under load and cgi-c
+/// processes run directly, appending to one log at once, lose no update
+/// and tear no line.
+#[test]
+fn node_shares_the_session_log_lock_with_the_c_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("www");
+    spice_support::make_docroot(&root);
+    let bin = dir.path().join("bin");
+    spice_support::install_programs(&bin);
+    let log = dir.path().join("session.log");
+    let port = spice_support::free_port();
+    let _node = spice_support::spawn_node(&bin, &format!("127.0.0.1:{port}"), &root, &log, &|| {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let (root_s, log_s) = (root.display().to_string(), log.display().to_string());
+    let c = programs().join("cgi-c");
+    let per_thread = 50;
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            let (c, root_s, log_s) = (c.clone(), root_s.clone(), log_s.clone());
+            std::thread::spawn(move || {
+                for _ in 0..per_thread {
+                    let env = [
+                        ("PATH_INFO", "/session/dir1/b.html"),
+                        ("SPICE_ROOT", root_s.as_str()),
+                        ("SPICE_SESSION_LOG", log_s.as_str()),
+                    ];
+                    assert_eq!(split_cgi(&run_cgi(&c, &env)).0, 200);
+                }
+            })
+        })
+        .collect();
+    let url = format!("http://127.0.0.1:{port}/spice/node/session{FILE_4K}");
+    let v = benchlab_json(&["--requests", "300", "--threads", "8", "--validate", "size", &url]);
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_eq!(v["errors_total"].as_u64(), Some(0), "{v}");
+    let l = read_session_log(&log);
+    // 300 and the preflight from node, 200 from the C program.
+    assert_eq!(l.counter, 301 + 4 * per_thread);
+    assert_eq!(l.lines.len() as u64, 301 + 4 * per_thread);
+    assert_eq!(l.lines.iter().filter(|x| x.path == FILE_4K).count(), 301);
+    assert_eq!(
+        l.lines.iter().filter(|x| x.path == FILE_10K).count() as u64,
+        4 * per_thread
+    );
 }

@@ -72,8 +72,8 @@ impl ServerKind {
             ServerKind::Benchlab => &["inproc"],
             // lighttpd's mod_ssi takes no variable in #include, so a page
             // cannot name the file its URL asks for: no shtml.
-            ServerKind::Lighttpd => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm"],
-            _ => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "shtml"],
+            ServerKind::Lighttpd => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "node"],
+            _ => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "shtml", "node"],
         }
     }
 
@@ -328,10 +328,11 @@ const SPICE_PY: &str = include_str!("../../../spice/cgi-script/spice.py");
 const SPICE_PL: &str = include_str!("../../../spice/cgi-perl/spice.pl");
 const SPICE_PHP: &str = include_str!("../../../spice/php/spice.php");
 const SPICE_SHTML: &str = include_str!("../../../spice/shtml/spice.shtml");
+const SPICE_JS: &str = include_str!("../../../spice/node/spice.js");
 
 /// Builds `cgi-c` and `fastcgi` with gcc into `bin`, and installs
-/// `spice.py` and `spice.pl` there (all 0755), and `spice.php` and
-/// `spice.shtml` (0644).
+/// `spice.py` and `spice.pl` there (all 0755), and `spice.php`,
+/// `spice.shtml` and `spice.js` (0644).
 fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
     let gcc = require("gcc", "gcc")?;
     require("python3", "python3")?;
@@ -369,8 +370,12 @@ fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
         fs::write(bin.join(name), text).map_err(io(format!("write {name}")))?;
         chmod(&bin.join(name), 0o755)?;
     }
-    // Read by PHP-FPM's workers and the SSI parsers, not run.
-    for (name, text) in [("spice.php", SPICE_PHP), ("spice.shtml", SPICE_SHTML)] {
+    // Read by PHP-FPM's workers, the SSI parsers and node, not run.
+    for (name, text) in [
+        ("spice.php", SPICE_PHP),
+        ("spice.shtml", SPICE_SHTML),
+        ("spice.js", SPICE_JS),
+    ] {
         fs::write(bin.join(name), text).map_err(io(format!("write {name}")))?;
         chmod(&bin.join(name), 0o644)?;
     }
@@ -654,6 +659,22 @@ fn start(
         cmd.arg("-F").arg("-y").arg(&conf);
         let mut child = spawn(&mut started, cmd, "php-fpm", &helper_log)?;
         wait_ready(&mut child, "php-fpm (the php-fpm SPI)", &helper_log, &wait_sock(sock))?;
+    }
+    // Node.js (the node SPI): one process, an HTTP server on a unix socket
+    // the server proxies to. `env` hands it SPICE_ROOT and
+    // SPICE_SESSION_LOG (process::spawn clears them for every other helper).
+    if kind != ServerKind::Benchlab {
+        let node = require("node", "nodejs")?;
+        require("perl", "perl")?;
+        let sock = p.run.join("node.sock");
+        let mut cmd = Command::new("env");
+        cmd.arg(format!("SPICE_ROOT={}", p.root.display()))
+            .arg(format!("SPICE_SESSION_LOG={}", p.session_log.display()))
+            .arg(node)
+            .arg(p.bin.join("spice.js"))
+            .arg(&sock);
+        let mut child = spawn(&mut started, cmd, "node", &helper_log)?;
+        wait_ready(&mut child, "node (the node SPI)", &helper_log, &wait_sock(sock))?;
     }
     let mut port = port;
     let mut attempt = 0;
@@ -960,6 +981,21 @@ fn application_servers(kind: ServerKind, p: &Paths) -> Vec<(String, String)> {
         out.push((
             "php-fpm.conf".into(),
             fs::read_to_string(p.run.join("php-fpm.conf")).unwrap_or_default(),
+        ));
+    }
+    if let Some(node) = which("node") {
+        let mut c = Command::new(node);
+        c.arg("--version");
+        out.push(("node --version".into(), capture(c)));
+        out.push((
+            "node".into(),
+            format!(
+                "one process: node {} {} (HTTP server; SPICE_ROOT={}, SPICE_SESSION_LOG={})\n",
+                p.bin.join("spice.js").display(),
+                p.run.join("node.sock").display(),
+                p.root.display(),
+                p.session_log.display()
+            ),
         ));
     }
     out

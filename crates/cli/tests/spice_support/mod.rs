@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The SPIs whose programs live under `spice/` and have all three
 /// programs (adrot, session, sleep).
-pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm"];
+pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "node"];
 
 /// Files of every docroot: a 4,096-byte page and a 10,000-byte one in a
 /// directory (binary bytes, NULs included, so any text-mode mangling shows).
@@ -46,7 +46,7 @@ pub fn require(program: &str) -> PathBuf {
     which(program).unwrap_or_else(|| {
         panic!(
             "{program} is not installed: run `bash scripts/test.sh` (it installs the SPICE test packages: \
-             nginx-light, apache2, lighttpd, fcgiwrap, spawn-fcgi, libfcgi-dev, python3, perl, php-fpm)"
+             nginx-light, apache2, lighttpd, fcgiwrap, spawn-fcgi, libfcgi-dev, python3, perl, php-fpm, nodejs)"
         )
     })
 }
@@ -73,6 +73,30 @@ pub fn php_fpm() -> PathBuf {
     found.pop().unwrap_or_else(|| {
         panic!("php-fpm is not installed: run `bash scripts/test.sh` (Debian's php-fpm, for the php-fpm SPI)")
     })
+}
+
+/// Starts `node spice.js LISTEN` (the node SPI: one process, an HTTP
+/// server) with SPICE_ROOT and SPICE_SESSION_LOG handed over by `env`
+/// ([`Proc::spawn`] clears them), waiting until `ready()`.
+pub fn spawn_node(bin: &Path, listen: &str, root: &Path, log: &Path, ready: &dyn Fn() -> bool) -> Proc {
+    let node = require("node");
+    require("perl");
+    let mut cmd = command("env");
+    cmd.arg(format!("SPICE_ROOT={}", root.display()))
+        .arg(format!("SPICE_SESSION_LOG={}", log.display()))
+        .arg(node)
+        .arg(bin.join("spice.js"))
+        .arg(listen);
+    let mut p = Proc::spawn("node", cmd);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ready() {
+        if let Some(status) = p.exited() {
+            panic!("node spice.js exited at start ({status})");
+        }
+        assert!(Instant::now() < deadline, "node spice.js is not ready on {listen}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p
 }
 
 /// Builds the C programs (`make -C spice`) once per test binary, into
@@ -114,6 +138,7 @@ pub fn programs() -> &'static Path {
         fs::copy(repo().join("spice/cgi-perl/spice.pl"), out.join("spice.pl")).expect("copy spice.pl");
         fs::copy(repo().join("spice/php/spice.php"), out.join("spice.php")).expect("copy spice.php");
         fs::copy(repo().join("spice/shtml/spice.shtml"), out.join("spice.shtml")).expect("copy spice.shtml");
+        fs::copy(repo().join("spice/node/spice.js"), out.join("spice.js")).expect("copy spice.js");
         out
     })
 }
@@ -122,7 +147,15 @@ pub fn programs() -> &'static Path {
 /// user can run them whatever the permissions of the checkout.
 pub fn install_programs(dir: &Path) {
     fs::create_dir_all(dir).expect("create bin dir");
-    for name in ["cgi-c", "fastcgi", "spice.py", "spice.pl", "spice.php", "spice.shtml"] {
+    for name in [
+        "cgi-c",
+        "fastcgi",
+        "spice.py",
+        "spice.pl",
+        "spice.php",
+        "spice.shtml",
+        "spice.js",
+    ] {
         let to = dir.join(name);
         fs::copy(programs().join(name), &to).expect("copy program");
         chmod(&to, 0o755);

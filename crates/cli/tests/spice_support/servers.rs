@@ -1,6 +1,6 @@
 //! nginx, Apache httpd and lighttpd running the SPICE programs on a loopback
-//! high port, configured from `deploy/spice/*.conf.in`, with PHP-FPM beside
-//! each.
+//! high port, configured from `deploy/spice/*.conf.in`, with PHP-FPM and
+//! the node SPI's process beside each.
 //!
 //! Layout of each server's temp dir (mode 0755, so that Apache's `www-data`
 //! and nginx's `nobody` workers get in when the tests run as root):
@@ -16,7 +16,7 @@ use tempfile::TempDir;
 
 use super::{
     children_of, chmod, command, command_path, fill_template, free_port, install_programs, make_docroot, php_fpm,
-    require, wait_for_socket, wait_listening, Proc,
+    require, spawn_node, wait_for_socket, wait_listening, Proc,
 };
 
 /// FastCGI processes per server (`SPICE_FCGI_CHILDREN`, lighttpd's max-procs).
@@ -38,6 +38,8 @@ pub struct SpiceServer {
     /// The PHP-FPM worker processes' ids (None where /proc does not list
     /// children).
     pub php_fpm_pids: Option<Vec<u32>>,
+    /// The node SPI's one process.
+    pub node_pid: u32,
     run: PathBuf,
     // Dropped in this order: the server, then its helpers (fcgiwrap, the
     // FastCGI processes), then the files.
@@ -170,6 +172,12 @@ fn spawn_php_fpm(d: &Dirs) -> (Proc, Option<Vec<u32>>) {
     }
 }
 
+/// Starts the node SPI's process on `run/node.sock`.
+fn start_node(d: &Dirs) -> Proc {
+    let sock = d.run.join("node.sock");
+    spawn_node(&d.bin, &s(&sock), &d.www, &d.log.join("session.log"), &|| sock.exists())
+}
+
 /// Starts fcgiwrap (for the CGI SPIs under nginx) on `run/fcgiwrap.sock`,
 /// with umask 000 so nginx's worker user may connect.
 fn spawn_fcgiwrap(d: &Dirs) -> Proc {
@@ -206,6 +214,7 @@ pub fn nginx() -> SpiceServer {
     let (fastcgi, fastcgi_pids) = spawn_fastcgi(&d);
     let fcgiwrap = spawn_fcgiwrap(&d);
     let (fpm, php_fpm_pids) = spawn_php_fpm(&d);
+    let node = start_node(&d);
     let session_log = d.log.join("session.log");
     let (server, port) = start_server("nginx", &d, |port| {
         let conf = fill_template(
@@ -235,8 +244,9 @@ pub fn nginx() -> SpiceServer {
         session_log,
         fastcgi_pids,
         php_fpm_pids,
+        node_pid: node.id(),
         run: d.run.clone(),
-        procs: vec![server, fcgiwrap, fastcgi, fpm],
+        procs: vec![server, fcgiwrap, fastcgi, fpm, node],
         _dir: d.dir,
     }
 }
@@ -253,6 +263,7 @@ pub fn apache() -> SpiceServer {
     let d = dirs();
     let (fastcgi, fastcgi_pids) = spawn_fastcgi(&d);
     let (fpm, php_fpm_pids) = spawn_php_fpm(&d);
+    let node = start_node(&d);
     let session_log = d.log.join("session.log");
     let root = fs::metadata(d.dir.path()).expect("stat tempdir").uid() == 0;
     // Apache refuses to run its workers as root; as another user it ignores
@@ -283,8 +294,9 @@ pub fn apache() -> SpiceServer {
         session_log,
         fastcgi_pids,
         php_fpm_pids,
+        node_pid: node.id(),
         run: d.run.clone(),
-        procs: vec![server, fastcgi, fpm],
+        procs: vec![server, fastcgi, fpm, node],
         _dir: d.dir,
     }
 }
@@ -295,6 +307,7 @@ pub fn lighttpd() -> SpiceServer {
     require("lighttpd");
     let d = dirs();
     let (fpm, php_fpm_pids) = spawn_php_fpm(&d);
+    let node = start_node(&d);
     let session_log = d.log.join("session.log");
     let (server, port) = start_server("lighttpd", &d, |port| {
         let conf = fill_template(
@@ -320,8 +333,9 @@ pub fn lighttpd() -> SpiceServer {
         session_log,
         fastcgi_pids: None,
         php_fpm_pids,
+        node_pid: node.id(),
         run: d.run.clone(),
-        procs: vec![server, fpm],
+        procs: vec![server, fpm, node],
         _dir: d.dir,
     }
 }
