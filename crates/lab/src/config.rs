@@ -62,6 +62,16 @@ fn nginx_shtml(p: &Paths) -> String {
     )
 }
 
+/// nginx's node SPI: an HTTP reverse proxy to node's unix socket, the
+/// path as it came.
+fn nginx_node(p: &Paths) -> String {
+    format!(
+        "        location /spice/node/ {{\n            proxy_pass http://unix:{run}/node.sock:;\n            \
+         proxy_http_version 1.1;\n        }}\n",
+        run = p.run.display()
+    )
+}
+
 /// nginx: fcgiwrap runs the CGI SPIs, spawn-fcgi's processes the FastCGI
 /// one (nginx runs no CGI itself).
 pub fn nginx(p: &Paths, port: u16, prof: &Profile) -> String {
@@ -138,10 +148,7 @@ http {{
         cgi_perl = spice("cgi-perl", "fcgiwrap.sock", Some("spice.pl")),
         php_fpm = spice("php-fpm", "php-fpm.sock", Some("spice.php")),
         shtml = nginx_shtml(p),
-        node = format!(
-            "        location /spice/node/ {{\n            proxy_pass http://unix:{run}/node.sock:;\n            \
-             proxy_http_version 1.1;\n        }}\n"
-        ),
+        node = nginx_node(p),
         fastcgi = spice("fastcgi", "fastcgi.sock", None),
     )
 }
