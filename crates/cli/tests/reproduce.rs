@@ -172,7 +172,8 @@ fn servers_compares_every_lab_server_on_the_mindcraft_workload() {
 /// has (lighttpd has no shtml, so it runs php-fpm alone; shtml runs its
 /// include program), each SPI's rate as a share of its server's static
 /// rate, seed 001's efficiency rows in the report per server and SPI, and
-/// PHP-FPM's version and configuration disclosed beside the server's.
+/// PHP-FPM's and node's versions and configurations disclosed beside the
+/// server's.
 #[test]
 fn spi_runs_static_and_each_chosen_spi_under_each_server_that_has_it() {
     let sides = ["nginx", "lighttpd", "benchlab"];
@@ -220,6 +221,13 @@ fn spi_runs_static_and_each_chosen_spi_under_each_server_that_has_it() {
         let conf = res["environment"]["server"]["effective_configuration"].to_string();
         assert!(conf.contains("php-fpm -v") && conf.contains("PHP "), "{conf}");
         assert!(conf.contains("pm.max_children"), "{conf}");
+        let node = res["environment"]["server"]["effective_configuration"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["source"] == "node --version")
+            .unwrap_or_else(|| panic!("no node --version in {conf}"));
+        assert!(node["text"].as_str().unwrap().starts_with('v'), "{node}");
     }
     // Seed 001's table: a row per server and SPI at the peak and at the
     // highest load.
