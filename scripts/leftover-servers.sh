@@ -9,10 +9,12 @@
 # `check` lists this user's processes (as root: everyone's, as the servers'
 # workers run as www-data or nobody) that are not in FILE (so started
 # since, whatever reused pids), are not zombies, and are a server the tests
-# start (nginx, apache2, lighttpd, smbd, h2o, fcgiwrap, spawn-fcgi, postgres, benchlab, gunicorn,
+# start (nginx, apache2, lighttpd, smbd, h2o, fcgiwrap, spawn-fcgi, postgres, benchlab,
+# gunicorn, php-fpm, node,
 # or a program inside a test temp dir such as the SPICE programs) with a
 # test temp dir (`$TMPDIR/.tmp…`, tempfile's names) on its command line, or
-# a worker that retitled itself (`nginx: worker process`, `smbd: client`).
+# a worker that retitled itself (`nginx: worker process`, `smbd: client`,
+# `php-fpm: pool spice`).
 # Every test stops what it starts, children included; a process found here
 # is a leak: `check` prints it, stops it (SIGTERM, then SIGKILL to that pid
 # only) and exits 1. It waits up to 3 s first, for servers still exiting.
@@ -52,13 +54,13 @@ leftovers() {
       prog = argv[1]
       name = prog
       sub(/.*\//, "", name)
-      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab|gunicorn)(:.*)?$/
+      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab|gunicorn|php-fpm[0-9.]*|node|nodejs)(:.*)?$/
       # gunicorn is a Python script: python3 runs it, its path second.
       if (name ~ /^python3(\.[0-9]+)?$/ && argv[2] ~ /(^|\/)gunicorn$/) server = 1
       if (index(args, tmp) > 0 && (server || index(prog, tmp) == 1)) {
         found[$1] = args
         order[++n] = $1
-      } else if (args ~ /^nginx: (worker|cache)/ || args ~ /^smbd(-[a-z]+)?(:|$)/) {
+      } else if (args ~ /^nginx: (worker|cache)/ || args ~ /^smbd(-[a-z]+)?(:|$)/ || args ~ /^php-fpm[0-9.]*: pool /) {
         # A worker that retitled itself has lost the temp dir from its
         # command line: it counts when its master is a leftover too or is
         # gone (the worker orphaned), never while some other master lives.

@@ -21,8 +21,10 @@ enum LabCommand {
     /// set and the SPICE programs of every SPI it supports; print its URL.
     #[command(after_help = "\
 The server serves the file set at / and SPICE at /spice/<spi>/{adrot,session,sleep}/<file path> \
-(docs/spice.md): benchlab serves inproc; nginx, Apache and lighttpd serve cgi-c, cgi-script and \
-fastcgi. Everything it needs and writes (configuration, pid, logs, sockets, the SPICE programs, \
+(docs/spice.md): benchlab serves inproc; nginx, Apache and lighttpd serve cgi-c, cgi-script, \
+cgi-perl, fastcgi, php-fpm and node (PHP-FPM and node run beside the server), nginx and Apache also \
+shtml (/spice/shtml/include/<file path> only). Everything it needs and writes (configuration, pid, \
+logs, sockets, the SPICE programs, \
 disclosure.txt and disclosure.json: version and effective configuration) is in its state dir, \
 printed on the second line. The third line, `page URL`, is a file of the set to try (the base URL \
 itself has no index page: 403 or 404). `benchlab lab down SERVER` stops it and removes the state dir. \

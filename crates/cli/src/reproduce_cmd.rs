@@ -27,6 +27,10 @@ pub struct ReproduceArgs {
     /// [default: nginx,apache-event,apache-prefork,lighttpd,benchlab].
     #[arg(long, value_name = "LIST")]
     servers: Option<String>,
+    /// The SPIs compared, comma-separated (spi): each server runs those it
+    /// has [default: every SPI of each server].
+    #[arg(long, value_name = "LIST")]
+    spis: Option<String>,
     /// Multiply each mix's ramps and length by this (0.05 to try it in
     /// seconds).
     #[arg(long, default_value = "1", value_name = "F", value_parser = crate::args::time_scale)]
@@ -75,9 +79,13 @@ const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "spi",
         about: "Static files vs each SPICE SPI under each server that has it (nginx, Apache, lighttpd: cgi-c, \
-                cgi-script, fastcgi; benchlab: inproc), ad rotation returning the static files' bytes, so \
-                an SPI's rate / the static rate is its efficiency. The 1999 SPI study (seed 001) measured \
-                the same ratio for CGI, NSAPI, ISAPI, servlets. --servers picks a subset.",
+                cgi-script, cgi-perl, fastcgi, php-fpm, node, and shtml under nginx and Apache; benchlab: inproc), \
+                ad rotation (shtml: its include program) returning the static files' bytes, so an SPI's \
+                rate / the static rate is its efficiency. The report gives seed 001's tables: request and \
+                latency efficiency at the peak and at the highest load, and each phase's useful peak, per \
+                server and SPI, with each server's and application server's version and configuration. The \
+                1999 SPI study (seed 001) measured the same ratio for CGI, NSAPI, ISAPI, servlets. --servers \
+                and --spis pick subsets.",
         fileset: SPECWEB99,
     },
     Experiment {
@@ -191,15 +199,17 @@ fn mindcraft_suite(label: &str, spi: &str) -> String {
 }
 
 /// spi's suite for one server: a phase of static files, then one per SPI
-/// (ad rotation of the same files), each at 1 client of 2 and of 8 threads.
-fn spi_suite(server: benchlab_lab::ServerKind) -> String {
+/// of `spis` (ad rotation of the same files, or the SPI's first program
+/// where it has no ad rotation: shtml's include), each at 1 client of 2 and
+/// of 8 threads.
+fn spi_suite(server: benchlab_lab::ServerKind, spis: &[&str]) -> String {
     let mut s = head(
         "spi",
         server.name(),
         "receive_buffer = 4096\npersistent_percent = 100\nrequests_per_connection = 4\n",
     );
     let mut phases = vec!["static"];
-    phases.extend(server.spis());
+    phases.extend(spis);
     for phase in &phases {
         let dynamic = if *phase == "static" {
             String::new()
@@ -209,7 +219,13 @@ fn spi_suite(server: benchlab_lab::ServerKind) -> String {
         let prefix = if *phase == "static" {
             String::new()
         } else {
-            format!("prefix = \"/spice/{phase}/adrot\"\n")
+            let programs = benchlab_lab::spi_programs(phase);
+            let program = if programs.contains(&"adrot") {
+                "adrot"
+            } else {
+                programs[0]
+            };
+            format!("prefix = \"/spice/{phase}/{program}\"\n")
         };
         s.push_str(&format!(
             "[workloads.{phase}]\n[[workloads.{phase}.class]]\nname = \"{phase}\"\npercent = 100\n{dynamic}\
@@ -242,7 +258,79 @@ fn ct10k_suite(label: &str) -> String {
            [[mix]]\nclients = 1\nthreads_per_client = 16\n"
 }
 
-fn sides(name: &str, server: &str, servers: &[benchlab_lab::ServerKind], online: usize) -> Vec<Side> {
+/// The servers spi runs and the SPIs each runs: of `servers`, each with
+/// those of its SPIs that `wanted` names (all of them without `--spis`),
+/// in the server's order. A server with none of them is left out, and said
+/// so on stderr.
+fn spi_plan(
+    servers: &[benchlab_lab::ServerKind],
+    wanted: Option<&[String]>,
+) -> Result<Vec<(benchlab_lab::ServerKind, Vec<&'static str>)>, CliError> {
+    let mut plan = Vec::new();
+    for &k in servers {
+        let spis: Vec<&'static str> = k
+            .spis()
+            .iter()
+            .copied()
+            .filter(|s| wanted.is_none_or(|w| w.iter().any(|x| x == s)))
+            .collect();
+        if spis.is_empty() {
+            eprintln!(
+                "reproduce: {} has none of --spis (its SPIs: {}); left out",
+                k.name(),
+                k.spis().join(", ")
+            );
+        } else {
+            plan.push((k, spis));
+        }
+    }
+    if plan.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--spis: none of the servers ({}) has any of them",
+            servers.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(plan)
+}
+
+/// `--spis LIST`: SPI names that some lab server has.
+fn spi_list(list: &str) -> Result<Vec<String>, CliError> {
+    let mut known: Vec<&str> = Vec::new();
+    for k in benchlab_lab::ServerKind::ALL {
+        for s in k.spis() {
+            if !known.contains(s) {
+                known.push(s);
+            }
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if !known.contains(&name) {
+            return Err(CliError::Usage(format!(
+                "--spis: unknown SPI {name:?} (expected some of: {})",
+                known.join(", ")
+            )));
+        }
+        if !out.iter().any(|o| o == name) {
+            out.push(name.to_owned());
+        }
+    }
+    if out.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--spis {list:?}: expected SPI names, comma-separated ({})",
+            known.join(", ")
+        )));
+    }
+    Ok(out)
+}
+
+fn sides(
+    name: &str,
+    server: &str,
+    servers: &[benchlab_lab::ServerKind],
+    plan: &[(benchlab_lab::ServerKind, Vec<&'static str>)],
+    online: usize,
+) -> Vec<Side> {
     match name {
         "keepalive" => vec![
             Side::new(
@@ -282,9 +370,9 @@ fn sides(name: &str, server: &str, servers: &[benchlab_lab::ServerKind], online:
             .iter()
             .map(|k| Side::new(k.name(), k.name(), mindcraft_suite(k.name(), fastest_spi(*k))))
             .collect(),
-        "spi" => servers
+        "spi" => plan
             .iter()
-            .map(|k| Side::new(k.name(), k.name(), spi_suite(*k)))
+            .map(|(k, spis)| Side::new(k.name(), k.name(), spi_suite(*k, spis)))
             .collect(),
         _ => vec![
             Side {
@@ -418,7 +506,23 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
             "--servers is for the servers and spi experiments; {name} runs one server (--server)"
         )));
     }
+    if a.spis.is_some() && name != "spi" {
+        return Err(CliError::Usage(format!(
+            "--spis is for the spi experiment; {name} picks its SPI itself"
+        )));
+    }
     let servers = server_list(a.servers.as_deref())?;
+    let plan = if name == "spi" {
+        let wanted = a.spis.as_deref().map(spi_list).transpose()?;
+        spi_plan(&servers, wanted.as_deref())?
+    } else {
+        Vec::new()
+    };
+    let servers: Vec<benchlab_lab::ServerKind> = if name == "spi" {
+        plan.iter().map(|(k, _)| *k).collect()
+    } else {
+        servers
+    };
     // Every side starts its server with `lab up`, which refuses one that is
     // already up: say so now, before minutes of file set generation.
     let wanted: Vec<benchlab_lab::ServerKind> = if multi { servers.clone() } else { vec![server] };
@@ -458,7 +562,7 @@ pub fn run(a: ReproduceArgs) -> Result<Outcome, CliError> {
     let fileset_arg = format!("{kind}={}", fileset.display());
     let mut dirs = Vec::new();
     let mut peaks: Vec<(String, Vec<(String, f64)>)> = Vec::new();
-    for side in sides(name, &a.server, &servers, online) {
+    for side in sides(name, &a.server, &servers, &plan, online) {
         let suite_path = out.join(format!("{}.toml", side.label));
         std::fs::write(&suite_path, &side.suite)
             .map_err(|e| CliError::CannotRun(format!("reproduce: write {}: {e}", suite_path.display())))?;

@@ -31,7 +31,7 @@ fn results(dir: &Path) -> serde_json::Value {
 /// experiment leaves: both sides' results, the report of both, a ratio line
 /// and no server left up. Returns each side's results.
 fn run_experiment(name: &str, sides: [&str; 2]) -> [serde_json::Value; 2] {
-    let (r, stdout) = run_sides(name, &[], &sides, "0.05", &[3, 3]);
+    let (r, stdout, _) = run_sides(name, &[], &sides, "0.05", &[3, 3]);
     assert!(stdout.starts_with(&format!("experiment {name} on nginx\n")), "{stdout}");
     assert!(stdout.contains(&format!("  {} ÷ {}: ", sides[1], sides[0])), "{stdout}");
     for (side, res) in sides.iter().zip(&r) {
@@ -42,15 +42,15 @@ fn run_experiment(name: &str, sides: [&str; 2]) -> [serde_json::Value; 2] {
 
 /// Runs experiment `name` with `args` at time scale `scale`; checks each
 /// side's results (complete, `mixes` mixes, no error), the report showing
-/// every side, and no server left up. Returns each side's results and
-/// stdout.
+/// every side, and no server left up. Returns each side's results, stdout
+/// and the report's HTML.
 fn run_sides(
     name: &str,
     args: &[&str],
     sides: &[&str],
     scale: &str,
     mixes: &[usize],
-) -> (Vec<serde_json::Value>, String) {
+) -> (Vec<serde_json::Value>, String, String) {
     let base = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("x");
@@ -80,7 +80,7 @@ fn run_sides(
             assert!(m["requests"].as_u64().unwrap() > 0, "{side}: mix {}", m["mix"]);
         }
     }
-    (r, stdout)
+    (r, stdout, html)
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn cpus_pins_the_server_to_one_then_two_cpus() {
 #[test]
 fn servers_compares_every_lab_server_on_the_mindcraft_workload() {
     let sides = ["nginx", "apache-event", "apache-prefork", "lighttpd", "benchlab"];
-    let (r, stdout) = run_sides("servers", &[], &sides, "0.03", &[3; 5]);
+    let (r, stdout, _) = run_sides("servers", &[], &sides, "0.03", &[3; 5]);
     assert!(
         stdout.starts_with("experiment servers on nginx, apache-event, apache-prefork, lighttpd, benchlab\n"),
         "{stdout}"
@@ -168,12 +168,22 @@ fn servers_compares_every_lab_server_on_the_mindcraft_workload() {
     }
 }
 
-/// spi: per server a static phase and one per SPI it has, and each SPI's
-/// rate as a share of its server's static rate.
+/// spi with --spis: per server a static phase and one per chosen SPI it
+/// has (lighttpd has no shtml, so it runs php-fpm alone; shtml runs its
+/// include program), each SPI's rate as a share of its server's static
+/// rate, seed 001's efficiency rows in the report per server and SPI, and
+/// PHP-FPM's and node's versions and configurations disclosed beside the
+/// server's.
 #[test]
-fn spi_runs_static_and_each_spi_under_each_server() {
-    let sides = ["nginx", "benchlab"];
-    let (r, stdout) = run_sides("spi", &["--servers", "nginx,benchlab"], &sides, "0.03", &[8, 4]);
+fn spi_runs_static_and_each_chosen_spi_under_each_server_that_has_it() {
+    let sides = ["nginx", "lighttpd", "benchlab"];
+    let (r, stdout, html) = run_sides(
+        "spi",
+        &["--servers", "nginx,lighttpd,benchlab", "--spis", "php-fpm,shtml,inproc"],
+        &sides,
+        "0.03",
+        &[6, 4, 4],
+    );
     let phases = |res: &serde_json::Value| -> Vec<String> {
         res["phases"]
             .as_array()
@@ -182,8 +192,12 @@ fn spi_runs_static_and_each_spi_under_each_server() {
             .map(|p| p["name"].as_str().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(phases(&r[0]), ["static", "cgi-c", "cgi-script", "fastcgi"]);
-    assert_eq!(phases(&r[1]), ["static", "inproc"]);
+    assert_eq!(phases(&r[0]), ["static", "php-fpm", "shtml"]);
+    assert_eq!(phases(&r[1]), ["static", "php-fpm"]);
+    assert_eq!(phases(&r[2]), ["static", "inproc"]);
+    let suite = r[0]["suite"]["text"].as_str().unwrap();
+    assert!(suite.contains("prefix = \"/spice/php-fpm/adrot\""), "{suite}");
+    assert!(suite.contains("prefix = \"/spice/shtml/include\""), "{suite}");
     let line = |server: &str| {
         stdout
             .lines()
@@ -191,20 +205,48 @@ fn spi_runs_static_and_each_spi_under_each_server() {
             .unwrap_or("")
             .to_owned()
     };
-    for spi in ["cgi-c", "cgi-script", "fastcgi"] {
+    for spi in ["php-fpm", "shtml"] {
         assert!(
             line("nginx").contains(&format!(", {spi} ")) && line("nginx").contains(" %)"),
             "{stdout}"
         );
     }
+    assert!(
+        line("lighttpd").contains(", php-fpm ") && !line("lighttpd").contains("shtml"),
+        "{stdout}"
+    );
     assert!(line("benchlab").contains(", inproc "), "{stdout}");
+    // The application server is disclosed with the server.
+    for res in &r[..2] {
+        let conf = res["environment"]["server"]["effective_configuration"].to_string();
+        assert!(conf.contains("php-fpm -v") && conf.contains("PHP "), "{conf}");
+        assert!(conf.contains("pm.max_children"), "{conf}");
+        let node = res["environment"]["server"]["effective_configuration"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["source"] == "node --version")
+            .unwrap_or_else(|| panic!("no node --version in {conf}"));
+        assert!(node["text"].as_str().unwrap().starts_with('v'), "{node}");
+    }
+    // Seed 001's table: a row per server and SPI at the peak and at the
+    // highest load.
+    let rows = |phase: &str, at: &str| {
+        html.matches(&format!("data-phase=\"{phase}\" data-at=\"{at}\""))
+            .count()
+    };
+    assert_eq!(rows("php-fpm", "peak"), 2, "nginx's and lighttpd's");
+    assert_eq!(rows("php-fpm", "highest load"), 2);
+    assert_eq!(rows("shtml", "peak"), 1, "nginx's only");
+    assert_eq!(rows("shtml", "highest load"), 1);
+    assert_eq!(rows("inproc", "peak"), 1);
 }
 
 /// cold-cache: ct-10k with the cache emptied before each mix (the cgroup
 /// path here) against every file read beforehand.
 #[test]
 fn cold_cache_runs_cold_then_warm_on_ct_10k() {
-    let (r, stdout) = run_sides("cold-cache", &[], &["cold", "warm"], "0.03", &[2, 2]);
+    let (r, stdout, _) = run_sides("cold-cache", &[], &["cold", "warm"], "0.03", &[2, 2]);
     assert!(stdout.contains("  warm ÷ cold: "), "{stdout}");
     assert_eq!(r[0]["environment"]["cold_cache"], true);
     assert!(r[0]["environment"]["cold_cache_method"]
@@ -237,6 +279,22 @@ fn list_describes_each_experiment_and_an_unknown_name_is_refused() {
     let o = reproduce(base.path(), &["spi", "--servers", "nginx,iis"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--servers: unknown server \"iis\""));
+    let o = reproduce(base.path(), &["keepalive", "--spis", "cgi-c"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--spis is for the spi experiment"));
+    let o = reproduce(base.path(), &["spi", "--spis", "cgi-c,asp"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--spis: unknown SPI \"asp\" (expected some of: "));
+    let o = reproduce(
+        base.path(),
+        &["spi", "--servers", "lighttpd,benchlab", "--spis", "shtml"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--spis: none of the servers (lighttpd, benchlab) has any of them"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = reproduce(base.path(), &["nosuch"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr)

@@ -86,7 +86,10 @@ impl ServerKind {
     pub fn spis(self) -> &'static [&'static str] {
         match self {
             ServerKind::Benchlab => &["inproc"],
-            _ => &["cgi-c", "cgi-script", "fastcgi"],
+            // lighttpd's mod_ssi takes no variable in #include, so a page
+            // cannot name the file its URL asks for: no shtml.
+            ServerKind::Lighttpd => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "node"],
+            _ => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "shtml", "node"],
         }
     }
 
@@ -116,6 +119,17 @@ impl ServerKind {
             ServerKind::Lighttpd => ("lighttpd", "lighttpd"),
             ServerKind::Benchlab => ("benchlab", "benchlab itself"),
         }
+    }
+}
+
+/// The SPICE programs (`/spice/<spi>/<program>/<file path>`) an SPI has:
+/// adrot, session and sleep, except `shtml`, whose server-parsed page can
+/// only include the file (SSI sets no header, takes no lock and cannot
+/// sleep), under the program name `include` (docs/spice.md).
+pub fn spi_programs(spi: &str) -> &'static [&'static str] {
+    match spi {
+        "shtml" => &["include"],
+        _ => &["adrot", "session", "sleep"],
     }
 }
 
@@ -292,6 +306,33 @@ fn chmod(path: &Path, mode: u32) -> Result<(), Error> {
 const FASTCGI_PROCS: usize = 4;
 /// fcgiwrap workers (CGI programs nginx runs at once).
 const FCGIWRAP_WORKERS: usize = 8;
+/// PHP-FPM workers per server (a static pool).
+const FPM_PROCS: usize = 4;
+
+/// PHP-FPM's program: `php-fpm`, or Debian's versioned `php-fpmX.Y` in
+/// /usr/sbin (the newest when several are installed).
+fn php_fpm_program() -> Result<PathBuf, Error> {
+    if let Some(p) = which("php-fpm") {
+        return Ok(p);
+    }
+    let mut found: Vec<PathBuf> = fs::read_dir("/usr/sbin")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("php-fpm"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found.pop().ok_or_else(|| Error::Missing {
+        program: "php-fpm (for the php-fpm SPI)".into(),
+        package: "php-fpm".into(),
+    })
+}
 
 /// The SPICE programs' sources, compiled into benchlab so that `lab up`
 /// works from an installed binary, away from the checkout.
@@ -302,12 +343,18 @@ const SPICE_SOURCES: &[(&str, &str)] = &[
     ("fastcgi.c", include_str!("../../../spice/src/fastcgi.c")),
 ];
 const SPICE_PY: &str = include_str!("../../../spice/cgi-script/spice.py");
+const SPICE_PL: &str = include_str!("../../../spice/cgi-perl/spice.pl");
+const SPICE_PHP: &str = include_str!("../../../spice/php/spice.php");
+const SPICE_SHTML: &str = include_str!("../../../spice/shtml/spice.shtml");
+const SPICE_JS: &str = include_str!("../../../spice/node/spice.js");
 
 /// Builds `cgi-c` and `fastcgi` with gcc into `bin`, and installs
-/// `spice.py` there (all 0755).
+/// `spice.py` and `spice.pl` there (all 0755), and `spice.php`,
+/// `spice.shtml` and `spice.js` (0644).
 fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
     let gcc = require("gcc", "gcc")?;
     require("python3", "python3")?;
+    require("perl", "perl")?;
     if !Path::new("/usr/include/fcgiapp.h").is_file() {
         return Err(Error::Missing {
             program: "libfcgi's headers (/usr/include/fcgiapp.h)".into(),
@@ -337,8 +384,20 @@ fn build_spice(state: &Path, bin: &Path) -> Result<(), Error> {
         }
         chmod(&bin.join(out), 0o755)?;
     }
-    fs::write(bin.join("spice.py"), SPICE_PY).map_err(io("write spice.py"))?;
-    chmod(&bin.join("spice.py"), 0o755)
+    for (name, text) in [("spice.py", SPICE_PY), ("spice.pl", SPICE_PL)] {
+        fs::write(bin.join(name), text).map_err(io(format!("write {name}")))?;
+        chmod(&bin.join(name), 0o755)?;
+    }
+    // Read by PHP-FPM's workers, the SSI parsers and node, not run.
+    for (name, text) in [
+        ("spice.php", SPICE_PHP),
+        ("spice.shtml", SPICE_SHTML),
+        ("spice.js", SPICE_JS),
+    ] {
+        fs::write(bin.join(name), text).map_err(io(format!("write {name}")))?;
+        chmod(&bin.join(name), 0o644)?;
+    }
+    Ok(())
 }
 
 /// The default file set: 24 pages of 4,096 bytes (`custom`), made in
@@ -568,6 +627,11 @@ fn start(
     }
     // Apache's CGI programs run as www-data and write the session log.
     chmod(&state.join("log"), 0o777)?;
+    // Made here, 0666: under root the CGI programs behind nginx run as root
+    // and PHP-FPM's workers as www-data, and all of them write this one log
+    // (an empty log is counter 0).
+    fs::write(&p.session_log, b"").map_err(io(format!("create {}", p.session_log.display())))?;
+    chmod(&p.session_log, 0o666)?;
     for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
         fs::create_dir_all(p.run.join(format!("tmp_{t}"))).map_err(io("create temp dir"))?;
     }
@@ -644,6 +708,33 @@ fn start(
     };
     // SAFETY: geteuid never fails.
     let as_root = unsafe { libc::geteuid() } == 0;
+    // PHP-FPM (the php-fpm SPI) beside every server but benchlab's.
+    if kind != ServerKind::Benchlab {
+        let fpm = php_fpm_program()?;
+        let conf = p.run.join("php-fpm.conf");
+        fs::write(&conf, config::php_fpm(&p, "www-data", FPM_PROCS)).map_err(io("write php-fpm.conf"))?;
+        let sock = p.run.join("php-fpm.sock");
+        let mut cmd = Command::new(fpm);
+        cmd.arg("-F").arg("-y").arg(&conf);
+        let mut child = spawn(&mut started, cmd, "php-fpm", &helper_log)?;
+        wait_ready(&mut child, "php-fpm (the php-fpm SPI)", &helper_log, &wait_sock(sock))?;
+    }
+    // Node.js (the node SPI): one process, an HTTP server on a unix socket
+    // the server proxies to. `env` hands it SPICE_ROOT and
+    // SPICE_SESSION_LOG (process::spawn clears them for every other helper).
+    if kind != ServerKind::Benchlab {
+        let node = require("node", "nodejs")?;
+        require("perl", "perl")?;
+        let sock = p.run.join("node.sock");
+        let mut cmd = Command::new("env");
+        cmd.arg(format!("SPICE_ROOT={}", p.root.display()))
+            .arg(format!("SPICE_SESSION_LOG={}", p.session_log.display()))
+            .arg(node)
+            .arg(p.bin.join("spice.js"))
+            .arg(&sock);
+        let mut child = spawn(&mut started, cmd, "node", &helper_log)?;
+        wait_ready(&mut child, "node (the node SPI)", &helper_log, &wait_sock(sock))?;
+    }
     let mut port = port;
     let mut attempt = 0;
     let (port, conf_path, pid) = loop {
@@ -889,6 +980,8 @@ fn disclose(
             vec![("command".into(), fs::read_to_string(conf).unwrap_or_default())],
         ),
     };
+    let mut effective = effective;
+    effective.extend(application_servers(kind, p));
     if kind == ServerKind::Shop {
         effective.push(("gunicorn".into(), shop::disclosed(&p.state)));
     }
@@ -942,6 +1035,40 @@ fn disclose(
     )
     .map_err(io("write disclosure.json"))?;
     Ok(path)
+}
+
+/// The application servers the SPIs run in, disclosed beside the server:
+/// each one's version and the configuration the lab gave it.
+fn application_servers(kind: ServerKind, p: &Paths) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if kind == ServerKind::Benchlab {
+        return out;
+    }
+    if let Ok(fpm) = php_fpm_program() {
+        let mut c = Command::new(fpm);
+        c.arg("-v");
+        out.push(("php-fpm -v".into(), capture(c)));
+        out.push((
+            "php-fpm.conf".into(),
+            fs::read_to_string(p.run.join("php-fpm.conf")).unwrap_or_default(),
+        ));
+    }
+    if let Some(node) = which("node") {
+        let mut c = Command::new(node);
+        c.arg("--version");
+        out.push(("node --version".into(), capture(c)));
+        out.push((
+            "node".into(),
+            format!(
+                "one process: node {} {} (HTTP server; SPICE_ROOT={}, SPICE_SESSION_LOG={})\n",
+                p.bin.join("spice.js").display(),
+                p.run.join("node.sock").display(),
+                p.root.display(),
+                p.session_log.display()
+            ),
+        ));
+    }
+    out
 }
 
 /// `net.core.somaxconn`, which caps every listen(2) backlog.

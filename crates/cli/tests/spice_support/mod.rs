@@ -16,8 +16,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The SPIs whose programs live under `spice/`.
-pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "fastcgi"];
+/// The SPIs whose programs live under `spice/` and have all three
+/// programs (adrot, session, sleep).
+pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "node"];
 
 /// Files of every docroot: a 4,096-byte page and a 10,000-byte one in a
 /// directory (binary bytes, NULs included, so any text-mode mangling shows).
@@ -45,14 +46,62 @@ pub fn require(program: &str) -> PathBuf {
     which(program).unwrap_or_else(|| {
         panic!(
             "{program} is not installed: run `bash scripts/test.sh` (it installs the SPICE test packages: \
-             nginx-light, apache2, lighttpd, fcgiwrap, spawn-fcgi, libfcgi-dev, python3)"
+             nginx-light, apache2, lighttpd, fcgiwrap, spawn-fcgi, libfcgi-dev, python3, perl, php-fpm, nodejs)"
         )
     })
 }
 
+/// PHP-FPM's program: `php-fpm`, or Debian's versioned `php-fpmX.Y` in
+/// /usr/sbin; panics as [`require`] does when there is none.
+pub fn php_fpm() -> PathBuf {
+    if let Some(p) = which("php-fpm") {
+        return p;
+    }
+    let mut found: Vec<PathBuf> = fs::read_dir("/usr/sbin")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("php-fpm"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found.pop().unwrap_or_else(|| {
+        panic!("php-fpm is not installed: run `bash scripts/test.sh` (Debian's php-fpm, for the php-fpm SPI)")
+    })
+}
+
+/// Starts `node spice.js LISTEN` (the node SPI: one process, an HTTP
+/// server) with SPICE_ROOT and SPICE_SESSION_LOG handed over by `env`
+/// ([`Proc::spawn`] clears them), waiting until `ready()`.
+pub fn spawn_node(bin: &Path, listen: &str, root: &Path, log: &Path, ready: &dyn Fn() -> bool) -> Proc {
+    let node = require("node");
+    require("perl");
+    let mut cmd = command("env");
+    cmd.arg(format!("SPICE_ROOT={}", root.display()))
+        .arg(format!("SPICE_SESSION_LOG={}", log.display()))
+        .arg(node)
+        .arg(bin.join("spice.js"))
+        .arg(listen);
+    let mut p = Proc::spawn("node", cmd);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ready() {
+        if let Some(status) = p.exited() {
+            panic!("node spice.js exited at start ({status})");
+        }
+        assert!(Instant::now() < deadline, "node spice.js is not ready on {listen}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p
+}
+
 /// Builds the C programs (`make -C spice`) once per test binary, into
 /// Cargo's temp dir (not the source tree), and returns the directory that
-/// holds `cgi-c`, `fastcgi` and `spice.py`.
+/// holds `cgi-c`, `fastcgi`, `spice.py`, `spice.pl` and `spice.php`.
 pub fn programs() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -61,6 +110,10 @@ pub fn programs() -> &'static Path {
         assert!(
             Path::new("/usr/bin/python3").is_file(),
             "/usr/bin/python3 (spice.py's interpreter) is missing: run `bash scripts/test.sh`"
+        );
+        assert!(
+            Path::new("/usr/bin/perl").is_file(),
+            "/usr/bin/perl (spice.pl's interpreter) is missing: run `bash scripts/test.sh`"
         );
         assert!(
             Path::new("/usr/include/fcgiapp.h").is_file(),
@@ -82,6 +135,10 @@ pub fn programs() -> &'static Path {
             String::from_utf8_lossy(&res.stderr)
         );
         fs::copy(repo().join("spice/cgi-script/spice.py"), out.join("spice.py")).expect("copy spice.py");
+        fs::copy(repo().join("spice/cgi-perl/spice.pl"), out.join("spice.pl")).expect("copy spice.pl");
+        fs::copy(repo().join("spice/php/spice.php"), out.join("spice.php")).expect("copy spice.php");
+        fs::copy(repo().join("spice/shtml/spice.shtml"), out.join("spice.shtml")).expect("copy spice.shtml");
+        fs::copy(repo().join("spice/node/spice.js"), out.join("spice.js")).expect("copy spice.js");
         out
     })
 }
@@ -90,7 +147,15 @@ pub fn programs() -> &'static Path {
 /// user can run them whatever the permissions of the checkout.
 pub fn install_programs(dir: &Path) {
     fs::create_dir_all(dir).expect("create bin dir");
-    for name in ["cgi-c", "fastcgi", "spice.py"] {
+    for name in [
+        "cgi-c",
+        "fastcgi",
+        "spice.py",
+        "spice.pl",
+        "spice.php",
+        "spice.shtml",
+        "spice.js",
+    ] {
         let to = dir.join(name);
         fs::copy(programs().join(name), &to).expect("copy program");
         chmod(&to, 0o755);
@@ -188,7 +253,11 @@ fn signal(sig: &str, target: i64) {
 /// nginx, Apache, lighttpd and the FastCGI supervisor stop their children
 /// on SIGTERM.
 pub fn command(program: &str) -> Command {
-    let path = require(program);
+    command_path(&require(program))
+}
+
+/// [`command`] for a program named by its path.
+pub fn command_path(path: &Path) -> Command {
     match which("setpriv") {
         Some(setpriv) => {
             let mut c = Command::new(setpriv);
@@ -367,11 +436,39 @@ pub fn get(port: u16, path: &str) -> Response {
             headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
         }
     }
+    let mut body = raw[end + 4..].to_vec();
+    if headers
+        .get("transfer-encoding")
+        .is_some_and(|te| te.eq_ignore_ascii_case("chunked"))
+    {
+        body = dechunk(&body)
+            .unwrap_or_else(|| panic!("GET {path}: bad chunked body {:?}", String::from_utf8_lossy(&body)));
+    }
     Response {
         status,
         headers,
-        body: raw[end + 4..].to_vec(),
+        body,
         elapsed,
+    }
+}
+
+/// The data of a chunked body (server-parsed pages have no length up
+/// front), None when the framing is wrong or ends early.
+pub fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = raw.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&raw[..eol]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        raw = &raw[eol + 2..];
+        if size == 0 {
+            return (raw == b"\r\n").then_some(out);
+        }
+        if raw.len() < size + 2 || &raw[size..size + 2] != b"\r\n" {
+            return None;
+        }
+        out.extend_from_slice(&raw[..size]);
+        raw = &raw[size + 2..];
     }
 }
 

@@ -1,5 +1,6 @@
 //! nginx, Apache httpd and lighttpd running the SPICE programs on a loopback
-//! high port, configured from `deploy/spice/*.conf.in`.
+//! high port, configured from `deploy/spice/*.conf.in`, with PHP-FPM and
+//! the node SPI's process beside each.
 //!
 //! Layout of each server's temp dir (mode 0755, so that Apache's `www-data`
 //! and nginx's `nobody` workers get in when the tests run as root):
@@ -14,14 +15,16 @@ use std::process::Command;
 use tempfile::TempDir;
 
 use super::{
-    children_of, chmod, command, fill_template, free_port, install_programs, make_docroot, require, wait_for_socket,
-    wait_listening, Proc,
+    children_of, chmod, command, command_path, fill_template, free_port, install_programs, make_docroot, php_fpm,
+    require, spawn_node, wait_for_socket, wait_listening, Proc,
 };
 
 /// FastCGI processes per server (`SPICE_FCGI_CHILDREN`, lighttpd's max-procs).
 pub const FASTCGI_PROCS: usize = 4;
 /// fcgiwrap workers (CGI programs nginx can run at once).
 pub const FCGIWRAP_WORKERS: usize = 8;
+/// PHP-FPM workers (`pm.max_children`, a static pool).
+pub const FPM_PROCS: usize = 4;
 
 /// A server with every SPICE SPI mapped under `/spice/<spi>/`. Dropping it
 /// stops the server and every helper process, then removes its files.
@@ -32,6 +35,11 @@ pub struct SpiceServer {
     pub session_log: PathBuf,
     /// The FastCGI worker processes' ids, where the test started them.
     pub fastcgi_pids: Option<Vec<u32>>,
+    /// The PHP-FPM worker processes' ids (None where /proc does not list
+    /// children).
+    pub php_fpm_pids: Option<Vec<u32>>,
+    /// The node SPI's one process.
+    pub node_pid: u32,
     run: PathBuf,
     // Dropped in this order: the server, then its helpers (fcgiwrap, the
     // FastCGI processes), then the files.
@@ -45,13 +53,12 @@ impl SpiceServer {
         fs::read_to_string(self.run.join("error.log")).unwrap_or_default()
     }
 
-    /// Removes the session log (the programs create it again, counter 0).
+    /// Empties the session log (counter 0), mode 0666 as `lab up` makes
+    /// it: under root the CGI programs behind nginx run as root and PHP-FPM's
+    /// workers as www-data, and both write the one log.
     pub fn reset_session_log(&self) {
-        match fs::remove_file(&self.session_log) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => panic!("remove {}: {e}", self.session_log.display()),
-        }
+        fs::write(&self.session_log, b"").unwrap_or_else(|e| panic!("empty {}: {e}", self.session_log.display()));
+        chmod(&self.session_log, 0o666);
     }
 }
 
@@ -123,6 +130,54 @@ fn spawn_fastcgi(d: &Dirs) -> (Proc, Option<Vec<u32>>) {
     }
 }
 
+/// Starts PHP-FPM (the php-fpm SPI) in the foreground from
+/// `deploy/spice/php-fpm.conf.in` on `run/php-fpm.sock`, a static pool of
+/// [`FPM_PROCS`] workers (www-data when the test runs as root); returns it
+/// with the workers' ids once all of them run.
+fn spawn_php_fpm(d: &Dirs) -> (Proc, Option<Vec<u32>>) {
+    let program = php_fpm();
+    let conf = fill_template(
+        "php-fpm.conf.in",
+        &[
+            ("DIR", s(&d.run)),
+            ("USER", "www-data".to_owned()),
+            ("GROUP", "www-data".to_owned()),
+            ("FPM_PROCS", FPM_PROCS.to_string()),
+        ],
+    );
+    fs::write(d.run.join("php-fpm.conf"), conf).expect("write php-fpm.conf");
+    let mut cmd = command_path(&program);
+    cmd.arg("-F").arg("-y").arg(d.run.join("php-fpm.conf"));
+    let mut p = Proc::spawn("php-fpm", cmd);
+    wait_for_socket(&d.run.join("php-fpm.sock"), "php-fpm");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(status) = p.exited() {
+            panic!(
+                "php-fpm exited at start ({status}); its log:\n{}",
+                fs::read_to_string(d.run.join("php-fpm.log")).unwrap_or_default()
+            );
+        }
+        // With setpriv in front, php-fpm is the leader's own process (exec).
+        match children_of(p.id()) {
+            None => return (p, None),
+            Some(kids) if kids.len() == FPM_PROCS => return (p, Some(kids)),
+            Some(kids) => assert!(
+                std::time::Instant::now() < deadline,
+                "PHP-FPM has {} workers, want {FPM_PROCS}",
+                kids.len()
+            ),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Starts the node SPI's process on `run/node.sock`.
+fn start_node(d: &Dirs) -> Proc {
+    let sock = d.run.join("node.sock");
+    spawn_node(&d.bin, &s(&sock), &d.www, &d.log.join("session.log"), &|| sock.exists())
+}
+
 /// Starts fcgiwrap (for the CGI SPIs under nginx) on `run/fcgiwrap.sock`,
 /// with umask 000 so nginx's worker user may connect.
 fn spawn_fcgiwrap(d: &Dirs) -> Proc {
@@ -158,6 +213,8 @@ pub fn nginx() -> SpiceServer {
     let d = dirs();
     let (fastcgi, fastcgi_pids) = spawn_fastcgi(&d);
     let fcgiwrap = spawn_fcgiwrap(&d);
+    let (fpm, php_fpm_pids) = spawn_php_fpm(&d);
+    let node = start_node(&d);
     let session_log = d.log.join("session.log");
     let (server, port) = start_server("nginx", &d, |port| {
         let conf = fill_template(
@@ -186,8 +243,10 @@ pub fn nginx() -> SpiceServer {
         root: d.www.clone(),
         session_log,
         fastcgi_pids,
+        php_fpm_pids,
+        node_pid: node.id(),
         run: d.run.clone(),
-        procs: vec![server, fcgiwrap, fastcgi],
+        procs: vec![server, fcgiwrap, fastcgi, fpm, node],
         _dir: d.dir,
     }
 }
@@ -203,6 +262,8 @@ pub fn apache() -> SpiceServer {
     );
     let d = dirs();
     let (fastcgi, fastcgi_pids) = spawn_fastcgi(&d);
+    let (fpm, php_fpm_pids) = spawn_php_fpm(&d);
+    let node = start_node(&d);
     let session_log = d.log.join("session.log");
     let root = fs::metadata(d.dir.path()).expect("stat tempdir").uid() == 0;
     // Apache refuses to run its workers as root; as another user it ignores
@@ -232,8 +293,10 @@ pub fn apache() -> SpiceServer {
         root: d.www.clone(),
         session_log,
         fastcgi_pids,
+        php_fpm_pids,
+        node_pid: node.id(),
         run: d.run.clone(),
-        procs: vec![server, fastcgi],
+        procs: vec![server, fastcgi, fpm, node],
         _dir: d.dir,
     }
 }
@@ -243,6 +306,8 @@ pub fn apache() -> SpiceServer {
 pub fn lighttpd() -> SpiceServer {
     require("lighttpd");
     let d = dirs();
+    let (fpm, php_fpm_pids) = spawn_php_fpm(&d);
+    let node = start_node(&d);
     let session_log = d.log.join("session.log");
     let (server, port) = start_server("lighttpd", &d, |port| {
         let conf = fill_template(
@@ -267,8 +332,10 @@ pub fn lighttpd() -> SpiceServer {
         root: d.www.clone(),
         session_log,
         fastcgi_pids: None,
+        php_fpm_pids,
+        node_pid: node.id(),
         run: d.run.clone(),
-        procs: vec![server],
+        procs: vec![server, fpm, node],
         _dir: d.dir,
     }
 }
