@@ -45,21 +45,22 @@ impl Drop for Shop {
 
 impl Shop {
     fn up() -> Shop {
+        Shop::serving(None)
+    }
+
+    /// The shop with nginx serving the file set at `root` (its own small
+    /// set without).
+    fn serving(root: Option<&Path>) -> Shop {
         require("nginx");
         require("gunicorn");
         let base = tempfile::tempdir().expect("tempdir");
         let (port, tls_port) = (free_port(), free_port());
-        let out = lab(
-            base.path(),
-            &[
-                "up",
-                "shop",
-                "--port",
-                &port.to_string(),
-                "--tls-port",
-                &tls_port.to_string(),
-            ],
-        );
+        let (port_text, tls_text) = (port.to_string(), tls_port.to_string());
+        let mut args = vec!["up", "shop", "--port", &port_text, "--tls-port", &tls_text];
+        if let Some(r) = root {
+            args.extend(["--root", r.to_str().expect("a UTF-8 path")]);
+        }
+        let out = lab(base.path(), &args);
         assert_success("lab up shop", &out);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let lines: Vec<&str> = stdout.lines().collect();
@@ -794,4 +795,135 @@ print(shop.db().execute("SELECT COUNT(*) FROM sessions").fetchone()[0], shop.db(
         .expect("run python3");
     assert_success("python3 with the shop", &out);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "401 401 200 200 200\n3 3\n");
+}
+
+/// The shipped `ecommerce` suite (a flow) run by `benchlab run` against
+/// `lab up shop`, shortened (3 s, no think time, one mix) and pointed at
+/// the test's ports: every shop step's count equals the app's own log
+/// (method, path, status), each checkout's total is the one its feeder row
+/// says (the step's check, and the log), the browse and ad steps are
+/// nginx's; and with a wrong CSRF capture, every flow fails at `add1` with
+/// `check_failed`, each one a 403 in the app's log, and none checks out.
+#[test]
+fn the_ecommerce_suite_walks_the_shop_counted_against_the_apps_log() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let set = work.path().join("specweb99");
+    let out = Command::new(benchlab_bin())
+        .args(["fileset", "generate", "specweb99", "--dirs", "5", "--out"])
+        .arg(&set)
+        .output()
+        .expect("fileset generate");
+    assert_success("fileset generate", &out);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shipped = fs::read_to_string(repo.join("suites/ecommerce.toml")).expect("the suite");
+    let totals: Vec<u64> = fs::read_to_string(repo.join("deploy/shop/items.csv"))
+        .expect("items.csv")
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.rsplit(',').next()?.parse().ok())
+        .collect();
+    for wrong_csrf in [false, true] {
+        let shop = Shop::serving(Some(&set));
+        let mut text = shipped
+            .replace("127.0.0.1:8080", &format!("127.0.0.1:{}", shop.port))
+            .replace("127.0.0.1:8443", &format!("127.0.0.1:{}", shop.tls_port))
+            .replace("\"data/", &format!("\"{}/suites/data/", repo.display()))
+            .replace("\"../deploy/", &format!("\"{}/deploy/", repo.display()))
+            .replace("length = \"300s\"", "length = \"3s\"")
+            .replace("ramp_up = \"30s\"", "ramp_up = \"0s\"")
+            .replace("ramp_down = \"30s\"", "ramp_down = \"0s\"");
+        text = text
+            .lines()
+            .filter(|l| !l.starts_with("think = "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let first_mix = text.find("[[mix]]\nclients = 4").expect("the suite's second mix");
+        text.truncate(first_mix);
+        if wrong_csrf {
+            text = text.replace(
+                r#"'regex:<meta name="csrf-token" content="([0-9a-f]+)">'"#,
+                r#"'regex:<meta charset="([^"]+)"'"#,
+            );
+        }
+        let suite = work.path().join("ecommerce.toml");
+        fs::write(&suite, &text).expect("suite");
+        let out_dir = work.path().join(if wrong_csrf { "out-wrong" } else { "out" });
+        let out = Command::new(benchlab_bin())
+            .args([
+                "run",
+                suite.to_str().unwrap(),
+                "--insecure",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ])
+            .output()
+            .expect("benchlab run");
+        assert_success("benchlab run ecommerce", &out);
+        let r: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(out_dir.join("results.json")).expect("results")).expect("JSON");
+        let m = &r["mixes"][0];
+        let n = |v: &serde_json::Value, p: &str| {
+            v.pointer(p)
+                .and_then(|x| x.as_u64())
+                .unwrap_or_else(|| panic!("{p}: {v}"))
+        };
+        let step = |name: &str| -> (u64, u64) {
+            let c = m["classes"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+                .unwrap_or_else(|| panic!("no step {name}"));
+            (n(c, "/requests"), n(c, "/errors_total"))
+        };
+        let in_flight = n(m, "/in_flight");
+        let (counts, lines) = shop.log();
+        let logged = |method: &str, path: &str, status: u16| -> u64 {
+            counts
+                .iter()
+                .filter(|((mm, pp, ss), _)| {
+                    mm == method
+                        && (pp == path || (path.ends_with('*') && pp.starts_with(&path[..path.len() - 1])))
+                        && *ss == status
+                })
+                .map(|(_, k)| k)
+                .sum()
+        };
+        let within = |what: &str, log: u64, ended: u64| {
+            assert!(
+                log >= ended && log <= ended + in_flight,
+                "{what}: {log} logged, {ended} ended (+{in_flight} in flight)"
+            );
+        };
+        if !wrong_csrf {
+            assert_eq!(n(m, "/errors_total"), 0, "{m}");
+            assert!(n(m, "/flows/completed") > 0, "{m}");
+            within("login page", logged("GET", "/shop/login", 200), step("login_page").0);
+            within("login", logged("POST", "/shop/login", 303), step("login").0);
+            within("product", logged("GET", "/shop/product/*", 200), step("product").0);
+            within(
+                "cart",
+                logged("POST", "/shop/cart", 200),
+                step("add1").0 + step("add2").0,
+            );
+            within("checkout", logged("POST", "/shop/checkout", 200), step("checkout").0);
+            assert!(step("browse").0 > 0 && step("ad").0 > 0);
+            // Each checkout's total is one a feeder row carries (the step's
+            // check compared it with its own row's).
+            for l in lines.iter().filter(|l| l["path"] == "/shop/checkout") {
+                let t = l["total_cents"].as_u64().expect("a checkout's total");
+                assert!(totals.contains(&t), "{l}");
+            }
+        } else {
+            let (add1_ok, add1_err) = step("add1");
+            assert_eq!(add1_ok, 0);
+            assert!(add1_err > 0, "{m}");
+            assert_eq!(n(m, "/errors/check_failed"), add1_err, "{m}");
+            assert_eq!(step("add2"), (0, 0));
+            assert_eq!(step("checkout"), (0, 0));
+            assert_eq!(n(m, "/flows/abandoned"), add1_err, "{m}");
+            within("wrong token", logged("POST", "/shop/cart", 403), add1_err);
+            assert_eq!(logged("POST", "/shop/checkout", 200), 0);
+            let why = m["flows"]["check_failures"]["add1"].as_str().unwrap_or_default();
+            assert!(why.contains("status 403"), "{why}");
+        }
+    }
 }

@@ -1326,7 +1326,10 @@ fn shipped_suites_resolve_against_their_default_file_sets() {
         if suite == "ecommerce.toml" {
             // A flow: its steps, its feeders read.
             assert!(stdout.contains("flow: 8 steps: browse, ad,"), "{suite}:\n{stdout}");
-            assert!(stdout.contains("checkout (https://127.0.0.1:8443)"), "{suite}:\n{stdout}");
+            assert!(
+                stdout.contains("checkout (https://127.0.0.1:8443)"),
+                "{suite}:\n{stdout}"
+            );
             continue;
         }
         assert!(stdout.contains(" URLs carrying "), "{suite}:\n{stdout}");
