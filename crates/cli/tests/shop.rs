@@ -797,9 +797,131 @@ print(shop.db().execute("SELECT COUNT(*) FROM sessions").fetchone()[0], shop.db(
     assert_eq!(String::from_utf8_lossy(&out.stdout), "401 401 200 200 200\n3 3\n");
 }
 
+/// The shipped `ecommerce` suite, shortened for a test (3 s, no think
+/// time, its first mix) and pointed at `plain` and `tls` (origins,
+/// `http://127.0.0.1:PORT`), its ad through SPI `spi`, its files by their
+/// paths in the repository.
+fn ecommerce_suite(plain: &str, tls: &str, spi: &str) -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shipped = fs::read_to_string(repo.join("suites/ecommerce.toml")).expect("the suite");
+    let text = shipped
+        .replace("http://127.0.0.1:8080", plain)
+        .replace("https://127.0.0.1:8443", tls)
+        .replace("/spice/fastcgi/", &format!("/spice/{spi}/"))
+        .replace("\"data/", &format!("\"{}/suites/data/", repo.display()))
+        .replace("\"../deploy/", &format!("\"{}/deploy/", repo.display()))
+        .replace("length = \"300s\"", "length = \"3s\"")
+        .replace("ramp_up = \"30s\"", "ramp_up = \"0s\"")
+        .replace("ramp_down = \"30s\"", "ramp_down = \"0s\"");
+    let mut text = text
+        .lines()
+        .filter(|l| !l.starts_with("think = "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let second_mix = text.find("[[mix]]\nclients = 4").expect("the suite's second mix");
+    text.truncate(second_mix);
+    text
+}
+
+/// `specweb99` with 5 directories (the pages the suite browses).
+fn specweb99(dir: &Path) -> PathBuf {
+    let set = dir.join("specweb99");
+    let out = Command::new(benchlab_bin())
+        .args(["fileset", "generate", "specweb99", "--dirs", "5", "--out"])
+        .arg(&set)
+        .output()
+        .expect("fileset generate");
+    assert_success("fileset generate", &out);
+    set
+}
+
+/// Runs suite `text` (`--insecure`) and returns its mix.
+fn run_suite(dir: &Path, name: &str, text: &str) -> serde_json::Value {
+    let suite = dir.join(format!("{name}.toml"));
+    fs::write(&suite, text).expect("suite");
+    let out_dir = dir.join(name);
+    let out = Command::new(benchlab_bin())
+        .args([
+            "run",
+            suite.to_str().unwrap(),
+            "--insecure",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .output()
+        .expect("benchlab run");
+    assert_success(&format!("benchlab run {name}"), &out);
+    let r: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out_dir.join("results.json")).expect("results")).expect("JSON");
+    r["mixes"][0].clone()
+}
+
+fn num(v: &serde_json::Value, p: &str) -> u64 {
+    v.pointer(p)
+        .and_then(|x| x.as_u64())
+        .unwrap_or_else(|| panic!("{p}: {v}"))
+}
+
+/// A step's (requests, errors).
+fn step_of(m: &serde_json::Value, name: &str) -> (u64, u64) {
+    let c = m["classes"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no step {name}"));
+    (num(c, "/requests"), num(c, "/errors_total"))
+}
+
+/// Lines of `counts` for `method`, `path` (a trailing `*`: any path it
+/// starts) and `status`.
+fn logged(counts: &Tally, method: &str, path: &str, status: u16) -> u64 {
+    counts
+        .iter()
+        .filter(|((m, p, s), _)| {
+            m == method && *s == status && (p == path || path.strip_suffix('*').is_some_and(|pre| p.starts_with(pre)))
+        })
+        .map(|(_, k)| k)
+        .sum()
+}
+
+/// Every shop step's count against a log's: each request a step ended is a
+/// line; one still in flight when the mix stopped may be logged too.
+fn shop_steps_against(m: &serde_json::Value, counts: &Tally) {
+    let in_flight = num(m, "/in_flight");
+    let within = |what: &str, log: u64, ended: u64| {
+        assert!(
+            log >= ended && log <= ended + in_flight,
+            "{what}: {log} logged, {ended} ended (+{in_flight} in flight)"
+        );
+    };
+    within(
+        "login page",
+        logged(counts, "GET", "/shop/login", 200),
+        step_of(m, "login_page").0,
+    );
+    within(
+        "login",
+        logged(counts, "POST", "/shop/login", 303),
+        step_of(m, "login").0,
+    );
+    within(
+        "product",
+        logged(counts, "GET", "/shop/product/*", 200),
+        step_of(m, "product").0,
+    );
+    within(
+        "cart",
+        logged(counts, "POST", "/shop/cart", 200),
+        step_of(m, "add1").0 + step_of(m, "add2").0,
+    );
+    within(
+        "checkout",
+        logged(counts, "POST", "/shop/checkout", 200),
+        step_of(m, "checkout").0,
+    );
+}
+
 /// The shipped `ecommerce` suite (a flow) run by `benchlab run` against
-/// `lab up shop`, shortened (3 s, no think time, one mix) and pointed at
-/// the test's ports: every shop step's count equals the app's own log
+/// `lab up shop`: every shop step's count equals the app's own log
 /// (method, path, status), each checkout's total is the one its feeder row
 /// says (the step's check, and the log), the browse and ad steps are
 /// nginx's; and with a wrong CSRF capture, every flow fails at `add1` with
@@ -807,105 +929,34 @@ print(shop.db().execute("SELECT COUNT(*) FROM sessions").fetchone()[0], shop.db(
 #[test]
 fn the_ecommerce_suite_walks_the_shop_counted_against_the_apps_log() {
     let work = tempfile::tempdir().expect("tempdir");
-    let set = work.path().join("specweb99");
-    let out = Command::new(benchlab_bin())
-        .args(["fileset", "generate", "specweb99", "--dirs", "5", "--out"])
-        .arg(&set)
-        .output()
-        .expect("fileset generate");
-    assert_success("fileset generate", &out);
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shipped = fs::read_to_string(repo.join("suites/ecommerce.toml")).expect("the suite");
-    let totals: Vec<u64> = fs::read_to_string(repo.join("deploy/shop/items.csv"))
-        .expect("items.csv")
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.rsplit(',').next()?.parse().ok())
-        .collect();
+    let set = specweb99(work.path());
+    let totals: Vec<u64> =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/shop/items.csv"))
+            .expect("items.csv")
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.rsplit(',').next()?.parse().ok())
+            .collect();
     for wrong_csrf in [false, true] {
         let shop = Shop::serving(Some(&set));
-        let mut text = shipped
-            .replace("127.0.0.1:8080", &format!("127.0.0.1:{}", shop.port))
-            .replace("127.0.0.1:8443", &format!("127.0.0.1:{}", shop.tls_port))
-            .replace("\"data/", &format!("\"{}/suites/data/", repo.display()))
-            .replace("\"../deploy/", &format!("\"{}/deploy/", repo.display()))
-            .replace("length = \"300s\"", "length = \"3s\"")
-            .replace("ramp_up = \"30s\"", "ramp_up = \"0s\"")
-            .replace("ramp_down = \"30s\"", "ramp_down = \"0s\"");
-        text = text
-            .lines()
-            .filter(|l| !l.starts_with("think = "))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let first_mix = text.find("[[mix]]\nclients = 4").expect("the suite's second mix");
-        text.truncate(first_mix);
+        let mut text = ecommerce_suite(
+            &format!("http://127.0.0.1:{}", shop.port),
+            &format!("https://127.0.0.1:{}", shop.tls_port),
+            "fastcgi",
+        );
         if wrong_csrf {
             text = text.replace(
                 r#"'regex:<meta name="csrf-token" content="([0-9a-f]+)">'"#,
                 r#"'regex:<meta charset="([^"]+)"'"#,
             );
         }
-        let suite = work.path().join("ecommerce.toml");
-        fs::write(&suite, &text).expect("suite");
-        let out_dir = work.path().join(if wrong_csrf { "out-wrong" } else { "out" });
-        let out = Command::new(benchlab_bin())
-            .args([
-                "run",
-                suite.to_str().unwrap(),
-                "--insecure",
-                "--out",
-                out_dir.to_str().unwrap(),
-            ])
-            .output()
-            .expect("benchlab run");
-        assert_success("benchlab run ecommerce", &out);
-        let r: serde_json::Value =
-            serde_json::from_str(&fs::read_to_string(out_dir.join("results.json")).expect("results")).expect("JSON");
-        let m = &r["mixes"][0];
-        let n = |v: &serde_json::Value, p: &str| {
-            v.pointer(p)
-                .and_then(|x| x.as_u64())
-                .unwrap_or_else(|| panic!("{p}: {v}"))
-        };
-        let step = |name: &str| -> (u64, u64) {
-            let c = m["classes"]
-                .as_array()
-                .and_then(|cs| cs.iter().find(|c| c["name"] == name))
-                .unwrap_or_else(|| panic!("no step {name}"));
-            (n(c, "/requests"), n(c, "/errors_total"))
-        };
-        let in_flight = n(m, "/in_flight");
+        let m = run_suite(work.path(), if wrong_csrf { "wrong" } else { "right" }, &text);
         let (counts, lines) = shop.log();
-        let logged = |method: &str, path: &str, status: u16| -> u64 {
-            counts
-                .iter()
-                .filter(|((mm, pp, ss), _)| {
-                    mm == method
-                        && (pp == path || (path.ends_with('*') && pp.starts_with(&path[..path.len() - 1])))
-                        && *ss == status
-                })
-                .map(|(_, k)| k)
-                .sum()
-        };
-        let within = |what: &str, log: u64, ended: u64| {
-            assert!(
-                log >= ended && log <= ended + in_flight,
-                "{what}: {log} logged, {ended} ended (+{in_flight} in flight)"
-            );
-        };
         if !wrong_csrf {
-            assert_eq!(n(m, "/errors_total"), 0, "{m}");
-            assert!(n(m, "/flows/completed") > 0, "{m}");
-            within("login page", logged("GET", "/shop/login", 200), step("login_page").0);
-            within("login", logged("POST", "/shop/login", 303), step("login").0);
-            within("product", logged("GET", "/shop/product/*", 200), step("product").0);
-            within(
-                "cart",
-                logged("POST", "/shop/cart", 200),
-                step("add1").0 + step("add2").0,
-            );
-            within("checkout", logged("POST", "/shop/checkout", 200), step("checkout").0);
-            assert!(step("browse").0 > 0 && step("ad").0 > 0);
+            assert_eq!(num(&m, "/errors_total"), 0, "{m}");
+            assert!(num(&m, "/flows/completed") > 0, "{m}");
+            shop_steps_against(&m, &counts);
+            assert!(step_of(&m, "browse").0 > 0 && step_of(&m, "ad").0 > 0);
             // Each checkout's total is one a feeder row carries (the step's
             // check compared it with its own row's).
             for l in lines.iter().filter(|l| l["path"] == "/shop/checkout") {
@@ -913,17 +964,58 @@ fn the_ecommerce_suite_walks_the_shop_counted_against_the_apps_log() {
                 assert!(totals.contains(&t), "{l}");
             }
         } else {
-            let (add1_ok, add1_err) = step("add1");
+            let (add1_ok, add1_err) = step_of(&m, "add1");
             assert_eq!(add1_ok, 0);
             assert!(add1_err > 0, "{m}");
-            assert_eq!(n(m, "/errors/check_failed"), add1_err, "{m}");
-            assert_eq!(step("add2"), (0, 0));
-            assert_eq!(step("checkout"), (0, 0));
-            assert_eq!(n(m, "/flows/abandoned"), add1_err, "{m}");
-            within("wrong token", logged("POST", "/shop/cart", 403), add1_err);
-            assert_eq!(logged("POST", "/shop/checkout", 200), 0);
+            assert_eq!(num(&m, "/errors/check_failed"), add1_err, "{m}");
+            assert_eq!(step_of(&m, "add2"), (0, 0));
+            assert_eq!(step_of(&m, "checkout"), (0, 0));
+            assert_eq!(num(&m, "/flows/abandoned"), add1_err, "{m}");
+            let wrong = logged(&counts, "POST", "/shop/cart", 403);
+            let in_flight = num(&m, "/in_flight");
+            assert!(
+                wrong >= add1_err && wrong <= add1_err + in_flight,
+                "{wrong} vs {add1_err}"
+            );
+            assert_eq!(logged(&counts, "POST", "/shop/checkout", 200), 0);
             let why = m["flows"]["check_failures"]["add1"].as_str().unwrap_or_default();
             assert!(why.contains("status 403"), "{why}");
         }
     }
+}
+
+/// The same suite against benchlab's own server (docs/shop.md: the same
+/// /shop/ contract, SPICE in-process; no TLS, so the checkout stays on
+/// the plain origin): no error, and every shop step counted against the
+/// server's access log.
+#[test]
+fn the_ecommerce_suite_walks_benchlab_serves_shop_alike() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let set = specweb99(work.path());
+    let access = work.path().join("access.log");
+    let serve = common::Serve::start(&set, &["--access-log", access.to_str().unwrap()]);
+    let origin = format!("http://{}", serve.addr);
+    let m = run_suite(work.path(), "serve", &ecommerce_suite(&origin, &origin, "inproc"));
+    assert_eq!(num(&m, "/errors_total"), 0, "{m}");
+    assert!(num(&m, "/flows/completed") > 0, "{m}");
+    // The access log is flushed every second and at exit.
+    drop(serve);
+    let mut counts = Tally::new();
+    for line in fs::read_to_string(&access).expect("access log").lines() {
+        // Common Log Format: … "METHOD PATH HTTP/1.1" STATUS BYTES
+        let Some((request, rest)) = line.split_once('"').and_then(|(_, r)| r.split_once('"')) else {
+            continue;
+        };
+        let mut r = request.split(' ');
+        let (method, path) = (r.next().unwrap_or(""), r.next().unwrap_or(""));
+        let status: u16 = rest.split_whitespace().next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        *counts
+            .entry((
+                method.to_owned(),
+                path.split('?').next().unwrap_or("").to_owned(),
+                status,
+            ))
+            .or_insert(0) += 1;
+    }
+    shop_steps_against(&m, &counts);
 }
