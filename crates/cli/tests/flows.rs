@@ -311,3 +311,59 @@ fn a_feeder_that_stops_ends_the_flows_exactly_when_its_rows_run_out() {
         assert_eq!(users, ["user-a", "user-b"], "{path}");
     }
 }
+
+/// Loops and branches as the engine walks them: two flows (a feeder of two
+/// rows used once) of `a`, `b` three times, then `c` or `d` by weight —
+/// exactly 2 × a, 6 × b and 2 of c and d together, each logged.
+#[test]
+fn repeats_and_branches_are_walked_exactly() {
+    let server = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    std::fs::write(work.path().join("users.csv"), "u\nuser-a\nuser-b\n").expect("feeder");
+    let suite = work.path().join("walk.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"name = "walk"
+target = "{}"
+[defaults]
+length = "2s"
+ramp_up = "0s"
+ramp_down = "0s"
+threads_per_client = 3
+[workloads.w]
+[workloads.w.flow]
+feeders = [{{ file = "users.csv", mode = "next", on_end = "stop" }}]
+[[workloads.w.flow.steps]]
+name = "a"
+url = "/flow/page?u={{{{u}}}}&s=a"
+[[workloads.w.flow.steps]]
+repeat = 3
+steps = [{{ name = "b", url = "/flow/page?u={{{{u}}}}&s=b" }}]
+[[workloads.w.flow.steps]]
+branch = [
+  {{ weight = 1, steps = [{{ name = "c", url = "/flow/page?u={{{{u}}}}&s=c" }}] }},
+  {{ weight = 1, steps = [{{ name = "d", url = "/flow/page?u={{{{u}}}}&s=d" }}] }},
+]
+[[mix]]
+clients = 1
+"#,
+            server.url("")
+        ),
+    )
+    .expect("suite");
+    let out_dir = work.path().join("out");
+    let out = run_benchlab(&["run", s(&suite), "--out", s(&out_dir)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
+            .expect("JSON");
+    let mix = &results["mixes"][0];
+    let req = |step: &str| u(class(mix, step), "/requests");
+    assert_eq!((req("a"), req("b"), req("c") + req("d")), (2, 6, 2), "{mix}");
+    assert_eq!(u(mix, "/flows/completed"), 2, "{mix}");
+    let lines = server.access_log_lines();
+    let logged = |s: &str| lines.iter().filter(|l| l.path().ends_with(&format!("&s={s}"))).count() as u64;
+    assert_eq!((logged("a"), logged("b"), logged("c") + logged("d")), (2, 6, 2));
+    assert_eq!((logged("c"), logged("d")), (req("c"), req("d")));
+}
