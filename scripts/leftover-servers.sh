@@ -10,6 +10,7 @@
 # workers run as www-data or nobody) that are not in FILE (so started
 # since, whatever reused pids), are not zombies, and are a server the tests
 # start (nginx, apache2, lighttpd, smbd, h2o, fcgiwrap, spawn-fcgi, postgres, benchlab,
+# gunicorn, uvicorn, java,
 # or a program inside a test temp dir such as the SPICE programs) with a
 # test temp dir (`$TMPDIR/.tmp…`, tempfile's names) on its command line, or
 # a worker that retitled itself (`nginx: worker process`, `smbd: client`).
@@ -52,7 +53,9 @@ leftovers() {
       prog = argv[1]
       name = prog
       sub(/.*\//, "", name)
-      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab)(:.*)?$/
+      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab|gunicorn|uvicorn|java)(:.*)?$/
+      # The SPICE application servers run as python3 (gunicorn, uvicorn).
+      if (name ~ /^python3/ && args ~ /(gunicorn|uvicorn)/) server = 1
       if (index(args, tmp) > 0 && (server || index(prog, tmp) == 1)) {
         found[$1] = args
         order[++n] = $1

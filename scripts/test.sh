@@ -14,7 +14,7 @@
 # 4. Checks that no server the tests started outlived them
 #    (scripts/leftover-servers.sh: every process of this user started during
 #    `cargo test` that is nginx, apache2, lighttpd, smbd, h2o, fcgiwrap,
-#    spawn-fcgi, postgres, benchlab or a SPICE program with a test temp dir on its
+#    spawn-fcgi, postgres, benchlab, gunicorn, uvicorn, java or a SPICE program with a test temp dir on its
 #    command line, or an orphaned nginx/smbd worker). Each one found is
 #    printed and stopped, and the script exits 1: a test that leaks a server
 #    fails the run even when every test passed.
@@ -40,6 +40,8 @@ requirements=(
   "spawn-fcgi|spawn-fcgi|SPICE: the FastCGI program behind nginx and lighttpd"
   "libfcgi-dev|/usr/include/fcgiapp.h|SPICE: spice/src/fastcgi.c links libfcgi"
   "python3|/usr/bin/python3|SPICE: spice/cgi-script/spice.py"
+  "gunicorn|gunicorn|SPICE: the wsgi SPI's application server (crates/lab/src/appserver.rs)"
+  "python3-uvicorn|/usr/lib/python3/dist-packages/uvicorn/__init__.py|SPICE: the asgi SPI's application server (python3 -m uvicorn)"
   "gcc|gcc|SPICE's C programs; the Rust linker (cc)"
   "libc6-dev|/usr/include/stdio.h|C headers and crt files for gcc and the Rust linker"
   "make|make|spice/Makefile"

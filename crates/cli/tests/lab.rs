@@ -141,7 +141,7 @@ fn check_server(server: &str) {
     let want: &[&str] = if server == "benchlab" {
         &["inproc"]
     } else {
-        &["cgi-c", "cgi-script", "fastcgi"]
+        &["cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi"]
     };
     assert_eq!(spis, want);
     let mut urls = 0;

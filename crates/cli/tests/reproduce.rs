@@ -182,7 +182,10 @@ fn spi_runs_static_and_each_spi_under_each_server() {
             .map(|p| p["name"].as_str().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(phases(&r[0]), ["static", "cgi-c", "cgi-script", "fastcgi"]);
+    assert_eq!(
+        phases(&r[0]),
+        ["static", "cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi"]
+    );
     assert_eq!(phases(&r[1]), ["static", "inproc"]);
     let line = |server: &str| {
         stdout
@@ -191,7 +194,7 @@ fn spi_runs_static_and_each_spi_under_each_server() {
             .unwrap_or("")
             .to_owned()
     };
-    for spi in ["cgi-c", "cgi-script", "fastcgi"] {
+    for spi in ["cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi"] {
         assert!(
             line("nginx").contains(&format!(", {spi} ")) && line("nginx").contains(" %)"),
             "{stdout}"

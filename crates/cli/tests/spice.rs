@@ -17,10 +17,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use spice_support::lab::APP_WORKERS;
 use spice_support::servers::{self, SpiceServer, FASTCGI_PROCS};
 use spice_support::{
-    benchlab_json, expected_ad, file_contents, get, now_s, programs, read_session_log, Response, SessionLog, COOKIE,
-    FILE_10K, FILE_4K, SPIS, USER_AGENT,
+    benchlab_json, expected_ad, file_contents, get, now_s, programs, read_session_log, Response, SessionLog, APP_SPIS,
+    COOKIE, FILE_10K, FILE_4K, SPIS, USER_AGENT,
 };
 
 /// Requests of the concurrent session load, and its virtual users.
@@ -187,7 +188,14 @@ fn check_spi(srv: &SpiceServer, spi: &str) {
         "{what}: times"
     );
     let pids: BTreeSet<u32> = log.lines.iter().map(|l| l.pid).collect();
-    if spi == "fastcgi" {
+    if APP_SPIS.contains(&spi) {
+        // The application server's worker processes, however many requests.
+        assert!(
+            pids.len() <= APP_WORKERS,
+            "{what}: {} pids, want at most the {APP_WORKERS} workers",
+            pids.len()
+        );
+    } else if spi == "fastcgi" {
         assert!(
             pids.len() <= FASTCGI_PROCS,
             "{what}: {} FastCGI pids, want at most {FASTCGI_PROCS}",
@@ -225,6 +233,62 @@ fn spice_under_apache() {
 #[test]
 fn spice_under_lighttpd() {
     check_server(servers::lighttpd());
+}
+
+/// `sleep?ms=N` under load: 32 requests from 16 virtual users at once, each
+/// waits N ms and no more (p50 within 5 %); an application server whose
+/// workers served one request at a time (a blocked event loop, sync
+/// workers) would queue 16 on its 4 workers and double the median.
+fn check_sleep_under_load(srv: &SpiceServer, spi: &str) {
+    const MS: u64 = 500;
+    let url = format!("http://127.0.0.1:{}/spice/{spi}/sleep{FILE_4K}?ms={MS}", srv.port);
+    let v = benchlab_json(&[
+        "--requests",
+        "32",
+        "--threads",
+        "16",
+        "--timeout",
+        "20s",
+        "--validate",
+        "size",
+        &url,
+    ]);
+    let what = format!("{} {spi} sleep load", srv.name);
+    assert_eq!(v["errors_total"].as_u64(), Some(0), "{what}: errors in {v}");
+    assert_eq!(v["requests"].as_u64(), Some(32), "{what}: requests in {v}");
+    let p50 = v["latency_us"]["p50"].as_u64().expect("latency_us.p50");
+    assert!(
+        p50 >= MS * 1000 && p50 <= MS * 1050,
+        "{what}: p50 {p50} µs, want {MS} ms to 5 % over"
+    );
+}
+
+/// The application-server SPIs (`wsgi` under gunicorn, `asgi` under
+/// uvicorn) behind one server as `benchlab lab up` runs them: every check
+/// of the other SPIs, the sleep under concurrent load, then `lab down`
+/// leaves no process behind.
+fn check_app_spis(server: &'static str) {
+    let lab = spice_support::lab::up(server);
+    for spi in APP_SPIS {
+        check_spi(&lab.srv, spi);
+        check_sleep_under_load(&lab.srv, spi);
+    }
+    lab.down();
+}
+
+#[test]
+fn wsgi_and_asgi_under_nginx() {
+    check_app_spis("nginx");
+}
+
+#[test]
+fn wsgi_and_asgi_under_apache() {
+    check_app_spis("apache-event");
+}
+
+#[test]
+fn wsgi_and_asgi_under_lighttpd() {
+    check_app_spis("lighttpd");
 }
 
 /// The sleep variant sleeps 3 s unless `ms` says otherwise (c't 1999); the

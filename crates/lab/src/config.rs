@@ -112,7 +112,7 @@ http {{
         server_name localhost;
         root {root};
 
-{cgi_c}{cgi_script}{fastcgi}    }}
+{cgi_c}{cgi_script}{fastcgi}{apps}    }}
 }}
 "#,
         sendfile = on_off(prof.sendfile != Some(false)),
@@ -122,6 +122,7 @@ http {{
         cgi_c = spice("cgi-c", "fcgiwrap.sock", Some("cgi-c")),
         cgi_script = spice("cgi-script", "fcgiwrap.sock", Some("spice.py")),
         fastcgi = spice("fastcgi", "fastcgi.sock", None),
+        apps = crate::appserver::nginx(p),
     )
 }
 
@@ -198,7 +199,8 @@ fastcgi.server = (
         "check-local" => "disable",
     )),
 )
-"#,
+{apps}"#,
+        apps = crate::appserver::lighttpd(p),
         accesslog_module = if prof.access_log == Some(true) {
             ", \"mod_accesslog\""
         } else {
@@ -311,7 +313,8 @@ ScriptAlias /spice/cgi-script "{bin}/spice.py"
 # by mod_setenvif); "unescape" decodes it as CGI does.
 SetEnvIf Request_URI "^/spice/fastcgi/" proxy-fcgi-pathinfo=unescape
 ProxyPass "/spice/fastcgi/" "unix:{run}/fastcgi.sock|fcgi://localhost/"
-"#,
+{apps}"#,
+        apps = crate::appserver::apache(p),
         mpm_name = if prefork { "prefork" } else { "event" },
         backlog = prof.backlog.unwrap_or(511),
         keepalive = if prof.keepalive == Some(false) { "Off" } else { "On" },

@@ -13,6 +13,7 @@
 //! dir. Nothing outside the state dir is written: no system service, no
 //! port below 1024, nothing under /etc.
 
+pub mod appserver;
 pub mod cache;
 mod config;
 pub mod process;
@@ -70,7 +71,7 @@ impl ServerKind {
     pub fn spis(self) -> &'static [&'static str] {
         match self {
             ServerKind::Benchlab => &["inproc"],
-            _ => &["cgi-c", "cgi-script", "fastcgi"],
+            _ => &["cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi"],
         }
     }
 
@@ -583,6 +584,15 @@ fn start(
         let mut child = spawn(&mut started, cmd, "fcgiwrap", &helper_log)?;
         wait_ready(&mut child, "fcgiwrap", &helper_log, &wait_sock(sock))?;
     }
+    // The application servers (gunicorn, uvicorn) the proxy SPIs reach.
+    if kind.spis().iter().any(|s| appserver::SPIS.contains(s)) {
+        for app in appserver::prepare(&p)? {
+            let mut child = spawn(&mut started, app.command, app.what, &helper_log)?;
+            wait_ready(&mut child, app.what, &helper_log, &wait_sock(app.socket.clone()))?;
+            // The web server's workers (nobody, www-data under root) connect.
+            chmod(&app.socket, 0o666)?;
+        }
+    }
     // SAFETY: geteuid never fails.
     let as_root = unsafe { libc::geteuid() } == 0;
     let mut port = port;
@@ -822,6 +832,10 @@ fn disclose(
             vec![("command".into(), fs::read_to_string(conf).unwrap_or_default())],
         ),
     };
+    let mut effective = effective;
+    if kind.spis().iter().any(|s| appserver::SPIS.contains(s)) {
+        effective.push(("application servers".into(), appserver::disclosure()));
+    }
     let profile_text = profile.to_toml(kind);
     let listen_backlog = profile
         .backlog

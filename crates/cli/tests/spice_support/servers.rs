@@ -272,3 +272,25 @@ pub fn lighttpd() -> SpiceServer {
         _dir: d.dir,
     }
 }
+
+/// A server that `benchlab lab up` started (see `super::lab`): the lab
+/// stops its processes, so the test holds none; `dir` holds the docroot.
+pub fn from_lab(
+    name: &'static str,
+    port: u16,
+    root: PathBuf,
+    session_log: PathBuf,
+    run: PathBuf,
+    dir: TempDir,
+) -> SpiceServer {
+    SpiceServer {
+        name,
+        port,
+        root,
+        session_log,
+        fastcgi_pids: None,
+        run,
+        procs: Vec::new(),
+        _dir: dir,
+    }
+}

@@ -1,0 +1,132 @@
+//! A server that the real `benchlab lab up` starts with the test docroot,
+//! for the SPIs whose programs run in application servers the lab starts
+//! (gunicorn, uvicorn): the test checks them through the server as it
+//! checks the others, then `lab down` and that nothing the lab started is
+//! left alive.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use super::servers::{self, SpiceServer};
+use super::{chmod, group_alive, make_docroot};
+
+/// Application-server worker processes per SPI (`lab up`'s
+/// `benchlab_lab::appserver::WORKERS`): the session log's pids are theirs.
+pub const APP_WORKERS: usize = 4;
+
+/// A `lab up` server; dropping it runs `lab down --all` (a failed test
+/// leaves nothing running) before its files go.
+pub struct LabServer {
+    pub srv: SpiceServer,
+    /// The process groups `lab up` recorded (server and helpers).
+    pub groups: Vec<u32>,
+    pub state: PathBuf,
+    server: &'static str,
+    base: TempDir,
+}
+
+fn lab(base: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_benchlab"))
+        .arg("lab")
+        .args(args)
+        .env("BENCHLAB_LAB_DIR", base)
+        .output()
+        .expect("run benchlab lab")
+}
+
+/// `benchlab lab up SERVER --root DOCROOT` with the test docroot.
+pub fn up(server: &'static str) -> LabServer {
+    let dir = tempfile::tempdir().expect("tempdir");
+    chmod(dir.path(), 0o755);
+    let www = dir.path().join("www");
+    make_docroot(&www);
+    let base = tempfile::tempdir().expect("tempdir");
+    let out = lab(base.path(), &["up", server, "--root", www.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "lab up {server} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = base.path().join(server);
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(state.join("lab.json")).expect("read lab.json")).expect("lab.json");
+    let port = record["port"].as_u64().expect("port") as u16;
+    let groups = record["process_groups"]
+        .as_array()
+        .expect("process_groups")
+        .iter()
+        .map(|g| g.as_u64().expect("a group id") as u32)
+        .collect();
+    let srv = servers::from_lab(server, port, www, state.join("log/session.log"), state.join("run"), dir);
+    LabServer {
+        srv,
+        groups,
+        state,
+        server,
+        base,
+    }
+}
+
+/// Processes alive (not zombies) whose command line mentions `needle`.
+pub fn live_processes_mentioning(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let zombie = fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
+            .unwrap_or(true);
+        if !zombie && cmdline.contains(needle) {
+            out.push(format!("{} {cmdline}", e.file_name().to_string_lossy()));
+        }
+    }
+    out
+}
+
+impl LabServer {
+    /// `lab down SERVER`: it succeeds, no process of any group it started
+    /// is alive, and no process names the state dir.
+    pub fn down(self) {
+        let out = lab(self.base.path(), &["down", self.server]);
+        assert!(
+            out.status.success(),
+            "lab down {} failed: {}",
+            self.server,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // `lab down` waits for the groups itself; allow a moment for the
+        // last reaped worker to leave /proc.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.groups.iter().any(|&g| group_alive(g)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for &g in &self.groups {
+            assert!(!group_alive(g), "{}: process group {g} outlived lab down", self.server);
+        }
+        let left = live_processes_mentioning(&self.base.path().display().to_string());
+        assert!(left.is_empty(), "{}: left after lab down: {left:?}", self.server);
+        assert!(
+            !self.state.exists(),
+            "{}: lab down left {}",
+            self.server,
+            self.state.display()
+        );
+    }
+}
+
+impl Drop for LabServer {
+    fn drop(&mut self) {
+        if self.state.exists() {
+            let _ = lab(self.base.path(), &["down", "--all", "--grace", "3s"]);
+        }
+    }
+}
