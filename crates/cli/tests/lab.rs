@@ -140,6 +140,8 @@ fn check_server(server: &str) {
         .collect();
     let want: &[&str] = if server == "benchlab" {
         &["inproc"]
+    } else if server == "tomcat" {
+        &["servlet", "jsp"]
     } else {
         &["cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi"]
     };
@@ -243,6 +245,11 @@ fn apache_event_up_serves_every_file_and_spi_and_goes_down() {
 fn apache_prefork_up_serves_every_file_and_spi_and_goes_down() {
     spice_support::require("apache2");
     check_server("apache-prefork");
+}
+
+#[test]
+fn tomcat_up_serves_every_file_and_servlet_and_jsp_and_goes_down() {
+    check_server("tomcat");
 }
 
 #[test]

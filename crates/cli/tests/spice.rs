@@ -21,7 +21,7 @@ use spice_support::lab::APP_WORKERS;
 use spice_support::servers::{self, SpiceServer, FASTCGI_PROCS};
 use spice_support::{
     benchlab_json, expected_ad, file_contents, get, now_s, programs, read_session_log, Response, SessionLog, APP_SPIS,
-    COOKIE, FILE_10K, FILE_4K, SPIS, USER_AGENT,
+    CONTAINER_SPIS, COOKIE, FILE_10K, FILE_4K, SPIS, USER_AGENT,
 };
 
 /// Requests of the concurrent session load, and its virtual users.
@@ -188,7 +188,10 @@ fn check_spi(srv: &SpiceServer, spi: &str) {
         "{what}: times"
     );
     let pids: BTreeSet<u32> = log.lines.iter().map(|l| l.pid).collect();
-    if APP_SPIS.contains(&spi) {
+    if CONTAINER_SPIS.contains(&spi) {
+        // One JVM serves every request.
+        assert_eq!(pids.len(), 1, "{what}: pids {pids:?}, want the container's one");
+    } else if APP_SPIS.contains(&spi) {
         // The application server's worker processes, however many requests.
         assert!(
             pids.len() <= APP_WORKERS,
@@ -289,6 +292,18 @@ fn wsgi_and_asgi_under_apache() {
 #[test]
 fn wsgi_and_asgi_under_lighttpd() {
     check_app_spis("lighttpd");
+}
+
+/// The servlet and the JSP page in Tomcat standing alone (`lab up tomcat`),
+/// as the other SPIs are checked; one JVM start for both.
+#[test]
+fn servlet_and_jsp_under_tomcat() {
+    let lab = spice_support::lab::up("tomcat");
+    for spi in CONTAINER_SPIS {
+        check_spi(&lab.srv, spi);
+        check_sleep_under_load(&lab.srv, spi);
+    }
+    lab.down();
 }
 
 /// The sleep variant sleeps 3 s unless `ms` says otherwise (c't 1999); the

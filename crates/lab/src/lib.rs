@@ -16,6 +16,7 @@
 pub mod appserver;
 pub mod cache;
 mod config;
+pub mod container;
 pub mod process;
 pub mod profile;
 
@@ -38,6 +39,9 @@ pub enum ServerKind {
     Lighttpd,
     /// `benchlab serve`, benchlab's reference server.
     Benchlab,
+    /// Apache Tomcat 10 standing alone: the servlet and JSP SPIs
+    /// (crates/lab/src/container.rs).
+    Tomcat,
 }
 
 impl ServerKind {
@@ -49,6 +53,10 @@ impl ServerKind {
         ServerKind::Benchlab,
     ];
 
+    /// Servlet containers: lab servers too, but not among the web servers
+    /// `reproduce` compares by default ([`ServerKind::ALL`]).
+    pub const CONTAINERS: &'static [ServerKind] = &[ServerKind::Tomcat];
+
     pub fn name(self) -> &'static str {
         match self {
             ServerKind::Nginx => "nginx",
@@ -56,12 +64,14 @@ impl ServerKind {
             ServerKind::ApachePrefork => "apache-prefork",
             ServerKind::Lighttpd => "lighttpd",
             ServerKind::Benchlab => "benchlab",
+            ServerKind::Tomcat => "tomcat",
         }
     }
 
     pub fn parse(name: &str) -> Result<ServerKind, Error> {
         ServerKind::ALL
             .iter()
+            .chain(ServerKind::CONTAINERS)
             .copied()
             .find(|k| k.name() == name)
             .ok_or_else(|| Error::Usage(format!("unknown server {name:?} (expected one of: {})", names())))
@@ -71,6 +81,7 @@ impl ServerKind {
     pub fn spis(self) -> &'static [&'static str] {
         match self {
             ServerKind::Benchlab => &["inproc"],
+            ServerKind::Tomcat => container::SPIS,
             _ => &["cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi"],
         }
     }
@@ -100,13 +111,19 @@ impl ServerKind {
             ServerKind::ApacheEvent | ServerKind::ApachePrefork => ("apache2", "apache2"),
             ServerKind::Lighttpd => ("lighttpd", "lighttpd"),
             ServerKind::Benchlab => ("benchlab", "benchlab itself"),
+            ServerKind::Tomcat => ("catalina.sh", "tomcat10"),
         }
     }
 }
 
 /// `nginx, apache-event, ...` for messages.
 pub fn names() -> String {
-    ServerKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+    ServerKind::ALL
+        .iter()
+        .chain(ServerKind::CONTAINERS)
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What went wrong, in words a user can act on.
@@ -425,6 +442,7 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
     let (program, package) = kind.binary();
     let server_bin = match kind {
         ServerKind::Benchlab => std::env::current_exe().map_err(io("find benchlab's own executable"))?,
+        ServerKind::Tomcat => container::catalina()?,
         _ => require(program, package)?,
     };
     if matches!(kind, ServerKind::ApacheEvent | ServerKind::ApachePrefork)
@@ -545,7 +563,7 @@ fn start(
     let server_log = p.run.join("server.log");
     let wait_sock = |sock: PathBuf| move || sock.exists();
 
-    if kind != ServerKind::Benchlab {
+    if !matches!(kind, ServerKind::Benchlab | ServerKind::Tomcat) {
         build_spice(state, &p.bin)?;
     }
     // The FastCGI program under spawn-fcgi (nginx, Apache; lighttpd spawns
@@ -645,13 +663,18 @@ fn start(
                 let line = format!("{cmd:?}\n");
                 ("command.txt", line, cmd)
             }
+            ServerKind::Tomcat => {
+                let conf = p.run.join("server.xml");
+                let cmd = container::prepare(&p, server_bin, &conf)?;
+                ("server.xml", container::server_xml(&p, port, profile), cmd)
+            }
         };
         let conf_path = p.run.join(conf_name);
         fs::write(&conf_path, &conf).map_err(io(format!("write {}", conf_path.display())))?;
         cmd.current_dir(&p.run);
         let mut server = spawn(&mut started, cmd, kind.name(), &server_log)?;
         let pid = server.id() as i32;
-        let error_log = if kind == ServerKind::Benchlab {
+        let error_log = if matches!(kind, ServerKind::Benchlab | ServerKind::Tomcat) {
             server_log.clone()
         } else {
             p.run.join("error.log")
@@ -831,6 +854,13 @@ fn disclose(
             capture(cmd(&["--version".as_ref()])),
             vec![("command".into(), fs::read_to_string(conf).unwrap_or_default())],
         ),
+        ServerKind::Tomcat => (
+            container::version(bin),
+            vec![
+                ("server.xml".into(), fs::read_to_string(conf).unwrap_or_default()),
+                ("spice web.xml".into(), container::web_xml().to_owned()),
+            ],
+        ),
     };
     let mut effective = effective;
     if kind.spis().iter().any(|s| appserver::SPIS.contains(s)) {
@@ -923,7 +953,7 @@ impl LabState {
 /// The labs recorded under `base`, with whether each server still runs.
 pub fn status(base: &Path) -> Vec<(LabState, bool)> {
     let mut out = Vec::new();
-    for kind in ServerKind::ALL {
+    for kind in ServerKind::ALL.iter().chain(ServerKind::CONTAINERS) {
         let file = base.join(kind.name()).join("lab.json");
         let Ok(text) = fs::read_to_string(&file) else {
             continue;

@@ -24,6 +24,9 @@ pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "fastcgi"];
 /// server's proxy, started by `lab up` (tested through it).
 pub const APP_SPIS: &[&str] = &["wsgi", "asgi"];
 
+/// The SPIs of a servlet container (`lab up tomcat`): one JVM runs them.
+pub const CONTAINER_SPIS: &[&str] = &["servlet", "jsp"];
+
 /// Files of every docroot: a 4,096-byte page and a 10,000-byte one in a
 /// directory (binary bytes, NULs included, so any text-mode mangling shows).
 pub const FILE_4K: &str = "/a.html";
