@@ -35,7 +35,7 @@ itself has no index page: 403 or 404). `benchlab lab down SERVER` stops it and r
     /// Print SERVER's default profile (its tuning) as TOML, to edit and
     /// pass to `lab up --profile`.
     Profile {
-        /// nginx, apache-event, apache-prefork, lighttpd or benchlab.
+        /// nginx, apache-event, apache-prefork, lighttpd, benchlab or tomcat.
         server: String,
     },
     /// Write the Kubernetes manifests of a run across N agents: an
@@ -87,6 +87,10 @@ struct UpArgs {
     /// kernel caps it at net.core.somaxconn, and the disclosure says both.
     #[arg(long, value_name = "N")]
     backlog: Option<u32>,
+    /// A servlet container (tomcat) that nginx or Apache proxies
+    /// /spice/servlet/ and /spice/jsp/ to (docs/spice.md).
+    #[arg(long, value_name = "NAME")]
+    container: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -119,6 +123,7 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
                 root: u.root,
                 base: Some(base),
                 backlog: u.backlog,
+                container: u.container,
             };
             let lab = benchlab_lab::up(kind, &opts).map_err(cli_error)?;
             // Scripts read the URL from the first line, the state dir from

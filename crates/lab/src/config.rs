@@ -122,7 +122,7 @@ http {{
         cgi_c = spice("cgi-c", "fcgiwrap.sock", Some("cgi-c")),
         cgi_script = spice("cgi-script", "fcgiwrap.sock", Some("spice.py")),
         fastcgi = spice("fastcgi", "fastcgi.sock", None),
-        apps = crate::appserver::nginx(p),
+        apps = crate::appserver::nginx(p) + &crate::container::nginx(p),
     )
 }
 
@@ -314,7 +314,7 @@ ScriptAlias /spice/cgi-script "{bin}/spice.py"
 SetEnvIf Request_URI "^/spice/fastcgi/" proxy-fcgi-pathinfo=unescape
 ProxyPass "/spice/fastcgi/" "unix:{run}/fastcgi.sock|fcgi://localhost/"
 {apps}"#,
-        apps = crate::appserver::apache(p),
+        apps = crate::appserver::apache(p) + &crate::container::apache(p),
         mpm_name = if prefork { "prefork" } else { "event" },
         backlog = prof.backlog.unwrap_or(511),
         keepalive = if prof.keepalive == Some(false) { "Off" } else { "On" },

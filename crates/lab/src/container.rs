@@ -13,7 +13,7 @@
 //! compiler (Debian's libeclipse-jdt-core-java, linked into the base's lib).
 
 use crate::profile::Profile;
-use crate::{chmod, io, require, Error, Paths};
+use crate::{chmod, io, require, Error, Paths, ServerKind};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -189,4 +189,54 @@ pub fn version(catalina: &Path) -> String {
 /// The SPICE application's web.xml (the servlet and JSP mappings).
 pub fn web_xml() -> &'static str {
     WEB_XML
+}
+
+/// `lab up SERVER --container NAME`: only nginx and Apache proxy to a
+/// container (seed 001's deployments), and Tomcat is the container.
+pub fn check_proxy(kind: ServerKind, container: &str) -> Result<(), Error> {
+    if container != "tomcat" {
+        return Err(Error::Usage(format!(
+            "--container {container:?}: expected tomcat (the servlet container the lab runs)"
+        )));
+    }
+    if !matches!(
+        kind,
+        ServerKind::Nginx | ServerKind::ApacheEvent | ServerKind::ApachePrefork
+    ) {
+        return Err(Error::Usage(format!(
+            "--container: {} does not proxy to a servlet container in the lab (nginx, apache-event and \
+             apache-prefork do; `lab up tomcat` runs Tomcat standing alone)",
+            kind.name()
+        )));
+    }
+    Ok(())
+}
+
+/// nginx: proxy_pass of the container's SPIs (inside `server`), when one runs.
+pub fn nginx(p: &Paths) -> String {
+    let Some(port) = p.container_port else {
+        return String::new();
+    };
+    let mut s = String::from("        # The servlet container (Tomcat) behind the proxy.\n");
+    for spi in SPIS {
+        s.push_str(&format!(
+            "        location /spice/{spi}/ {{\n            proxy_pass http://127.0.0.1:{port};\n            \
+             proxy_http_version 1.1;\n            proxy_set_header Host $host;\n        }}\n"
+        ));
+    }
+    s
+}
+
+/// Apache: mod_proxy_http to the container, when one runs.
+pub fn apache(p: &Paths) -> String {
+    let Some(port) = p.container_port else {
+        return String::new();
+    };
+    let mut s = String::from("\n# The servlet container (Tomcat) behind the proxy.\n");
+    for spi in SPIS {
+        s.push_str(&format!(
+            "ProxyPass \"/spice/{spi}/\" \"http://127.0.0.1:{port}/spice/{spi}/\"\n"
+        ));
+    }
+    s
 }

@@ -189,6 +189,8 @@ pub struct Paths {
     /// The document root (the file set).
     pub root: PathBuf,
     pub session_log: PathBuf,
+    /// The port of the servlet container behind the proxy (`--container`).
+    pub container_port: Option<u16>,
 }
 
 impl Paths {
@@ -199,6 +201,7 @@ impl Paths {
             bin: state.join("bin"),
             root,
             session_log: state.join("log").join("session.log"),
+            container_port: None,
         }
     }
 }
@@ -249,6 +252,8 @@ pub struct UpOptions {
     pub base: Option<PathBuf>,
     /// The listen backlog, over the profile's `backlog` (`lab up --backlog`).
     pub backlog: Option<u32>,
+    /// A servlet container behind the server's proxy (`lab up --container`).
+    pub container: Option<String>,
 }
 
 /// Where state dirs live: `$BENCHLAB_LAB_DIR`, else
@@ -470,6 +475,9 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
         }
         profile.backlog = Some(b);
     }
+    if let Some(c) = &opts.container {
+        container::check_proxy(kind, c)?;
+    }
     let cpus = match &opts.cpus {
         Some(list) => process::parse_cpus(list)?,
         None => Vec::new(),
@@ -537,7 +545,7 @@ fn start(
             r
         }
     };
-    let p = Paths::new(state, root);
+    let mut p = Paths::new(state, root);
     chmod(state, 0o755)?;
     for d in [&p.run, &p.bin, &state.join("log")] {
         fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
@@ -610,6 +618,19 @@ fn start(
             // The web server's workers (nobody, www-data under root) connect.
             chmod(&app.socket, 0o666)?;
         }
+    }
+    // The servlet container behind the proxy (`--container tomcat`).
+    if opts.container.is_some() {
+        let tport = free_port()?;
+        let catalina = container::catalina()?;
+        let conf = p.run.join("tomcat-server.xml");
+        let xml = container::server_xml(&p, tport, &Profile::default_for(ServerKind::Tomcat));
+        fs::write(&conf, xml).map_err(io(format!("write {}", conf.display())))?;
+        let cmd = container::prepare(&p, &catalina, &conf)?;
+        let mut child = spawn(&mut started, cmd, "tomcat", &helper_log)?;
+        let listening = move || TcpStream::connect(("127.0.0.1", tport)).is_ok();
+        wait_ready(&mut child, "tomcat (behind the proxy)", &helper_log, &listening)?;
+        p.container_port = Some(tport);
     }
     // SAFETY: geteuid never fails.
     let as_root = unsafe { libc::geteuid() } == 0;
@@ -708,7 +729,16 @@ fn start(
         url,
         state_dir: state.to_owned(),
         root: p.root.clone(),
-        spis: kind.spis().iter().map(|s| (*s).to_owned()).collect(),
+        spis: kind
+            .spis()
+            .iter()
+            .chain(if p.container_port.is_some() {
+                container::SPIS
+            } else {
+                &[]
+            })
+            .map(|s| (*s).to_owned())
+            .collect(),
         pid,
         process_groups: started.groups.clone(),
         cpus: cpus.to_vec(),
@@ -865,6 +895,13 @@ fn disclose(
     let mut effective = effective;
     if kind.spis().iter().any(|s| appserver::SPIS.contains(s)) {
         effective.push(("application servers".into(), appserver::disclosure()));
+    }
+    if p.container_port.is_some() {
+        let xml = fs::read_to_string(p.run.join("tomcat-server.xml")).unwrap_or_default();
+        let version = container::catalina()
+            .map(|c| container::version(&c))
+            .unwrap_or_default();
+        effective.push(("tomcat behind the proxy".into(), format!("{version}\n\n{xml}")));
     }
     let profile_text = profile.to_toml(kind);
     let listen_backlog = profile

@@ -29,7 +29,7 @@ pub struct LabServer {
     base: TempDir,
 }
 
-fn lab(base: &Path, args: &[&str]) -> Output {
+pub fn lab(base: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_benchlab"))
         .arg("lab")
         .args(args)
@@ -40,12 +40,19 @@ fn lab(base: &Path, args: &[&str]) -> Output {
 
 /// `benchlab lab up SERVER --root DOCROOT` with the test docroot.
 pub fn up(server: &'static str) -> LabServer {
+    up_with(server, &[])
+}
+
+/// `benchlab lab up SERVER --root DOCROOT EXTRA…`.
+pub fn up_with(server: &'static str, extra: &[&str]) -> LabServer {
     let dir = tempfile::tempdir().expect("tempdir");
     chmod(dir.path(), 0o755);
     let www = dir.path().join("www");
     make_docroot(&www);
     let base = tempfile::tempdir().expect("tempdir");
-    let out = lab(base.path(), &["up", server, "--root", www.to_str().unwrap()]);
+    let mut args = vec!["up", server, "--root", www.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = lab(base.path(), &args);
     assert!(
         out.status.success(),
         "lab up {server} failed ({}):\n{}{}",
