@@ -45,6 +45,7 @@ requirements=(
   "tomcat10|/usr/share/tomcat10/bin/catalina.sh|SPICE: lab up tomcat, the servlet and jsp SPIs (crates/lab/src/container.rs)"
   "default-jdk-headless|javac|SPICE: lab up tomcat compiles the servlet (spice/servlet/)"
   "libeclipse-jdt-core-java|/usr/share/java/eclipse-jdt-core.jar|SPICE: Tomcat's JSP engine compiles spice.jsp with it"
+  "jetty9|/usr/share/jetty9/start.jar|SPICE: lab up jetty, the servlet and jsp SPIs in Jetty 9 (crates/lab/src/container.rs)"
   "gcc|gcc|SPICE's C programs; the Rust linker (cc)"
   "libc6-dev|/usr/include/stdio.h|C headers and crt files for gcc and the Rust linker"
   "make|make|spice/Makefile"

@@ -140,7 +140,7 @@ fn check_server(server: &str) {
         .collect();
     let want: &[&str] = if server == "benchlab" {
         &["inproc"]
-    } else if server == "tomcat" {
+    } else if server == "tomcat" || server == "jetty" {
         &["servlet", "jsp"]
     } else {
         &["cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi"]
@@ -250,6 +250,11 @@ fn apache_prefork_up_serves_every_file_and_spi_and_goes_down() {
 #[test]
 fn tomcat_up_serves_every_file_and_servlet_and_jsp_and_goes_down() {
     check_server("tomcat");
+}
+
+#[test]
+fn jetty_up_serves_every_file_and_servlet_and_jsp_and_goes_down() {
+    check_server("jetty");
 }
 
 #[test]

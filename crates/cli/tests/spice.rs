@@ -242,29 +242,36 @@ fn spice_under_lighttpd() {
 /// waits N ms and no more (p50 within 5 %); an application server whose
 /// workers served one request at a time (a blocked event loop, sync
 /// workers) would queue 16 on its 4 workers and double the median. N is a
-/// second, so that 5 % (50 ms) absorbs a busy machine's scheduling.
+/// second, so that 5 % (50 ms) absorbs scheduling; and the better of two
+/// runs counts, so that a moment of a busy machine (another test's JVM
+/// starting) does not fail it while a server that queues fails both.
 fn check_sleep_under_load(srv: &SpiceServer, spi: &str) {
     const MS: u64 = 1000;
     let url = format!("http://127.0.0.1:{}/spice/{spi}/sleep{FILE_4K}?ms={MS}", srv.port);
-    let v = benchlab_json(&[
-        "--requests",
-        "16",
-        "--threads",
-        "16",
-        "--timeout",
-        "20s",
-        "--validate",
-        "size",
-        &url,
-    ]);
     let what = format!("{} {spi} sleep load", srv.name);
-    assert_eq!(v["errors_total"].as_u64(), Some(0), "{what}: errors in {v}");
-    assert_eq!(v["requests"].as_u64(), Some(16), "{what}: requests in {v}");
-    let p50 = v["latency_us"]["p50"].as_u64().expect("latency_us.p50");
-    assert!(
-        p50 >= MS * 1000 && p50 <= MS * 1050,
-        "{what}: p50 {p50} µs, want {MS} ms to 5 % over"
-    );
+    let mut p50s = Vec::new();
+    for _ in 0..2 {
+        let v = benchlab_json(&[
+            "--requests",
+            "16",
+            "--threads",
+            "16",
+            "--timeout",
+            "20s",
+            "--validate",
+            "size",
+            &url,
+        ]);
+        assert_eq!(v["errors_total"].as_u64(), Some(0), "{what}: errors in {v}");
+        assert_eq!(v["requests"].as_u64(), Some(16), "{what}: requests in {v}");
+        let p50 = v["latency_us"]["p50"].as_u64().expect("latency_us.p50");
+        assert!(p50 >= MS * 1000, "{what}: p50 {p50} µs, shorter than the {MS} ms asked");
+        p50s.push(p50);
+        if p50 <= MS * 1050 {
+            return;
+        }
+    }
+    panic!("{what}: p50 {p50s:?} µs, want {MS} ms to 5 % over");
 }
 
 /// The application-server SPIs (`wsgi` under gunicorn, `asgi` under
@@ -295,11 +302,20 @@ fn wsgi_and_asgi_under_lighttpd() {
     check_app_spis("lighttpd");
 }
 
-/// The servlet and the JSP page in Tomcat standing alone (`lab up tomcat`),
-/// as the other SPIs are checked; one JVM start for both.
-#[test]
-fn servlet_and_jsp_under_tomcat() {
-    let lab = spice_support::lab::up("tomcat");
+/// One servlet container at a time in this test binary: a JVM's start
+/// takes the CPUs for seconds, and two at once would slow each other's
+/// timed requests.
+fn one_jvm() -> std::sync::MutexGuard<'static, ()> {
+    static JVM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    JVM.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The servlet and the JSP page in a container standing alone (`lab up
+/// tomcat`, `lab up jetty`), as the other SPIs are checked; one JVM start
+/// for both.
+fn check_container(server: &'static str) {
+    let _one = one_jvm();
+    let lab = spice_support::lab::up(server);
     for spi in CONTAINER_SPIS {
         check_spi(&lab.srv, spi);
         check_sleep_under_load(&lab.srv, spi);
@@ -307,11 +323,13 @@ fn servlet_and_jsp_under_tomcat() {
     lab.down();
 }
 
-/// Seed 001's other deployment: the servlet and the JSP page in Tomcat
-/// behind nginx or Apache (`lab up SERVER --container tomcat`), the proxy
-/// serving the static files.
-fn check_container_behind(server: &'static str) {
-    let lab = spice_support::lab::up_with(server, &["--container", "tomcat"]);
+/// Seed 001's other deployment: the servlet and the JSP page in a
+/// container behind nginx or Apache (`lab up SERVER --container NAME`), the
+/// proxy serving the static files. Two of the four pairs (JVM starts are
+/// slow): Tomcat behind nginx, Jetty behind Apache.
+fn check_container_behind(server: &'static str, container: &str) {
+    let _one = one_jvm();
+    let lab = spice_support::lab::up_with(server, &["--container", container]);
     let record: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(lab.state.join("lab.json")).unwrap()).unwrap();
     assert_eq!(
@@ -327,13 +345,23 @@ fn check_container_behind(server: &'static str) {
 }
 
 #[test]
-fn servlet_and_jsp_in_tomcat_behind_nginx() {
-    check_container_behind("nginx");
+fn servlet_and_jsp_under_tomcat() {
+    check_container("tomcat");
 }
 
 #[test]
-fn servlet_and_jsp_in_tomcat_behind_apache() {
-    check_container_behind("apache-event");
+fn servlet_and_jsp_under_jetty() {
+    check_container("jetty");
+}
+
+#[test]
+fn servlet_and_jsp_in_tomcat_behind_nginx() {
+    check_container_behind("nginx", "tomcat");
+}
+
+#[test]
+fn servlet_and_jsp_in_jetty_behind_apache() {
+    check_container_behind("apache-event", "jetty");
 }
 
 /// `--container` where it cannot apply is refused by name, before anything
@@ -352,7 +380,7 @@ fn a_container_behind_a_server_that_cannot_proxy_to_it_is_refused() {
         ),
         (
             &["up", "nginx", "--container", "jboss"][..],
-            "--container \"jboss\": expected tomcat",
+            "--container \"jboss\": expected tomcat or jetty",
         ),
     ] {
         let out = spice_support::lab::lab(base.path(), args);

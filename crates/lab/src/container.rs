@@ -1,16 +1,20 @@
-//! Java servlet containers as lab servers: `tomcat` is Apache Tomcat 10
-//! (jakarta.servlet) standing alone, its own HTTP connector on the lab's
-//! loopback port serving the file set at `/` (its DefaultServlet) and the
-//! SPICE web application at `/spice`: `/spice/servlet/*` the servlet,
-//! `/spice/jsp/*` the JSP page (docs/spice.md).
+//! Java servlet containers as lab servers, standing alone: each one's own
+//! HTTP connector on the lab's loopback port serves the file set at `/`
+//! (its DefaultServlet) and the SPICE web application at `/spice`:
+//! `/spice/servlet/*` the servlet, `/spice/jsp/*` the JSP page
+//! (docs/spice.md). `tomcat` is Apache Tomcat 10 (jakarta.servlet), `jetty`
+//! Eclipse Jetty 9 (javax.servlet: the same sources with the old package
+//! name, and web.xml in the Java EE namespace).
 //!
-//! Tomcat runs unprivileged from a CATALINA_BASE in the run dir (never the
-//! system service): `run/tomcat/` holds its conf (the distribution's web.xml
-//! and catalina.properties, read-only copies), work, temp and logs dirs,
-//! and the web application, whose servlet `lab up` compiles with javac
-//! from the sources compiled into benchlab. The JSP page is compiled by
-//! Tomcat's JSP engine (Jasper) at its first request, with Eclipse's Java
-//! compiler (Debian's libeclipse-jdt-core-java, linked into the base's lib).
+//! Each runs unprivileged from a base dir in the run dir (never the system
+//! service): `run/tomcat/` (CATALINA_BASE: the distribution's web.xml,
+//! catalina.properties and logging.properties copied, work, temp, logs) or
+//! `run/jetty/` (JETTY_BASE: start.ini, webapps/ with `root.xml` for the
+//! file set), and the web application, whose servlet `lab up` compiles with
+//! javac from the sources compiled into benchlab. The JSP page is compiled
+//! by the container's JSP engine (Apache Jasper in both) at its first
+//! request; Tomcat's needs Eclipse's Java compiler (Debian's
+//! libeclipse-jdt-core-java, linked into the base's lib).
 
 use crate::profile::Profile;
 use crate::{chmod, io, require, Error, Paths, ServerKind};
@@ -26,6 +30,9 @@ const SERVLET_JAVA: &str = include_str!("../../../spice/servlet/spice/SpiceServl
 const WEB_XML: &str = include_str!("../../../spice/servlet/WEB-INF/web.xml");
 const SPICE_JSP: &str = include_str!("../../../spice/servlet/spice.jsp");
 
+/// Debian's Jetty 9 (package jetty9).
+const JETTY_HOME: &str = "/usr/share/jetty9";
+
 /// Debian's Tomcat 10 (package tomcat10).
 const TOMCAT_HOME: &str = "/usr/share/tomcat10";
 const TOMCAT_CONF: &str = "/etc/tomcat10";
@@ -34,6 +41,8 @@ const JDT_JAR: &str = "/usr/share/java/eclipse-jdt-core.jar";
 
 /// Tomcat's default request threads, for `workers = 0`.
 const TOMCAT_DEFAULT_THREADS: u32 = 200;
+/// Jetty's, likewise.
+const JETTY_DEFAULT_THREADS: u32 = 200;
 
 fn missing(what: &str, package: &str) -> Error {
     Error::Missing {
@@ -42,14 +51,22 @@ fn missing(what: &str, package: &str) -> Error {
     }
 }
 
-/// Tomcat's start script, after checking what the SPICE application needs.
-pub fn catalina() -> Result<PathBuf, Error> {
+/// What starts the container (Tomcat's catalina.sh, Jetty's start.jar),
+/// after checking what the SPICE application needs.
+pub fn launcher(kind: ServerKind) -> Result<PathBuf, Error> {
+    require("java", "default-jdk-headless")?;
+    require("javac", "default-jdk-headless")?;
+    if kind == ServerKind::Jetty {
+        let jar = Path::new(JETTY_HOME).join("start.jar");
+        if !jar.is_file() {
+            return Err(missing(&format!("Jetty 9 ({})", jar.display()), "jetty9"));
+        }
+        return Ok(jar);
+    }
     let script = Path::new(TOMCAT_HOME).join("bin/catalina.sh");
     if !script.is_file() {
         return Err(missing(&format!("Tomcat 10 ({})", script.display()), "tomcat10"));
     }
-    require("java", "default-jdk-headless")?;
-    require("javac", "default-jdk-headless")?;
     if !Path::new(JDT_JAR).is_file() {
         return Err(missing(
             &format!("Eclipse's Java compiler for JSP pages ({JDT_JAR})"),
@@ -59,16 +76,34 @@ pub fn catalina() -> Result<PathBuf, Error> {
     Ok(script)
 }
 
-/// CATALINA_BASE inside the run dir.
-pub fn base(p: &Paths) -> PathBuf {
-    p.run.join("tomcat")
+/// The container's base dir inside the run dir.
+pub fn base(p: &Paths, kind: ServerKind) -> PathBuf {
+    p.run.join(if kind == ServerKind::Jetty { "jetty" } else { "tomcat" })
 }
 
-/// Makes CATALINA_BASE with the SPICE web application (the servlet compiled
-/// by javac) and returns the command that runs Tomcat in the foreground
-/// with the configuration `server_xml`.
-pub fn prepare(p: &Paths, catalina: &Path, server_xml: &Path) -> Result<Command, Error> {
-    let base = base(p);
+/// The container's configuration, relative to the run dir, and its text.
+pub fn config(kind: ServerKind, p: &Paths, port: u16, prof: &Profile) -> (&'static str, String) {
+    if kind == ServerKind::Jetty {
+        ("jetty/start.ini", start_ini(port, prof))
+    } else {
+        ("server.xml", server_xml(p, port, prof))
+    }
+}
+
+/// Javax (Jetty 9) for jakarta (Tomcat 10): the servlet API's old names.
+fn javax(text: &str) -> String {
+    text.replace("jakarta.servlet", "javax.servlet").replace(
+        "xmlns=\"https://jakarta.ee/xml/ns/jakartaee\" version=\"5.0\"",
+        "xmlns=\"http://xmlns.jcp.org/xml/ns/javaee\" version=\"3.1\"",
+    )
+}
+
+/// Makes the container's base dir with the SPICE web application (the
+/// servlet compiled by javac) and returns the command that runs the
+/// container in the foreground with the configuration `conf`.
+pub fn prepare(kind: ServerKind, p: &Paths, launcher: &Path, conf: &Path) -> Result<Command, Error> {
+    let jetty = kind == ServerKind::Jetty;
+    let base = base(p, kind);
     let app = base.join("webapps/spice");
     let classes = app.join("WEB-INF/classes");
     let src = p.state.join("src/servlet/spice");
@@ -83,23 +118,41 @@ pub fn prepare(p: &Paths, catalina: &Path, server_xml: &Path) -> Result<Command,
     ] {
         fs::create_dir_all(&d).map_err(io(format!("create {}", d.display())))?;
     }
-    for name in ["web.xml", "catalina.properties", "logging.properties"] {
-        let from = Path::new(TOMCAT_CONF).join(name);
-        fs::copy(&from, base.join("conf").join(name))
-            .map_err(io(format!("copy {} (Debian's tomcat10 installs it)", from.display())))?;
+    let adapt = |t: &str| if jetty { javax(t) } else { t.to_owned() };
+    if jetty {
+        // The file set as a web application of its own at `/`.
+        let root = format!(
+            "<?xml version=\"1.0\"?>\n<!DOCTYPE Configure PUBLIC \"-//Jetty//Configure//EN\" \
+             \"http://www.eclipse.org/jetty/configure_9_3.dtd\">\n\
+             <Configure class=\"org.eclipse.jetty.webapp.WebAppContext\">\n  \
+             <Set name=\"contextPath\">/</Set>\n  <Set name=\"war\">{}</Set>\n</Configure>\n",
+            p.root.display()
+        );
+        fs::write(base.join("webapps/root.xml"), root).map_err(io("write root.xml"))?;
+    } else {
+        for name in ["web.xml", "catalina.properties", "logging.properties"] {
+            let from = Path::new(TOMCAT_CONF).join(name);
+            fs::copy(&from, base.join("conf").join(name))
+                .map_err(io(format!("copy {} (Debian's tomcat10 installs it)", from.display())))?;
+        }
+        std::os::unix::fs::symlink(JDT_JAR, base.join("lib/eclipse-jdt-core.jar"))
+            .map_err(io("link the JSP compiler into CATALINA_BASE/lib"))?;
     }
-    std::os::unix::fs::symlink(JDT_JAR, base.join("lib/eclipse-jdt-core.jar"))
-        .map_err(io("link the JSP compiler into CATALINA_BASE/lib"))?;
     for (name, text) in [("Spice.java", SPICE_JAVA), ("SpiceServlet.java", SERVLET_JAVA)] {
-        fs::write(src.join(name), text).map_err(io(format!("write {name}")))?;
+        fs::write(src.join(name), adapt(text)).map_err(io(format!("write {name}")))?;
     }
-    fs::write(app.join("WEB-INF/web.xml"), WEB_XML).map_err(io("write web.xml"))?;
+    fs::write(app.join("WEB-INF/web.xml"), adapt(WEB_XML)).map_err(io("write web.xml"))?;
     fs::write(app.join("spice.jsp"), SPICE_JSP).map_err(io("write spice.jsp"))?;
+    let api = if jetty {
+        Path::new(JETTY_HOME).join("lib/servlet-api-3.1.jar")
+    } else {
+        Path::new(TOMCAT_HOME).join("lib/servlet-api.jar")
+    };
     let javac = require("javac", "default-jdk-headless")?;
     let res = Command::new(javac)
         .arg("-nowarn")
         .arg("-cp")
-        .arg(Path::new(TOMCAT_HOME).join("lib/servlet-api.jar"))
+        .arg(api)
         .arg("-d")
         .arg(&classes)
         .arg(src.join("Spice.java"))
@@ -115,23 +168,51 @@ pub fn prepare(p: &Paths, catalina: &Path, server_xml: &Path) -> Result<Command,
     }
     chmod(&base, 0o755)?;
     // The lab's spawn clears SPICE_ROOT and SPICE_SESSION_LOG from what it
-    // inherits: set on the command, with Tomcat's own two variables.
+    // inherits: set on the command, with the container's own variables.
     let mut cmd = Command::new("env");
     cmd.arg(format!("SPICE_ROOT={}", p.root.display()))
-        .arg(format!("SPICE_SESSION_LOG={}", p.session_log.display()))
-        .arg(format!("CATALINA_HOME={TOMCAT_HOME}"))
-        .arg(format!("CATALINA_BASE={}", base.display()))
-        .arg(catalina)
-        .arg("run")
-        .arg("-config")
-        .arg(server_xml);
+        .arg(format!("SPICE_SESSION_LOG={}", p.session_log.display()));
+    if jetty {
+        // start.jar runs Jetty in this JVM; its temp files (the JSP
+        // engine's work dirs) stay in the base.
+        cmd.arg(require("java", "default-jdk-headless")?)
+            .arg(format!("-Djava.io.tmpdir={}", base.join("temp").display()))
+            .arg("-jar")
+            .arg(launcher)
+            .arg(format!("jetty.home={JETTY_HOME}"))
+            .arg(format!("jetty.base={}", base.display()));
+    } else {
+        cmd.arg(format!("CATALINA_HOME={TOMCAT_HOME}"))
+            .arg(format!("CATALINA_BASE={}", base.display()))
+            .arg(launcher)
+            .arg("run")
+            .arg("-config")
+            .arg(conf);
+    }
     Ok(cmd)
+}
+
+/// Jetty's start.ini from the profile: the HTTP connector on
+/// 127.0.0.1:port, deploying webapps/ (the file set's root.xml, the SPICE
+/// application) once at start, JSP.
+fn start_ini(port: u16, prof: &Profile) -> String {
+    let threads = match prof.workers {
+        Some(0) | None => JETTY_DEFAULT_THREADS,
+        Some(n) => n,
+    };
+    format!(
+        "# Generated by benchlab lab up jetty.\n--module=deploy,http,jsp\njetty.http.host=127.0.0.1\n\
+         jetty.http.port={port}\njetty.http.idleTimeout={idle_ms}\njetty.http.acceptQueueSize={backlog}\n\
+         jetty.threadPool.maxThreads={threads}\njetty.deploy.scanInterval=0\n",
+        idle_ms = u64::from(prof.keepalive_timeout_s.unwrap_or(75)) * 1000,
+        backlog = prof.backlog.unwrap_or(511),
+    )
 }
 
 /// Tomcat's server.xml from the profile: the connector on 127.0.0.1:port,
 /// the file set at `/`, the SPICE application at `/spice`.
-pub fn server_xml(p: &Paths, port: u16, prof: &Profile) -> String {
-    let base = base(p);
+fn server_xml(p: &Paths, port: u16, prof: &Profile) -> String {
+    let base = base(p, ServerKind::Tomcat);
     let threads = match prof.workers {
         Some(0) | None => TOMCAT_DEFAULT_THREADS,
         Some(n) => n,
@@ -176,14 +257,36 @@ pub fn server_xml(p: &Paths, port: u16, prof: &Profile) -> String {
     )
 }
 
-/// `catalina.sh version`, for the disclosure.
-pub fn version(catalina: &Path) -> String {
-    Command::new(catalina)
-        .arg("version")
-        .env("CATALINA_HOME", TOMCAT_HOME)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+/// `catalina.sh version` or `start.jar --version`, for the disclosure.
+pub fn version(kind: ServerKind, launcher: &Path) -> String {
+    let out = if kind == ServerKind::Jetty {
+        Command::new("java")
+            .arg("-jar")
+            .arg(launcher)
+            .arg(format!("jetty.home={JETTY_HOME}"))
+            .arg("--version")
+            .output()
+    } else {
+        Command::new(launcher)
+            .arg("version")
+            .env("CATALINA_HOME", TOMCAT_HOME)
+            .output()
+    };
+    out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default()
+}
+
+/// The container a `--container NAME` names.
+pub fn parse(name: &str) -> Result<ServerKind, Error> {
+    ServerKind::CONTAINERS
+        .iter()
+        .copied()
+        .find(|k| k.name() == name)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--container {name:?}: expected tomcat or jetty (the servlet containers the lab runs)"
+            ))
+        })
 }
 
 /// The SPICE application's web.xml (the servlet and JSP mappings).
@@ -192,20 +295,16 @@ pub fn web_xml() -> &'static str {
 }
 
 /// `lab up SERVER --container NAME`: only nginx and Apache proxy to a
-/// container (seed 001's deployments), and Tomcat is the container.
+/// container (seed 001's deployments), Tomcat or Jetty.
 pub fn check_proxy(kind: ServerKind, container: &str) -> Result<(), Error> {
-    if container != "tomcat" {
-        return Err(Error::Usage(format!(
-            "--container {container:?}: expected tomcat (the servlet container the lab runs)"
-        )));
-    }
+    parse(container)?;
     if !matches!(
         kind,
         ServerKind::Nginx | ServerKind::ApacheEvent | ServerKind::ApachePrefork
     ) {
         return Err(Error::Usage(format!(
             "--container: {} does not proxy to a servlet container in the lab (nginx, apache-event and \
-             apache-prefork do; `lab up tomcat` runs Tomcat standing alone)",
+             apache-prefork do; `lab up tomcat` or `lab up jetty` runs one standing alone)",
             kind.name()
         )));
     }
@@ -214,10 +313,10 @@ pub fn check_proxy(kind: ServerKind, container: &str) -> Result<(), Error> {
 
 /// nginx: proxy_pass of the container's SPIs (inside `server`), when one runs.
 pub fn nginx(p: &Paths) -> String {
-    let Some(port) = p.container_port else {
+    let Some((_, port)) = p.container_port else {
         return String::new();
     };
-    let mut s = String::from("        # The servlet container (Tomcat) behind the proxy.\n");
+    let mut s = String::from("        # The servlet container behind the proxy.\n");
     for spi in SPIS {
         s.push_str(&format!(
             "        location /spice/{spi}/ {{\n            proxy_pass http://127.0.0.1:{port};\n            \
@@ -229,10 +328,10 @@ pub fn nginx(p: &Paths) -> String {
 
 /// Apache: mod_proxy_http to the container, when one runs.
 pub fn apache(p: &Paths) -> String {
-    let Some(port) = p.container_port else {
+    let Some((_, port)) = p.container_port else {
         return String::new();
     };
-    let mut s = String::from("\n# The servlet container (Tomcat) behind the proxy.\n");
+    let mut s = String::from("\n# The servlet container behind the proxy.\n");
     for spi in SPIS {
         s.push_str(&format!(
             "ProxyPass \"/spice/{spi}/\" \"http://127.0.0.1:{port}/spice/{spi}/\"\n"

@@ -42,6 +42,8 @@ pub enum ServerKind {
     /// Apache Tomcat 10 standing alone: the servlet and JSP SPIs
     /// (crates/lab/src/container.rs).
     Tomcat,
+    /// Eclipse Jetty 9 standing alone: the servlet and JSP SPIs.
+    Jetty,
 }
 
 impl ServerKind {
@@ -55,7 +57,7 @@ impl ServerKind {
 
     /// Servlet containers: lab servers too, but not among the web servers
     /// `reproduce` compares by default ([`ServerKind::ALL`]).
-    pub const CONTAINERS: &'static [ServerKind] = &[ServerKind::Tomcat];
+    pub const CONTAINERS: &'static [ServerKind] = &[ServerKind::Tomcat, ServerKind::Jetty];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -65,6 +67,7 @@ impl ServerKind {
             ServerKind::Lighttpd => "lighttpd",
             ServerKind::Benchlab => "benchlab",
             ServerKind::Tomcat => "tomcat",
+            ServerKind::Jetty => "jetty",
         }
     }
 
@@ -81,7 +84,7 @@ impl ServerKind {
     pub fn spis(self) -> &'static [&'static str] {
         match self {
             ServerKind::Benchlab => &["inproc"],
-            ServerKind::Tomcat => container::SPIS,
+            ServerKind::Tomcat | ServerKind::Jetty => container::SPIS,
             _ => &["cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi"],
         }
     }
@@ -92,6 +95,9 @@ impl ServerKind {
             // benchlab serve has no switch for keep-alive, sendfile (it
             // decides by file size) or the backlog.
             ServerKind::Benchlab => &["workers", "keepalive_timeout_s", "access_log"],
+            // Jetty 9 has no switch for keep-alive itself, its request
+            // count or sendfile, nor an access log without another module.
+            ServerKind::Jetty => &["workers", "keepalive_timeout_s", "backlog"],
             _ => &[
                 "workers",
                 "keepalive",
@@ -112,6 +118,7 @@ impl ServerKind {
             ServerKind::Lighttpd => ("lighttpd", "lighttpd"),
             ServerKind::Benchlab => ("benchlab", "benchlab itself"),
             ServerKind::Tomcat => ("catalina.sh", "tomcat10"),
+            ServerKind::Jetty => ("start.jar", "jetty9"),
         }
     }
 }
@@ -189,8 +196,8 @@ pub struct Paths {
     /// The document root (the file set).
     pub root: PathBuf,
     pub session_log: PathBuf,
-    /// The port of the servlet container behind the proxy (`--container`).
-    pub container_port: Option<u16>,
+    /// The servlet container behind the proxy and its port (`--container`).
+    pub container_port: Option<(ServerKind, u16)>,
 }
 
 impl Paths {
@@ -447,7 +454,7 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
     let (program, package) = kind.binary();
     let server_bin = match kind {
         ServerKind::Benchlab => std::env::current_exe().map_err(io("find benchlab's own executable"))?,
-        ServerKind::Tomcat => container::catalina()?,
+        ServerKind::Tomcat | ServerKind::Jetty => container::launcher(kind)?,
         _ => require(program, package)?,
     };
     if matches!(kind, ServerKind::ApacheEvent | ServerKind::ApachePrefork)
@@ -571,7 +578,7 @@ fn start(
     let server_log = p.run.join("server.log");
     let wait_sock = |sock: PathBuf| move || sock.exists();
 
-    if !matches!(kind, ServerKind::Benchlab | ServerKind::Tomcat) {
+    if !matches!(kind, ServerKind::Benchlab | ServerKind::Tomcat | ServerKind::Jetty) {
         build_spice(state, &p.bin)?;
     }
     // The FastCGI program under spawn-fcgi (nginx, Apache; lighttpd spawns
@@ -620,17 +627,19 @@ fn start(
         }
     }
     // The servlet container behind the proxy (`--container tomcat`).
-    if opts.container.is_some() {
+    if let Some(name) = &opts.container {
+        let c = container::parse(name)?;
         let tport = free_port()?;
-        let catalina = container::catalina()?;
-        let conf = p.run.join("tomcat-server.xml");
-        let xml = container::server_xml(&p, tport, &Profile::default_for(ServerKind::Tomcat));
-        fs::write(&conf, xml).map_err(io(format!("write {}", conf.display())))?;
-        let cmd = container::prepare(&p, &catalina, &conf)?;
-        let mut child = spawn(&mut started, cmd, "tomcat", &helper_log)?;
+        let launcher = container::launcher(c)?;
+        let (conf_name, text) = container::config(c, &p, tport, &Profile::default_for(c));
+        let conf = p.run.join(conf_name);
+        let cmd = container::prepare(c, &p, &launcher, &conf)?;
+        fs::write(&conf, text).map_err(io(format!("write {}", conf.display())))?;
+        let mut child = spawn(&mut started, cmd, c.name(), &helper_log)?;
         let listening = move || TcpStream::connect(("127.0.0.1", tport)).is_ok();
-        wait_ready(&mut child, "tomcat (behind the proxy)", &helper_log, &listening)?;
-        p.container_port = Some(tport);
+        let what = format!("{} (behind the proxy)", c.name());
+        wait_ready(&mut child, &what, &helper_log, &listening)?;
+        p.container_port = Some((c, tport));
     }
     // SAFETY: geteuid never fails.
     let as_root = unsafe { libc::geteuid() } == 0;
@@ -684,10 +693,10 @@ fn start(
                 let line = format!("{cmd:?}\n");
                 ("command.txt", line, cmd)
             }
-            ServerKind::Tomcat => {
-                let conf = p.run.join("server.xml");
-                let cmd = container::prepare(&p, server_bin, &conf)?;
-                ("server.xml", container::server_xml(&p, port, profile), cmd)
+            ServerKind::Tomcat | ServerKind::Jetty => {
+                let (conf_name, text) = container::config(kind, &p, port, profile);
+                let cmd = container::prepare(kind, &p, server_bin, &p.run.join(conf_name))?;
+                (conf_name, text, cmd)
             }
         };
         let conf_path = p.run.join(conf_name);
@@ -695,7 +704,7 @@ fn start(
         cmd.current_dir(&p.run);
         let mut server = spawn(&mut started, cmd, kind.name(), &server_log)?;
         let pid = server.id() as i32;
-        let error_log = if matches!(kind, ServerKind::Benchlab | ServerKind::Tomcat) {
+        let error_log = if matches!(kind, ServerKind::Benchlab | ServerKind::Tomcat | ServerKind::Jetty) {
             server_log.clone()
         } else {
             p.run.join("error.log")
@@ -884,10 +893,13 @@ fn disclose(
             capture(cmd(&["--version".as_ref()])),
             vec![("command".into(), fs::read_to_string(conf).unwrap_or_default())],
         ),
-        ServerKind::Tomcat => (
-            container::version(bin),
+        ServerKind::Tomcat | ServerKind::Jetty => (
+            container::version(kind, bin),
             vec![
-                ("server.xml".into(), fs::read_to_string(conf).unwrap_or_default()),
+                (
+                    conf.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                    fs::read_to_string(conf).unwrap_or_default(),
+                ),
                 ("spice web.xml".into(), container::web_xml().to_owned()),
             ],
         ),
@@ -896,12 +908,13 @@ fn disclose(
     if kind.spis().iter().any(|s| appserver::SPIS.contains(s)) {
         effective.push(("application servers".into(), appserver::disclosure()));
     }
-    if p.container_port.is_some() {
-        let xml = fs::read_to_string(p.run.join("tomcat-server.xml")).unwrap_or_default();
-        let version = container::catalina()
-            .map(|c| container::version(&c))
+    if let Some((c, port)) = p.container_port {
+        let (conf_name, _) = container::config(c, p, port, &Profile::default_for(c));
+        let text = fs::read_to_string(p.run.join(conf_name)).unwrap_or_default();
+        let version = container::launcher(c)
+            .map(|l| container::version(c, &l))
             .unwrap_or_default();
-        effective.push(("tomcat behind the proxy".into(), format!("{version}\n\n{xml}")));
+        effective.push((format!("{} behind the proxy", c.name()), format!("{version}\n\n{text}")));
     }
     let profile_text = profile.to_toml(kind);
     let listen_backlog = profile

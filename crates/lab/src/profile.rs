@@ -219,6 +219,7 @@ fn workers_help(kind: ServerKind) -> &'static str {
         ServerKind::Lighttpd => "processes (server.max-worker; 1 = lighttpd's single process); 0 = one per core",
         ServerKind::Benchlab => "threads serving connections (--workers); 0 = one per core",
         ServerKind::Tomcat => "request threads (the connector's maxThreads); 0 = Tomcat's default, 200",
+        ServerKind::Jetty => "request threads (jetty.threadPool.maxThreads); 0 = Jetty's default, 200",
     }
 }
 
