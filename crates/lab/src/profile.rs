@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn default_profile_round_trips_for_every_server() {
-        for kind in ServerKind::ALL {
+        for kind in ServerKind::ALL.iter().chain(ServerKind::CONTAINERS) {
             let p = Profile::default_for(*kind);
             let text = p.to_toml(*kind);
             assert_eq!(Profile::parse(&text, "p.toml", *kind).unwrap(), p, "{}", kind.name());
