@@ -173,7 +173,7 @@ fn servers_compares_every_lab_server_on_the_mindcraft_workload() {
 #[test]
 fn spi_runs_static_and_each_spi_under_each_server() {
     let sides = ["nginx", "benchlab"];
-    let (r, stdout) = run_sides("spi", &["--servers", "nginx,benchlab"], &sides, "0.03", &[8, 4]);
+    let (r, stdout) = run_sides("spi", &["--servers", "nginx,benchlab"], &sides, "0.03", &[12, 4]);
     let phases = |res: &serde_json::Value| -> Vec<String> {
         res["phases"]
             .as_array()

@@ -135,8 +135,10 @@ pub fn prepare(kind: ServerKind, p: &Paths, launcher: &Path, conf: &Path) -> Res
             fs::copy(&from, base.join("conf").join(name))
                 .map_err(io(format!("copy {} (Debian's tomcat10 installs it)", from.display())))?;
         }
-        std::os::unix::fs::symlink(JDT_JAR, base.join("lib/eclipse-jdt-core.jar"))
-            .map_err(io("link the JSP compiler into CATALINA_BASE/lib"))?;
+        // A second try on a fresh port finds the link of the first.
+        let link = base.join("lib/eclipse-jdt-core.jar");
+        let _ = fs::remove_file(&link);
+        std::os::unix::fs::symlink(JDT_JAR, &link).map_err(io("link the JSP compiler into CATALINA_BASE/lib"))?;
     }
     for (name, text) in [("Spice.java", SPICE_JAVA), ("SpiceServlet.java", SERVLET_JAVA)] {
         fs::write(src.join(name), adapt(text)).map_err(io(format!("write {name}")))?;
