@@ -35,7 +35,7 @@ itself has no index page: 403 or 404). `benchlab lab down SERVER` stops it and r
     /// Print SERVER's default profile (its tuning) as TOML, to edit and
     /// pass to `lab up --profile`.
     Profile {
-        /// nginx, apache-event, apache-prefork, lighttpd, benchlab or tomcat.
+        /// nginx, apache-event, apache-prefork, lighttpd, benchlab, tomcat or jetty.
         server: String,
     },
     /// Write the Kubernetes manifests of a run across N agents: an
@@ -69,7 +69,7 @@ struct CertsArgs {
 
 #[derive(Debug, Args)]
 struct UpArgs {
-    /// nginx, apache-event, apache-prefork, lighttpd or benchlab.
+    /// nginx, apache-event, apache-prefork, lighttpd, benchlab, tomcat or jetty.
     server: String,
     /// The tuning (TOML; `benchlab lab profile SERVER` writes the defaults).
     #[arg(long, value_name = "FILE")]
@@ -87,7 +87,7 @@ struct UpArgs {
     /// kernel caps it at net.core.somaxconn, and the disclosure says both.
     #[arg(long, value_name = "N")]
     backlog: Option<u32>,
-    /// A servlet container (tomcat) that nginx or Apache proxies
+    /// A servlet container (tomcat or jetty) that nginx or Apache proxies
     /// /spice/servlet/ and /spice/jsp/ to (docs/spice.md).
     #[arg(long, value_name = "NAME")]
     container: Option<String>,
