@@ -275,6 +275,65 @@ fn check_sleep_under_load(srv: &SpiceServer, spi: &str) {
     panic!("{what}: p50 {p50s:?} µs, want {MS} ms to 5 % over");
 }
 
+/// HEAD through the server: the status and Content-Length of the GET
+/// (the file's size, the X-Ad of ad rotation), and no body.
+fn check_head(srv: &SpiceServer, spi: &str) {
+    let path = format!("/spice/{spi}/adrot{FILE_10K}");
+    let r = spice_support::lab::request(spice_support::lab::tcp(srv.port), "HEAD", &path);
+    let what = format!("{} HEAD {path}", srv.name);
+    assert_eq!(r.status, 200, "{what}");
+    assert_eq!(r.header("content-length"), Some("10000"), "{what}");
+    assert_eq!(
+        r.header("x-ad"),
+        Some(expected_ad("", COOKIE, USER_AGENT).to_string().as_str()),
+        "{what}"
+    );
+    assert!(r.body.is_empty(), "{what}: a body of {} bytes", r.body.len());
+}
+
+/// The WSGI and ASGI programs on their application servers' own sockets,
+/// with no web server between to normalise the path: `.` and `..`
+/// segments and control characters refused (400), a bad `ms` 400, a
+/// missing file or an unknown kind 404, other methods 405, HEAD without a
+/// body; and none of it logged.
+fn check_app_sockets(lab: &spice_support::lab::LabServer) {
+    lab.srv.reset_session_log();
+    for (spi, sock) in [("wsgi", "gunicorn.sock"), ("asgi", "uvicorn.sock")] {
+        let sock = lab.state.join("run").join(sock);
+        let cases: &[(&str, String, u16)] = &[
+            ("GET", format!("/spice/{spi}/session/dir1/../a.html"), 400),
+            ("GET", format!("/spice/{spi}/session/./a.html"), 400),
+            ("GET", format!("/spice/{spi}/session/a%09b.html"), 400),
+            ("GET", format!("/spice/{spi}/sleep/a.html?ms=abc"), 400),
+            ("GET", format!("/spice/{spi}/sleep/a.html?ms=600001"), 400),
+            ("GET", format!("/spice/{spi}/session/missing.html"), 404),
+            ("GET", format!("/spice/{spi}/session/dir1"), 404),
+            ("GET", format!("/spice/{spi}/bogus/a.html"), 404),
+            ("POST", format!("/spice/{spi}/session/a.html"), 405),
+            ("HEAD", format!("/spice/{spi}/adrot{FILE_4K}"), 200),
+        ];
+        for (method, path, status) in cases {
+            let r = spice_support::lab::request(spice_support::lab::unix(&sock), method, path);
+            let what = format!("{method} {path} on {}", sock.display());
+            assert_eq!(r.status, *status, "{what}: {:?}", String::from_utf8_lossy(&r.body));
+            if *status == 200 {
+                assert_eq!(r.header("content-length"), Some("4096"), "{what}");
+                assert!(r.body.is_empty(), "{what}: HEAD sent a body");
+            } else {
+                assert_eq!(
+                    r.header("content-length"),
+                    Some(r.body.len().to_string().as_str()),
+                    "{what}"
+                );
+            }
+            if *status == 405 {
+                assert_eq!(r.header("allow"), Some("GET, HEAD"), "{what}");
+            }
+        }
+    }
+    assert!(!lab.srv.session_log.exists(), "a refused request was logged");
+}
+
 /// The application-server SPIs (`wsgi` under gunicorn, `asgi` under
 /// uvicorn) behind one server as `benchlab lab up` runs them: every check
 /// of the other SPIs, the sleep under concurrent load, then `lab down`
@@ -283,7 +342,11 @@ fn check_app_spis(server: &'static str) {
     let lab = spice_support::lab::up(server);
     for spi in APP_SPIS {
         check_spi(&lab.srv, spi);
+        check_head(&lab.srv, spi);
         check_sleep_under_load(&lab.srv, spi);
+    }
+    if server == "nginx" {
+        check_app_sockets(&lab);
     }
     lab.down();
 }
@@ -319,6 +382,7 @@ fn check_container(server: &'static str) {
     let lab = spice_support::lab::up(server);
     for spi in CONTAINER_SPIS {
         check_spi(&lab.srv, spi);
+        check_head(&lab.srv, spi);
         check_sleep_under_load(&lab.srv, spi);
     }
     lab.down();
@@ -340,6 +404,7 @@ fn check_container_behind(server: &'static str, container: &str) {
     );
     for spi in CONTAINER_SPIS {
         check_spi(&lab.srv, spi);
+        check_head(&lab.srv, spi);
         check_sleep_under_load(&lab.srv, spi);
     }
     lab.down();

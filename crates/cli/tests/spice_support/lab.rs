@@ -5,6 +5,9 @@
 //! left alive.
 
 use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -12,7 +15,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use super::servers::{self, SpiceServer};
-use super::{chmod, group_alive, make_docroot};
+use super::{chmod, group_alive, make_docroot, Response, COOKIE, USER_AGENT};
 
 /// Application-server worker processes per SPI (`lab up`'s
 /// `benchlab_lab::appserver::WORKERS`): the session log's pids are theirs.
@@ -136,4 +139,57 @@ impl Drop for LabServer {
             let _ = lab(self.base.path(), &["down", "--all", "--grace", "3s"]);
         }
     }
+}
+
+/// Sends one request (`Connection: close`, the test's cookie and user
+/// agent) on `stream` and reads the response to its end: for a HEAD or a
+/// request straight to an application server's socket, which [`super::get`]
+/// (GET over TCP) cannot send.
+pub fn request(mut stream: impl Read + Write, method: &str, path: &str) -> Response {
+    let body = if method == "POST" { "Content-Length: 0\r\n" } else { "" };
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: {USER_AGENT}\r\nCookie: {COOKIE}\r\n{body}\
+         Connection: close\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).expect("send request");
+    let mut raw = Vec::new();
+    stream
+        .read_to_end(&mut raw)
+        .unwrap_or_else(|e| panic!("read the response to {method} {path}: {e}"));
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("{method} {path}: no end of head in {:?}", String::from_utf8_lossy(&raw)));
+    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or("");
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("{method} {path}: bad status line {status_line:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Response {
+        status,
+        headers,
+        body: raw[end + 4..].to_vec(),
+        elapsed: Duration::ZERO,
+    }
+}
+
+/// A TCP connection to 127.0.0.1:`port` with a read timeout.
+pub fn tcp(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("connect to {port}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(20))).expect("set timeout");
+    s
+}
+
+/// A connection to a unix socket with a read timeout.
+pub fn unix(path: &Path) -> UnixStream {
+    let s = UnixStream::connect(path).unwrap_or_else(|e| panic!("connect to {}: {e}", path.display()));
+    s.set_read_timeout(Some(Duration::from_secs(20))).expect("set timeout");
+    s
 }
