@@ -10,7 +10,7 @@
 # workers run as www-data or nobody) that are not in FILE (so started
 # since, whatever reused pids), are not zombies, and are a server the tests
 # start (nginx, apache2, lighttpd, smbd, h2o, fcgiwrap, spawn-fcgi, postgres, benchlab,
-# gunicorn, php-fpm, node,
+# gunicorn, uvicorn, java, php-fpm, node,
 # or a program inside a test temp dir such as the SPICE programs) with a
 # test temp dir (`$TMPDIR/.tmp…`, tempfile's names) on its command line, or
 # a worker that retitled itself (`nginx: worker process`, `smbd: client`,
@@ -54,9 +54,10 @@ leftovers() {
       prog = argv[1]
       name = prog
       sub(/.*\//, "", name)
-      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab|gunicorn|php-fpm[0-9.]*|node|nodejs)(:.*)?$/
-      # gunicorn is a Python script: python3 runs it, its path second.
-      if (name ~ /^python3(\.[0-9]+)?$/ && argv[2] ~ /(^|\/)gunicorn$/) server = 1
+      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab|gunicorn|uvicorn|java|php-fpm[0-9.]*|node|nodejs)(:.*)?$/
+      # The Python application servers run as python3 (gunicorn, uvicorn):
+      # the program's path follows.
+      if (name ~ /^python3/ && args ~ /(gunicorn|uvicorn)/) server = 1
       if (index(args, tmp) > 0 && (server || index(prog, tmp) == 1)) {
         found[$1] = args
         order[++n] = $1

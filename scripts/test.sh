@@ -14,7 +14,7 @@
 # 4. Checks that no server the tests started outlived them
 #    (scripts/leftover-servers.sh: every process of this user started during
 #    `cargo test` that is nginx, apache2, lighttpd, smbd, h2o, fcgiwrap,
-#    spawn-fcgi, postgres, benchlab or a SPICE program with a test temp dir on its
+#    spawn-fcgi, postgres, benchlab, gunicorn, uvicorn, java, php-fpm, node or a SPICE program with a test temp dir on its
 #    command line, or an orphaned nginx/smbd worker). Each one found is
 #    printed and stopped, and the script exits 1: a test that leaks a server
 #    fails the run even when every test passed.
@@ -43,6 +43,11 @@ requirements=(
   "perl|/usr/bin/perl|SPICE: spice/cgi-perl/spice.pl (spi cgi-perl)"
   "nodejs|node|SPICE: spice/node/spice.js (spi node; lab up starts it beside nginx, Apache, lighttpd)"
   "php-fpm|php-fpm,php-fpm8.2,php-fpm8.3,php-fpm8.4|SPICE: spice/php/spice.php under PHP-FPM (spi php-fpm; lab up starts it beside nginx, Apache, lighttpd)"
+  "python3-uvicorn|/usr/lib/python3/dist-packages/uvicorn/__init__.py|SPICE: the asgi SPI's application server (python3 -m uvicorn)"
+  "tomcat10|/usr/share/tomcat10/bin/catalina.sh|SPICE: lab up tomcat, the servlet and jsp SPIs (crates/lab/src/container.rs)"
+  "default-jdk-headless|javac|SPICE: lab up tomcat compiles the servlet (spice/servlet/)"
+  "libeclipse-jdt-core-java|/usr/share/java/eclipse-jdt-core.jar|SPICE: Tomcat's JSP engine compiles spice.jsp with it"
+  "jetty9|/usr/share/jetty9/start.jar|SPICE: lab up jetty, the servlet and jsp SPIs in Jetty 9 (crates/lab/src/container.rs)"
   "gcc|gcc|SPICE's C programs; the Rust linker (cc)"
   "libc6-dev|/usr/include/stdio.h|C headers and crt files for gcc and the Rust linker"
   "make|make|spice/Makefile"
@@ -61,7 +66,7 @@ requirements=(
   "libxml2-utils|xmllint|gates.rs: --junit files validated against tests/data/junit.xsd"
   "postgresql|/usr/lib/postgresql/15/bin/initdb,/usr/lib/postgresql/16/bin/initdb,/usr/lib/postgresql/17/bin/initdb,/usr/lib/postgresql/18/bin/initdb|history.rs: a PostgreSQL history database (initdb, pg_ctl, createdb)"
   "prometheus|/usr/bin/prometheus|metrics.rs: a real Prometheus scrapes --metrics-listen and receives remote write"
-  "gunicorn|gunicorn|shop.rs: lab up shop runs the shop application (deploy/shop/shop.py) under gunicorn"
+  "gunicorn|gunicorn|SPICE: the wsgi SPI's application server (crates/lab/src/appserver.rs); shop.rs: lab up shop runs the shop application (deploy/shop/shop.py)"
 )
 
 # Is `probe` satisfied? A comma-separated list of alternatives, each an

@@ -39,7 +39,7 @@ over TLS: its lines `tls URL`, `cert FILE` (the certificate to trust) and `app-l
     /// Print SERVER's default profile (its tuning) as TOML, to edit and
     /// pass to `lab up --profile`.
     Profile {
-        /// nginx, apache-event, apache-prefork, lighttpd or benchlab.
+        /// nginx, apache-event, apache-prefork, lighttpd, benchlab, tomcat or jetty.
         server: String,
     },
     /// Write the Kubernetes manifests of a run across N agents: an
@@ -73,7 +73,7 @@ struct CertsArgs {
 
 #[derive(Debug, Args)]
 struct UpArgs {
-    /// nginx, apache-event, apache-prefork, lighttpd, benchlab or shop.
+    /// nginx, apache-event, apache-prefork, lighttpd, benchlab, shop, tomcat or jetty.
     server: String,
     /// The tuning (TOML; `benchlab lab profile SERVER` writes the defaults).
     #[arg(long, value_name = "FILE")]
@@ -94,6 +94,10 @@ struct UpArgs {
     /// shop only: the TLS port on 127.0.0.1 (1024 or above) [default: a free one].
     #[arg(long, value_name = "P")]
     tls_port: Option<u16>,
+    /// A servlet container (tomcat or jetty) that nginx or Apache proxies
+    /// /spice/servlet/ and /spice/jsp/ to (docs/spice.md).
+    #[arg(long, value_name = "NAME")]
+    container: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -127,6 +131,7 @@ pub fn run(a: LabArgs) -> Result<Outcome, CliError> {
                 base: Some(base),
                 backlog: u.backlog,
                 tls_port: u.tls_port,
+                container: u.container,
             };
             let lab = benchlab_lab::up(kind, &opts).map_err(cli_error)?;
             // Scripts read the URL from the first line, the state dir from

@@ -141,9 +141,30 @@ fn check_server(server: &str) {
     let want: &[&str] = if server == "benchlab" {
         &["inproc"]
     } else if server == "lighttpd" {
-        &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "node"]
+        &[
+            "cgi-c",
+            "cgi-script",
+            "cgi-perl",
+            "fastcgi",
+            "php-fpm",
+            "node",
+            "wsgi",
+            "asgi",
+        ]
+    } else if server == "tomcat" || server == "jetty" {
+        &["servlet", "jsp"]
     } else {
-        &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "shtml", "node"]
+        &[
+            "cgi-c",
+            "cgi-script",
+            "cgi-perl",
+            "fastcgi",
+            "php-fpm",
+            "shtml",
+            "node",
+            "wsgi",
+            "asgi",
+        ]
     };
     assert_eq!(spis, want);
     let mut urls = 0;
@@ -252,6 +273,16 @@ fn apache_event_up_serves_every_file_and_spi_and_goes_down() {
 fn apache_prefork_up_serves_every_file_and_spi_and_goes_down() {
     spice_support::require("apache2");
     check_server("apache-prefork");
+}
+
+#[test]
+fn tomcat_up_serves_every_file_and_servlet_and_jsp_and_goes_down() {
+    check_server("tomcat");
+}
+
+#[test]
+fn jetty_up_serves_every_file_and_servlet_and_jsp_and_goes_down() {
+    check_server("jetty");
 }
 
 #[test]

@@ -18,10 +18,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use spice_support::lab::APP_WORKERS;
 use spice_support::servers::{self, SpiceServer, FASTCGI_PROCS, FPM_PROCS};
 use spice_support::{
-    benchlab_json, expected_ad, file_contents, get, now_s, programs, read_session_log, Response, SessionLog, COOKIE,
-    FILE_10K, FILE_4K, SPIS, USER_AGENT,
+    benchlab_json, expected_ad, file_contents, get, now_s, programs, read_session_log, Response, SessionLog, APP_SPIS,
+    CONTAINER_SPIS, COOKIE, FILE_10K, FILE_4K, SPIS, USER_AGENT,
 };
 
 /// The `ms` of the sleep program's timing check.
@@ -212,7 +213,17 @@ fn check_spi(srv: &SpiceServer, spi: &str) {
         "{what}: times"
     );
     let pids: BTreeSet<u32> = log.lines.iter().map(|l| l.pid).collect();
-    if spi == "fastcgi" {
+    if CONTAINER_SPIS.contains(&spi) {
+        // One JVM serves every request.
+        assert_eq!(pids.len(), 1, "{what}: pids {pids:?}, want the container's one");
+    } else if APP_SPIS.contains(&spi) {
+        // The application server's worker processes, however many requests.
+        assert!(
+            pids.len() <= APP_WORKERS,
+            "{what}: {} pids, want at most the {APP_WORKERS} workers",
+            pids.len()
+        );
+    } else if spi == "fastcgi" {
         assert!(
             pids.len() <= FASTCGI_PROCS,
             "{what}: {} FastCGI pids, want at most {FASTCGI_PROCS}",
@@ -226,7 +237,10 @@ fn check_spi(srv: &SpiceServer, spi: &str) {
         }
     } else if spi == "node" {
         // One process, serialising its session requests behind the flock.
-        assert_eq!(pids, BTreeSet::from([srv.node_pid]), "{what}: node's pids");
+        match srv.node_pid {
+            Some(node) => assert_eq!(pids, BTreeSet::from([node]), "{what}: node's pids"),
+            None => assert_eq!(pids.len(), 1, "{what}: node's pids {pids:?}"),
+        }
     } else if spi == "php-fpm" {
         assert!(
             pids.len() <= FPM_PROCS,
@@ -336,6 +350,225 @@ fn spice_under_apache() {
 #[test]
 fn spice_under_lighttpd() {
     check_server(servers::lighttpd());
+}
+
+/// `sleep?ms=N` under load: 16 requests from 16 virtual users at once, each
+/// waits N ms and no more (p50 within 5 %); an application server whose
+/// workers served one request at a time (a blocked event loop, sync
+/// workers) would queue 16 on its 4 workers and double the median. N is two
+/// seconds, so that 5 % (100 ms) absorbs scheduling; and the best of three
+/// runs counts, so that a moment of a busy machine (another test's JVM
+/// starting, a build) does not fail it while a server that queues fails
+/// all three.
+fn check_sleep_under_load(srv: &SpiceServer, spi: &str) {
+    const MS: u64 = 2000;
+    let url = format!("http://127.0.0.1:{}/spice/{spi}/sleep{FILE_4K}?ms={MS}", srv.port);
+    let what = format!("{} {spi} sleep load", srv.name);
+    let mut p50s = Vec::new();
+    for _ in 0..3 {
+        let v = benchlab_json(&[
+            "--requests",
+            "16",
+            "--threads",
+            "16",
+            "--timeout",
+            "20s",
+            "--validate",
+            "size",
+            &url,
+        ]);
+        assert_eq!(v["errors_total"].as_u64(), Some(0), "{what}: errors in {v}");
+        assert_eq!(v["requests"].as_u64(), Some(16), "{what}: requests in {v}");
+        let p50 = v["latency_us"]["p50"].as_u64().expect("latency_us.p50");
+        assert!(p50 >= MS * 1000, "{what}: p50 {p50} µs, shorter than the {MS} ms asked");
+        p50s.push(p50);
+        if p50 <= MS * 1050 {
+            return;
+        }
+    }
+    panic!("{what}: p50 {p50s:?} µs, want {MS} ms to 5 % over");
+}
+
+/// HEAD through the server: the status and Content-Length of the GET
+/// (the file's size, the X-Ad of ad rotation), and no body.
+fn check_head(srv: &SpiceServer, spi: &str) {
+    let path = format!("/spice/{spi}/adrot{FILE_10K}");
+    let r = spice_support::lab::request(spice_support::lab::tcp(srv.port), "HEAD", &path);
+    let what = format!("{} HEAD {path}", srv.name);
+    assert_eq!(r.status, 200, "{what}");
+    assert_eq!(r.header("content-length"), Some("10000"), "{what}");
+    assert_eq!(
+        r.header("x-ad"),
+        Some(expected_ad("", COOKIE, USER_AGENT).to_string().as_str()),
+        "{what}"
+    );
+    assert!(r.body.is_empty(), "{what}: a body of {} bytes", r.body.len());
+}
+
+/// The WSGI and ASGI programs on their application servers' own sockets,
+/// with no web server between to normalise the path: `.` and `..`
+/// segments and control characters refused (400), a bad `ms` 400, a
+/// missing file or an unknown kind 404, other methods 405, HEAD without a
+/// body; and none of it logged.
+fn check_app_sockets(lab: &spice_support::lab::LabServer) {
+    lab.srv.reset_session_log();
+    for (spi, sock) in [("wsgi", "gunicorn.sock"), ("asgi", "uvicorn.sock")] {
+        let sock = lab.state.join("run").join(sock);
+        let cases: &[(&str, String, u16)] = &[
+            ("GET", format!("/spice/{spi}/session/dir1/../a.html"), 400),
+            ("GET", format!("/spice/{spi}/session/./a.html"), 400),
+            ("GET", format!("/spice/{spi}/session/a%09b.html"), 400),
+            ("GET", format!("/spice/{spi}/sleep/a.html?ms=abc"), 400),
+            ("GET", format!("/spice/{spi}/sleep/a.html?ms=600001"), 400),
+            ("GET", format!("/spice/{spi}/session/missing.html"), 404),
+            ("GET", format!("/spice/{spi}/session/dir1"), 404),
+            ("GET", format!("/spice/{spi}/bogus/a.html"), 404),
+            ("POST", format!("/spice/{spi}/session/a.html"), 405),
+            ("HEAD", format!("/spice/{spi}/adrot{FILE_4K}"), 200),
+        ];
+        for (method, path, status) in cases {
+            let r = spice_support::lab::request(spice_support::lab::unix(&sock), method, path);
+            let what = format!("{method} {path} on {}", sock.display());
+            assert_eq!(r.status, *status, "{what}: {:?}", String::from_utf8_lossy(&r.body));
+            if *status == 200 {
+                assert_eq!(r.header("content-length"), Some("4096"), "{what}");
+                assert!(r.body.is_empty(), "{what}: HEAD sent a body");
+            } else {
+                assert_eq!(
+                    r.header("content-length"),
+                    Some(r.body.len().to_string().as_str()),
+                    "{what}"
+                );
+            }
+            if *status == 405 {
+                assert_eq!(r.header("allow"), Some("GET, HEAD"), "{what}");
+            }
+        }
+    }
+    assert!(!lab.srv.session_log.exists(), "a refused request was logged");
+}
+
+/// The application-server SPIs (`wsgi` under gunicorn, `asgi` under
+/// uvicorn) behind one server as `benchlab lab up` runs them: every check
+/// of the other SPIs, the sleep under concurrent load, then `lab down`
+/// leaves no process behind.
+fn check_app_spis(server: &'static str) {
+    let lab = spice_support::lab::up(server);
+    for spi in APP_SPIS {
+        check_spi(&lab.srv, spi);
+        check_head(&lab.srv, spi);
+        check_sleep_under_load(&lab.srv, spi);
+    }
+    if server == "nginx" {
+        check_app_sockets(&lab);
+    }
+    lab.down();
+}
+
+#[test]
+fn wsgi_and_asgi_under_nginx() {
+    check_app_spis("nginx");
+}
+
+#[test]
+fn wsgi_and_asgi_under_apache() {
+    check_app_spis("apache-event");
+}
+
+#[test]
+fn wsgi_and_asgi_under_lighttpd() {
+    check_app_spis("lighttpd");
+}
+
+/// One servlet container at a time in this test binary: a JVM's start
+/// takes the CPUs for seconds, and two at once would slow each other's
+/// timed requests.
+fn one_jvm() -> std::sync::MutexGuard<'static, ()> {
+    static JVM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    JVM.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The servlet and the JSP page in a container standing alone (`lab up
+/// tomcat`, `lab up jetty`), as the other SPIs are checked; one JVM start
+/// for both.
+fn check_container(server: &'static str) {
+    let _one = one_jvm();
+    let lab = spice_support::lab::up(server);
+    for spi in CONTAINER_SPIS {
+        check_spi(&lab.srv, spi);
+        check_head(&lab.srv, spi);
+        check_sleep_under_load(&lab.srv, spi);
+    }
+    lab.down();
+}
+
+/// Seed 001's other deployment: the servlet and the JSP page in a
+/// container behind nginx or Apache (`lab up SERVER --container NAME`), the
+/// proxy serving the static files. Two of the four pairs (JVM starts are
+/// slow): Tomcat behind nginx, Jetty behind Apache.
+fn check_container_behind(server: &'static str, container: &str) {
+    let _one = one_jvm();
+    let lab = spice_support::lab::up_with(server, &["--container", container]);
+    let record: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(lab.state.join("lab.json")).unwrap()).unwrap();
+    assert_eq!(
+        record["spis"],
+        serde_json::json!(["cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi", "servlet", "jsp"]),
+        "{server}"
+    );
+    for spi in CONTAINER_SPIS {
+        check_spi(&lab.srv, spi);
+        check_head(&lab.srv, spi);
+        check_sleep_under_load(&lab.srv, spi);
+    }
+    lab.down();
+}
+
+#[test]
+fn servlet_and_jsp_under_tomcat() {
+    check_container("tomcat");
+}
+
+#[test]
+fn servlet_and_jsp_under_jetty() {
+    check_container("jetty");
+}
+
+#[test]
+fn servlet_and_jsp_in_tomcat_behind_nginx() {
+    check_container_behind("nginx", "tomcat");
+}
+
+#[test]
+fn servlet_and_jsp_in_jetty_behind_apache() {
+    check_container_behind("apache-event", "jetty");
+}
+
+/// `--container` where it cannot apply is refused by name, before anything
+/// starts.
+#[test]
+fn a_container_behind_a_server_that_cannot_proxy_to_it_is_refused() {
+    let base = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (
+            &["up", "lighttpd", "--container", "tomcat"][..],
+            "--container: lighttpd does not proxy to a servlet container",
+        ),
+        (
+            &["up", "tomcat", "--container", "tomcat"][..],
+            "--container: tomcat does not proxy to a servlet container",
+        ),
+        (
+            &["up", "nginx", "--container", "jboss"][..],
+            "--container \"jboss\": expected tomcat or jetty",
+        ),
+    ] {
+        let out = spice_support::lab::lab(base.path(), args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(fs::read_dir(base.path()).unwrap().count(), 0, "{args:?} left state");
+    }
 }
 
 /// The sleep variant sleeps 3 s unless `ms` says otherwise (c't 1999); the

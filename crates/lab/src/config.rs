@@ -136,7 +136,7 @@ http {{
         server_name localhost;
         root {root};
 
-{cgi_c}{cgi_script}{cgi_perl}{fastcgi}{php_fpm}{shtml}{node}    }}
+{cgi_c}{cgi_script}{cgi_perl}{fastcgi}{php_fpm}{shtml}{node}{apps}    }}
 }}
 "#,
         sendfile = on_off(prof.sendfile != Some(false)),
@@ -150,6 +150,7 @@ http {{
         shtml = nginx_shtml(p),
         node = nginx_node(p),
         fastcgi = spice("fastcgi", "fastcgi.sock", None),
+        apps = crate::appserver::nginx(p) + &crate::container::nginx(p),
     )
 }
 
@@ -240,7 +241,8 @@ fastcgi.server += (
 
 # Node.js (spice.js, one process): mod_proxy, the path as it came.
 proxy.server = ( "/spice/node/" => (( "socket" => "{run}/node.sock" )) )
-"#,
+{apps}"#,
+        apps = crate::appserver::lighttpd(p),
         accesslog_module = if prof.access_log == Some(true) {
             ", \"mod_accesslog\""
         } else {
@@ -382,7 +384,8 @@ Alias /spice/shtml/include "{bin}/spice.shtml"
 
 # Node.js (spice.js, one process): mod_proxy_http, the path as it came.
 ProxyPass "/spice/node/" "unix:{run}/node.sock|http://node/spice/node/"
-"#,
+{apps}"#,
+        apps = crate::appserver::apache(p) + &crate::container::apache(p),
         mpm_name = if prefork { "prefork" } else { "event" },
         backlog = prof.backlog.unwrap_or(511),
         keepalive = if prof.keepalive == Some(false) { "Off" } else { "On" },

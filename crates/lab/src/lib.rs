@@ -13,8 +13,10 @@
 //! dir. Nothing outside the state dir is written: no system service, no
 //! port below 1024, nothing under /etc.
 
+pub mod appserver;
 pub mod cache;
 mod config;
+pub mod container;
 pub mod process;
 pub mod profile;
 pub mod shop;
@@ -41,6 +43,11 @@ pub enum ServerKind {
     /// nginx as `Nginx`, on a plain and a TLS port, with the shop
     /// application under gunicorn at `/shop/` (shop.rs, docs/shop.md).
     Shop,
+    /// Apache Tomcat 10 standing alone: the servlet and JSP SPIs
+    /// (crates/lab/src/container.rs).
+    Tomcat,
+    /// Eclipse Jetty 9 standing alone: the servlet and JSP SPIs.
+    Jetty,
 }
 
 impl ServerKind {
@@ -62,6 +69,9 @@ impl ServerKind {
         ServerKind::Benchlab,
         ServerKind::Shop,
     ];
+    /// Servlet containers: lab servers too, but not among the web servers
+    /// `reproduce` compares by default ([`ServerKind::ALL`]).
+    pub const CONTAINERS: &'static [ServerKind] = &[ServerKind::Tomcat, ServerKind::Jetty];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -71,12 +81,15 @@ impl ServerKind {
             ServerKind::Lighttpd => "lighttpd",
             ServerKind::Benchlab => "benchlab",
             ServerKind::Shop => "shop",
+            ServerKind::Tomcat => "tomcat",
+            ServerKind::Jetty => "jetty",
         }
     }
 
     pub fn parse(name: &str) -> Result<ServerKind, Error> {
         ServerKind::LAB
             .iter()
+            .chain(ServerKind::CONTAINERS)
             .copied()
             .find(|k| k.name() == name)
             .ok_or_else(|| Error::Usage(format!("unknown server {name:?} (expected one of: {})", names())))
@@ -88,8 +101,28 @@ impl ServerKind {
             ServerKind::Benchlab => &["inproc"],
             // lighttpd's mod_ssi takes no variable in #include, so a page
             // cannot name the file its URL asks for: no shtml.
-            ServerKind::Lighttpd => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "node"],
-            _ => &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "shtml", "node"],
+            ServerKind::Lighttpd => &[
+                "cgi-c",
+                "cgi-script",
+                "cgi-perl",
+                "fastcgi",
+                "php-fpm",
+                "node",
+                "wsgi",
+                "asgi",
+            ],
+            ServerKind::Tomcat | ServerKind::Jetty => container::SPIS,
+            _ => &[
+                "cgi-c",
+                "cgi-script",
+                "cgi-perl",
+                "fastcgi",
+                "php-fpm",
+                "shtml",
+                "node",
+                "wsgi",
+                "asgi",
+            ],
         }
     }
 
@@ -99,6 +132,9 @@ impl ServerKind {
             // benchlab serve has no switch for keep-alive, sendfile (it
             // decides by file size) or the backlog.
             ServerKind::Benchlab => &["workers", "keepalive_timeout_s", "access_log"],
+            // Jetty 9 has no switch for keep-alive itself, its request
+            // count or sendfile, nor an access log without another module.
+            ServerKind::Jetty => &["workers", "keepalive_timeout_s", "backlog"],
             _ => &[
                 "workers",
                 "keepalive",
@@ -118,6 +154,8 @@ impl ServerKind {
             ServerKind::ApacheEvent | ServerKind::ApachePrefork => ("apache2", "apache2"),
             ServerKind::Lighttpd => ("lighttpd", "lighttpd"),
             ServerKind::Benchlab => ("benchlab", "benchlab itself"),
+            ServerKind::Tomcat => ("catalina.sh", "tomcat10"),
+            ServerKind::Jetty => ("start.jar", "jetty9"),
         }
     }
 }
@@ -135,7 +173,12 @@ pub fn spi_programs(spi: &str) -> &'static [&'static str] {
 
 /// `nginx, apache-event, ...` for messages.
 pub fn names() -> String {
-    ServerKind::LAB.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+    ServerKind::LAB
+        .iter()
+        .chain(ServerKind::CONTAINERS)
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What went wrong, in words a user can act on.
@@ -201,6 +244,8 @@ pub struct Paths {
     /// The document root (the file set).
     pub root: PathBuf,
     pub session_log: PathBuf,
+    /// The servlet container behind the proxy and its port (`--container`).
+    pub container_port: Option<(ServerKind, u16)>,
 }
 
 impl Paths {
@@ -211,6 +256,7 @@ impl Paths {
             bin: state.join("bin"),
             root,
             session_log: state.join("log").join("session.log"),
+            container_port: None,
         }
     }
 }
@@ -263,6 +309,8 @@ pub struct UpOptions {
     pub backlog: Option<u32>,
     /// The shop's TLS port (`lab up shop --tls-port`); None: a free one.
     pub tls_port: Option<u16>,
+    /// A servlet container behind the server's proxy (`lab up --container`).
+    pub container: Option<String>,
 }
 
 /// Where state dirs live: `$BENCHLAB_LAB_DIR`, else
@@ -501,6 +549,7 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
     let (program, package) = kind.binary();
     let server_bin = match kind {
         ServerKind::Benchlab => std::env::current_exe().map_err(io("find benchlab's own executable"))?,
+        ServerKind::Tomcat | ServerKind::Jetty => container::launcher(kind)?,
         _ => require(program, package)?,
     };
     if matches!(kind, ServerKind::ApacheEvent | ServerKind::ApachePrefork)
@@ -527,6 +576,9 @@ pub fn up(kind: ServerKind, opts: &UpOptions) -> Result<LabState, Error> {
             return Err(Error::Usage(format!("--backlog {b}: expected 1 to 65535")));
         }
         profile.backlog = Some(b);
+    }
+    if let Some(c) = &opts.container {
+        container::check_proxy(kind, c)?;
     }
     let cpus = match &opts.cpus {
         Some(list) => process::parse_cpus(list)?,
@@ -619,7 +671,7 @@ fn start(
             r
         }
     };
-    let p = Paths::new(state, root);
+    let mut p = Paths::new(state, root);
     chmod(state, 0o755)?;
     for d in [&p.run, &p.bin, &state.join("log")] {
         fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
@@ -650,7 +702,7 @@ fn start(
     let server_log = p.run.join("server.log");
     let wait_sock = |sock: PathBuf| move || sock.exists();
 
-    if kind != ServerKind::Benchlab {
+    if !matches!(kind, ServerKind::Benchlab | ServerKind::Tomcat | ServerKind::Jetty) {
         build_spice(state, &p.bin)?;
     }
     // The FastCGI program under spawn-fcgi (nginx, Apache; lighttpd spawns
@@ -688,6 +740,30 @@ fn start(
         ));
         let mut child = spawn(&mut started, cmd, "fcgiwrap", &helper_log)?;
         wait_ready(&mut child, "fcgiwrap", &helper_log, &wait_sock(sock))?;
+    }
+    // The application servers (gunicorn, uvicorn) the proxy SPIs reach.
+    if kind.spis().iter().any(|s| appserver::SPIS.contains(s)) {
+        for app in appserver::prepare(&p)? {
+            let mut child = spawn(&mut started, app.command, app.what, &helper_log)?;
+            wait_ready(&mut child, app.what, &helper_log, &wait_sock(app.socket.clone()))?;
+            // The web server's workers (nobody, www-data under root) connect.
+            chmod(&app.socket, 0o666)?;
+        }
+    }
+    // The servlet container behind the proxy (`--container tomcat`).
+    if let Some(name) = &opts.container {
+        let c = container::parse(name)?;
+        let tport = free_port()?;
+        let launcher = container::launcher(c)?;
+        let (conf_name, text) = container::config(c, &p, tport, &Profile::default_for(c));
+        let conf = p.run.join(conf_name);
+        let cmd = container::prepare(c, &p, &launcher, &conf)?;
+        fs::write(&conf, text).map_err(io(format!("write {}", conf.display())))?;
+        let mut child = spawn(&mut started, cmd, c.name(), &helper_log)?;
+        let listening = move || TcpStream::connect(("127.0.0.1", tport)).is_ok();
+        let what = format!("{} (behind the proxy)", c.name());
+        wait_ready(&mut child, &what, &helper_log, &listening)?;
+        p.container_port = Some((c, tport));
     }
     // The shop's application under gunicorn, ready before nginx proxies to it.
     let shop = match kind {
@@ -790,13 +866,18 @@ fn start(
                 let line = format!("{cmd:?}\n");
                 ("command.txt", line, cmd)
             }
+            ServerKind::Tomcat | ServerKind::Jetty => {
+                let (conf_name, text) = container::config(kind, &p, port, profile);
+                let cmd = container::prepare(kind, &p, server_bin, &p.run.join(conf_name))?;
+                (conf_name, text, cmd)
+            }
         };
         let conf_path = p.run.join(conf_name);
         fs::write(&conf_path, &conf).map_err(io(format!("write {}", conf_path.display())))?;
         cmd.current_dir(&p.run);
         let mut server = spawn(&mut started, cmd, kind.name(), &server_log)?;
         let pid = server.id() as i32;
-        let error_log = if kind == ServerKind::Benchlab {
+        let error_log = if matches!(kind, ServerKind::Benchlab | ServerKind::Tomcat | ServerKind::Jetty) {
             server_log.clone()
         } else {
             p.run.join("error.log")
@@ -833,7 +914,16 @@ fn start(
         url,
         state_dir: state.to_owned(),
         root: p.root.clone(),
-        spis: kind.spis().iter().map(|s| (*s).to_owned()).collect(),
+        spis: kind
+            .spis()
+            .iter()
+            .chain(if p.container_port.is_some() {
+                container::SPIS
+            } else {
+                &[]
+            })
+            .map(|s| (*s).to_owned())
+            .collect(),
         pid,
         process_groups: started.groups.clone(),
         cpus: cpus.to_vec(),
@@ -935,7 +1025,7 @@ fn disclose(
         c.args(args);
         c
     };
-    let (version, mut effective): (String, Vec<(String, String)>) = match kind {
+    let (version, effective): (String, Vec<(String, String)>) = match kind {
         ServerKind::Nginx | ServerKind::Shop => (
             capture(cmd(&["-v".as_ref()])),
             vec![(
@@ -979,11 +1069,32 @@ fn disclose(
             capture(cmd(&["--version".as_ref()])),
             vec![("command".into(), fs::read_to_string(conf).unwrap_or_default())],
         ),
+        ServerKind::Tomcat | ServerKind::Jetty => (
+            container::version(kind, bin),
+            vec![
+                (
+                    conf.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                    fs::read_to_string(conf).unwrap_or_default(),
+                ),
+                ("spice web.xml".into(), container::web_xml().to_owned()),
+            ],
+        ),
     };
     let mut effective = effective;
     effective.extend(application_servers(kind, p));
     if kind == ServerKind::Shop {
         effective.push(("gunicorn".into(), shop::disclosed(&p.state)));
+    }
+    if kind.spis().iter().any(|s| appserver::SPIS.contains(s)) {
+        effective.push(("application servers".into(), appserver::disclosure()));
+    }
+    if let Some((c, port)) = p.container_port {
+        let (conf_name, _) = container::config(c, p, port, &Profile::default_for(c));
+        let text = fs::read_to_string(p.run.join(conf_name)).unwrap_or_default();
+        let version = container::launcher(c)
+            .map(|l| container::version(c, &l))
+            .unwrap_or_default();
+        effective.push((format!("{} behind the proxy", c.name()), format!("{version}\n\n{text}")));
     }
     let profile_text = profile.to_toml(kind);
     let listen_backlog = profile
@@ -1106,7 +1217,7 @@ impl LabState {
 /// The labs recorded under `base`, with whether each server still runs.
 pub fn status(base: &Path) -> Vec<(LabState, bool)> {
     let mut out = Vec::new();
-    for kind in ServerKind::LAB {
+    for kind in ServerKind::LAB.iter().chain(ServerKind::CONTAINERS) {
         let file = base.join(kind.name()).join("lab.json");
         let Ok(text) = fs::read_to_string(&file) else {
             continue;

@@ -218,6 +218,8 @@ fn workers_help(kind: ServerKind) -> &'static str {
         ServerKind::ApachePrefork => "processes, one connection each (MaxRequestWorkers)",
         ServerKind::Lighttpd => "processes (server.max-worker; 1 = lighttpd's single process); 0 = one per core",
         ServerKind::Benchlab => "threads serving connections (--workers); 0 = one per core",
+        ServerKind::Tomcat => "request threads (the connector's maxThreads); 0 = Tomcat's default, 200",
+        ServerKind::Jetty => "request threads (jetty.threadPool.maxThreads); 0 = Jetty's default, 200",
     }
 }
 
@@ -251,7 +253,7 @@ mod tests {
 
     #[test]
     fn default_profile_round_trips_for_every_server() {
-        for kind in ServerKind::ALL {
+        for kind in ServerKind::ALL.iter().chain(ServerKind::CONTAINERS) {
             let p = Profile::default_for(*kind);
             let text = p.to_toml(*kind);
             assert_eq!(Profile::parse(&text, "p.toml", *kind).unwrap(), p, "{}", kind.name());

@@ -3,6 +3,7 @@
 //! fetch a URL with a minimal HTTP/1.1 client, and check a session log.
 #![allow(dead_code)]
 
+pub mod lab;
 pub mod servers;
 
 use std::collections::HashMap;
@@ -19,6 +20,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// The SPIs whose programs live under `spice/` and have all three
 /// programs (adrot, session, sleep).
 pub const SPIS: &[&str] = &["cgi-c", "cgi-script", "cgi-perl", "fastcgi", "php-fpm", "node"];
+
+/// The SPIs whose programs run in an application server behind the web
+/// server's proxy, started by `lab up` (tested through it).
+pub const APP_SPIS: &[&str] = &["wsgi", "asgi"];
+
+/// The SPIs of a servlet container (`lab up tomcat`): one JVM runs them.
+pub const CONTAINER_SPIS: &[&str] = &["servlet", "jsp"];
 
 /// Files of every docroot: a 4,096-byte page and a 10,000-byte one in a
 /// directory (binary bytes, NULs included, so any text-mode mangling shows).

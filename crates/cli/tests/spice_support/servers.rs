@@ -38,8 +38,8 @@ pub struct SpiceServer {
     /// The PHP-FPM worker processes' ids (None where /proc does not list
     /// children).
     pub php_fpm_pids: Option<Vec<u32>>,
-    /// The node SPI's one process.
-    pub node_pid: u32,
+    /// The node SPI's one process, where the test started it.
+    pub node_pid: Option<u32>,
     run: PathBuf,
     // Dropped in this order: the server, then its helpers (fcgiwrap, the
     // FastCGI processes), then the files.
@@ -244,7 +244,7 @@ pub fn nginx() -> SpiceServer {
         session_log,
         fastcgi_pids,
         php_fpm_pids,
-        node_pid: node.id(),
+        node_pid: Some(node.id()),
         run: d.run.clone(),
         procs: vec![server, fcgiwrap, fastcgi, fpm, node],
         _dir: d.dir,
@@ -294,7 +294,7 @@ pub fn apache() -> SpiceServer {
         session_log,
         fastcgi_pids,
         php_fpm_pids,
-        node_pid: node.id(),
+        node_pid: Some(node.id()),
         run: d.run.clone(),
         procs: vec![server, fastcgi, fpm, node],
         _dir: d.dir,
@@ -333,9 +333,33 @@ pub fn lighttpd() -> SpiceServer {
         session_log,
         fastcgi_pids: None,
         php_fpm_pids,
-        node_pid: node.id(),
+        node_pid: Some(node.id()),
         run: d.run.clone(),
         procs: vec![server, fpm, node],
         _dir: d.dir,
+    }
+}
+
+/// A server that `benchlab lab up` started (see `super::lab`): the lab
+/// stops its processes, so the test holds none; `dir` holds the docroot.
+pub fn from_lab(
+    name: &'static str,
+    port: u16,
+    root: PathBuf,
+    session_log: PathBuf,
+    run: PathBuf,
+    dir: TempDir,
+) -> SpiceServer {
+    SpiceServer {
+        name,
+        port,
+        root,
+        session_log,
+        fastcgi_pids: None,
+        php_fpm_pids: None,
+        node_pid: None,
+        run,
+        procs: Vec::new(),
+        _dir: dir,
     }
 }
