@@ -784,8 +784,8 @@ fn start(
     };
     // SAFETY: geteuid never fails.
     let as_root = unsafe { libc::geteuid() } == 0;
-    // PHP-FPM (the php-fpm SPI) beside every server but benchlab's.
-    if kind != ServerKind::Benchlab {
+    // PHP-FPM (the php-fpm SPI) beside every server that has the SPI.
+    if kind.spis().contains(&"php-fpm") {
         let fpm = php_fpm_program()?;
         let conf = p.run.join("php-fpm.conf");
         fs::write(&conf, config::php_fpm(&p, "www-data", FPM_PROCS)).map_err(io("write php-fpm.conf"))?;
@@ -798,7 +798,7 @@ fn start(
     // Node.js (the node SPI): one process, an HTTP server on a unix socket
     // the server proxies to. `env` hands it SPICE_ROOT and
     // SPICE_SESSION_LOG (process::spawn clears them for every other helper).
-    if kind != ServerKind::Benchlab {
+    if kind.spis().contains(&"node") {
         let node = require("node", "nodejs")?;
         require("perl", "perl")?;
         let sock = p.run.join("node.sock");
@@ -1152,10 +1152,11 @@ fn disclose(
 /// each one's version and the configuration the lab gave it.
 fn application_servers(kind: ServerKind, p: &Paths) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    if kind == ServerKind::Benchlab {
+    let has = |spi: &str| kind.spis().contains(&spi);
+    if !has("php-fpm") && !has("node") {
         return out;
     }
-    if let Ok(fpm) = php_fpm_program() {
+    if let Some(fpm) = php_fpm_program().ok().filter(|_| has("php-fpm")) {
         let mut c = Command::new(fpm);
         c.arg("-v");
         out.push(("php-fpm -v".into(), capture(c)));
@@ -1164,7 +1165,7 @@ fn application_servers(kind: ServerKind, p: &Paths) -> Vec<(String, String)> {
             fs::read_to_string(p.run.join("php-fpm.conf")).unwrap_or_default(),
         ));
     }
-    if let Some(node) = which("node") {
+    if let Some(node) = which("node").filter(|_| has("node")) {
         let mut c = Command::new(node);
         c.arg("--version");
         out.push(("node --version".into(), capture(c)));
