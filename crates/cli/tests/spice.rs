@@ -26,7 +26,7 @@ use spice_support::{
 };
 
 /// The `ms` of the sleep program's timing check.
-const SLEEP_MS: u64 = 1000;
+const SLEEP_MS: u64 = 2000;
 
 /// Requests of the concurrent session load, and its virtual users.
 const LOAD_REQUESTS: u64 = 300;
@@ -124,10 +124,11 @@ fn check_spi(srv: &SpiceServer, spi: &str) {
 
     // sleep?ms=N waits N ms: the median of 4 concurrent requests from the
     // real load generator (the FastCGI and PHP-FPM pools' size) is never
-    // below N, and less that of ms=0 (the SPI's own cost) at most N / 2
-    // over: it takes `ms`, not the 3 s default. (Not tighter: with the
-    // other SPICE tests' loads beside it on a 2-core machine, cgi-c's
-    // median came 19 % over.)
+    // below N, and, less that of ms=0 (the SPI's own cost, measured just
+    // before), within 5 % of N. N is two seconds, so that 5 % (100 ms)
+    // absorbs scheduling on a busy 2-core machine, and the best of three
+    // tries counts: a moment of another test's load does not fail it,
+    // while a program that sleeps the wrong time fails all three.
     let p50 = |ms: u64| {
         let url = format!("http://127.0.0.1:{port}/spice/{spi}/sleep{FILE_4K}?ms={ms}");
         let v = benchlab_json(&["--requests", "4", "--threads", "4", "--validate", "size", &url]);
@@ -136,10 +137,23 @@ fn check_spi(srv: &SpiceServer, spi: &str) {
             .as_u64()
             .unwrap_or_else(|| panic!("no p50 in {v}"))
     };
-    let (base, slept) = (p50(0), p50(SLEEP_MS));
+    let mut tries = Vec::new();
+    for _ in 0..3 {
+        let (base, slept) = (p50(0), p50(SLEEP_MS));
+        assert!(
+            slept >= SLEEP_MS * 1000,
+            "{} {spi}: sleep ms={SLEEP_MS}: p50 {slept} µs, shorter than asked",
+            srv.name
+        );
+        tries.push((slept, base));
+        if slept.saturating_sub(base) <= SLEEP_MS * 1050 {
+            break;
+        }
+    }
+    let (slept, base) = tries[tries.len() - 1];
     assert!(
-        slept >= SLEEP_MS * 1000 && slept.saturating_sub(base) <= SLEEP_MS * 1500,
-        "{} {spi}: sleep ms={SLEEP_MS}: p50 {slept} µs, ms=0 {base} µs: want {SLEEP_MS} ms more, at most 50 % over",
+        slept.saturating_sub(base) <= SLEEP_MS * 1050,
+        "{} {spi}: sleep ms={SLEEP_MS}: (p50, p50 of ms=0) {tries:?} µs: want {SLEEP_MS} ms more, within 5 %",
         srv.name
     );
 
@@ -445,7 +459,9 @@ fn check_app_sockets(lab: &spice_support::lab::LabServer) {
             }
         }
     }
-    assert!(!lab.srv.session_log.exists(), "a refused request was logged");
+    // `lab up` makes the log empty (mode 0666, for every SPI's workers).
+    let logged = fs::read_to_string(&lab.srv.session_log).unwrap_or_default();
+    assert!(logged.is_empty(), "a refused request was logged: {logged:?}");
 }
 
 /// The application-server SPIs (`wsgi` under gunicorn, `asgi` under
@@ -513,7 +529,19 @@ fn check_container_behind(server: &'static str, container: &str) {
         serde_json::from_str(&fs::read_to_string(lab.state.join("lab.json")).unwrap()).unwrap();
     assert_eq!(
         record["spis"],
-        serde_json::json!(["cgi-c", "cgi-script", "fastcgi", "wsgi", "asgi", "servlet", "jsp"]),
+        serde_json::json!([
+            "cgi-c",
+            "cgi-script",
+            "cgi-perl",
+            "fastcgi",
+            "php-fpm",
+            "shtml",
+            "node",
+            "wsgi",
+            "asgi",
+            "servlet",
+            "jsp"
+        ]),
         "{server}"
     );
     for spi in CONTAINER_SPIS {

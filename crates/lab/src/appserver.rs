@@ -87,6 +87,10 @@ pub fn prepare(p: &Paths) -> Result<Vec<AppServer>, Error> {
         .arg(format!("unix:{}", wsgi_sock.display()))
         .args(["--workers", &WORKERS.to_string()])
         .args(["--worker-class", "gthread", "--threads", &WSGI_THREADS.to_string()])
+        // Idle keep-alive connections outlive the proxy's pooled ones
+        // (Apache `ttl=30` below): a proxy reusing a connection the
+        // application server has just closed answers 502.
+        .args(["--keep-alive", "75"])
         .arg("--pid")
         .arg(p.run.join("gunicorn.pid"))
         .arg("spice_wsgi:application");
@@ -97,7 +101,7 @@ pub fn prepare(p: &Paths) -> Result<Vec<AppServer>, Error> {
         .arg("--uds")
         .arg(&asgi_sock)
         .args(["--workers", &WORKERS.to_string()])
-        .args(["--no-access-log", "--lifespan", "off"])
+        .args(["--no-access-log", "--lifespan", "off", "--timeout-keep-alive", "75"])
         .arg("spice_asgi:app");
     Ok(vec![
         AppServer {
@@ -118,8 +122,8 @@ pub fn prepare(p: &Paths) -> Result<Vec<AppServer>, Error> {
 /// The application servers' versions and settings, for the disclosure.
 pub fn disclosure() -> String {
     let mut out = format!(
-        "wsgi: gunicorn --workers {WORKERS} --worker-class gthread --threads {WSGI_THREADS}, on run/gunicorn.sock\n\
-         asgi: uvicorn --workers {WORKERS} --no-access-log --lifespan off, on run/uvicorn.sock\n"
+        "wsgi: gunicorn --workers {WORKERS} --worker-class gthread --threads {WSGI_THREADS} --keep-alive 75, on run/gunicorn.sock\n\
+         asgi: uvicorn --workers {WORKERS} --no-access-log --lifespan off --timeout-keep-alive 75, on run/uvicorn.sock\n"
     );
     if let Ok(o) = Command::new("gunicorn").arg("--version").output() {
         out.push_str(String::from_utf8_lossy(&o.stdout).trim());
@@ -156,7 +160,7 @@ pub fn apache(p: &Paths) -> String {
     );
     for (spi, sock) in [("wsgi", "gunicorn.sock"), ("asgi", "uvicorn.sock")] {
         s.push_str(&format!(
-            "ProxyPass \"/spice/{spi}/\" \"unix:{run}/{sock}|http://localhost/spice/{spi}/\"\n"
+            "ProxyPass \"/spice/{spi}/\" \"unix:{run}/{sock}|http://localhost/spice/{spi}/\" ttl=30\n"
         ));
     }
     s
