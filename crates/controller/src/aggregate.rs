@@ -668,7 +668,7 @@ mod fake_clients {
             WINDOW,
             SystemTime::now(),
             &AtomicBool::new(stop),
-            &mut |s| seen.push(s.clone()),
+            &mut |s, _| seen.push(s.clone()),
         )?;
         Ok((mix_result(&mix(n as u32), "p", &phase(), &plans, &driven), seen))
     }
@@ -741,7 +741,7 @@ mod fake_clients {
             WINDOW,
             SystemTime::now(),
             &AtomicBool::new(false),
-            &mut |_| {},
+            &mut |_, _| {},
         )
         .expect("runs");
         let suite = mix_result(&mix(2), "p", &phase(), &plans, &driven);
@@ -807,6 +807,7 @@ mod fake_clients {
                 cpu_user_us: cpu_us,
                 cpu_system_us: cpu_us / 2,
                 loop_lag_max_us: lag_us,
+                ..Default::default()
             };
             s
         };

@@ -5,6 +5,8 @@
 //! pull in gogoproto): four messages, their field numbers from
 //! prompb/types.proto and remote.proto.
 
+use crate::buckets::BOUNDS_US;
+use crate::openmetrics::le;
 use crate::series::{families, prom_label, Type, Value};
 use crate::Snapshot;
 use prost::Message;
@@ -80,7 +82,8 @@ fn series(
 }
 
 /// The write request of `s` at `timestamp_ms`: the series OpenMetrics
-/// gives, by the same names (`_total`, `_count`, `quantile`).
+/// gives, by the same names (`_total`, `_count`, `quantile`, `_bucket`
+/// with `le`, `_sum`).
 pub fn request(s: &Snapshot, timestamp_ms: i64) -> WriteRequest {
     let mut out = Vec::new();
     for f in families(s) {
@@ -109,6 +112,35 @@ pub fn request(s: &Snapshot, timestamp_ms: i64) -> WriteRequest {
                         &p.labels,
                         None,
                         *count as f64,
+                        timestamp_ms,
+                    ));
+                }
+                // Classic buckets, which every receiver takes: Prometheus
+                // 2.42 stores remote write's native histograms only with
+                // --enable-feature=native-histograms.
+                Value::Histogram(b) => {
+                    for (i, n) in b.cumulative().iter().enumerate() {
+                        let le = BOUNDS_US.get(i).map_or("+Inf".to_string(), |&us| le(us));
+                        out.push(series(
+                            format!("{}_bucket", f.prom),
+                            &p.labels,
+                            Some(("le", le)),
+                            *n as f64,
+                            timestamp_ms,
+                        ));
+                    }
+                    out.push(series(
+                        format!("{}_count", f.prom),
+                        &p.labels,
+                        None,
+                        b.count as f64,
+                        timestamp_ms,
+                    ));
+                    out.push(series(
+                        format!("{}_sum", f.prom),
+                        &p.labels,
+                        None,
+                        b.sum_s,
                         timestamp_ms,
                     ));
                 }
@@ -166,5 +198,26 @@ mod tests {
             .timeseries
             .iter()
             .any(|t| t.labels.iter().any(|l| l.name == "quantile" && l.value == "0.99")));
+        // The duration's classic buckets: +Inf and _count are the requests.
+        let bucket = |le: &str| {
+            w.timeseries
+                .iter()
+                .find(|t| {
+                    t.labels.iter().any(|l| {
+                        l.name == "__name__" && l.value == "benchlab_http_client_request_duration_seconds_bucket"
+                    }) && t.labels.iter().any(|l| l.name == "window" && l.value == "measured")
+                        && t.labels.iter().any(|l| l.name == "le" && l.value == le)
+                })
+                .unwrap_or_else(|| panic!("no bucket le={le}"))
+                .samples[0]
+                .value
+        };
+        assert_eq!(bucket("0.0002"), 100.0);
+        assert_eq!(bucket("0.005"), 298.0);
+        assert_eq!(bucket("+Inf"), 300.0);
+        assert_eq!(
+            find("benchlab_http_client_request_duration_seconds_count", "measured").samples[0].value,
+            300.0
+        );
     }
 }
