@@ -15,6 +15,13 @@
 //!   exporter's prost types): the totals equal `--json`'s;
 //! - with two agents (`run --agents 2` on loopback), the controller pushes
 //!   the merged view: the same totals;
+//! - the request duration histogram: scraped, remote-written and pushed
+//!   (one `http` run with all three), its `_count` and `+Inf` bucket
+//!   equal the JSON's per-second requests, its buckets are cumulative,
+//!   and Prometheus's `histogram_quantile(0.99, …)` lies in the bucket
+//!   that holds the JSON's p99; the agents' merged histogram likewise;
+//! - the in-flight gauge reads the four users waiting on a sleeping
+//!   server during the run, and 0 after it;
 //! - a file suite's operations are labelled `kind="file"`;
 //! - `--web`'s server answers `/metrics` (it answered 404);
 //! - a listen address that is not loopback, and an https:// push URL, are
@@ -688,6 +695,11 @@ fn with_agents_the_controller_exports_the_merged_view() {
             ("benchlab.requests", t.seconds_requests),
         ],
     );
+    // The agents' histograms, merged: their buckets count the same
+    // requests.
+    let points = otlp_histogram_counts(&got.last().expect("the final push").1);
+    assert!(points.iter().all(|(count, buckets)| count == buckets), "{points:?}");
+    assert_eq!(points.iter().map(|p| p.0).sum::<u64>(), t.seconds_requests);
 }
 
 /// A process stopped when dropped (also when a test fails).

@@ -50,7 +50,7 @@ fn number(x: f64) -> String {
 /// A bucket's bound in seconds as OpenMetrics' canonical `le` wants it:
 /// a float, with `.0` on whole numbers (`1.0`, `0.00001`).
 pub(crate) fn le(us: u64) -> String {
-    if us % 1_000_000 == 0 {
+    if us.is_multiple_of(1_000_000) {
         format!("{}.0", us / 1_000_000)
     } else {
         format!("{}", us as f64 / 1e6)
