@@ -91,12 +91,13 @@ pub fn render(s: &Snapshot) -> String {
                     let _ = writeln!(o, "{}_count{} {count}", f.prom, labels(&p.labels, None));
                 }
                 Value::Histogram(b) => {
-                    let cumulative = b.cumulative();
-                    for (i, n) in cumulative.iter().enumerate() {
-                        let le = BOUNDS_US.get(i).map_or("+Inf".to_string(), |&us| le(us));
-                        let _ = writeln!(o, "{}_bucket{} {n}", f.prom, labels(&p.labels, Some(("le", le))));
-                    }
+                    // The point's labels once, `le` after them on each line.
                     let l = labels(&p.labels, None);
+                    let open = l.strip_suffix('}').map_or("{".to_string(), |x| format!("{x},"));
+                    for (i, n) in b.cumulative().iter().enumerate() {
+                        let le = BOUNDS_US.get(i).map_or("+Inf".to_string(), |&us| le(us));
+                        let _ = writeln!(o, "{}_bucket{open}le=\"{le}\"}} {n}", f.prom);
+                    }
                     let _ = writeln!(o, "{}_count{l} {}", f.prom, b.count);
                     let _ = writeln!(o, "{}_sum{l} {}", f.prom, b.sum_s);
                 }

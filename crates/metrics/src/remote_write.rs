@@ -57,13 +57,11 @@ fn series(
     value: f64,
     ts: i64,
 ) -> TimeSeries {
-    let mut l: Vec<Label> = labels
-        .iter()
-        .map(|(k, v)| Label {
-            name: prom_label(k),
-            value: v.clone(),
-        })
-        .collect();
+    let mut l: Vec<Label> = Vec::with_capacity(labels.len() + 2);
+    l.extend(labels.iter().map(|(k, v)| Label {
+        name: prom_label(k),
+        value: v.clone(),
+    }));
     if let Some((k, v)) = extra {
         l.push(Label {
             name: k.to_string(),
@@ -119,15 +117,21 @@ pub fn request(s: &Snapshot, timestamp_ms: i64) -> WriteRequest {
                 // 2.42 stores remote write's native histograms only with
                 // --enable-feature=native-histograms.
                 Value::Histogram(b) => {
+                    // The bucket series differ in `le` only: their labels
+                    // are sorted once, `le` at its place.
+                    let first = series(
+                        format!("{}_bucket", f.prom),
+                        &p.labels,
+                        Some(("le", String::new())),
+                        0.0,
+                        timestamp_ms,
+                    );
+                    let at = first.labels.iter().position(|l| l.name == "le").unwrap_or(0);
                     for (i, n) in b.cumulative().iter().enumerate() {
-                        let le = BOUNDS_US.get(i).map_or("+Inf".to_string(), |&us| le(us));
-                        out.push(series(
-                            format!("{}_bucket", f.prom),
-                            &p.labels,
-                            Some(("le", le)),
-                            *n as f64,
-                            timestamp_ms,
-                        ));
+                        let mut t = first.clone();
+                        t.labels[at].value = BOUNDS_US.get(i).map_or("+Inf".to_string(), |&us| le(us));
+                        t.samples[0].value = *n as f64;
+                        out.push(t);
                     }
                     out.push(series(
                         format!("{}_count", f.prom),
