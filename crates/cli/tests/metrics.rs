@@ -217,6 +217,8 @@ struct Totals {
     /// The sums of the per-second series (every second, ramps included).
     seconds_requests: u64,
     seconds_errors: u64,
+    /// The same over the measurement window's seconds (`in_window`).
+    measured_seconds_requests: u64,
 }
 
 fn totals_of(mixes: &[Value]) -> Totals {
@@ -237,6 +239,12 @@ fn totals_of(mixes: &[Value]) -> Totals {
             .map(|m| m.pointer("/errors/status").and_then(Value::as_u64).unwrap_or(0))
             .sum(),
         seconds_requests: seconds("/requests"),
+        measured_seconds_requests: mixes
+            .iter()
+            .flat_map(|m| m["per_second"].as_array().expect("per_second").iter())
+            .filter(|s| s["in_window"].as_bool() == Some(true))
+            .map(|s| common::u(s, "/requests"))
+            .sum(),
         seconds_errors: seconds("/errors"),
     }
 }
@@ -695,11 +703,15 @@ fn with_agents_the_controller_exports_the_merged_view() {
             ("benchlab.requests", t.seconds_requests),
         ],
     );
-    // The agents' histograms, merged: their buckets count the same
-    // requests.
+    // The agents' histograms, merged: their buckets count the requests
+    // of the measured seconds (the suite ramps up for 1 s first).
     let points = otlp_histogram_counts(&got.last().expect("the final push").1);
     assert!(points.iter().all(|(count, buckets)| count == buckets), "{points:?}");
-    assert_eq!(points.iter().map(|p| p.0).sum::<u64>(), t.seconds_requests);
+    assert_eq!(points.iter().map(|p| p.0).sum::<u64>(), t.measured_seconds_requests);
+    assert!(
+        t.measured_seconds_requests < t.seconds_requests,
+        "the ramp's are left out"
+    );
 }
 
 /// A process stopped when dropped (also when a test fails).
@@ -940,20 +952,21 @@ fn the_duration_histogram_counts_the_json_requests_scraped_written_and_pushed() 
     assert_ran("benchlab http with all three exporters", &o);
     let mix = common::http_mix(&o.stdout);
     let t = totals_of(std::slice::from_ref(&mix));
-    assert!(t.seconds_requests > 0, "{mix}");
+    assert!(t.measured_seconds_requests > 0, "{mix}");
     let name = "benchlab_http_client_request_duration_seconds";
     // Scraped (job="benchlab") and remote-written (no job): the count and
-    // the +Inf bucket are the requests of the JSON's seconds, exactly.
+    // the +Inf bucket are the requests of the JSON's measured seconds,
+    // exactly.
     for job in ["benchlab", ""] {
         let last = |m: &str| prom.scalar(&format!("sum(last_over_time({m}[10m]))"));
         assert_eq!(
             last(&format!("{name}_count{{job=\"{job}\"}}")),
-            t.seconds_requests as f64,
+            t.measured_seconds_requests as f64,
             "job {job:?}"
         );
         assert_eq!(
             last(&format!("{name}_bucket{{job=\"{job}\",le=\"+Inf\"}}")),
-            t.seconds_requests as f64,
+            t.measured_seconds_requests as f64,
             "job {job:?}"
         );
         // Cumulative: each bucket holds at least the one below it.
@@ -997,5 +1010,5 @@ fn the_duration_histogram_counts_the_json_requests_scraped_written_and_pushed() 
     let points = otlp_histogram_counts(&got.last().expect("the final push").1);
     assert!(!points.is_empty(), "a histogram in the push");
     assert!(points.iter().all(|(count, buckets)| count == buckets), "{points:?}");
-    assert_eq!(points.iter().map(|p| p.0).sum::<u64>(), t.seconds_requests);
+    assert_eq!(points.iter().map(|p| p.0).sum::<u64>(), t.measured_seconds_requests);
 }

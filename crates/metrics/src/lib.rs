@@ -109,9 +109,10 @@ pub struct Snapshot {
     /// The mix now running (none between mixes and after the run).
     pub current: Option<MixKey>,
     pub counts: BTreeMap<(MixKey, Window), Counts>,
-    /// The request duration's buckets, from the merged seconds' HDR
-    /// histograms: each count equals its window's `requests` (seconds
-    /// whose merge had no histogram add nothing; docs/metrics.md).
+    /// The request duration's buckets, from the measured seconds' merged
+    /// HDR histograms (ramps are not counted, as in results.json): each
+    /// count equals the window's `requests` (seconds whose merge had no
+    /// histogram add nothing; docs/metrics.md).
     pub buckets: BTreeMap<(MixKey, Window), Buckets>,
     /// Each finished mix's figures as results.json has them (its measured
     /// window's totals; no CPU).
@@ -291,8 +292,10 @@ impl Exporter {
     /// every client's HDR histogram of it (microseconds), and the requests
     /// in flight at its end.
     pub fn second_merged(&self, s: &SecondResult, latency: Option<&Histogram<u64>>, in_flight: Option<u64>) {
-        // Counted outside the lock: a scrape never waits for it.
-        let buckets = latency.map(Buckets::of);
+        // Counted outside the lock: a scrape never waits for it. Only the
+        // measured window's: each bucket is a series in every scrape and
+        // push, and results.json's percentiles leave the ramps out too.
+        let buckets = latency.filter(|_| s.in_window).map(Buckets::of);
         let mut st = self.lock();
         let Some(key) = st.current.clone() else {
             return;
@@ -546,7 +549,10 @@ mod tests {
         let measured = s.buckets[&(key.clone(), Window::Measured)];
         assert_eq!(measured.count, s.total(Window::Measured, |c| c.requests));
         assert_eq!(measured.count, 300);
-        assert_eq!(s.buckets[&(key.clone(), Window::Ramp)].count, 10);
+        assert!(
+            !s.buckets.contains_key(&(key.clone(), Window::Ramp)),
+            "ramps are not counted"
+        );
         assert_eq!(s.last[&key].in_flight, Some(4));
         // A second without a histogram (a file suite's) adds no bucket.
         e.second(&second(4, true, 7, 0));

@@ -158,8 +158,6 @@ mod tests {
                 "benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"+Inf\"}} 300"
             ),
             format!("benchlab_http_client_request_duration_seconds_count{{{mix},window=\"measured\"}} 300"),
-            format!("benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"ramp\",le=\"+Inf\"}} 10"),
-            format!("benchlab_http_client_request_duration_seconds_count{{{mix},window=\"ramp\"}} 10"),
             "# TYPE benchlab_requests_in_flight gauge".to_string(),
             format!("benchlab_requests_in_flight{{{mix}}} 4"),
             "benchlab_run_finished 0".to_string(),
@@ -168,6 +166,12 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "no line `{line}` in:\n{text}");
         }
         assert!(text.ends_with("# EOF\n"));
+        assert!(
+            !text.lines().any(
+                |l| l.starts_with("benchlab_http_client_request_duration_seconds") && l.contains("window=\"ramp\"")
+            ),
+            "no ramp histogram: {text}"
+        );
         // The sum: 100 × 150 µs + 198 × 3 ms + 2 × 30 ms (HDR's middles).
         let sum = text
             .lines()

@@ -257,7 +257,7 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
             prom: "benchlab_http_client_request_duration_seconds",
             unit: "seconds",
             otel_unit: "s",
-            help: "Latency of successful requests (every client's HDR histograms, merged each second) in fixed buckets, 10 us to 60 s; count: the successful requests of the window's merged seconds",
+            help: "Latency of successful requests in the measurement window (every client's HDR histograms, merged each second) in fixed buckets, 10 us to 60 s; count: the successful requests of the window's merged seconds",
             kind: Type::Histogram,
             points: s
                 .buckets
