@@ -83,6 +83,12 @@ fn series(
 /// gives, by the same names (`_total`, `_count`, `quantile`, `_bucket`
 /// with `le`, `_sum`).
 pub fn request(s: &Snapshot, timestamp_ms: i64) -> WriteRequest {
+    build(s, timestamp_ms, None)
+}
+
+/// [`request`]; with `encoded`, the bucket series go there instead,
+/// already encoded as `WriteRequest.timeseries` fields.
+fn build(s: &Snapshot, timestamp_ms: i64, mut encoded: Option<&mut Vec<u8>>) -> WriteRequest {
     let mut out = Vec::new();
     for f in families(s) {
         for p in &f.points {
@@ -127,11 +133,21 @@ pub fn request(s: &Snapshot, timestamp_ms: i64) -> WriteRequest {
                         timestamp_ms,
                     );
                     let at = first.labels.iter().position(|l| l.name == "le").unwrap_or(0);
-                    for (i, n) in b.cumulative().iter().enumerate() {
-                        let mut t = first.clone();
-                        t.labels[at].value = BOUNDS_US.get(i).map_or("+Inf".to_string(), |&us| le(us));
-                        t.samples[0].value = *n as f64;
-                        out.push(t);
+                    let les = b
+                        .cumulative()
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, n)| (BOUNDS_US.get(i).map_or("+Inf".to_string(), |&us| le(us)), n));
+                    match encoded.as_deref_mut() {
+                        Some(buf) => encode_buckets(buf, &first, at, les),
+                        None => {
+                            for (le, n) in les {
+                                let mut t = first.clone();
+                                t.labels[at].value = le;
+                                t.samples[0].value = n as f64;
+                                out.push(t);
+                            }
+                        }
                     }
                     out.push(series(
                         format!("{}_count", f.prom),
@@ -154,10 +170,56 @@ pub fn request(s: &Snapshot, timestamp_ms: i64) -> WriteRequest {
     WriteRequest { timeseries: out }
 }
 
+/// Appends a histogram's bucket series to `buf` as encoded
+/// `WriteRequest.timeseries` fields: `first`'s labels (sorted, `le` at
+/// `at`) encoded once, each series only its `le` and sample. Protobuf
+/// merges repeated fields across concatenated encodings, so these bytes
+/// after a `WriteRequest`'s are the same request with these series: a
+/// push's cost is mostly its bucket series, which would otherwise each
+/// clone every label.
+fn encode_buckets(buf: &mut Vec<u8>, first: &TimeSeries, at: usize, les: impl Iterator<Item = (String, u64)>) {
+    use prost::encoding::{encode_key, encode_varint, message, WireType};
+    let mut before = Vec::new();
+    for l in &first.labels[..at] {
+        message::encode(1, l, &mut before);
+    }
+    let mut after = Vec::new();
+    for l in first.labels.iter().skip(at + 1) {
+        message::encode(1, l, &mut after);
+    }
+    let mut one = Vec::new();
+    for (value, n) in les {
+        one.clear();
+        one.extend_from_slice(&before);
+        message::encode(
+            1,
+            &Label {
+                name: "le".into(),
+                value,
+            },
+            &mut one,
+        );
+        one.extend_from_slice(&after);
+        message::encode(
+            2,
+            &Sample {
+                value: n as f64,
+                timestamp: first.samples.first().map_or(0, |s| s.timestamp),
+            },
+            &mut one,
+        );
+        encode_key(1, WireType::LengthDelimited, buf);
+        encode_varint(one.len() as u64, buf);
+        buf.extend_from_slice(&one);
+    }
+}
+
 /// The request's body: protobuf, then snappy's block format (not framed),
 /// as the protocol says.
 pub fn body(s: &Snapshot, timestamp_ms: i64) -> Result<Vec<u8>, String> {
-    let raw = request(s, timestamp_ms).encode_to_vec();
+    let mut buckets = Vec::new();
+    let mut raw = build(s, timestamp_ms, Some(&mut buckets)).encode_to_vec();
+    raw.extend_from_slice(&buckets);
     snap::raw::Encoder::new()
         .compress_vec(&raw)
         .map_err(|e| format!("snappy: {e}"))
@@ -216,6 +278,13 @@ mod tests {
                 .samples[0]
                 .value
         };
+        // The hand-encoded bucket series decode to request()'s own.
+        let mut want = request(&s, 1_700_000_000_123).timeseries;
+        let mut got = w.timeseries.clone();
+        let key = |t: &TimeSeries| format!("{:?}", t.labels);
+        want.sort_by_key(key);
+        got.sort_by_key(key);
+        assert_eq!(got, want);
         assert_eq!(bucket("0.0002"), 100.0);
         assert_eq!(bucket("0.005"), 298.0);
         assert_eq!(bucket("+Inf"), 300.0);
