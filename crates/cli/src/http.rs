@@ -855,9 +855,9 @@ fn run_once(
         plan.window,
         SystemTime::now() + ahead,
         &interrupt.stopped,
-        &mut |s| {
+        &mut |s, merged| {
             if let Some(e) = exporter {
-                e.second(s);
+                e.second_merged(s, merged.latency, Some(merged.in_flight));
             }
             if live {
                 eprint!(

@@ -6,7 +6,7 @@
 //! module only wires it to the command line.
 
 use crate::CliError;
-use benchlab_controller::{MixResult, Observer, Results, SecondResult};
+use benchlab_controller::{MergedSecond, MixResult, Observer, Results, SecondResult};
 use benchlab_metrics::{Exporter, Kind, MixEnd, PushKind, PushTarget};
 use benchlab_model::Mix;
 use clap::Args;
@@ -222,6 +222,12 @@ impl Observer for Feed<'_> {
     fn second(&mut self, mix: &Mix, second: &SecondResult) {
         self.exporter.second(second);
         self.inner.second(mix, second);
+    }
+
+    fn second_merged(&mut self, mix: &Mix, second: &SecondResult, merged: &MergedSecond<'_>) {
+        self.exporter
+            .second_merged(second, merged.latency, Some(merged.in_flight));
+        self.inner.second_merged(mix, second, merged);
     }
 
     fn mix_finished(&mut self, r: &MixResult) {

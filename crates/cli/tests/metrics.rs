@@ -15,6 +15,13 @@
 //!   exporter's prost types): the totals equal `--json`'s;
 //! - with two agents (`run --agents 2` on loopback), the controller pushes
 //!   the merged view: the same totals;
+//! - the request duration histogram: scraped, remote-written and pushed
+//!   (one `http` run with all three), its `_count` and `+Inf` bucket
+//!   equal the JSON's per-second requests, its buckets are cumulative,
+//!   and Prometheus's `histogram_quantile(0.99, …)` lies in the bucket
+//!   that holds the JSON's p99; the agents' merged histogram likewise;
+//! - the in-flight gauge reads the four users waiting on a sleeping
+//!   server during the run, and 0 after it;
 //! - a file suite's operations are labelled `kind="file"`;
 //! - `--web`'s server answers `/metrics` (it answered 404);
 //! - a listen address that is not loopback, and an https:// push URL, are
@@ -210,6 +217,8 @@ struct Totals {
     /// The sums of the per-second series (every second, ramps included).
     seconds_requests: u64,
     seconds_errors: u64,
+    /// The same over the measurement window's seconds (`in_window`).
+    measured_seconds_requests: u64,
 }
 
 fn totals_of(mixes: &[Value]) -> Totals {
@@ -230,6 +239,12 @@ fn totals_of(mixes: &[Value]) -> Totals {
             .map(|m| m.pointer("/errors/status").and_then(Value::as_u64).unwrap_or(0))
             .sum(),
         seconds_requests: seconds("/requests"),
+        measured_seconds_requests: mixes
+            .iter()
+            .flat_map(|m| m["per_second"].as_array().expect("per_second").iter())
+            .filter(|s| s["in_window"].as_bool() == Some(true))
+            .map(|s| common::u(s, "/requests"))
+            .sum(),
         seconds_errors: seconds("/errors"),
     }
 }
@@ -688,6 +703,15 @@ fn with_agents_the_controller_exports_the_merged_view() {
             ("benchlab.requests", t.seconds_requests),
         ],
     );
+    // The agents' histograms, merged: their buckets count the requests
+    // of the measured seconds (the suite ramps up for 1 s first).
+    let points = otlp_histogram_counts(&got.last().expect("the final push").1);
+    assert!(points.iter().all(|(count, buckets)| count == buckets), "{points:?}");
+    assert_eq!(points.iter().map(|p| p.0).sum::<u64>(), t.measured_seconds_requests);
+    assert!(
+        t.measured_seconds_requests < t.seconds_requests,
+        "the ramp's are left out"
+    );
 }
 
 /// A process stopped when dropped (also when a test fails).
@@ -762,4 +786,229 @@ fn flags_that_cannot_apply_are_refused_before_any_load() {
     let o = run_benchlab(&["http", "--otlp", "https://127.0.0.1:4318/", "http://127.0.0.1:1/"]);
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--otlp `https://127.0.0.1:4318/`: only http://"));
+}
+
+/// Every `/metrics` text a scrape of `port` read, in order, until one
+/// held the final figures (the run waits for that scrape).
+fn scrape_until_finished(port: u16) -> Vec<String> {
+    wait_for_port(port, Duration::from_secs(60));
+    let mut texts = Vec::new();
+    // A deadline for a broken run, not a timing assertion.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (status, body) = get(port, "/metrics");
+        assert_eq!(status, 200, "{body}");
+        let finished = body.contains("\nbenchlab_run_finished 1\n");
+        texts.push(body);
+        if finished {
+            return texts;
+        }
+        assert!(Instant::now() < deadline, "the run never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The value of the one `name{…}` line of an OpenMetrics text, if any.
+fn one_value(text: &str, name: &str) -> Option<f64> {
+    let values: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    assert!(values.len() <= 1, "one {name} line: {text}");
+    values.first().copied()
+}
+
+#[test]
+fn the_in_flight_gauge_reads_every_waiting_user_during_the_run_and_0_after() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(&docroot(d.path()), &[]);
+    let port = free_port();
+    // Four users in a closed loop, each waiting 4 s for its first answer
+    // (within the 5 s timeout) in a run of 3 s: at every second's end all
+    // four are in flight.
+    let run = Running(
+        Command::new(common::benchlab_bin())
+            .args(["http", "-t", "4", "-d", "3s", "--no-preflight"])
+            .args(["--metrics-listen", &format!("127.0.0.1:{port}")])
+            .arg(serve.url("/spice/inproc/sleep/a.txt?ms=4000"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start benchlab http"),
+    );
+    let texts = scrape_until_finished(port);
+    drop(run);
+    let during: Vec<f64> = texts
+        .iter()
+        .filter(|t| t.contains("\nbenchlab_mix_current 1\n"))
+        .filter_map(|t| one_value(t, "benchlab_requests_in_flight"))
+        .collect();
+    let mut seen = during.clone();
+    seen.dedup();
+    // The last, partial second ends after the users were stopped: 0.
+    assert!(seen == [4.0] || seen == [4.0, 0.0], "{during:?}");
+    let last = texts.last().expect("a scrape");
+    assert_eq!(one_value(last, "benchlab_requests_in_flight"), Some(0.0), "{last}");
+    assert_eq!(one_value(last, "benchlab_requests_unfinished"), Some(4.0), "{last}");
+}
+
+impl Prometheus {
+    /// Every sample of an instant query: its labels and value.
+    fn vector(&self, query: &str) -> Vec<(serde_json::Map<String, Value>, f64)> {
+        let q: String = query
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let (status, body) = get(self.port, &format!("/api/v1/query?query={q}"));
+        assert_eq!(status, 200, "{query}: {body}");
+        let v: Value = serde_json::from_str(&body).expect("JSON");
+        v["data"]["result"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{query}: {v}"))
+            .iter()
+            .map(|r| {
+                let labels = r["metric"].as_object().cloned().unwrap_or_default();
+                let x = r["value"][1].as_str().and_then(|x| x.parse().ok()).expect("a value");
+                (labels, x)
+            })
+            .collect()
+    }
+}
+
+/// The duration histograms of an OTLP body: per data point of
+/// `http.client.request.duration` (metric field 9 → data_points 1), its
+/// count (4, fixed64) and the sum of its bucket_counts (6, packed fixed64).
+fn otlp_histogram_counts(body: &[u8]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for rm in sub(body, 1) {
+        for sm in sub(&rm, 2) {
+            for m in sub(&sm, 2) {
+                if string(&m, 1) != "http.client.request.duration" {
+                    continue;
+                }
+                for h in sub(&m, 9) {
+                    for p in sub(&h, 1) {
+                        let count = fields(&p)
+                            .into_iter()
+                            .find_map(|(n, f)| match (n, f) {
+                                (4, Field::Fixed64(v)) => Some(v),
+                                _ => None,
+                            })
+                            .unwrap_or(0);
+                        let buckets: u64 = sub(&p, 6)
+                            .iter()
+                            .flat_map(|packed| packed.chunks(8))
+                            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                            .sum();
+                        out.push((count, buckets));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The buckets' bounds (seconds) as docs/metrics.md lists them.
+const BOUNDS_S: [f64; 21] = [
+    0.00001, 0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0,
+    5.0, 10.0, 20.0, 60.0,
+];
+
+#[test]
+fn the_duration_histogram_counts_the_json_requests_scraped_written_and_pushed() {
+    if !have_prometheus() {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tempdir");
+    let serve = Serve::start(&docroot(d.path()), &[]);
+    let metrics_port = free_port();
+    let prom = Prometheus::start(Some(metrics_port), true);
+    prom.wait_for_first_scrape();
+    let (otlp_port, got) = otlp_receiver();
+    // Every request waits 30 ms in the server: the p99 lies well inside
+    // the 20–50 ms bucket.
+    let o = run_benchlab(&[
+        "http",
+        "--json",
+        "-t",
+        "4",
+        "-d",
+        "3s",
+        "--no-preflight",
+        "--metrics-listen",
+        &format!("127.0.0.1:{metrics_port}"),
+        "--prometheus-remote-write",
+        &format!("http://127.0.0.1:{}/api/v1/write", prom.port),
+        "--otlp",
+        &format!("http://127.0.0.1:{otlp_port}"),
+        &serve.url("/spice/inproc/sleep/a.txt?ms=30"),
+    ]);
+    assert_ran("benchlab http with all three exporters", &o);
+    let mix = common::http_mix(&o.stdout);
+    let t = totals_of(std::slice::from_ref(&mix));
+    assert!(t.measured_seconds_requests > 0, "{mix}");
+    let name = "benchlab_http_client_request_duration_seconds";
+    // Scraped (job="benchlab") and remote-written (no job): the count and
+    // the +Inf bucket are the requests of the JSON's measured seconds,
+    // exactly.
+    for job in ["benchlab", ""] {
+        let last = |m: &str| prom.scalar(&format!("sum(last_over_time({m}[10m]))"));
+        assert_eq!(
+            last(&format!("{name}_count{{job=\"{job}\"}}")),
+            t.measured_seconds_requests as f64,
+            "job {job:?}"
+        );
+        assert_eq!(
+            last(&format!("{name}_bucket{{job=\"{job}\",le=\"+Inf\"}}")),
+            t.measured_seconds_requests as f64,
+            "job {job:?}"
+        );
+        // Cumulative: each bucket holds at least the one below it.
+        let mut buckets: Vec<(f64, f64)> = prom
+            .vector(&format!(
+                "sum by (le) (last_over_time({name}_bucket{{job=\"{job}\",window=\"measured\"}}[10m]))"
+            ))
+            .into_iter()
+            .map(|(l, x)| {
+                let le = l["le"].as_str().expect("le");
+                (
+                    if le == "+Inf" {
+                        f64::INFINITY
+                    } else {
+                        le.parse().expect("a bound")
+                    },
+                    x,
+                )
+            })
+            .collect();
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(buckets.len(), BOUNDS_S.len() + 1, "{buckets:?}");
+        assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{buckets:?}");
+        // Prometheus's p99 from the buckets lies in the bucket that holds
+        // results.json's.
+        let p99_s = common::u(&mix, "/latency_us/p99") as f64 / 1e6;
+        let upper = BOUNDS_S.iter().position(|&b| p99_s <= b).expect("p99 under 60 s");
+        let lower = if upper == 0 { 0.0 } else { BOUNDS_S[upper - 1] };
+        let q = prom.scalar(&format!(
+            "histogram_quantile(0.99, sum by (le) (last_over_time({name}_bucket{{job=\"{job}\",window=\"measured\"}}[10m])))"
+        ));
+        assert!(
+            lower < q && q <= BOUNDS_S[upper],
+            "job {job:?}: histogram_quantile {q} s, results.json's p99 {p99_s} s in ({lower}, {}]",
+            BOUNDS_S[upper]
+        );
+    }
+    // OTLP: the same count in its histogram's data points, each point's
+    // buckets adding up to its count.
+    let got = got.lock().expect("lock").clone();
+    let points = otlp_histogram_counts(&got.last().expect("the final push").1);
+    assert!(!points.is_empty(), "a histogram in the push");
+    assert!(points.iter().all(|(count, buckets)| count == buckets), "{points:?}");
+    assert_eq!(points.iter().map(|p| p.0).sum::<u64>(), t.measured_seconds_requests);
 }

@@ -139,7 +139,7 @@ fn main() {
         plans[0].settings.window,
         SystemTime::now(),
         &AtomicBool::new(false),
-        &mut |s| merged += s.requests,
+        &mut |s, _| merged += s.requests,
     )
     .expect("drives");
     let cpu = thread_cpu() - cpu0;

@@ -686,7 +686,7 @@ mod fake_clients {
             WINDOW,
             SystemTime::now(),
             &AtomicBool::new(stop),
-            &mut |s| seen.push(s.clone()),
+            &mut |s, _| seen.push(s.clone()),
         )?;
         Ok((mix_result(&mix(n as u32), "p", &phase(), &plans, &driven), seen))
     }
@@ -759,7 +759,7 @@ mod fake_clients {
             WINDOW,
             SystemTime::now(),
             &AtomicBool::new(false),
-            &mut |_| {},
+            &mut |_, _| {},
         )
         .expect("runs");
         let suite = mix_result(&mix(2), "p", &phase(), &plans, &driven);
@@ -823,6 +823,43 @@ mod fake_clients {
     }
 
     #[test]
+    fn the_live_metrics_get_each_seconds_merged_histogram_and_in_flight_requests() {
+        let mut m = SecondMerger::new(2, WINDOW);
+        let busy = |n, latencies: &[u64], in_flight| {
+            let mut s = second(n, latencies, 0);
+            s.load.in_flight = in_flight;
+            s
+        };
+        m.add(0, busy(0, &[10, 20], 3));
+        m.add(1, busy(0, &[30_000], 5));
+        let mut seen = Vec::new();
+        m.release_with(&mut |s, merged| {
+            let h = merged.latency.expect("both clients sent their histogram");
+            seen.push((s.requests, h.len(), h.max(), merged.in_flight));
+        });
+        // Every client's requests, and the in-flight ones summed.
+        assert_eq!(seen, [(3, 3, h_max(30_000), 8)]);
+        // A client that sent only its percentiles: no histogram, which
+        // would lack its requests.
+        m.add(0, busy(1, &[10], 1));
+        m.add(
+            1,
+            Second {
+                histogram: None,
+                ..busy(1, &[10], 1)
+            },
+        );
+        let mut partial = Vec::new();
+        m.release_with(&mut |s, merged| partial.push((s.requests, merged.latency.is_some(), merged.in_flight)));
+        assert_eq!(partial, [(2, false, 2)]);
+    }
+
+    /// HDR's highest value equivalent to `us` (the engine's histograms).
+    fn h_max(us: u64) -> u64 {
+        new_latency_histogram().highest_equivalent(us)
+    }
+
+    #[test]
     fn a_mix_keeps_its_windows_monitored_seconds_and_the_clients_own_load() {
         let loaded = |n: u32, cpu_us: u64, lag_us: u64| {
             let mut s = second(n, &[100; 10], 0);
@@ -830,6 +867,7 @@ mod fake_clients {
                 cpu_user_us: cpu_us,
                 cpu_system_us: cpu_us / 2,
                 loop_lag_max_us: lag_us,
+                ..Default::default()
             };
             s
         };

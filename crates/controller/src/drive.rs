@@ -125,6 +125,8 @@ pub(crate) struct Merging {
     /// From a client that sent only its summary: the slowest one's.
     summary_p50: u64,
     summary_p99: u64,
+    /// A client sent only its summary: `latency` lacks its requests.
+    summary_only: bool,
     /// The clients' own CPU and worst loop lag.
     load: benchlab_engine::LoopLoad,
 }
@@ -155,6 +157,7 @@ impl SecondMerger {
                 let _ = sum.add(&h);
             }
             (None, _) => {
+                m.summary_only = true;
                 m.summary_p50 = m.summary_p50.max(s.latency.p50);
                 m.summary_p99 = m.summary_p99.max(s.latency.p99);
             }
@@ -166,7 +169,16 @@ impl SecondMerger {
     }
 
     /// The seconds completed since the last call, in order.
+    #[cfg(test)]
     pub(crate) fn release(&mut self) -> &[SecondResult] {
+        let from = self.release_with(&mut |_, _| {});
+        &self.done[from..]
+    }
+
+    /// Hands each second completed since the last call to `f` with its
+    /// merged histogram and in-flight requests, in order; returns where
+    /// they start in `done`.
+    pub(crate) fn release_with(&mut self, f: &mut dyn FnMut(&SecondResult, &MergedSecond<'_>)) -> usize {
         let from = self.done.len();
         while let Some((&sec, _)) = self.pending.first_key_value() {
             let complete = self
@@ -199,8 +211,15 @@ impl SecondMerger {
                 client_cpu_system_s: round(m.load.cpu_system_us as f64 / 1e6, 4),
                 loop_lag_max_us: m.load.loop_lag_max_us,
             });
+            let merged = MergedSecond {
+                latency: m.latency.as_ref().filter(|_| !m.summary_only),
+                in_flight: m.load.in_flight,
+            };
+            if let Some(s) = self.done.last() {
+                f(s, &merged);
+            }
         }
-        &self.done[from..]
+        from
     }
 }
 
@@ -217,7 +236,7 @@ pub fn drive_mix(
     window: (Duration, Duration),
     start_at: SystemTime,
     stop: &AtomicBool,
-    on_second: &mut dyn FnMut(&SecondResult),
+    on_second: &mut dyn FnMut(&SecondResult, &MergedSecond<'_>),
 ) -> Result<Driven, ControllerError> {
     let clients = plans.len();
     let mut drivers: Vec<Box<ClientDriver>> = Vec::with_capacity(clients);
@@ -259,9 +278,7 @@ pub fn drive_mix(
                 all_done = false;
             }
         }
-        for s in merger.release() {
-            on_second(s);
-        }
+        merger.release_with(on_second);
         if all_done {
             break;
         }

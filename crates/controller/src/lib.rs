@@ -28,6 +28,6 @@ pub use driver::{
     InProcess, LocalClient, WebClient,
 };
 pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
-pub use options::{CacheEvictor, ColdCacheError, ControllerError, Observer, Quiet, RunOptions};
+pub use options::{CacheEvictor, ColdCacheError, ControllerError, MergedSecond, Observer, Quiet, RunOptions};
 pub use phase::{prepare, Prepared};
 pub use run::{drop_page_cache, run_prepared, run_prepared_search, run_suite};

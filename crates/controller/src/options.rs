@@ -138,6 +138,19 @@ impl Default for RunOptions {
     }
 }
 
+/// What the merge of a second knows beyond its results.json row, for the
+/// live metrics (docs/metrics.md).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MergedSecond<'a> {
+    /// The HDR histogram of the second's successful requests, every
+    /// client's summed: it holds exactly the second's `requests`. `None`
+    /// when a client sent only its percentiles (then it would hold fewer).
+    pub latency: Option<&'a hdrhistogram::Histogram<u64>>,
+    /// Requests sent and not yet answered at the second's end, every
+    /// client's (0 from agents that predate it).
+    pub in_flight: u64,
+}
+
 /// What the caller sees while a suite runs (progress display).
 pub trait Observer {
     fn mix_started(&mut self, _mix: &Mix, _phase: &str) {}
@@ -147,6 +160,12 @@ pub trait Observer {
     /// A second of the mix completed on every running client, merged: its
     /// counts summed, its percentiles from the merged histograms.
     fn second(&mut self, _mix: &Mix, _second: &SecondResult) {}
+    /// The same second with what only the live metrics use (the merged
+    /// histogram, the requests in flight); the controller calls this one.
+    /// By default: [`Observer::second`].
+    fn second_merged(&mut self, mix: &Mix, second: &SecondResult, _merged: &MergedSecond<'_>) {
+        self.second(mix, second)
+    }
     fn mix_finished(&mut self, _result: &MixResult) {}
     /// The results directory was rewritten (after every mix, and at the end).
     fn results_written(&mut self, _results: &Results) {}

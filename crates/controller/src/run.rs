@@ -462,9 +462,14 @@ fn run_mix(
         .before_mix()
         .map_err(|source| ControllerError::Driver { client: 1, source })?;
     let start_at = SystemTime::now() + Duration::from_millis(100 + 2 * clients as u64) + lead;
-    let driven = drive_mix(&*opts.clients, &plans, mix.window(), start_at, stop, &mut |s| {
-        observer.second(mix, s)
-    })?;
+    let driven = drive_mix(
+        &*opts.clients,
+        &plans,
+        mix.window(),
+        start_at,
+        stop,
+        &mut |s, merged| observer.second_merged(mix, s, merged),
+    )?;
     let reports: Vec<&ClientReport> = driven.reports().collect();
     // The counts say how many handshakes failed; this says why.
     if let Some(why) = reports.iter().find_map(|r| r.tls_error.as_deref()) {

@@ -401,7 +401,9 @@ impl Core {
         self.cpu.tick(&mut self.second.load, lag);
     }
 
-    fn send_snapshot(&mut self, second: u32, last: Option<ThreadEnd>) {
+    /// `in_flight`: the protocol's requests unanswered at the second's end.
+    fn send_snapshot(&mut self, second: u32, in_flight: u64, last: Option<ThreadEnd>) {
+        self.second.load.in_flight = in_flight;
         let snap = Snapshot {
             thread: self.report_as,
             second,
@@ -580,7 +582,7 @@ impl<P: Protocol> EventLoop<P> {
             }
             if now >= next_snapshot {
                 core.tick(now - next_snapshot);
-                core.send_snapshot(second, None);
+                core.send_snapshot(second, p.in_flight().0, None);
                 second += 1;
                 next_snapshot += Duration::from_secs(1);
                 continue;
@@ -638,8 +640,10 @@ impl<P: Protocol> EventLoop<P> {
         p.close_all(&mut core);
         let window = std::mem::replace(&mut core.window, Stats::new(0));
         let users_arrived = core.users_arrived;
+        // Every connection is closed: nothing is in flight any more.
         core.send_snapshot(
             second,
+            0,
             Some(ThreadEnd {
                 in_flight,
                 cpu_user,

@@ -369,14 +369,20 @@ pub struct LoopLoad {
     pub cpu_user_us: u64,
     pub cpu_system_us: u64,
     pub loop_lag_max_us: u64,
+    /// Requests sent (or being connected) and not yet answered when the
+    /// second ended: a gauge, summed over threads and clients (over
+    /// seconds it means nothing). 0 from agents that predate it.
+    pub in_flight: u64,
 }
 
 impl LoopLoad {
-    /// CPU adds up over threads and seconds; lag is the worst seen.
+    /// CPU adds up over threads and seconds; lag is the worst seen;
+    /// in-flight requests add up over threads.
     pub fn add(&mut self, o: &LoopLoad) {
         self.cpu_user_us += o.cpu_user_us;
         self.cpu_system_us += o.cpu_system_us;
         self.loop_lag_max_us = self.loop_lag_max_us.max(o.loop_lag_max_us);
+        self.in_flight += o.in_flight;
     }
 }
 

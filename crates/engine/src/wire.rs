@@ -125,6 +125,7 @@ mod tests {
                 cpu_user_us: 1_200,
                 cpu_system_us: 300,
                 loop_lag_max_us: 45,
+                in_flight: 7,
             },
         };
         let back: Second = serde_json::from_slice(&serde_json::to_vec(&second).unwrap()).unwrap();

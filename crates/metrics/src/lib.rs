@@ -18,11 +18,14 @@
 
 use benchlab_results::resources::HostSample;
 use benchlab_results::{MixResult, SecondResult};
+use buckets::Buckets;
+use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub mod buckets;
 pub mod openmetrics;
 pub mod otlp;
 pub mod push;
@@ -93,6 +96,9 @@ pub struct Last {
     pub p50_us: u64,
     pub p99_us: u64,
     pub loop_lag_max_us: u64,
+    /// Requests sent and not yet answered at the second's end, every
+    /// client's (`None`: the second's source does not say, file suites).
+    pub in_flight: Option<u64>,
 }
 
 /// Everything the exporters give out, copied whole for each scrape or push.
@@ -103,6 +109,11 @@ pub struct Snapshot {
     /// The mix now running (none between mixes and after the run).
     pub current: Option<MixKey>,
     pub counts: BTreeMap<(MixKey, Window), Counts>,
+    /// The request duration's buckets, from the measured seconds' merged
+    /// HDR histograms (ramps are not counted, as in results.json): each
+    /// count equals the window's `requests` (seconds whose merge had no
+    /// histogram add nothing; docs/metrics.md).
+    pub buckets: BTreeMap<(MixKey, Window), Buckets>,
     /// Each finished mix's figures as results.json has them (its measured
     /// window's totals; no CPU).
     pub results: BTreeMap<MixKey, Counts>,
@@ -135,6 +146,7 @@ impl Snapshot {
             kind,
             current: None,
             counts: BTreeMap::new(),
+            buckets: BTreeMap::new(),
             results: BTreeMap::new(),
             last: BTreeMap::new(),
             errors_by_type: BTreeMap::new(),
@@ -270,8 +282,20 @@ impl Exporter {
         });
     }
 
-    /// One merged second of the current mix.
+    /// One merged second of the current mix, without its histogram and
+    /// in-flight requests (file suites).
     pub fn second(&self, s: &SecondResult) {
+        self.second_merged(s, None, None);
+    }
+
+    /// One merged second of the current mix with `latency`, the sum of
+    /// every client's HDR histogram of it (microseconds), and the requests
+    /// in flight at its end.
+    pub fn second_merged(&self, s: &SecondResult, latency: Option<&Histogram<u64>>, in_flight: Option<u64>) {
+        // Counted outside the lock: a scrape never waits for it. Only the
+        // measured window's: each bucket is a series in every scrape and
+        // push, and results.json's percentiles leave the ramps out too.
+        let buckets = latency.filter(|_| s.in_window).map(Buckets::of);
         let mut st = self.lock();
         let Some(key) = st.current.clone() else {
             return;
@@ -284,6 +308,9 @@ impl Exporter {
         c.connections_opened += s.connections_opened;
         c.cpu_user_s += s.client_cpu_user_s;
         c.cpu_system_s += s.client_cpu_system_s;
+        if let Some(b) = &buckets {
+            st.buckets.entry((key.clone(), window)).or_default().add(b);
+        }
         st.last.insert(
             key,
             Last {
@@ -291,6 +318,7 @@ impl Exporter {
                 p50_us: s.latency_p50_us,
                 p99_us: s.latency_p99_us,
                 loop_lag_max_us: s.loop_lag_max_us,
+                in_flight,
             },
         );
         st.seconds_merged += 1;
@@ -322,6 +350,10 @@ impl Exporter {
         }
         for (host, v) in &end.host_cpu {
             st.host_cpu.insert((key.clone(), host.clone()), v.clone());
+        }
+        // Its requests are over (the unfinished ones are counted apart).
+        if let Some(last) = st.last.get_mut(&key) {
+            last.in_flight = last.in_flight.map(|_| 0);
         }
         st.unfinished.insert(key, end.in_flight);
         st.mixes_finished += 1;
@@ -483,14 +515,53 @@ mod tests {
         }
     }
 
-    /// A mix of a ramp second and two measured ones, then its end.
+    /// An HDR histogram of the engine's bounds with `n` requests of each
+    /// `(n, µs)`.
+    pub(crate) fn latencies(values: &[(u64, u64)]) -> Histogram<u64> {
+        let mut h = Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds");
+        for &(n, us) in values {
+            h.record_n(us, n).expect("in range");
+        }
+        h
+    }
+
+    /// A mix of a ramp second and two measured ones, then its end: 10
+    /// ramp requests of 150 µs; 100 of 150 µs, then 198 of 3 ms and 2 of
+    /// 30 ms measured; 4 requests in flight at each second's end.
     pub(crate) fn sample() -> Exporter {
         let e = Exporter::new("demo", Kind::Http);
         e.mix_started(1, 1, "static \"a\"");
-        e.second(&second(1, false, 10, 1));
-        e.second(&second(2, true, 100, 2));
-        e.second(&second(3, true, 200, 0));
+        e.second_merged(&second(1, false, 10, 1), Some(&latencies(&[(10, 150)])), Some(4));
+        e.second_merged(&second(2, true, 100, 2), Some(&latencies(&[(100, 150)])), Some(4));
+        e.second_merged(
+            &second(3, true, 200, 0),
+            Some(&latencies(&[(198, 3_000), (2, 30_000)])),
+            Some(4),
+        );
         e
+    }
+
+    #[test]
+    fn the_buckets_count_the_merged_seconds_requests_and_in_flight_ends_at_0() {
+        let e = sample();
+        let s = e.snapshot();
+        let key = s.current.clone().expect("a mix runs");
+        let measured = s.buckets[&(key.clone(), Window::Measured)];
+        assert_eq!(measured.count, s.total(Window::Measured, |c| c.requests));
+        assert_eq!(measured.count, 300);
+        assert!(
+            !s.buckets.contains_key(&(key.clone(), Window::Ramp)),
+            "ramps are not counted"
+        );
+        assert_eq!(s.last[&key].in_flight, Some(4));
+        // A second without a histogram (a file suite's) adds no bucket.
+        e.second(&second(4, true, 7, 0));
+        let s = e.snapshot();
+        assert_eq!(s.buckets[&(key.clone(), Window::Measured)].count, 300);
+        assert_eq!(s.last[&key].in_flight, None);
+        e.second_merged(&second(5, true, 0, 0), None, Some(3));
+        e.mix_finished(&MixEnd::default());
+        assert_eq!(e.snapshot().last[&key].in_flight, Some(0), "the mix is over");
     }
 
     #[test]

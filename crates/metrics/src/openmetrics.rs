@@ -1,6 +1,7 @@
 //! OpenMetrics text (the `application/openmetrics-text` exposition format,
 //! version 1.0.0): what a Prometheus scrape of `/metrics` reads.
 
+use crate::buckets::BOUNDS_US;
 use crate::series::{families, prom_label, Type, Value};
 use crate::Snapshot;
 use std::fmt::Write as _;
@@ -46,6 +47,16 @@ fn number(x: f64) -> String {
     }
 }
 
+/// A bucket's bound in seconds as OpenMetrics' canonical `le` wants it:
+/// a float, with `.0` on whole numbers (`1.0`, `0.00001`).
+pub(crate) fn le(us: u64) -> String {
+    if us.is_multiple_of(1_000_000) {
+        format!("{}.0", us / 1_000_000)
+    } else {
+        format!("{}", us as f64 / 1e6)
+    }
+}
+
 /// The whole exposition of `s`, ending with `# EOF`.
 pub fn render(s: &Snapshot) -> String {
     let mut o = String::new();
@@ -54,6 +65,7 @@ pub fn render(s: &Snapshot) -> String {
             Type::Counter => "counter",
             Type::Gauge => "gauge",
             Type::Summary => "summary",
+            Type::Histogram => "histogram",
         };
         let _ = writeln!(o, "# TYPE {} {kind}", f.prom);
         if !f.unit.is_empty() {
@@ -77,6 +89,17 @@ pub fn render(s: &Snapshot) -> String {
                         );
                     }
                     let _ = writeln!(o, "{}_count{} {count}", f.prom, labels(&p.labels, None));
+                }
+                Value::Histogram(b) => {
+                    // The point's labels once, `le` after them on each line.
+                    let l = labels(&p.labels, None);
+                    let open = l.strip_suffix('}').map_or("{".to_string(), |x| format!("{x},"));
+                    for (i, n) in b.cumulative().iter().enumerate() {
+                        let le = BOUNDS_US.get(i).map_or("+Inf".to_string(), |&us| le(us));
+                        let _ = writeln!(o, "{}_bucket{open}le=\"{le}\"}} {n}", f.prom);
+                    }
+                    let _ = writeln!(o, "{}_count{l} {}", f.prom, b.count);
+                    let _ = writeln!(o, "{}_sum{l} {}", f.prom, b.sum_s);
                 }
             }
         }
@@ -107,12 +130,69 @@ mod tests {
             format!("http_client_request_duration_seconds{{{mix},quantile=\"0.99\"}} 0.009"),
             format!("http_client_request_duration_seconds_count{{{mix}}} 310"),
             "benchlab_mix_current 1".to_string(),
+            "# TYPE benchlab_http_client_request_duration_seconds histogram".to_string(),
+            "# UNIT benchlab_http_client_request_duration_seconds seconds".to_string(),
+            format!(
+                "benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"0.0001\"}} 0"
+            ),
+            format!(
+                "benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"0.0002\"}} 100"
+            ),
+            format!(
+                "benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"0.002\"}} 100"
+            ),
+            format!(
+                "benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"0.005\"}} 298"
+            ),
+            format!(
+                "benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"0.02\"}} 298"
+            ),
+            format!(
+                "benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"0.05\"}} 300"
+            ),
+            format!("benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"1.0\"}} 300"),
+            format!(
+                "benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"60.0\"}} 300"
+            ),
+            format!(
+                "benchlab_http_client_request_duration_seconds_bucket{{{mix},window=\"measured\",le=\"+Inf\"}} 300"
+            ),
+            format!("benchlab_http_client_request_duration_seconds_count{{{mix},window=\"measured\"}} 300"),
+            "# TYPE benchlab_requests_in_flight gauge".to_string(),
+            format!("benchlab_requests_in_flight{{{mix}}} 4"),
             "benchlab_run_finished 0".to_string(),
             "benchlab_seconds_merged_total 3".to_string(),
         ] {
             assert!(text.lines().any(|l| l == line), "no line `{line}` in:\n{text}");
         }
         assert!(text.ends_with("# EOF\n"));
+        assert!(
+            !text.lines().any(
+                |l| l.starts_with("benchlab_http_client_request_duration_seconds") && l.contains("window=\"ramp\"")
+            ),
+            "no ramp histogram: {text}"
+        );
+        // The sum: 100 × 150 µs + 198 × 3 ms + 2 × 30 ms (HDR's middles).
+        let sum = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(&format!(
+                    "benchlab_http_client_request_duration_seconds_sum{{{mix},window=\"measured\"}} "
+                ))
+            })
+            .and_then(|v| v.parse::<f64>().ok())
+            .expect("a _sum");
+        assert!((sum - 0.669).abs() < 0.001, "{sum}");
+        // Every bucket line is cumulative, in order of its bound.
+        let measured: Vec<u64> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("benchlab_http_client_request_duration_seconds_bucket{") && l.contains("measured")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect();
+        assert_eq!(measured.len(), crate::buckets::BOUNDS_US.len() + 1);
+        assert!(measured.windows(2).all(|w| w[0] <= w[1]), "{measured:?}");
         e.mix_finished(&MixEnd {
             requests: 301,
             errors: 2,
@@ -129,6 +209,7 @@ mod tests {
             format!("benchlab_result_errors_by_type_total{{{mix},error_type=\"status\"}} 2"),
             // The live counter stays the seconds' sum.
             format!("benchlab_requests_total{{{mix},window=\"measured\"}} 300"),
+            format!("benchlab_requests_in_flight{{{mix}}} 0"),
         ] {
             assert!(text.lines().any(|l| l == line), "no line `{line}` in:\n{text}");
         }

@@ -74,7 +74,7 @@ pub struct Metric {
     pub description: String,
     #[prost(string, tag = "3")]
     pub unit: String,
-    #[prost(oneof = "Data", tags = "5, 7, 11")]
+    #[prost(oneof = "Data", tags = "5, 7, 9, 11")]
     pub data: Option<Data>,
 }
 
@@ -84,6 +84,8 @@ pub enum Data {
     Gauge(Gauge),
     #[prost(message, tag = "7")]
     Sum(Sum),
+    #[prost(message, tag = "9")]
+    Histogram(Histogram),
     #[prost(message, tag = "11")]
     Summary(Summary),
 }
@@ -117,6 +119,34 @@ pub struct NumberDataPoint {
     pub time_unix_nano: u64,
     #[prost(double, tag = "4")]
     pub as_double: f64,
+}
+
+/// An explicit-bounds histogram (cumulative temporality).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Histogram {
+    #[prost(message, repeated, tag = "1")]
+    pub data_points: Vec<HistogramDataPoint>,
+    #[prost(int32, tag = "2")]
+    pub aggregation_temporality: i32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HistogramDataPoint {
+    #[prost(message, repeated, tag = "9")]
+    pub attributes: Vec<KeyValue>,
+    #[prost(fixed64, tag = "2")]
+    pub start_time_unix_nano: u64,
+    #[prost(fixed64, tag = "3")]
+    pub time_unix_nano: u64,
+    #[prost(fixed64, tag = "4")]
+    pub count: u64,
+    #[prost(double, optional, tag = "5")]
+    pub sum: Option<f64>,
+    /// Per bucket, not cumulative: one more than `explicit_bounds`.
+    #[prost(fixed64, repeated, tag = "6")]
+    pub bucket_counts: Vec<u64>,
+    #[prost(double, repeated, tag = "7")]
+    pub explicit_bounds: Vec<f64>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -166,6 +196,7 @@ fn kv(key: &str, value: &str) -> KeyValue {
 pub fn request(s: &Snapshot, now: SystemTime) -> ExportMetricsServiceRequest {
     let start = unix_nanos(s.start);
     let time = unix_nanos(now);
+    let bounds = crate::buckets::bounds_s();
     let attrs = |l: &[(&'static str, String)]| l.iter().map(|(k, v)| kv(k, v)).collect::<Vec<_>>();
     let number = |l: &[(&'static str, String)], x: f64| NumberDataPoint {
         attributes: attrs(l),
@@ -183,7 +214,7 @@ pub fn request(s: &Snapshot, now: SystemTime) -> ExportMetricsServiceRequest {
                         .iter()
                         .filter_map(|p| match p.value {
                             Value::Number(x) => Some(number(&p.labels, x)),
-                            Value::Summary { .. } => None,
+                            Value::Summary { .. } | Value::Histogram(_) => None,
                         })
                         .collect(),
                     aggregation_temporality: CUMULATIVE,
@@ -195,7 +226,7 @@ pub fn request(s: &Snapshot, now: SystemTime) -> ExportMetricsServiceRequest {
                         .iter()
                         .filter_map(|p| match p.value {
                             Value::Number(x) => Some(number(&p.labels, x)),
-                            Value::Summary { .. } => None,
+                            Value::Summary { .. } | Value::Histogram(_) => None,
                         })
                         .collect(),
                 }),
@@ -215,9 +246,28 @@ pub fn request(s: &Snapshot, now: SystemTime) -> ExportMetricsServiceRequest {
                                     .map(|&(quantile, value)| ValueAtQuantile { quantile, value })
                                     .collect(),
                             }),
-                            Value::Number(_) => None,
+                            Value::Number(_) | Value::Histogram(_) => None,
                         })
                         .collect(),
+                }),
+                Type::Histogram => Data::Histogram(Histogram {
+                    data_points: f
+                        .points
+                        .iter()
+                        .filter_map(|p| match &p.value {
+                            Value::Histogram(b) => Some(HistogramDataPoint {
+                                attributes: attrs(&p.labels),
+                                start_time_unix_nano: start,
+                                time_unix_nano: time,
+                                count: b.count,
+                                sum: Some(b.sum_s),
+                                bucket_counts: b.counts.to_vec(),
+                                explicit_bounds: bounds.clone(),
+                            }),
+                            _ => None,
+                        })
+                        .collect(),
+                    aggregation_temporality: CUMULATIVE,
                 }),
             };
             Metric {
@@ -282,10 +332,39 @@ mod tests {
             .find(|m| m.name == "http.client.request.duration")
             .expect("the duration");
         assert_eq!(d.unit, "s");
+        let Some(Data::Histogram(h)) = &d.data else {
+            panic!("not a histogram: {d:?}")
+        };
+        assert_eq!(h.aggregation_temporality, CUMULATIVE);
+        let p = h
+            .data_points
+            .iter()
+            .find(|p| p.attributes.contains(&kv("window", "measured")))
+            .expect("the measured window's");
+        assert_eq!(p.count, 300);
+        assert_eq!(p.bucket_counts.iter().sum::<u64>(), 300);
+        assert_eq!(p.bucket_counts.len(), p.explicit_bounds.len() + 1);
+        assert_eq!(p.explicit_bounds[3], 0.0001);
+        assert_eq!(
+            (p.bucket_counts[4], p.bucket_counts[8], p.bucket_counts[11]),
+            (100, 198, 2)
+        );
+        let d = metrics
+            .iter()
+            .find(|m| m.name == "benchlab.http.client.request.duration.last_second")
+            .expect("the last second's quantiles");
         let Some(Data::Summary(sm)) = &d.data else {
             panic!("not a summary: {d:?}")
         };
         assert_eq!(sm.data_points[0].count, 310);
+        let g = metrics
+            .iter()
+            .find(|m| m.name == "http.client.active_requests")
+            .expect("in flight");
+        let Some(Data::Gauge(g)) = &g.data else {
+            panic!("not a gauge: {g:?}")
+        };
+        assert_eq!(g.data_points[0].as_double, 4.0);
         assert_eq!(
             sm.data_points[0].quantile_values[1],
             ValueAtQuantile {

@@ -13,12 +13,16 @@ pub enum Type {
     Gauge,
     /// Quantiles of the last merged second, and a cumulative count.
     Summary,
+    /// Cumulative buckets of fixed bounds ([`crate::buckets::BOUNDS_US`]),
+    /// count and sum.
+    Histogram,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Number(f64),
     Summary { quantiles: Vec<(f64, f64)>, count: u64 },
+    Histogram(crate::buckets::Buckets),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -247,9 +251,28 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
         })
         .collect();
     out.push(cpu);
+    if kind == Kind::Http {
+        out.push(Family {
+            otel: "http.client.request.duration",
+            prom: "benchlab_http_client_request_duration_seconds",
+            unit: "seconds",
+            otel_unit: "s",
+            help: "Latency of successful requests in the measurement window (every client's HDR histograms, merged each second) in fixed buckets, 10 us to 60 s; count: the successful requests of the window's merged seconds",
+            kind: Type::Histogram,
+            points: s
+                .buckets
+                .iter()
+                .map(|((k, w), b)| Point {
+                    labels: with(mix_labels(kind, k), "window", w.label()),
+                    value: Value::Histogram(*b),
+                })
+                .collect(),
+        });
+    }
     let (otel, prom, help) = match kind {
         Kind::Http => (
-            "http.client.request.duration",
+            // OpenTelemetry's name is the histogram's.
+            "benchlab.http.client.request.duration.last_second",
             "http_client_request_duration_seconds",
             "Latency of successful requests: quantiles of the last merged second (every client's histograms merged); count: requests, ramps included",
         ),
@@ -298,6 +321,24 @@ pub fn families(s: &Snapshot) -> Vec<Family> {
             .map(|(k, last)| Point {
                 labels: mix_labels(kind, k),
                 value: Value::Number(last.loop_lag_max_us as f64 / 1e6),
+            })
+            .collect(),
+    });
+    out.push(Family {
+        otel: "http.client.active_requests",
+        prom: "benchlab_requests_in_flight",
+        unit: "",
+        otel_unit: "{request}",
+        help: "Requests sent and not yet answered at the end of the last merged second, every client's; 0 once the mix has ended",
+        kind: Type::Gauge,
+        points: s
+            .last
+            .iter()
+            .filter_map(|(k, last)| {
+                Some(Point {
+                    labels: mix_labels(kind, k),
+                    value: Value::Number(last.in_flight? as f64),
+                })
             })
             .collect(),
     });
