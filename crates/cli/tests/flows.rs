@@ -8,7 +8,7 @@
 mod common;
 
 use common::servers::{Nginx, NginxLogLine, NginxOpts};
-use common::{run_benchlab, s, u};
+use common::{run_benchlab, run_suite, s, u};
 use serde_json::Value;
 
 /// Three users, one feeder row each (`index`): user k is `user-k`.
@@ -73,15 +73,7 @@ fn run(work: &std::path::Path, text: &str, extra: &[&str]) -> Value {
     std::fs::write(work.join("users.csv"), USERS).expect("feeder");
     let suite = work.join("flows.toml");
     std::fs::write(&suite, text).expect("suite");
-    let out_dir = work.join("out");
-    let mut args = vec!["run", s(&suite), "--out", s(&out_dir)];
-    args.extend_from_slice(extra);
-    let out = run_benchlab(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
-            .expect("JSON");
-    results["mixes"][0].clone()
+    run_suite(&suite, &work.join("out"), extra)["mixes"][0].clone()
 }
 
 fn class<'a>(mix: &'a Value, name: &str) -> &'a Value {
@@ -292,12 +284,7 @@ fn a_feeder_that_stops_ends_the_flows_exactly_when_its_rows_run_out() {
     std::fs::write(work.path().join("users.csv"), "u\nuser-a\nuser-b\n").expect("feeder");
     let suite = work.path().join("flows.toml");
     std::fs::write(&suite, &text).expect("suite");
-    let out_dir = work.path().join("out");
-    let out = run_benchlab(&["run", s(&suite), "--out", s(&out_dir)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
-            .expect("JSON");
+    let results = run_suite(&suite, &work.path().join("out"), &[]);
     let mix = &results["mixes"][0];
     assert_eq!(u(mix, "/errors_total"), 0, "{mix}");
     assert_eq!(u(mix, "/requests"), 8, "two flows of four steps: {mix}");
@@ -352,12 +339,7 @@ clients = 1
         ),
     )
     .expect("suite");
-    let out_dir = work.path().join("out");
-    let out = run_benchlab(&["run", s(&suite), "--out", s(&out_dir)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
-            .expect("JSON");
+    let results = run_suite(&suite, &work.path().join("out"), &[]);
     let mix = &results["mixes"][0];
     let req = |step: &str| u(class(mix, step), "/requests");
     assert_eq!((req("a"), req("b"), req("c") + req("d")), (2, 6, 2), "{mix}");

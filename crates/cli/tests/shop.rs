@@ -845,21 +845,7 @@ fn specweb99(dir: &Path) -> PathBuf {
 fn run_suite(dir: &Path, name: &str, text: &str) -> serde_json::Value {
     let suite = dir.join(format!("{name}.toml"));
     fs::write(&suite, text).expect("suite");
-    let out_dir = dir.join(name);
-    let out = Command::new(benchlab_bin())
-        .args([
-            "run",
-            suite.to_str().unwrap(),
-            "--insecure",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ])
-        .output()
-        .expect("benchlab run");
-    assert_success(&format!("benchlab run {name}"), &out);
-    let r: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(out_dir.join("results.json")).expect("results")).expect("JSON");
-    r["mixes"][0].clone()
+    common::run_suite(&suite, &dir.join(name), &["--insecure"])["mixes"][0].clone()
 }
 
 fn num(v: &serde_json::Value, p: &str) -> u64 {

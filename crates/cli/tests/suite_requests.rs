@@ -8,8 +8,7 @@
 mod common;
 
 use common::servers::{Nginx, NginxOpts};
-use common::{run_benchlab, s, u};
-use serde_json::Value;
+use common::{run_benchlab, run_suite, s, u};
 
 fn suite_text(target: &str, class_extra: &str) -> String {
     format!(
@@ -61,12 +60,7 @@ fn classes_and_urls_send_their_method_headers_and_body_exactly() {
     std::fs::write(work.path().join("body.bin"), vec![b'z'; 3000]).expect("body");
     let suite = work.path().join("suite.toml");
     std::fs::write(&suite, suite_text(&server.url(""), "")).expect("suite");
-    let out_dir = work.path().join("out");
-    let out = run_benchlab(&["run", s(&suite), "--out", s(&out_dir)]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"))
-            .expect("JSON");
+    let results = run_suite(&suite, &work.path().join("out"), &[]);
     let mix = &results["mixes"][0];
     assert_eq!(u(mix, "/errors_total"), 0, "{mix}");
     let lines = server.access_log_lines();

@@ -462,11 +462,7 @@ clients = 1
         ),
     )
     .expect("suite");
-    let out_dir = work.path().join("out");
-    let out = run_benchlab(&["run", s(&suite), "--out", s(&out_dir), "--insecure"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).expect("results")).expect("JSON");
+    let r = common::run_suite(&suite, &work.path().join("out"), &["--insecure"]);
     assert_eq!(u(&r["mixes"][0], "/errors_total"), 0);
     let (p, t) = (plain.access_log_lines(), secure.access_log_lines());
     let strays =

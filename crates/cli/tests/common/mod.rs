@@ -45,6 +45,17 @@ pub fn run_benchlab(args: &[&str]) -> Output {
 /// The one mix of what `benchlab http --json` printed: a
 /// `benchlab.results/1` of one phase and one mix (docs/http.md), whose
 /// fields are those of a suite's mix.
+/// `benchlab run SUITE --out OUT EXTRA…`, which must succeed, and its
+/// results.json.
+pub fn run_suite(suite: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["run", s(suite), "--out", s(out)];
+    args.extend_from_slice(extra);
+    let o = run_benchlab(&args);
+    assert_success(&format!("benchlab run {}", suite.display()), &o);
+    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    serde_json::from_str(&text).expect("results.json is JSON")
+}
+
 pub fn http_mix(stdout: &[u8]) -> serde_json::Value {
     let v: serde_json::Value = serde_json::from_slice(stdout).unwrap_or_else(|e| {
         panic!(
