@@ -26,6 +26,7 @@ pub mod feeder;
 #[doc(hidden)]
 pub mod fuzz;
 mod ordered;
+pub mod origin;
 pub mod spec;
 pub mod template;
 pub mod user;

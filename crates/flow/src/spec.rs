@@ -613,7 +613,7 @@ impl Compiler<'_> {
             origin: target.as_deref().map(|t| {
                 let https = t.starts_with("https://");
                 let authority = t.split_once("://").map_or(t, |(_, a)| a);
-                crate::user::Origin::new(authority, https)
+                crate::origin::Origin::new(authority, https)
             }),
             target,
             headers,
@@ -865,7 +865,7 @@ pub struct Step {
     /// The origin it goes to when not the workload's (`https://host:port`).
     pub target: Option<String>,
     /// That origin as its cookies see it.
-    pub origin: Option<crate::user::Origin>,
+    pub origin: Option<crate::origin::Origin>,
     pub headers: Vec<Header>,
     pub has_cookie_header: bool,
     pub body: Body,

@@ -5,40 +5,12 @@
 
 use crate::capture::{self, Source, MAX_CAPTURE_BODY};
 use crate::cookie::{self, CookieJar};
+pub use crate::origin::Origin;
 use crate::spec::{Body, Flow, Op, Step};
 use crate::template::Vars;
 use benchlab_rng::SplitMix64;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Where a user's requests go: the workload's server.
-#[derive(Debug, Clone)]
-pub struct Origin {
-    /// The host as cookies see it: lower case, no port.
-    pub host: String,
-    pub https: bool,
-}
-
-impl Origin {
-    /// The origin of `host` (a URL's authority: a port, an IPv6 address's
-    /// brackets are dropped, as cookies never see them).
-    pub fn new(host: &str, https: bool) -> Origin {
-        let host = match host.strip_prefix('[') {
-            Some(v6) => v6.split(']').next().unwrap_or(v6),
-            None => host.rsplit_once(':').map_or(host, |(h, port)| {
-                if port.bytes().all(|b| b.is_ascii_digit()) && !h.contains(':') {
-                    h
-                } else {
-                    host
-                }
-            }),
-        };
-        Origin {
-            host: host.to_ascii_lowercase(),
-            https,
-        }
-    }
-}
 
 /// A request, rendered; its buffers are reused from request to request.
 #[derive(Debug, Default)]
