@@ -56,7 +56,7 @@ leftovers() {
       sub(/.*\//, "", name)
       server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab|gunicorn|uvicorn|java|php-fpm[0-9.]*|node|nodejs)(:.*)?$/
       # The Python application servers run as python3 (gunicorn, uvicorn):
-      # the program's path follows.
+      # the path of the program follows.
       if (name ~ /^python3/ && args ~ /(gunicorn|uvicorn)/) server = 1
       if (index(args, tmp) > 0 && (server || index(prog, tmp) == 1)) {
         found[$1] = args

@@ -13,7 +13,8 @@
 //! - README says how `benchlab` gets on PATH before its first `benchlab …`
 //!   example, and the quick-start script no longer calls itself a stopgap.
 //!
-//! These read files only; they start nothing.
+//! These read files only (and run `bash -n` on the scripts); they start
+//! nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -708,4 +709,28 @@ fn quickstart_header_is_current() {
         !header.contains("until"),
         "scripts/quickstart.sh's header still calls it a stopgap (\"until …\"):\n{header}"
     );
+}
+
+/// Every tracked shell script parses (`bash -n`): a quote that ends an
+/// awk program early (an apostrophe in its comment) fails CI only at the
+/// leftover-server check, after the whole build.
+#[test]
+fn every_shell_script_parses() {
+    let scripts: Vec<String> = repo_files().into_iter().filter(|f| f.ends_with(".sh")).collect();
+    assert!(
+        scripts.iter().any(|f| f == "scripts/leftover-servers.sh"),
+        "{scripts:?}"
+    );
+    for rel in scripts {
+        let out = std::process::Command::new("bash")
+            .arg("-n")
+            .arg(root().join(&rel))
+            .output()
+            .expect("run bash -n");
+        assert!(
+            out.status.success(),
+            "{rel} does not parse: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
