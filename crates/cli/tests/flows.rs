@@ -299,7 +299,8 @@ fn a_feeder_that_stops_ends_the_flows_exactly_when_its_rows_run_out() {
     }
 }
 
-/// Loops and branches as the engine walks them: two flows (a feeder of two
+/// Loops and branches as the engine walks them (the suite's `think_time`
+/// is not a flow's: its steps have none): two flows (a feeder of two
 /// rows used once) of `a`, `b` three times, then `c` or `d` by weight —
 /// exactly 2 × a, 6 × b and 2 of c and d together, each logged.
 #[test]
@@ -318,6 +319,7 @@ length = "2s"
 ramp_up = "0s"
 ramp_down = "0s"
 threads_per_client = 3
+think_time = "10s"   # not a flow's: its steps say their own
 [workloads.w]
 [workloads.w.flow]
 feeders = [{{ file = "users.csv", mode = "next", on_end = "stop" }}]

@@ -1111,11 +1111,13 @@ impl Http1 {
         }
         self.vus[i].state = State::Thinking;
         if let Some(f) = self.vus[i].flow.as_deref() {
-            // A flow step's own think time.
-            if !f.think.is_zero() {
+            // A flow step's own think time, not the plan's (docs/flows.md).
+            if f.think.is_zero() {
+                self.start_request(core, i);
+            } else {
                 core.rest_for(i as u32, f.think);
-                return;
             }
+            return;
         }
         if core.go_on_now(i as u32) {
             self.start_request(core, i);
