@@ -11,20 +11,10 @@
 mod common;
 mod spice_support;
 
-use common::{assert_success, benchlab_bin, free_port};
+use common::{assert_success, benchlab_bin, free_port, lab};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-/// Runs `benchlab lab ARGS` with its state under `base`.
-fn lab(base: &Path, args: &[&str]) -> Output {
-    Command::new(benchlab_bin())
-        .arg("lab")
-        .args(args)
-        .env("BENCHLAB_LAB_DIR", base)
-        .output()
-        .expect("run benchlab lab")
-}
 
 /// A state base whose servers are stopped when the test ends, passed or not.
 struct LabGuard {

@@ -8,24 +8,15 @@
 mod common;
 
 use benchlab_flow::{FlowSpec, FlowUser, Origin, RequestBuf, StepOutcome};
-use common::{assert_success, benchlab_bin, free_port, group_members, require};
+use common::{assert_success, benchlab_bin, free_port, group_members, lab, require};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-fn lab(base: &Path, args: &[&str]) -> Output {
-    Command::new(benchlab_bin())
-        .arg("lab")
-        .args(args)
-        .env("BENCHLAB_LAB_DIR", base)
-        .output()
-        .expect("run benchlab lab")
-}
 
 /// A state base whose shop is taken down when the test ends, passed or not.
 struct Shop {

@@ -188,11 +188,7 @@ pub(crate) fn mix_result(
         http_command: None,
         flows: phase.list.flow.is_some().then(|| benchlab_results::MixFlows {
             completed: conn.flows_completed,
-            completed_per_sec: if window_s > 0.0 {
-                round(conn.flows_completed as f64 / window_s, 2)
-            } else {
-                0.0
-            },
+            completed_per_sec: crate::measure::per_sec(conn.flows_completed, window_s),
             abandoned: conn.flows_abandoned,
             check_failures: reports.iter().flat_map(|r| &r.check_failures).fold(
                 std::collections::BTreeMap::new(),
@@ -1292,11 +1288,7 @@ pub fn http_mix(h: &HttpRun) -> MixResult {
             urls,
             mode: if open { "open" } else { "closed" }.into(),
             os_threads: h.os_threads,
-            body_bytes_per_sec: if window_s > 0.0 {
-                round(total.counters.body_bytes as f64 / window_s, 2)
-            } else {
-                0.0
-            },
+            body_bytes_per_sec: crate::measure::per_sec(total.counters.body_bytes, window_s),
             seconds_body_bytes,
             h2_window: plan.http2.map(|h2| h2.window),
             h2_server_settings: h2_settings.and_then(|s| serde_json::to_value(s).ok()),

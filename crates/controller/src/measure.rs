@@ -48,16 +48,20 @@ pub trait FiguresOf {
     fn of(s: &ClassStats, window_s: f64) -> Figures;
 }
 
+/// `n` per second of a `window_s`-second window, to 2 decimals (0 for an
+/// empty window): every rate of a mix's figures.
+pub(crate) fn per_sec(n: u64, window_s: f64) -> f64 {
+    if window_s > 0.0 {
+        round(n as f64 / window_s, 2)
+    } else {
+        0.0
+    }
+}
+
 impl FiguresOf for Figures {
     fn of(s: &ClassStats, window_s: f64) -> Figures {
         let c = &s.counters;
-        let per = |n: u64| {
-            if window_s > 0.0 {
-                round(n as f64 / window_s, 2)
-            } else {
-                0.0
-            }
-        };
+        let per = |n: u64| per_sec(n, window_s);
         Figures {
             requests: c.requests,
             requests_per_sec: per(c.requests),

@@ -358,10 +358,11 @@ const FCGIWRAP_WORKERS: usize = 8;
 const FPM_PROCS: usize = 4;
 
 /// PHP-FPM's program: `php-fpm`, or Debian's versioned `php-fpmX.Y` in
-/// /usr/sbin (the newest when several are installed).
-fn php_fpm_program() -> Result<PathBuf, Error> {
+/// /usr/sbin (the newest when several are installed); `None` when there
+/// is none.
+pub fn php_fpm_path() -> Option<PathBuf> {
     if let Some(p) = which("php-fpm") {
-        return Ok(p);
+        return Some(p);
     }
     let mut found: Vec<PathBuf> = fs::read_dir("/usr/sbin")
         .map(|d| {
@@ -376,7 +377,12 @@ fn php_fpm_program() -> Result<PathBuf, Error> {
         })
         .unwrap_or_default();
     found.sort();
-    found.pop().ok_or_else(|| Error::Missing {
+    found.pop()
+}
+
+/// [`php_fpm_path`], or the error naming the Debian package.
+fn php_fpm_program() -> Result<PathBuf, Error> {
+    php_fpm_path().ok_or_else(|| Error::Missing {
         program: "php-fpm (for the php-fpm SPI)".into(),
         package: "php-fpm".into(),
     })

@@ -45,6 +45,16 @@ pub fn run_benchlab(args: &[&str]) -> Output {
 /// The one mix of what `benchlab http --json` printed: a
 /// `benchlab.results/1` of one phase and one mix (docs/http.md), whose
 /// fields are those of a suite's mix.
+/// `benchlab lab ARGS` with its state under `base` (`BENCHLAB_LAB_DIR`).
+pub fn lab(base: &Path, args: &[&str]) -> Output {
+    Command::new(benchlab_bin())
+        .arg("lab")
+        .args(args)
+        .env("BENCHLAB_LAB_DIR", base)
+        .output()
+        .expect("run benchlab lab")
+}
+
 /// `benchlab run SUITE --out OUT EXTRA…`, which must succeed, and its
 /// results.json.
 pub fn run_suite(suite: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {

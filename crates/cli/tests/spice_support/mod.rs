@@ -62,23 +62,7 @@ pub fn require(program: &str) -> PathBuf {
 /// PHP-FPM's program: `php-fpm`, or Debian's versioned `php-fpmX.Y` in
 /// /usr/sbin; panics as [`require`] does when there is none.
 pub fn php_fpm() -> PathBuf {
-    if let Some(p) = which("php-fpm") {
-        return p;
-    }
-    let mut found: Vec<PathBuf> = fs::read_dir("/usr/sbin")
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("php-fpm"))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    found.sort();
-    found.pop().unwrap_or_else(|| {
+    benchlab_lab::php_fpm_path().unwrap_or_else(|| {
         panic!("php-fpm is not installed: run `bash scripts/test.sh` (Debian's php-fpm, for the php-fpm SPI)")
     })
 }
