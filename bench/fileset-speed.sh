@@ -12,11 +12,25 @@
 #     SEED [1]
 #     VERIFY [1]         0: skip the verify pass
 #     RAYON_NUM_THREADS  threads that write [the number of cores]
+#     FS [host]          host: write into OUT on the file system it is on;
+#                        fresh: a new ext4 made in a sparse image file under
+#                        $TMPDIR (so on the same disk) and loop-mounted at
+#                        OUT (root only), unmounted and deleted afterwards
 #     BENCHLAB [target/release/benchlab, brought up to date by cargo first]
 #
 # Needs ~4.2 GB of free space and ~1,001,000 free inodes for ct-1m. The
 # figures depend on the file system and on how much of the tree still sits
 # in the page cache (a verify right after generating reads from memory).
+# Beside files/s it prints the generator's CPU (user and system) per file,
+# which a busy machine changes far less than the wall-clock rate.
+#
+# The file system's recent past matters as much as the generator: ext4
+# without a journal (the development VM's root) checks, for every new
+# inode, whether each free inode it passes was deleted in the last ~30 s,
+# so a generation started right after deleting a large tree (this script's
+# own cleanup, a CI run's temp dirs) spent 70 % of its time in the kernel's
+# `recently_deleted` and ran 10-30x slower (perf, 2026-11-26). FS=fresh
+# measures the generator on a file system with no such past.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +51,12 @@ if [[ -z ${BENCHLAB:-} ]]; then
   BENCHLAB=target/release/benchlab
 fi
 
+FS=${FS:-host}
+case $FS in
+  host|fresh) ;;
+  *) echo "fileset-speed: FS=$FS: expected host or fresh" >&2; exit 2 ;;
+esac
+
 if [[ -n ${OUT:-} ]]; then
   if [[ -e $OUT && -n $(ls -A "$OUT") ]]; then
     echo "fileset-speed: OUT=$OUT is not empty; refusing to write into (and delete) it" >&2
@@ -47,20 +67,50 @@ else
 fi
 # One `rm -rf` walks a million files on one core (8 minutes on ext4 here);
 # deleting the page directories in parallel takes a fraction of that.
+IMAGE=
 cleanup() {
   local t0=$SECONDS
-  if [[ -d $OUT ]]; then
-    find "$OUT" -mindepth 1 -maxdepth 1 -type d -print0 | xargs -0 -r -P "$(nproc)" -n 16 rm -rf --
+  if [[ -n $IMAGE ]]; then
+    umount "$OUT" 2>/dev/null || true
+    rm -f -- "$IMAGE"
+    rmdir -- "$OUT" 2>/dev/null || true
+  elif [[ -d $OUT ]]; then
+    [[ -d $OUT/set ]] && find "$OUT/set" -mindepth 1 -maxdepth 1 -type d -print0 | xargs -0 -r -P "$(nproc)" -n 16 rm -rf --
     rm -rf -- "$OUT"
   fi
   echo "deleted $OUT in $((SECONDS - t0)) s" >&2
 }
 trap cleanup EXIT
 
-echo "machine: $(nproc) cores, $(uname -sr), file system $(df -PT "$(dirname "$OUT")" | awk 'NR==2 {print $2}')"
+if [[ $FS == fresh ]]; then
+  if [[ $(id -u) != 0 ]]; then
+    echo "fileset-speed: FS=fresh mounts a loop device: run as root" >&2
+    exit 2
+  fi
+  # Room for the set plus a quarter, and an inode per file and directory.
+  IMAGE=$(mktemp "${TMPDIR:-/tmp}/benchlab-fileset-image.XXXXXX")
+  case $KIND in
+    ct-1m|ct-1999) bytes=4096000000; inodes=1100000 ;;
+    *) bytes=1000000000; inodes=200000 ;;
+  esac
+  truncate -s $((bytes + bytes / 4 + 500000000)) "$IMAGE"
+  mkfs.ext4 -q -F -N "$inodes" "$IMAGE"
+  mkdir -p "$OUT"
+  mount -o loop "$IMAGE" "$OUT"
+fi
+# A new file system's root holds lost+found: generate into a directory of
+# its own there (and the same on the host, for one code path).
+SET=$OUT/set
+
+echo "machine: $(nproc) cores, $(uname -sr), file system $(df -PT "$OUT" | awk 'NR==2 {print $2}') ($FS), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "benchlab $("$BENCHLAB" --version | awk '{print $2}'), kind $KIND, seed $SEED, out $OUT"
-# The last line of `generate` is its summary with files/s and MB/s.
-"$BENCHLAB" fileset generate "$KIND" --seed "$SEED" --out "$OUT"
+# The last line of `generate` is its summary with files/s and MB/s; the
+# CPU line is the generator's user and system time (wait4, via time).
+/usr/bin/time -f "cpu: %U s user, %S s system" -o "$OUT.cpu" \
+  "$BENCHLAB" fileset generate "$KIND" --seed "$SEED" --out "$SET"
+files=$(grep -vc '^#' "$SET/manifest")
+awk -v files="$files" '{ u = $2; s = $5; printf "%s; %.1f us of CPU per file (%.1f user, %.1f system)\n", $0, (u + s) * 1e6 / files, u * 1e6 / files, s * 1e6 / files }' "$OUT.cpu"
+rm -f -- "$OUT.cpu"
 if [[ $VERIFY == 1 ]]; then
-  "$BENCHLAB" fileset verify "$OUT"
+  "$BENCHLAB" fileset verify "$SET"
 fi
