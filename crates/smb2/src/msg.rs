@@ -306,6 +306,7 @@ pub mod create {
     pub const DELETE: u32 = 0x1_0000;
     pub const READ_CONTROL: u32 = 0x2_0000;
     pub const SYNCHRONIZE: u32 = 0x10_0000;
+    pub const MAXIMUM_ALLOWED: u32 = 0x0200_0000;
     pub const SHARE_ALL: u32 = 0x7;
     pub const DIRECTORY_FILE: u32 = 0x1;
     pub const NON_DIRECTORY_FILE: u32 = 0x40;
@@ -551,6 +552,12 @@ pub fn decode_query_directory(msg: &[u8]) -> Result<&[u8], DecodeError> {
 /// The names in a directory listing of `class`, bounded by the listing's
 /// own length (entries chained by NextEntryOffset, each one checked).
 pub fn directory_names(buf: &[u8], class: u8) -> Result<Vec<String>, DecodeError> {
+    Ok(directory_entries(buf, class)?.into_iter().map(|(n, _)| n).collect())
+}
+
+/// [`directory_names`] with each entry's attributes (0 for
+/// FileNamesInformation, which has none).
+pub fn directory_entries(buf: &[u8], class: u8) -> Result<Vec<(String, u32)>, DecodeError> {
     // Where each class keeps FileNameLength and FileName.
     let (len_at, name_at) = match class {
         FILE_DIRECTORY_INFORMATION => (60, 64),
@@ -568,7 +575,12 @@ pub fn directory_names(buf: &[u8], class: u8) -> Result<Vec<String>, DecodeError
         let next = u32::from_le_bytes([e[0], e[1], e[2], e[3]]) as usize;
         let n = u32::from_le_bytes([e[len_at], e[len_at + 1], e[len_at + 2], e[len_at + 3]]) as usize;
         let name = slice(buf, at + name_at, n, "directory entry name")?;
-        out.push(crate::from_utf16(name));
+        let attrs = if class == FILE_NAMES_INFORMATION {
+            0
+        } else {
+            u32::from_le_bytes([e[56], e[57], e[58], e[59]])
+        };
+        out.push((crate::from_utf16(name), attrs));
         if next == 0 {
             return Ok(out);
         }
