@@ -390,7 +390,7 @@ pub fn decode_any(msg: &[u8]) -> Result<(), DecodeError> {
     let body = &msg[HEADER_LEN.min(msg.len())..];
     if h.status != status::SUCCESS
         && !(h.status == status::MORE_PROCESSING_REQUIRED && h.command == cmd::SESSION_SETUP)
-        && !(h.status == status::BUFFER_OVERFLOW)
+        && h.status != status::BUFFER_OVERFLOW
     {
         return msg::ErrorResponse::decode(body).map(drop);
     }

@@ -49,7 +49,7 @@ pub struct NegotiateRequest {
 }
 
 fn pad8(v: &mut Vec<u8>) {
-    while v.len() % 8 != 0 {
+    while !v.len().is_multiple_of(8) {
         v.push(0);
     }
 }
@@ -790,7 +790,7 @@ mod tests {
             let mut e = vec![0u8; 94];
             e[60..64].copy_from_slice(&(n.len() as u32).to_le_bytes());
             e.extend_from_slice(&n);
-            while e.len() % 8 != 0 {
+            while !e.len().is_multiple_of(8) {
                 e.push(0);
             }
             if i == 0 {
