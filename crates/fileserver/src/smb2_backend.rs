@@ -45,6 +45,14 @@ const MAX_DELTREE_DEPTH: usize = 64;
 /// Which answers a QUERY_DIRECTORY may hold (bytes).
 const LISTING_BYTES: u32 = 65536;
 
+/// The most entries one listing keeps: a server that never says
+/// NO_MORE_FILES cannot grow a user's memory without end.
+const MAX_LISTING: usize = 1 << 20;
+
+/// The most interim answers and oplock breaks read while waiting for one
+/// answer: a server that streams them cannot hold a user forever.
+const MAX_INTERIM: usize = 1024;
+
 /// Dialects `?dialect=` may pin, by name.
 pub fn parse_dialect(name: &str) -> Option<u16> {
     msg::ALL_DIALECTS.into_iter().find(|d| msg::dialect_name(*d) == name)
@@ -123,7 +131,7 @@ impl Conn {
     /// The final answer to message `id` (interim STATUS_PENDING answers
     /// and oplock breaks are read past).
     fn answer(&mut self, id: u64) -> Result<(Header, Vec<u8>), Status> {
-        loop {
+        for _ in 0..MAX_INTERIM {
             let mut prefix = [0u8; 4];
             self.sock.read_exact(&mut prefix).map_err(lost)?;
             let n = frame::length(prefix).map_err(bad_answer)?;
@@ -152,6 +160,7 @@ impl Conn {
             }
             return Ok((h, m));
         }
+        Err(bad_answer(format!("{MAX_INTERIM} interim answers and no final one")))
     }
 
     /// Sends `body` as `command` and returns the answer, an NT status
@@ -223,6 +232,9 @@ impl Conn {
                     if name != "." && name != ".." {
                         out.push((name, attrs));
                     }
+                }
+                if out.len() > MAX_LISTING {
+                    return Err(bad_answer(format!("a listing of more than {MAX_LISTING} entries")));
                 }
                 flags = 0;
             }
@@ -414,19 +426,28 @@ impl Smb2Backend {
         }
         let s = msg::SessionSetupResponse::decode(&m).map_err(|e| format!("SESSION_SETUP: {e}"))?;
         let guest = s.flags & (msg::SESSION_FLAG_IS_GUEST | msg::SESSION_FLAG_IS_NULL) != 0;
-        if guest || !sign_all {
-            if sign_all && guest {
+        if guest {
+            if sign_all {
                 return Err("signing is required but the server made the session a guest's (no key to sign with): give a user and password".into());
             }
             c.signing_key = None;
         }
         let tree = format!("\\\\{}\\{}", u.host, u.share);
+        // At 3.1.1 a user's TREE_CONNECT is signed whatever signing the
+        // session runs with ([MS-SMB2] 3.2.4.2.4: it protects the
+        // negotiation); other requests are signed only when required.
+        if !is_311 && !sign_all {
+            c.signing_key = None;
+        }
         c.call(cmd::TREE_CONNECT, &msg::tree_connect(&tree))
             .and_then(|m| {
                 c.tree_id = Header::decode(&m).map_err(bad_answer)?.tree_id;
                 msg::TreeConnectResponse::decode(&m[HEADER_LEN..]).map_err(bad_answer)
             })
             .map_err(|s| format!("TREE_CONNECT {tree}: {s}"))?;
+        if !sign_all {
+            c.signing_key = None;
+        }
         let root = c
             .open(
                 "",
@@ -452,6 +473,8 @@ impl Drop for Smb2Backend {
     /// Closes what is open and logs off; the server cleans up the rest
     /// when the connection ends.
     fn drop(&mut self) {
+        // A server that stopped answering must not hold the mix's end.
+        let _ = self.conn.sock.set_read_timeout(Some(Duration::from_secs(2)));
         let opens: Vec<FileId> = self.handles.drain().map(|(_, o)| o.fid).collect();
         for fid in opens {
             let _ = self.conn.close(&fid);

@@ -88,6 +88,36 @@ fn every_operation_at_every_dialect() {
     }
 }
 
+/// `?sign=required` signs every request of a server that does not ask it.
+#[test]
+fn sign_required_signs_where_the_server_does_not_ask() {
+    let Some(s) = start_smbd() else {
+        eprintln!("skipped: smbd is not installed");
+        return;
+    };
+    let me = user_name();
+    s.add_user(&me, "b3nchlab").unwrap();
+    let plain = connect(&format!(
+        "smb://{me}:b3nchlab@127.0.0.1:{}/bench?client=benchlab",
+        s.port
+    ));
+    assert!(!plain.signing());
+    drop(plain);
+    let mut b = connect(&format!(
+        "smb://{me}:b3nchlab@127.0.0.1:{}/bench?client=benchlab&sign=required",
+        s.port
+    ));
+    assert!(b.signing());
+    b.mkdir("\\signed").unwrap();
+    let table = s.sessions();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("127.0.0.1 (") && l.trim_end().ends_with("AES-128-CMAC")),
+        "{table}"
+    );
+}
+
 /// `server signing = mandatory`: a user's session signs every request,
 /// at 2.1 (HMAC-SHA256), 3.0 and 3.1.1 (AES-CMAC with their KDFs); smbd's
 /// own session list agrees.
