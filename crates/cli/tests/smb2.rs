@@ -263,9 +263,15 @@ Unlink "\clients\client1\gone.txt" 0x6 NT_STATUS_NO_SUCH_FILE
 fn options_that_cannot_apply_are_refused_by_name() {
     let d = tempfile::tempdir().unwrap();
     for (q, said) in [
-        ("client=benchlab&encrypt=require", "encrypt="),
-        ("dialect=3.0", "dialect="),
-        ("client=benchlab&dialect=3.1", "dialect=3.1"),
+        (
+            "client=benchlab&encrypt=require",
+            "option `encrypt=` is not in benchlab's SMB2 client yet",
+        ),
+        ("dialect=3.0", "option `dialect=` applies to client=benchlab only"),
+        (
+            "client=benchlab&dialect=3.1",
+            "option `dialect=3.1`: expected dialect=2.0.2|2.1|3.0|3.0.2|3.1.1",
+        ),
     ] {
         std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
         let suite = d.path().join("suite.toml");

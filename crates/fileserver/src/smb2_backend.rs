@@ -680,6 +680,80 @@ impl FileBackend for Smb2Backend {
 mod tests {
     use super::*;
 
+    fn conn_pair() -> (Conn, TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let sock = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let (server, _) = l.accept().unwrap();
+        server.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        let c = Conn {
+            sock,
+            next_id: 0,
+            credits: 1,
+            dialect: msg::DIALECT_210,
+            session_id: 0,
+            tree_id: 0,
+            signing_key: None,
+            chunk: CHUNK,
+            breaks: 0,
+        };
+        (c, server)
+    }
+
+    fn answer_frame(command: u16, id: u64, credits: u16, status: u32, body: &[u8]) -> Vec<u8> {
+        let mut h = Header::request(command, id, 1, credits);
+        h.flags = benchlab_smb2::FLAG_RESPONSE;
+        h.status = status;
+        let mut m = Vec::new();
+        h.encode(&mut m);
+        m.extend_from_slice(body);
+        frame::encode(&m)
+    }
+
+    /// Credits: a request is never sent past the window granted; what an
+    /// answer grants (an oplock break's included) opens it again; a
+    /// break on the way is counted and read past.
+    #[test]
+    fn credits_are_honoured_and_breaks_read_past() {
+        let (mut c, mut server) = conn_pair();
+        let (id, _) = c.send(cmd::ECHO, &msg::empty_request()).unwrap();
+        assert_eq!((id, c.credits), (0, 0));
+        let refused = c.send(cmd::ECHO, &msg::empty_request()).unwrap_err();
+        assert!(
+            refused.name().starts_with("NT_STATUS_INSUFFICIENT_RESOURCES"),
+            "{refused}"
+        );
+        // Exactly one request reached the server.
+        let mut got = vec![0u8; 4 + HEADER_LEN + 4];
+        server.read_exact(&mut got).unwrap();
+        assert!(server.read(&mut [0u8; 1]).is_err(), "a second request was sent");
+        let mut brk = vec![24u8, 0, 1, 0, 0, 0, 0, 0];
+        brk.extend_from_slice(&[5; 16]);
+        server
+            .write_all(&answer_frame(cmd::OPLOCK_BREAK, UNSOLICITED, 0, 0, &brk))
+            .unwrap();
+        server
+            .write_all(&answer_frame(cmd::ECHO, 0, 3, 0, &[4, 0, 0, 0]))
+            .unwrap();
+        let (h, _) = c.answer(0).unwrap();
+        assert_eq!((h.message_id, c.credits, c.breaks), (0, 3, 1));
+        // An answer to another message is the server's error, counted.
+        c.send(cmd::ECHO, &msg::empty_request()).unwrap();
+        server
+            .write_all(&answer_frame(cmd::ECHO, 9, 1, 0, &[4, 0, 0, 0]))
+            .unwrap();
+        let e = c.answer(1).unwrap_err();
+        assert!(e.name().starts_with("NT_STATUS_INVALID_NETWORK_RESPONSE"), "{e}");
+        // A frame above the limit is refused before it is read.
+        c.send(cmd::ECHO, &msg::empty_request()).unwrap();
+        server.write_all(&[0, 0x7f, 0xff, 0xff]).unwrap();
+        let e = c.answer(2).unwrap_err();
+        assert!(e.name().contains("limit"), "{e}");
+        drop(server);
+        let e = c.answer(3).unwrap_err();
+        assert!(e.name().starts_with("NT_STATUS_CONNECTION_DISCONNECTED"), "{e}");
+    }
+
     #[test]
     fn paths_stay_in_the_share() {
         assert_eq!(
@@ -689,6 +763,22 @@ mod tests {
         assert_eq!(share_path("\\a\\.\\b\\..\\c").unwrap(), "a\\c");
         assert_eq!(share_path("\\").unwrap(), "");
         assert_eq!(share_path("\\a\\..\\.."), Err(Status::AccessDenied));
+    }
+
+    #[test]
+    fn targets_name_the_client_and_dialect_and_print_back() {
+        let u = SmbUrl::parse("smb://u:pw@h:4450/s?client=benchlab&dialect=3.0.2&sign=required").unwrap();
+        assert_eq!(
+            (u.client, u.dialect),
+            (crate::smb::Client::Benchlab, Some(msg::DIALECT_302))
+        );
+        assert_eq!(SmbUrl::parse(&u.with_password()).unwrap(), u);
+        assert_eq!(
+            u.to_string(),
+            "smb://u:***@h:4450/s?sign=required&client=benchlab&dialect=3.0.2"
+        );
+        let d = SmbUrl::parse("smb://h/s").unwrap();
+        assert_eq!((d.client, d.dialect), (crate::smb::Client::Libsmbclient, None));
     }
 
     #[test]
