@@ -291,3 +291,43 @@ fn options_that_cannot_apply_are_refused_by_name() {
         );
     }
 }
+
+/// The shipped NetBench disk mix through benchlab's client, its users
+/// threads of the run: no error, and the locks and flushes libsmbclient
+/// counts as not sent are sent and done.
+#[test]
+fn the_disk_mix_sends_locks_and_flushes() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    let d = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/workloads/netbench-1999-disk-mix.toml");
+    let mix = std::fs::read_to_string(shipped)
+        .unwrap()
+        .replace("workspace = \"4MB\"", "workspace = \"400KB\"");
+    std::fs::write(d.path().join("mix.toml"), mix).unwrap();
+    let suite = d.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"dm\"\ntarget = \"{}?client=benchlab\"\n[workloads.nb]\ndisk_mix = \"mix.toml\"\n\
+             [defaults]\nramp_up = \"500ms\"\nramp_down = \"500ms\"\nlength = \"3s\"\n[[mix]]\nclients = 2\n",
+            smbd.url()
+        ),
+    )
+    .unwrap();
+    let r = run_suite(&suite, &d.path().join("out"), &[]);
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["files"]["not_sent"], 0);
+    assert_eq!(m["files"]["prepared_bytes"], 800_000);
+    for kind in ["Flush", "LockX", "UnlockX"] {
+        let (done, errors, not_sent) = op(m, kind);
+        assert!(
+            done > 0 && errors == 0 && not_sent == 0,
+            "{kind}: {done} {errors} {not_sent}"
+        );
+    }
+    for n in 1..=2 {
+        assert!(smbd.share.join(format!("clients/client{n}/f00000.dat")).is_file());
+    }
+}
