@@ -1,6 +1,7 @@
 //! `smb://…?client=benchlab`, benchlab's own SMB2/3 client, through the
 //! real binary against an unprivileged smbd on a loopback high port:
-//! dbench's client.txt with no error at each pinned dialect and signed,
+//! dbench's client.txt with no error at each pinned dialect, signed and
+//! sealed,
 //! every operation (LOCK and FLUSH included) equal to Samba's full_audit
 //! log, and NT statuses by name.
 
@@ -83,8 +84,8 @@ fn client_txt_prefix(n: usize) -> (String, u64) {
 /// client.txt's first 3,000 operations replay by two users with no error
 /// at each pinned dialect, every status as the file expects it by name,
 /// LOCK and FLUSH sent (none not-sent); and with `server signing =
-/// mandatory`, every request signed, the password nowhere in the results
-/// or the output.
+/// mandatory` (every request signed) and `smb encrypt = required` (every
+/// request sealed), the password nowhere in the results or the output.
 #[test]
 fn client_txt_replays_with_no_error_at_each_dialect_and_signed() {
     require("smbd");
@@ -104,39 +105,47 @@ fn client_txt_replays_with_no_error_at_each_dialect_and_signed() {
         assert_eq!(op(m, "LockX"), (locks * 2, 0, 0), "{dialect}");
         assert_eq!(op(m, "Flush"), (flushes * 2, 0, 0), "{dialect}");
     }
-    let signed = benchlab_fileserver::smbd::start_smbd_with(" server signing = mandatory\n").expect("smbd starts");
+    // A user's session on a server that requires signing, then on one
+    // that requires encryption (every request sealed).
     let me = benchlab_fileserver::smbd::user_name();
-    signed.add_user(&me, "S3CRETpw").unwrap();
-    let d = tempfile::tempdir().unwrap();
-    let target = format!(
-        "smb://{me}:S3CRETpw@127.0.0.1:{}/bench?sign=required&client=benchlab",
-        signed.port
-    );
-    std::fs::write(d.path().join("load.txt"), &lf).unwrap();
-    let suite = d.path().join("suite.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            "name = \"smb2\"\ntarget = \"{target}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = 1\n\
-             [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"120s\"\n[[mix]]\nclients = 2\n"
-        ),
-    )
-    .unwrap();
-    let out = d.path().join("out");
-    let o = common::run_benchlab(&["run", s(&suite), "--out", s(&out)]);
-    common::assert_success("signed run", &o);
-    let text = std::fs::read_to_string(out.join("results.json")).unwrap();
-    let r: Value = serde_json::from_str(&text).unwrap();
-    let m = &r["mixes"][0];
-    assert_eq!(m["errors_total"], 0, "signed: {}", m["files"]["errors_by_status"]);
-    assert_eq!(m["requests"], n * 2);
-    for shown in [
-        text,
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-        std::fs::read_to_string(out.join("report.html")).unwrap_or_default(),
+    for (global, option) in [
+        (" server signing = mandatory\n", "sign=required"),
+        (" smb encrypt = required\n", "encrypt=require"),
     ] {
-        assert!(!shown.contains("S3CRETpw"));
+        let server = benchlab_fileserver::smbd::start_smbd_with(global).expect("smbd starts");
+        server.add_user(&me, "S3CRETpw").unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let target = format!(
+            "smb://{me}:S3CRETpw@127.0.0.1:{}/bench?{option}&client=benchlab",
+            server.port
+        );
+        std::fs::write(d.path().join("load.txt"), &lf).unwrap();
+        let suite = d.path().join("suite.toml");
+        std::fs::write(
+            &suite,
+            format!(
+                "name = \"smb2\"\ntarget = \"{target}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = 1\n\
+                 [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"120s\"\n[[mix]]\nclients = 2\n"
+            ),
+        )
+        .unwrap();
+        let out = d.path().join("out");
+        let o = common::run_benchlab(&["run", s(&suite), "--out", s(&out)]);
+        common::assert_success(option, &o);
+        let text = std::fs::read_to_string(out.join("results.json")).unwrap();
+        let r: Value = serde_json::from_str(&text).unwrap();
+        let m = &r["mixes"][0];
+        assert_eq!(m["errors_total"], 0, "{option}: {}", m["files"]["errors_by_status"]);
+        assert_eq!(m["requests"], n * 2, "{option}");
+        assert_eq!(op(m, "LockX"), (locks * 2, 0, 0), "{option}");
+        for shown in [
+            text,
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+            std::fs::read_to_string(out.join("report.html")).unwrap_or_default(),
+        ] {
+            assert!(!shown.contains("S3CRETpw"), "{option}");
+        }
     }
 }
 
@@ -264,8 +273,8 @@ fn options_that_cannot_apply_are_refused_by_name() {
     let d = tempfile::tempdir().unwrap();
     for (q, said) in [
         (
-            "client=benchlab&encrypt=require",
-            "option `encrypt=` is not in benchlab's SMB2 client yet",
+            "client=benchlab&dialect=2.1&encrypt=require",
+            "option `encrypt=require` needs SMB 3.0 or later",
         ),
         ("dialect=3.0", "option `dialect=` applies to client=benchlab only"),
         (

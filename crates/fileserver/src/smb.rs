@@ -182,10 +182,17 @@ impl SmbUrl {
         // name, never ignored.
         match client {
             Client::Libsmbclient if dialect.is_some() => {
-                return Err(bad("option `dialect=` applies to client=benchlab only (libsmbclient negotiates 2.0.2 to 3.1.1 itself)"))
+                return Err(bad(
+                    "option `dialect=` applies to client=benchlab only (libsmbclient negotiates 2.0.2 to 3.1.1 itself)",
+                ))
             }
-            Client::Benchlab if matches!(encrypt, Some(Encrypt::Request | Encrypt::Require)) => {
-                return Err(bad("option `encrypt=` is not in benchlab's SMB2 client yet (docs/smb2.md): use client=libsmbclient for encryption"))
+            Client::Benchlab
+                if encrypt == Some(Encrypt::Require)
+                    && dialect.is_some_and(|d| d < benchlab_smb2::msg::DIALECT_300) =>
+            {
+                return Err(bad(
+                    "option `encrypt=require` needs SMB 3.0 or later, and `dialect=` pins 2.x",
+                ))
             }
             _ => {}
         }

@@ -14,10 +14,11 @@
 //! `NT_STATUS_INVALID_NETWORK_RESPONSE`, counted like any other status.
 
 use crate::backend::{is_not_found, wildcard_match, FileBackend};
-use crate::smb::{Sign, SmbUrl};
+use crate::smb::{Encrypt, Sign, SmbUrl};
 use crate::status::Status;
 use benchlab_smb2::auth::{self, Credentials};
 use benchlab_smb2::msg::{self, create, FileId};
+use benchlab_smb2::seal::{self, Keys};
 use benchlab_smb2::sign::{self, Preauth};
 use benchlab_smb2::{cmd, frame, status as nt, Header, HEADER_LEN, UNSOLICITED};
 use std::collections::HashMap;
@@ -101,6 +102,11 @@ struct Conn {
     chunk: u32,
     /// Oplock breaks the server sent (none is asked for; counted, not acknowledged).
     pub breaks: u64,
+    /// Set once every request is sealed (encrypted); signing is then off.
+    seal: Option<Keys>,
+    /// Messages sealed: the nonce's counter, never repeated under a key.
+    sealed: u64,
+    nonce_salt: [u8; 8],
 }
 
 impl Conn {
@@ -119,10 +125,19 @@ impl Conn {
         let mut m = Vec::with_capacity(HEADER_LEN + body.len());
         h.encode(&mut m);
         m.extend_from_slice(body);
-        if let Some(k) = &self.signing_key {
-            sign::sign(self.dialect, k, &mut m);
-        }
-        self.sock.write_all(&frame::encode(&m)).map_err(lost)?;
+        let wire = if let Some(keys) = &self.seal {
+            let mut nonce = [0u8; 16];
+            nonce[..8].copy_from_slice(&self.sealed.to_le_bytes());
+            nonce[8..].copy_from_slice(&self.nonce_salt);
+            self.sealed += 1;
+            frame::encode(&seal::encrypt(keys, self.session_id, nonce, &m).map_err(bad_answer)?)
+        } else {
+            if let Some(k) = &self.signing_key {
+                sign::sign(self.dialect, k, &mut m);
+            }
+            frame::encode(&m)
+        };
+        self.sock.write_all(&wire).map_err(lost)?;
         self.credits -= cost;
         self.next_id += cost;
         Ok((id, m))
@@ -137,6 +152,14 @@ impl Conn {
             let n = frame::length(prefix).map_err(bad_answer)?;
             let mut m = vec![0u8; n];
             self.sock.read_exact(&mut m).map_err(lost)?;
+            let sealed = m.starts_with(b"\xfdSMB");
+            if sealed {
+                let keys = self
+                    .seal
+                    .as_ref()
+                    .ok_or_else(|| bad_answer("a sealed answer to a session that seals nothing"))?;
+                m = seal::decrypt(keys, &m).map_err(bad_answer)?;
+            }
             let h = Header::decode(&m).map_err(bad_answer)?;
             self.credits += u64::from(h.credits);
             if h.message_id == UNSOLICITED && h.command == cmd::OPLOCK_BREAK {
@@ -153,7 +176,7 @@ impl Conn {
             if h.status == nt::PENDING && h.flags & benchlab_smb2::FLAG_ASYNC != 0 {
                 continue;
             }
-            if let Some(k) = &self.signing_key {
+            if let Some(k) = self.signing_key.as_ref().filter(|_| !sealed) {
                 if h.flags & benchlab_smb2::FLAG_SIGNED != 0 && !sign::verify(self.dialect, k, &m) {
                     return Err(bad_answer("a wrongly signed answer"));
                 }
@@ -320,7 +343,12 @@ impl Smb2Backend {
 
     /// Whether every request is signed.
     pub fn signing(&self) -> bool {
-        self.conn.signing_key.is_some()
+        self.conn.signing_key.is_some() && self.conn.seal.is_none()
+    }
+
+    /// The cipher every request is sealed with, if any.
+    pub fn cipher(&self) -> Option<u16> {
+        self.conn.seal.as_ref().map(|k| k.cipher)
     }
 
     fn open_session(u: &SmbUrl) -> Result<Smb2Backend, String> {
@@ -339,6 +367,9 @@ impl Smb2Backend {
             signing_key: None,
             chunk: CHUNK,
             breaks: 0,
+            seal: None,
+            sealed: 0,
+            nonce_salt: random8(),
         };
         let want_signing = u.sign == Some(Sign::Required);
         let dialects = match u.dialect {
@@ -358,6 +389,9 @@ impl Smb2Backend {
             security_mode,
             client_guid: guid,
             salt,
+            // Offered always (a server that requires it then works);
+            // used when asked for or required.
+            encryption: true,
         };
         let mut preauth = Preauth::default();
         let (id, req) = c.send(cmd::NEGOTIATE, &neg.encode()).map_err(|s| s.to_string())?;
@@ -375,6 +409,13 @@ impl Smb2Backend {
         c.dialect = n.dialect;
         c.chunk = CHUNK.min(n.max_read.max(1)).min(n.max_write.max(1));
         let is_311 = n.dialect == msg::DIALECT_311;
+        let cipher = match n.cipher {
+            Some(c) if is_311 && c != 0 => Some(c),
+            _ if !is_311 && n.dialect >= msg::DIALECT_300 && n.capabilities & msg::CAP_ENCRYPTION != 0 => {
+                Some(seal::AES_128_CCM)
+            }
+            _ => None,
+        };
         if is_311 {
             preauth.update(&req);
             preauth.update(&m);
@@ -418,6 +459,9 @@ impl Smb2Backend {
             preauth.update(&req);
         }
         let signing_key = key.map(|k| sign::signing_key(c.dialect, &k, &preauth.0));
+        let seal_keys = key
+            .zip(cipher)
+            .map(|(k, cipher)| Keys::derive(c.dialect, cipher, &k, &preauth.0));
         // The final answer is signed with the session's key (3.x always).
         c.signing_key = signing_key;
         let (h, m) = c.answer(id).map_err(|s| s.to_string())?;
@@ -432,6 +476,21 @@ impl Smb2Backend {
             }
             c.signing_key = None;
         }
+        // Sealing: asked for (`encrypt=require`, or `request` where the
+        // dialect has it) or required by the server for the session.
+        let must_seal = u.encrypt == Some(Encrypt::Require) || s.flags & msg::SESSION_FLAG_ENCRYPT_DATA != 0;
+        if must_seal || u.encrypt == Some(Encrypt::Request) {
+            match (&seal_keys, guest) {
+                (Some(k), false) => c.seal = Some(k.clone()),
+                _ if must_seal => {
+                    return Err(format!(
+                        "encryption is required but the session at {} has no cipher or no key (3.0 or later and a user and password are needed)",
+                        msg::dialect_name(c.dialect)
+                    ))
+                }
+                _ => {}
+            }
+        }
         let tree = format!("\\\\{}\\{}", u.host, u.share);
         // At 3.1.1 a user's TREE_CONNECT is signed whatever signing the
         // session runs with ([MS-SMB2] 3.2.4.2.4: it protects the
@@ -439,12 +498,21 @@ impl Smb2Backend {
         if !is_311 && !sign_all {
             c.signing_key = None;
         }
-        c.call(cmd::TREE_CONNECT, &msg::tree_connect(&tree))
+        let t = c
+            .call(cmd::TREE_CONNECT, &msg::tree_connect(&tree))
             .and_then(|m| {
                 c.tree_id = Header::decode(&m).map_err(bad_answer)?.tree_id;
                 msg::TreeConnectResponse::decode(&m[HEADER_LEN..]).map_err(bad_answer)
             })
             .map_err(|s| format!("TREE_CONNECT {tree}: {s}"))?;
+        // A share that requires encryption: everything after is sealed.
+        if t.share_flags & msg::SHAREFLAG_ENCRYPT_DATA != 0 && c.seal.is_none() {
+            c.seal = Some(
+                seal_keys
+                    .filter(|_| !guest)
+                    .ok_or("the share requires encryption and the session cannot seal")?,
+            );
+        }
         if !sign_all {
             c.signing_key = None;
         }
@@ -696,6 +764,9 @@ mod tests {
             signing_key: None,
             chunk: CHUNK,
             breaks: 0,
+            seal: None,
+            sealed: 0,
+            nonce_salt: [0; 8],
         };
         (c, server)
     }

@@ -14,6 +14,8 @@
 //! - [`auth`]: NTLMSSP (NTLMv2, guest and anonymous) inside a minimal SPNEGO.
 //! - [`sign`]: HMAC-SHA256 (2.0.2, 2.1) and AES-128-CMAC (3.x) signing, the
 //!   SP800-108 key derivation and 3.1.1's pre-authentication hash.
+//! - [`seal`]: 3.x encryption, the TRANSFORM header with AES-128-CCM or
+//!   AES-128-GCM.
 //!
 //! Every decoder reads through [`Reader`], which checks each length against
 //! what is there: no input, however made, panics (the fuzz corpus replay
@@ -21,6 +23,7 @@
 
 pub mod auth;
 pub mod msg;
+pub mod seal;
 pub mod sign;
 
 use std::fmt;

@@ -46,7 +46,13 @@ pub struct NegotiateRequest {
     pub client_guid: [u8; 16],
     /// 3.1.1's preauth salt (sent when 3.1.1 is offered).
     pub salt: [u8; 32],
+    /// Offer encryption: the capability (3.0, 3.0.2) and 3.1.1's
+    /// encryption context (AES-128-GCM, then AES-128-CCM).
+    pub encryption: bool,
 }
+
+/// SMB2_GLOBAL_CAP_ENCRYPTION.
+pub const CAP_ENCRYPTION: u32 = 0x40;
 
 fn pad8(v: &mut Vec<u8>) {
     while !v.len().is_multiple_of(8) {
@@ -63,14 +69,15 @@ impl NegotiateRequest {
         put16(&mut v, self.dialects.len() as u16);
         put16(&mut v, self.security_mode);
         put16(&mut v, 0);
-        // Capabilities: none asked (no DFS, leases, multi-channel, encryption).
-        put32(&mut v, 0);
+        // Capabilities: none asked (no DFS, leases, multi-channel) but
+        // encryption when offered.
+        put32(&mut v, if self.encryption { CAP_ENCRYPTION } else { 0 });
         v.extend_from_slice(&self.client_guid);
         let ctx_at = 8 + 28 + 2 * self.dialects.len();
         let ctx_off = HEADER_LEN + ctx_at.div_ceil(8) * 8;
         if with_contexts {
             put32(&mut v, ctx_off as u32);
-            put16(&mut v, 2);
+            put16(&mut v, if self.encryption { 3 } else { 2 });
             put16(&mut v, 0);
         } else {
             put64(&mut v, 0);
@@ -97,6 +104,15 @@ impl NegotiateRequest {
             put32(&mut v, 0);
             put16(&mut v, 1);
             put16(&mut v, AES_CMAC);
+            if self.encryption {
+                pad8(&mut v);
+                put16(&mut v, ENCRYPTION_CAPABILITIES);
+                put16(&mut v, 6);
+                put32(&mut v, 0);
+                put16(&mut v, 2);
+                put16(&mut v, crate::seal::AES_128_GCM);
+                put16(&mut v, crate::seal::AES_128_CCM);
+            }
         }
         v
     }
@@ -116,6 +132,8 @@ pub struct NegotiateResponse {
     pub preauth_hash: Option<u16>,
     /// 3.1.1: the signing algorithm the server chose (None: AES-CMAC).
     pub signing_algorithm: Option<u16>,
+    /// 3.1.1: the cipher the server chose (0 or None: none).
+    pub cipher: Option<u16>,
 }
 
 /// At most this many negotiate contexts are read (a server sends 2 to 5).
@@ -144,7 +162,7 @@ impl NegotiateResponse {
         } else {
             slice(msg, sb_off, sb_len, "NEGOTIATE security buffer")?.to_vec()
         };
-        let (mut preauth_hash, mut signing_algorithm) = (None, None);
+        let (mut preauth_hash, mut signing_algorithm, mut cipher) = (None, None, None);
         if dialect == DIALECT_311 {
             if ctx_count > MAX_CONTEXTS {
                 return err(format!("NEGOTIATE response: {ctx_count} negotiate contexts"));
@@ -164,6 +182,12 @@ impl NegotiateResponse {
                         }
                         d.u16()?;
                         preauth_hash = Some(d.u16()?);
+                    }
+                    ENCRYPTION_CAPABILITIES => {
+                        if d.u16()? != 1 {
+                            return err("NEGOTIATE response: not one cipher");
+                        }
+                        cipher = Some(d.u16()?);
                     }
                     SIGNING_CAPABILITIES => {
                         if d.u16()? != 1 {
@@ -189,6 +213,7 @@ impl NegotiateResponse {
             security_buffer,
             preauth_hash,
             signing_algorithm,
+            cipher,
         })
     }
 }
@@ -728,6 +753,7 @@ mod tests {
             security_mode: SIGNING_ENABLED,
             client_guid: [1; 16],
             salt: [2; 32],
+            encryption: false,
         };
         let b = n.encode();
         let ctx_off = u32::from_le_bytes([b[28], b[29], b[30], b[31]]) as usize;

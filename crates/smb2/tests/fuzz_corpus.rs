@@ -10,6 +10,7 @@ fn smb2_corpus_replays() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/smb2_response");
     let mut n = 0;
     let mut decoded = 0;
+    let keys = benchlab_smb2::seal::Keys::derive(0x0311, benchlab_smb2::seal::AES_128_GCM, &[1; 16], &[0; 64]);
     for entry in std::fs::read_dir(&dir).expect("fuzz corpus directory") {
         let data = std::fs::read(entry.expect("corpus entry").path()).expect("corpus file");
         if benchlab_smb2::decode_any(&data).is_ok() {
@@ -23,6 +24,7 @@ fn smb2_corpus_replays() {
             bad[i] ^= 0xff;
             let _ = benchlab_smb2::decode_any(&bad);
             let _ = benchlab_smb2::auth::spnego_response_token(&bad);
+            let _ = benchlab_smb2::seal::decrypt(&keys, &bad);
         }
         n += 1;
     }
