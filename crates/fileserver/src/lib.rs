@@ -21,6 +21,7 @@ pub mod replay;
 pub mod results;
 pub mod run;
 pub mod smb;
+pub mod smb2_backend;
 pub mod smbd;
 pub mod stats;
 pub mod status;

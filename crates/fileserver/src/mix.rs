@@ -18,8 +18,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Runs one mix. `stop` (Ctrl-C) ends it early; what was measured stays.
 ///
-/// Users of a `file://` target are threads of this process. Users of an
-/// `smb://` target are processes of their own (see [`crate::process`]):
+/// Users of a `file://` target, or of an `smb://…?client=benchlab` one,
+/// are threads of this process. Users of a libsmbclient `smb://` target
+/// are processes of their own (see [`crate::process`]):
 /// libsmbclient's contexts are not safe to drive from several threads of
 /// one process (measured: smbd-negotiation state mixed up between
 /// threads, an abort), and a global lock around every call would make
@@ -132,7 +133,9 @@ fn run_part(
         .get(first_user as usize..((part.first_client + part.clients) * plan.threads_per_client) as usize)
         .ok_or_else(|| format!("clients {}.. are not clients of the mix", part.first_client + 1))?;
     let (t0, outcomes) = match target {
-        FileTarget::Smb(_) => crate::process::run_users(
+        // libsmbclient's users need processes of their own; benchlab's own
+        // SMB2 client keeps no global state, so its users are threads.
+        FileTarget::Smb(u) if u.client == crate::smb::Client::Libsmbclient => crate::process::run_users(
             workload,
             target,
             plan,
@@ -142,7 +145,9 @@ fn run_part(
             stop,
             on_second,
         )?,
-        FileTarget::Local(_) => run_threads(workload, target, plan, delays, first_user, part, stop, on_second)?,
+        FileTarget::Local(_) | FileTarget::Smb(_) => {
+            run_threads(workload, target, plan, delays, first_user, part, stop, on_second)?
+        }
     };
     let mut total = FileStats::default();
     let mut clients = vec![FileStats::default(); part.clients as usize];

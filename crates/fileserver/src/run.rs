@@ -62,6 +62,9 @@ impl FileTarget {
                 }
                 Ok(Box::new(LocalBackend::new(p)?))
             }
+            FileTarget::Smb(u) if u.client == crate::smb::Client::Benchlab => {
+                Ok(Box::new(crate::smb2_backend::Smb2Backend::connect(u)?))
+            }
             FileTarget::Smb(u) => Ok(Box::new(crate::smb::SmbBackend::connect(u)?)),
         }
     }

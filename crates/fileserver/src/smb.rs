@@ -35,6 +35,20 @@ pub struct SmbUrl {
     pub encrypt: Option<Encrypt>,
     /// SMB signing: `None` is the library's default (smb.conf's).
     pub sign: Option<Sign>,
+    /// `?client=`: which SMB client drives the target.
+    pub client: Client,
+    /// `?dialect=` (benchlab's client only): the one dialect offered.
+    pub dialect: Option<u16>,
+}
+
+/// `?client=libsmbclient|benchlab` of an smb:// target: Samba's library
+/// (the default, [`SmbBackend`]) or benchlab's own SMB2/3 client
+/// ([`crate::smb2_backend`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Client {
+    #[default]
+    Libsmbclient,
+    Benchlab,
 }
 
 /// `?sign=off|auto|required` of an smb:// target: Samba's `client signing`
@@ -139,9 +153,18 @@ impl SmbUrl {
             Some((r, q)) => (r, Some(q)),
             None => (rest, None),
         };
-        let (mut encrypt, mut sign) = (None, None);
+        let (mut encrypt, mut sign, mut client, mut dialect) = (None, None, Client::default(), None);
         for q in query.into_iter().flat_map(|q| q.split('&')) {
+            if let Some(d) = q.strip_prefix("dialect=") {
+                dialect = Some(
+                    crate::smb2_backend::parse_dialect(d)
+                        .ok_or_else(|| bad(&format!("option `{q}`: expected dialect=2.0.2|2.1|3.0|3.0.2|3.1.1")))?,
+                );
+                continue;
+            }
             match q {
+                "client=libsmbclient" => client = Client::Libsmbclient,
+                "client=benchlab" => client = Client::Benchlab,
                 "encrypt=none" => encrypt = Some(Encrypt::None),
                 "encrypt=request" => encrypt = Some(Encrypt::Request),
                 "encrypt=require" => encrypt = Some(Encrypt::Require),
@@ -150,10 +173,28 @@ impl SmbUrl {
                 "sign=required" => sign = Some(Sign::Required),
                 _ => {
                     return Err(bad(&format!(
-                        "option `{q}`: expected encrypt=none|request|require or sign=off|auto|required (joined by &)"
+                        "option `{q}`: expected encrypt=none|request|require, sign=off|auto|required, client=libsmbclient|benchlab or dialect=… (joined by &)"
                     )))
                 }
             }
+        }
+        // Options that cannot apply to the client chosen are refused by
+        // name, never ignored.
+        match client {
+            Client::Libsmbclient if dialect.is_some() => {
+                return Err(bad(
+                    "option `dialect=` applies to client=benchlab only (libsmbclient negotiates 2.0.2 to 3.1.1 itself)",
+                ))
+            }
+            Client::Benchlab
+                if encrypt == Some(Encrypt::Require)
+                    && dialect.is_some_and(|d| d < benchlab_smb2::msg::DIALECT_300) =>
+            {
+                return Err(bad(
+                    "option `encrypt=require` needs SMB 3.0 or later, and `dialect=` pins 2.x",
+                ))
+            }
+            _ => {}
         }
         let (auth, rest) = match rest.rsplit_once('@') {
             Some((a, r)) => (Some(a), r),
@@ -186,6 +227,8 @@ impl SmbUrl {
             share: share.to_string(),
             encrypt,
             sign,
+            client,
+            dialect,
         })
     }
 }
@@ -231,6 +274,12 @@ impl SmbUrl {
         }
         if let Some(s) = self.sign {
             q.push(format!("sign={}", s.name()));
+        }
+        if self.client == Client::Benchlab {
+            q.push("client=benchlab".to_string());
+        }
+        if let Some(d) = self.dialect {
+            q.push(format!("dialect={}", benchlab_smb2::msg::dialect_name(d)));
         }
         if !q.is_empty() {
             let _ = write!(f, "?{}", q.join("&"));

@@ -1,0 +1,342 @@
+//! `smb://…?client=benchlab`, benchlab's own SMB2/3 client, through the
+//! real binary against an unprivileged smbd on a loopback high port:
+//! dbench's client.txt with no error at each pinned dialect, signed and
+//! sealed,
+//! every operation (LOCK and FLUSH included) equal to Samba's full_audit
+//! log, and NT statuses by name.
+
+mod common;
+
+use common::{require, run_suite, s};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Every operation kind of the dbench format in one pass that leaves the
+/// workspace as it found it (file_suite.rs's): 2 WriteX of 100 + 4000
+/// bytes, 1 ReadX of 4000.
+const LOADFILE: &str = r#"Deltree "\clients\client1" NT_STATUS_OK
+Mkdir "\clients" NT_STATUS_OK
+NTCreateX "\clients\client1" 0x1 0x2 1 NT_STATUS_OK
+Close 1 NT_STATUS_OK
+QUERY_FS_INFORMATION 1 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\a.txt" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND
+FIND_FIRST "\clients\client1\*.txt" 260 1366 0 NT_STATUS_NO_SUCH_FILE
+NTCreateX "\clients\client1\a.txt" 0x40 0x2 2 NT_STATUS_OK
+WriteX 2 0 100 100 NT_STATUS_OK
+0.5 WriteX 2 100 4000 4000 NT_STATUS_OK
+ReadX 2 100 4000 4000 NT_STATUS_OK
+QUERY_FILE_INFORMATION 2 258 NT_STATUS_OK
+SET_FILE_INFORMATION 2 1004 NT_STATUS_OK
+LockX 2 0 1 NT_STATUS_OK
+UnlockX 2 0 1 NT_STATUS_OK
+Flush 2 NT_STATUS_OK
+Close 2 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.TXT" 260 1366 1 NT_STATUS_OK
+Rename "\clients\client1\a.txt" "\clients\client1\b.txt" NT_STATUS_OK
+Unlink "\clients\client1\b.txt" 0x6 NT_STATUS_OK
+"#;
+
+/// A suite of one mix of `clients` users replaying `loadfile` `loops`
+/// times against `target`; its results.json.
+fn run(dir: &Path, target: &str, loadfile: &str, loops: u32, clients: u32) -> Value {
+    std::fs::write(dir.join("load.txt"), loadfile).unwrap();
+    let suite = dir.join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"smb2\"\ntarget = \"{target}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = {loops}\n\
+             [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"120s\"\n[[mix]]\nclients = {clients}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    run_suite(&suite, &out, &[])
+}
+
+/// One operation kind's count, errors and not-sent.
+fn op(m: &Value, name: &str) -> (u64, u64, u64) {
+    let class = m["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .cloned()
+        .unwrap_or(Value::Null);
+    (
+        class["requests"].as_u64().unwrap_or(0),
+        class["errors_total"].as_u64().unwrap_or(0),
+        m["files"]["not_sent_by_operation"][name].as_u64().unwrap_or(0),
+    )
+}
+
+/// The first `n` operations of Debian's dbench client.txt: a bounded
+/// replay (the whole file is 458,000 operations) that still holds every
+/// kind, Flush and LockX/UnlockX included (the first LockX is line 2784).
+fn client_txt_prefix(n: usize) -> (String, u64) {
+    let text =
+        std::fs::read_to_string("/usr/share/dbench/client.txt").expect("/usr/share/dbench/client.txt (package dbench)");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).take(n).collect();
+    (lines.join("\n") + "\n", lines.len() as u64)
+}
+
+/// client.txt's first 3,000 operations replay by two users with no error
+/// at each pinned dialect, every status as the file expects it by name,
+/// LOCK and FLUSH sent (none not-sent); and with `server signing =
+/// mandatory` (every request signed) and `smb encrypt = required` (every
+/// request sealed), the password nowhere in the results or the output.
+#[test]
+fn client_txt_replays_with_no_error_at_each_dialect_and_signed() {
+    require("smbd");
+    let (lf, n) = client_txt_prefix(3000);
+    let locks = lf.lines().filter(|l| l.starts_with("LockX")).count() as u64;
+    let flushes = lf.lines().filter(|l| l.starts_with("Flush")).count() as u64;
+    assert!(locks > 0 && flushes > 0);
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    for dialect in ["2.0.2", "2.1", "3.0", "3.1.1"] {
+        let d = tempfile::tempdir().unwrap();
+        let target = format!("{}?client=benchlab&dialect={dialect}", smbd.url());
+        let r = run(d.path(), &target, &lf, 1, 2);
+        let m = &r["mixes"][0];
+        assert_eq!(m["errors_total"], 0, "{dialect}: {}", m["files"]["errors_by_status"]);
+        assert_eq!(m["requests"], n * 2, "{dialect}");
+        assert_eq!(m["files"]["not_sent"], 0, "{dialect}");
+        assert_eq!(op(m, "LockX"), (locks * 2, 0, 0), "{dialect}");
+        assert_eq!(op(m, "Flush"), (flushes * 2, 0, 0), "{dialect}");
+    }
+    // A user's session on a server that requires signing, then on one
+    // that requires encryption (every request sealed).
+    let me = benchlab_fileserver::smbd::user_name();
+    for (global, option) in [
+        (" server signing = mandatory\n", "sign=required"),
+        (" smb encrypt = required\n", "encrypt=require"),
+    ] {
+        let server = benchlab_fileserver::smbd::start_smbd_with(global).expect("smbd starts");
+        server.add_user(&me, "S3CRETpw").unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let target = format!(
+            "smb://{me}:S3CRETpw@127.0.0.1:{}/bench?{option}&client=benchlab",
+            server.port
+        );
+        std::fs::write(d.path().join("load.txt"), &lf).unwrap();
+        let suite = d.path().join("suite.toml");
+        std::fs::write(
+            &suite,
+            format!(
+                "name = \"smb2\"\ntarget = \"{target}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = 1\n\
+                 [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"120s\"\n[[mix]]\nclients = 2\n"
+            ),
+        )
+        .unwrap();
+        let out = d.path().join("out");
+        let o = common::run_benchlab(&["run", s(&suite), "--out", s(&out)]);
+        common::assert_success(option, &o);
+        let text = std::fs::read_to_string(out.join("results.json")).unwrap();
+        let r: Value = serde_json::from_str(&text).unwrap();
+        let m = &r["mixes"][0];
+        assert_eq!(m["errors_total"], 0, "{option}: {}", m["files"]["errors_by_status"]);
+        assert_eq!(m["requests"], n * 2, "{option}");
+        assert_eq!(op(m, "LockX"), (locks * 2, 0, 0), "{option}");
+        for shown in [
+            text,
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+            std::fs::read_to_string(out.join("report.html")).unwrap_or_default(),
+        ] {
+            assert!(!shown.contains("S3CRETpw"), "{option}");
+        }
+    }
+}
+
+/// Per VFS operation, how often it succeeded in smbd's full_audit log;
+/// `unlinkat:b.txt` apart (the loadfile's Unlink), `create_file:file` for
+/// files created.
+fn audit_counts(log_dir: &Path) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for e in std::fs::read_dir(log_dir).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        for line in text.lines() {
+            let f: Vec<&str> = line.trim().split('|').collect();
+            if f.len() < 3 || f[2] != "ok" {
+                continue;
+            }
+            let op = match f[1] {
+                "create_file" if f.len() >= 6 && f[5] == "create" => format!("create_file:{}", f[4]),
+                "unlinkat" if line.ends_with("/b.txt") => "unlinkat:b.txt".to_string(),
+                op => op.to_string(),
+            };
+            *counts.entry(op).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// Every operation of the loadfile, LOCK and FLUSH included, is exactly
+/// what Samba's full_audit log says smbd did: 3 passes by 2 users.
+#[test]
+fn every_operation_equals_sambas_full_audit_log() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd_with(
+        " vfs objects = full_audit\n full_audit:prefix = %I\n\
+         full_audit:success = create_file pwrite_send pread_send renameat unlinkat mkdirat fsync_send brl_lock_windows lock fntimes disk_free\n\
+         full_audit:failure = none\n full_audit:syslog = false\n log level = 0 full_audit:1\n",
+    )
+    .expect("smbd with full_audit (packages samba and samba-vfs-modules)");
+    std::fs::create_dir_all(smbd.share.join("clients")).unwrap();
+    let log_dir = smbd.config().parent().unwrap().join("log");
+    let d = tempfile::tempdir().unwrap();
+    let (loops, users) = (3u64, 2u64);
+    let r = run(
+        d.path(),
+        &format!("{}?client=benchlab", smbd.url()),
+        LOADFILE,
+        loops as u32,
+        users as u32,
+    );
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["requests"], 20 * loops * users);
+    assert_eq!(m["files"]["not_sent"], 0);
+    assert_eq!(m["files"]["bytes_written"], 4100 * loops * users);
+    assert_eq!(m["files"]["bytes_read"], 4000 * loops * users);
+    let audit = audit_counts(&log_dir);
+    let count = |k: &str| audit.get(k).copied().unwrap_or(0);
+    let passes = loops * users;
+    // One VFS call a loadfile operation.
+    for (kind, vfs) in [
+        ("WriteX", "pwrite_send"),
+        ("ReadX", "pread_send"),
+        ("LockX", "brl_lock_windows"),
+        ("QUERY_FS_INFORMATION", "disk_free"),
+        ("Flush", "fsync_send"),
+        ("Rename", "renameat"),
+        ("Unlink", "unlinkat:b.txt"),
+    ] {
+        assert_eq!(op(m, kind).0, count(vfs), "{kind} vs {vfs}: {audit:?}");
+    }
+    assert_eq!(count("brl_lock_windows"), passes, "{audit:?}");
+    // Samba 4.17 makes no Windows-lock VFS call for an unlock; the POSIX
+    // lock under every lock and every unlock is one `lock` call each.
+    assert_eq!(op(m, "LockX").0 + op(m, "UnlockX").0, count("lock"), "{audit:?}");
+    assert_eq!(count("lock"), 2 * passes, "{audit:?}");
+    assert_eq!(count("fsync_send"), passes, "{audit:?}");
+    assert_eq!(count("pwrite_send"), 2 * passes, "{audit:?}");
+    // NTCreateX of a.txt creates a file, of client1 a directory (a mkdirat).
+    assert_eq!(count("create_file:file"), passes, "{audit:?}");
+    assert_eq!(count("create_file:dir"), passes, "{audit:?}");
+    assert_eq!(count("mkdirat"), passes, "{audit:?}");
+    // SET_FILE_INFORMATION sets the times (fntimes); the close of each
+    // file written sets its write time once more.
+    assert_eq!(op(m, "SET_FILE_INFORMATION").0, passes);
+    assert_eq!(count("fntimes"), 2 * passes, "{audit:?}");
+}
+
+/// NT statuses come back by name: a missing file in an existing
+/// directory, a file in a missing directory and a find with no match are
+/// three statuses, and one expected where another comes is an error by
+/// name (libsmbclient answers all three as one ENOENT).
+#[test]
+fn not_found_statuses_are_told_apart_by_name() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    let d = tempfile::tempdir().unwrap();
+    let lf = r#"Mkdir "\clients" NT_STATUS_OK
+Mkdir "\clients\client1" NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\gone.txt" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND
+QUERY_PATH_INFORMATION "\clients\client1\nodir\gone.txt" 1004 NT_STATUS_OBJECT_PATH_NOT_FOUND
+FIND_FIRST "\clients\client1\*.none" 260 1366 0 NT_STATUS_NO_SUCH_FILE
+QUERY_PATH_INFORMATION "\clients\client1\nodir\gone.txt" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND
+Unlink "\clients\client1\gone.txt" 0x6 NT_STATUS_NO_SUCH_FILE
+"#;
+    let r = run(d.path(), &format!("{}?client=benchlab", smbd.url()), lf, 2, 1);
+    let m = &r["mixes"][0];
+    let errors = &m["files"]["errors_by_status"];
+    assert_eq!(m["requests"], 14);
+    assert_eq!(m["errors_total"], 4, "{errors}");
+    assert_eq!(
+        errors["QUERY_PATH_INFORMATION: expected NT_STATUS_OBJECT_NAME_NOT_FOUND, got NT_STATUS_OBJECT_PATH_NOT_FOUND"],
+        2,
+        "{errors}"
+    );
+    assert_eq!(
+        errors["Unlink: expected NT_STATUS_NO_SUCH_FILE, got NT_STATUS_OBJECT_NAME_NOT_FOUND"], 2,
+        "{errors}"
+    );
+}
+
+/// Options that cannot apply are refused by name before any load.
+#[test]
+fn options_that_cannot_apply_are_refused_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    for (q, said) in [
+        (
+            "client=benchlab&dialect=2.1&encrypt=require",
+            "option `encrypt=require` needs SMB 3.0 or later",
+        ),
+        ("dialect=3.0", "option `dialect=` applies to client=benchlab only"),
+        (
+            "client=benchlab&dialect=3.1",
+            "option `dialect=3.1`: expected dialect=2.0.2|2.1|3.0|3.0.2|3.1.1",
+        ),
+    ] {
+        std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+        let suite = d.path().join("suite.toml");
+        std::fs::write(
+            &suite,
+            format!(
+                "name = \"smb2\"\ntarget = \"smb://127.0.0.1:1/bench?{q}\"\n[workloads.lf]\nloadfile = \"load.txt\"\n\
+                 [defaults]\nlength = \"1s\"\nramp_up = \"0s\"\nramp_down = \"0s\"\n[[mix]]\nclients = 1\n"
+            ),
+        )
+        .unwrap();
+        let o = common::run_benchlab(&["run", s(&suite), "--out", s(&d.path().join("out"))]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains(said) && !err.contains("panicked"),
+            "{q}: {err}"
+        );
+    }
+}
+
+/// The shipped NetBench disk mix through benchlab's client, its users
+/// threads of the run: no error, and the locks and flushes libsmbclient
+/// counts as not sent are sent and done.
+#[test]
+fn the_disk_mix_sends_locks_and_flushes() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    let d = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/workloads/netbench-1999-disk-mix.toml");
+    let mix = std::fs::read_to_string(shipped)
+        .unwrap()
+        .replace("workspace = \"4MB\"", "workspace = \"400KB\"");
+    std::fs::write(d.path().join("mix.toml"), mix).unwrap();
+    let suite = d.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"dm\"\ntarget = \"{}?client=benchlab\"\n[workloads.nb]\ndisk_mix = \"mix.toml\"\n\
+             [defaults]\nramp_up = \"500ms\"\nramp_down = \"500ms\"\nlength = \"3s\"\n[[mix]]\nclients = 2\n",
+            smbd.url()
+        ),
+    )
+    .unwrap();
+    let r = run_suite(&suite, &d.path().join("out"), &[]);
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["files"]["not_sent"], 0);
+    assert_eq!(m["files"]["prepared_bytes"], 800_000);
+    for kind in ["Flush", "LockX", "UnlockX"] {
+        let (done, errors, not_sent) = op(m, kind);
+        assert!(
+            done > 0 && errors == 0 && not_sent == 0,
+            "{kind}: {done} {errors} {not_sent}"
+        );
+    }
+    for n in 1..=2 {
+        assert!(smbd.share.join(format!("clients/client{n}/f00000.dat")).is_file());
+    }
+}
