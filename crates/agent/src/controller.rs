@@ -102,8 +102,9 @@ struct Link {
     lost: Mutex<Option<String>>,
     clients: Mutex<HashMap<u32, std_mpsc::Sender<Event>>>,
     pongs: Mutex<Option<std_mpsc::Sender<(Pong, i64)>>>,
-    /// The latest measured offset (agent clock − controller clock), ns.
-    offset_ns: Mutex<i64>,
+    /// The latest clock check: (agent clock − controller clock, round
+    /// trip), ns.
+    clock: Mutex<Clock>,
 }
 
 /// A clock check's result: (agent clock − controller clock, round trip), ns.
@@ -157,7 +158,7 @@ impl Link {
         }
         *lock(&self.pongs) = None;
         let best = best.unwrap_or_default();
-        *lock(&self.offset_ns) = best.0;
+        *lock(&self.clock) = best;
         Ok(best)
     }
 }
@@ -344,7 +345,7 @@ impl Service {
             lost: Mutex::new(None),
             clients: Mutex::new(HashMap::new()),
             pongs: Mutex::new(None),
-            offset_ns: Mutex::new(0),
+            clock: Mutex::new((0, 0)),
         });
         {
             let mut st = shared.state();
@@ -1025,6 +1026,9 @@ struct Remote<K: RemoteKind> {
     report: Option<K::Report>,
     lost: Option<String>,
     finished: bool,
+    /// The agent's clock check the start was given with: it puts the
+    /// client's first send on the controller's clock.
+    clock: Clock,
 }
 
 impl<K: RemoteKind> Remote<K> {
@@ -1041,6 +1045,7 @@ impl<K: RemoteKind> Remote<K> {
             report: None,
             lost: None,
             finished: false,
+            clock: (0, 0),
         }
     }
 
@@ -1083,8 +1088,8 @@ impl<K: RemoteKind> Remote<K> {
         let (tx, rx) = std_mpsc::channel();
         lock(&link.clients).insert(self.client, tx);
         self.rx = Some(rx);
-        let offset = *lock(&link.offset_ns);
-        link.send(order(offset)?);
+        self.clock = *lock(&link.clock);
+        link.send(order(self.clock.0)?);
         let deadline = Instant::now() + ANSWER_TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -1209,7 +1214,18 @@ impl Driver<WebClient> for Remote<WebClient> {
     }
 
     fn finish(&mut self) -> Result<ClientReport, ClientLost> {
-        self.end()
+        let mut report = self.end()?;
+        // The agent's clock less its offset is the controller's, to within
+        // half the check's round trip (NTP's bound). The start went out
+        // with the same offset, so an offset that is off moves the start
+        // and the first send together: the spread shows how the client
+        // kept its start, and the bound is what it cannot see.
+        let (offset, rtt) = self.clock;
+        if let Some(t) = report.first_send_unix_ns {
+            report.first_send_unix_ns = Some(t.saturating_sub(offset));
+            report.first_send_uncertainty_ns = rtt.div_ceil(2);
+        }
+        Ok(report)
     }
 }
 
