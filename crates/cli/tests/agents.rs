@@ -217,6 +217,22 @@ fn three_agents_run_a_suite_counted_against_nginx() {
             e.1 += u(c, "/in_flight");
         }
         assert_eq!(u(m, "/errors_total"), 0);
+        // How together its clients began, on the controller's clock (each
+        // agent's first send corrected by its offset, known to half its
+        // clock check's round trip), and the run said so.
+        let spread = &m["start_spread"];
+        assert_eq!(u(spread, "/clients"), clients, "{spread}");
+        let (min, max) = (
+            spread["min_us"].as_i64().expect("min"),
+            spread["max_us"].as_i64().expect("max"),
+        );
+        assert_eq!(spread["spread_us"].as_i64(), Some(max - min));
+        assert!(u(spread, "/latest_client") >= 1 && u(spread, "/latest_client") <= clients);
+        let line = format!(
+            "mix {}: start spread {} µs over {clients} clients",
+            m["mix"], spread["spread_us"]
+        );
+        assert!(text(&out).contains(&line), "no `{line}` in:\n{}", text(&out));
         // Every completion of the mix, second by second (ramps included).
         let seconds: u64 = m["per_second"]
             .as_array()

@@ -36,11 +36,13 @@ pub fn start_spread(start_at: SystemTime, plans: &[ClientPlan], driven: &Driven)
     let min = late.iter().map(|l| l.1).min()?;
     let (latest_client, max) = late.iter().copied().max_by_key(|l| l.1)?;
     let us = |ns: i128| i64::try_from(ns.div_euclid(1000)).unwrap_or(i64::MAX);
+    let (min_us, max_us) = (us(min), us(max));
     Some(StartSpread {
         clients: late.len() as u32,
-        min_us: us(min),
-        max_us: us(max),
-        spread_us: u64::try_from((max - min) / 1000).unwrap_or(u64::MAX),
+        min_us,
+        max_us,
+        // From the whole µs shown, so that it is exactly max − min.
+        spread_us: max_us.abs_diff(min_us),
         latest_client,
         clock_uncertainty_us: uncertainty_ns.div_ceil(1000),
     })
@@ -152,6 +154,15 @@ mod tests {
         let plans = [plan(Duration::ZERO), plan(Duration::ZERO), plan(Duration::ZERO)];
         let spread = start_spread(start_at, &plans, &driven).expect("a spread");
         assert_eq!((spread.clients, spread.spread_us, spread.latest_client), (1, 0, 3));
+        // The spread is that of the whole µs shown: 1.9 µs and 4.2 µs are
+        // 1 and 4, 3 apart (not the 2 of 2.3 µs truncated).
+        let rounded = Driven {
+            clients: vec![report(Some(s + 1_900), 0), report(Some(s + 4_200), 0)],
+            seconds: Vec::new(),
+            partial: false,
+        };
+        let spread = start_spread(start_at, &plans, &rounded).expect("a spread");
+        assert_eq!((spread.min_us, spread.max_us, spread.spread_us), (1, 4, 3));
         let none = Driven {
             clients: vec![report(None, 0)],
             seconds: Vec::new(),
