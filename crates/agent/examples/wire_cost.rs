@@ -199,10 +199,11 @@ fn curve(mut args: impl Iterator<Item = String>) {
         );
         rows.push((agents, share));
     }
-    // The chart: one `#` per 2 % of one core (the budget is 100 %).
-    println!("controller CPU per second of mix, % of one core (# = 2 %):");
+    // The chart: one `#` per half a percent of one core (the budget is
+    // 100 %: 200 of them).
+    println!("controller CPU per second of mix, % of one core (# = 0.5 %):");
     for (agents, share) in rows {
-        let bar = "#".repeat((share / 2.0).round() as usize);
+        let bar = "#".repeat((share * 2.0).round() as usize);
         println!("{agents:>6} | {bar} {share:.1} %");
     }
 }

@@ -216,21 +216,28 @@ fn sixty_four_agents_start_a_mix_within_the_bound_their_clock_checks_give() {
     // to ± `clock_uncertainty_us` (half its check's round trip), so two
     // clients' true difference may exceed the measured spread by twice
     // that. The goal is 1 ms beyond it. What the test must not do is fail
-    // because this shared 2-core machine was busy at the start: then every
-    // thread that wakes at that instant (64 clients' loops at once) may
-    // wake milliseconds late, benchlab's or not. So the bound also admits
+    // because this shared machine was busy at the start: then every thread
+    // that wakes at that instant may wake milliseconds late, benchlab's or
+    // not, and here the 64 clients share 2 cores, so each one's first
+    // connect and write (tens of µs) delays the wake-up of those behind it
+    // (about 1 to 2 ms for the last of 64, measured). So the bound admits
     // how late plain threads of this process woke at the same instant,
-    // measured beside the clients and reported with them: on an idle
-    // machine that is tens of µs and the bound is the goal's; on a busy
-    // one the failure message says it was the machine. What does break it
-    // is benchlab's own doing: an offset applied the wrong way (a start
-    // off by twice the offset), starts that reach an agent after the start
-    // instant (the lead too short for 64 acknowledged starts: tens of ms),
-    // a client that sleeps on the wrong clock, a first send taken late.
-    let bound_us = 1_000 + 2 * spread.clock_uncertainty_us + machine_late.as_micros() as u64;
+    // measured beside the clients and printed with them, twice over: the
+    // clients and the plain threads race for the same cores, and which of
+    // them runs last is chance. On an idle machine of enough cores that is
+    // tens of µs and the bound is the goal's; on a busy one the numbers
+    // printed say it was the machine. What does break it is benchlab's
+    // own doing: starts that reach an agent after the start instant (a
+    // lead too short for 64 acknowledged starts: the latest client tens of
+    // ms late: without the lead, 197 ms, measured), a client that sleeps
+    // on the wrong clock, a first send noted late. (An offset applied the
+    // wrong way cannot show with one clock: the correction's unit test in
+    // crates/agent/src/controller.rs covers its sign.)
+    let bound_us = 1_000 + 2 * spread.clock_uncertainty_us + 2 * machine_late.as_micros() as u64;
     assert!(
         spread.spread_us <= bound_us,
-        "{} exceeds 1 ms + 2 × the clocks' uncertainty + the {} µs the machine's own threads woke late ({bound_us} µs)",
+        "{} exceeds 1 ms + 2 × the clocks' uncertainty + 2 × the {} µs the machine's own threads woke late \
+         ({bound_us} µs)",
         spread.summary(),
         machine_late.as_micros()
     );
