@@ -1039,6 +1039,8 @@ struct Remote<K: RemoteKind> {
     /// The agent's clock check the start was given with: it puts the
     /// client's first send on the controller's clock.
     clock: Clock,
+    /// The start order was sent and its answer is due by then.
+    ack_due: Option<Instant>,
 }
 
 impl<K: RemoteKind> Remote<K> {
@@ -1056,6 +1058,7 @@ impl<K: RemoteKind> Remote<K> {
             lost: None,
             finished: false,
             clock: (0, 0),
+            ack_due: None,
         }
     }
 
@@ -1078,7 +1081,11 @@ impl<K: RemoteKind> Remote<K> {
     }
 
     /// Sends the start `order` makes of the agent's clock offset (ns to
-    /// add to a controller instant) and waits for its acknowledgement.
+    /// add to a controller instant); [`Remote::acknowledged`] waits for its
+    /// answer. A mix's orders go out one after another and are answered
+    /// together: waiting for each answer before the next order made the
+    /// last of 64 agents' starts wait for 63 round trips and 63 clients'
+    /// creation, past the start instant on a busy controller.
     fn begin(&mut self, order: impl FnOnce(i64) -> Result<ToAgent, DriverError>) -> Result<(), DriverError> {
         if let Some(why) = self.shared.state().aborted.clone() {
             return Err(DriverError::Remote(format!("the run stops: {why}")));
@@ -1100,7 +1107,16 @@ impl<K: RemoteKind> Remote<K> {
         self.rx = Some(rx);
         self.clock = *lock(&link.clock);
         link.send(order(self.clock.0)?);
-        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        self.ack_due = Some(Instant::now() + ANSWER_TIMEOUT);
+        Ok(())
+    }
+
+    /// Waits for the agent's answer to the start order (once; at once when
+    /// there is none to wait for).
+    fn acknowledged(&mut self) -> Result<(), DriverError> {
+        let Some(deadline) = self.ack_due.take() else {
+            return Ok(());
+        };
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let e = self.rx.as_ref().map(|r| r.recv_timeout(left));
@@ -1136,6 +1152,10 @@ impl<K: RemoteKind> Remote<K> {
     }
 
     fn second(&mut self, timeout: Duration) -> Option<K::Second> {
+        // A caller that did not wait for the start's answer: it comes first.
+        if let Err(e) = self.acknowledged() {
+            self.mark_lost(e.to_string());
+        }
         if self.finished {
             return None;
         }
@@ -1151,6 +1171,9 @@ impl<K: RemoteKind> Remote<K> {
     }
 
     fn end(&mut self) -> Result<K::Report, ClientLost> {
+        if let Err(e) = self.acknowledged() {
+            self.mark_lost(e.to_string());
+        }
         // The watchdog turns silence into a loss within seconds, so this
         // wait ends.
         while !self.finished && self.rx.is_some() {
@@ -1211,6 +1234,10 @@ impl Driver<WebClient> for Remote<WebClient> {
         })
     }
 
+    fn started(&mut self) -> Result<(), DriverError> {
+        self.acknowledged()
+    }
+
     fn stop(&mut self) {
         self.halt();
     }
@@ -1256,6 +1283,10 @@ impl Driver<FileClient> for Remote<FileClient> {
                 start_unix_nanos: crate::nanos_of(start_at).saturating_add(offset),
             }))
         })
+    }
+
+    fn started(&mut self) -> Result<(), DriverError> {
+        self.acknowledged()
     }
 
     fn stop(&mut self) {

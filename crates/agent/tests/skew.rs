@@ -26,6 +26,29 @@ use std::time::{Duration, Instant, SystemTime};
 
 const AGENTS: u32 = 64;
 
+/// CPU time (ns) of this process's threads named `benchlab-control` (the
+/// controller's network runtime, as `RemotePool` names it; the kernel keeps
+/// 15 bytes of a name), by thread id, from the scheduler's own count.
+fn controller_threads_cpu() -> std::collections::BTreeMap<u32, u64> {
+    let mut cpu = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return cpu;
+    };
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("benchlab-contro") {
+            continue;
+        }
+        let ns = std::fs::read_to_string(t.path().join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok());
+        if let (Some(tid), Some(ns)) = (t.file_name().to_str().and_then(|n| n.parse().ok()), ns) {
+            cpu.insert(tid, ns);
+        }
+    }
+    cpu
+}
+
 /// A keep-alive server: a thread per connection, one fixed response. Each
 /// connection's thread ends when the client closes it.
 fn server() -> u16 {
@@ -164,6 +187,10 @@ fn sixty_four_agents_start_a_mix_within_the_bound_their_clock_checks_give() {
             })
         })
         .collect();
+    // The controller's CPU over the mix: its network threads (TLS, HTTP/2,
+    // decoding the agents' seconds) and this thread (the merge).
+    let (network0, driving0) = (controller_threads_cpu(), benchlab_engine::sys::cpu_time(true));
+    let mix_began = Instant::now();
     let driven = drive_mix(
         &pool,
         &plans,
@@ -173,6 +200,16 @@ fn sixty_four_agents_start_a_mix_within_the_bound_their_clock_checks_give() {
         &mut |_, _| {},
     )
     .expect("the mix runs");
+    let mix_wall = mix_began.elapsed();
+    let driving = {
+        let (u, s) = benchlab_engine::sys::cpu_time(true);
+        (u + s).saturating_sub(driving0.0 + driving0.1)
+    };
+    let network: u64 = controller_threads_cpu()
+        .iter()
+        .map(|(tid, ns)| ns.saturating_sub(network0.get(tid).copied().unwrap_or(0)))
+        .sum();
+    let controller_cpu = driving + Duration::from_nanos(network);
     let woke: Vec<Duration> = sleepers.into_iter().map(|t| t.join().expect("sleeper")).collect();
     let machine_late = woke.iter().max().copied().unwrap_or_default();
     let spread = start_spread(start_at, &plans, &driven).expect("a start spread");
@@ -190,10 +227,15 @@ fn sixty_four_agents_start_a_mix_within_the_bound_their_clock_checks_give() {
         .unwrap_or(0);
     eprintln!(
         "{AGENTS} agents registered in {} ms; mix 1: {}; plain threads woke up to {} µs late; \
-         worst clock-check round trip {worst_rtt} µs",
+         worst clock-check round trip {worst_rtt} µs; controller CPU {:.1} % of one core over the mix's {:.1} s \
+         (network threads {:.1} ms, merge thread {:.1} ms)",
         registration.as_millis(),
         spread.summary(),
-        machine_late.as_micros()
+        machine_late.as_micros(),
+        controller_cpu.as_secs_f64() / mix_wall.as_secs_f64() * 100.0,
+        mix_wall.as_secs_f64(),
+        network as f64 / 1e6,
+        driving.as_secs_f64() * 1e3
     );
     // Every client began and reported when.
     assert_eq!(spread.clients, AGENTS, "{spread:?}");
