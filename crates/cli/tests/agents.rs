@@ -957,6 +957,14 @@ fn http_across_two_agents_runs_exactly_the_requests_asked_for() {
         let sum: u64 = rows.iter().map(|c| u(c, field)).sum();
         assert_eq!(u(&r, field), sum, "{field}");
     }
+    // Both clients' first sends, on the controller's clock.
+    let spread = &r["start_spread"];
+    assert_eq!(u(spread, "/clients"), 2, "{r}");
+    let (min, max) = (
+        spread["min_us"].as_i64().expect("min"),
+        spread["max_us"].as_i64().expect("max"),
+    );
+    assert_eq!(spread["spread_us"].as_i64(), Some(max - min));
     let lines = nginx.access_log_lines_at_least(401);
     let from = |a: &str| lines.iter().filter(|l| l.remote_addr == a).count() as u64;
     assert_eq!(lines.len(), 401, "400 requests and the preflight");
@@ -1016,6 +1024,10 @@ fn http_across_agents_merges_the_clients_histograms() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("client 1 on agent 0 ("), "{stdout}");
     assert!(stdout.contains("from 127.0.0.2): 1 user,"), "{stdout}");
+    assert!(
+        stdout.contains("  start spread ") && stdout.contains(" µs over 2 clients ("),
+        "{stdout}"
+    );
 }
 
 /// `http --agents 2` with one agent: after --agent-timeout the run stops,
