@@ -849,11 +849,12 @@ fn run_once(
     // A remote pool checks every agent's clock and says how far ahead the
     // start must be for every order to arrive in time.
     let ahead = pool.before_mix().map_err(|e| cannot(&e))?;
+    let start_at = SystemTime::now() + ahead;
     let driven = drive_mix(
         pool,
         &data,
         plan.window,
-        SystemTime::now() + ahead,
+        start_at,
         &interrupt.stopped,
         &mut |s, merged| {
             if let Some(e) = exporter {
@@ -924,7 +925,7 @@ fn run_once(
         threads_lost: reports.iter().map(|r| r.threads_lost).sum(),
         tls_error: reports.iter().find_map(|r| r.tls_error.clone()),
     };
-    let result = benchlab_controller::http_mix(&HttpRun {
+    let mut result = benchlab_controller::http_mix(&HttpRun {
         number: 1,
         plan,
         clients: &data,
@@ -938,6 +939,7 @@ fn run_once(
         },
         agents: remote.then_some(agents.as_slice()),
     });
+    result.start_spread = benchlab_controller::start_spread(start_at, &data, &driven);
     if let Some(e) = exporter {
         e.mix_finished(&benchlab_metrics::MixEnd::of(&result));
     }

@@ -360,6 +360,10 @@ pub fn human(m: &MixResult) -> String {
                 c.lost.as_ref().map_or(String::new(), |w| format!("  LOST: {w}"))
             );
         }
+        // How together the clients began (docs/counting.md).
+        if let Some(s) = &m.start_spread {
+            let _ = writeln!(o, "  {}", s.summary());
+        }
     }
     o
 }

@@ -217,6 +217,22 @@ fn three_agents_run_a_suite_counted_against_nginx() {
             e.1 += u(c, "/in_flight");
         }
         assert_eq!(u(m, "/errors_total"), 0);
+        // How together its clients began, on the controller's clock (each
+        // agent's first send corrected by its offset, known to half its
+        // clock check's round trip), and the run said so.
+        let spread = &m["start_spread"];
+        assert_eq!(u(spread, "/clients"), clients, "{spread}");
+        let (min, max) = (
+            spread["min_us"].as_i64().expect("min"),
+            spread["max_us"].as_i64().expect("max"),
+        );
+        assert_eq!(spread["spread_us"].as_i64(), Some(max - min));
+        assert!(u(spread, "/latest_client") >= 1 && u(spread, "/latest_client") <= clients);
+        let line = format!(
+            "mix {}: start spread {} µs over {clients} clients",
+            m["mix"], spread["spread_us"]
+        );
+        assert!(text(&out).contains(&line), "no `{line}` in:\n{}", text(&out));
         // Every completion of the mix, second by second (ramps included).
         let seconds: u64 = m["per_second"]
             .as_array()
@@ -941,6 +957,14 @@ fn http_across_two_agents_runs_exactly_the_requests_asked_for() {
         let sum: u64 = rows.iter().map(|c| u(c, field)).sum();
         assert_eq!(u(&r, field), sum, "{field}");
     }
+    // Both clients' first sends, on the controller's clock.
+    let spread = &r["start_spread"];
+    assert_eq!(u(spread, "/clients"), 2, "{r}");
+    let (min, max) = (
+        spread["min_us"].as_i64().expect("min"),
+        spread["max_us"].as_i64().expect("max"),
+    );
+    assert_eq!(spread["spread_us"].as_i64(), Some(max - min));
     let lines = nginx.access_log_lines_at_least(401);
     let from = |a: &str| lines.iter().filter(|l| l.remote_addr == a).count() as u64;
     assert_eq!(lines.len(), 401, "400 requests and the preflight");
@@ -1000,6 +1024,10 @@ fn http_across_agents_merges_the_clients_histograms() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("client 1 on agent 0 ("), "{stdout}");
     assert!(stdout.contains("from 127.0.0.2): 1 user,"), "{stdout}");
+    assert!(
+        stdout.contains("  start spread ") && stdout.contains(" µs over 2 clients ("),
+        "{stdout}"
+    );
 }
 
 /// `http --agents 2` with one agent: after --agent-timeout the run stops,

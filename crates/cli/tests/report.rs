@@ -504,3 +504,34 @@ fn a_lost_client_is_shown_as_lost_with_why() {
     );
     assert!(!row(1).contains("lost"), "{}", row(1));
 }
+
+/// Every mix says how together its clients began (docs/counting.md, "Start
+/// spread"): results.json has it for each mix of the run (its clients all
+/// in this process: one clock, no uncertainty), and the client data report
+/// shows it, mix by mix, as results.json has it.
+#[test]
+fn each_mix_shows_its_start_spread() {
+    let res = results_dir("serve-2-workers", 2);
+    let html = report(&res, &scratch("start-spread"), &[]);
+    let json = read_json(&res.join("results.json"));
+    let mixes = json["mixes"].as_array().expect("mixes");
+    let i = html.find(r#"<section id="clients">"#).expect("the client data report");
+    let section = &html[i..i + html[i..].find("</section>").expect("its end")];
+    for m in mixes {
+        let s = &m["start_spread"];
+        assert_eq!(s["clients"], m["clients"], "mix {}: every client began: {s}", m["mix"]);
+        assert_eq!(s["clock_uncertainty_us"], 0, "mix {}: one clock", m["mix"]);
+        let (min, max) = (s["min_us"].as_i64().expect("min"), s["max_us"].as_i64().expect("max"));
+        assert_eq!(s["spread_us"].as_i64(), Some(max - min), "mix {}", m["mix"]);
+        let line = format!(
+            r#"<li data-mix="{}">mix {}: start spread {} µs over {} client"#,
+            m["mix"], m["mix"], s["spread_us"], s["clients"]
+        );
+        assert!(section.contains(&line), "no {line} in the client data report");
+        assert!(
+            section.contains(&format!("{min} to {max} µs after their start")),
+            "mix {}",
+            m["mix"]
+        );
+    }
+}

@@ -198,6 +198,8 @@ pub(crate) fn mix_result(
                 },
             ),
         }),
+        // Measured against the mix's start, which the caller knows.
+        start_spread: None,
     }
 }
 
@@ -493,6 +495,8 @@ mod fake_clients {
             peak_connections: 0,
             h2_settings: None,
             threads_lost: 0,
+            first_send_unix_ns: None,
+            first_send_uncertainty_ns: 0,
         }
     }
 
@@ -1295,6 +1299,7 @@ pub fn http_mix(h: &HttpRun) -> MixResult {
             clients: command_clients,
         }),
         flows: None,
+        start_spread: None,
     }
 }
 

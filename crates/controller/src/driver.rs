@@ -89,6 +89,14 @@ pub trait Driver<K: ClientKind>: Send {
     /// Starts the order; load begins at `start_at` (wall clock, UTC) plus
     /// the order's delay.
     fn start(&mut self, order: K::Order, start_at: SystemTime) -> Result<(), DriverError>;
+    /// Waits until the client has taken its start: a remote one's order
+    /// goes out in `start` and is answered here, so that a mix's orders
+    /// all go out before any answer is awaited (one round trip for the
+    /// mix, not one per client). The caller calls it for every client
+    /// after starting them all.
+    fn started(&mut self) -> Result<(), DriverError> {
+        Ok(())
+    }
     /// Asks the client to stop now (Ctrl-C, a failed mix).
     fn stop(&mut self);
     /// The next completed second, waiting at most `timeout`.

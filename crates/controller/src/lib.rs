@@ -18,6 +18,7 @@ pub mod peak;
 mod phase;
 pub mod plan;
 mod run;
+mod skew;
 mod verdict;
 
 pub use aggregate::{arrival_warning, http_mix, http_results, HttpRun};
@@ -31,3 +32,4 @@ pub use measure::{errors_of, latency_of, request_kinds, FiguresOf, OpenLoopOf};
 pub use options::{CacheEvictor, ColdCacheError, ControllerError, MergedSecond, Observer, Quiet, RunOptions};
 pub use phase::{prepare, Prepared};
 pub use run::{drop_page_cache, run_prepared, run_prepared_search, run_suite};
+pub use skew::start_spread;

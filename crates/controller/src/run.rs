@@ -496,6 +496,16 @@ fn run_mix(
     // A server on this machine (any loopback URL) shares its CPUs.
     let co_located = phase.urls.iter().any(|u| is_loopback(&u.target));
     let mut result = mix_result(mix, phase_name, phase, &plans, &driven);
+    result.start_spread = crate::skew::start_spread(start_at, &plans, &driven);
+    // With agents, how together they began is worth a line (in one process
+    // it is the threads' wake-up, in the results only).
+    if let Some(s) = result
+        .start_spread
+        .as_ref()
+        .filter(|_| !opts.clients.agents().is_empty())
+    {
+        observer.note(&format!("mix {}: {}", mix.number, s.summary()));
+    }
     result.client_cpu = generator_cpu(&reports, controller_cpu, cores).with_machine(machine_busy, co_located);
     if !opts.monitors.is_empty() {
         let generator = GeneratorCores {

@@ -105,6 +105,16 @@ pub struct ClientReport {
     /// HTTP/2: the server's SETTINGS as its first connection received them
     /// (`None` for HTTP/1, or when no connection got that far).
     pub h2_settings: Option<crate::h2::conn::PeerSettings>,
+    /// When the client's first request began (UTC ns of the wall clock of
+    /// the host it ran on; a remote agent's driver puts it on the
+    /// controller's clock): `None` when it sent none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_send_unix_ns: Option<i64>,
+    /// How far `first_send_unix_ns` may be off the controller's clock: half
+    /// the round trip of the clock check that corrected it (0 in the
+    /// controller's own process).
+    #[serde(default)]
+    pub first_send_uncertainty_ns: u64,
 }
 
 /// Handle to set a running client's stop flag from anywhere (a Ctrl-C
@@ -331,6 +341,11 @@ impl Client {
         }
         report.peak_connections = self.shared.peak_connections.load(Ordering::Relaxed);
         report.h2_settings = all.iter().find_map(|s| s.h2_settings.get().copied());
+        report.first_send_unix_ns = all
+            .iter()
+            .map(|s| s.first_send_ns.load(Ordering::Relaxed))
+            .min()
+            .filter(|&ns| ns != i64::MAX);
         report
     }
 }
@@ -486,6 +501,8 @@ impl Collector {
             peak_connections: 0,
             threads_lost: self.threads_lost,
             h2_settings: None,
+            first_send_unix_ns: None,
+            first_send_uncertainty_ns: 0,
         }
     }
 }

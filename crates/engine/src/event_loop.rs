@@ -27,10 +27,10 @@ use rustls::pki_types::ServerName;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What all worker threads of one client share, read-only but for the stop
 /// flag and the request budget.
@@ -59,6 +59,11 @@ pub(crate) struct Shared {
     /// A flow's first failed check per step (class), in words: the
     /// `check_failed` counts say how many, this says why.
     pub check_failures: std::sync::Mutex<Vec<Option<String>>>,
+    /// When the client's first request of the run began, on this host's
+    /// wall clock (UTC ns; `i64::MAX` until one has): the earliest of its
+    /// OS threads' firsts. The controller compares it with the start it
+    /// asked for (docs/counting.md, "Start spread").
+    pub first_send_ns: AtomicI64,
 }
 
 impl Shared {
@@ -212,6 +217,9 @@ pub(crate) struct Core {
     /// This thread's open connections as last added to
     /// `Shared::open_connections`.
     published: u64,
+    /// Whether this thread has begun a request yet (its first is noted in
+    /// `Shared::first_send_ns`, once).
+    sent_first: bool,
     tx: Sender<Snapshot>,
 }
 
@@ -255,6 +263,7 @@ impl Core {
             schedule: None,
             timer: None,
             published: 0,
+            sent_first: false,
             index,
             report_as: index,
             tx,
@@ -294,7 +303,23 @@ impl Core {
             }
             self.budget -= 1;
         }
+        // Once per thread and run: the hot path pays one predictable branch.
+        if !self.sent_first {
+            self.note_first_send();
+        }
         true
+    }
+
+    /// The thread's first request begins now: the client's first send is
+    /// the earliest of its threads'. The wall clock, not the monotonic
+    /// one: the controller compares it with clients on other hosts.
+    #[cold]
+    fn note_first_send(&mut self) {
+        self.sent_first = true;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        self.shared.first_send_ns.fetch_min(now, Ordering::Relaxed);
     }
 
     /// The next source address of the plan's, in turn (none: the kernel's).
@@ -729,6 +754,7 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         peak_connections: AtomicU64::new(0),
         h2_settings: std::sync::OnceLock::new(),
         check_failures: std::sync::Mutex::new(vec![None; plan.classes.len()]),
+        first_send_ns: AtomicI64::new(i64::MAX),
         plan,
     })
 }

@@ -143,6 +143,8 @@ mod tests {
             users_waiting: 0,
             peak_connections: 9,
             threads_lost: 0,
+            first_send_unix_ns: Some(1_764_000_000_123_456_789),
+            first_send_uncertainty_ns: 0,
             h2_settings: Some(crate::h2::conn::PeerSettings {
                 max_concurrent_streams: Some(100),
                 ..Default::default()
@@ -154,6 +156,8 @@ mod tests {
         assert_eq!(back.seconds, report.seconds);
         // An agent's HTTP/2 client reports the server's SETTINGS too.
         assert_eq!(back.h2_settings, report.h2_settings);
+        // And when its first request began, for the start spread.
+        assert_eq!(back.first_send_unix_ns, report.first_send_unix_ns);
         assert_eq!(
             (back.in_flight, back.cpu_user, back.peak_connections),
             (2, report.cpu_user, 9)

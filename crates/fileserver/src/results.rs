@@ -232,6 +232,7 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Mix
         }),
         http_command: None,
         flows: None,
+        start_spread: None,
     }
 }
 

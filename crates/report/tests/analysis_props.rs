@@ -119,6 +119,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
         files: None,
         http_command: None,
         flows: None,
+        start_spread: None,
     }
 }
 

@@ -465,6 +465,57 @@ pub struct MixResult {
     /// steps are its classes). Absent for other workloads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flows: Option<MixFlows>,
+    /// When the mix's clients began against when they were asked to
+    /// (docs/counting.md, "Start spread"). Absent in results written
+    /// before it was measured, and when no client sent a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_spread: Option<StartSpread>,
+}
+
+/// How together a mix's clients began: each client's first request, on the
+/// controller's clock (a remote agent's corrected by its measured clock
+/// offset), less the start it was given (the mix's start plus the client's
+/// own delay). docs/counting.md, "Start spread".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StartSpread {
+    /// Clients that sent a request (a lost one, or one that sent none,
+    /// has no first send).
+    pub clients: u32,
+    /// The earliest and the latest client, microseconds after its start
+    /// (negative: before it).
+    pub min_us: i64,
+    pub max_us: i64,
+    /// `max_us` − `min_us`: how far apart the clients began.
+    pub spread_us: u64,
+    /// The latest client (1-based).
+    pub latest_client: u32,
+    /// How far a client's first send may be off the controller's clock:
+    /// the largest half round trip of the clock checks that corrected them
+    /// (0 when every client ran in the controller's process). The true
+    /// spread lies within `spread_us` ± 2 × this.
+    pub clock_uncertainty_us: u64,
+}
+
+impl StartSpread {
+    /// In words, for the run's output and the report: `start spread
+    /// 150 µs over 3 clients (-30 to 120 µs after their start, the latest
+    /// client 1; clocks known to ±251 µs)`.
+    pub fn summary(&self) -> String {
+        let clocks = if self.clock_uncertainty_us == 0 {
+            "one clock".to_string()
+        } else {
+            format!("clocks known to ±{} µs", self.clock_uncertainty_us)
+        };
+        format!(
+            "start spread {} µs over {} client{} ({} to {} µs after their start, the latest client {}; {clocks})",
+            self.spread_us,
+            self.clients,
+            if self.clients == 1 { "" } else { "s" },
+            self.min_us,
+            self.max_us,
+            self.latest_client
+        )
+    }
 }
 
 /// How a mix's virtual users walked their flow (docs/flows.md).

@@ -538,6 +538,7 @@ fn from_file_mix(m: OldFileMix) -> MixResult {
         }),
         http_command: None,
         flows: None,
+        start_spread: None,
     }
 }
 
@@ -900,6 +901,7 @@ fn http_mix(number: usize, r: OldHttp) -> MixResult {
                 .collect(),
         }),
         flows: None,
+        start_spread: None,
     }
 }
 

@@ -450,6 +450,14 @@ pub(super) fn clients(runs: &[Run]) -> Markup {
                             }
                         }
                     } }
+                    // How together each mix's clients began (docs/counting.md,
+                    // "Start spread").
+                    @let spreads: Vec<_> = r.results.mixes.iter().filter_map(|m| Some((m.mix, m.start_spread.as_ref()?))).collect();
+                    @if !spreads.is_empty() {
+                        ul.spread {
+                            @for (mix, s) in &spreads { li data-mix=(mix) { "mix " (mix) ": " (s.summary()) } }
+                        }
+                    }
                 }
             }
         }

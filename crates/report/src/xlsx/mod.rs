@@ -1200,6 +1200,7 @@ mod tests {
             files: None,
             http_command: None,
             flows: None,
+            start_spread: None,
         }
     }
 
