@@ -81,6 +81,14 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
                 plural(h2.streams.into(), "stream", "streams")
             )
         }
+        HttpMode::Http3 => {
+            let h = plan.http2.unwrap_or_default();
+            format!(
+                "HTTP/3 (QUIC v1, TLS 1.3, ALPN h3), {} × {} at most",
+                plural(h.connections.into(), "connection", "connections"),
+                plural(h.streams.into(), "stream", "streams")
+            )
+        }
         HttpMode::Http10 if c.http10_percent == 100 => "HTTP/1.0, a connection per request".to_string(),
         HttpMode::Http10KeepAlive if c.http10_percent == 100 => "HTTP/1.0 keep-alive".to_string(),
         _ => {

@@ -638,6 +638,7 @@ mod fake_clients {
             classes,
             class_info: vec![("static".into(), ClassKind::Static, None, 100.0, false)],
             h2_classes: 0,
+            h3_classes: 0,
             file: None,
         }
     }

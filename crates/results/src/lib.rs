@@ -32,7 +32,7 @@ pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
 /// The kinds of failed request, by their names in JSON and CSV, in the
 /// order of docs/counting.md (the engine's `ErrorKind::ALL`; a test in the
 /// controller keeps the two the same).
-pub const ERROR_KINDS: [&str; 16] = [
+pub const ERROR_KINDS: [&str; 19] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -49,6 +49,9 @@ pub const ERROR_KINDS: [&str; 16] = [
     "flow_control",
     "body_incomplete",
     "check_failed",
+    "quic_close",
+    "handshake_timeout",
+    "version_negotiation",
 ];
 
 /// How the search came to run a load.
