@@ -12,16 +12,18 @@
 //! static one). The alternatives: `quinn` + `h3` + `h3-quinn` are async
 //! and would need a tokio runtime inside each loop, and hand out bodies,
 //! never frames, so `bytes` could not be counted (HTTP/2's `h2` crate
-//! was dropped for the same reason, `h2/protocol.rs`); `quiche` is
-//! sans-IO too but builds BoringSSL with cmake: on this shared 2-core
-//! machine its build was not done within the 10 minutes allowed for it,
-//! so it was not measured. Measured before choosing (throwaway probe on
-//! quinn-proto 0.11 and this module's framing, 1 QUIC connection, a 4 KiB
-//! file from Caddy 2.6.2 over loopback, 10,000 GETs, 2 rounds each, every
-//! response's status and size exact and Caddy's access log one line per
-//! request): client CPU per request 56.6 and 60.0 µs with 1 stream, 27.3
-//! and 28.2 µs with 10 streams; h2load 1.52 over HTTP/2 (TLS) against the
-//! same Caddy and file took 59 µs (1 stream) and 27 µs (10 streams).
+//! was dropped for the same reason, `h2/protocol.rs`), and so would
+//! quiche's own `h3` (it builds BoringSSL with cmake: 4 min 15 s here).
+//! Measured before choosing, with throwaway probes outside the repository
+//! (1 QUIC connection, a 4 KiB file from Caddy 2.6.2 over loopback, 10,000
+//! GETs a round, rounds interleaved, every response's status and size
+//! exact; Caddy's access log one line per request): client CPU per
+//! request, quinn-proto 0.11 with this module's framing 57.2 and 56.5 µs
+//! with 1 stream, 26.7 and 27.3 µs with 10 streams; quiche 0.24 with
+//! quiche::h3 72.2 and 69.0 µs, 36.1 and 35.8 µs. h2load 1.52 over
+//! HTTP/2 (TLS) against the same Caddy and file: 59 µs (1 stream), 27 µs
+//! (10 streams). Debian's h2load is built without ngtcp2: with
+//! `--npn-list=h3` every request fails.
 
 pub mod frame;
 mod probe;
