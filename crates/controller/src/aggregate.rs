@@ -656,6 +656,7 @@ mod fake_clients {
                 persistent_percent: 100,
                 requests_per_connection: None,
                 http2: false,
+                http3: false,
                 streams_per_connection: 1,
                 timeout: Duration::from_secs(5),
                 workload: "w".into(),

@@ -807,6 +807,7 @@ mod tests {
             streams: 4,
             window: 1,
             classes: 0,
+            h3: false,
         });
         assert!(p.validate().is_err());
     }

@@ -259,7 +259,8 @@ mod tests {
     #[test]
     fn interim_responses_and_trailers_are_counted_not_taken() {
         let mut r = Vec::new();
-        put_frame(&mut r, HEADERS, &[0, 0, 0xC0 | 63]); // 100
+        // 100: static index 63, past the 6-bit prefix (0x3f, then 0).
+        put_frame(&mut r, HEADERS, &[0, 0, 0xFF, 0x00]);
         r.extend_from_slice(&response(27, b"ab")); // 404
         put_frame(&mut r, HEADERS, &[0, 0, 0x56, 1, b'x']); // trailers
         assert_eq!(replay(&r, 3), Ok((Some(404), 2, r.len() as u64)));
