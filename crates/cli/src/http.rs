@@ -131,13 +131,14 @@ pub struct HttpArgs {
     #[arg(long, value_parser = args::range, value_name = "MIN[..MAX]")]
     requests_per_connection: Option<(u32, u32)>,
 
-    /// --http 2: connections of the run; the virtual users are
+    /// --http 2 and 3: connections of the run; the virtual users are
     /// --connections × --streams [default: --threads ÷ --streams, rounded up].
     #[arg(long, value_name = "C", conflicts_with = "threads")]
     connections: Option<u32>,
 
-    /// --http 2: concurrent streams per connection at most (h2load's -m);
-    /// the server's SETTINGS_MAX_CONCURRENT_STREAMS may lower it.
+    /// --http 2 and 3: concurrent streams per connection at most (h2load's
+    /// -m); the server's SETTINGS_MAX_CONCURRENT_STREAMS (HTTP/3: QUIC's
+    /// MAX_STREAMS) may lower it.
     #[arg(long, default_value_t = 1, value_name = "S")]
     streams: u32,
 
