@@ -419,7 +419,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             ));
         }
         if a.http10_percent.is_some_and(|p| p > 0) {
-            return Err(usage("--http10-percent applies to HTTP/1 runs, not --http 2 or 3".into()));
+            return Err(usage(
+                "--http10-percent applies to HTTP/1 runs, not --http 2 or 3".into(),
+            ));
         }
         let window = a.h2_window.unwrap_or(H2Plan::DEFAULT_WINDOW);
         if window == 0 || window > i32::MAX as u32 {

@@ -241,7 +241,10 @@ pub fn human(m: &MixResult) -> String {
     match (&m.http2, m.http2.as_ref().and_then(|h| h.quic.as_ref())) {
         (Some(h), Some(q)) => {
             let named = |m: &std::collections::BTreeMap<String, u64>| {
-                m.iter().map(|(k, n)| format!("{k} {}", thousands(*n))).collect::<Vec<_>>().join(", ")
+                m.iter()
+                    .map(|(k, n)| format!("{k} {}", thousands(*n)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
             let _ = writeln!(
                 o,

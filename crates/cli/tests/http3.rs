@@ -43,7 +43,17 @@ fn caddy_counts_exactly_over_http3() {
     let ca = caddy.ca();
     let url = caddy.url("/4k.bin");
     let v = bench(&[
-        "--http", "3", "--ca-file", s(&ca), "--connections", "2", "--streams", "4", "-n", "400", &url,
+        "--http",
+        "3",
+        "--ca-file",
+        s(&ca),
+        "--connections",
+        "2",
+        "--streams",
+        "4",
+        "-n",
+        "400",
+        &url,
     ]);
     assert_eq!(u(&v, "/requests"), 400, "{v}");
     assert_eq!(u(&v, "/errors_total"), 0, "{v}");
@@ -51,13 +61,18 @@ fn caddy_counts_exactly_over_http3() {
     assert_eq!(u(&v, "/connections_opened"), 2, "{v}");
     assert_eq!(u(&v, "/http2/streams_opened"), 400, "{v}");
     assert_eq!(u(&v, "/http2/quic/handshakes"), 2, "{v}");
-    assert!(u(&v, "/http2/quic/datagrams_sent") > 0 && u(&v, "/http2/quic/udp_bytes_received") > 400 * SIZE, "{v}");
+    assert!(
+        u(&v, "/http2/quic/datagrams_sent") > 0 && u(&v, "/http2/quic/udp_bytes_received") > 400 * SIZE,
+        "{v}"
+    );
     // Every response's frames: more than its body, counted per request.
     assert!(u(&v, "/bytes") > 400 * SIZE, "{v}");
     let lines = caddy.log_lines_at_least(401);
     assert_eq!(lines.len(), 401, "log lines = requests + the preflight");
     assert!(
-        lines.iter().all(|l| l.proto == "HTTP/3.0" && l.status == 200 && l.uri == "/4k.bin"),
+        lines
+            .iter()
+            .all(|l| l.proto == "HTTP/3.0" && l.status == 200 && l.uri == "/4k.bin"),
         "{lines:?}"
     );
     let body: u64 = lines[1..].iter().map(|l| l.size).sum();
@@ -69,7 +84,18 @@ fn caddy_counts_exactly_over_http3() {
 #[test]
 fn test_server_counts_frame_bytes_exactly() {
     let server = H3Server::start(Mode::Normal);
-    let v = bench(&["--http", "3", "--insecure", "--connections", "1", "--streams", "5", "-n", "300", &server.url("/x")]);
+    let v = bench(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--connections",
+        "1",
+        "--streams",
+        "5",
+        "-n",
+        "300",
+        &server.url("/x"),
+    ]);
     assert_eq!(u(&v, "/requests"), 300, "{v}");
     assert_eq!(u(&v, "/errors_total"), 0, "{v}");
     assert_eq!(u(&v, "/body_bytes"), 300 * BODY as u64, "{v}");
@@ -84,7 +110,17 @@ fn test_server_counts_frame_bytes_exactly() {
 #[test]
 fn a_stream_reset_is_counted_by_code() {
     let server = H3Server::start(Mode::ResetEvery(5));
-    let v = bench(&["--http", "3", "--insecure", "--no-preflight", "--connections", "1", "-n", "100", &server.url("/x")]);
+    let v = bench(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--no-preflight",
+        "--connections",
+        "1",
+        "-n",
+        "100",
+        &server.url("/x"),
+    ]);
     // `requests` are the answered ones; the failed are `errors`.
     assert_eq!(u(&v, "/requests"), 80, "{v}");
     assert_eq!(u(&v, "/errors/stream_reset"), 20, "{v}");
@@ -99,7 +135,17 @@ fn a_stream_reset_is_counted_by_code() {
 #[test]
 fn a_connection_close_mid_run_fails_the_streams_in_flight() {
     let server = H3Server::start(Mode::CloseAfter(30));
-    let v = bench(&["--http", "3", "--insecure", "--no-preflight", "--connections", "1", "-n", "100", &server.url("/x")]);
+    let v = bench(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--no-preflight",
+        "--connections",
+        "1",
+        "-n",
+        "100",
+        &server.url("/x"),
+    ]);
     assert_eq!(u(&v, "/requests"), 97, "{v}");
     assert_eq!(u(&v, "/errors/quic_close"), 3, "{v}");
     assert_eq!(u(&v, "/errors_total"), 3, "{v}");
@@ -117,7 +163,18 @@ fn ten_percent_loss_is_recovered_and_counted() {
     let server = H3Server::start(Mode::Normal);
     let relay = Relay::start(server.port, 10);
     let url = format!("https://localhost:{}/x", relay.port);
-    let v = bench(&["--http", "3", "--insecure", "--connections", "1", "--streams", "4", "-n", "200", &url]);
+    let v = bench(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--connections",
+        "1",
+        "--streams",
+        "4",
+        "-n",
+        "200",
+        &url,
+    ]);
     assert_eq!(u(&v, "/requests"), 200, "{v}");
     assert_eq!(u(&v, "/errors_total"), 0, "{v}");
     assert_eq!(u(&v, "/bytes"), 200 * 1008, "{v}");
@@ -132,8 +189,18 @@ fn ten_percent_loss_is_recovered_and_counted() {
 fn a_silent_server_times_out_and_the_run_ends() {
     let server = H3Server::start(Mode::SilentAfter(5));
     let v = http_json(&[
-        "--os-threads", "1", "--http", "3", "--insecure", "--no-preflight", "--connections", "1", "--timeout", "1s",
-        "-d", "3s",
+        "--os-threads",
+        "1",
+        "--http",
+        "3",
+        "--insecure",
+        "--no-preflight",
+        "--connections",
+        "1",
+        "--timeout",
+        "1s",
+        "-d",
+        "3s",
         &server.url("/x"),
     ]);
     let timeouts = u(&v, "/errors/timeout");
@@ -148,7 +215,19 @@ fn a_silent_server_times_out_and_the_run_ends() {
 fn no_answer_is_a_handshake_timeout() {
     let silent = UdpSocket::bind("127.0.0.1:0").expect("bind");
     let url = format!("https://localhost:{}/x", silent.local_addr().expect("addr").port());
-    let v = http_json(&["--http", "3", "--insecure", "--no-preflight", "--connections", "1", "--timeout", "1s", "-n", "1", &url]);
+    let v = http_json(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--no-preflight",
+        "--connections",
+        "1",
+        "--timeout",
+        "1s",
+        "-n",
+        "1",
+        &url,
+    ]);
     assert_eq!(u(&v, "/errors_total"), 1, "{v}");
     assert_eq!(u(&v, "/errors/handshake_timeout"), 1, "{v}");
     let out = run_benchlab(&["http", "--http", "3", "--insecure", "--timeout", "1s", "-n", "1", &url]);
@@ -190,7 +269,19 @@ fn a_version_negotiation_is_its_own_error() {
         }
     });
     let url = format!("https://localhost:{port}/x");
-    let v = http_json(&["--http", "3", "--insecure", "--no-preflight", "--connections", "1", "--timeout", "2s", "-n", "1", &url]);
+    let v = http_json(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--no-preflight",
+        "--connections",
+        "1",
+        "--timeout",
+        "2s",
+        "-n",
+        "1",
+        &url,
+    ]);
     assert_eq!(u(&v, "/errors_total"), 1, "{v}");
     assert_eq!(u(&v, "/errors/version_negotiation"), 1, "{v}");
     // The responder ends at its read timeout.
@@ -288,6 +379,12 @@ clients = 1
     assert!(h1_lines.iter().all(|l| l.proto == "HTTP/1.1"), "{h1_lines:?}");
     // Every request the window counted is in the log (and the preflight's
     // and the ramps' too).
-    assert!(h3_lines.len() as u64 > u(&h3c, "/requests") && u(&h3c, "/requests") > 0, "{mix}");
-    assert!(h1_lines.len() as u64 > u(&h1c, "/requests") && u(&h1c, "/requests") > 0, "{mix}");
+    assert!(
+        h3_lines.len() as u64 > u(&h3c, "/requests") && u(&h3c, "/requests") > 0,
+        "{mix}"
+    );
+    assert!(
+        h1_lines.len() as u64 > u(&h1c, "/requests") && u(&h1c, "/requests") > 0,
+        "{mix}"
+    );
 }

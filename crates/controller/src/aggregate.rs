@@ -361,7 +361,9 @@ fn quic_figures(h3: bool, conn: &benchlab_engine::ConnCounters) -> Option<benchl
     let q = &conn.quic;
     let mut closes = std::collections::BTreeMap::new();
     for (i, n) in q.transport_close_codes.iter().enumerate().filter(|(_, n)| **n > 0) {
-        *closes.entry(benchlab_results::quic_code_name(i).to_string()).or_insert(0) += n;
+        *closes
+            .entry(benchlab_results::quic_code_name(i).to_string())
+            .or_insert(0) += n;
     }
     for (i, n) in q.h3_close_codes.iter().enumerate().filter(|(_, n)| **n > 0) {
         *closes.entry(benchlab_results::h3_code_name(i).to_string()).or_insert(0) += n;

@@ -54,6 +54,5 @@ pub use request::{RequestError, RequestSpec, MAX_BODY_BYTES};
 pub use rng::SplitMix64;
 pub use stats::{
     new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, LoopLoad,
-    QuicCounters,
-    Snapshot, Stats, ThreadEnd, LATENCY_MAX_US,
+    QuicCounters, Snapshot, Stats, ThreadEnd, LATENCY_MAX_US,
 };

@@ -204,7 +204,12 @@ fn response() -> Vec<u8> {
 }
 
 fn serve(sock: UdpSocket, mode: Mode, log: &Mutex<Vec<H3Line>>, stop: &AtomicBool) {
-    let mut ep = Endpoint::new(Arc::new(EndpointConfig::default()), Some(Arc::new(server_config())), true, None);
+    let mut ep = Endpoint::new(
+        Arc::new(EndpointConfig::default()),
+        Some(Arc::new(server_config())),
+        true,
+        None,
+    );
     let mut conns: HashMap<quinn_proto::ConnectionHandle, ServerConn> = HashMap::new();
     let mut buf = vec![0u8; 65_536];
     let mut out = Vec::with_capacity(65_536);

@@ -89,7 +89,8 @@ pub fn probe_h3_request(
             .map_or(deadline, |t| t.min(deadline))
             .saturating_duration_since(now)
             .max(Duration::from_micros(100));
-        sock.set_read_timeout(Some(wait)).map_err(|e| perr(ErrorKind::Reset, e.to_string()))?;
+        sock.set_read_timeout(Some(wait))
+            .map_err(|e| perr(ErrorKind::Reset, e.to_string()))?;
         match sock.recv_from(&mut buf) {
             Ok((n, from)) => {
                 let mut resp = Vec::new();
@@ -144,7 +145,8 @@ pub fn probe_h3_request(
                         match chunks.next(usize::MAX) {
                             Ok(Some(c)) if Some(id) == stream => {
                                 if response.receive(&c.bytes).is_err() {
-                                    failed = Some(perr(ErrorKind::Framing, "the response's HTTP/3 frames are malformed"));
+                                    failed =
+                                        Some(perr(ErrorKind::Framing, "the response's HTTP/3 frames are malformed"));
                                     break;
                                 }
                             }
@@ -157,7 +159,10 @@ pub fn probe_h3_request(
                             Err(ReadError::Reset(code)) => {
                                 failed = Some(perr(
                                     ErrorKind::StreamReset,
-                                    format!("the server reset the stream (RESET_STREAM, error code {:#x})", code.into_inner()),
+                                    format!(
+                                        "the server reset the stream (RESET_STREAM, error code {:#x})",
+                                        code.into_inner()
+                                    ),
                                 ));
                                 break;
                             }

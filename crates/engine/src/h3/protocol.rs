@@ -236,7 +236,10 @@ impl Http3 {
             })
             .collect();
         let (client, unusable) = if plan.urls.iter().any(|u| u.target.scheme != Scheme::Https) {
-            (None, Some("HTTP/3 runs over QUIC, which is always encrypted: use an https:// URL".to_string()))
+            (
+                None,
+                Some("HTTP/3 runs over QUIC, which is always encrypted: use an https:// URL".to_string()),
+            )
         } else {
             match shared.tls.as_ref().map(|t| client_config(&t.full)) {
                 Some(Ok(c)) => (Some(c), None),
@@ -396,7 +399,9 @@ impl Http3 {
                 let Some(id) = link.conn.streams().open(Dir::Bi) else {
                     break; // the server's MAX_STREAMS: more when it grants them
                 };
-                let Some(u) = self.slots[slot].queue.pop_front() else { break };
+                let Some(u) = self.slots[slot].queue.pop_front() else {
+                    break;
+                };
                 let user = &mut self.users[u as usize];
                 link.streams.push(Stream {
                     id,
@@ -595,7 +600,15 @@ impl Http3 {
         }
         if refused {
             let open = self.links[l].as_ref().is_some_and(|k| k.open);
-            return self.break_link(core, l, if open { ErrorKind::Reset } else { ErrorKind::ConnectRefused });
+            return self.break_link(
+                core,
+                l,
+                if open {
+                    ErrorKind::Reset
+                } else {
+                    ErrorKind::ConnectRefused
+                },
+            );
         }
         self.drive(core, l);
     }
@@ -666,7 +679,13 @@ impl Http3 {
                 }
                 // An idle connection the server closed (its idle timeout):
                 // the next request opens a new one, as HTTP/1's reconnect.
-                if idle && open && matches!(reason, ConnectionError::TimedOut | ConnectionError::ApplicationClosed(_)) {
+                if idle
+                    && open
+                    && matches!(
+                        reason,
+                        ConnectionError::TimedOut | ConnectionError::ApplicationClosed(_)
+                    )
+                {
                     ErrorKind::Reset
                 } else {
                     kind

@@ -49,9 +49,16 @@ fn static_status(index: u64) -> Option<Option<u16>> {
 /// Headers HTTP/3 forbids (RFC 9114 §4.2), and `host`, which becomes
 /// `:authority`.
 fn connection_specific(name: &str) -> bool {
-    ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"]
-        .iter()
-        .any(|n| name.eq_ignore_ascii_case(n))
+    [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
 }
 
 fn put_str(out: &mut Vec<u8>, n: u8, first: u8, s: &[u8]) {
@@ -101,7 +108,11 @@ pub fn request_section(
         .map_or(authority, |(_, v)| v.as_str());
     put_named(&mut out, AUTHORITY, host.as_bytes());
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("user-agent")) {
-        put_named(&mut out, USER_AGENT, concat!("benchlab/", env!("CARGO_PKG_VERSION")).as_bytes());
+        put_named(
+            &mut out,
+            USER_AGENT,
+            concat!("benchlab/", env!("CARGO_PKG_VERSION")).as_bytes(),
+        );
     }
     for (n, v) in headers {
         if connection_specific(n) {
@@ -234,14 +245,20 @@ mod tests {
         // Indexed :status 200, then a literal date by name reference 6.
         assert_eq!(decode_status(&[0, 0, 0xC0 | 25, 0x56, 1, b'x'], &mut s), Ok(Some(200)));
         // :status by name reference 24 with the literal value "301".
-        assert_eq!(decode_status(&[0, 0, 0x5F, 9, 3, b'3', b'0', b'1'], &mut s), Ok(Some(301)));
+        assert_eq!(
+            decode_status(&[0, 0, 0x5F, 9, 3, b'3', b'0', b'1'], &mut s),
+            Ok(Some(301))
+        );
         // A literal name ":status".
         let mut b = vec![0, 0, 0x27, 0];
         b.extend_from_slice(b":status");
         b.extend_from_slice(&[3, b'4', b'2', b'9']);
         assert_eq!(decode_status(&b, &mut s), Ok(Some(429)));
         // Huffman-coded "404" (RFC 7541's code: '4' = 011010, '0' = 00000).
-        assert_eq!(decode_status(&[0, 0, 0x5F, 9, 0x83, 0x68, 0x0D, 0x7F], &mut s), Ok(Some(404)));
+        assert_eq!(
+            decode_status(&[0, 0, 0x5F, 9, 0x83, 0x68, 0x0D, 0x7F], &mut s),
+            Ok(Some(404))
+        );
         assert_eq!(decode_status(&[0, 0, 0x56, 1, b'x'], &mut s), Ok(None));
     }
 
@@ -252,7 +269,13 @@ mod tests {
         assert_eq!(decode_status(&[0, 0, 0x80], &mut s), Err(BadSection));
         assert_eq!(decode_status(&[0, 0, 0x10], &mut s), Err(BadSection));
         assert_eq!(decode_status(&[0, 0, 0x5F, 9, 3, b'3'], &mut s), Err(BadSection));
-        assert_eq!(decode_status(&[0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF], &mut s), Err(BadSection));
+        assert_eq!(
+            decode_status(
+                &[0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF],
+                &mut s
+            ),
+            Err(BadSection)
+        );
         assert_eq!(decode_status(&[0], &mut s), Err(BadSection));
     }
 
@@ -262,6 +285,9 @@ mod tests {
         assert_eq!(&b[..5], &[0, 0, 0xC0 | 17, 0xC0 | 23, 0xC0 | 1]);
         assert_eq!(&b[5..10], &[0x50, 3, b'a', b':', b'1']);
         // user-agent the client's own: a literal name.
-        assert_eq!(&b[10..], &[0x27, 3, b'u', b's', b'e', b'r', b'-', b'a', b'g', b'e', b'n', b't', 1, b'u']);
+        assert_eq!(
+            &b[10..],
+            &[0x27, 3, b'u', b's', b'e', b'r', b'-', b'a', b'g', b'e', b'n', b't', 1, b'u']
+        );
     }
 }
