@@ -312,7 +312,7 @@ fn serve(sock: UdpSocket, mode: Mode, log: &Mutex<Vec<H3Line>>, stop: &AtomicBoo
                 c.requests += 1;
                 served += 1;
                 let line = match mode {
-                    Mode::ResetEvery(k) if served % k == 0 => {
+                    Mode::ResetEvery(k) if served.is_multiple_of(k) => {
                         let _ = c.conn.send_stream(id).reset(VarInt::from_u32(0x10b));
                         H3Line { status: 0, size: 0 }
                     }
@@ -393,7 +393,7 @@ impl Relay {
                         backs.push((from, b));
                     }
                     count += 1;
-                    if count % drop_every == 0 {
+                    if count.is_multiple_of(drop_every) {
                         *d.lock().expect("dropped") += 1;
                         continue;
                     }
@@ -405,7 +405,7 @@ impl Relay {
                     while let Ok((n, _)) = b.recv_from(&mut buf) {
                         idle = false;
                         count += 1;
-                        if count % drop_every == 0 {
+                        if count.is_multiple_of(drop_every) {
                             *d.lock().expect("dropped") += 1;
                             continue;
                         }
