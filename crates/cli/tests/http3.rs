@@ -388,3 +388,132 @@ clients = 1
         "{mix}"
     );
 }
+
+/// An open loop over HTTP/3: a user is a request slot, one stream; every
+/// send is a request the server logged (the preflight besides), and the
+/// sends are the schedule's.
+#[test]
+fn open_loop_sends_are_streams() {
+    let server = H3Server::start(Mode::Normal);
+    let r = http_json(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--rate",
+        "200",
+        "--max-in-flight",
+        "20",
+        "--streams",
+        "10",
+        "--os-threads",
+        "1",
+        "-d",
+        "2s",
+        &server.url("/x"),
+    ]);
+    assert_eq!(r["http_command"]["mode"], "open", "{r}");
+    assert_eq!(u(&r, "/open_loop/sends"), 400, "{r}");
+    assert_eq!(u(&r, "/errors_total"), 0, "{r}");
+    // Every send ended in the window or was still in flight at its end.
+    assert_eq!(u(&r, "/requests") + u(&r, "/in_flight"), 400, "{r}");
+    assert_eq!(u(&r, "/body_bytes"), u(&r, "/requests") * BODY as u64, "{r}");
+    assert_eq!(u(&r, "/http2/connections"), 2, "{r}");
+    assert!(
+        server.log().len() as u64 > u(&r, "/requests"),
+        "the preflight's and every request's"
+    );
+}
+
+/// Without `--insecure`, the test server's self-signed certificate is
+/// refused: the request is `tls`, and the preflight says why.
+#[test]
+fn an_untrusted_certificate_is_a_tls_error() {
+    let server = H3Server::start(Mode::Normal);
+    let v = http_json(&[
+        "--http",
+        "3",
+        "--no-preflight",
+        "--connections",
+        "1",
+        "-n",
+        "1",
+        &server.url("/x"),
+    ]);
+    assert_eq!(u(&v, "/errors/tls"), 1, "{v}");
+    assert_eq!(u(&v, "/errors_total"), 1, "{v}");
+    assert!(server.log().is_empty());
+    let out = run_benchlab(&["http", "--http", "3", "-n", "1", &server.url("/x")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("tls") && err.contains("certificate"), "{err}");
+}
+
+/// `http --http 3 --agents 2`: the plan (HTTP/2's with `h3`) travels to
+/// two agents, each client runs its 200 requests over QUIC from its own
+/// address, and the server logged exactly those and the preflight.
+#[test]
+fn http3_runs_on_agents() {
+    let server = H3Server::start(Mode::Normal);
+    let work = tempfile::tempdir().expect("tempdir");
+    let certs = work.path().join("certs");
+    common::assert_success(
+        "lab certs",
+        &run_benchlab(&["lab", "certs", "--out", s(&certs), "--agents", "2"]),
+    );
+    let port = common::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = server.url("/x");
+    let bin = common::benchlab_bin();
+    let ctl = std::process::Command::new(bin)
+        .args([
+            "http",
+            &url,
+            "--http",
+            "3",
+            "--insecure",
+            "--connections",
+            "2",
+            "--streams",
+            "2",
+            "-n",
+            "400",
+        ])
+        .args(["--agents", "2", "--listen", &listen, "--tls-dir", s(&certs), "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("controller");
+    let agents: Vec<_> = (0..2)
+        .map(|i| {
+            std::process::Command::new(bin)
+                .args(["agent", "--controller", &listen])
+                .arg("--cert")
+                .arg(certs.join(format!("agent-{i}.pem")))
+                .arg("--key")
+                .arg(certs.join(format!("agent-{i}.key")))
+                .arg("--ca")
+                .arg(certs.join("ca.pem"))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("agent")
+        })
+        .collect();
+    let out = ctl.wait_with_output().expect("controller output");
+    for mut a in agents {
+        assert!(a.wait().expect("agent").success());
+    }
+    common::assert_success("http --http 3 --agents 2", &out);
+    let r = common::http_mix(&out.stdout);
+    assert_eq!(u(&r, "/requests"), 400, "{r}");
+    assert_eq!(u(&r, "/errors_total"), 0, "{r}");
+    let per_client: Vec<u64> = r["client_data"]
+        .as_array()
+        .expect("client_data")
+        .iter()
+        .map(|c| u(c, "/requests"))
+        .collect();
+    assert_eq!(per_client, [200, 200], "{r}");
+    assert_eq!(u(&r, "/http2/quic/handshakes"), 2, "one connection per client: {r}");
+    assert_eq!(server.log().len(), 401, "400 requests and the preflight");
+}

@@ -637,6 +637,16 @@ mod tests {
     }
 
     #[test]
+    fn quic_codes_have_their_index() {
+        assert_eq!(QuicCounters::code_index(0x0, 0), 0);
+        assert_eq!(QuicCounters::code_index(0x10, 0), 16);
+        assert_eq!(QuicCounters::code_index(0x128, 0), 17);
+        assert_eq!(QuicCounters::code_index(0x10c, 0x100), 12);
+        assert_eq!(QuicCounters::code_index(0x3, 0x100), 17);
+        assert_eq!(QuicCounters::code_index(u64::MAX, 0x100), 17);
+    }
+
+    #[test]
     fn names_are_canonical() {
         let names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
         assert_eq!(
