@@ -402,6 +402,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             "--h2-window is HTTP/2's flow-control window; HTTP/3 uses QUIC's own (docs/http3.md): drop it".into(),
         ));
     }
+    if h3 && a.receive_buffer != 65536 {
+        return Err(usage(
+            "--receive-buffer sizes reads from a TCP socket; over --http 3 each read is one UDP datagram: drop it"
+                .into(),
+        ));
+    }
     if h3 && a.tls_resumption > 0 {
         return Err(usage(
             "--tls-resumption: QUIC session resumption and 0-RTT are not implemented for --http 3 yet; drop it".into(),

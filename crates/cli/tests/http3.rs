@@ -295,6 +295,7 @@ fn flags_that_cannot_apply_are_refused() {
         (vec!["--h2-window", "1000"], "--h2-window"),
         (vec!["--tls-resumption", "50"], "--tls-resumption"),
         (vec!["--chunked", "--data", "x"], "--chunked"),
+        (vec!["--receive-buffer", "4096"], "--receive-buffer"),
     ] {
         let mut all = vec!["http", "--http", "3"];
         all.extend_from_slice(&args);
