@@ -388,6 +388,16 @@ clients = 1
         h1_lines.len() as u64 > u(&h1c, "/requests") && u(&h1c, "/requests") > 0,
         "{mix}"
     );
+    // The report names the mix's and each class's protocol.
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("HTTP/3, 2 conn. × 1 streams"),
+        "no HTTP/3 mix in the report"
+    );
+    assert!(
+        html.contains("<td>HTTP/3</td>") && html.contains("<td>HTTP/1</td>"),
+        "class protocols"
+    );
 }
 
 /// An open loop over HTTP/3: a user is a request slot, one stream; every

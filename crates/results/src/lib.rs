@@ -515,11 +515,12 @@ impl MixResult {
         }
     }
 
-    /// The protocol class `class` spoke in this mix: `HTTP/2` for the
-    /// classes of `http2.classes`, else `HTTP/1` (1.0 or 1.1 by the mix's
-    /// `http10_percent`).
+    /// The protocol class `class` spoke in this mix: `HTTP/2` (`HTTP/3`
+    /// when the mix ran over QUIC) for the classes of `http2.classes`, else
+    /// `HTTP/1` (1.0 or 1.1 by the mix's `http10_percent`).
     pub fn class_protocol(&self, class: &str) -> &'static str {
         match &self.http2 {
+            Some(h) if h.classes.iter().any(|c| c == class) && h.quic.is_some() => "HTTP/3",
             Some(h) if h.classes.iter().any(|c| c == class) => "HTTP/2",
             _ => "HTTP/1",
         }

@@ -43,9 +43,10 @@ impl Caddy {
         let log = dir.join("caddy.err");
         let (child, port) = start_on_free_port("caddy", &log, |port| {
             let conf = format!(
-                "{{\n\tadmin off\n\tskip_install_trust\n\tauto_https disable_redirects\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
+                "{{\n\tadmin off\n\tlog {{\n\t\toutput file {}\n\t}}\n\tskip_install_trust\n\tauto_https disable_redirects\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
                  https://localhost:{port} {{\n\tbind 127.0.0.1\n\ttls internal\n\troot * {}\n\tfile_server\n\
                  \tlog {{\n\t\toutput file {}\n\t\tformat json\n\t}}\n}}\n",
+                dir.join("caddy.err").display(),
                 root.display(),
                 dir.join("access.log").display()
             );
@@ -57,8 +58,7 @@ impl Caddy {
                 .args(["--adapter", "caddyfile"])
                 .env("HOME", &dir)
                 .env("XDG_DATA_HOME", dir.join("data"))
-                .env("XDG_CONFIG_HOME", dir.join("config"))
-                .stderr(fs::File::create(&log).expect("caddy.err"));
+                .env("XDG_CONFIG_HOME", dir.join("config"));
             c
         });
         let caddy = Caddy { child, port, dir };
