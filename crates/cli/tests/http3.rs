@@ -528,3 +528,45 @@ fn http3_runs_on_agents() {
     assert_eq!(u(&r, "/http2/quic/handshakes"), 2, "one connection per client: {r}");
     assert_eq!(server.log().len(), 401, "400 requests and the preflight");
 }
+
+/// One workload's classes may mix HTTP/1 with HTTP/2 or with HTTP/3, not
+/// all three: refused by name before any load.
+#[test]
+fn http2_and_http3_classes_in_one_workload_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = dir.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        r#"name = "two-and-three"
+target = "https://localhost:9"
+
+[workloads.one]
+[[workloads.one.class]]
+name = "two"
+percent = 50
+http = "2"
+[[workloads.one.class.url]]
+path = "/a"
+size = 1
+
+[[workloads.one.class]]
+name = "three"
+percent = 50
+http = "3"
+[[workloads.one.class.url]]
+path = "/b"
+size = 1
+
+[[mix]]
+clients = 1
+"#,
+    )
+    .expect("suite");
+    let out = run_benchlab(&["run", s(&suite), "--out", s(&dir.path().join("out"))]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("workload `one`") && err.contains("http = \"2\"") && err.contains("http = \"3\""),
+        "{err}"
+    );
+}

@@ -799,14 +799,16 @@ impl Http3 {
         let Some(link) = self.links[l].as_mut() else { return };
         let now = link.conn.stats();
         let was = std::mem::replace(&mut link.reported, now);
+        // Saturating: a path's figures start again from zero if the path
+        // changes (benchlab never migrates, but a server may move).
         let q = QuicCounters {
-            datagrams_sent: now.udp_tx.datagrams - was.udp_tx.datagrams,
-            datagrams_received: now.udp_rx.datagrams - was.udp_rx.datagrams,
-            udp_bytes_sent: now.udp_tx.bytes - was.udp_tx.bytes,
-            udp_bytes_received: now.udp_rx.bytes - was.udp_rx.bytes,
-            packets_lost: now.path.lost_packets - was.path.lost_packets,
-            bytes_lost: now.path.lost_bytes - was.path.lost_bytes,
-            congestion_events: now.path.congestion_events - was.path.congestion_events,
+            datagrams_sent: now.udp_tx.datagrams.saturating_sub(was.udp_tx.datagrams),
+            datagrams_received: now.udp_rx.datagrams.saturating_sub(was.udp_rx.datagrams),
+            udp_bytes_sent: now.udp_tx.bytes.saturating_sub(was.udp_tx.bytes),
+            udp_bytes_received: now.udp_rx.bytes.saturating_sub(was.udp_rx.bytes),
+            packets_lost: now.path.lost_packets.saturating_sub(was.path.lost_packets),
+            bytes_lost: now.path.lost_bytes.saturating_sub(was.path.lost_bytes),
+            congestion_events: now.path.congestion_events.saturating_sub(was.path.congestion_events),
             ..QuicCounters::default()
         };
         add_quic(core, &q);
