@@ -469,6 +469,10 @@ impl Http3 {
             Ok(s) => s,
             Err(_) => return self.fail_queue(core, slot, ErrorKind::Bind),
         };
+        if core.io.busy_poll_us > 0 {
+            // BENCHLAB_IO's busy polling, as for TCP sockets (sock.rs).
+            let _ = crate::reactor::set_socket_busy_poll(sock.as_raw_fd(), core.io.busy_poll_us);
+        }
         if sock.set_nonblocking(true).is_err() || sock.connect(remote).is_err() {
             return self.fail_queue(core, slot, ErrorKind::ConnectRefused);
         }
