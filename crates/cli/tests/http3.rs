@@ -570,3 +570,76 @@ clients = 1
         "{err}"
     );
 }
+
+/// `--requests-per-connection 10`: each QUIC connection carries ten
+/// streams, then closes (H3_NO_ERROR) and the next opens.
+#[test]
+fn requests_per_connection_bounds_each_quic_connection() {
+    let server = H3Server::start(Mode::Normal);
+    let v = bench(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--connections",
+        "1",
+        "--requests-per-connection",
+        "10",
+        "-n",
+        "50",
+        &server.url("/x"),
+    ]);
+    assert_eq!(u(&v, "/requests"), 50, "{v}");
+    assert_eq!(u(&v, "/errors_total"), 0, "{v}");
+    assert_eq!(u(&v, "/connections_opened"), 5, "{v}");
+    assert_eq!(u(&v, "/http2/quic/handshakes"), 5, "{v}");
+    assert_eq!(server.log().len(), 51, "50 requests and the preflight");
+}
+
+/// A whole mix over HTTP/3 (`http = "3"` on the mix) in a suite: every
+/// class over QUIC, the streams per connection the suite's.
+#[test]
+fn a_suite_mix_over_http3() {
+    let server = H3Server::start(Mode::Normal);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = dir.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"name = "all-h3"
+target = "{}"
+
+[defaults]
+length = "1s"
+ramp_up = "0s"
+ramp_down = "0s"
+threads_per_client = 4
+streams_per_connection = 2
+http = "3"
+timeout = "5s"
+
+[workloads.one]
+[[workloads.one.class]]
+name = "x"
+percent = 100
+[[workloads.one.class.url]]
+path = "/x"
+size = {BODY}
+
+[[mix]]
+clients = 1
+"#,
+            server.url("")
+        ),
+    )
+    .expect("suite");
+    let results = common::run_suite(&suite, &dir.path().join("out"), &["--insecure"]);
+    let mix = &results["mixes"][0];
+    assert_eq!(u(mix, "/errors_total"), 0, "{mix}");
+    assert!(u(mix, "/requests") > 0, "{mix}");
+    assert_eq!(u(mix, "/http2/connections"), 2, "4 users over 2 streams each: {mix}");
+    assert_eq!(u(mix, "/http2/quic/handshakes"), 2, "{mix}");
+    assert_eq!(u(mix, "/body_bytes"), u(mix, "/requests") * BODY as u64, "{mix}");
+    // The server answered every counted request (and the preflight's and
+    // those of no window).
+    assert!(server.log().len() as u64 > u(mix, "/requests"), "{mix}");
+}
