@@ -9,7 +9,7 @@
 # `check` lists this user's processes (as root: everyone's, as the servers'
 # workers run as www-data or nobody) that are not in FILE (so started
 # since, whatever reused pids), are not zombies, and are a server the tests
-# start (nginx, apache2, lighttpd, smbd, h2o, fcgiwrap, spawn-fcgi, postgres, benchlab,
+# start (nginx, apache2, lighttpd, smbd, h2o, caddy, fcgiwrap, spawn-fcgi, postgres, benchlab,
 # gunicorn, uvicorn, java, php-fpm, node,
 # or a program inside a test temp dir such as the SPICE programs) with a
 # test temp dir (`$TMPDIR/.tmp…`, tempfile's names) on its command line, or
@@ -54,7 +54,7 @@ leftovers() {
       prog = argv[1]
       name = prog
       sub(/.*\//, "", name)
-      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|fcgiwrap|spawn-fcgi|postgres|benchlab|gunicorn|uvicorn|java|php-fpm[0-9.]*|node|nodejs)(:.*)?$/
+      server = name ~ /^(nginx|apache2|httpd|lighttpd|smbd|h2o|caddy|fcgiwrap|spawn-fcgi|postgres|benchlab|gunicorn|uvicorn|java|php-fpm[0-9.]*|node|nodejs)(:.*)?$/
       # The Python application servers run as python3 (gunicorn, uvicorn):
       # the path of the program follows.
       if (name ~ /^python3/ && args ~ /(gunicorn|uvicorn)/) server = 1

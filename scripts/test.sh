@@ -66,6 +66,7 @@ requirements=(
   "libxml2-utils|xmllint|gates.rs: --junit files validated against tests/data/junit.xsd"
   "postgresql|/usr/lib/postgresql/15/bin/initdb,/usr/lib/postgresql/16/bin/initdb,/usr/lib/postgresql/17/bin/initdb,/usr/lib/postgresql/18/bin/initdb|history.rs: a PostgreSQL history database (initdb, pg_ctl, createdb)"
   "prometheus|/usr/bin/prometheus|metrics.rs: a real Prometheus scrapes --metrics-listen and receives remote write"
+  "caddy|caddy|HTTP/3 tests: a test-started Caddy serves h1, h2 and h3 (crates/cli/tests/http3.rs); bench/h3.sh"
   "gunicorn|gunicorn|SPICE: the wsgi SPI's application server (crates/lab/src/appserver.rs); shop.rs: lab up shop runs the shop application (deploy/shop/shop.py)"
 )
 

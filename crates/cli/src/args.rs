@@ -204,4 +204,8 @@ pub enum HttpMode {
     /// prior knowledge (h2c) for http:// URLs; see --connections, --streams.
     #[value(name = "2")]
     Http2,
+    /// HTTP/3 over QUIC (https:// URLs only, UDP to the URL's port); see
+    /// --connections, --streams and docs/http3.md.
+    #[value(name = "3")]
+    Http3,
 }

@@ -131,13 +131,14 @@ pub struct HttpArgs {
     #[arg(long, value_parser = args::range, value_name = "MIN[..MAX]")]
     requests_per_connection: Option<(u32, u32)>,
 
-    /// --http 2: connections of the run; the virtual users are
+    /// --http 2 and 3: connections of the run; the virtual users are
     /// --connections × --streams [default: --threads ÷ --streams, rounded up].
     #[arg(long, value_name = "C", conflicts_with = "threads")]
     connections: Option<u32>,
 
-    /// --http 2: concurrent streams per connection at most (h2load's -m);
-    /// the server's SETTINGS_MAX_CONCURRENT_STREAMS may lower it.
+    /// --http 2 and 3: concurrent streams per connection at most (h2load's
+    /// -m); the server's SETTINGS_MAX_CONCURRENT_STREAMS (HTTP/3: QUIC's
+    /// MAX_STREAMS) may lower it.
     #[arg(long, default_value_t = 1, value_name = "S")]
     streams: u32,
 
@@ -286,9 +287,9 @@ fn request_of(a: &HttpArgs) -> Result<(benchlab_engine::RequestSpec, Vec<(String
         None if data.is_some() => "POST".to_string(),
         None => "GET".to_string(),
     };
-    if a.http == HttpMode::Http2 && a.chunked {
+    if matches!(a.http, HttpMode::Http2 | HttpMode::Http3) && a.chunked {
         return Err(CliError::Usage(
-            "--chunked is HTTP/1.1's framing; over --http 2 a body goes in DATA frames: drop --chunked".into(),
+            "--chunked is HTTP/1.1's framing; over --http 2 or 3 a body goes in DATA frames: drop --chunked".into(),
         ));
     }
     if a.chunked && data.is_none() {
@@ -395,7 +396,24 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         .map_err(|e| usage(format!("--threshold {e}")))?;
     }
     a.gates.check(thresholds.len())?;
-    let http2 = if a.http == HttpMode::Http2 {
+    let h3 = a.http == HttpMode::Http3;
+    if h3 && a.h2_window.is_some() {
+        return Err(usage(
+            "--h2-window is HTTP/2's flow-control window; HTTP/3 uses QUIC's own (docs/http3.md): drop it".into(),
+        ));
+    }
+    if h3 && a.receive_buffer != 65536 {
+        return Err(usage(
+            "--receive-buffer sizes reads from a TCP socket; over --http 3 each read is one UDP datagram: drop it"
+                .into(),
+        ));
+    }
+    if h3 && a.tls_resumption > 0 {
+        return Err(usage(
+            "--tls-resumption: QUIC session resumption and 0-RTT are not implemented for --http 3 yet; drop it".into(),
+        ));
+    }
+    let http2 = if matches!(a.http, HttpMode::Http2 | HttpMode::Http3) {
         if a.streams == 0 || a.connections == Some(0) {
             return Err(usage("--connections and --streams must be at least 1".into()));
         }
@@ -407,7 +425,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             ));
         }
         if a.http10_percent.is_some_and(|p| p > 0) {
-            return Err(usage("--http10-percent applies to HTTP/1 runs, not --http 2".into()));
+            return Err(usage(
+                "--http10-percent applies to HTTP/1 runs, not --http 2 or 3".into(),
+            ));
         }
         let window = a.h2_window.unwrap_or(H2Plan::DEFAULT_WINDOW);
         if window == 0 || window > i32::MAX as u32 {
@@ -420,11 +440,12 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             streams: a.streams,
             window,
             classes: 0,
+            h3,
         })
     } else {
         if a.connections.is_some() || a.h2_window.is_some() || a.streams != 1 {
             return Err(usage(
-                "--connections, --streams and --h2-window apply to --http 2".into(),
+                "--connections and --streams apply to --http 2 and 3, --h2-window to --http 2".into(),
             ));
         }
         None
@@ -470,7 +491,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         (a.requests.is_some(), "--requests", a.requests.unwrap_or(0)),
         (
             http2.is_some(),
-            "--connections (HTTP/2)",
+            "--connections (HTTP/2 and 3)",
             http2.map_or(0, |h| u64::from(h.connections)),
         ),
     ];
@@ -588,7 +609,9 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         for (i, u) in urls.iter_mut().enumerate() {
             // From the load's own source addresses, in turn.
             let source = (!source_addresses.is_empty()).then(|| source_addresses[i % source_addresses.len()]);
-            let r = if http2.is_some() {
+            let r = if h3 {
+                benchlab_engine::h3::probe_h3_request(&request, &u.target, source, &headers, &tls, a.timeout)
+            } else if http2.is_some() {
                 benchlab_engine::h2::probe_h2_request(&request, &u.target, source, &headers, &tls, a.timeout)
             } else {
                 benchlab_engine::probe_request(&u.target, source, &headers, &request, &tls, a.timeout)
@@ -638,7 +661,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     let (http10_percent, http10_keepalive) = match a.http {
         HttpMode::Http10 => (a.http10_percent.unwrap_or(100), false),
         HttpMode::Http10KeepAlive => (a.http10_percent.unwrap_or(100), true),
-        HttpMode::Http11 | HttpMode::Http2 => (a.http10_percent.unwrap_or(0), false),
+        HttpMode::Http11 | HttpMode::Http2 | HttpMode::Http3 => (a.http10_percent.unwrap_or(0), false),
     };
     let mut plan = ClientPlan::new(urls, classes);
     if !request.is_plain_get() {

@@ -81,6 +81,14 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
                 plural(h2.streams.into(), "stream", "streams")
             )
         }
+        HttpMode::Http3 => {
+            let h = plan.http2.unwrap_or_default();
+            format!(
+                "HTTP/3 (QUIC v1, TLS 1.3, ALPN h3), {} × {} at most",
+                plural(h.connections.into(), "connection", "connections"),
+                plural(h.streams.into(), "stream", "streams")
+            )
+        }
         HttpMode::Http10 if c.http10_percent == 100 => "HTTP/1.0, a connection per request".to_string(),
         HttpMode::Http10KeepAlive if c.http10_percent == 100 => "HTTP/1.0 keep-alive".to_string(),
         _ => {
@@ -230,8 +238,44 @@ pub fn human(m: &MixResult) -> String {
             )
         })
         .collect();
-    match &m.http2 {
-        Some(h) => {
+    match (&m.http2, m.http2.as_ref().and_then(|h| h.quic.as_ref())) {
+        (Some(h), Some(q)) => {
+            let named = |m: &std::collections::BTreeMap<String, u64>| {
+                m.iter()
+                    .map(|(k, n)| format!("{k} {}", thousands(*n)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(
+                o,
+                "  HTTP/3       {} × {}, {} opened{}{}",
+                plural(h.connections, "connection", "connections"),
+                plural(h.streams_per_connection.into(), "stream", "streams"),
+                plural(h.streams_opened, "stream", "streams"),
+                if h.stream_resets.is_empty() {
+                    String::new()
+                } else {
+                    format!("; stream resets: {}", named(&h.stream_resets))
+                },
+                if q.connection_closes.is_empty() {
+                    String::new()
+                } else {
+                    format!("; connection closes: {}", named(&q.connection_closes))
+                }
+            );
+            let _ = writeln!(
+                o,
+                "  QUIC         {} datagrams sent ({} bytes), {} received ({} bytes); {} packets lost ({} bytes, sent again); handshake mean {} µs",
+                thousands(q.datagrams_sent),
+                thousands(q.udp_bytes_sent),
+                thousands(q.datagrams_received),
+                thousands(q.udp_bytes_received),
+                thousands(q.packets_lost),
+                thousands(q.bytes_lost),
+                benchlab_format::fixed(q.handshake_mean_us, 0)
+            );
+        }
+        (Some(h), None) => {
             let settings = cmd
                 .h2_server_settings
                 .clone()
@@ -266,7 +310,7 @@ pub fn human(m: &MixResult) -> String {
                 }
             );
         }
-        None => {
+        (None, _) => {
             let _ = writeln!(o, "  HTTP         {}", kinds.join("; "));
         }
     }

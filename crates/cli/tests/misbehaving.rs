@@ -36,7 +36,7 @@ use common::{free_port, http_json, run_benchlab, u};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-const KINDS: [&str; 16] = [
+const KINDS: [&str; 19] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -53,6 +53,9 @@ const KINDS: [&str; 16] = [
     "flow_control",
     "body_incomplete",
     "check_failed",
+    "quic_close",
+    "handshake_timeout",
+    "version_negotiation",
 ];
 
 /// Runs `benchlab http --json ARGS` (exit 0 required) and times it.

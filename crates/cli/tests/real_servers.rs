@@ -38,6 +38,9 @@ const ERROR_KINDS: &[&str] = &[
     "flow_control",
     "body_incomplete",
     "check_failed",
+    "quic_close",
+    "handshake_timeout",
+    "version_negotiation",
 ];
 
 /// Runs `benchlab http --json ARGS` (which must exit 0) and checks the

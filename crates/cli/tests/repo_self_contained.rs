@@ -497,6 +497,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("smbd", "samba"),
     ("dbench", "dbench"),
     ("h2o", "h2o"),
+    ("caddy", "caddy"),
     ("xmllint", "libxml2-utils"),
     ("prometheus", "prometheus"),
     ("taskset", ""),

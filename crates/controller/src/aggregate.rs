@@ -155,6 +155,7 @@ pub(crate) fn mix_result(
             goaways: conn.h2_goaways,
             connection_frame_bytes: conn.h2_connection_bytes,
             stream_resets: stream_resets(&conn),
+            quic: quic_figures(p.http3 || (!p.http2 && phase.h3_classes != 0), &conn),
         }),
         params: ParamsResult {
             delay_s: p.delay.as_secs_f64(),
@@ -344,12 +345,47 @@ pub fn arrival_warning(waiting: u64, users: u64, remedy: &str) -> Option<String>
 /// HTTP/2 streams the servers reset, by error code name (the codes that
 /// came, only), as a mix's `http2.stream_resets` says them.
 fn stream_resets(conn: &benchlab_engine::ConnCounters) -> std::collections::BTreeMap<String, u64> {
+    let h3 = conn.quic.h3_reset_codes.iter().enumerate().filter(|(_, n)| **n > 0);
     conn.stream_reset_codes
         .iter()
         .enumerate()
         .filter(|(_, n)| **n > 0)
         .map(|(code, n)| (benchlab_results::h2_code_name(code).to_string(), *n))
+        .chain(h3.map(|(i, n)| (benchlab_results::h3_code_name(i).to_string(), *n)))
         .collect()
+}
+
+/// HTTP/3: the mix's QUIC figures (`h3`: it ran over QUIC).
+fn quic_figures(h3: bool, conn: &benchlab_engine::ConnCounters) -> Option<benchlab_results::MixQuic> {
+    if !h3 {
+        return None;
+    }
+    let q = &conn.quic;
+    let mut closes = std::collections::BTreeMap::new();
+    for (i, n) in q.transport_close_codes.iter().enumerate().filter(|(_, n)| **n > 0) {
+        *closes
+            .entry(benchlab_results::quic_code_name(i).to_string())
+            .or_insert(0) += n;
+    }
+    for (i, n) in q.h3_close_codes.iter().enumerate().filter(|(_, n)| **n > 0) {
+        *closes.entry(benchlab_results::h3_code_name(i).to_string()).or_insert(0) += n;
+    }
+    Some(benchlab_results::MixQuic {
+        datagrams_sent: q.datagrams_sent,
+        datagrams_received: q.datagrams_received,
+        udp_bytes_sent: q.udp_bytes_sent,
+        udp_bytes_received: q.udp_bytes_received,
+        packets_lost: q.packets_lost,
+        bytes_lost: q.bytes_lost,
+        congestion_events: q.congestion_events,
+        handshakes: q.handshakes,
+        handshake_mean_us: if q.handshakes == 0 {
+            0.0
+        } else {
+            round(q.handshake_us as f64 / q.handshakes as f64, 1)
+        },
+        connection_closes: closes,
+    })
 }
 
 #[cfg(test)]
@@ -626,6 +662,7 @@ mod fake_clients {
                 persistent_percent: 100,
                 requests_per_connection: None,
                 http2: false,
+                http3: false,
                 streams_per_connection: 1,
                 timeout: Duration::from_secs(5),
                 workload: "w".into(),
@@ -642,6 +679,7 @@ mod fake_clients {
             classes,
             class_info: vec![("static".into(), ClassKind::Static, None, 100.0, false)],
             h2_classes: 0,
+            h3_classes: 0,
             file: None,
         }
     }
@@ -1286,6 +1324,7 @@ pub fn http_mix(h: &HttpRun) -> MixResult {
             goaways: conn.h2_goaways,
             connection_frame_bytes: conn.h2_connection_bytes,
             stream_resets: stream_resets(conn),
+            quic: quic_figures(h2.h3, conn),
         }),
         files: None,
         http_command: Some(HttpCommand {

@@ -23,6 +23,8 @@ pub(crate) struct PhasePlan {
     pub(crate) class_info: Vec<(String, ClassKind, Option<String>, f64, bool)>,
     /// Classes that say `http = "2"` (bit i: class i).
     pub(crate) h2_classes: u64,
+    /// Of those, the classes that say `http = "3"`: HTTP/3 over QUIC.
+    pub(crate) h3_classes: u64,
     /// A file phase (disk mix, loadfile): no URLs, its mixes run by
     /// [`crate::file`].
     pub(crate) file: Option<crate::file::FilePhase>,
@@ -63,6 +65,7 @@ pub(crate) fn resolve_phase(
             classes: Vec::new(),
             class_info: Vec::new(),
             h2_classes: 0,
+            h3_classes: 0,
             file: Some(file?),
         });
     }
@@ -74,6 +77,7 @@ pub(crate) fn resolve_phase(
     let mut classes = Vec::new();
     let mut class_info = Vec::new();
     let mut h2_classes = 0u64;
+    let mut h3_classes = 0u64;
     // The phase's requests other than a plain GET, each once (a file-set
     // class's many URLs share their class's).
     let mut requests: Vec<(benchlab_model::Request, RequestSpec)> = Vec::new();
@@ -86,6 +90,9 @@ pub(crate) fn resolve_phase(
                 )));
             }
             h2_classes |= 1 << ci;
+            if c.http3 {
+                h3_classes |= 1 << ci;
+            }
         }
         let resolved = c
             .resolve(target, filesets)
@@ -137,12 +144,20 @@ pub(crate) fn resolve_phase(
         benchlab_engine::PlanError::Resolve { .. } => ControllerError::Target(e.to_string()),
         _ => ControllerError::Input(e.to_string()),
     })?;
+    if h3_classes != 0 && h3_classes != h2_classes {
+        // One client's second protocol runs on event loops of one kind.
+        return Err(ControllerError::Input(format!(
+            "workload `{workload}`: classes with `http = \"2\"` and with `http = \"3\"` together: a workload may mix \
+             HTTP/1 classes with HTTP/2 ones or with HTTP/3 ones, not all three (put them in separate mixes)"
+        )));
+    }
     Ok(PhasePlan {
         list: Arc::new(list),
         urls,
         classes,
         class_info,
         h2_classes,
+        h3_classes,
         file: None,
     })
 }
@@ -168,6 +183,7 @@ pub(crate) fn preflight(
     source: Option<IpAddr>,
     tls: &TlsOptions,
     http2: bool,
+    http3: bool,
     observer: &mut dyn Observer,
 ) -> Result<(), ControllerError> {
     if plan.list.flow.is_some() {
@@ -190,7 +206,9 @@ pub(crate) fn preflight(
                 k => &plan.list.requests[k as usize - 1],
             };
             let method = &request.method;
-            let r = if http2 || (class < 64 && plan.h2_classes & (1 << class) != 0) {
+            let r = if http3 || (class < 64 && plan.h3_classes & (1 << class) != 0) {
+                benchlab_engine::h3::probe_h3_request(request, &u.target, source, &[], tls, Duration::from_secs(10))
+            } else if http2 || (class < 64 && plan.h2_classes & (1 << class) != 0) {
                 benchlab_engine::h2::probe_h2_request(request, &u.target, source, &[], tls, Duration::from_secs(10))
             } else {
                 benchlab_engine::probe_request(&u.target, source, &[], request, tls, Duration::from_secs(10))

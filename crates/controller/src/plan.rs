@@ -301,6 +301,7 @@ mod tests {
                     streams: 10,
                     window: 65_535,
                     classes: 0,
+                    h3: false,
                 }),
             },
         };

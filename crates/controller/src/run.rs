@@ -115,7 +115,8 @@ fn run_inner(
             // A file phase's target was checked when it was resolved.
             if opts.preflight && plan.file.is_none() {
                 let http2 = !p.mixes.is_empty() && p.mixes.iter().all(|&m| suite.mixes[m].params.http2);
-                preflight(plan, client_address(suite, plan, 0), &opts.tls, http2, observer)
+                let http3 = !p.mixes.is_empty() && p.mixes.iter().all(|&m| suite.mixes[m].params.http3);
+                preflight(plan, client_address(suite, plan, 0), &opts.tls, http2, http3, observer)
             } else {
                 Ok(())
             }
@@ -614,6 +615,7 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
                         streams: p.streams_per_connection,
                         window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
                         classes: if p.http2 { 0 } else { phase.h2_classes },
+                        h3: p.http3 || (!p.http2 && phase.h3_classes != 0),
                     }),
                 },
             }

@@ -8,6 +8,7 @@
 
 use crate::event_loop::{shared_for, Shared};
 use crate::h2::protocol::Http2;
+use crate::h3::protocol::Http3;
 use crate::http1::Http1;
 use crate::plan::{ClientPlan, PlanError};
 use crate::stats::{ConnCounters, Counters, LatencySummary, LoopLoad, Snapshot, Stats};
@@ -165,7 +166,10 @@ impl Client {
             // Spread virtual users evenly: the first `vus % n` threads get one more.
             let share = vus / os_threads as u32 + u32::from((t as u32) < vus % os_threads as u32);
             let name = format!("benchlab-worker-{t}");
-            let h = if shared.plan.http2.is_some() {
+            let h = if shared.plan.http2.is_some_and(|h| h.h3) {
+                let worker = Http3::new(Arc::clone(&shared), t, tx.clone()).map_err(EngineError::Spawn)?;
+                std::thread::Builder::new().name(name).spawn(move || worker.run())
+            } else if shared.plan.http2.is_some() {
                 let worker = Http2::new(Arc::clone(&shared), t, tx.clone()).map_err(EngineError::Spawn)?;
                 std::thread::Builder::new().name(name).spawn(move || worker.run())
             } else {
@@ -261,13 +265,22 @@ impl Client {
         }
         for t in 0..n2 {
             // Reported as threads n1.., after the HTTP/1 loops.
-            let worker = Http2::new(Arc::clone(&h2_shared), t, tx.clone())
-                .map_err(EngineError::Spawn)?
-                .reporting_as(n1 + t);
-            let h = std::thread::Builder::new()
-                .name(format!("benchlab-h2-{t}"))
-                .spawn(move || worker.run())
-                .map_err(EngineError::Spawn)?;
+            let spawned = if h2.h3 {
+                let worker = Http3::new(Arc::clone(&h2_shared), t, tx.clone())
+                    .map_err(EngineError::Spawn)?
+                    .reporting_as(n1 + t);
+                std::thread::Builder::new()
+                    .name(format!("benchlab-h3-{t}"))
+                    .spawn(move || worker.run())
+            } else {
+                let worker = Http2::new(Arc::clone(&h2_shared), t, tx.clone())
+                    .map_err(EngineError::Spawn)?
+                    .reporting_as(n1 + t);
+                std::thread::Builder::new()
+                    .name(format!("benchlab-h2-{t}"))
+                    .spawn(move || worker.run())
+            };
+            let h = spawned.map_err(EngineError::Spawn)?;
             threads.push(h);
         }
         Ok(Client {

@@ -160,6 +160,16 @@ pub(crate) trait Protocol {
     /// Fails or ends what is past its deadline.
     fn sweep(&mut self, core: &mut Core, now: Instant);
 
+    /// The protocol's own next timer (HTTP/3: QUIC's loss detection,
+    /// pacing and ACK delay), which the loop wakes for and then runs
+    /// [`Protocol::timers`]; `None`: the sweep is soon enough.
+    fn next_timer(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Runs the timers due at `now`.
+    fn timers(&mut self, _core: &mut Core, _now: Instant) {}
+
     /// Connections open now (open loop: the client's count and peak).
     fn open_connections(&self) -> u64;
 
@@ -601,6 +611,9 @@ impl<P: Protocol> EventLoop<P> {
                 p.resume(&mut core, u);
             }
             core.ready_now.clear();
+            if p.next_timer().is_some_and(|t| t <= now) {
+                p.timers(&mut core, now);
+            }
             if now >= next_sweep {
                 p.sweep(&mut core, now);
                 next_sweep = now + sweep_every;
@@ -618,6 +631,9 @@ impl<P: Protocol> EventLoop<P> {
             }
             if let Some(Reverse((at, _))) = core.think.peek() {
                 wake = wake.min(*at);
+            }
+            if let Some(t) = p.next_timer() {
+                wake = wake.min(t);
             }
             let mut timeout = if core.ready.is_empty() && !p.pending() {
                 wake.saturating_duration_since(now)

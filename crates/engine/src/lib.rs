@@ -27,6 +27,7 @@ mod client;
 mod event_loop;
 mod flow;
 pub mod h2;
+pub mod h3;
 mod http1;
 pub mod parse;
 mod plan;
@@ -53,5 +54,5 @@ pub use request::{RequestError, RequestSpec, MAX_BODY_BYTES};
 pub use rng::SplitMix64;
 pub use stats::{
     new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, LoopLoad,
-    Snapshot, Stats, ThreadEnd, LATENCY_MAX_US,
+    QuicCounters, Snapshot, Stats, ThreadEnd, LATENCY_MAX_US,
 };

@@ -462,6 +462,12 @@ pub struct H2Plan {
     /// its own (`Client::start`).
     #[serde(default)]
     pub classes: u64,
+    /// HTTP/3 over QUIC instead of HTTP/2 (`--http 3`, `http = "3"`):
+    /// the same connections, streams and classes, each connection a UDP
+    /// socket and a QUIC connection (docs/http3.md). The window is
+    /// HTTP/2's only.
+    #[serde(default)]
+    pub h3: bool,
 }
 
 impl H2Plan {
@@ -476,6 +482,7 @@ impl Default for H2Plan {
             streams: 1,
             window: H2Plan::DEFAULT_WINDOW,
             classes: 0,
+            h3: false,
         }
     }
 }
@@ -770,6 +777,7 @@ mod tests {
             streams: 4,
             window: H2Plan::DEFAULT_WINDOW,
             classes: 0,
+            h3: false,
         });
         assert!(p.validate().is_ok());
         let mut urls = p.urls.to_vec();
@@ -799,6 +807,7 @@ mod tests {
             streams: 4,
             window: 1,
             classes: 0,
+            h3: false,
         });
         assert!(p.validate().is_err());
     }

@@ -56,11 +56,21 @@ pub enum ErrorKind {
     /// A flow step's check failed, or its capture found nothing
     /// (docs/flows.md): counted for the step; the user's flow is abandoned.
     CheckFailed,
+    /// HTTP/3: the server closed the QUIC connection (CONNECTION_CLOSE)
+    /// while the request was in flight; the codes are counted in
+    /// [`QuicCounters`].
+    QuicClose,
+    /// HTTP/3: the QUIC handshake did not finish within the request
+    /// timeout (the server never answered, or stopped answering).
+    HandshakeTimeout,
+    /// HTTP/3: the server speaks no QUIC version benchlab does (a Version
+    /// Negotiation packet without QUIC v1).
+    VersionNegotiation,
 }
 
 impl ErrorKind {
     /// Number of kinds.
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 19;
     /// All kinds, in the documented order.
     pub const ALL: [ErrorKind; Self::COUNT] = [
         ErrorKind::ConnectRefused,
@@ -79,6 +89,9 @@ impl ErrorKind {
         ErrorKind::FlowControl,
         ErrorKind::BodyIncomplete,
         ErrorKind::CheckFailed,
+        ErrorKind::QuicClose,
+        ErrorKind::HandshakeTimeout,
+        ErrorKind::VersionNegotiation,
     ];
 
     /// The name used in JSON, CSV and reports.
@@ -100,6 +113,9 @@ impl ErrorKind {
             ErrorKind::FlowControl => "flow_control",
             ErrorKind::BodyIncomplete => "body_incomplete",
             ErrorKind::CheckFailed => "check_failed",
+            ErrorKind::QuicClose => "quic_close",
+            ErrorKind::HandshakeTimeout => "handshake_timeout",
+            ErrorKind::VersionNegotiation => "version_negotiation",
         }
     }
 }
@@ -332,6 +348,69 @@ pub struct ConnCounters {
     pub flows_completed: u64,
     #[serde(default)]
     pub flows_abandoned: u64,
+    /// HTTP/3: the QUIC transport's own figures.
+    #[serde(default)]
+    pub quic: QuicCounters,
+}
+
+/// HTTP/3: what the QUIC connections did below the requests, as the QUIC
+/// stack (quinn-proto) reports it: a mix's figures, apart from any
+/// request's `bytes` (docs/counting.md, "HTTP/3").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct QuicCounters {
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    /// UDP payload bytes (QUIC packets, headers and all).
+    pub udp_bytes_sent: u64,
+    pub udp_bytes_received: u64,
+    /// Packets benchlab sent that the stack declared lost; their frames
+    /// went again in new packets (QUIC never resends a packet as it was),
+    /// so these are the retransmissions' count, and `bytes_lost` the
+    /// most they carried.
+    pub packets_lost: u64,
+    pub bytes_lost: u64,
+    pub congestion_events: u64,
+    /// Handshakes completed, and their time summed (from the first
+    /// Initial to the handshake's confirmation), in microseconds.
+    pub handshakes: u64,
+    pub handshake_us: u64,
+    /// CONNECTION_CLOSE received, by code: transport codes 0x0–0x10
+    /// (index 17: any other, crypto errors 0x100–0x1ff included), and
+    /// HTTP/3's application codes 0x100–0x110 (index = code − 0x100;
+    /// index 17: any other).
+    pub transport_close_codes: [u64; 18],
+    pub h3_close_codes: [u64; 18],
+    /// Request streams the server reset (RESET_STREAM), by HTTP/3 code
+    /// as `h3_close_codes`.
+    pub h3_reset_codes: [u64; 18],
+}
+
+impl QuicCounters {
+    /// A code's index in the `*_codes` arrays (`base` 0x0 for transport
+    /// codes, 0x100 for HTTP/3's).
+    pub fn code_index(code: u64, base: u64) -> usize {
+        match code.checked_sub(base) {
+            Some(k) if k <= 0x10 => k as usize,
+            _ => 17,
+        }
+    }
+
+    pub fn add(&mut self, o: &QuicCounters) {
+        self.datagrams_sent += o.datagrams_sent;
+        self.datagrams_received += o.datagrams_received;
+        self.udp_bytes_sent += o.udp_bytes_sent;
+        self.udp_bytes_received += o.udp_bytes_received;
+        self.packets_lost += o.packets_lost;
+        self.bytes_lost += o.bytes_lost;
+        self.congestion_events += o.congestion_events;
+        self.handshakes += o.handshakes;
+        self.handshake_us += o.handshake_us;
+        let add = |a: &mut [u64; 18], b: &[u64; 18]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        add(&mut self.transport_close_codes, &o.transport_close_codes);
+        add(&mut self.h3_close_codes, &o.h3_close_codes);
+        add(&mut self.h3_reset_codes, &o.h3_reset_codes);
+    }
 }
 
 impl ConnCounters {
@@ -351,6 +430,7 @@ impl ConnCounters {
         self.h2_goaways += o.h2_goaways;
         self.flows_completed += o.flows_completed;
         self.flows_abandoned += o.flows_abandoned;
+        self.quic.add(&o.quic);
         for (a, b) in self.stream_reset_codes.iter_mut().zip(o.stream_reset_codes.iter()) {
             *a += b;
         }
@@ -557,6 +637,16 @@ mod tests {
     }
 
     #[test]
+    fn quic_codes_have_their_index() {
+        assert_eq!(QuicCounters::code_index(0x0, 0), 0);
+        assert_eq!(QuicCounters::code_index(0x10, 0), 16);
+        assert_eq!(QuicCounters::code_index(0x128, 0), 17);
+        assert_eq!(QuicCounters::code_index(0x10c, 0x100), 12);
+        assert_eq!(QuicCounters::code_index(0x3, 0x100), 17);
+        assert_eq!(QuicCounters::code_index(u64::MAX, 0x100), 17);
+    }
+
+    #[test]
     fn names_are_canonical() {
         let names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
         assert_eq!(
@@ -577,7 +667,10 @@ mod tests {
                 "goaway",
                 "flow_control",
                 "body_incomplete",
-                "check_failed"
+                "check_failed",
+                "quic_close",
+                "handshake_timeout",
+                "version_negotiation"
             ]
         );
         for (i, k) in ErrorKind::ALL.iter().enumerate() {

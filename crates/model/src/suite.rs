@@ -46,6 +46,9 @@ pub struct MixParams {
     /// each client's users on ⌈threads ÷ streams_per_connection⌉
     /// connections; `false`: HTTP/1 by the keys above.
     pub http2: bool,
+    /// `http = "3"`: HTTP/3 over QUIC instead (docs/http3.md); `http2`
+    /// is then true too, as the connections and streams are HTTP/2's.
+    pub http3: bool,
     /// HTTP/2: concurrent streams per connection at most.
     pub streams_per_connection: u32,
     /// Total time for one request (not scaled by `--time-scale`).
@@ -270,6 +273,7 @@ fn builtin(target: &str) -> MixParams {
         persistent_percent: 100,
         requests_per_connection: None,
         http2: false,
+        http3: false,
         streams_per_connection: 1,
         timeout: Duration::from_secs(5),
         workload: String::new(),
@@ -417,14 +421,15 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
         p.requests_per_connection = per_connection(src, v)?;
     }
     if let Some(v) = &raw.http {
+        p.http3 = v.get_ref() == "3";
         p.http2 = match v.get_ref().as_str() {
             "1.1" | "1" => false,
-            "2" => true,
+            "2" | "3" => true,
             other => {
                 return Err(src.error_at(
                     v.span().start,
                     format!(
-                        "http `{}`: expected \"1.1\" or \"2\" (HTTP/1.0 is http10_percent)",
+                        "http `{}`: expected \"1.1\", \"2\" or \"3\" (HTTP/1.0 is http10_percent)",
                         excerpt(other)
                     ),
                 ))

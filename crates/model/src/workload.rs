@@ -252,6 +252,7 @@ pub(crate) fn flow_workload(
                 request: None,
             }]),
             http2: false,
+            http3: false,
             request: None,
         })
         .collect();
@@ -278,6 +279,9 @@ pub struct Class {
     /// `http = "2"`: this class's requests go over HTTP/2, whatever the
     /// mix's protocol (docs/connections.md, "HTTP/2").
     pub http2: bool,
+    /// `http = "3"`: over HTTP/3 (`http2` is then true too: the streams
+    /// and connections are HTTP/2's; docs/http3.md).
+    pub http3: bool,
     /// What its requests say beyond a plain GET (`None`: a plain GET).
     pub request: Option<Request>,
 }
@@ -665,13 +669,14 @@ impl Workload {
                     })
                 }
             };
+            let http3 = c.http.as_ref().is_some_and(|h| h.get_ref() == "3");
             let http2 = match c.http.as_ref().map(|h| (h, h.get_ref().as_str())) {
                 None | Some((_, "1.1" | "1")) => false,
-                Some((_, "2")) => true,
+                Some((_, "2" | "3")) => true,
                 Some((h, other)) => {
                     return Err(src.error_at(
                         h.span().start,
-                        format!("http `{}`: expected \"1.1\" or \"2\"", excerpt(other)),
+                        format!("http `{}`: expected \"1.1\", \"2\" or \"3\"", excerpt(other)),
                     ))
                 }
             };
@@ -685,6 +690,7 @@ impl Workload {
             let request = check_request(raw, src, at)?;
             classes.push(Class {
                 http2,
+                http3,
                 request,
                 name: c.name,
                 percent: p,
@@ -878,6 +884,7 @@ mod tests {
             target: None,
             source: UrlSource::Fileset(draw),
             http2: false,
+            http3: false,
             request: None,
         }
     }

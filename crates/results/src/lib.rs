@@ -32,7 +32,7 @@ pub const RESULTS_SCHEMA: &str = "benchlab.results/1";
 /// The kinds of failed request, by their names in JSON and CSV, in the
 /// order of docs/counting.md (the engine's `ErrorKind::ALL`; a test in the
 /// controller keeps the two the same).
-pub const ERROR_KINDS: [&str; 16] = [
+pub const ERROR_KINDS: [&str; 19] = [
     "connect_refused",
     "connect_timeout",
     "reset",
@@ -49,6 +49,9 @@ pub const ERROR_KINDS: [&str; 16] = [
     "flow_control",
     "body_incomplete",
     "check_failed",
+    "quic_close",
+    "handshake_timeout",
+    "version_negotiation",
 ];
 
 /// How the search came to run a load.
@@ -563,11 +566,12 @@ impl MixResult {
         }
     }
 
-    /// The protocol class `class` spoke in this mix: `HTTP/2` for the
-    /// classes of `http2.classes`, else `HTTP/1` (1.0 or 1.1 by the mix's
-    /// `http10_percent`).
+    /// The protocol class `class` spoke in this mix: `HTTP/2` (`HTTP/3`
+    /// when the mix ran over QUIC) for the classes of `http2.classes`, else
+    /// `HTTP/1` (1.0 or 1.1 by the mix's `http10_percent`).
     pub fn class_protocol(&self, class: &str) -> &'static str {
         match &self.http2 {
+            Some(h) if h.classes.iter().any(|c| c == class) && h.quic.is_some() => "HTTP/3",
             Some(h) if h.classes.iter().any(|c| c == class) => "HTTP/2",
             _ => "HTTP/1",
         }
@@ -668,8 +672,88 @@ pub struct MixHttp2 {
     pub goaways: u64,
     /// Connection-level frame bytes received, in no request's `bytes`.
     pub connection_frame_bytes: u64,
-    /// RST_STREAM frames that ended a request, by error code name.
+    /// RST_STREAM frames that ended a request, by error code name
+    /// (HTTP/3: RESET_STREAM, by HTTP/3 code name).
     pub stream_resets: BTreeMap<String, u64>,
+    /// HTTP/3: the mix ran over QUIC, and what the transport did
+    /// (docs/counting.md, "HTTP/3"); absent for HTTP/2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<MixQuic>,
+}
+
+/// HTTP/3: a mix's QUIC transport figures inside the window, as the QUIC
+/// stack reports them, apart from the requests' `bytes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MixQuic {
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    /// UDP payload bytes: QUIC packets, headers, ACKs and all.
+    pub udp_bytes_sent: u64,
+    pub udp_bytes_received: u64,
+    /// Packets benchlab sent that the stack declared lost; their frames
+    /// went again in new packets, so this is also the count of
+    /// retransmissions, and `bytes_lost` the most they carried.
+    pub packets_lost: u64,
+    pub bytes_lost: u64,
+    pub congestion_events: u64,
+    /// Handshakes completed and their mean time, µs.
+    pub handshakes: u64,
+    pub handshake_mean_us: f64,
+    /// CONNECTION_CLOSE frames received, by code name (transport codes,
+    /// and HTTP/3's `H3_*` application codes).
+    pub connection_closes: BTreeMap<String, u64>,
+}
+
+/// The name of a QUIC transport error code (RFC 9000 §20.1) by its index
+/// in the engine's counters; 17: `OTHER` (crypto errors included).
+pub fn quic_code_name(index: usize) -> &'static str {
+    const NAMES: [&str; 18] = [
+        "NO_ERROR",
+        "INTERNAL_ERROR",
+        "CONNECTION_REFUSED",
+        "FLOW_CONTROL_ERROR",
+        "STREAM_LIMIT_ERROR",
+        "STREAM_STATE_ERROR",
+        "FINAL_SIZE_ERROR",
+        "FRAME_ENCODING_ERROR",
+        "TRANSPORT_PARAMETER_ERROR",
+        "CONNECTION_ID_LIMIT_ERROR",
+        "PROTOCOL_VIOLATION",
+        "INVALID_TOKEN",
+        "APPLICATION_ERROR",
+        "CRYPTO_BUFFER_EXCEEDED",
+        "KEY_UPDATE_ERROR",
+        "AEAD_LIMIT_REACHED",
+        "NO_VIABLE_PATH",
+        "OTHER",
+    ];
+    NAMES[index.min(17)]
+}
+
+/// The name of an HTTP/3 error code (RFC 9114 §8.1) by its index in the
+/// engine's counters (code − 0x100); 17: `H3_OTHER`.
+pub fn h3_code_name(index: usize) -> &'static str {
+    const NAMES: [&str; 18] = [
+        "H3_NO_ERROR",
+        "H3_GENERAL_PROTOCOL_ERROR",
+        "H3_INTERNAL_ERROR",
+        "H3_STREAM_CREATION_ERROR",
+        "H3_CLOSED_CRITICAL_STREAM",
+        "H3_FRAME_UNEXPECTED",
+        "H3_FRAME_ERROR",
+        "H3_EXCESSIVE_LOAD",
+        "H3_ID_ERROR",
+        "H3_SETTINGS_ERROR",
+        "H3_MISSING_SETTINGS",
+        "H3_REQUEST_REJECTED",
+        "H3_REQUEST_CANCELLED",
+        "H3_REQUEST_INCOMPLETE",
+        "H3_MESSAGE_ERROR",
+        "H3_CONNECT_ERROR",
+        "H3_VERSION_FALLBACK",
+        "H3_OTHER",
+    ];
+    NAMES[index.min(17)]
 }
 
 /// The name of an HTTP/2 error code (RFC 9113 §7); 14 and above: `OTHER`.

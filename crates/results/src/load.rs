@@ -878,6 +878,7 @@ fn http_mix(number: usize, r: OldHttp) -> MixResult {
             goaways: h.goaways,
             connection_frame_bytes: h.connection_frame_bytes,
             stream_resets: h.stream_resets.clone(),
+            quic: None,
         }),
         files: None,
         http_command: Some(HttpCommand {

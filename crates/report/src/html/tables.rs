@@ -595,7 +595,7 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                             td {
                                 @match &m.http2 {
                                     Some(h) => {
-                                        "HTTP/2, " (int(h.connections)) " conn. × " (h.streams_per_connection) " streams"
+                                        (if h.quic.is_some() { "HTTP/3, " } else { "HTTP/2, " }) (int(h.connections)) " conn. × " (h.streams_per_connection) " streams"
                                         @if h.classes.len() < m.classes.len() {
                                             " for " (h.classes.join(", ")) ", HTTP/1 for the other classes"
                                         }

@@ -1,0 +1,1020 @@
+//! HTTP/3 on the event loop (`event_loop.rs`), in HTTP/2's shape
+//! (`h2/protocol.rs`): a few connections per OS thread, each carrying
+//! many request streams, the users mapped onto those streams (user j of
+//! the client on connection j mod C); in an open loop a user is a request
+//! slot, one stream. A connection is a UDP socket of its own, registered
+//! with the loop's reactor, a quinn-proto endpoint and its one client
+//! connection; the QUIC timers (loss detection, ACK delay, idle) are run
+//! from the loop's sweep, at most 10 ms late.
+
+use super::frame::{self, Bad, Response};
+use super::qpack;
+use crate::event_loop::{check_response, Core, EventLoop, Measured, Protocol, Shared};
+use crate::h2::protocol::thread_share;
+use crate::plan::{Expect, Load, Scheme};
+use crate::reactor::{Backend, Ev};
+use crate::request::RequestSpec;
+use crate::stats::{ErrorKind, QuicCounters, Snapshot};
+use bytes::BytesMut;
+use quinn_proto::{
+    ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ReadError,
+    StreamEvent, StreamId, VarInt,
+};
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Datagrams read from one connection's socket in one loop turn at most
+/// (a flooding server must not keep the loop from its deadline).
+const READS_PER_TURN: u32 = 64;
+
+/// The largest UDP datagram benchlab reads.
+const MAX_DATAGRAM: usize = 65_536;
+
+/// Per-stream and per-connection receive windows: QUIC's flow control
+/// bounds what a server may send ahead of benchlab's reads.
+const STREAM_WINDOW: u32 = 8 << 20;
+const CONNECTION_WINDOW: u32 = 64 << 20;
+
+/// H3_NO_ERROR, and H3_REQUEST_CANCELLED for a stream given up.
+const H3_NO_ERROR: u32 = 0x100;
+const H3_REQUEST_CANCELLED: u32 = 0x10c;
+
+/// The client's control stream: its type (0x00) and an empty SETTINGS:
+/// QPACK_MAX_TABLE_CAPACITY and QPACK_BLOCKED_STREAMS stay 0 (RFC 9204
+/// §5), so servers encode with the static table and literals only.
+pub(crate) const CONTROL: [u8; 3] = [0x00, 0x04, 0x00];
+
+/// A request stream in flight.
+struct Stream {
+    id: StreamId,
+    user: u32,
+    response: Response,
+    /// Bytes of the request still to write (its HEADERS and DATA frames).
+    written: usize,
+}
+
+/// A live QUIC connection.
+struct Link {
+    sock: UdpSocket,
+    endpoint: Endpoint,
+    handle: ConnectionHandle,
+    conn: quinn_proto::Connection,
+    slot: u32,
+    connect_start: Instant,
+    /// The handshake completed (streams may open).
+    open: bool,
+    /// Counted in `connections_opened` (its first datagram left).
+    counted: bool,
+    /// Streams it may still open (requests per connection).
+    left: u32,
+    streams: Vec<Stream>,
+    /// The stack's figures as last added to the counters.
+    reported: quinn_proto::ConnectionStats,
+    /// The connection's next timer, as of its last send.
+    timer: Option<Instant>,
+    /// Streams have opened on it (a close with none in flight after
+    /// that is an idle close, re-opened quietly).
+    served: bool,
+}
+
+struct Slot {
+    current: Option<usize>,
+    queue: VecDeque<u32>,
+    reconnect_pending: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UState {
+    Thinking,
+    Queued,
+    Streaming,
+    Done,
+}
+
+struct User {
+    state: UState,
+    slot: u32,
+    url: u32,
+    link: usize,
+    queued_at: Instant,
+    start: Instant,
+    deadline: Instant,
+    arrived: bool,
+    intended: Option<Instant>,
+    sent: u64,
+}
+
+/// HTTP/3's per-thread state.
+pub(crate) struct Http3 {
+    shared: Arc<Shared>,
+    buf: Box<[u8]>,
+    out: Vec<u8>,
+    users: Vec<User>,
+    slots: Vec<Slot>,
+    links: Vec<Option<Link>>,
+    free_links: Vec<usize>,
+    /// Each URL's request stream bytes: HEADERS (QPACK) and DATA.
+    requests: Vec<Vec<u8>>,
+    client: Option<ClientConfig>,
+    /// Why QUIC cannot be set up for these URLs (http://, no TLS 1.3):
+    /// every request fails with `tls` and the run says why once.
+    unusable: Option<String>,
+    unread: Vec<usize>,
+    checksum: bool,
+    open: bool,
+    free: Vec<u32>,
+    live: u64,
+}
+
+/// The QUIC client configuration: the run's TLS settings (verification,
+/// `--insecure`, `--ca-file`) with ALPN `h3`; TLS 1.3 only, as QUIC is.
+pub(crate) fn client_config(tls: &rustls::ClientConfig) -> Result<ClientConfig, String> {
+    let mut c = tls.clone();
+    c.alpn_protocols = vec![b"h3".to_vec()];
+    let quic = quinn_proto::crypto::rustls::QuicClientConfig::try_from(c)
+        .map_err(|e| format!("QUIC needs TLS 1.3's AES-128-GCM suite: {e}"))?;
+    let mut cfg = ClientConfig::new(Arc::new(quic));
+    let mut t = quinn_proto::TransportConfig::default();
+    // The server's control and QPACK streams, and a few more it may open.
+    t.max_concurrent_uni_streams(16u32.into());
+    // Benchlab opens every bidirectional stream; the server none.
+    t.max_concurrent_bidi_streams(0u32.into());
+    t.stream_receive_window(STREAM_WINDOW.into());
+    t.receive_window(CONNECTION_WINDOW.into());
+    t.send_window(u64::from(CONNECTION_WINDOW));
+    cfg.transport_config(Arc::new(t));
+    Ok(cfg)
+}
+
+/// The kind a lost connection's streams fail with.
+pub(crate) fn lost_kind(reason: &ConnectionError, open: bool, q: &mut QuicCounters) -> ErrorKind {
+    match reason {
+        ConnectionError::VersionMismatch => ErrorKind::VersionNegotiation,
+        ConnectionError::ConnectionClosed(c) => {
+            let code = u64::from(c.error_code);
+            q.transport_close_codes[QuicCounters::code_index(code, 0)] += 1;
+            // A TLS alert in the handshake (crypto error 0x1xx).
+            if !open && (0x100..0x200).contains(&code) {
+                ErrorKind::Tls
+            } else {
+                ErrorKind::QuicClose
+            }
+        }
+        ConnectionError::ApplicationClosed(c) => {
+            q.h3_close_codes[QuicCounters::code_index(c.error_code.into_inner(), 0x100)] += 1;
+            ErrorKind::QuicClose
+        }
+        ConnectionError::Reset => ErrorKind::Reset,
+        ConnectionError::TimedOut if !open => ErrorKind::HandshakeTimeout,
+        ConnectionError::TimedOut => ErrorKind::Timeout,
+        // benchlab's side found the server at fault (a certificate it does
+        // not trust in the handshake, a protocol violation after it).
+        ConnectionError::TransportError(_) if !open => ErrorKind::Tls,
+        ConnectionError::TransportError(_) => ErrorKind::Framing,
+        ConnectionError::LocallyClosed | ConnectionError::CidsExhausted => ErrorKind::Reset,
+    }
+}
+
+impl Http3 {
+    /// The HTTP/3 protocol of one OS thread, and its loop's core.
+    pub(crate) fn new(shared: Arc<Shared>, index: usize, tx: Sender<Snapshot>) -> io::Result<EventLoop<Http3>> {
+        let core = Core::new(Arc::clone(&shared), index, 0xD1B5_4A32_D192_ED03, tx)?;
+        if core.io.backend == Backend::Uring {
+            return Err(io::Error::other(
+                "BENCHLAB_IO=uring drives TCP connections only; HTTP/3 runs on mio's epoll: unset it",
+            ));
+        }
+        let plan = &shared.plan;
+        let h = plan.http2.unwrap_or_default();
+        let (_, per_conn) = thread_share(h.connections, plan.slots(), plan.os_threads, index);
+        let open = matches!(plan.load, Load::Open(_));
+        let now = Instant::now();
+        let mut users = Vec::new();
+        for (slot, &n) in per_conn.iter().enumerate() {
+            for _ in 0..n {
+                users.push(User {
+                    state: UState::Thinking,
+                    slot: slot as u32,
+                    url: 0,
+                    link: usize::MAX,
+                    queued_at: now,
+                    start: now,
+                    deadline: now,
+                    arrived: false,
+                    intended: None,
+                    sent: 0,
+                });
+            }
+        }
+        let slots = per_conn
+            .iter()
+            .map(|_| Slot {
+                current: None,
+                queue: VecDeque::new(),
+                reconnect_pending: false,
+            })
+            .collect();
+        let requests = plan
+            .urls
+            .iter()
+            .map(|u| {
+                let t = &u.target;
+                let plain = RequestSpec::default();
+                let r = match u.request {
+                    0 => &plain,
+                    k => &plan.requests[k as usize - 1],
+                };
+                let fields = r.h2_fields(&plan.headers);
+                let section = qpack::request_section(&r.method, t.scheme, &t.authority, &t.path, &fields);
+                frame::request(&section, r.body.as_deref())
+            })
+            .collect();
+        let (client, unusable) = if plan.urls.iter().any(|u| u.target.scheme != Scheme::Https) {
+            (
+                None,
+                Some("HTTP/3 runs over QUIC, which is always encrypted: use an https:// URL".to_string()),
+            )
+        } else {
+            match shared.tls.as_ref().map(|t| client_config(&t.full)) {
+                Some(Ok(c)) => (Some(c), None),
+                Some(Err(e)) => (None, Some(e)),
+                None => (None, Some("no TLS configuration".to_string())),
+            }
+        };
+        let free_users = users.len() as u32;
+        let protocol = Http3 {
+            buf: vec![0u8; MAX_DATAGRAM].into_boxed_slice(),
+            out: Vec::with_capacity(MAX_DATAGRAM),
+            users,
+            slots,
+            links: Vec::new(),
+            free_links: Vec::new(),
+            requests,
+            client,
+            unusable,
+            unread: Vec::new(),
+            checksum: plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. })),
+            open,
+            free: if open {
+                (0..free_users).rev().collect()
+            } else {
+                Vec::new()
+            },
+            live: 0,
+            shared: Arc::clone(&shared),
+        };
+        Ok(EventLoop { core, protocol })
+    }
+
+    fn streams_per_link(&self) -> usize {
+        self.shared.plan.http2.unwrap_or_default().streams as usize
+    }
+}
+
+impl Protocol for Http3 {
+    fn users(&self) -> usize {
+        self.users.len()
+    }
+
+    fn resume(&mut self, core: &mut Core, u: u32) {
+        if self.users[u as usize].state == UState::Thinking {
+            self.start_request(core, u as usize);
+        }
+    }
+
+    fn take_slot(&mut self) -> Option<u32> {
+        self.free.pop()
+    }
+
+    fn has_free_slot(&self) -> bool {
+        !self.free.is_empty()
+    }
+
+    fn send(&mut self, core: &mut Core, u: u32, intended: Instant) {
+        self.users[u as usize].intended = Some(intended);
+        self.start_request(core, u as usize);
+    }
+
+    fn event(&mut self, core: &mut Core, ev: Ev) {
+        if let Ev::Ready(ev) = ev {
+            if ev.readable || ev.closed {
+                self.receive(core, ev.token);
+            }
+        }
+    }
+
+    fn pending(&self) -> bool {
+        !self.unread.is_empty()
+    }
+
+    fn after_events(&mut self, core: &mut Core) {
+        for l in std::mem::take(&mut self.unread) {
+            if self.links.get(l).is_some_and(Option::is_some) {
+                self.receive(core, l);
+            }
+        }
+    }
+
+    fn sweep(&mut self, core: &mut Core, now: Instant) {
+        self.timers(core, now);
+        for l in 0..self.links.len() {
+            self.report(core, l);
+        }
+        self.sweep_users(core, now);
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        self.links.iter().flatten().filter_map(|k| k.timer).min()
+    }
+
+    fn timers(&mut self, core: &mut Core, now: Instant) {
+        for l in 0..self.links.len() {
+            let Some(link) = self.links[l].as_mut() else { continue };
+            if link.timer.is_some_and(|t| t <= now) {
+                link.conn.handle_timeout(now);
+                self.drive(core, l);
+            }
+        }
+    }
+
+    fn open_connections(&self) -> u64 {
+        self.live
+    }
+
+    fn in_flight(&self) -> (u64, u64) {
+        let in_flight = self.users.iter().filter(|u| u.state == UState::Streaming).count() as u64;
+        let waiting = self.users.iter().filter(|u| u.state == UState::Queued).count() as u64;
+        (in_flight, waiting)
+    }
+
+    fn close_all(&mut self, core: &mut Core) {
+        // Each server hears the close (a CONNECTION_CLOSE with
+        // H3_NO_ERROR) rather than waiting out its idle timeout.
+        for l in 0..self.links.len() {
+            if let Some(link) = self.links[l].as_mut() {
+                link.conn
+                    .close(Instant::now(), VarInt::from_u32(H3_NO_ERROR), bytes::Bytes::new());
+                self.transmit(core, l);
+                self.report(core, l);
+            }
+        }
+        self.links.clear();
+    }
+}
+
+impl Http3 {
+    fn start_request(&mut self, core: &mut Core, u: usize) {
+        self.start_request_deferred(core, u);
+        if self.users[u].state == UState::Queued {
+            self.service(core, self.users[u].slot as usize);
+        }
+    }
+
+    /// Opens request streams for the slot's waiting users while its
+    /// connection, `--streams` and the server's stream limit allow, or a
+    /// connection when it has none.
+    fn service(&mut self, core: &mut Core, slot: usize) {
+        if self.slots[slot].queue.is_empty() {
+            return;
+        }
+        let Some(l) = self.slots[slot].current else {
+            return self.open_link(core, slot);
+        };
+        let most = self.streams_per_link();
+        let now = Instant::now();
+        let timeout = self.shared.plan.timeout;
+        let mut opened = 0u64;
+        {
+            let Some(link) = self.links[l].as_mut() else { return };
+            if !link.open {
+                return;
+            }
+            while link.left > 0 && link.streams.len() < most && !self.slots[slot].queue.is_empty() {
+                let Some(id) = link.conn.streams().open(Dir::Bi) else {
+                    break; // the server's MAX_STREAMS: more when it grants them
+                };
+                let Some(u) = self.slots[slot].queue.pop_front() else {
+                    break;
+                };
+                let user = &mut self.users[u as usize];
+                link.streams.push(Stream {
+                    id,
+                    user: u,
+                    response: Response::new(self.checksum),
+                    written: 0,
+                });
+                link.left -= 1;
+                link.served = true;
+                opened += 1;
+                user.start = if user.queued_at <= link.connect_start {
+                    link.connect_start
+                } else {
+                    now
+                };
+                user.deadline = user.start + timeout;
+                user.state = UState::Streaming;
+                user.link = l;
+                user.sent = 0;
+                let k = link.streams.len() - 1;
+                write_request(link, k, &self.requests[user.url as usize], user);
+            }
+            if link.left == 0 {
+                self.slots[slot].current = None;
+            }
+        }
+        if opened > 0 {
+            core.second.conn.h2_streams += opened;
+            if core.window_open {
+                core.window.conn.h2_streams += opened;
+            }
+            self.transmit(core, l);
+        }
+        if self.slots[slot].current.is_none() && !self.slots[slot].queue.is_empty() {
+            self.open_link(core, slot);
+        }
+    }
+
+    fn open_link(&mut self, core: &mut Core, slot: usize) {
+        let Some(&u) = self.slots[slot].queue.front() else {
+            return;
+        };
+        let Some(client) = self.client.clone() else {
+            let why = self.unusable.clone().unwrap_or_default();
+            self.shared.note_tls_error(|| why);
+            return self.fail_queue(core, slot, ErrorKind::Tls);
+        };
+        let plan = &self.shared.plan;
+        let url = self.users[u as usize].url as usize;
+        let target = &plan.urls[url].target;
+        let remote: SocketAddr = target.addr;
+        if std::mem::take(&mut self.slots[slot].reconnect_pending) {
+            core.bump(|c| c.reconnects += 1);
+        }
+        let left = match plan.connection.requests_per_connection {
+            None => u32::MAX,
+            Some((min, max)) => min + core.rng.below((max - min) as u64 + 1) as u32,
+        };
+        let local: SocketAddr = match (core.next_source(), remote) {
+            (Some(ip), _) => SocketAddr::new(ip, 0),
+            (None, SocketAddr::V4(_)) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+            (None, SocketAddr::V6(_)) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+        };
+        let sock = match UdpSocket::bind(local) {
+            Ok(s) => s,
+            Err(_) => return self.fail_queue(core, slot, ErrorKind::Bind),
+        };
+        if core.io.busy_poll_us > 0 {
+            // BENCHLAB_IO's busy polling, as for TCP sockets (sock.rs).
+            let _ = crate::reactor::set_socket_busy_poll(sock.as_raw_fd(), core.io.busy_poll_us);
+        }
+        if sock.set_nonblocking(true).is_err() || sock.connect(remote).is_err() {
+            return self.fail_queue(core, slot, ErrorKind::ConnectRefused);
+        }
+        let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
+        let host = &target.host;
+        let (handle, conn) = match endpoint.connect(Instant::now(), client, remote, host.trim_matches(['[', ']'])) {
+            Ok(c) => c,
+            Err(e) => {
+                let why = format!("QUIC connect to {host}: {e}");
+                self.shared.note_tls_error(|| why);
+                return self.fail_queue(core, slot, ErrorKind::Tls);
+            }
+        };
+        let l = match self.free_links.pop() {
+            Some(l) => l,
+            None => {
+                self.links.push(None);
+                self.links.len() - 1
+            }
+        };
+        if core.reactor.register(sock.as_raw_fd(), l, false).is_err() {
+            self.free_links.push(l);
+            return self.fail_queue(core, slot, ErrorKind::ConnectRefused);
+        }
+        self.links[l] = Some(Link {
+            sock,
+            endpoint,
+            handle,
+            conn,
+            slot: slot as u32,
+            connect_start: Instant::now(),
+            open: false,
+            counted: false,
+            left,
+            streams: Vec::new(),
+            reported: quinn_proto::ConnectionStats::default(),
+            timer: None,
+            served: false,
+        });
+        self.live += 1;
+        self.slots[slot].current = Some(l);
+        self.transmit(core, l);
+    }
+
+    fn fail_queue(&mut self, core: &mut Core, slot: usize, kind: ErrorKind) {
+        while let Some(u) = self.slots[slot].queue.pop_front() {
+            self.fail(core, u as usize, kind, 0);
+        }
+    }
+
+    /// Sends what the connection has to send. A datagram the socket will
+    /// not take now is dropped: QUIC counts it lost and sends its frames
+    /// again, as it would for one lost on the path.
+    fn transmit(&mut self, core: &mut Core, l: usize) {
+        let Some(link) = self.links[l].as_mut() else { return };
+        let now = Instant::now();
+        let mut failed = None;
+        loop {
+            self.out.clear();
+            let Some(t) = link.conn.poll_transmit(now, 1, &mut self.out) else {
+                break;
+            };
+            match link.sock.send(&self.out[..t.size]) {
+                Ok(_) => {
+                    if !link.counted {
+                        link.counted = true;
+                        core.bump(|c| c.connections_opened += 1);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
+                // An ICMP port unreachable from an earlier datagram: no
+                // server on that port.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    failed = Some(ErrorKind::ConnectRefused);
+                    break;
+                }
+                Err(_) => {
+                    failed = Some(ErrorKind::Reset);
+                    break;
+                }
+            }
+        }
+        link.timer = link.conn.poll_timeout();
+        if let Some(kind) = failed {
+            self.break_link(core, l, kind);
+        }
+    }
+
+    /// Reads the socket's datagrams into the connection, then drives it.
+    fn receive(&mut self, core: &mut Core, l: usize) {
+        let mut refused = false;
+        {
+            let Some(link) = self.links.get_mut(l).and_then(|k| k.as_mut()) else {
+                return;
+            };
+            let mut reads = 0;
+            loop {
+                reads += 1;
+                if reads > READS_PER_TURN {
+                    if !self.unread.contains(&l) {
+                        self.unread.push(l);
+                    }
+                    break;
+                }
+                if self.shared.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let (n, from) = match link.sock.recv_from(&mut self.buf) {
+                    Ok(r) => r,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                        refused = true;
+                        break;
+                    }
+                    Err(_) => break,
+                };
+                let now = Instant::now();
+                self.out.clear();
+                let data = BytesMut::from(&self.buf[..n]);
+                match link.endpoint.handle(now, from, None, None, data, &mut self.out) {
+                    Some(DatagramEvent::ConnectionEvent(_, ev)) => link.conn.handle_event(ev),
+                    Some(DatagramEvent::Response(t)) => {
+                        let _ = link.sock.send(&self.out[..t.size]);
+                    }
+                    Some(DatagramEvent::NewConnection(_)) | None => {}
+                }
+            }
+        }
+        if refused {
+            let open = self.links[l].as_ref().is_some_and(|k| k.open);
+            return self.break_link(
+                core,
+                l,
+                if open {
+                    ErrorKind::Reset
+                } else {
+                    ErrorKind::ConnectRefused
+                },
+            );
+        }
+        self.drive(core, l);
+    }
+
+    /// Hands the connection's endpoint events over, acts on its events
+    /// (handshake done, streams readable, the connection lost), and sends.
+    fn drive(&mut self, core: &mut Core, l: usize) {
+        let mut lost = None;
+        let mut connected = false;
+        let mut readable: Vec<StreamId> = Vec::new();
+        let mut writable = false;
+        let mut available = false;
+        {
+            let Some(link) = self.links[l].as_mut() else { return };
+            while let Some(ev) = link.conn.poll_endpoint_events() {
+                if let Some(ce) = link.endpoint.handle_event(link.handle, ev) {
+                    link.conn.handle_event(ce);
+                }
+            }
+            while let Some(ev) = link.conn.poll() {
+                match ev {
+                    Event::Connected => connected = true,
+                    Event::ConnectionLost { reason } => {
+                        lost = Some(reason);
+                        break;
+                    }
+                    Event::Stream(StreamEvent::Readable { id }) => readable.push(id),
+                    Event::Stream(StreamEvent::Writable { .. }) => writable = true,
+                    Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => available = true,
+                    Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
+                        // The server's control and QPACK streams: read and
+                        // dropped (benchlab needs none of its settings).
+                        while let Some(id) = link.conn.streams().accept(Dir::Uni) {
+                            readable.push(id);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if connected {
+            self.connected(core, l);
+        }
+        for id in readable {
+            self.read_stream(core, l, id);
+        }
+        if writable {
+            if let Some(link) = self.links[l].as_mut() {
+                for k in 0..link.streams.len() {
+                    let s = &link.streams[k];
+                    let user = &mut self.users[s.user as usize];
+                    write_request(link, k, &self.requests[user.url as usize], user);
+                }
+            }
+        }
+        if let Some(reason) = lost {
+            let kind = {
+                let Some(link) = self.links[l].as_ref() else { return };
+                let open = link.open;
+                let idle = link.streams.is_empty();
+                let mut q = QuicCounters::default();
+                let kind = lost_kind(&reason, open, &mut q);
+                add_quic(core, &q);
+                if kind == ErrorKind::Tls {
+                    let host = self.shared.plan.urls[0].target.host.clone();
+                    self.shared
+                        .note_tls_error(|| format!("QUIC handshake with {host} failed: {reason}"));
+                }
+                // An idle connection the server closed (its idle timeout):
+                // the next request opens a new one, as HTTP/1's reconnect.
+                if idle
+                    && open
+                    && matches!(
+                        reason,
+                        ConnectionError::TimedOut | ConnectionError::ApplicationClosed(_)
+                    )
+                {
+                    ErrorKind::Reset
+                } else {
+                    kind
+                }
+            };
+            return self.break_link(core, l, kind);
+        }
+        let slot = self.links[l].as_ref().map(|k| k.slot as usize);
+        if let Some(slot) = slot {
+            if available || connected {
+                self.service(core, slot);
+            }
+        }
+        self.transmit(core, l);
+        self.retire_if_done(core, l);
+    }
+
+    /// The handshake completed: the control stream, then the slot's
+    /// waiting requests.
+    fn connected(&mut self, core: &mut Core, l: usize) {
+        let Some(link) = self.links[l].as_mut() else { return };
+        link.open = true;
+        let took = link.connect_start.elapsed().as_micros() as u64;
+        core.bump(|c| {
+            c.tls_full_handshakes += 1;
+            c.quic.handshakes += 1;
+        });
+        core.second.conn.quic.handshake_us += took;
+        if core.window_open {
+            core.window.conn.quic.handshake_us += took;
+        }
+        if let Some(id) = link.conn.streams().open(Dir::Uni) {
+            let _ = link.conn.send_stream(id).write(&CONTROL);
+        }
+    }
+
+    /// Reads what stream `id` has; a request stream's end ends its request.
+    fn read_stream(&mut self, core: &mut Core, l: usize, id: StreamId) {
+        enum End {
+            Fin,
+            Reset(u64),
+            Bad(Bad),
+        }
+        let Some(link) = self.links[l].as_mut() else { return };
+        let k = link.streams.iter().position(|s| s.id == id);
+        let mut end = None;
+        {
+            let mut rs = link.conn.recv_stream(id);
+            let Ok(mut chunks) = rs.read(true) else { return };
+            loop {
+                match chunks.next(usize::MAX) {
+                    Ok(Some(c)) => {
+                        if let Some(k) = k {
+                            if let Err(b) = link.streams[k].response.receive(&c.bytes) {
+                                end = Some(End::Bad(b));
+                                break;
+                            }
+                        }
+                    }
+                    Ok(None) => {
+                        end = Some(End::Fin);
+                        break;
+                    }
+                    Err(ReadError::Blocked) => break,
+                    Err(ReadError::Reset(code)) => {
+                        end = Some(End::Reset(code.into_inner()));
+                        break;
+                    }
+                }
+            }
+            let _ = chunks.finalize();
+        }
+        let (Some(k), Some(end)) = (k, end) else { return };
+        let s = link.streams.swap_remove(k);
+        let u = s.user as usize;
+        let bytes = s.response.bytes;
+        match end {
+            End::Fin => match s.response.finish() {
+                Ok(()) => {
+                    let xxh3 = s.response.hasher.map(|h| h.digest());
+                    let status = s.response.status.unwrap_or(0);
+                    self.complete(core, u, status, bytes, s.response.body, xxh3);
+                }
+                Err(_) => self.fail(core, u, ErrorKind::Framing, bytes),
+            },
+            End::Reset(code) => {
+                let i = QuicCounters::code_index(code, 0x100);
+                let mut q = QuicCounters::default();
+                q.h3_reset_codes[i] = 1;
+                add_quic(core, &q);
+                self.fail(core, u, ErrorKind::StreamReset, bytes);
+            }
+            End::Bad(b) => {
+                // The stream is given up; the connection stays.
+                let _ = link.conn.recv_stream(id).stop(VarInt::from_u32(H3_REQUEST_CANCELLED));
+                let kind = match b {
+                    Bad::Framing => ErrorKind::Framing,
+                    Bad::TooLarge => ErrorKind::HeaderTooLarge,
+                };
+                self.fail(core, u, kind, bytes);
+            }
+        }
+        if let Some(slot) = self.links[l].as_ref().map(|k| k.slot as usize) {
+            self.service(core, slot);
+        }
+    }
+
+    /// Adds what the QUIC stack counted since the last time to the
+    /// second's (and the window's) counters.
+    fn report(&mut self, core: &mut Core, l: usize) {
+        let Some(link) = self.links[l].as_mut() else { return };
+        let now = link.conn.stats();
+        let was = std::mem::replace(&mut link.reported, now);
+        // Saturating: a path's figures start again from zero if the path
+        // changes (benchlab never migrates, but a server may move).
+        let q = QuicCounters {
+            datagrams_sent: now.udp_tx.datagrams.saturating_sub(was.udp_tx.datagrams),
+            datagrams_received: now.udp_rx.datagrams.saturating_sub(was.udp_rx.datagrams),
+            udp_bytes_sent: now.udp_tx.bytes.saturating_sub(was.udp_tx.bytes),
+            udp_bytes_received: now.udp_rx.bytes.saturating_sub(was.udp_rx.bytes),
+            packets_lost: now.path.lost_packets.saturating_sub(was.path.lost_packets),
+            bytes_lost: now.path.lost_bytes.saturating_sub(was.path.lost_bytes),
+            congestion_events: now.path.congestion_events.saturating_sub(was.path.congestion_events),
+            ..QuicCounters::default()
+        };
+        add_quic(core, &q);
+    }
+
+    fn retire_if_done(&mut self, core: &mut Core, l: usize) {
+        let Some(link) = self.links[l].as_ref() else { return };
+        let slot = link.slot as usize;
+        if self.slots[slot].current != Some(l) && link.streams.is_empty() && link.open {
+            if let Some(link) = self.links[l].as_mut() {
+                link.conn
+                    .close(Instant::now(), VarInt::from_u32(H3_NO_ERROR), bytes::Bytes::new());
+            }
+            self.transmit(core, l);
+            self.close_link(core, l);
+        }
+    }
+
+    fn close_link(&mut self, core: &mut Core, l: usize) {
+        self.report(core, l);
+        if let Some(link) = self.links[l].take() {
+            self.live -= 1;
+            let slot = link.slot as usize;
+            if self.slots[slot].current == Some(l) {
+                self.slots[slot].current = None;
+            }
+            self.unread.retain(|&k| k != l);
+            self.free_links.push(l);
+        }
+    }
+
+    /// The connection failed or the server closed it: its streams end with
+    /// `kind`; users waiting on it get a new connection (or fail with it,
+    /// when the connection itself could not be made).
+    fn break_link(&mut self, core: &mut Core, l: usize, kind: ErrorKind) {
+        let Some(link) = self.links[l].as_mut() else { return };
+        let slot = link.slot as usize;
+        let streams = std::mem::take(&mut link.streams);
+        let idle = streams.is_empty();
+        let served = link.served;
+        let open = link.open;
+        let was_current = self.slots[slot].current == Some(l);
+        self.close_link(core, l);
+        for s in streams {
+            self.fail(core, s.user as usize, kind, s.response.bytes);
+        }
+        if was_current && !self.slots[slot].queue.is_empty() {
+            if idle && served && open && kind == ErrorKind::Reset {
+                self.slots[slot].reconnect_pending = true;
+                self.open_link(core, slot);
+            } else if !open || !served {
+                self.fail_queue(core, slot, kind);
+            } else {
+                self.open_link(core, slot);
+            }
+        } else if idle && served && was_current {
+            self.slots[slot].reconnect_pending = true;
+        }
+    }
+
+    fn sweep_users(&mut self, core: &mut Core, now: Instant) {
+        for u in 0..self.users.len() {
+            let user = &self.users[u];
+            if now < user.deadline {
+                continue;
+            }
+            match user.state {
+                UState::Streaming => {
+                    let l = user.link;
+                    let mut bytes = 0;
+                    if let Some(link) = self.links.get_mut(l).and_then(|k| k.as_mut()) {
+                        if let Some(k) = link.streams.iter().position(|s| s.user == u as u32) {
+                            let s = link.streams.swap_remove(k);
+                            bytes = s.response.bytes;
+                            // Given up: the server may stop sending it.
+                            let code = VarInt::from_u32(H3_REQUEST_CANCELLED);
+                            let _ = link.conn.recv_stream(s.id).stop(code);
+                            let _ = link.conn.send_stream(s.id).reset(code);
+                        }
+                    }
+                    self.fail(core, u, ErrorKind::Timeout, bytes);
+                    if self.links.get(l).is_some_and(Option::is_some) {
+                        self.transmit(core, l);
+                        self.retire_if_done(core, l);
+                    }
+                    if let Some(slot) = self.links.get(l).and_then(|k| k.as_ref()).map(|k| k.slot as usize) {
+                        self.service(core, slot);
+                    }
+                }
+                UState::Queued => {
+                    let slot = user.slot as usize;
+                    let handshaking = self.slots[slot]
+                        .current
+                        .and_then(|l| self.links[l].as_ref())
+                        .is_some_and(|k| !k.open);
+                    self.slots[slot].queue.retain(|&q| q as usize != u);
+                    let kind = if handshaking {
+                        ErrorKind::HandshakeTimeout
+                    } else {
+                        ErrorKind::Timeout
+                    };
+                    self.fail(core, u, kind, 0);
+                    if self.slots[slot].queue.is_empty() {
+                        if let Some(l) = self.slots[slot].current {
+                            if self.links[l].as_ref().is_some_and(|k| !k.open) {
+                                self.close_link(core, l);
+                            }
+                        }
+                    }
+                }
+                UState::Thinking | UState::Done => {}
+            }
+        }
+    }
+
+    fn complete(&mut self, core: &mut Core, u: usize, status: u16, bytes: u64, body: u64, xxh3: Option<u64>) {
+        let now = Instant::now();
+        let user = &mut self.users[u];
+        let url = &self.shared.plan.urls[user.url as usize];
+        let as_sent = now - user.start;
+        let latency = user.intended.map_or(as_sent, |t| now - t);
+        let verdict = check_response(url, status, body, || xxh3);
+        let ended = Measured {
+            latency,
+            as_sent,
+            wire: bytes,
+            body,
+            sent: user.sent,
+        };
+        core.record_response(url.class, verdict, ended, now);
+        core.arrived(!std::mem::replace(&mut user.arrived, true));
+        self.next(core, u, true);
+    }
+
+    fn fail(&mut self, core: &mut Core, u: usize, kind: ErrorKind, bytes: u64) {
+        let now = Instant::now();
+        let user = &self.users[u];
+        let class = self.shared.plan.urls[user.url as usize].class;
+        let latency = user.intended.map_or(now - user.start, |t| now - t);
+        core.record_error(class, kind, latency, bytes, user.sent, now);
+        self.next(core, u, false);
+    }
+
+    fn next(&mut self, core: &mut Core, u: usize, at_once: bool) {
+        self.users[u].state = UState::Thinking;
+        self.users[u].link = usize::MAX;
+        if self.open {
+            self.users[u].intended = None;
+            self.free.push(u as u32);
+        } else if !at_once {
+            core.rest(u as u32);
+        } else if core.go_on_now(u as u32) {
+            self.start_request_deferred(core, u);
+        }
+    }
+
+    fn start_request_deferred(&mut self, core: &mut Core, u: usize) {
+        if !core.take_request() {
+            self.users[u].state = UState::Done;
+            return;
+        }
+        let url = self.shared.pick_url(&mut core.rng);
+        let now = Instant::now();
+        let user = &mut self.users[u];
+        user.url = url as u32;
+        user.sent = 0;
+        user.state = UState::Queued;
+        user.queued_at = now;
+        user.start = now;
+        user.deadline = now + self.shared.plan.timeout;
+        let slot = user.slot as usize;
+        self.slots[slot].queue.push_back(u as u32);
+    }
+}
+
+/// Adds QUIC figures to the second's counters and, when the window is
+/// open, to the run's.
+fn add_quic(core: &mut Core, q: &QuicCounters) {
+    core.second.conn.quic.add(q);
+    if core.window_open {
+        core.window.conn.quic.add(q);
+    }
+}
+
+/// Writes what QUIC's flow control takes of stream `k`'s request, and
+/// ends the stream (FIN) once all of it is written.
+fn write_request(link: &mut Link, k: usize, request: &[u8], user: &mut User) {
+    let s = &mut link.streams[k];
+    if s.written >= request.len() {
+        return;
+    }
+    let mut send = link.conn.send_stream(s.id);
+    while s.written < request.len() {
+        match send.write(&request[s.written..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                s.written += n;
+                user.sent += n as u64;
+            }
+        }
+    }
+    if s.written == request.len() {
+        let _ = send.finish();
+    }
+}
