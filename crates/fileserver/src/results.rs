@@ -368,6 +368,7 @@ mod tests {
                 persistent_percent: 100,
                 requests_per_connection: None,
                 http2: false,
+                http3: false,
                 streams_per_connection: 1,
                 timeout: Duration::from_secs(10),
                 workload: "lf".into(),
