@@ -265,14 +265,16 @@ pub fn human(m: &MixResult) -> String {
             );
             let _ = writeln!(
                 o,
-                "  QUIC         {} datagrams sent ({} bytes), {} received ({} bytes); {} packets lost ({} bytes, sent again); handshake mean {} µs",
+                "  QUIC         {} datagrams sent ({} bytes), {} received ({} bytes); {} packets lost ({} bytes, sent again); handshake mean {} µs; UDP offload: {} GSO sends, {} GRO reads",
                 thousands(q.datagrams_sent),
                 thousands(q.udp_bytes_sent),
                 thousands(q.datagrams_received),
                 thousands(q.udp_bytes_received),
                 thousands(q.packets_lost),
                 thousands(q.bytes_lost),
-                benchlab_format::fixed(q.handshake_mean_us, 0)
+                benchlab_format::fixed(q.handshake_mean_us, 0),
+                thousands(q.gso_sends),
+                thousands(q.gro_reads)
             );
         }
         (Some(h), None) => {

@@ -643,3 +643,39 @@ clients = 1
     // those of no window).
     assert!(server.log().len() as u64 > u(mix, "/requests"), "{mix}");
 }
+
+/// UDP offloads are used and disclosed (docs/http3.md): a 256 KiB upload
+/// on one stream leaves as bursts of full datagrams, which go out in GSO
+/// sends (Linux has had UDP GSO since 4.18, and loopback takes it), and
+/// the request and frame bytes count as they would without.
+#[test]
+fn a_large_upload_leaves_in_gso_batches() {
+    let server = H3Server::start(Mode::Normal);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'u'; 256 * 1024]).expect("body");
+    let data = format!("@{}", body.display());
+    let v = bench(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--connections",
+        "1",
+        "--streams",
+        "1",
+        "-n",
+        "10",
+        "-X",
+        "POST",
+        "--data",
+        &data,
+        &server.url("/x"),
+    ]);
+    assert_eq!(u(&v, "/requests"), 10, "{v}");
+    assert_eq!(u(&v, "/errors_total"), 0, "{v}");
+    assert_eq!(u(&v, "/body_bytes"), 10 * BODY as u64, "{v}");
+    assert!(u(&v, "/bytes_sent") > 10 * 256 * 1024, "{v}");
+    assert!(u(&v, "/http2/quic/gso_sends") > 0, "no GSO send: {v}");
+    let log = server.log();
+    assert_eq!(log.len(), 11, "log lines = requests + the preflight");
+}

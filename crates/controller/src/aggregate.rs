@@ -385,6 +385,8 @@ fn quic_figures(h3: bool, conn: &benchlab_engine::ConnCounters) -> Option<benchl
             round(q.handshake_us as f64 / q.handshakes as f64, 1)
         },
         connection_closes: closes,
+        gso_sends: q.gso_sends,
+        gro_reads: q.gro_reads,
     })
 }
 

@@ -384,6 +384,11 @@ pub struct QuicCounters {
     /// Request streams the server reset (RESET_STREAM), by HTTP/3 code
     /// as `h3_close_codes`.
     pub h3_reset_codes: [u64; 18],
+    /// UDP offloads used: sends that carried several datagrams (GSO) and
+    /// reads that returned several (GRO). Both stay 0 where the kernel
+    /// lacks them, or when a connection never had two datagrams queued.
+    pub gso_sends: u64,
+    pub gro_reads: u64,
 }
 
 impl QuicCounters {
@@ -406,6 +411,8 @@ impl QuicCounters {
         self.congestion_events += o.congestion_events;
         self.handshakes += o.handshakes;
         self.handshake_us += o.handshake_us;
+        self.gso_sends += o.gso_sends;
+        self.gro_reads += o.gro_reads;
         let add = |a: &mut [u64; 18], b: &[u64; 18]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
         add(&mut self.transport_close_codes, &o.transport_close_codes);
         add(&mut self.h3_close_codes, &o.h3_close_codes);

@@ -702,6 +702,13 @@ pub struct MixQuic {
     /// CONNECTION_CLOSE frames received, by code name (transport codes,
     /// and HTTP/3's `H3_*` application codes).
     pub connection_closes: BTreeMap<String, u64>,
+    /// UDP offloads the client used: sends that carried several datagrams
+    /// (GSO) and reads that returned several (GRO); 0 where the client's
+    /// kernel lacks them or no batch formed.
+    #[serde(default)]
+    pub gso_sends: u64,
+    #[serde(default)]
+    pub gro_reads: u64,
 }
 
 /// The name of a QUIC transport error code (RFC 9000 §20.1) by its index

@@ -20,8 +20,10 @@ use quinn_proto::{
     ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ReadError,
     StreamEvent, StreamId, VarInt,
 };
+use quinn_udp::{RecvMeta, UdpSocketState};
 use std::collections::VecDeque;
 use std::io;
+use std::io::IoSliceMut;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -33,8 +35,14 @@ use std::time::Instant;
 /// (a flooding server must not keep the loop from its deadline).
 const READS_PER_TURN: u32 = 64;
 
-/// The largest UDP datagram benchlab reads.
+/// The largest UDP datagram benchlab reads, and the most one GRO read
+/// holds (the kernel coalesces up to 64 KiB).
 const MAX_DATAGRAM: usize = 65_536;
+
+/// Datagrams one GSO send carries at most: quinn's own default batch (10)
+/// — enough to halve the sends of a busy connection, small enough that a
+/// batch does not burst past what pacing meant.
+const GSO_SEGMENTS: usize = 10;
 
 /// Per-stream and per-connection receive windows: QUIC's flow control
 /// bounds what a server may send ahead of benchlab's reads.
@@ -62,6 +70,10 @@ struct Stream {
 /// A live QUIC connection.
 struct Link {
     sock: UdpSocket,
+    /// The socket's UDP offloads (quinn-udp: GSO sends, GRO reads, ECN),
+    /// probed when the socket is made; GSO turns itself off if the
+    /// kernel or the interface refuses it.
+    udp: UdpSocketState,
     endpoint: Endpoint,
     handle: ConnectionHandle,
     conn: quinn_proto::Connection,
@@ -476,6 +488,9 @@ impl Http3 {
         if sock.set_nonblocking(true).is_err() || sock.connect(remote).is_err() {
             return self.fail_queue(core, slot, ErrorKind::ConnectRefused);
         }
+        let Ok(udp) = UdpSocketState::new((&sock).into()) else {
+            return self.fail_queue(core, slot, ErrorKind::Bind);
+        };
         let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
         let host = &target.host;
         let (handle, conn) = match endpoint.connect(Instant::now(), client, remote, host.trim_matches(['[', ']'])) {
@@ -499,6 +514,7 @@ impl Http3 {
         }
         self.links[l] = Some(Link {
             sock,
+            udp,
             endpoint,
             handle,
             conn,
@@ -530,19 +546,35 @@ impl Http3 {
         let Some(link) = self.links[l].as_mut() else { return };
         let now = Instant::now();
         let mut failed = None;
+        let mut gso_sends = 0;
         loop {
             self.out.clear();
-            let Some(t) = link.conn.poll_transmit(now, 1, &mut self.out) else {
+            let segments = link.udp.max_gso_segments().min(GSO_SEGMENTS);
+            let Some(t) = link.conn.poll_transmit(now, segments, &mut self.out) else {
                 break;
             };
-            match link.sock.send(&self.out[..t.size]) {
-                Ok(_) => {
+            let tx = quinn_udp::Transmit {
+                destination: t.destination,
+                ecn: t.ecn.and_then(|e| quinn_udp::EcnCodepoint::from_bits(e as u8)),
+                contents: &self.out[..t.size],
+                segment_size: t.segment_size,
+                src_ip: None,
+            };
+            match link.udp.try_send((&link.sock).into(), &tx) {
+                Ok(()) => {
+                    if t.segment_size.is_some_and(|s| t.size > s) {
+                        gso_sends += 1;
+                    }
                     if !link.counted {
                         link.counted = true;
                         core.bump(|c| c.connections_opened += 1);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
+                // GSO refused by the kernel or the interface: quinn-udp
+                // has turned it off for this socket; the batch is lost
+                // as a full buffer's would be, and QUIC sends it again.
+                Err(e) if t.segment_size.is_some() && matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL)) => {}
                 // An ICMP port unreachable from an earlier datagram: no
                 // server on that port.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
@@ -556,6 +588,12 @@ impl Http3 {
             }
         }
         link.timer = link.conn.poll_timeout();
+        if gso_sends > 0 {
+            core.second.conn.quic.gso_sends += gso_sends;
+            if core.window_open {
+                core.window.conn.quic.gso_sends += gso_sends;
+            }
+        }
         if let Some(kind) = failed {
             self.break_link(core, l, kind);
         }
@@ -564,6 +602,7 @@ impl Http3 {
     /// Reads the socket's datagrams into the connection, then drives it.
     fn receive(&mut self, core: &mut Core, l: usize) {
         let mut refused = false;
+        let mut gro_reads = 0;
         {
             let Some(link) = self.links.get_mut(l).and_then(|k| k.as_mut()) else {
                 return;
@@ -580,8 +619,15 @@ impl Http3 {
                 if self.shared.stop.load(Ordering::Relaxed) {
                     break;
                 }
-                let (n, from) = match link.sock.recv_from(&mut self.buf) {
-                    Ok(r) => r,
+                // One read: a datagram, or with GRO several of `stride`
+                // bytes each (the last may be shorter), handed to QUIC
+                // one by one.
+                let mut meta = [RecvMeta::default()];
+                let read = link
+                    .udp
+                    .recv((&link.sock).into(), &mut [IoSliceMut::new(&mut self.buf)], &mut meta);
+                match read {
+                    Ok(_) => {}
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
@@ -589,17 +635,31 @@ impl Http3 {
                         break;
                     }
                     Err(_) => break,
-                };
-                let now = Instant::now();
-                self.out.clear();
-                let data = BytesMut::from(&self.buf[..n]);
-                match link.endpoint.handle(now, from, None, None, data, &mut self.out) {
-                    Some(DatagramEvent::ConnectionEvent(_, ev)) => link.conn.handle_event(ev),
-                    Some(DatagramEvent::Response(t)) => {
-                        let _ = link.sock.send(&self.out[..t.size]);
-                    }
-                    Some(DatagramEvent::NewConnection(_)) | None => {}
                 }
+                let m = &meta[0];
+                let (len, stride) = (m.len.min(self.buf.len()), m.stride.max(1));
+                if len > stride {
+                    gro_reads += 1;
+                }
+                let ecn = m.ecn.and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8));
+                let now = Instant::now();
+                for datagram in self.buf[..len].chunks(stride) {
+                    self.out.clear();
+                    let data = BytesMut::from(datagram);
+                    match link.endpoint.handle(now, m.addr, m.dst_ip, ecn, data, &mut self.out) {
+                        Some(DatagramEvent::ConnectionEvent(_, ev)) => link.conn.handle_event(ev),
+                        Some(DatagramEvent::Response(t)) => {
+                            let _ = link.sock.send(&self.out[..t.size]);
+                        }
+                        Some(DatagramEvent::NewConnection(_)) | None => {}
+                    }
+                }
+            }
+        }
+        if gro_reads > 0 {
+            core.second.conn.quic.gro_reads += gro_reads;
+            if core.window_open {
+                core.window.conn.quic.gro_reads += gro_reads;
             }
         }
         if refused {
