@@ -81,8 +81,8 @@ pub enum CapacityError {
     #[error(
         "{users} threads need about {need} file descriptors, but this process may open at most {hard} \
          (its hard limit, ulimit -Hn, which only root can raise: `ulimit -Hn {}` as root, LimitNOFILE= for \
-         a service, or nofile in /etc/security/limits.conf); or spread the threads over more clients or agents, \
-         at most {} each",
+         a service, or nofile in /etc/security/limits.conf); or spread the threads over agents (`--agents`: \
+         processes of their own), at most {} each",
         need.next_power_of_two(),
         hard.saturating_sub(64)
     )]
