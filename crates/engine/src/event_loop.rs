@@ -379,6 +379,13 @@ impl Core {
         false
     }
 
+    /// Room for `users` resting at once, taken now: a heap grown by
+    /// doubling holds up to twice what it needs (24 bytes a user), and
+    /// would reallocate in the loop.
+    pub(crate) fn reserve_users(&mut self, users: usize) {
+        self.think.reserve_exact(users);
+    }
+
     /// Queues user `u` for the next loop turn.
     #[inline]
     pub(crate) fn defer(&mut self, u: u32) {

@@ -30,7 +30,7 @@ use crate::prepared::{head_len, parts_len, Parts, Variant};
 use crate::reactor::{next_generation, Backend, Ev};
 use crate::sock::{self, connect, connect_error_kind, is_closed_error, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
 use crate::stats::{ConnectionKind, ErrorKind};
-use rustls::ClientConnection;
+use rustls::client::UnbufferedClientConnection;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -102,11 +102,11 @@ struct Vu {
     /// write waits); only level-triggered epoll needs it kept in step.
     out_armed: bool,
     /// io_uring: which of this slot's connections is current (stale
-    /// completions of an earlier one are ignored), whether its multishot
-    /// receive is armed, and the request's scatter list for `SENDMSG`.
+    /// completions of an earlier one are ignored), and whether its
+    /// multishot receive is armed (its `SENDMSG` scatter list is in
+    /// [`Http1::msgs`]).
     generation: u32,
     recv_armed: bool,
-    msg: SendMsg,
     parser: ResponseParser,
     hasher: Option<Box<Xxh3>>,
     /// A flow workload's user (docs/flows.md): its requests are rendered
@@ -132,6 +132,10 @@ impl Vu {
 pub(crate) struct Http1 {
     shared: Arc<Shared>,
     vus: Vec<Vu>,
+    /// io_uring only: each user's request scatter list for `SENDMSG`,
+    /// never resized (an entry must not move while its send is in
+    /// flight); empty with epoll, so a user costs its `Vu` alone.
+    msgs: Vec<SendMsg>,
     buf: Box<[u8]>,
     /// Arrival slots in use. A user arrives (its first connect, or the
     /// first after a failure) holding a slot until that first request
@@ -178,8 +182,11 @@ impl Http1 {
         vus: u32,
         tx: std::sync::mpsc::Sender<crate::stats::Snapshot>,
     ) -> io::Result<crate::event_loop::EventLoop<Http1>> {
-        let core = Core::new(Arc::clone(&shared), index, 0xA076_1D64_78BD_642F, tx)?;
+        let mut core = Core::new(Arc::clone(&shared), index, 0xA076_1D64_78BD_642F, tx)?;
         let plan = &shared.plan;
+        if !matches!(plan.load, Load::Open(_)) {
+            core.reserve_users(vus as usize);
+        }
         let now = Instant::now();
         let checksum = plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. }));
         let open = matches!(plan.load, Load::Open(_));
@@ -215,7 +222,6 @@ impl Http1 {
                 out_armed: false,
                 generation: 0,
                 recv_armed: false,
-                msg: SendMsg::new(),
                 parser: ResponseParser::new(),
                 hasher: checksum.then(|| Box::new(Xxh3::new())),
                 flow: plan.flow.as_ref().map(|f| {
@@ -239,7 +245,13 @@ impl Http1 {
                 "BENCHLAB_IO=uring drives http:// URLs only (rustls reads and writes its own socket); unset it for https",
             ));
         }
+        let msgs = if core.io.backend == Backend::Uring {
+            (0..vus.len()).map(|_| SendMsg::new()).collect()
+        } else {
+            Vec::new()
+        };
         let protocol = Http1 {
+            msgs,
             buf: vec![0u8; plan.receive_buffer].into_boxed_slice(),
             arrivals: 0,
             arrival_limit: arrival_limit(plan.os_threads),
@@ -511,7 +523,7 @@ impl Http1 {
                     // each request in one write and does not need it.
                     let _ = tcp.set_nodelay(true);
                     match self.new_tls(core, url) {
-                        Ok(conn) => Sock::Tls(Box::new(TlsSock { tcp, conn })),
+                        Ok(conn) => Sock::Tls(Box::new(TlsSock::new(tcp, conn))),
                         Err(()) => {
                             self.fail(core, i, ErrorKind::Tls);
                             return;
@@ -534,7 +546,7 @@ impl Http1 {
         }
     }
 
-    fn new_tls(&mut self, core: &mut Core, url: usize) -> Result<ClientConnection, ()> {
+    fn new_tls(&mut self, core: &mut Core, url: usize) -> Result<UnbufferedClientConnection, ()> {
         let (Some(tls), Some(name)) = (&self.shared.tls, &self.shared.server_names[url]) else {
             return Err(());
         };
@@ -543,7 +555,7 @@ impl Http1 {
         } else {
             &tls.full
         };
-        ClientConnection::new(Arc::clone(cfg), name.clone()).map_err(|_| ())
+        UnbufferedClientConnection::new(Arc::clone(cfg), name.clone()).map_err(|_| ())
     }
 
     /// Chooses the request variant for the current request on this
@@ -700,9 +712,10 @@ impl Http1 {
             // its completion (`on_sent`) moves the user on.
             let mut slices = [io::IoSlice::new(&[]); 4];
             let n = unwritten(&parts, v.written, total, &mut slices);
-            v.msg.set(&slices[..n]);
+            let msg = &mut self.msgs[i];
+            msg.set(&slices[..n]);
             v.state = State::Writing;
-            if u.send(tcp.as_raw_fd(), i, v.generation, v.msg.header()).is_err() {
+            if u.send(tcp.as_raw_fd(), i, v.generation, msg.header()).is_err() {
                 self.fail(core, i, ErrorKind::Reset);
             }
             return;
@@ -727,22 +740,21 @@ impl Http1 {
                     Err(e) => break Err(e),
                 }
             },
-            Sock::Tls(t) => {
-                if v.written < total {
-                    // rustls buffers the plaintext; it leaves as records below.
-                    let mut slices = [io::IoSlice::new(&[]); 4];
-                    let n = unwritten(&parts, v.written, total, &mut slices);
-                    let mut w = t.conn.writer();
-                    if let Err(e) = slices[..n].iter().try_for_each(|p| w.write_all(p)) {
-                        Err(io::Error::new(io::ErrorKind::InvalidData, e))
-                    } else {
-                        v.written = total;
-                        t.flush()
-                    }
-                } else {
-                    t.flush()
+            Sock::Tls(t) => loop {
+                // Records left from the last call go first; then the
+                // request, a record at a time.
+                match t.flush() {
+                    Ok(true) if v.written >= total => break Ok(true),
+                    Ok(true) => {}
+                    other => break other,
                 }
-            }
+                let mut slices = [io::IoSlice::new(&[]); 4];
+                let n = unwritten(&parts, v.written, total, &mut slices);
+                match t.write(&slices[..n]) {
+                    Ok(n) => v.written += n,
+                    Err(e) => break Err(e),
+                }
+            },
         };
         match result {
             Ok(true) => {

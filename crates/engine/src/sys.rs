@@ -26,11 +26,17 @@ pub fn cpu_time(thread_only: bool) -> (Duration, Duration) {
 /// Raises the soft file-descriptor limit to the hard limit and returns the
 /// new soft limit.
 pub fn raise_fd_limit() -> u64 {
+    fd_limits().0
+}
+
+/// Raises the soft file-descriptor limit to the hard limit; returns the
+/// new soft limit and the hard one.
+fn fd_limits() -> (u64, u64) {
     // SAFETY: plain getrlimit/setrlimit on a struct we own.
     unsafe {
         let mut rl: libc::rlimit = std::mem::zeroed();
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
-            return 1024;
+            return (1024, 1024);
         }
         if rl.rlim_cur < rl.rlim_max {
             let want = libc::rlimit {
@@ -38,10 +44,10 @@ pub fn raise_fd_limit() -> u64 {
                 rlim_max: rl.rlim_max,
             };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
-                return want.rlim_cur as u64;
+                return (want.rlim_cur as u64, want.rlim_max as u64);
             }
         }
-        rl.rlim_cur as u64
+        (rl.rlim_cur as u64, rl.rlim_max as u64)
     }
 }
 
@@ -70,6 +76,17 @@ pub enum CapacityError {
         need.next_power_of_two()
     )]
     FileDescriptors { users: u64, need: u64, limit: u64 },
+    /// Past the hard limit, which only root raises: what limits a larger
+    /// run on this machine.
+    #[error(
+        "{users} threads need about {need} file descriptors, but this process may open at most {hard} \
+         (its hard limit, ulimit -Hn, which only root can raise: `ulimit -Hn {}` as root, LimitNOFILE= for \
+         a service, or nofile in /etc/security/limits.conf); or spread the threads over agents (`--agents`: \
+         processes of their own), at most {} each",
+        need.next_power_of_two(),
+        hard.saturating_sub(64)
+    )]
+    HardFileDescriptors { users: u64, need: u64, hard: u64 },
     #[error(
         "{users} threads need as many simultaneous connections, but {addresses} source \
          address(es) × {ports} ephemeral ports (net.ipv4.ip_local_port_range) can hold only {}; \
@@ -99,8 +116,15 @@ impl benchlab_input::Classify for CapacityError {
 /// counted as one): each virtual user holds at most one connection, plus a
 /// margin for the process's own files. Raises the fd limit first.
 pub fn check_capacity(virtual_users: u64, source_addresses: usize) -> Result<(), CapacityError> {
-    let fds = raise_fd_limit();
+    let (fds, hard) = fd_limits();
     let need = virtual_users + 64;
+    if need > hard {
+        return Err(CapacityError::HardFileDescriptors {
+            users: virtual_users,
+            need,
+            hard,
+        });
+    }
     if need > fds {
         return Err(CapacityError::FileDescriptors {
             users: virtual_users,
@@ -184,9 +208,15 @@ mod tests {
     #[test]
     fn capacity_limits() {
         assert!(check_capacity(10, 0).is_ok());
+        // Past the hard limit (no machine has 2^62 descriptors): the
+        // message says which limit and who may raise it.
         let err = check_capacity(u64::MAX / 4, 0).unwrap_err();
-        assert!(matches!(err, CapacityError::FileDescriptors { .. }));
+        assert!(matches!(err, CapacityError::HardFileDescriptors { .. }), "{err:?}");
         let err = err.to_string();
-        assert!(err.contains("file descriptors"), "{err}");
+        assert!(
+            err.contains("file descriptors, but this process may open at most"),
+            "{err}"
+        );
+        assert!(err.contains("only root can raise"), "{err}");
     }
 }

@@ -4,21 +4,38 @@
 //! (request building, parsing, recording, the event loop) would add at least
 //! one allocation per extra request.
 
-use benchlab_engine::{ClassPlan, Client, ClientPlan, Expect, Stop, Target, UrlPlan};
+mod common;
+
+use benchlab_engine::{ClassPlan, Client, ClientPlan, Expect, Stop, Target, TlsOptions, UrlPlan};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 struct Counting;
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// A server thread: the local server's allocations (rustls's, for
+    /// TLS) are not the client's.
+    static SERVER: Cell<bool> = const { Cell::new(false) };
+}
+
+fn server_thread() {
+    SERVER.with(|s| s.set(true));
+}
+
+fn counted() -> bool {
+    !SERVER.try_with(Cell::get).unwrap_or(true)
+}
+
 // SAFETY: forwards to the system allocator, only counting calls.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        if counted() {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
         // SAFETY: the caller's layout contract is passed on unchanged.
         unsafe { System.alloc(l) }
     }
@@ -27,7 +44,9 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        if counted() {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
         // SAFETY: as for dealloc; the caller's size contract passes on.
         unsafe { System.realloc(p, l, n) }
     }
@@ -36,40 +55,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// A keep-alive server that allocates nothing per request: a thread per
-/// connection, fixed buffers, one fixed response.
-fn server() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = l.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                const RESP: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n\
-                    xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
-                let mut buf = [0u8; 4096];
-                let mut have = 0;
-                loop {
-                    match s.read(&mut buf[have..]) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => have += n,
-                    }
-                    while let Some(end) = buf[..have].windows(4).position(|w| w == b"\r\n\r\n") {
-                        if s.write_all(RESP).is_err() {
-                            return;
-                        }
-                        buf.copy_within(end + 4..have, 0);
-                        have -= end + 4;
-                    }
-                }
-            });
-        }
-    });
-    port
-}
-
-fn allocations_for(port: u16, requests: u64) -> (u64, u64) {
-    let target = Target::parse(&format!("http://127.0.0.1:{port}/x")).expect("url");
+/// Allocations of a run of `requests` requests by `users` users over
+/// keep-alive connections, each resting `think` between requests (the
+/// idle connection's path), and the seconds reported.
+fn allocations_for(port: u16, tls: bool, users: u32, think: Duration, requests: u64) -> (u64, u64) {
+    let scheme = if tls { "https" } else { "http" };
+    let target = Target::parse(&format!("{scheme}://127.0.0.1:{port}/x")).expect("url");
     let url = UrlPlan {
         target,
         weight: 1.0,
@@ -79,9 +70,14 @@ fn allocations_for(port: u16, requests: u64) -> (u64, u64) {
         request: 0,
     };
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "x".into() }]);
-    plan.virtual_users = 4;
+    plan.virtual_users = users;
     plan.os_threads = 1;
+    plan.think_time = think;
     plan.stop = Stop::Requests(requests);
+    plan.tls = TlsOptions {
+        insecure: true,
+        ..TlsOptions::default()
+    };
     let before = ALLOCS.load(Ordering::Relaxed);
     let report = Client::start(plan, Instant::now()).expect("start").finish();
     let after = ALLOCS.load(Ordering::Relaxed);
@@ -90,19 +86,50 @@ fn allocations_for(port: u16, requests: u64) -> (u64, u64) {
     (after - before, report.seconds.len() as u64)
 }
 
+/// Allocations per request beyond a run 10× shorter's, on the same
+/// connections (a warm-up run first), once-a-second snapshots (a copy of
+/// the histograms, up to 64 allocations each) allowed for.
+fn per_request(tls: bool, users: u32, think: Duration, few: u64) -> f64 {
+    // One count for the whole binary: one test at a time.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let port = common::server(tls, server_thread);
+    allocations_for(port, tls, users, think, few / 2);
+    let (small, small_secs) = allocations_for(port, tls, users, think, few);
+    let (large, large_secs) = allocations_for(port, tls, users, think, 10 * few);
+    let per_second_allowance = 64 * (small_secs + large_secs + 2);
+    let extra = large.saturating_sub(small + per_second_allowance);
+    eprintln!(
+        "{}: {small} allocations for {few} requests, {large} for {}: {:.3} per request",
+        if tls { "TLS" } else { "plain" },
+        10 * few,
+        extra as f64 / (9 * few) as f64
+    );
+    extra as f64 / (9 * few) as f64
+}
+
 #[test]
 fn no_allocation_per_request() {
-    let port = server();
-    // Warm up the server's threads and the allocator.
-    allocations_for(port, 1_000);
-    let (small, small_secs) = allocations_for(port, 2_000);
-    let (large, large_secs) = allocations_for(port, 20_000);
-    // Once-a-second snapshots allocate (a copy of the histograms); allow
-    // for them, and for nothing that grows with the request count.
-    eprintln!("allocations: {small} for 2,000 requests, {large} for 20,000");
-    let per_second_allowance = 64 * (small_secs + large_secs + 2);
+    let each = per_request(false, 4, Duration::ZERO, 2_000);
     assert!(
-        large <= small + per_second_allowance,
-        "20,000 requests made {large} allocations, 2,000 made {small}: something allocates per request"
+        each == 0.0,
+        "{each} allocations per request: something allocates per request"
+    );
+}
+
+/// TLS: benchlab allocates nothing per request — the records go through
+/// the OS thread's buffers and an idle connection keeps none — but rustls
+/// copies each record it decrypts (`ReadTraffic` hands out an owned
+/// `Vec`) and encrypts (its record layer) into a `Vec` of its own: two per
+/// request of one record each way, and nothing more, whether the
+/// connection is used at once or rests idle between requests.
+#[test]
+fn tls_allocates_only_rustls_records_per_request() {
+    let busy = per_request(true, 4, Duration::ZERO, 1_000);
+    assert!(busy <= 2.0, "{busy} allocations per TLS request (rustls's 2 at most)");
+    let idle = per_request(true, 64, Duration::from_millis(1), 1_000);
+    assert!(
+        idle <= 2.0,
+        "{idle} allocations per TLS request after idle (rustls's 2 at most)"
     );
 }

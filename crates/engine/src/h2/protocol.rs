@@ -38,7 +38,7 @@ use crate::reactor::{next_generation, Backend, Ev};
 use crate::request::RequestSpec;
 use crate::sock::{self, connect, connect_error_kind, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
 use crate::stats::{ErrorKind, Snapshot};
-use rustls::ClientConnection;
+use rustls::client::UnbufferedClientConnection;
 use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::sync::atomic::Ordering;
@@ -483,11 +483,11 @@ impl Http2 {
                 self.tls.as_ref()
             };
             let conn = match (cfg, &self.shared.server_names[url]) {
-                (Some(cfg), Some(name)) => ClientConnection::new(Arc::clone(cfg), name.clone()).ok(),
+                (Some(cfg), Some(name)) => UnbufferedClientConnection::new(Arc::clone(cfg), name.clone()).ok(),
                 _ => None,
             };
             match conn {
-                Some(conn) => Sock::Tls(Box::new(TlsSock { tcp, conn })),
+                Some(conn) => Sock::Tls(Box::new(TlsSock::new(tcp, conn))),
                 None => return self.fail_queue(core, slot, ErrorKind::Tls),
             }
         } else {
@@ -601,7 +601,7 @@ impl Http2 {
         let Some(link) = self.links[l].as_mut() else { return };
         let want = match link.state {
             LinkState::Connecting => true,
-            _ => !link.conn.unsent().is_empty() || matches!(&link.sock, Sock::Tls(b) if b.conn.wants_write()),
+            _ => !link.conn.unsent().is_empty() || matches!(&link.sock, Sock::Tls(b) if b.wants_write()),
         };
         if want != link.out_armed && core.reactor.want_write(link.sock.fd(), l, want).is_ok() {
             link.out_armed = want;
@@ -692,30 +692,19 @@ impl Http2 {
                         }
                     }
                 }
-                Sock::Tls(b) => {
-                    let TlsSock { tcp, conn: tls } = &mut **b;
-                    // rustls takes plaintext up to its buffer limit; what it
-                    // did not take goes after its records are written.
-                    loop {
-                        while !link.conn.unsent().is_empty() {
-                            let n = tls.writer().write(link.conn.unsent())?;
-                            if n == 0 {
-                                break;
-                            }
-                            link.conn.wrote(n);
-                        }
-                        if !tls.wants_write() {
-                            break;
-                        }
-                        while tls.wants_write() {
-                            match tls.write_tls(tcp) {
-                                Ok(_) => progress = true,
-                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                                Err(e) => return Err(e),
-                            }
-                        }
+                Sock::Tls(t) => loop {
+                    // Records the socket did not take go first; then the
+                    // frames, a record at a time.
+                    if !t.flush()? {
+                        return Ok(());
                     }
-                }
+                    if link.conn.unsent().is_empty() {
+                        break;
+                    }
+                    let n = t.write(&[io::IoSlice::new(link.conn.unsent())])?;
+                    link.conn.wrote(n);
+                    progress = true;
+                },
             }
             Ok(())
         })();
