@@ -11,7 +11,7 @@ mod common;
 mod h3;
 
 use common::{http_json, run_benchlab, s, u};
-use h3::{Caddy, H3Server, Mode, Relay, BODY};
+use h3::{Caddy, H3Server, Mode, Relay, BODY, LARGE, LARGE_FRAMES};
 use serde_json::Value;
 use std::net::UdpSocket;
 
@@ -676,6 +676,38 @@ fn a_large_upload_leaves_in_gso_batches() {
     assert_eq!(u(&v, "/body_bytes"), 10 * BODY as u64, "{v}");
     assert!(u(&v, "/bytes_sent") > 10 * 256 * 1024, "{v}");
     assert!(u(&v, "/http2/quic/gso_sends") > 0, "no GSO send: {v}");
+    let log = server.log();
+    assert_eq!(log.len(), 11, "log lines = requests + the preflight");
+}
+
+/// GRO reads are used and disclosed: a server that sends its 256 KiB
+/// answers in GSO batches reaches a client socket with UDP_GRO (Linux 5.0
+/// and later) as coalesced reads, split back into datagrams for QUIC; the
+/// frame and body bytes count exactly as without.
+#[test]
+fn a_large_download_arrives_in_gro_reads() {
+    let server = H3Server::start(Mode::Large);
+    let v = bench(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--connections",
+        "1",
+        "--streams",
+        "1",
+        "-n",
+        "10",
+        &server.url("/big"),
+    ]);
+    assert_eq!(u(&v, "/requests"), 10, "{v}");
+    assert_eq!(u(&v, "/errors_total"), 0, "{v}");
+    assert_eq!(u(&v, "/body_bytes"), 10 * LARGE as u64, "{v}");
+    assert_eq!(u(&v, "/bytes"), 10 * LARGE_FRAMES, "{v}");
+    assert!(u(&v, "/http2/quic/gro_reads") > 0, "no GRO read: {v}");
+    assert!(
+        u(&v, "/http2/quic/datagrams_received") > u(&v, "/http2/quic/gro_reads"),
+        "{v}"
+    );
     let log = server.log();
     assert_eq!(log.len(), 11, "log lines = requests + the preflight");
 }

@@ -116,10 +116,16 @@ pub enum Mode {
     /// After answering n requests on a connection, goes silent on it: no
     /// answer, no ACK, nothing.
     SilentAfter(u64),
+    /// Answers every request with `LARGE` bytes, sending its datagrams
+    /// in GSO batches (so a client with GRO reads them coalesced).
+    Large,
 }
 
 /// The body every answered request gets.
 pub const BODY: usize = 1000;
+
+/// The body of [`Mode::Large`]'s answers.
+pub const LARGE: usize = 256 * 1024;
 
 /// One request the test server saw: its status (0: reset, 1: closed the
 /// connection, 2: went silent), and the response's body bytes.
@@ -203,6 +209,18 @@ fn response() -> Vec<u8> {
     r
 }
 
+/// [`Mode::Large`]'s response: DATA's length as a 4-byte varint.
+fn large_response() -> Vec<u8> {
+    let mut r = vec![0x01, 0x03, 0x00, 0x00, 0xC0 | 25, 0x00];
+    r.extend_from_slice(&(LARGE as u32 | 0x8000_0000).to_be_bytes());
+    r.extend(std::iter::repeat_n(b'y', LARGE));
+    r
+}
+
+/// The bytes of one [`Mode::Large`] request stream's answer: its HEADERS
+/// frame (5 bytes) and its DATA frame's type, length and payload.
+pub const LARGE_FRAMES: u64 = 5 + 1 + 4 + LARGE as u64;
+
 fn serve(sock: UdpSocket, mode: Mode, log: &Mutex<Vec<H3Line>>, stop: &AtomicBool) {
     let mut ep = Endpoint::new(
         Arc::new(EndpointConfig::default()),
@@ -214,7 +232,12 @@ fn serve(sock: UdpSocket, mode: Mode, log: &Mutex<Vec<H3Line>>, stop: &AtomicBoo
     let mut buf = vec![0u8; 65_536];
     let mut out = Vec::with_capacity(65_536);
     let mut served = 0u64;
-    let body = response();
+    let body = if mode == Mode::Large {
+        large_response()
+    } else {
+        response()
+    };
+    let udp = quinn_udp::UdpSocketState::new((&sock).into()).expect("UDP socket state");
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         let wait = conns
@@ -224,9 +247,14 @@ fn serve(sock: UdpSocket, mode: Mode, log: &Mutex<Vec<H3Line>>, stop: &AtomicBoo
             .map_or(Duration::from_millis(20), |t| t.saturating_duration_since(now))
             .clamp(Duration::from_micros(200), Duration::from_millis(20));
         let _ = sock.set_read_timeout(Some(wait));
-        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+        // quinn-udp's socket state turns UDP_GRO on: a read may hold a
+        // client's GSO batch, `stride` bytes a datagram.
+        let mut meta = [quinn_udp::RecvMeta::default()];
+        let read = udp.recv((&sock).into(), &mut [std::io::IoSliceMut::new(&mut buf)], &mut meta);
+        let (len, stride, from) = (meta[0].len, meta[0].stride.max(1), meta[0].addr);
+        for datagram in buf[..if read.is_ok() { len } else { 0 }].chunks(stride) {
             out.clear();
-            match ep.handle(Instant::now(), from, None, None, BytesMut::from(&buf[..n]), &mut out) {
+            match ep.handle(Instant::now(), from, None, None, BytesMut::from(datagram), &mut out) {
                 Some(DatagramEvent::NewConnection(incoming)) => {
                     out.clear();
                     match ep.accept(incoming, Instant::now(), &mut out, None) {
@@ -336,7 +364,7 @@ fn serve(sock: UdpSocket, mode: Mode, log: &Mutex<Vec<H3Line>>, stop: &AtomicBoo
                         let _ = s.finish();
                         H3Line {
                             status: 200,
-                            size: BODY as u64,
+                            size: if mode == Mode::Large { LARGE } else { BODY } as u64,
                         }
                     }
                 };
@@ -348,12 +376,25 @@ fn serve(sock: UdpSocket, mode: Mode, log: &Mutex<Vec<H3Line>>, stop: &AtomicBoo
             if c.silent {
                 continue;
             }
+            // Mode::Large sends in GSO batches of up to 10 datagrams.
+            let batch = if mode == Mode::Large {
+                udp.max_gso_segments().min(10)
+            } else {
+                1
+            };
             loop {
                 out.clear();
-                let Some(t) = c.conn.poll_transmit(Instant::now(), 1, &mut out) else {
+                let Some(t) = c.conn.poll_transmit(Instant::now(), batch, &mut out) else {
                     break;
                 };
-                let _ = sock.send_to(&out[..t.size], t.destination);
+                let tx = quinn_udp::Transmit {
+                    destination: t.destination,
+                    ecn: None,
+                    contents: &out[..t.size],
+                    segment_size: t.segment_size,
+                    src_ip: None,
+                };
+                let _ = udp.send((&sock).into(), &tx);
             }
         }
         conns.retain(|_, c| !c.conn.is_drained());
