@@ -9,9 +9,8 @@
 //! every [`ClientPlan`] by its content hash, so a plan stays small and a
 //! client holding another list than the controller's is caught.
 
-use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, RequestSpec, Target, UrlPlan};
+use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, RequestSpec, UrlTable, UrlTableBuilder};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// One URL of a phase, as text, with its share and what its responses
@@ -54,7 +53,7 @@ pub struct UrlList {
 /// `next` rows are the process's, not each client's).
 #[derive(Debug, Clone)]
 pub struct ResolvedList {
-    pub urls: Arc<[UrlPlan]>,
+    pub urls: Arc<UrlTable>,
     pub classes: Vec<ClassPlan>,
     pub requests: Vec<RequestSpec>,
     pub flow: Option<Arc<benchlab_flow::Flow>>,
@@ -132,12 +131,13 @@ impl UrlList {
 
     /// The list of an engine plan's URLs (as their text), classes and
     /// requests.
-    pub fn of_engine(urls: &[UrlPlan], classes: &[ClassPlan], requests: &[RequestSpec]) -> UrlList {
+    pub fn of_engine(urls: &UrlTable, classes: &[ClassPlan], requests: &[RequestSpec]) -> UrlList {
         let urls = urls
             .iter()
-            .map(|u| UrlSpec {
-                url: u.target.url.clone(),
-                weight: u.weight,
+            .zip(urls.weights())
+            .map(|(u, weight)| UrlSpec {
+                url: u.url(),
+                weight,
                 class: u.class,
                 expect_status: u.expect_status,
                 expect: u.expect,
@@ -148,46 +148,15 @@ impl UrlList {
     }
 
     /// Resolves every URL (each distinct origin once: one name lookup per
-    /// host, not per URL) into the engine's form.
-    pub fn resolve(&self) -> Result<Arc<[UrlPlan]>, PlanError> {
-        let mut origins: BTreeMap<String, Target> = BTreeMap::new();
-        self.urls
-            .iter()
-            .map(|u| {
-                Ok(UrlPlan {
-                    target: target_for(&u.url, &mut origins)?,
-                    weight: u.weight,
-                    class: u.class,
-                    expect_status: u.expect_status,
-                    expect: u.expect,
-                    request: u.request,
-                })
-            })
-            .collect()
+    /// host, not per URL) into the engine's compact table.
+    pub fn resolve(&self) -> Result<Arc<UrlTable>, PlanError> {
+        let path_bytes = self.urls.iter().map(|u| u.url.len()).sum();
+        let mut table = UrlTableBuilder::with_capacity(self.urls.len(), path_bytes);
+        for u in &self.urls {
+            table.push_url(&u.url, u.weight, u.class, u.expect_status, u.expect, u.request)?;
+        }
+        Ok(Arc::new(table.finish()))
     }
-}
-
-/// Parses `url`, reusing the resolved address of an already seen origin.
-fn target_for(url: &str, origins: &mut BTreeMap<String, Target>) -> Result<Target, PlanError> {
-    let origin_end = url
-        .find("://")
-        .and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j))
-        .unwrap_or(url.len());
-    let origin = &url[..origin_end];
-    let path = if origin_end < url.len() {
-        &url[origin_end..]
-    } else {
-        "/"
-    };
-    if let Some(base) = origins.get(origin) {
-        let mut t = base.clone();
-        t.url = url.to_string();
-        t.path = path.to_string();
-        return Ok(t);
-    }
-    let t = Target::parse(url)?;
-    origins.insert(origin.to_string(), t.clone());
-    Ok(t)
 }
 
 /// Everything one client does in one mix, as data: the engine's
@@ -319,7 +288,8 @@ mod tests {
     fn an_engine_plan_becomes_data_and_back_unchanged() {
         let list = list();
         let urls = list.resolve().expect("loopback resolves");
-        let mut engine = benchlab_engine::ClientPlan::new(Arc::clone(&urls), list.classes.clone());
+        let mut engine = benchlab_engine::ClientPlan::new(Vec::new(), list.classes.clone());
+        engine.urls = Arc::clone(&urls);
         engine.virtual_users = 7;
         engine.stop = Stop::Requests(1000);
         engine.headers = vec![("X-A".into(), "b".into())];
@@ -348,10 +318,10 @@ mod tests {
     fn resolving_keeps_each_url_and_looks_up_each_origin_once() {
         let urls = list().resolve().expect("loopback resolves");
         assert_eq!(urls.len(), 2);
-        assert_eq!(urls[1].target.path, "/cgi?x=1");
-        assert_eq!(urls[1].target.url, "http://127.0.0.1:8080/cgi?x=1");
-        assert_eq!(urls[0].target.addr, urls[1].target.addr);
-        assert_eq!(urls[1].expect, Expect::Size(17));
+        assert_eq!(urls.get(1).path, "/cgi?x=1");
+        assert_eq!(urls.get(1).url(), "http://127.0.0.1:8080/cgi?x=1");
+        assert_eq!(urls.origins().len(), 1);
+        assert_eq!(urls.get(1).expect, Expect::Size(17));
         let mut bad = list();
         bad.urls[0].url = "localhost:8080/a".into();
         assert!(matches!(bad.resolve(), Err(PlanError::BadUrl { .. })));

@@ -33,7 +33,7 @@
 use super::conn::{Conn, Ended, Outcome, MAX_CONTROL_QUEUED};
 use super::hpack;
 use crate::event_loop::{check_response, Core, EventLoop, Measured, Protocol, Shared};
-use crate::plan::{Expect, Load, Scheme};
+use crate::plan::{Load, Scheme};
 use crate::reactor::{next_generation, Backend, Ev};
 use crate::request::RequestSpec;
 use crate::sock::{self, connect, connect_error_kind, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
@@ -251,7 +251,7 @@ impl Http2 {
                     k => &plan.requests[k as usize - 1],
                 };
                 let fields = r.h2_fields(&plan.headers);
-                hpack::method_block(&r.method, t.scheme, &t.authority, &t.path, &fields)
+                hpack::method_block(&r.method, t.scheme, &t.authority, u.path, &fields)
             })
             .collect();
         let bodies = plan
@@ -264,7 +264,7 @@ impl Http2 {
             .collect();
         let free_users = users.len() as u32;
         let uring = core.io.backend == Backend::Uring;
-        if uring && plan.urls.iter().any(|u| u.target.scheme == Scheme::Https) {
+        if uring && plan.urls.origins().iter().any(|o| o.scheme == Scheme::Https) {
             return Err(io::Error::other(
                 "BENCHLAB_IO=uring drives http:// URLs only (rustls reads and writes its own socket); unset it for https",
             ));
@@ -286,7 +286,7 @@ impl Http2 {
             unread: Vec::new(),
             unread_now: Vec::new(),
             ended: Vec::new(),
-            checksum: plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. })),
+            checksum: plan.urls.any_checksum(),
             open,
             // Popped from the end: user 0 (on the thread's first
             // connection) first, so a low rate keeps to few connections.
@@ -461,7 +461,7 @@ impl Http2 {
         };
         let plan = &self.shared.plan;
         let url = self.users[u as usize].url as usize;
-        let target = &plan.urls[url].target;
+        let target = plan.urls.origin(url);
         let source = core.next_source();
         if std::mem::take(&mut self.slots[slot].reconnect_pending) {
             core.bump(|c| c.reconnects += 1);
@@ -482,7 +482,7 @@ impl Http2 {
             } else {
                 self.tls.as_ref()
             };
-            let conn = match (cfg, &self.shared.server_names[url]) {
+            let conn = match (cfg, &self.shared.server_names[plan.urls.origin_index(url)]) {
                 (Some(cfg), Some(name)) => ClientConnection::new(Arc::clone(cfg), name.clone()).ok(),
                 _ => None,
             };
@@ -632,7 +632,7 @@ impl Http2 {
                     .queue
                     .front()
                     .map_or(0, |&u| self.users[u as usize].url as usize);
-                let host = &self.shared.plan.urls[url].target.host;
+                let host = &self.shared.plan.urls.origin(url).host;
                 let opts = &self.shared.plan.tls;
                 self.shared.note_tls_error(|| match &error {
                     Some(e) => crate::tls::explain(e, host, opts),
@@ -1112,12 +1112,12 @@ impl Http2 {
     fn complete(&mut self, core: &mut Core, u: usize, status: u16, bytes: u64, body: u64, xxh3: Option<u64>) {
         let now = Instant::now();
         let user = &mut self.users[u];
-        let url = &self.shared.plan.urls[user.url as usize];
+        let url = self.shared.plan.urls.get(user.url as usize);
         // From the intended send in an open loop, from the HEADERS (or
         // the connect) otherwise; see docs/counting.md.
         let as_sent = now - user.start;
         let latency = user.intended.map_or(as_sent, |t| now - t);
-        let verdict = check_response(url, status, body, || xxh3);
+        let verdict = check_response(&url, status, body, || xxh3);
         let ended = Measured {
             latency,
             as_sent,
@@ -1133,7 +1133,7 @@ impl Http2 {
     fn fail(&mut self, core: &mut Core, u: usize, kind: ErrorKind, bytes: u64) {
         let now = Instant::now();
         let user = &self.users[u];
-        let class = self.shared.plan.urls[user.url as usize].class;
+        let class = self.shared.plan.urls.class(user.url as usize);
         let latency = user.intended.map_or(now - user.start, |t| now - t);
         core.record_error(class, kind, latency, bytes, user.sent, now);
         self.next(core, u, false);
