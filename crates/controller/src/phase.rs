@@ -3,8 +3,8 @@
 //! the client addresses a phase loads from.
 
 use crate::options::*;
-use crate::plan::{UrlList, UrlSpec};
-use benchlab_engine::{sys, ClassPlan, Expect, Origin, RequestSpec, TlsOptions, UrlTable};
+use crate::plan::UrlList;
+use benchlab_engine::{sys, ClassPlan, Expect, Origin, RequestSpec, TlsOptions, UrlTable, UrlTableBuilder};
 use benchlab_model::{ClassKind, Suite, Validate};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -70,7 +70,9 @@ pub(crate) fn resolve_phase(
         .workloads
         .get(workload)
         .ok_or_else(|| ControllerError::Input(format!("unknown workload `{workload}`")))?;
-    let mut urls = Vec::new();
+    // The URLs go straight into the compact list, a class at a time: no
+    // per-URL text is kept past its push (issue 27).
+    let mut urls = UrlTableBuilder::new();
     let mut classes = Vec::new();
     let mut class_info = Vec::new();
     let mut h2_classes = 0u64;
@@ -115,21 +117,16 @@ pub(crate) fn resolve_phase(
                     }
                 },
             };
-            urls.push(UrlSpec {
-                url: r.url,
-                weight: c.percent / 100.0 * r.weight,
-                class: ci,
-                expect_status: c.expect_status,
-                expect,
-                request,
-            });
+            urls.push_url(&r.url, c.percent / 100.0 * r.weight, ci, c.expect_status, expect, request)
+                .map_err(|e| ControllerError::Input(e.to_string()))?;
         }
     }
+    let urls = Arc::new(urls.finish_data());
     let list = match &w.flow {
         // A flow's steps are its classes, a URL each (the step's origin):
         // what is sent is the flow's.
-        Some(flow) => UrlList::with_flow(classes.clone(), urls, flow.source.clone()),
-        None => UrlList::with_requests(classes.clone(), urls, requests.into_iter().map(|(_, r)| r).collect()),
+        Some(flow) => UrlList::of_data(classes.clone(), urls, Vec::new(), Some(flow.source.clone())),
+        None => UrlList::of_data(classes.clone(), urls, requests.into_iter().map(|(_, r)| r).collect(), None),
     };
     // A host that does not resolve is a run that cannot be made (the
     // network's or resolver's state), not a mistake in the suite.

@@ -9,7 +9,7 @@
 //! every [`ClientPlan`] by its content hash, so a plan stays small and a
 //! client holding another list than the controller's is caught.
 
-use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, RequestSpec, UrlTable, UrlTableBuilder};
+use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, RequestSpec, UrlData, UrlTable, UrlTableBuilder};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -38,7 +38,11 @@ pub struct UrlList {
     /// has the same id on every host.
     pub id: String,
     pub classes: Vec<ClassPlan>,
-    pub urls: Vec<UrlSpec>,
+    /// The URLs, compact (the engine's [`UrlData`]: one arena of paths,
+    /// interned origins, an alias table): on the wire the arena as one
+    /// string and its columns, not a list of strings (docs/agents.md).
+    #[serde(with = "shared_data")]
+    pub urls: Arc<UrlData>,
     /// The requests other than a plain GET its URLs name (method,
     /// headers, body).
     #[serde(default)]
@@ -46,6 +50,20 @@ pub struct UrlList {
     /// A flow workload's flow (URL k is its step k): its TOML and files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<benchlab_flow::FlowSource>,
+}
+
+/// An `Arc<UrlData>` on the wire: the data itself.
+mod shared_data {
+    use super::{Arc, UrlData};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Arc<UrlData>, s: S) -> Result<S::Ok, S::Error> {
+        (**d).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<UrlData>, D::Error> {
+        UrlData::deserialize(d).map(Arc::new)
+    }
 }
 
 /// A URL list made ready to run: its URLs resolved, its flow compiled —
@@ -59,6 +77,31 @@ pub struct ResolvedList {
     pub flow: Option<Arc<benchlab_flow::Flow>>,
 }
 
+/// Feeds what is written to it to an XXH3-64 hash: a list's id is the hash
+/// of its JSON, made without holding the JSON (a million URLs' worth).
+struct HashWriter(xxhash_rust::xxh3::Xxh3);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.update(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Small lists' URLs as a compact list (tests, `benchlab http`). A bad
+/// URL is kept and refused when the list is resolved, naming it.
+fn data_of(urls: &[UrlSpec]) -> UrlData {
+    let mut b = UrlTableBuilder::with_capacity(urls.len(), urls.iter().map(|u| u.url.len()).sum());
+    for u in urls {
+        // Only more than 2³² origins, kinds or path bytes fail here.
+        let _ = b.push_url(&u.url, u.weight, u.class, u.expect_status, u.expect, u.request);
+    }
+    b.finish_data()
+}
+
 impl UrlList {
     /// A list with its id computed from its content.
     pub fn new(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>) -> UrlList {
@@ -67,44 +110,46 @@ impl UrlList {
 
     /// A list whose URLs name `requests` (method, headers, body).
     pub fn with_requests(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>, requests: Vec<RequestSpec>) -> UrlList {
-        let id = Self::id_of(&classes, &urls, &requests, None);
-        UrlList {
-            id,
-            classes,
-            urls,
-            requests,
-            flow: None,
-        }
+        UrlList::of_data(classes, Arc::new(data_of(&urls)), requests, None)
     }
 
     /// A flow workload's list: a URL per step (its origin), a class per
     /// step, and the flow.
     pub fn with_flow(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>, flow: benchlab_flow::FlowSource) -> UrlList {
-        let id = Self::id_of(&classes, &urls, &[], Some(&flow));
+        UrlList::of_data(classes, Arc::new(data_of(&urls)), Vec::new(), Some(flow))
+    }
+
+    /// A list of compact URLs (built with a [`UrlTableBuilder`]).
+    pub fn of_data(
+        classes: Vec<ClassPlan>,
+        urls: Arc<UrlData>,
+        requests: Vec<RequestSpec>,
+        flow: Option<benchlab_flow::FlowSource>,
+    ) -> UrlList {
+        let id = Self::id_of(&classes, &urls, &requests, flow.as_ref());
         UrlList {
             id,
             classes,
             urls,
-            requests: Vec::new(),
-            flow: Some(flow),
+            requests,
+            flow,
         }
     }
 
     fn id_of(
         classes: &[ClassPlan],
-        urls: &[UrlSpec],
+        urls: &UrlData,
         requests: &[RequestSpec],
         flow: Option<&benchlab_flow::FlowSource>,
     ) -> String {
         // The JSON text of the content: stable, and what a remote client
-        // receives, so both sides hash the same bytes. (A list of plain
-        // GETs hashes as before requests existed.)
-        let bytes = match flow {
-            Some(f) => serde_json::to_vec(&(classes, urls, requests, f)).unwrap_or_default(),
-            None if requests.is_empty() => serde_json::to_vec(&(classes, urls)).unwrap_or_default(),
-            None => serde_json::to_vec(&(classes, urls, requests)).unwrap_or_default(),
+        // receives, so both sides hash the same bytes.
+        let mut h = HashWriter(xxhash_rust::xxh3::Xxh3::new());
+        let _ = match flow {
+            Some(f) => serde_json::to_writer(&mut h, &(classes, urls, requests, f)),
+            None => serde_json::to_writer(&mut h, &(classes, urls, requests)),
         };
-        format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
+        format!("xxh3:{:016x}", h.0.digest())
     }
 
     /// Whether the content is what the id says (a list received from
@@ -129,33 +174,16 @@ impl UrlList {
         })
     }
 
-    /// The list of an engine plan's URLs (as their text), classes and
-    /// requests.
+    /// The list of an engine plan's URLs (their compact data, shared),
+    /// classes and requests.
     pub fn of_engine(urls: &UrlTable, classes: &[ClassPlan], requests: &[RequestSpec]) -> UrlList {
-        let urls = urls
-            .iter()
-            .zip(urls.weights())
-            .map(|(u, weight)| UrlSpec {
-                url: u.url(),
-                weight,
-                class: u.class,
-                expect_status: u.expect_status,
-                expect: u.expect,
-                request: u.request,
-            })
-            .collect();
-        UrlList::with_requests(classes.to_vec(), urls, requests.to_vec())
+        UrlList::of_data(classes.to_vec(), Arc::clone(urls.data()), requests.to_vec(), None)
     }
 
-    /// Resolves every URL (each distinct origin once: one name lookup per
-    /// host, not per URL) into the engine's compact table.
+    /// Resolves every origin (one name lookup per host, not per URL): the
+    /// engine's table, sharing this list's data.
     pub fn resolve(&self) -> Result<Arc<UrlTable>, PlanError> {
-        let path_bytes = self.urls.iter().map(|u| u.url.len()).sum();
-        let mut table = UrlTableBuilder::with_capacity(self.urls.len(), path_bytes);
-        for u in &self.urls {
-            table.push_url(&u.url, u.weight, u.class, u.expect_status, u.expect, u.request)?;
-        }
-        Ok(Arc::new(table.finish()))
+        UrlTable::resolve(Arc::clone(&self.urls)).map(Arc::new)
     }
 }
 
@@ -206,6 +234,11 @@ mod tests {
                 ClassPlan { name: "static".into() },
                 ClassPlan { name: "dynamic".into() },
             ],
+            specs(),
+        )
+    }
+
+    fn specs() -> Vec<UrlSpec> {
             vec![
                 UrlSpec {
                     url: "http://127.0.0.1:8080/a.html".into(),
@@ -226,8 +259,7 @@ mod tests {
                     expect: Expect::Size(17),
                     request: 0,
                 },
-            ],
-        )
+            ]
     }
 
     #[test]
@@ -281,7 +313,9 @@ mod tests {
         let back: UrlList = serde_json::from_str(&text).expect("back");
         assert_eq!(back, urls);
         assert!(back.is_intact());
-        assert!(text.contains("http://127.0.0.1:8080/cgi?x=1"));
+        // The arena on the wire: the origin once, the paths as one string.
+        assert!(text.contains(r#""prefixes":["http://127.0.0.1:8080"]"#), "{text}");
+        assert!(text.contains(r#""paths":"/a.html\n/cgi?x=1\n""#), "{text}");
     }
 
     #[test]
@@ -309,9 +343,11 @@ mod tests {
         assert!(a.id.starts_with("xxh3:") && a.id.len() == 5 + 16, "{}", a.id);
         assert_eq!(list().id, a.id, "the same content, the same id");
         let mut b = a.clone();
-        b.urls[1].weight = 0.5;
+        b.classes[1].name = "other".into();
         assert!(!b.is_intact(), "a changed list no longer matches its id");
-        assert_ne!(UrlList::new(b.classes.clone(), b.urls.clone()).id, a.id);
+        let mut urls = specs();
+        urls[1].weight = 0.5;
+        assert_ne!(UrlList::new(a.classes.clone(), urls).id, a.id);
     }
 
     #[test]
@@ -322,8 +358,10 @@ mod tests {
         assert_eq!(urls.get(1).url(), "http://127.0.0.1:8080/cgi?x=1");
         assert_eq!(urls.origins().len(), 1);
         assert_eq!(urls.get(1).expect, Expect::Size(17));
-        let mut bad = list();
-        bad.urls[0].url = "localhost:8080/a".into();
-        assert!(matches!(bad.resolve(), Err(PlanError::BadUrl { .. })));
+        let mut urls = specs();
+        urls[0].url = "localhost:8080/a".into();
+        let bad = UrlList::new(list().classes, urls);
+        let e = bad.resolve().unwrap_err();
+        assert!(matches!(&e, PlanError::BadUrl { url, .. } if url == "localhost:8080/a"), "{e:?}");
     }
 }

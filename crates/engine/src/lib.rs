@@ -49,7 +49,7 @@ pub use plan::{
     share_warning, Arrival, ClassPlan, ClientPlan, ClientSettings, ConnectionPolicy, Expect, H2Plan, KindShare, Load,
     OpenLoop, PlanError, Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
-pub use urls::{Origin, UrlRef, UrlTable, UrlTableBuilder};
+pub use urls::{Origin, UrlData, UrlRef, UrlTable, UrlTableBuilder};
 pub use probe::{probe, probe_from, probe_request, ProbeError, ProbeResponse};
 pub use request::{RequestError, RequestSpec, MAX_BODY_BYTES};
 pub use rng::SplitMix64;

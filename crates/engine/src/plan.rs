@@ -51,66 +51,77 @@ pub struct Target {
 impl Target {
     /// Parses and resolves an `http://` or `https://` URL.
     pub fn parse(url: &str) -> Result<Target, PlanError> {
-        let bad = |why: &str| PlanError::BadUrl {
-            url: url.to_string(),
-            why: why.to_string(),
-        };
-        // `localhost:8080/a` parses as a URL of scheme `localhost`: say
-        // what is missing instead of calling `localhost` a scheme.
-        if !url.contains("://") {
-            return Err(bad(&format!(
-                "http:// is missing: expected http://{url} (or https://{url} for TLS)"
-            )));
-        }
-        let u = url::Url::parse(url).map_err(|e| bad(&format!("{e} (expected http://HOST[:PORT]/PATH)")))?;
-        let scheme = match u.scheme() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            s => return Err(bad(&format!("scheme `{s}` is not http or https"))),
-        };
-        if !u.username().is_empty() || u.password().is_some() {
-            return Err(bad(
-                "user names and passwords in URLs are not supported; use -H 'Authorization: ...'",
-            ));
-        }
-        let host = match u.host() {
-            Some(url::Host::Domain(d)) => d.to_string(),
-            Some(url::Host::Ipv4(a)) => a.to_string(),
-            Some(url::Host::Ipv6(a)) => a.to_string(),
-            None => return Err(bad("no host")),
-        };
-        let port = u.port_or_known_default().ok_or_else(|| bad("no port"))?;
-        let authority = match (u.port(), u.host()) {
-            (Some(p), Some(url::Host::Ipv6(a))) => format!("[{a}]:{p}"),
-            (None, Some(url::Host::Ipv6(a))) => format!("[{a}]"),
-            (Some(p), _) => format!("{host}:{p}"),
-            (None, _) => host.clone(),
-        };
-        let mut path = u.path().to_string();
-        if let Some(q) = u.query() {
-            path.push('?');
-            path.push_str(q);
-        }
-        let addr = (host.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|e| PlanError::Resolve {
-                host: host.clone(),
-                why: e.to_string(),
-            })?
-            .min_by_key(|a| a.is_ipv6()) // prefer IPv4, as curl and wrk do
-            .ok_or_else(|| PlanError::Resolve {
-                host: host.clone(),
-                why: "no addresses".into(),
-            })?;
+        let (scheme, host, port, authority, path) = parse_url(url)?;
         Ok(Target {
             url: url.to_string(),
             scheme,
+            addr: resolve(&host, port)?,
             host,
             authority,
             path,
-            addr,
         })
     }
+}
+
+/// An `http://` or `https://` URL's parts: scheme, host, port, `Host`
+/// header value and path (with its query); nothing resolved.
+pub(crate) fn parse_url(url: &str) -> Result<(Scheme, String, u16, String, String), PlanError> {
+    let bad = |why: &str| PlanError::BadUrl {
+        url: url.to_string(),
+        why: why.to_string(),
+    };
+    // `localhost:8080/a` parses as a URL of scheme `localhost`: say
+    // what is missing instead of calling `localhost` a scheme.
+    if !url.contains("://") {
+        return Err(bad(&format!(
+            "http:// is missing: expected http://{url} (or https://{url} for TLS)"
+        )));
+    }
+    let u = url::Url::parse(url).map_err(|e| bad(&format!("{e} (expected http://HOST[:PORT]/PATH)")))?;
+    let scheme = match u.scheme() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        s => return Err(bad(&format!("scheme `{s}` is not http or https"))),
+    };
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(bad(
+            "user names and passwords in URLs are not supported; use -H 'Authorization: ...'",
+        ));
+    }
+    let host = match u.host() {
+        Some(url::Host::Domain(d)) => d.to_string(),
+        Some(url::Host::Ipv4(a)) => a.to_string(),
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        None => return Err(bad("no host")),
+    };
+    let port = u.port_or_known_default().ok_or_else(|| bad("no port"))?;
+    let authority = match (u.port(), u.host()) {
+        (Some(p), Some(url::Host::Ipv6(a))) => format!("[{a}]:{p}"),
+        (None, Some(url::Host::Ipv6(a))) => format!("[{a}]"),
+        (Some(p), _) => format!("{host}:{p}"),
+        (None, _) => host.clone(),
+    };
+    let mut path = u.path().to_string();
+    if let Some(q) = u.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    Ok((scheme, host, port, authority, path))
+}
+
+/// The address of `host`, IPv4 first.
+pub(crate) fn resolve(host: &str, port: u16) -> Result<SocketAddr, PlanError> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| PlanError::Resolve {
+            host: host.to_string(),
+            why: e.to_string(),
+        })?
+        .min_by_key(|a| a.is_ipv6()) // prefer IPv4, as curl and wrk do
+        .ok_or_else(|| PlanError::Resolve {
+            host: host.to_string(),
+            why: "no addresses".into(),
+        })
 }
 
 /// How a response is checked beyond its framing.

@@ -11,10 +11,12 @@
 //! Nothing is allocated per URL; the hot loop reads a URL's path bytes
 //! from the arena and writes them beside the kind's prepared head.
 
-use crate::plan::{Expect, PlanError, Scheme, Target, UrlPlan};
+use crate::plan::{parse_url, resolve, Expect, PlanError, Scheme, Target, UrlPlan};
 use crate::rng::SplitMix64;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// Where a URL's requests go, resolved once per origin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,9 +32,10 @@ pub struct Origin {
     pub prefix: String,
 }
 
-/// What URLs share besides their origin: interned, so a URL holds an index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What URLs share besides their path: interned, so a URL holds an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Kind {
+    /// Index into the origins (`UrlData::prefixes`).
     origin: u32,
     class: u32,
     request: u32,
@@ -51,17 +54,22 @@ enum Pick {
     Alias { prob: Box<[f32]>, alias: Box<[u32]> },
 }
 
-/// A mix's URLs, compact and read-only (see the module's comment).
-#[derive(Debug, Clone, PartialEq)]
-pub struct UrlTable {
-    origins: Vec<Origin>,
+/// A URL list, compact and unresolved: what a controller sends its agents
+/// (serialised as the arena and its columns, not a list of strings) and
+/// what every [`UrlTable`] of a process shares.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "Wire")]
+pub struct UrlData {
+    /// Each origin's text as written (`http://host:8080`), once.
+    prefixes: Vec<String>,
     kinds: Vec<Kind>,
     /// Per URL: its kind; empty when every URL is of kind 0.
     kind_of: Box<[u32]>,
-    /// Every path, one after the other.
-    paths: Box<[u8]>,
-    /// Per URL: where its path ends in `paths` (it starts where the
-    /// previous one ends).
+    /// Every path, each followed by `\n` (a URL has no line break), so the
+    /// arena is also the wire's text.
+    paths: String,
+    /// Per URL: where its path ends in `paths` (the next one starts a byte
+    /// later).
     ends: Box<[u32]>,
     /// Per URL: the expected body size; empty when no URL expects one.
     sizes: Box<[u64]>,
@@ -71,12 +79,28 @@ pub struct UrlTable {
     /// Per class: the sum of its URLs' weights (the share of protocols in
     /// a mixed HTTP/1 and HTTP/2 client).
     class_weights: Vec<f64>,
+    /// The sum of the weights as given, so [`UrlData::weights`] reads them
+    /// back on their own scale.
+    weight_total: f64,
     /// The first URL whose weight was not above 0, in words (refused by
     /// [`crate::ClientPlan::validate`]).
     bad_weight: Option<String>,
-    /// The sum of the weights as given, so [`UrlTable::weights`] reads
-    /// them back on their own scale.
-    weight_total: f64,
+}
+
+/// A mix's URLs in the form the event loops run: the shared [`UrlData`]
+/// and its origins resolved where the load leaves from. It dereferences to
+/// its data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UrlTable {
+    origins: Vec<Origin>,
+    data: Arc<UrlData>,
+}
+
+impl std::ops::Deref for UrlTable {
+    type Target = UrlData;
+    fn deref(&self) -> &UrlData {
+        &self.data
+    }
 }
 
 /// One URL of a [`UrlTable`], read out: cheap to make, nothing allocated.
@@ -113,7 +137,7 @@ impl UrlRef<'_> {
     }
 }
 
-impl UrlTable {
+impl UrlData {
     /// Number of URLs.
     #[inline]
     pub fn len(&self) -> usize {
@@ -125,17 +149,13 @@ impl UrlTable {
         self.ends.is_empty()
     }
 
-    /// The distinct origins, in the order their first URL came.
-    pub fn origins(&self) -> &[Origin] {
-        &self.origins
-    }
-
     /// Number of kinds (origin, class, request, expected status).
     pub(crate) fn kinds(&self) -> usize {
         self.kinds.len()
     }
 
     /// Kind `k`'s origin and request.
+    #[inline]
     pub(crate) fn kind_parts(&self, k: usize) -> (u32, u32) {
         (self.kinds[k].origin, self.kinds[k].request)
     }
@@ -150,11 +170,19 @@ impl UrlTable {
         }
     }
 
+    /// URL `i`'s path.
+    #[inline]
+    pub fn path_str(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize + 1 };
+        // Ends are found at `\n` bytes (`UrlData::check`), which are
+        // character boundaries.
+        self.paths.get(start..self.ends[i] as usize).unwrap_or_default()
+    }
+
     /// URL `i`'s path bytes.
     #[inline]
     pub fn path(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        &self.paths[start..self.ends[i] as usize]
+        self.path_str(i).as_bytes()
     }
 
     /// URL `i`'s class (index into the plan's classes).
@@ -163,65 +191,15 @@ impl UrlTable {
         self.kinds[self.kind(i)].class as usize
     }
 
-    /// URL `i`'s origin's index in [`UrlTable::origins`].
+    /// URL `i`'s origin's index (into [`UrlTable::origins`]).
     #[inline]
     pub fn origin_index(&self, i: usize) -> usize {
         self.kinds[self.kind(i)].origin as usize
     }
 
-    /// URL `i`'s origin.
-    #[inline]
-    pub fn origin(&self, i: usize) -> &Origin {
-        &self.origins[self.kinds[self.kind(i)].origin as usize]
-    }
-
-    /// URL `i`, read out.
-    #[inline]
-    pub fn get(&self, i: usize) -> UrlRef<'_> {
-        let k = self.kinds[self.kind(i)];
-        let expect = match k.expect {
-            0 => Expect::Status,
-            1 => Expect::Size(self.sizes[i]),
-            _ => Expect::Checksum {
-                size: self.sizes[i],
-                xxh3: self.xxh3[i],
-            },
-        };
-        UrlRef {
-            target: &self.origins[k.origin as usize],
-            // Paths come in as `&str` (`UrlTableBuilder::push`), so the
-            // arena's slices between ends are whole strings.
-            path: std::str::from_utf8(self.path(i)).unwrap_or_default(),
-            origin: k.origin,
-            class: k.class as usize,
-            expect_status: k.expect_status,
-            expect,
-            request: k.request,
-        }
-    }
-
-    /// One URL of each kind (its first): what is checked once for all
-    /// URLs of a kind (class, request, origin).
-    pub fn kind_examples(&self) -> impl Iterator<Item = UrlRef<'_>> + '_ {
-        let mut seen = vec![false; self.kinds.len()];
-        let firsts: Vec<usize> = if self.kind_of.is_empty() {
-            (0..self.len().min(1)).collect()
-        } else {
-            (0..self.len())
-                .filter(|&i| !std::mem::replace(&mut seen[self.kind_of[i] as usize], true))
-                .collect()
-        };
-        firsts.into_iter().map(|i| self.get(i))
-    }
-
-    /// Number of classes the URLs name (the highest index, plus one).
-    pub fn classes(&self) -> usize {
-        self.class_weights.len()
-    }
-
-    /// Every URL, in order.
-    pub fn iter(&self) -> impl Iterator<Item = UrlRef<'_>> + '_ {
-        (0..self.len()).map(|i| self.get(i))
+    /// URL `i`'s text, as written.
+    pub fn url(&self, i: usize) -> String {
+        format!("{}{}", self.prefixes[self.origin_index(i)], self.path_str(i))
     }
 
     /// The first URL whose weight was not above 0, in words.
@@ -239,10 +217,15 @@ impl UrlTable {
         self.class_weights.get(c).copied().unwrap_or(0.0)
     }
 
+    /// Number of classes the URLs name (the highest index, plus one).
+    pub fn classes(&self) -> usize {
+        self.class_weights.len()
+    }
+
     /// Every URL's weight as the pick draws it, on the scale given (to
     /// `f32` precision): read back from the alias table, so no weight is
     /// held per URL. For the rare uses outside the hot loop (splitting a
-    /// client by protocol, a list for remote agents).
+    /// client by protocol).
     pub fn weights(&self) -> Vec<f64> {
         let scale = self.weight_total / self.len().max(1) as f64;
         match &self.pick {
@@ -280,6 +263,104 @@ impl UrlTable {
         }
     }
 
+    /// Bytes the list holds on the heap (for the figures of bench/).
+    pub fn heap_bytes(&self) -> usize {
+        let pick = match &self.pick {
+            Pick::Uniform => 0,
+            Pick::Alias { prob, alias } => prob.len() * 4 + alias.len() * 4,
+        };
+        self.prefixes.iter().map(|p| 24 + p.len()).sum::<usize>()
+            + self.kinds.len() * std::mem::size_of::<Kind>()
+            + self.kind_of.len() * 4
+            + self.paths.len()
+            + self.ends.len() * 4
+            + self.sizes.len() * 8
+            + self.xxh3.len() * 8
+            + pick
+            + self.class_weights.len() * 8
+    }
+}
+
+impl UrlTable {
+    /// `data` with its origins resolved (one name lookup per origin).
+    pub fn resolve(data: Arc<UrlData>) -> Result<UrlTable, PlanError> {
+        let origins = data
+            .prefixes
+            .iter()
+            .map(|p| {
+                let (scheme, host, port, authority, _) = parse_url(p)?;
+                Ok(Origin {
+                    scheme,
+                    addr: resolve(&host, port)?,
+                    host,
+                    authority,
+                    prefix: p.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, PlanError>>()?;
+        Ok(UrlTable { origins, data })
+    }
+
+    /// The list this table runs (shared, not copied).
+    pub fn data(&self) -> &Arc<UrlData> {
+        &self.data
+    }
+
+    /// The distinct origins, in the order their first URL came.
+    pub fn origins(&self) -> &[Origin] {
+        &self.origins
+    }
+
+    /// URL `i`'s origin.
+    #[inline]
+    pub fn origin(&self, i: usize) -> &Origin {
+        &self.origins[self.origin_index(i)]
+    }
+
+    /// URL `i`, read out.
+    #[inline]
+    pub fn get(&self, i: usize) -> UrlRef<'_> {
+        let d = &*self.data;
+        let k = d.kinds[d.kind(i)];
+        let expect = match k.expect {
+            0 => Expect::Status,
+            1 => Expect::Size(d.sizes[i]),
+            _ => Expect::Checksum {
+                size: d.sizes[i],
+                xxh3: d.xxh3[i],
+            },
+        };
+        UrlRef {
+            target: &self.origins[k.origin as usize],
+            path: d.path_str(i),
+            origin: k.origin,
+            class: k.class as usize,
+            expect_status: k.expect_status,
+            expect,
+            request: k.request,
+        }
+    }
+
+    /// Every URL, in order.
+    pub fn iter(&self) -> impl Iterator<Item = UrlRef<'_>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// One URL of each kind (its first): what is checked once for all
+    /// URLs of a kind (class, request, origin).
+    pub fn kind_examples(&self) -> impl Iterator<Item = UrlRef<'_>> + '_ {
+        let d = &*self.data;
+        let mut seen = vec![false; d.kinds.len()];
+        let firsts: Vec<usize> = if d.kind_of.is_empty() {
+            (0..d.len().min(1)).collect()
+        } else {
+            (0..d.len())
+                .filter(|&i| !std::mem::replace(&mut seen[d.kind_of[i] as usize], true))
+                .collect()
+        };
+        firsts.into_iter().map(|i| self.get(i))
+    }
+
     /// The URLs for which `keep(class)` holds, as a table of their own
     /// (a mixed client's HTTP/1 and HTTP/2 halves).
     pub fn filter_classes(&self, keep: impl Fn(usize) -> bool) -> Result<UrlTable, PlanError> {
@@ -290,29 +371,17 @@ impl UrlTable {
                 b.push_ref(&u, weights[i])?;
             }
         }
-        Ok(b.finish())
+        b.finish()
     }
 
-    /// Bytes the table holds on the heap (for the figures of bench/).
+    /// Bytes the table holds on the heap, its data included.
     pub fn heap_bytes(&self) -> usize {
-        let pick = match &self.pick {
-            Pick::Uniform => 0,
-            Pick::Alias { prob, alias } => prob.len() * 4 + alias.len() * 4,
-        };
         let origins: usize = self
             .origins
             .iter()
             .map(|o| std::mem::size_of::<Origin>() + o.host.len() + o.authority.len() + o.prefix.len())
             .sum();
-        origins
-            + self.kinds.len() * std::mem::size_of::<Kind>()
-            + self.kind_of.len() * 4
-            + self.paths.len()
-            + self.ends.len() * 4
-            + self.sizes.len() * 8
-            + self.xxh3.len() * 8
-            + pick
-            + self.class_weights.len() * 8
+        origins + self.data.heap_bytes()
     }
 
     /// The URLs as separate plans (tests, small lists).
@@ -340,27 +409,164 @@ impl From<Vec<UrlPlan>> for UrlTable {
         for u in &urls {
             b.push_plan(u);
         }
-        b.finish()
+        // Every origin came resolved: nothing is looked up, nothing fails
+        // but more than 2³² origins or path bytes, which no input makes.
+        b.finish().unwrap_or_else(|_| UrlTable {
+            origins: Vec::new(),
+            data: Arc::new(UrlTableBuilder::new().finish_data()),
+        })
     }
 }
 
-/// Builds a [`UrlTable`] a URL at a time, without holding a URL's text
-/// past its push: each distinct origin is parsed and resolved once.
+/// The wire form of [`UrlData`] (JSON): the arena as one string, the
+/// columns as arrays; checked whole when read, since it comes from a peer.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    prefixes: Vec<String>,
+    kinds: Vec<Kind>,
+    #[serde(default)]
+    kind_of: Vec<u32>,
+    paths: String,
+    #[serde(default)]
+    sizes: Vec<u64>,
+    #[serde(default)]
+    xxh3: Vec<u64>,
+    /// The alias table; both empty for a uniform pick.
+    #[serde(default)]
+    prob: Vec<f32>,
+    #[serde(default)]
+    alias: Vec<u32>,
+    class_weights: Vec<f64>,
+    weight_total: f64,
+    #[serde(default)]
+    bad_weight: Option<String>,
+}
+
+/// [`Wire`], borrowed from the data: serialising copies nothing.
+#[derive(Serialize)]
+struct WireRef<'a> {
+    prefixes: &'a [String],
+    kinds: &'a [Kind],
+    kind_of: &'a [u32],
+    paths: &'a str,
+    sizes: &'a [u64],
+    xxh3: &'a [u64],
+    prob: &'a [f32],
+    alias: &'a [u32],
+    class_weights: &'a [f64],
+    weight_total: f64,
+    bad_weight: &'a Option<String>,
+}
+
+impl Serialize for UrlData {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (prob, alias): (&[f32], &[u32]) = match &self.pick {
+            Pick::Uniform => (&[], &[]),
+            Pick::Alias { prob, alias } => (prob, alias),
+        };
+        WireRef {
+            prefixes: &self.prefixes,
+            kinds: &self.kinds,
+            kind_of: &self.kind_of,
+            paths: &self.paths,
+            sizes: &self.sizes,
+            xxh3: &self.xxh3,
+            prob,
+            alias,
+            class_weights: &self.class_weights,
+            weight_total: self.weight_total,
+            bad_weight: &self.bad_weight,
+        }
+        .serialize(s)
+    }
+}
+
+impl TryFrom<Wire> for UrlData {
+    type Error = String;
+
+    /// Checks every index and length, so a list from a peer cannot make
+    /// the hot loop index out of bounds.
+    fn try_from(w: Wire) -> Result<UrlData, String> {
+        if !w.paths.is_empty() && !w.paths.ends_with('\n') {
+            return Err("URL list: the paths must each end with a line break".into());
+        }
+        u32::try_from(w.paths.len()).map_err(|_| "URL list: more than 4 GiB of paths".to_string())?;
+        let ends: Box<[u32]> = memchr::memchr_iter(b'\n', w.paths.as_bytes())
+            .map(|e| e as u32)
+            .collect();
+        let n = ends.len();
+        let column = |what: &str, len: usize| {
+            if len == 0 || len == n {
+                Ok(())
+            } else {
+                Err(format!("URL list: {what} has {len} entries for {n} URLs"))
+            }
+        };
+        column("kind_of", w.kind_of.len())?;
+        column("sizes", w.sizes.len())?;
+        column("xxh3", w.xxh3.len())?;
+        column("prob", w.prob.len())?;
+        if w.prob.len() != w.alias.len() {
+            return Err("URL list: prob and alias differ in length".into());
+        }
+        if n > 0 && w.kinds.is_empty() {
+            return Err("URL list: URLs but no kinds".into());
+        }
+        if let Some(k) = w.kind_of.iter().find(|&&k| k as usize >= w.kinds.len()) {
+            return Err(format!("URL list: kind {k} of {}", w.kinds.len()));
+        }
+        for k in &w.kinds {
+            if k.origin as usize >= w.prefixes.len() {
+                return Err(format!("URL list: origin {} of {}", k.origin, w.prefixes.len()));
+            }
+            if k.expect > 2 || (k.expect >= 1 && w.sizes.len() != n) || (k.expect == 2 && w.xxh3.len() != n) {
+                return Err("URL list: a kind expects sizes or checksums the list lacks".into());
+            }
+        }
+        if w.alias.iter().any(|&a| a as usize >= n) || w.prob.iter().any(|p| !p.is_finite()) {
+            return Err("URL list: an alias table out of range".into());
+        }
+        let pick = if w.prob.is_empty() {
+            Pick::Uniform
+        } else {
+            Pick::Alias {
+                prob: w.prob.into_boxed_slice(),
+                alias: w.alias.into_boxed_slice(),
+            }
+        };
+        Ok(UrlData {
+            prefixes: w.prefixes,
+            kinds: w.kinds,
+            kind_of: w.kind_of.into_boxed_slice(),
+            paths: w.paths,
+            ends,
+            sizes: w.sizes.into_boxed_slice(),
+            xxh3: w.xxh3.into_boxed_slice(),
+            pick,
+            class_weights: w.class_weights,
+            weight_total: w.weight_total,
+            bad_weight: w.bad_weight,
+        })
+    }
+}
+
+/// Builds a URL list a URL at a time, without holding a URL's text past
+/// its push: each distinct origin is parsed once.
 #[derive(Debug, Default)]
 pub struct UrlTableBuilder {
-    origins: Vec<Origin>,
+    prefixes: Vec<String>,
+    /// Per origin: resolved already (URLs pushed as [`UrlPlan`]s), or not.
+    resolved: Vec<Option<Origin>>,
     origin_of: HashMap<String, u32>,
     kinds: Vec<Kind>,
     kind_index: HashMap<Kind, u32>,
     kind_of: Vec<u32>,
-    paths: Vec<u8>,
+    paths: String,
     ends: Vec<u32>,
     sizes: Vec<u64>,
     xxh3: Vec<u64>,
     /// Per URL its weight, until `finish` turns them into the alias table.
     weights: Vec<f32>,
-    /// A URL's weight was not above 0 (or not finite); refused by
-    /// validation, so the table keeps a tiny weight in its place.
     bad_weight: Option<String>,
     class_weights: Vec<f64>,
 }
@@ -374,7 +580,7 @@ impl UrlTableBuilder {
     /// all (no growth by doubling when both are known).
     pub fn with_capacity(urls: usize, path_bytes: usize) -> UrlTableBuilder {
         UrlTableBuilder {
-            paths: Vec::with_capacity(path_bytes),
+            paths: String::with_capacity(path_bytes + urls),
             ends: Vec::with_capacity(urls),
             weights: Vec::with_capacity(urls),
             ..UrlTableBuilder::default()
@@ -390,8 +596,8 @@ impl UrlTableBuilder {
         self.ends.is_empty()
     }
 
-    /// Adds URL `url` (text: `http://host[:port]/path`), resolving its
-    /// origin the first time it is seen.
+    /// Adds URL `url` (text: `http://host[:port]/path`); its origin is
+    /// checked and resolved by `finish` or [`UrlTable::resolve`].
     pub fn push_url(
         &mut self,
         url: &str,
@@ -401,23 +607,26 @@ impl UrlTableBuilder {
         expect: Expect,
         request: u32,
     ) -> Result<(), PlanError> {
-        let origin_end = url
-            .find("://")
-            .and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j))
-            .unwrap_or(url.len());
-        let prefix = &url[..origin_end];
-        let (origin, path) = match self.origin_of.get(prefix) {
-            Some(&o) => (o, if origin_end < url.len() { &url[origin_end..] } else { "/" }),
-            None => {
-                // The first URL of an origin is parsed whole (its path as
-                // the URL parser writes it); later ones reuse the origin.
-                let t = Target::parse(url)?;
-                let o = self.intern_origin(prefix, &t)?;
-                self.push_raw(o, &t.path, weight, class, expect_status, expect, request)?;
-                return Ok(());
-            }
+        let after_scheme = url.find("://").map_or(url.len(), |i| i + 3);
+        let origin_end = url[after_scheme..]
+            .find(['/', '?', '#'])
+            .map_or(url.len(), |j| after_scheme + j);
+        let (prefix, rest) = url.split_at(origin_end);
+        // A fragment stays with the client; `?q` alone asks for `/?q`.
+        let rest = &rest[..rest.find('#').unwrap_or(rest.len())];
+        let origin = match self.origin_of.get(prefix) {
+            Some(&o) => o,
+            // Checked when resolved (`UrlTable::resolve`), which names it.
+            None => self.intern(prefix, None)?,
         };
-        self.push_raw(origin, path, weight, class, expect_status, expect, request)
+        if rest.contains(['\n', '\r']) {
+            return Err(PlanError::BadUrl {
+                url: url.to_string(),
+                why: "a line break in a URL".into(),
+            });
+        }
+        let slash = if rest.starts_with('/') { "" } else { "/" };
+        self.push_raw(origin, slash, rest, weight, class, expect_status, expect, request)
     }
 
     /// Adds a resolved URL.
@@ -425,38 +634,38 @@ impl UrlTableBuilder {
         let t = &u.target;
         let prefix = t.url.strip_suffix(t.path.as_str()).unwrap_or(&t.url);
         let origin = match self.origin_of.get(prefix) {
-            Some(&o) if self.origins[o as usize].addr == t.addr => Ok(o),
-            _ => self.intern_origin(prefix, t),
+            Some(&o) if self.resolved[o as usize].as_ref().is_some_and(|r| r.addr == t.addr) => Ok(o),
+            _ => {
+                let resolved = Origin {
+                    scheme: t.scheme,
+                    host: t.host.clone(),
+                    authority: t.authority.clone(),
+                    addr: t.addr,
+                    prefix: prefix.to_string(),
+                };
+                self.intern(prefix, Some(resolved))
+            }
         };
-        // Only more than 2³² origins or paths fail here; such a plan
+        // Only more than 2³² origins or path bytes fail here; such a plan
         // cannot be made from any input benchlab reads.
         if let Ok(o) = origin {
-            let _ = self.push_raw(o, &t.path, u.weight, u.class, u.expect_status, u.expect, u.request);
+            let path = t.path.replace(['\n', '\r'], "");
+            let _ = self.push_raw(o, "", &path, u.weight, u.class, u.expect_status, u.expect, u.request);
         }
     }
 
     fn push_ref(&mut self, u: &UrlRef<'_>, weight: f64) -> Result<(), PlanError> {
         let o = match self.origin_of.get(&u.target.prefix) {
             Some(&o) => o,
-            None => {
-                let o = u32::try_from(self.origins.len()).map_err(|_| too_many("origins"))?;
-                self.origins.push(u.target.clone());
-                self.origin_of.insert(u.target.prefix.clone(), o);
-                o
-            }
+            None => self.intern(&u.target.prefix, Some(u.target.clone()))?,
         };
-        self.push_raw(o, u.path, weight, u.class, u.expect_status, u.expect, u.request)
+        self.push_raw(o, "", u.path, weight, u.class, u.expect_status, u.expect, u.request)
     }
 
-    fn intern_origin(&mut self, prefix: &str, t: &Target) -> Result<u32, PlanError> {
-        let o = u32::try_from(self.origins.len()).map_err(|_| too_many("origins"))?;
-        self.origins.push(Origin {
-            scheme: t.scheme,
-            host: t.host.clone(),
-            authority: t.authority.clone(),
-            addr: t.addr,
-            prefix: prefix.to_string(),
-        });
+    fn intern(&mut self, prefix: &str, resolved: Option<Origin>) -> Result<u32, PlanError> {
+        let o = u32::try_from(self.prefixes.len()).map_err(|_| too_many("origins"))?;
+        self.prefixes.push(prefix.to_string());
+        self.resolved.push(resolved);
         self.origin_of.insert(prefix.to_string(), o);
         Ok(o)
     }
@@ -465,6 +674,7 @@ impl UrlTableBuilder {
     fn push_raw(
         &mut self,
         origin: u32,
+        lead: &str,
         path: &str,
         weight: f64,
         class: usize,
@@ -494,40 +704,41 @@ impl UrlTableBuilder {
                 k
             }
         };
-        if k != 0 && self.kind_of.is_empty() {
+        let room = self.ends.capacity().max(i + 1);
+        if k != 0 && self.kind_of.len() != i {
             // The first URL not of kind 0: the earlier ones all were.
-            // Room for the rest as the caller sized the list.
-            self.kind_of = Vec::with_capacity(self.ends.capacity().max(i + 1));
+            self.kind_of = Vec::with_capacity(room);
             self.kind_of.resize(i, 0);
         }
-        if !self.kind_of.is_empty() {
+        if k != 0 || (i > 0 && self.kind_of.len() == i) {
             self.kind_of.push(k);
         }
-        if let Some(s) = size {
-            if self.sizes.is_empty() {
-                // Room for the rest as the caller sized the list.
-            self.sizes = Vec::with_capacity(self.ends.capacity().max(i + 1));
+        // A column is kept once a URL needs it: it then has an entry for
+        // every URL so far.
+        if size.is_some() && self.sizes.len() != i {
+            self.sizes = Vec::with_capacity(room);
             self.sizes.resize(i, 0);
-            }
-            self.sizes.push(s);
-        } else if !self.sizes.is_empty() {
-            self.sizes.push(0);
         }
-        if let Some(x) = xxh3 {
-            if self.xxh3.is_empty() {
-                // Room for the rest as the caller sized the list.
-            self.xxh3 = Vec::with_capacity(self.ends.capacity().max(i + 1));
+        if size.is_some() || (i > 0 && self.sizes.len() == i) {
+            self.sizes.push(size.unwrap_or(0));
+        }
+        if xxh3.is_some() && self.xxh3.len() != i {
+            self.xxh3 = Vec::with_capacity(room);
             self.xxh3.resize(i, 0);
-            }
-            self.xxh3.push(x);
-        } else if !self.xxh3.is_empty() {
-            self.xxh3.push(0);
         }
-        self.paths.extend_from_slice(path.as_bytes());
+        if xxh3.is_some() || (i > 0 && self.xxh3.len() == i) {
+            self.xxh3.push(xxh3.unwrap_or(0));
+        }
+        self.paths.push_str(lead);
+        self.paths.push_str(path);
         let end = u32::try_from(self.paths.len()).map_err(|_| too_many("path bytes"))?;
+        self.paths.push('\n');
         self.ends.push(end);
         if !(weight > 0.0 && weight.is_finite()) && self.bad_weight.is_none() {
-            self.bad_weight = Some(format!("{}{path}: weight must be above 0", self.origins[origin as usize].prefix));
+            self.bad_weight = Some(format!(
+                "{}{lead}{path}: weight must be above 0",
+                self.prefixes[origin as usize]
+            ));
         }
         self.weights.push(weight as f32);
         if self.class_weights.len() <= class {
@@ -542,29 +753,61 @@ impl UrlTableBuilder {
         self.bad_weight.as_deref()
     }
 
-    /// The table: the weights become the alias table.
-    pub fn finish(self) -> UrlTable {
-        let kind_of = if self.kind_of.is_empty() {
-            Box::default()
-        } else {
-            self.kind_of.into_boxed_slice()
-        };
+    /// The list, unresolved: the weights become the alias table.
+    pub fn finish_data(self) -> UrlData {
+        self.split().0
+    }
+
+    /// The table: the list, and its origins resolved (those not resolved
+    /// already, one name lookup each).
+    pub fn finish(self) -> Result<UrlTable, PlanError> {
+        let (data, resolved) = self.split();
+        let origins = resolved
+            .into_iter()
+            .zip(&data.prefixes)
+            .map(|(r, p)| match r {
+                Some(o) => Ok(o),
+                None => {
+                    let (scheme, host, port, authority, _) = parse_url(p)?;
+                    Ok(Origin {
+                        scheme,
+                        addr: resolve(&host, port)?,
+                        host,
+                        authority,
+                        prefix: p.clone(),
+                    })
+                }
+            })
+            .collect::<Result<Vec<_>, PlanError>>()?;
+        Ok(UrlTable {
+            origins,
+            data: Arc::new(data),
+        })
+    }
+
+    fn split(self) -> (UrlData, Vec<Option<Origin>>) {
         let pick = alias_table(self.weights);
         let weight_total = self.class_weights.iter().sum();
-        UrlTable {
-            origins: self.origins,
+        let data = UrlData {
+            prefixes: self.prefixes,
             kinds: self.kinds,
-            kind_of,
-            paths: self.paths.into_boxed_slice(),
+            kind_of: self.kind_of.into_boxed_slice(),
+            paths: shrink(self.paths),
             ends: self.ends.into_boxed_slice(),
             sizes: self.sizes.into_boxed_slice(),
             xxh3: self.xxh3.into_boxed_slice(),
             pick,
             class_weights: self.class_weights,
-            bad_weight: self.bad_weight,
             weight_total,
-        }
+            bad_weight: self.bad_weight,
+        };
+        (data, self.resolved)
     }
+}
+
+fn shrink(mut s: String) -> String {
+    s.shrink_to_fit();
+    s
 }
 
 fn too_many(what: &str) -> PlanError {
@@ -657,7 +900,7 @@ mod tests {
             b.push_url(&format!("http://127.0.0.1:81/f{i}"), w, 0, 200, Expect::Status, 0)
                 .unwrap();
         }
-        b.finish()
+        b.finish().unwrap()
     }
 
     #[test]
@@ -700,9 +943,11 @@ mod tests {
         b.push_url("http://127.0.0.1:81/b", 1.0, 1, 404, Expect::Status, 0).unwrap();
         b.push_url("http://localhost:82", 1.0, 0, 200, Expect::Checksum { size: 3, xxh3: 9 }, 1)
             .unwrap();
-        let t = b.finish();
-        assert_eq!(t.len(), 3);
+        b.push_url("http://localhost:82?q#top", 2.0, 0, 200, Expect::Status, 0).unwrap();
+        let t = b.finish().unwrap();
+        assert_eq!(t.len(), 4);
         assert_eq!(t.origins().len(), 2);
+        assert_eq!(t.get(3).url(), "http://localhost:82/?q");
         assert_eq!(t.get(0).url(), "http://127.0.0.1:81/a?x=1");
         assert_eq!(t.get(0).expect, Expect::Size(5));
         assert_eq!((t.get(1).path, t.get(1).class, t.get(1).expect_status), ("/b", 1, 404));
@@ -710,11 +955,20 @@ mod tests {
         let c = t.get(2);
         assert_eq!((c.path, c.target.authority.as_str(), c.request), ("/", "localhost:82", 1));
         assert_eq!(c.expect, Expect::Checksum { size: 3, xxh3: 9 });
-        assert_eq!(t.weights(), vec![1.0; 3]);
+        let w = t.weights();
+        assert!(w.iter().zip([1.0, 1.0, 1.0, 2.0]).all(|(a, b)| (a - b).abs() < 1e-6), "{w:?}");
         let mut rng = SplitMix64::new(1);
-        assert!((0..100).all(|_| t.pick(&mut rng) < 3));
+        assert!((0..100).all(|_| t.pick(&mut rng) < 4));
         let half = t.filter_classes(|c| c == 0).unwrap();
-        assert_eq!(half.len(), 2);
+        assert_eq!(half.len(), 3);
         assert_eq!(half.get(1).url(), "http://localhost:82/");
+        // The wire: the same list back, every column checked.
+        let json = serde_json::to_string(&**t.data()).unwrap();
+        let back: UrlData = serde_json::from_str(&json).unwrap();
+        assert_eq!(&back, &**t.data());
+        let broken = json.replace("\"kind_of\":[0,1,2,3]", "\"kind_of\":[0,1,9,3]");
+        assert_ne!(broken, json);
+        let e = serde_json::from_str::<UrlData>(&broken).unwrap_err().to_string();
+        assert!(e.contains("URL list: kind 9 of"), "{e}");
     }
 }

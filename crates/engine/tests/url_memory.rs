@@ -99,7 +99,7 @@ fn streamed_bytes(url: fn(usize) -> String, weight: fn(usize) -> f64, expect: fn
         b.push_url(&text, weight(i), 0, 200, expect(i), 0).expect("push");
     }
     drop(text);
-    let table = b.finish();
+    let table = b.finish().expect("resolves");
     let peak = PEAK.load(Ordering::Relaxed) - before;
     let live = LIVE.load(Ordering::Relaxed) - before;
     assert_eq!(table.len(), URLS);
