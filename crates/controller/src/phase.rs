@@ -89,13 +89,12 @@ pub(crate) fn resolve_phase(
             }
             h2_classes |= 1 << ci;
         }
-        let resolved = c
-            .resolve(target, filesets)
-            .map_err(|e| ControllerError::Input(e.to_string()))?;
         classes.push(ClassPlan { name: c.name.clone() });
         let from_fileset = matches!(c.source, benchlab_model::UrlSource::Fileset(_));
         class_info.push((c.name.clone(), c.kind, c.spi.clone(), c.percent, from_fileset));
-        for r in resolved {
+        // A URL at a time, into the compact list (a URL file is read as
+        // it goes: never a list of a million URL strings).
+        c.resolve_each(target, filesets, |r| -> Result<(), Resolving> {
             let validate = c.validate.unwrap_or(if r.size.is_some() {
                 Validate::Size
             } else {
@@ -119,7 +118,9 @@ pub(crate) fn resolve_phase(
             };
             urls.push_url(&r.url, c.percent / 100.0 * r.weight, ci, c.expect_status, expect, request)
                 .map_err(|e| ControllerError::Input(e.to_string()))?;
-        }
+            Ok(())
+        })
+        .map_err(|e| e.0)?;
     }
     let urls = Arc::new(urls.finish_data());
     let list = match &w.flow {
@@ -142,6 +143,21 @@ pub(crate) fn resolve_phase(
         h2_classes,
         file: None,
     })
+}
+
+/// A class's URLs could not be resolved, or one could not be listed.
+struct Resolving(ControllerError);
+
+impl From<ControllerError> for Resolving {
+    fn from(e: ControllerError) -> Self {
+        Resolving(e)
+    }
+}
+
+impl From<benchlab_model::ResolveError> for Resolving {
+    fn from(e: benchlab_model::ResolveError) -> Self {
+        Resolving(ControllerError::Input(e.to_string()))
+    }
 }
 
 /// URLs of a class the preflight requests: every listed URL (up to 1,000),

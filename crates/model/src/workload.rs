@@ -23,6 +23,7 @@
 
 use crate::error::{ModelError, ResolveError, Source};
 use crate::input::excerpt;
+use crate::urlfile::UrlFile;
 use benchlab_fileset::Manifest;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -98,6 +99,8 @@ pub(crate) struct RawClass {
     #[serde(rename = "url", default)]
     pub urls: Vec<Spanned<RawUrl>>,
     pub fileset: Option<Spanned<RawFileset>>,
+    /// A file of URLs, one a line (`urlfile.rs`), beside the workload.
+    pub url_file: Option<Spanned<String>>,
     // What the class's requests say beyond GET (each URL may override);
     // fields of their own, not a flattened struct: serde's flatten would
     // lose `deny_unknown_fields`, and a misspelt key must be refused.
@@ -407,6 +410,9 @@ fn check_request(raw: RawRequest, src: &Source, at: usize) -> Result<Option<Requ
 pub enum UrlSource {
     List(Vec<UrlEntry>),
     Fileset(FilesetDraw),
+    /// A large workload's URLs, in a file of their own read as they are
+    /// loaded (`url_file`, docs/workloads.md).
+    File(UrlFile),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -559,7 +565,33 @@ impl Workload {
                     format!("class `{}` is dynamic: expected `spi = \"...\"` naming its SPI", c.name),
                 ));
             }
+            if let Some(uf) = &c.url_file {
+                if !c.urls.is_empty() || c.fileset.is_some() {
+                    return Err(src.error_at(
+                        uf.span().start,
+                        format!(
+                            "class `{}` has url_file and [[class.url]] or [class.fileset]: expected one of them",
+                            c.name
+                        ),
+                    ));
+                }
+            }
             let source = match (c.urls.is_empty(), c.fileset) {
+                _ if c.url_file.is_some() => {
+                    let uf = c.url_file.as_ref().map(|u| (u.span().start, u.get_ref().as_str()));
+                    let (uat, name) = uf.unwrap_or((at, ""));
+                    // Beside the file that names it.
+                    let path = src.path.parent().unwrap_or(Path::new(".")).join(name);
+                    let file = UrlFile::check(&path).map_err(|e| {
+                        if e.line.is_none() {
+                            // Unreadable or empty: point at the key too.
+                            src.error_at(uat, format!("url_file `{}`: {}", excerpt(name), e.message))
+                        } else {
+                            e
+                        }
+                    })?;
+                    UrlSource::File(file)
+                }
                 (false, Some(f)) => {
                     return Err(src.error_at(
                         f.span().start,
@@ -721,7 +753,7 @@ impl Workload {
             .iter()
             .filter_map(|c| match &c.source {
                 UrlSource::Fileset(f) => Some(f.name.as_str()),
-                UrlSource::List(_) => None,
+                UrlSource::List(_) | UrlSource::File(_) => None,
             })
             .collect();
         v.sort();
@@ -731,6 +763,43 @@ impl Workload {
 }
 
 impl Class {
+    /// [`Class::resolve`], a URL at a time: a URL file's URLs are read as
+    /// they are handed to `f`, so a class of millions of URLs is never
+    /// held as a list (issue 27).
+    pub fn resolve_each<E: From<ResolveError>>(
+        &self,
+        target: &str,
+        filesets: &BTreeMap<String, PathBuf>,
+        mut f: impl FnMut(ResolvedUrl) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let UrlSource::File(file) = &self.source else {
+            for u in self.resolve(target, filesets)? {
+                f(u)?;
+            }
+            return Ok(());
+        };
+        if !(file.total_weight > 0.0 && file.total_weight.is_finite()) {
+            return Err(ResolveError::NoWeight {
+                class: self.name.clone(),
+            }
+            .into());
+        }
+        let base = self.target.as_deref().unwrap_or(target).trim_end_matches('/');
+        file.for_each(
+            |u| {
+                f(ResolvedUrl {
+                    url: format!("{base}{}", u.path),
+                    weight: u.weight / file.total_weight,
+                    size: u.size,
+                    xxh3: None,
+                    population_share: None,
+                    request: self.request.clone(),
+                })
+            },
+            |e| ResolveError::UrlFile(Box::new(e)).into(),
+        )
+    }
+
     /// The class's URLs against base URL `target` (the class's own target
     /// wins), with weights summing to 1 and expected sizes/checksums.
     /// `filesets` maps file-set names to their directories.
@@ -748,6 +817,15 @@ impl Class {
             }
         };
         let mut out = match &self.source {
+            UrlSource::File(_) => {
+                let mut out = Vec::new();
+                self.resolve_each(target, filesets, |u| {
+                    out.push(u);
+                    Ok::<(), ResolveError>(())
+                })?;
+                // Shared out as read: the weights sum to 1 already.
+                return Ok(out);
+            }
             UrlSource::List(list) => list
                 .iter()
                 .map(|u| ResolvedUrl {
