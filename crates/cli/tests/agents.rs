@@ -1380,7 +1380,10 @@ fn two_agents_run_a_url_file_sent_as_a_compact_list() {
     let urls = work.path().join("w.urls");
     std::fs::write(
         &urls,
-        format!("{}\n3\t4096\t/4k.html\n1\t1024\t/1k.html\n", benchlab_model::URL_FILE_HEADER),
+        format!(
+            "{}\n3\t4096\t/4k.html\n1\t1024\t/1k.html\n",
+            benchlab_model::URL_FILE_HEADER
+        ),
     )
     .expect("write URL file");
     std::fs::write(
@@ -1413,7 +1416,10 @@ fn two_agents_run_a_url_file_sent_as_a_compact_list() {
         .lines()
         .find(|l| l.contains("URL list xxh3:"))
         .unwrap_or_else(|| panic!("no URL list size in:\n{}", text(&out)));
-    assert!(wire.contains(": 2 URLs, ") && wire.contains(" bytes on the wire ("), "{wire}");
+    assert!(
+        wire.contains(": 2 URLs, ") && wire.contains(" bytes on the wire ("),
+        "{wire}"
+    );
     let r = read_json(&out_dir.join("results.json"));
     assert_eq!(r["complete"], true);
     let m = &r["mixes"][0];

@@ -366,7 +366,10 @@ fn a_large_log_becomes_a_url_file_that_loads() {
     assert!(!doc.contains("[[class.url]]"), "{doc}");
     // Most requested first, ties by path.
     let mut ranked: Vec<(usize, usize)> = (0..N).map(|i| ((i % 3) + 1, i)).collect();
-    ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| format!("/p/{}", a.1).cmp(&format!("/p/{}", b.1))));
+    ranked.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| format!("/p/{}", a.1).cmp(&format!("/p/{}", b.1)))
+    });
     let mut want = format!("{}\n", benchlab_model::URL_FILE_HEADER);
     for (requests, i) in &ranked {
         want.push_str(&format!("{requests}\t{}\t/p/{i}\n", 100 + i));
@@ -382,11 +385,17 @@ fn a_large_log_becomes_a_url_file_that_loads() {
     )
     .expect("suite");
     let total: usize = ranked.iter().map(|r| r.0).sum();
-    let mean: f64 = ranked.iter().map(|&(r, i)| r as f64 / total as f64 * (100 + i) as f64).sum();
+    let mean: f64 = ranked
+        .iter()
+        .map(|&(r, i)| r as f64 / total as f64 * (100 + i) as f64)
+        .sum();
     let o = run(&["check", s(&suite)]);
     let said = text(&o.stdout);
     assert!(o.status.success(), "{said}{}", text(&o.stderr));
-    let want = format!("10,001 URLs, expected mean response {} bytes", benchlab_logs_thousands(mean.round() as u64));
+    let want = format!(
+        "10,001 URLs, expected mean response {} bytes",
+        benchlab_logs_thousands(mean.round() as u64)
+    );
     assert!(said.contains(&want), "expected `{want}` in:\n{said}");
     // A bad line: the file and line named, and what was expected.
     let broken = got.replacen("\t/p/1\n", "\t/p/1\nx\t7\t/q\n", 1);

@@ -116,8 +116,15 @@ pub(crate) fn resolve_phase(
                     }
                 },
             };
-            urls.push_url(&r.url, c.percent / 100.0 * r.weight, ci, c.expect_status, expect, request)
-                .map_err(|e| ControllerError::Input(e.to_string()))?;
+            urls.push_url(
+                &r.url,
+                c.percent / 100.0 * r.weight,
+                ci,
+                c.expect_status,
+                expect,
+                request,
+            )
+            .map_err(|e| ControllerError::Input(e.to_string()))?;
             Ok(())
         })
         .map_err(|e| e.0)?;
@@ -127,7 +134,12 @@ pub(crate) fn resolve_phase(
         // A flow's steps are its classes, a URL each (the step's origin):
         // what is sent is the flow's.
         Some(flow) => UrlList::of_data(classes.clone(), urls, Vec::new(), Some(flow.source.clone())),
-        None => UrlList::of_data(classes.clone(), urls, requests.into_iter().map(|(_, r)| r).collect(), None),
+        None => UrlList::of_data(
+            classes.clone(),
+            urls,
+            requests.into_iter().map(|(_, r)| r).collect(),
+            None,
+        ),
     };
     // A host that does not resolve is a run that cannot be made (the
     // network's or resolver's state), not a mistake in the suite.

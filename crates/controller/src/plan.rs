@@ -239,27 +239,27 @@ mod tests {
     }
 
     fn specs() -> Vec<UrlSpec> {
-            vec![
-                UrlSpec {
-                    url: "http://127.0.0.1:8080/a.html".into(),
-                    weight: 0.25,
-                    class: 0,
-                    expect_status: 200,
-                    expect: Expect::Checksum {
-                        size: 1234,
-                        xxh3: 0xDEAD_BEEF,
-                    },
-                    request: 0,
+        vec![
+            UrlSpec {
+                url: "http://127.0.0.1:8080/a.html".into(),
+                weight: 0.25,
+                class: 0,
+                expect_status: 200,
+                expect: Expect::Checksum {
+                    size: 1234,
+                    xxh3: 0xDEAD_BEEF,
                 },
-                UrlSpec {
-                    url: "http://127.0.0.1:8080/cgi?x=1".into(),
-                    weight: 0.75,
-                    class: 1,
-                    expect_status: 200,
-                    expect: Expect::Size(17),
-                    request: 0,
-                },
-            ]
+                request: 0,
+            },
+            UrlSpec {
+                url: "http://127.0.0.1:8080/cgi?x=1".into(),
+                weight: 0.75,
+                class: 1,
+                expect_status: 200,
+                expect: Expect::Size(17),
+                request: 0,
+            },
+        ]
     }
 
     #[test]
@@ -362,6 +362,9 @@ mod tests {
         urls[0].url = "localhost:8080/a".into();
         let bad = UrlList::new(list().classes, urls);
         let e = bad.resolve().unwrap_err();
-        assert!(matches!(&e, PlanError::BadUrl { url, .. } if url == "localhost:8080/a"), "{e:?}");
+        assert!(
+            matches!(&e, PlanError::BadUrl { url, .. } if url == "localhost:8080/a"),
+            "{e:?}"
+        );
     }
 }

@@ -136,7 +136,10 @@ impl Client {
     /// Validates `plan` and starts its worker threads; load begins at
     /// `start_at` (which may be in the future, for a common start).
     pub fn start(plan: ClientPlan, start_at: Instant) -> Result<Client, EngineError> {
-        if plan.http2.is_some_and(|h| plan.urls.kind_examples().any(|u| !h.speaks(u.class))) {
+        if plan
+            .http2
+            .is_some_and(|h| plan.urls.kind_examples().any(|u| !h.speaks(u.class)))
+        {
             return Client::start_mixed(plan, start_at);
         }
         let mut os_threads = plan.os_threads.min(plan.slots() as usize).max(1);

@@ -17,13 +17,13 @@
 //! has no indirect call in it.
 
 use crate::plan::{ClientPlan, Expect, Load, OpenLoop, Scheme, Stop};
-use crate::urls::UrlRef;
 use crate::prepared::Requests;
 use crate::reactor::{Ev, IoConfig, Reactor};
 use crate::rng::SplitMix64;
 use crate::schedule::{Schedule, Timer, TIMER};
 use crate::stats::{ConnCounters, ErrorKind, LoopMeter, Snapshot, Stats, ThreadEnd};
 use crate::tls::{server_name, TlsConfigs};
+use crate::urls::UrlRef;
 use rustls::pki_types::ServerName;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

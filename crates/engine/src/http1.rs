@@ -533,7 +533,10 @@ impl Http1 {
     }
 
     fn new_tls(&mut self, core: &mut Core, url: usize) -> Result<ClientConnection, ()> {
-        let (Some(tls), Some(name)) = (&self.shared.tls, &self.shared.server_names[self.shared.plan.urls.origin_index(url)]) else {
+        let (Some(tls), Some(name)) = (
+            &self.shared.tls,
+            &self.shared.server_names[self.shared.plan.urls.origin_index(url)],
+        ) else {
             return Err(());
         };
         let cfg = if core.rng.percent(self.shared.plan.tls.resumption_percent) {

@@ -49,7 +49,6 @@ pub use plan::{
     share_warning, Arrival, ClassPlan, ClientPlan, ClientSettings, ConnectionPolicy, Expect, H2Plan, KindShare, Load,
     OpenLoop, PlanError, Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
-pub use urls::{Origin, UrlData, UrlRef, UrlTable, UrlTableBuilder};
 pub use probe::{probe, probe_from, probe_request, ProbeError, ProbeResponse};
 pub use request::{RequestError, RequestSpec, MAX_BODY_BYTES};
 pub use rng::SplitMix64;
@@ -57,3 +56,4 @@ pub use stats::{
     new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, LoopLoad,
     Snapshot, Stats, ThreadEnd, LATENCY_MAX_US,
 };
+pub use urls::{Origin, UrlData, UrlRef, UrlTable, UrlTableBuilder};

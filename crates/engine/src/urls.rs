@@ -939,11 +939,21 @@ mod tests {
     #[test]
     fn urls_read_back_exactly() {
         let mut b = UrlTableBuilder::new();
-        b.push_url("http://127.0.0.1:81/a?x=1", 1.0, 0, 200, Expect::Size(5), 0).unwrap();
-        b.push_url("http://127.0.0.1:81/b", 1.0, 1, 404, Expect::Status, 0).unwrap();
-        b.push_url("http://localhost:82", 1.0, 0, 200, Expect::Checksum { size: 3, xxh3: 9 }, 1)
+        b.push_url("http://127.0.0.1:81/a?x=1", 1.0, 0, 200, Expect::Size(5), 0)
             .unwrap();
-        b.push_url("http://localhost:82?q#top", 2.0, 0, 200, Expect::Status, 0).unwrap();
+        b.push_url("http://127.0.0.1:81/b", 1.0, 1, 404, Expect::Status, 0)
+            .unwrap();
+        b.push_url(
+            "http://localhost:82",
+            1.0,
+            0,
+            200,
+            Expect::Checksum { size: 3, xxh3: 9 },
+            1,
+        )
+        .unwrap();
+        b.push_url("http://localhost:82?q#top", 2.0, 0, 200, Expect::Status, 0)
+            .unwrap();
         let t = b.finish().unwrap();
         assert_eq!(t.len(), 4);
         assert_eq!(t.origins().len(), 2);
@@ -953,10 +963,16 @@ mod tests {
         assert_eq!((t.get(1).path, t.get(1).class, t.get(1).expect_status), ("/b", 1, 404));
         assert_eq!(t.get(1).expect, Expect::Status);
         let c = t.get(2);
-        assert_eq!((c.path, c.target.authority.as_str(), c.request), ("/", "localhost:82", 1));
+        assert_eq!(
+            (c.path, c.target.authority.as_str(), c.request),
+            ("/", "localhost:82", 1)
+        );
         assert_eq!(c.expect, Expect::Checksum { size: 3, xxh3: 9 });
         let w = t.weights();
-        assert!(w.iter().zip([1.0, 1.0, 1.0, 2.0]).all(|(a, b)| (a - b).abs() < 1e-6), "{w:?}");
+        assert!(
+            w.iter().zip([1.0, 1.0, 1.0, 2.0]).all(|(a, b)| (a - b).abs() < 1e-6),
+            "{w:?}"
+        );
         let mut rng = SplitMix64::new(1);
         assert!((0..100).all(|_| t.pick(&mut rng) < 4));
         let half = t.filter_classes(|c| c == 0).unwrap();

@@ -168,7 +168,11 @@ pub struct EntryRef<'a> {
 }
 
 /// Parses entry line `n` (not a comment); `err` makes its error.
-fn entry_of<'a>(raw: &'a str, n: usize, err: &impl Fn(usize, String) -> ManifestError) -> Result<EntryRef<'a>, ManifestError> {
+fn entry_of<'a>(
+    raw: &'a str,
+    n: usize,
+    err: &impl Fn(usize, String) -> ManifestError,
+) -> Result<EntryRef<'a>, ManifestError> {
     // Five fields, split without a list: a million lines allocate nothing.
     let mut it = raw.split('\t');
     let f = match [it.next(), it.next(), it.next(), it.next(), it.next(), it.next()] {
@@ -192,8 +196,8 @@ fn entry_of<'a>(raw: &'a str, n: usize, err: &impl Fn(usize, String) -> Manifest
     if f[2].len() != 16 {
         return Err(err(n, format!("checksum `{}` is not 16 hex digits", f[2])));
     }
-    let xxh3 = u64::from_str_radix(f[2], 16)
-        .map_err(|_| err(n, format!("checksum `{}` is not 16 hex digits", f[2])))?;
+    let xxh3 =
+        u64::from_str_radix(f[2], 16).map_err(|_| err(n, format!("checksum `{}` is not 16 hex digits", f[2])))?;
     if f[3].is_empty() || f[3].contains(char::is_whitespace) {
         return Err(err(n, format!("class `{}` must be a word", f[3])));
     }
@@ -203,11 +207,11 @@ fn entry_of<'a>(raw: &'a str, n: usize, err: &impl Fn(usize, String) -> Manifest
         .filter(|w| w.is_finite() && *w >= 0.0)
         .ok_or_else(|| err(n, format!("weight `{}` is not a number ≥ 0", f[4])))?;
     Ok(EntryRef {
-path: f[0],
-size,
-xxh3,
-class: f[3],
-weight,
+        path: f[0],
+        size,
+        xxh3,
+        class: f[3],
+        weight,
     })
 }
 

@@ -17,10 +17,13 @@ pub use duration::{
     check_duration, check_time_scale, duration_range, parse_duration, scale_duration, DurationError, MAX_DURATION,
     TIME_SCALE_MAX, TIME_SCALE_MIN,
 };
-pub use urlfile::{write_header as write_url_file_header, write_url as write_url_file_line, UrlFile, UrlLine, MAX_URL_LINE_BYTES, URL_FILE_HEADER};
 pub use error::{line_col, FlagError, ModelError, ResolveError, Source};
 pub use files::{is_file_target, FileWorkloadKind, FileWorkloadRef};
 pub use suite::{rate_range, rate_text, Arrival, Mix, MixParams, Phase, Suite, MAX_RATE, MIN_RATE, MIN_WINDOW};
+pub use urlfile::{
+    write_header as write_url_file_header, write_url as write_url_file_line, UrlFile, UrlLine, MAX_URL_LINE_BYTES,
+    URL_FILE_HEADER,
+};
 pub use workload::{
     origin, Body, Class, ClassKind, FilesetDraw, FlowWorkload, Place, Popularity, Request, ResolvedUrl, UrlEntry,
     UrlSource, Validate, Workload,
