@@ -78,12 +78,12 @@ EOF
     load=$(secs "$BIN" check "$d/suite.toml" --fileset "ct=$d/set")
     printf 'ct-1m-like\t%s\t%s\t%s\n' "$n" "$rss" "$load" | tee -a "$OUT"
 
-    # from-log: a Combined log of N distinct URLs, URL i asked (i % 5) + 1 times.
+    # from-log: a Combined log of N distinct URLs, URL i asked (i % 2) + 1 times.
     d=$WORK/log-$n
     mkdir -p "$d"
     awk -v n="$n" 'BEGIN {
         for (i = 0; i < n; i++)
-            for (k = 0; k <= i % 5; k++)
+            for (k = 0; k <= i % 2; k++)
                 printf "10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /static/img/%03d/photo-%07d.jpg?v=2 HTTP/1.1\" 200 %d \"-\" \"bench\"\n", i % 997, i, 1000 + i % 5000
     }' >"$d/access.log"
     "$BIN" workload from-log "$d/access.log" --out "$d/w.toml" >/dev/null 2>&1

@@ -105,7 +105,24 @@ fn streamed_bytes(url: fn(usize) -> String, weight: fn(usize) -> f64, expect: fn
     assert_eq!(table.len(), URLS);
     assert_eq!(table.get(URLS - 1).url(), url(URLS - 1));
     assert_eq!(table.get(7).expect, expect(7));
+    // The list as it goes to agents: its JSON, counted, not held.
+    let mut wire = Count(0);
+    serde_json::to_writer(&mut wire, &**table.data()).expect("JSON");
+    eprintln!("wire: {:.1} bytes a URL", wire.0 as f64 / URLS as f64);
     (peak / URLS, live / URLS)
+}
+
+/// Counts the bytes written to it.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len();
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 // One test: the counters are the process's, so the cases run in turn.
