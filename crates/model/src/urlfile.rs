@@ -7,8 +7,8 @@
 //!
 //! ```text
 //! # benchlab url-file 1: weight, size (- unknown), path; tab-separated
-//! 1234	5120	/index.html
-//! 17	-	/search?q=a
+//! 1234<TAB>5120<TAB>/index.html
+//! 17<TAB>-<TAB>/search?q=a
 //! ```
 
 use crate::error::ModelError;
