@@ -1455,3 +1455,60 @@ fn two_agents_run_a_url_file_sent_as_a_compact_list() {
     assert_eq!(paths, ["/1k.html", "/4k.html"]);
     assert!(lines.iter().all(|l| l.status == 200));
 }
+
+/// A URL list of over 4 MiB on the wire (100,000 long paths: gRPC's
+/// default limit on a message) reaches the agents whole: they run it, no
+/// error, every request on one of its URLs.
+#[test]
+fn a_url_list_of_many_megabytes_reaches_the_agents() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let mut urls = format!("{}\n", benchlab_model::URL_FILE_HEADER);
+    for i in 0..100_000 {
+        urls.push_str(&format!("1\t-\t/missing/{i:07}/{}\n", "x".repeat(48)));
+    }
+    std::fs::write(work.path().join("w.urls"), &urls).expect("write URL file");
+    // nginx has none of them: each answers 404, which the class expects.
+    std::fs::write(
+        work.path().join("w.toml"),
+        "name = \"w\"\n[[class]]\nname = \"gone\"\npercent = 100\nexpect_status = 404\nurl_file = \"w.urls\"\n",
+    )
+    .expect("write workload");
+    let suite = work.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"big-list\"\ntarget = \"{}\"\n\n[defaults]\nlength = \"1s\"\nramp_up = \"0s\"\n\
+             ramp_down = \"0s\"\nthreads_per_client = 1\ntimeout = \"5s\"\n\n[workloads.w]\nfile = \"w.toml\"\n\n\
+             [[mix]]\nclients = 2\n",
+            nginx.url("")
+        ),
+    )
+    .expect("write suite");
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&suite, port, &lab, &out_dir, 2, &["--no-preflight"]);
+    let agents: Vec<Proc> = (0..2).map(|i| agent(&lab, port, i, &[])).collect();
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "controller failed:\n{}", text(&out));
+    for a in agents {
+        let o = a.wait_output();
+        assert!(o.status.success(), "agent:\n{}", text(&o));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let wire: u64 = stderr
+        .lines()
+        .find_map(|l| l.split(": 100000 URLs, ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no URL list size in:\n{}", text(&out)));
+    assert!(wire > 4 << 20, "{wire} bytes: not past gRPC's default limit");
+    let r = read_json(&out_dir.join("results.json"));
+    assert_eq!(r["complete"], true);
+    let m = &r["mixes"][0];
+    let rows = m["client_data"].as_array().expect("client_data");
+    assert!(rows.iter().all(|c| u(c, "/requests") > 0), "{m}");
+    assert_eq!(u(m, "/errors_total"), 0, "{m}");
+    let lines = nginx.access_log_lines_at_least(u(m, "/requests") as usize);
+    assert!(lines.iter().all(|l| l.status == 404 && l.request.starts_with("GET /missing/")));
+}
