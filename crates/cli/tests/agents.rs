@@ -1510,5 +1510,7 @@ fn a_url_list_of_many_megabytes_reaches_the_agents() {
     assert!(rows.iter().all(|c| u(c, "/requests") > 0), "{m}");
     assert_eq!(u(m, "/errors_total"), 0, "{m}");
     let lines = nginx.access_log_lines_at_least(u(m, "/requests") as usize);
-    assert!(lines.iter().all(|l| l.status == 404 && l.request.starts_with("GET /missing/")));
+    assert!(lines
+        .iter()
+        .all(|l| l.status == 404 && l.request.starts_with("GET /missing/")));
 }

@@ -491,6 +491,11 @@ impl TryFrom<Wire> for UrlData {
             return Err("URL list: the paths must each end with a line break".into());
         }
         u32::try_from(w.paths.len()).map_err(|_| "URL list: more than 4 GiB of paths".to_string())?;
+        // A path goes on a request line as it is: no carriage return or
+        // other control byte but the line ends.
+        if w.paths.bytes().any(|b| b != b'\n' && (b < 0x20 || b == 0x7f)) {
+            return Err("URL list: a control character in a path".into());
+        }
         let ends: Box<[u32]> = memchr::memchr_iter(b'\n', w.paths.as_bytes())
             .map(|e| e as u32)
             .collect();
@@ -986,5 +991,9 @@ mod tests {
         assert_ne!(broken, json);
         let e = serde_json::from_str::<UrlData>(&broken).unwrap_err().to_string();
         assert!(e.contains("URL list: kind 9 of"), "{e}");
+        let smuggled = json.replace("/b\\n", "/b\\r\\nX: y\\n");
+        assert_ne!(smuggled, json);
+        let e = serde_json::from_str::<UrlData>(&smuggled).unwrap_err().to_string();
+        assert!(e.contains("a control character in a path"), "{e}");
     }
 }

@@ -136,10 +136,13 @@ pub(crate) struct Http2 {
     slots: Vec<Slot>,
     links: Vec<Option<Link>>,
     free_links: Vec<usize>,
-    /// Each URL's request header block (see `hpack.rs`), and its request
-    /// body, sent as DATA.
-    blocks: Vec<Vec<u8>>,
+    /// Per request kind (0: a plain GET, k: the plan's `requests[k − 1]`):
+    /// its method and header fields, and its body, sent as DATA. A
+    /// request's header block (`hpack.rs`) is made as it is sent, into
+    /// `block`: nothing is held per URL (issue 27).
+    kinds: Vec<(String, Vec<(String, String)>)>,
     bodies: Vec<Option<Arc<[u8]>>>,
+    block: Vec<u8>,
     tls: Option<Arc<rustls::ClientConfig>>,
     tls_resuming: Option<Arc<rustls::ClientConfig>>,
     /// Connections whose socket had more to read when their turn's reads
@@ -240,28 +243,28 @@ impl Http2 {
                 reconnect_pending: false,
             })
             .collect();
-        let blocks = plan
-            .urls
-            .iter()
-            .map(|u| {
-                let t = &u.target;
-                let plain = RequestSpec::default();
-                let r = match u.request {
-                    0 => &plain,
-                    k => &plan.requests[k as usize - 1],
-                };
-                let fields = r.h2_fields(&plan.headers);
-                hpack::method_block(&r.method, t.scheme, &t.authority, u.path, &fields)
-            })
+        let plain = RequestSpec::default();
+        let specs = std::iter::once(&plain).chain(&plan.requests);
+        let kinds = specs
+            .clone()
+            .map(|r| (r.method.clone(), r.h2_fields(&plan.headers)))
             .collect();
-        let bodies = plan
-            .urls
-            .iter()
-            .map(|u| match u.request {
-                0 => None,
-                k => plan.requests[k as usize - 1].body.as_deref().map(Arc::from),
-            })
+        let bodies = std::iter::once(None)
+            .chain(plan.requests.iter().map(|r| r.body.as_deref().map(Arc::from)))
             .collect();
+        // Room for the longest block up front, so sending never grows it.
+        let longest_path = (0..plan.urls.len()).map(|i| plan.urls.path(i).len()).max().unwrap_or(0);
+        let fields: usize = specs
+            .map(|r| {
+                r.h2_fields(&plan.headers)
+                    .iter()
+                    .map(|(n, v)| n.len() + v.len() + 10)
+                    .sum::<usize>()
+            })
+            .max()
+            .unwrap_or(0);
+        let authority = plan.urls.origins().iter().map(|o| o.authority.len()).max().unwrap_or(0);
+        let block = Vec::with_capacity(64 + longest_path + authority + fields);
         let free_users = users.len() as u32;
         let uring = core.io.backend == Backend::Uring;
         if uring && plan.urls.origins().iter().any(|o| o.scheme == Scheme::Https) {
@@ -279,8 +282,9 @@ impl Http2 {
             slots,
             links: Vec::new(),
             free_links: Vec::new(),
-            blocks,
+            kinds,
             bodies,
+            block,
             tls,
             tls_resuming,
             unread: Vec::new(),
@@ -422,9 +426,16 @@ impl Http2 {
                     break;
                 };
                 let user = &mut self.users[u as usize];
-                let block = &self.blocks[user.url as usize];
-                link.conn
-                    .open_with(u, block, self.checksum, self.bodies[user.url as usize].as_ref());
+                let url = self.shared.plan.urls.get(user.url as usize);
+                let (method, fields) = &self.kinds[url.request as usize];
+                let t = url.target;
+                hpack::method_block_into(&mut self.block, method, t.scheme, &t.authority, url.path, fields);
+                link.conn.open_with(
+                    u,
+                    &self.block,
+                    self.checksum,
+                    self.bodies[url.request as usize].as_ref(),
+                );
                 link.left -= 1;
                 opened += 1;
                 // Latency from the first HEADERS byte written, or from the
