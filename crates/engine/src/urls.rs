@@ -10,6 +10,12 @@
 //! request head is held once, not per URL — only where there are several.
 //! Nothing is allocated per URL; the hot loop reads a URL's path bytes
 //! from the arena and writes them beside the kind's prepared head.
+//!
+//! The list itself, unresolved, is a [`UrlData`]: what the controller's
+//! `UrlList` holds and sends its agents (the arena as one string, the
+//! columns as arrays), built a URL at a time by a [`UrlTableBuilder`]. A
+//! [`UrlTable`] is a `UrlData`, shared, with its origins resolved where
+//! the load leaves from.
 
 use crate::plan::{parse_url, resolve, Expect, PlanError, Scheme, Target, UrlPlan};
 use crate::rng::SplitMix64;
@@ -30,6 +36,20 @@ pub struct Origin {
     /// The URL text before the path, as written (`http://host:8080`): a
     /// URL's text is this and its path.
     pub prefix: String,
+}
+
+impl Origin {
+    /// The origin of `prefix` (`http://host:8080`), parsed and resolved.
+    fn resolve(prefix: &str) -> Result<Origin, PlanError> {
+        let (scheme, host, port, authority, _) = parse_url(prefix)?;
+        Ok(Origin {
+            scheme,
+            addr: resolve(&host, port)?,
+            host,
+            authority,
+            prefix: prefix.to_string(),
+        })
+    }
 }
 
 /// What URLs share besides their path: interned, so a URL holds an index.
@@ -197,11 +217,6 @@ impl UrlData {
         self.kinds[self.kind(i)].origin as usize
     }
 
-    /// URL `i`'s text, as written.
-    pub fn url(&self, i: usize) -> String {
-        format!("{}{}", self.prefixes[self.origin_index(i)], self.path_str(i))
-    }
-
     /// The first URL whose weight was not above 0, in words.
     pub fn bad_weight(&self) -> Option<&str> {
         self.bad_weight.as_deref()
@@ -262,23 +277,6 @@ impl UrlData {
             }
         }
     }
-
-    /// Bytes the list holds on the heap (for the figures of bench/).
-    pub fn heap_bytes(&self) -> usize {
-        let pick = match &self.pick {
-            Pick::Uniform => 0,
-            Pick::Alias { prob, alias } => prob.len() * 4 + alias.len() * 4,
-        };
-        self.prefixes.iter().map(|p| 24 + p.len()).sum::<usize>()
-            + self.kinds.len() * std::mem::size_of::<Kind>()
-            + self.kind_of.len() * 4
-            + self.paths.len()
-            + self.ends.len() * 4
-            + self.sizes.len() * 8
-            + self.xxh3.len() * 8
-            + pick
-            + self.class_weights.len() * 8
-    }
 }
 
 impl UrlTable {
@@ -287,16 +285,7 @@ impl UrlTable {
         let origins = data
             .prefixes
             .iter()
-            .map(|p| {
-                let (scheme, host, port, authority, _) = parse_url(p)?;
-                Ok(Origin {
-                    scheme,
-                    addr: resolve(&host, port)?,
-                    host,
-                    authority,
-                    prefix: p.clone(),
-                })
-            })
+            .map(|p| Origin::resolve(p))
             .collect::<Result<Vec<_>, PlanError>>()?;
         Ok(UrlTable { origins, data })
     }
@@ -372,16 +361,6 @@ impl UrlTable {
             }
         }
         b.finish()
-    }
-
-    /// Bytes the table holds on the heap, its data included.
-    pub fn heap_bytes(&self) -> usize {
-        let origins: usize = self
-            .origins
-            .iter()
-            .map(|o| std::mem::size_of::<Origin>() + o.host.len() + o.authority.len() + o.prefix.len())
-            .sum();
-        origins + self.data.heap_bytes()
     }
 
     /// The URLs as separate plans (tests, small lists).
@@ -753,11 +732,6 @@ impl UrlTableBuilder {
         Ok(())
     }
 
-    /// The first URL whose weight was not above 0, in words.
-    pub fn bad_weight(&self) -> Option<&str> {
-        self.bad_weight.as_deref()
-    }
-
     /// The list, unresolved: the weights become the alias table.
     pub fn finish_data(self) -> UrlData {
         self.split().0
@@ -770,19 +744,7 @@ impl UrlTableBuilder {
         let origins = resolved
             .into_iter()
             .zip(&data.prefixes)
-            .map(|(r, p)| match r {
-                Some(o) => Ok(o),
-                None => {
-                    let (scheme, host, port, authority, _) = parse_url(p)?;
-                    Ok(Origin {
-                        scheme,
-                        addr: resolve(&host, port)?,
-                        host,
-                        authority,
-                        prefix: p.clone(),
-                    })
-                }
-            })
+            .map(|(r, p)| r.map_or_else(|| Origin::resolve(p), Ok))
             .collect::<Result<Vec<_>, PlanError>>()?;
         Ok(UrlTable {
             origins,
