@@ -859,6 +859,15 @@ impl ClientPool for RemotePool {
             return Err(DriverError::UnknownUrls(urls.id.clone()));
         }
         let json = serde_json::to_vec(&**urls).map_err(|e| DriverError::Remote(e.to_string()))?;
+        // The list's cost on the wire, per URL (issue 27): the compact
+        // form's arena and columns, sent once per phase to each agent.
+        let n = urls.urls.len();
+        self.shared.log(format!(
+            "URL list {}: {n} URLs, {} bytes on the wire ({:.1} bytes a URL)",
+            urls.id,
+            json.len(),
+            json.len() as f64 / n.max(1) as f64
+        ));
         let mut st = self.shared.state();
         for l in st.agents.values() {
             l.send(ToAgent::Urls(ClientPayload {

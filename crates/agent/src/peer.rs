@@ -26,6 +26,11 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 /// clients lost before the agent gives up.
 pub const CONTROLLER_SILENCE_LIMIT: Duration = Duration::from_secs(5);
 
+/// The largest message an agent takes from its controller: a phase's URL
+/// list comes whole in one (about 50 bytes a URL on the wire, so some ten
+/// million URLs); gRPC's default of 4 MiB stopped at about 80,000.
+pub const MAX_CONTROLLER_MESSAGE_BYTES: usize = 512 << 20;
+
 /// Where the controller is and how to prove who we are.
 #[derive(Debug, Clone)]
 pub struct PeerOptions {
@@ -146,6 +151,7 @@ async fn open(opts: &PeerOptions, hello: Hello) -> Result<(Outbound, tonic::Stre
         })
     };
     let mut inbound = ControlClient::new(channel)
+        .max_decoding_message_size(MAX_CONTROLLER_MESSAGE_BYTES)
         .session(UnboundedReceiverStream::new(rx))
         .await
         .map_err(refused)?

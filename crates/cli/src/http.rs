@@ -1001,7 +1001,7 @@ fn client_plans(plan: &ClientPlan, clients: usize) -> Vec<ClientPlan> {
     };
     // HTTP/2: each client opens its share of the connections.
     let connections = plan.http2.map(|h| split(h.connections.into(), clients));
-    let loopback = plan.urls.first().is_some_and(|u| u.target.addr.ip().is_loopback());
+    let loopback = plan.urls.origins().first().is_some_and(|o| o.addr.ip().is_loopback());
     (0..clients)
         .map(|c| {
             let mut p = plan.clone();

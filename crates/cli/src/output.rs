@@ -428,7 +428,6 @@ pub(crate) fn stamp() -> String {
 mod tests {
     use super::*;
     use benchlab_engine::{ClassPlan, OpenLoop, Target, UrlPlan};
-    use std::sync::Arc;
     use std::time::Duration;
 
     fn plan(urls: usize, users: u32, os_threads: usize) -> ClientPlan {
@@ -443,7 +442,7 @@ mod tests {
                 request: 0,
             })
             .collect();
-        let mut p = ClientPlan::new(Arc::from(urls), vec![ClassPlan { name: "a".into() }]);
+        let mut p = ClientPlan::new(urls, vec![ClassPlan { name: "a".into() }]);
         p.virtual_users = users;
         p.os_threads = os_threads;
         p.stop = Stop::Requests(1500);

@@ -281,19 +281,25 @@ fn fileset_dirs(
 /// share of the file set's requests, the expected mean response (body bytes,
 /// by the class's own request weights).
 fn class_summary(c: &Class, target: &str, dirs: &BTreeMap<String, PathBuf>) -> Result<String, CliError> {
-    let urls = c.resolve(target, dirs).map_err(|e| CliError::of("", e))?;
-    let n = urls.len() as u64;
+    // Summed a URL at a time: a URL file's million URLs are not listed.
+    let (mut n, mut share, mut mean, mut sized) = (0u64, 0.0, 0.0, true);
+    c.resolve_each(target, dirs, |u| {
+        n += 1;
+        share += u.population_share.unwrap_or(0.0);
+        mean += u.weight * u.size.unwrap_or(0) as f64;
+        sized &= u.size.is_some();
+        Ok::<(), benchlab_model::ResolveError>(())
+    })
+    .map_err(|e| CliError::of("", e))?;
     let mut line = plural(n, "URL", "URLs");
     if let UrlSource::Fileset(f) = &c.source {
-        let share: f64 = urls.iter().filter_map(|u| u.population_share).sum();
         line.push_str(&format!(
             " carrying {:.2} % of file set `{}`'s requests",
             share * 100.0,
             f.name
         ));
     }
-    if urls.iter().all(|u| u.size.is_some()) {
-        let mean: f64 = urls.iter().map(|u| u.weight * u.size.unwrap_or(0) as f64).sum();
+    if sized {
         line.push_str(&format!(
             ", expected mean response {} bytes",
             thousands(mean.round() as u64)
@@ -339,7 +345,7 @@ pub fn check(a: CheckArgs) -> Result<Outcome, CliError> {
         for c in &w.classes {
             let resolvable = match &c.source {
                 UrlSource::Fileset(f) => dirs.contains_key(&f.name),
-                UrlSource::List(_) => true,
+                UrlSource::List(_) | UrlSource::File(_) => true,
             };
             if resolvable {
                 classes.push(format!(
@@ -473,7 +479,7 @@ fn selected_requires(suite: &Suite) -> Vec<(String, Vec<String>)> {
                 }
                 // Listed static URLs are the class itself: `check` shows them
                 // above, and the preflight asks for each.
-                (UrlSource::List(_), _) => {}
+                (UrlSource::List(_) | UrlSource::File(_), _) => {}
             }
         }
     }

@@ -59,10 +59,17 @@ pub struct FromLogArgs {
     #[arg(long)]
     strip_query: bool,
 
-    /// Where to write the workload (TOML); `-` for stdout.
+    /// Where to write the workload (TOML); `-` for stdout. Over 10,000 URLs
+    /// go to a URL file beside it (W.urls for W.toml), read a line at a time.
     #[arg(short, long, value_name = "FILE")]
     out: PathBuf,
 }
+
+/// Above this many URLs `from-log` writes them to a URL file beside the
+/// workload (`W.urls` for `W.toml`) instead of `[[class.url]]` tables: a
+/// TOML document is held and parsed whole (nearly 2 KB a URL), a URL file
+/// is read a line at a time into the run's compact URL list.
+pub const URL_FILE_FROM: usize = 10_000;
 
 pub fn run(args: WorkloadArgs) -> Result<Outcome, CliError> {
     match args.command {
@@ -111,13 +118,31 @@ fn from_log(a: FromLogArgs) -> Result<Outcome, CliError> {
     if to_stdout {
         let stdout = io::stdout().lock();
         // A reader that stops early (`--out - | head`) ends benchlab quietly.
-        if let Err(e) = benchlab_logs::write_workload(BufWriter::new(stdout), &source, &scan, &selection, &settings) {
+        if let Err(e) =
+            benchlab_logs::write_workload(BufWriter::new(stdout), &source, &scan, &selection, &settings, None)
+        {
             crate::output::stdout_failed(&e);
         }
         eprint!("{report}");
     } else {
+        // A large workload's URLs go to a file of their own beside it,
+        // read a line at a time when loaded (docs/workloads.md).
+        let url_file = (selection.kept.len() > URL_FILE_FROM).then(|| a.out.with_extension("urls"));
+        if let Some(path) = &url_file {
+            write_file(path, |w| {
+                benchlab_model::write_url_file_header(w)?;
+                for r in &selection.kept {
+                    benchlab_model::write_url_file_line(w, r.requests, r.size, &r.path)?;
+                }
+                Ok(())
+            })?;
+        }
+        let name = url_file
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
         write_file(&a.out, |w| {
-            benchlab_logs::write_workload(w, &source, &scan, &selection, &settings)
+            benchlab_logs::write_workload(w, &source, &scan, &selection, &settings, name.as_deref())
         })?;
         print!("{report}");
         println!("workload written to {}", a.out.display());

@@ -1392,3 +1392,153 @@ fn an_agent_dropped_by_the_controller_exits_1_and_the_runs_end_is_no_loss() {
         "agent 0 logged as lost:\n{stderr}"
     );
 }
+
+/// A workload whose URLs are in a URL file (`url_file`, the form
+/// `workload from-log` writes for a large log) run by two agents: the
+/// controller sends them the compact URL list (one arena of paths, not a
+/// list of strings) and says its size on the wire; each agent's client
+/// loads exactly the file's URLs, sizes checked, and the merged counts are
+/// the clients' sum and what nginx logged.
+#[test]
+fn two_agents_run_a_url_file_sent_as_a_compact_list() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let urls = work.path().join("w.urls");
+    std::fs::write(
+        &urls,
+        format!(
+            "{}\n3\t4096\t/4k.html\n1\t1024\t/1k.html\n",
+            benchlab_model::URL_FILE_HEADER
+        ),
+    )
+    .expect("write URL file");
+    std::fs::write(
+        work.path().join("w.toml"),
+        "name = \"w\"\n[[class]]\nname = \"static\"\npercent = 100\nurl_file = \"w.urls\"\n",
+    )
+    .expect("write workload");
+    let suite = work.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"url-file\"\ntarget = \"{}\"\nseed = 5\n\n[defaults]\nlength = \"2s\"\nramp_up = \"0s\"\n\
+             ramp_down = \"0s\"\nthreads_per_client = 2\ntimeout = \"5s\"\n\n[workloads.w]\nfile = \"w.toml\"\n\n\
+             [[mix]]\nclients = 2\n",
+            nginx.url("")
+        ),
+    )
+    .expect("write suite");
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&suite, port, &lab, &out_dir, 2, &[]);
+    let agents: Vec<Proc> = (0..2).map(|i| agent(&lab, port, i, &[])).collect();
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "controller failed:\n{}", text(&out));
+    for a in agents {
+        assert!(a.wait_output().status.success());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let wire = stderr
+        .lines()
+        .find(|l| l.contains("URL list xxh3:"))
+        .unwrap_or_else(|| panic!("no URL list size in:\n{}", text(&out)));
+    assert!(
+        wire.contains(": 2 URLs, ") && wire.contains(" bytes on the wire ("),
+        "{wire}"
+    );
+    let r = read_json(&out_dir.join("results.json"));
+    assert_eq!(r["complete"], true);
+    let m = &r["mixes"][0];
+    let rows = m["client_data"].as_array().expect("client_data");
+    assert_eq!(rows.len(), 2);
+    for field in ["/requests", "/errors_total", "/bytes", "/in_flight"] {
+        let sum: u64 = rows.iter().map(|c| u(c, field)).sum();
+        assert_eq!(u(m, field), sum, "{field}");
+    }
+    assert!(rows.iter().all(|c| u(c, "/requests") > 0), "{m}");
+    // Sizes from the URL file were checked on every response.
+    assert_eq!(u(m, "/errors_total"), 0, "{m}");
+    let counted: u64 = m["per_second"]
+        .as_array()
+        .expect("per_second")
+        .iter()
+        .map(|s| u(s, "/requests") + u(s, "/errors"))
+        .sum();
+    // nginx logged every completion, at most the requests cut off at the
+    // end, and the preflight's one request per URL.
+    let lines = nginx.access_log_lines_at_least(counted as usize + 2);
+    let logged = lines.len() as u64 - 2;
+    assert!(
+        logged >= counted && logged <= counted + u(m, "/in_flight"),
+        "nginx logged {logged}, the agents counted {counted}"
+    );
+    let mut paths: Vec<&str> = lines
+        .iter()
+        .map(|l| l.request.split(' ').nth(1).unwrap_or(""))
+        .collect();
+    paths.sort();
+    paths.dedup();
+    assert_eq!(paths, ["/1k.html", "/4k.html"]);
+    assert!(lines.iter().all(|l| l.status == 200));
+}
+
+/// A URL list of over 4 MiB on the wire (100,000 long paths: gRPC's
+/// default limit on a message) reaches the agents whole: they run it, no
+/// error, every request on one of its URLs.
+#[test]
+fn a_url_list_of_many_megabytes_reaches_the_agents() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let mut urls = format!("{}\n", benchlab_model::URL_FILE_HEADER);
+    for i in 0..100_000 {
+        urls.push_str(&format!("1\t-\t/missing/{i:07}/{}\n", "x".repeat(48)));
+    }
+    std::fs::write(work.path().join("w.urls"), &urls).expect("write URL file");
+    // nginx has none of them: each answers 404, which the class expects.
+    std::fs::write(
+        work.path().join("w.toml"),
+        "name = \"w\"\n[[class]]\nname = \"gone\"\npercent = 100\nexpect_status = 404\nurl_file = \"w.urls\"\n",
+    )
+    .expect("write workload");
+    let suite = work.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"big-list\"\ntarget = \"{}\"\n\n[defaults]\nlength = \"1s\"\nramp_up = \"0s\"\n\
+             ramp_down = \"0s\"\nthreads_per_client = 1\ntimeout = \"5s\"\n\n[workloads.w]\nfile = \"w.toml\"\n\n\
+             [[mix]]\nclients = 2\n",
+            nginx.url("")
+        ),
+    )
+    .expect("write suite");
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&suite, port, &lab, &out_dir, 2, &["--no-preflight"]);
+    let agents: Vec<Proc> = (0..2).map(|i| agent(&lab, port, i, &[])).collect();
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "controller failed:\n{}", text(&out));
+    for a in agents {
+        let o = a.wait_output();
+        assert!(o.status.success(), "agent:\n{}", text(&o));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let wire: u64 = stderr
+        .lines()
+        .find_map(|l| l.split(": 100000 URLs, ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no URL list size in:\n{}", text(&out)));
+    assert!(wire > 4 << 20, "{wire} bytes: not past gRPC's default limit");
+    let r = read_json(&out_dir.join("results.json"));
+    assert_eq!(r["complete"], true);
+    let m = &r["mixes"][0];
+    let rows = m["client_data"].as_array().expect("client_data");
+    assert!(rows.iter().all(|c| u(c, "/requests") > 0), "{m}");
+    assert_eq!(u(m, "/errors_total"), 0, "{m}");
+    let lines = nginx.access_log_lines_at_least(u(m, "/requests") as usize);
+    assert!(lines
+        .iter()
+        .all(|l| l.status == 404 && l.request.starts_with("GET /missing/")));
+}

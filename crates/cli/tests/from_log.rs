@@ -338,3 +338,78 @@ fn usage_errors_name_the_problem() {
     assert!(text(&o.stderr).contains("line 1:"), "{}", text(&o.stderr));
     assert!(!Path::new(out).exists());
 }
+
+/// Over 10,000 URLs, `from-log` writes them to a URL file beside the
+/// workload (weights, sizes and paths exact, most requested first), the
+/// workload names it, `check` loads it a line at a time, and a bad line
+/// is refused naming the file and line.
+#[test]
+fn a_large_log_becomes_a_url_file_that_loads() {
+    const N: usize = 10_001;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // URL i: (i % 3) + 1 successful GETs of 100 + i bytes.
+    let mut log = String::new();
+    let mut k = 0;
+    for i in 0..N {
+        for _ in 0..(i % 3) + 1 {
+            log.push_str(&line(&format!("/p/{i}"), "GET", 200, &(100 + i).to_string(), k));
+            log.push('\n');
+            k += 1;
+        }
+    }
+    let log = write_log(dir.path(), "access.log", log.as_bytes());
+    let out = dir.path().join("w.toml");
+    let o = run(&["workload", "from-log", s(&log), "--out", s(&out)]);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let doc = std::fs::read_to_string(&out).expect("workload");
+    assert!(doc.contains("url_file = \"w.urls\"\n"), "{doc}");
+    assert!(!doc.contains("[[class.url]]"), "{doc}");
+    // Most requested first, ties by path.
+    let mut ranked: Vec<(usize, usize)> = (0..N).map(|i| ((i % 3) + 1, i)).collect();
+    ranked.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| format!("/p/{}", a.1).cmp(&format!("/p/{}", b.1)))
+    });
+    let mut want = format!("{}\n", benchlab_model::URL_FILE_HEADER);
+    for (requests, i) in &ranked {
+        want.push_str(&format!("{requests}\t{}\t/p/{i}\n", 100 + i));
+    }
+    let urls = dir.path().join("w.urls");
+    let got = std::fs::read_to_string(&urls).expect("URL file");
+    assert!(got == want, "the URL file differs from the log's counts and sizes");
+    // Loaded a line at a time: every URL, the mean response by weight.
+    let suite = dir.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        "name = \"s\"\ntarget = \"http://127.0.0.1:1\"\n[workloads.w]\nfile = \"w.toml\"\n[[mix]]\nclients = 1\n",
+    )
+    .expect("suite");
+    let total: usize = ranked.iter().map(|r| r.0).sum();
+    let mean: f64 = ranked
+        .iter()
+        .map(|&(r, i)| r as f64 / total as f64 * (100 + i) as f64)
+        .sum();
+    let o = run(&["check", s(&suite)]);
+    let said = text(&o.stdout);
+    assert!(o.status.success(), "{said}{}", text(&o.stderr));
+    let want = format!(
+        "10,001 URLs, expected mean response {} bytes",
+        benchlab_logs_thousands(mean.round() as u64)
+    );
+    assert!(said.contains(&want), "expected `{want}` in:\n{said}");
+    // A bad line: the file and line named, and what was expected.
+    let broken = got.replacen("\t/p/1\n", "\t/p/1\nx\t7\t/q\n", 1);
+    std::fs::write(&urls, &broken).expect("rewrite");
+    let at = broken.lines().position(|l| l == "x\t7\t/q").expect("the bad line") + 1;
+    let o = run(&["check", s(&suite)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let e = text(&o.stderr);
+    assert!(
+        e.contains(&format!("w.urls:{at}: weight `x`: expected a number above 0")),
+        "{e}"
+    );
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}

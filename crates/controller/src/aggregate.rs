@@ -677,7 +677,7 @@ mod fake_clients {
         let classes = vec![ClassPlan { name: "static".into() }];
         PhasePlan {
             list: Arc::new(UrlList::new(classes.clone(), Vec::new())),
-            urls: Vec::new().into(),
+            urls: Arc::new(benchlab_engine::UrlTable::from(Vec::new())),
             classes,
             class_info: vec![("static".into(), ClassKind::Static, None, 100.0, false)],
             h2_classes: 0,
@@ -804,7 +804,7 @@ mod fake_clients {
         .expect("runs");
         let suite = mix_result(&mix(2), "p", &phase(), &plans, &driven);
         let mut engine = plans[0].to_engine(&crate::plan::ResolvedList {
-            urls: Vec::new().into(),
+            urls: Arc::new(benchlab_engine::UrlTable::from(Vec::new())),
             classes: phase().classes,
             requests: Vec::new(),
             flow: None,
@@ -1205,7 +1205,7 @@ pub fn http_mix(h: &HttpRun) -> MixResult {
         "use --ramp-up, or fewer --threads",
     ));
     let done_all = total.counters.requests + total.counters.errors_total();
-    let urls: Vec<String> = plan.urls.iter().map(|u| u.target.url.clone()).collect();
+    let urls: Vec<String> = plan.urls.iter().map(|u| u.url()).collect();
     let class_names: Vec<String> = plan.classes.iter().map(|c| c.name.clone()).collect();
     let classes = merged
         .classes

@@ -3,8 +3,8 @@
 //! the client addresses a phase loads from.
 
 use crate::options::*;
-use crate::plan::{UrlList, UrlSpec};
-use benchlab_engine::{sys, ClassPlan, Expect, RequestSpec, Target, TlsOptions, UrlPlan};
+use crate::plan::UrlList;
+use benchlab_engine::{sys, ClassPlan, Expect, Origin, RequestSpec, TlsOptions, UrlTable, UrlTableBuilder};
 use benchlab_model::{ClassKind, Suite, Validate};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -17,7 +17,7 @@ pub(crate) struct PhasePlan {
     /// As sent to the clients, once per phase.
     pub(crate) list: Arc<UrlList>,
     /// Resolved here, for the preflight and the source-address checks.
-    pub(crate) urls: Arc<[UrlPlan]>,
+    pub(crate) urls: Arc<UrlTable>,
     pub(crate) classes: Vec<ClassPlan>,
     /// Per class: name, kind, SPI, percent, drawn from a file set.
     pub(crate) class_info: Vec<(String, ClassKind, Option<String>, f64, bool)>,
@@ -61,7 +61,7 @@ pub(crate) fn resolve_phase(
     if let Some(file) = crate::file::resolve(suite, workload, target) {
         return Ok(PhasePlan {
             list: Arc::new(UrlList::new(Vec::new(), Vec::new())),
-            urls: Vec::new().into(),
+            urls: Arc::new(UrlTable::from(Vec::new())),
             classes: Vec::new(),
             class_info: Vec::new(),
             h2_classes: 0,
@@ -73,7 +73,9 @@ pub(crate) fn resolve_phase(
         .workloads
         .get(workload)
         .ok_or_else(|| ControllerError::Input(format!("unknown workload `{workload}`")))?;
-    let mut urls = Vec::new();
+    // The URLs go straight into the compact list, a class at a time: no
+    // per-URL text is kept past its push (issue 27).
+    let mut urls = UrlTableBuilder::new();
     let mut classes = Vec::new();
     let mut class_info = Vec::new();
     let mut h2_classes = 0u64;
@@ -94,13 +96,12 @@ pub(crate) fn resolve_phase(
                 h3_classes |= 1 << ci;
             }
         }
-        let resolved = c
-            .resolve(target, filesets)
-            .map_err(|e| ControllerError::Input(e.to_string()))?;
         classes.push(ClassPlan { name: c.name.clone() });
         let from_fileset = matches!(c.source, benchlab_model::UrlSource::Fileset(_));
         class_info.push((c.name.clone(), c.kind, c.spi.clone(), c.percent, from_fileset));
-        for r in resolved {
+        // A URL at a time, into the compact list (a URL file is read as
+        // it goes: never a list of a million URL strings).
+        c.resolve_each(target, filesets, |r| -> Result<(), Resolving> {
             let validate = c.validate.unwrap_or(if r.size.is_some() {
                 Validate::Size
             } else {
@@ -122,21 +123,30 @@ pub(crate) fn resolve_phase(
                     }
                 },
             };
-            urls.push(UrlSpec {
-                url: r.url,
-                weight: c.percent / 100.0 * r.weight,
-                class: ci,
-                expect_status: c.expect_status,
+            urls.push_url(
+                &r.url,
+                c.percent / 100.0 * r.weight,
+                ci,
+                c.expect_status,
                 expect,
                 request,
-            });
-        }
+            )
+            .map_err(|e| ControllerError::Input(e.to_string()))?;
+            Ok(())
+        })
+        .map_err(|e| e.0)?;
     }
+    let urls = Arc::new(urls.finish_data());
     let list = match &w.flow {
         // A flow's steps are its classes, a URL each (the step's origin):
         // what is sent is the flow's.
-        Some(flow) => UrlList::with_flow(classes.clone(), urls, flow.source.clone()),
-        None => UrlList::with_requests(classes.clone(), urls, requests.into_iter().map(|(_, r)| r).collect()),
+        Some(flow) => UrlList::of_data(classes.clone(), urls, Vec::new(), Some(flow.source.clone())),
+        None => UrlList::of_data(
+            classes.clone(),
+            urls,
+            requests.into_iter().map(|(_, r)| r).collect(),
+            None,
+        ),
     };
     // A host that does not resolve is a run that cannot be made (the
     // network's or resolver's state), not a mistake in the suite.
@@ -162,18 +172,47 @@ pub(crate) fn resolve_phase(
     })
 }
 
+/// A class's URLs could not be resolved, or one could not be listed.
+struct Resolving(ControllerError);
+
+impl From<ControllerError> for Resolving {
+    fn from(e: ControllerError) -> Self {
+        Resolving(e)
+    }
+}
+
+impl From<benchlab_model::ResolveError> for Resolving {
+    fn from(e: benchlab_model::ResolveError) -> Self {
+        Resolving(ControllerError::Input(e.to_string()))
+    }
+}
+
 /// URLs of a class the preflight requests: every listed URL (up to 1,000),
 /// and for a file-set class 16 spread evenly over the manifest (first and
 /// last included), so a server missing part of a large set is caught.
-pub(crate) fn preflight_sample(urls: &[UrlPlan], class: usize, from_fileset: bool) -> Vec<usize> {
-    let idx: Vec<usize> = (0..urls.len()).filter(|&i| urls[i].class == class).collect();
+pub(crate) fn preflight_sample(urls: &UrlTable, class: usize, from_fileset: bool) -> Vec<usize> {
+    // Two passes over the table rather than a list of the class's URLs:
+    // a million-URL class would cost 8 MB for 16 picks.
+    let of_class = || (0..urls.len()).filter(|&i| urls.class(i) == class);
+    let n = of_class().count();
     let want = if from_fileset { 16 } else { 1000 };
-    if idx.len() <= want {
-        return idx;
+    if n <= want {
+        return of_class().collect();
     }
-    let mut pick: Vec<usize> = (0..want).map(|k| idx[k * (idx.len() - 1) / (want - 1)]).collect();
-    pick.dedup();
-    pick
+    let mut ranks: Vec<usize> = (0..want).map(|k| k * (n - 1) / (want - 1)).collect();
+    ranks.dedup();
+    let mut next = ranks.iter().peekable();
+    of_class()
+        .enumerate()
+        .filter(|&(rank, _)| {
+            let hit = next.peek().is_some_and(|&&r| r == rank);
+            if hit {
+                next.next();
+            }
+            hit
+        })
+        .map(|(_, i)| i)
+        .collect()
 }
 
 /// One request per URL of the phase (a sample of a file-set class),
@@ -196,7 +235,8 @@ pub(crate) fn preflight(
     let mut checked = 0;
     for (class, info) in plan.class_info.iter().enumerate() {
         for i in preflight_sample(&plan.urls, class, info.4) {
-            let u = &plan.urls[i];
+            let u = plan.urls.get(i);
+            let target = u.to_target();
             checked += 1;
             // Over HTTP/2 when every mix of the phase speaks it, or the
             // class does: an h2c listener answers nothing else.
@@ -207,11 +247,11 @@ pub(crate) fn preflight(
             };
             let method = &request.method;
             let r = if http3 || (class < 64 && plan.h3_classes & (1 << class) != 0) {
-                benchlab_engine::h3::probe_h3_request(request, &u.target, source, &[], tls, Duration::from_secs(10))
+                benchlab_engine::h3::probe_h3_request(request, &target, source, &[], tls, Duration::from_secs(10))
             } else if http2 || (class < 64 && plan.h2_classes & (1 << class) != 0) {
-                benchlab_engine::h2::probe_h2_request(request, &u.target, source, &[], tls, Duration::from_secs(10))
+                benchlab_engine::h2::probe_h2_request(request, &target, source, &[], tls, Duration::from_secs(10))
             } else {
-                benchlab_engine::probe_request(&u.target, source, &[], request, tls, Duration::from_secs(10))
+                benchlab_engine::probe_request(&target, source, &[], request, tls, Duration::from_secs(10))
             };
             let r = r.map_err(|e| {
                 // A TLS failure says what to try itself.
@@ -220,7 +260,7 @@ pub(crate) fn preflight(
                 } else {
                     "; is the target running and is it what the suite expects?"
                 };
-                ControllerError::Target(format!("preflight: {method} {} failed: {e}{advice}", u.target.url))
+                ControllerError::Target(format!("preflight: {method} {} failed: {e}{advice}", target.url))
             })?;
             if r.status != u.expect_status {
                 // nginx answers a plain request on its TLS port with 400.
@@ -232,7 +272,7 @@ pub(crate) fn preflight(
                 return Err(ControllerError::Target(format!(
                     "preflight: {method} {} returned status {}, expected {} — the target does not serve what the suite expects \
                      (wrong --target, file set not installed, or SPICE endpoint missing){tls_port}",
-                    u.target.url, r.status, u.expect_status
+                    target.url, r.status, u.expect_status
                 )));
             }
             match u.expect {
@@ -240,14 +280,14 @@ pub(crate) fn preflight(
                     return Err(ControllerError::Target(format!(
                         "preflight: {method} {} returned {} body bytes, the workload expects {size} — \
                          is the target serving the same file set?",
-                        u.target.url, r.body_bytes
+                        target.url, r.body_bytes
                     )));
                 }
                 Expect::Checksum { xxh3, .. } if xxh3 != r.xxh3 => {
                     return Err(ControllerError::Target(format!(
                         "preflight: {method} {}: the body's checksum differs from the manifest's — is the target serving \
                          the same file set (same seed)?",
-                        u.target.url
+                        target.url
                     )));
                 }
                 _ => {}
@@ -261,7 +301,7 @@ pub(crate) fn preflight(
     Ok(())
 }
 
-pub(crate) fn is_loopback(t: &Target) -> bool {
+pub(crate) fn is_loopback(t: &Origin) -> bool {
     t.addr.ip().is_loopback()
 }
 
@@ -310,7 +350,7 @@ pub fn prepare(suite: &Suite, opts: &RunOptions) -> Result<Prepared, ControllerE
 /// `client_addresses` and a loopback target, 127.0.0.(c + 1) for the first
 /// 254 clients; otherwise the kernel's choice.
 pub(crate) fn client_address(suite: &Suite, phase: &PhasePlan, c: usize) -> Option<IpAddr> {
-    let loopback = phase.urls.first().is_some_and(|u| is_loopback(&u.target));
+    let loopback = phase.urls.origins().first().is_some_and(is_loopback);
     (suite.client_addresses && loopback && c < 254).then(|| IpAddr::V4(Ipv4Addr::new(127, 0, 0, (c + 1) as u8)))
 }
 
@@ -329,6 +369,6 @@ pub(crate) fn check_client_addresses(
         .max()
         .unwrap_or(0);
     let sources: Vec<IpAddr> = (0..clients).filter_map(|c| client_address(suite, phase, c)).collect();
-    let targets: Vec<_> = phase.urls.iter().map(|u| u.target.addr).collect();
+    let targets: Vec<_> = phase.urls.origins().iter().map(|o| o.addr).collect();
     Ok(sys::check_source_addresses(&sources, &targets)?)
 }

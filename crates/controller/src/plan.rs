@@ -9,9 +9,8 @@
 //! every [`ClientPlan`] by its content hash, so a plan stays small and a
 //! client holding another list than the controller's is caught.
 
-use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, RequestSpec, Target, UrlPlan};
+use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, RequestSpec, UrlData, UrlTable, UrlTableBuilder};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// One URL of a phase, as text, with its share and what its responses
@@ -39,7 +38,11 @@ pub struct UrlList {
     /// has the same id on every host.
     pub id: String,
     pub classes: Vec<ClassPlan>,
-    pub urls: Vec<UrlSpec>,
+    /// The URLs, compact (the engine's [`UrlData`]: one arena of paths,
+    /// interned origins, an alias table): on the wire the arena as one
+    /// string and its columns, not a list of strings (docs/agents.md).
+    #[serde(with = "shared_data")]
+    pub urls: Arc<UrlData>,
     /// The requests other than a plain GET its URLs name (method,
     /// headers, body).
     #[serde(default)]
@@ -49,15 +52,54 @@ pub struct UrlList {
     pub flow: Option<benchlab_flow::FlowSource>,
 }
 
+/// An `Arc<UrlData>` on the wire: the data itself.
+mod shared_data {
+    use super::{Arc, UrlData};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Arc<UrlData>, s: S) -> Result<S::Ok, S::Error> {
+        (**d).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<UrlData>, D::Error> {
+        UrlData::deserialize(d).map(Arc::new)
+    }
+}
+
 /// A URL list made ready to run: its URLs resolved, its flow compiled —
 /// once per list in a process, shared by its clients (so a feeder's
 /// `next` rows are the process's, not each client's).
 #[derive(Debug, Clone)]
 pub struct ResolvedList {
-    pub urls: Arc<[UrlPlan]>,
+    pub urls: Arc<UrlTable>,
     pub classes: Vec<ClassPlan>,
     pub requests: Vec<RequestSpec>,
     pub flow: Option<Arc<benchlab_flow::Flow>>,
+}
+
+/// Feeds what is written to it to an XXH3-64 hash: a list's id is the hash
+/// of its JSON, made without holding the JSON (a million URLs' worth).
+struct HashWriter(xxhash_rust::xxh3::Xxh3);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.update(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Small lists' URLs as a compact list (tests, `benchlab http`). A bad
+/// URL is kept and refused when the list is resolved, naming it.
+fn data_of(urls: &[UrlSpec]) -> UrlData {
+    let mut b = UrlTableBuilder::with_capacity(urls.len(), urls.iter().map(|u| u.url.len()).sum());
+    for u in urls {
+        // Only more than 2³² origins, kinds or path bytes fail here.
+        let _ = b.push_url(&u.url, u.weight, u.class, u.expect_status, u.expect, u.request);
+    }
+    b.finish_data()
 }
 
 impl UrlList {
@@ -68,44 +110,46 @@ impl UrlList {
 
     /// A list whose URLs name `requests` (method, headers, body).
     pub fn with_requests(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>, requests: Vec<RequestSpec>) -> UrlList {
-        let id = Self::id_of(&classes, &urls, &requests, None);
-        UrlList {
-            id,
-            classes,
-            urls,
-            requests,
-            flow: None,
-        }
+        UrlList::of_data(classes, Arc::new(data_of(&urls)), requests, None)
     }
 
     /// A flow workload's list: a URL per step (its origin), a class per
     /// step, and the flow.
     pub fn with_flow(classes: Vec<ClassPlan>, urls: Vec<UrlSpec>, flow: benchlab_flow::FlowSource) -> UrlList {
-        let id = Self::id_of(&classes, &urls, &[], Some(&flow));
+        UrlList::of_data(classes, Arc::new(data_of(&urls)), Vec::new(), Some(flow))
+    }
+
+    /// A list of compact URLs (built with a [`UrlTableBuilder`]).
+    pub fn of_data(
+        classes: Vec<ClassPlan>,
+        urls: Arc<UrlData>,
+        requests: Vec<RequestSpec>,
+        flow: Option<benchlab_flow::FlowSource>,
+    ) -> UrlList {
+        let id = Self::id_of(&classes, &urls, &requests, flow.as_ref());
         UrlList {
             id,
             classes,
             urls,
-            requests: Vec::new(),
-            flow: Some(flow),
+            requests,
+            flow,
         }
     }
 
     fn id_of(
         classes: &[ClassPlan],
-        urls: &[UrlSpec],
+        urls: &UrlData,
         requests: &[RequestSpec],
         flow: Option<&benchlab_flow::FlowSource>,
     ) -> String {
         // The JSON text of the content: stable, and what a remote client
-        // receives, so both sides hash the same bytes. (A list of plain
-        // GETs hashes as before requests existed.)
-        let bytes = match flow {
-            Some(f) => serde_json::to_vec(&(classes, urls, requests, f)).unwrap_or_default(),
-            None if requests.is_empty() => serde_json::to_vec(&(classes, urls)).unwrap_or_default(),
-            None => serde_json::to_vec(&(classes, urls, requests)).unwrap_or_default(),
+        // receives, so both sides hash the same bytes.
+        let mut h = HashWriter(xxhash_rust::xxh3::Xxh3::new());
+        let _ = match flow {
+            Some(f) => serde_json::to_writer(&mut h, &(classes, urls, requests, f)),
+            None => serde_json::to_writer(&mut h, &(classes, urls, requests)),
         };
-        format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
+        format!("xxh3:{:016x}", h.0.digest())
     }
 
     /// Whether the content is what the id says (a list received from
@@ -130,64 +174,17 @@ impl UrlList {
         })
     }
 
-    /// The list of an engine plan's URLs (as their text), classes and
-    /// requests.
-    pub fn of_engine(urls: &[UrlPlan], classes: &[ClassPlan], requests: &[RequestSpec]) -> UrlList {
-        let urls = urls
-            .iter()
-            .map(|u| UrlSpec {
-                url: u.target.url.clone(),
-                weight: u.weight,
-                class: u.class,
-                expect_status: u.expect_status,
-                expect: u.expect,
-                request: u.request,
-            })
-            .collect();
-        UrlList::with_requests(classes.to_vec(), urls, requests.to_vec())
+    /// The list of an engine plan's URLs (their compact data, shared),
+    /// classes and requests.
+    pub fn of_engine(urls: &UrlTable, classes: &[ClassPlan], requests: &[RequestSpec]) -> UrlList {
+        UrlList::of_data(classes.to_vec(), Arc::clone(urls.data()), requests.to_vec(), None)
     }
 
-    /// Resolves every URL (each distinct origin once: one name lookup per
-    /// host, not per URL) into the engine's form.
-    pub fn resolve(&self) -> Result<Arc<[UrlPlan]>, PlanError> {
-        let mut origins: BTreeMap<String, Target> = BTreeMap::new();
-        self.urls
-            .iter()
-            .map(|u| {
-                Ok(UrlPlan {
-                    target: target_for(&u.url, &mut origins)?,
-                    weight: u.weight,
-                    class: u.class,
-                    expect_status: u.expect_status,
-                    expect: u.expect,
-                    request: u.request,
-                })
-            })
-            .collect()
+    /// Resolves every origin (one name lookup per host, not per URL): the
+    /// engine's table, sharing this list's data.
+    pub fn resolve(&self) -> Result<Arc<UrlTable>, PlanError> {
+        UrlTable::resolve(Arc::clone(&self.urls)).map(Arc::new)
     }
-}
-
-/// Parses `url`, reusing the resolved address of an already seen origin.
-fn target_for(url: &str, origins: &mut BTreeMap<String, Target>) -> Result<Target, PlanError> {
-    let origin_end = url
-        .find("://")
-        .and_then(|i| url[i + 3..].find('/').map(|j| i + 3 + j))
-        .unwrap_or(url.len());
-    let origin = &url[..origin_end];
-    let path = if origin_end < url.len() {
-        &url[origin_end..]
-    } else {
-        "/"
-    };
-    if let Some(base) = origins.get(origin) {
-        let mut t = base.clone();
-        t.url = url.to_string();
-        t.path = path.to_string();
-        return Ok(t);
-    }
-    let t = Target::parse(url)?;
-    origins.insert(origin.to_string(), t.clone());
-    Ok(t)
 }
 
 /// Everything one client does in one mix, as data: the engine's
@@ -237,28 +234,32 @@ mod tests {
                 ClassPlan { name: "static".into() },
                 ClassPlan { name: "dynamic".into() },
             ],
-            vec![
-                UrlSpec {
-                    url: "http://127.0.0.1:8080/a.html".into(),
-                    weight: 0.25,
-                    class: 0,
-                    expect_status: 200,
-                    expect: Expect::Checksum {
-                        size: 1234,
-                        xxh3: 0xDEAD_BEEF,
-                    },
-                    request: 0,
-                },
-                UrlSpec {
-                    url: "http://127.0.0.1:8080/cgi?x=1".into(),
-                    weight: 0.75,
-                    class: 1,
-                    expect_status: 200,
-                    expect: Expect::Size(17),
-                    request: 0,
-                },
-            ],
+            specs(),
         )
+    }
+
+    fn specs() -> Vec<UrlSpec> {
+        vec![
+            UrlSpec {
+                url: "http://127.0.0.1:8080/a.html".into(),
+                weight: 0.25,
+                class: 0,
+                expect_status: 200,
+                expect: Expect::Checksum {
+                    size: 1234,
+                    xxh3: 0xDEAD_BEEF,
+                },
+                request: 0,
+            },
+            UrlSpec {
+                url: "http://127.0.0.1:8080/cgi?x=1".into(),
+                weight: 0.75,
+                class: 1,
+                expect_status: 200,
+                expect: Expect::Size(17),
+                request: 0,
+            },
+        ]
     }
 
     #[test]
@@ -313,14 +314,17 @@ mod tests {
         let back: UrlList = serde_json::from_str(&text).expect("back");
         assert_eq!(back, urls);
         assert!(back.is_intact());
-        assert!(text.contains("http://127.0.0.1:8080/cgi?x=1"));
+        // The arena on the wire: the origin once, the paths as one string.
+        assert!(text.contains(r#""prefixes":["http://127.0.0.1:8080"]"#), "{text}");
+        assert!(text.contains(r#""paths":"/a.html\n/cgi?x=1\n""#), "{text}");
     }
 
     #[test]
     fn an_engine_plan_becomes_data_and_back_unchanged() {
         let list = list();
         let urls = list.resolve().expect("loopback resolves");
-        let mut engine = benchlab_engine::ClientPlan::new(Arc::clone(&urls), list.classes.clone());
+        let mut engine = benchlab_engine::ClientPlan::new(Vec::new(), list.classes.clone());
+        engine.urls = Arc::clone(&urls);
         engine.virtual_users = 7;
         engine.stop = Stop::Requests(1000);
         engine.headers = vec![("X-A".into(), "b".into())];
@@ -340,21 +344,28 @@ mod tests {
         assert!(a.id.starts_with("xxh3:") && a.id.len() == 5 + 16, "{}", a.id);
         assert_eq!(list().id, a.id, "the same content, the same id");
         let mut b = a.clone();
-        b.urls[1].weight = 0.5;
+        b.classes[1].name = "other".into();
         assert!(!b.is_intact(), "a changed list no longer matches its id");
-        assert_ne!(UrlList::new(b.classes.clone(), b.urls.clone()).id, a.id);
+        let mut urls = specs();
+        urls[1].weight = 0.5;
+        assert_ne!(UrlList::new(a.classes.clone(), urls).id, a.id);
     }
 
     #[test]
     fn resolving_keeps_each_url_and_looks_up_each_origin_once() {
         let urls = list().resolve().expect("loopback resolves");
         assert_eq!(urls.len(), 2);
-        assert_eq!(urls[1].target.path, "/cgi?x=1");
-        assert_eq!(urls[1].target.url, "http://127.0.0.1:8080/cgi?x=1");
-        assert_eq!(urls[0].target.addr, urls[1].target.addr);
-        assert_eq!(urls[1].expect, Expect::Size(17));
-        let mut bad = list();
-        bad.urls[0].url = "localhost:8080/a".into();
-        assert!(matches!(bad.resolve(), Err(PlanError::BadUrl { .. })));
+        assert_eq!(urls.get(1).path, "/cgi?x=1");
+        assert_eq!(urls.get(1).url(), "http://127.0.0.1:8080/cgi?x=1");
+        assert_eq!(urls.origins().len(), 1);
+        assert_eq!(urls.get(1).expect, Expect::Size(17));
+        let mut urls = specs();
+        urls[0].url = "localhost:8080/a".into();
+        let bad = UrlList::new(list().classes, urls);
+        let e = bad.resolve().unwrap_err();
+        assert!(
+            matches!(&e, PlanError::BadUrl { url, .. } if url == "localhost:8080/a"),
+            "{e:?}"
+        );
     }
 }

@@ -231,7 +231,7 @@ fn run_inner(
                 mix.params.threads_per_client = u32::try_from(load).unwrap_or(u32::MAX);
                 // A load this system cannot hold ends the growth, not the
                 // run: the loads below it are measured.
-                let loopback = phases[pi].urls.first().is_some_and(|u| is_loopback(&u.target));
+                let loopback = phases[pi].urls.origins().first().is_some_and(is_loopback);
                 let own = if suite.client_addresses && loopback {
                     mix.clients as usize
                 } else {
@@ -440,7 +440,7 @@ fn run_mix(
         .os_threads_per_client
         .unwrap_or_else(|| (sys::usable_cpus() / clients).max(1))
         .max(1);
-    let loopback = phase.urls.first().is_some_and(|u| is_loopback(&u.target));
+    let loopback = phase.urls.origins().first().is_some_and(is_loopback);
     sys::check_capacity(
         mix.clients as u64 * mix.slots_per_client() as u64,
         if suite.client_addresses && loopback { clients } else { 0 },
@@ -495,7 +495,7 @@ fn run_mix(
         .max(1);
     let machine_busy = machine0.zip(CpuTicks::now()).and_then(|(a, b)| a.busy_share(b));
     // A server on this machine (any loopback URL) shares its CPUs.
-    let co_located = phase.urls.iter().any(|u| is_loopback(&u.target));
+    let co_located = phase.urls.origins().iter().any(is_loopback);
     let mut result = mix_result(mix, phase_name, phase, &plans, &driven);
     result.start_spread = crate::skew::start_spread(start_at, &plans, &driven);
     // With agents, how together they began is worth a line (in one process

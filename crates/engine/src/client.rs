@@ -147,7 +147,10 @@ impl Client {
     /// Validates `plan` and starts its worker threads; load begins at
     /// `start_at` (which may be in the future, for a common start).
     pub fn start(plan: ClientPlan, start_at: Instant) -> Result<Client, EngineError> {
-        if plan.http2.is_some_and(|h| plan.urls.iter().any(|u| !h.speaks(u.class))) {
+        if plan
+            .http2
+            .is_some_and(|h| plan.urls.kind_examples().any(|u| !h.speaks(u.class)))
+        {
             return Client::start_mixed(plan, start_at);
         }
         let mut os_threads = plan.os_threads.min(plan.slots() as usize).max(1);
@@ -198,8 +201,9 @@ impl Client {
         let Some(h2) = plan.http2 else {
             return Err(PlanError::Invalid("no HTTP/2 classes".into()).into());
         };
-        let (h2_urls, h1_urls): (Vec<_>, Vec<_>) = plan.urls.iter().cloned().partition(|u| h2.speaks(u.class));
-        let weight = |urls: &[crate::plan::UrlPlan]| urls.iter().map(|u| u.weight).sum::<f64>();
+        let h2_urls = plan.urls.filter_classes(|c| h2.speaks(c))?;
+        let h1_urls = plan.urls.filter_classes(|c| !h2.speaks(c))?;
+        let weight = |urls: &crate::plan::UrlTable| (0..urls.classes()).map(|c| urls.class_weight(c)).sum::<f64>();
         // A closed loop's users, or an open loop's request slots (the cap
         // on requests in flight; `validate` asks for 2 at least), split
         // by the URL weights.
@@ -240,9 +244,9 @@ impl Client {
         }
         let threads = p1.os_threads.max(2);
         let h2_threads = ((threads as f64 * share).round() as usize).clamp(1, threads - 1);
-        p1.urls = h1_urls.into();
+        p1.urls = Arc::new(h1_urls);
         p1.http2 = None;
-        p2.urls = h2_urls.into();
+        p2.urls = Arc::new(h2_urls);
         p1.os_threads = (threads - h2_threads).min(p1.slots() as usize).max(1);
         let connections = p2.slots().div_ceil(h2.streams);
         p2.http2 = Some(crate::plan::H2Plan { connections, ..h2 });

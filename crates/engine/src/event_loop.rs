@@ -16,13 +16,14 @@
 //! protocol and the hot path (a response's end, the next request's start)
 //! has no indirect call in it.
 
-use crate::plan::{ClientPlan, Expect, Load, OpenLoop, Scheme, Stop, UrlPlan};
+use crate::plan::{ClientPlan, Expect, Load, OpenLoop, Scheme, Stop};
 use crate::prepared::Requests;
 use crate::reactor::{Ev, IoConfig, Reactor};
 use crate::rng::SplitMix64;
 use crate::schedule::{Schedule, Timer, TIMER};
 use crate::stats::{ConnCounters, ErrorKind, LoopMeter, Snapshot, Stats, ThreadEnd};
 use crate::tls::{server_name, TlsConfigs};
+use crate::urls::UrlRef;
 use rustls::pki_types::ServerName;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -39,9 +40,8 @@ pub(crate) struct Shared {
     pub plan: ClientPlan,
     pub requests: Requests,
     pub tls: Option<TlsConfigs>,
+    /// Per origin (`UrlRef::origin`): its TLS server name, for https.
     pub server_names: Vec<Option<ServerName<'static>>>,
-    /// Cumulative URL weights for the weighted pick.
-    pub cumulative: Vec<f64>,
     pub stop: AtomicBool,
     /// Requests still to be started, for `Stop::Requests`.
     pub budget: AtomicU64,
@@ -67,17 +67,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The URL a request goes to: the weighted pick over the cumulative
-    /// weights, one draw of `rng` (none when there is one URL).
+    /// The URL a request goes to: the weighted pick of the URL table (an
+    /// alias table), one draw of `rng` (none when there is one URL).
     #[inline]
     pub fn pick_url(&self, rng: &mut SplitMix64) -> usize {
-        let cumulative = &self.cumulative;
-        if cumulative.len() == 1 {
-            return 0;
-        }
-        let total = cumulative[cumulative.len() - 1];
-        let pick = rng.unit() * total;
-        cumulative.partition_point(|&c| c <= pick).min(cumulative.len() - 1)
+        self.plan.urls.pick(rng)
     }
 
     /// Takes up to `chunk` requests from the shared budget.
@@ -500,7 +494,7 @@ pub(crate) struct Measured {
 /// right.
 #[inline]
 pub(crate) fn check_response(
-    url: &UrlPlan,
+    url: &UrlRef<'_>,
     status: u16,
     body: u64,
     digest: impl FnOnce() -> Option<u64>,
@@ -731,10 +725,10 @@ fn send_due<P: Protocol>(core: &mut Core, p: &mut P, now: Instant, end: Option<I
     }
 }
 
-/// Builds the shared state for a plan (TLS configs, server names, weights).
+/// Builds the shared state for a plan (TLS configs, server names, requests).
 pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, crate::plan::PlanError> {
     plan.validate()?;
-    let needs_tls = plan.urls.iter().any(|u| u.target.scheme == Scheme::Https);
+    let needs_tls = plan.urls.origins().iter().any(|o| o.scheme == Scheme::Https);
     let tls = if needs_tls {
         Some(TlsConfigs::new(&plan.tls)?)
     } else {
@@ -742,24 +736,16 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
     };
     let server_names = plan
         .urls
+        .origins()
         .iter()
-        .map(|u| {
-            if u.target.scheme == Scheme::Https {
-                server_name(&u.target.host).map(Some)
+        .map(|o| {
+            if o.scheme == Scheme::Https {
+                server_name(&o.host).map(Some)
             } else {
                 Ok(None)
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut acc = 0f64;
-    let cumulative = plan
-        .urls
-        .iter()
-        .map(|u| {
-            acc += u.weight;
-            acc
-        })
-        .collect();
     let budget = match plan.stop {
         Stop::Requests(n) => n,
         Stop::After(_) => 0,
@@ -768,7 +754,6 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         requests: Requests::build(&plan),
         tls,
         server_names,
-        cumulative,
         stop: AtomicBool::new(false),
         budget: AtomicU64::new(budget),
         start,

@@ -25,7 +25,7 @@
 use crate::event_loop::{check_response, Core, Measured, Protocol, Shared};
 use crate::flow::FlowVu;
 use crate::parse::{Feed, FrameError, ResponseParser};
-use crate::plan::{Expect, Load, Scheme};
+use crate::plan::{Load, Scheme};
 use crate::prepared::{head_len, parts_len, Parts, Variant};
 use crate::reactor::{next_generation, Backend, Ev};
 use crate::sock::{self, connect, connect_error_kind, is_closed_error, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
@@ -188,7 +188,7 @@ impl Http1 {
             core.reserve_users(vus as usize);
         }
         let now = Instant::now();
-        let checksum = plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. }));
+        let checksum = plan.urls.any_checksum();
         let open = matches!(plan.load, Load::Open(_));
         // This thread's first user: the threads before it hold
         // `slots / n` users each, and the first `slots % n` one more.
@@ -225,7 +225,7 @@ impl Http1 {
                 parser: ResponseParser::new(),
                 hasher: checksum.then(|| Box::new(Xxh3::new())),
                 flow: plan.flow.as_ref().map(|f| {
-                    let t = &plan.urls[0].target;
+                    let t = plan.urls.origin(0);
                     Box::new(FlowVu::new(
                         Arc::clone(f),
                         first + k as u64,
@@ -236,11 +236,9 @@ impl Http1 {
                 }),
             })
             .collect::<Vec<_>>();
-        let origins = plan
-            .urls
-            .iter()
-            .any(|u| (u.target.addr, u.target.scheme) != (plan.urls[0].target.addr, plan.urls[0].target.scheme));
-        if core.io.backend == Backend::Uring && plan.urls.iter().any(|u| u.target.scheme == Scheme::Https) {
+        let all = plan.urls.origins();
+        let origins = all.iter().any(|o| (o.addr, o.scheme) != (all[0].addr, all[0].scheme));
+        if core.io.backend == Backend::Uring && all.iter().any(|o| o.scheme == Scheme::Https) {
             return Err(io::Error::other(
                 "BENCHLAB_IO=uring drives http:// URLs only (rustls reads and writes its own socket); unset it for https",
             ));
@@ -427,7 +425,7 @@ impl Http1 {
         if self.origins && self.vus[i].sock.is_some() {
             // A kept connection goes to its own origin only.
             let urls = &self.shared.plan.urls;
-            let (a, b) = (&urls[self.vus[i].url as usize].target, &urls[url].target);
+            let (a, b) = (urls.origin(self.vus[i].url as usize), urls.origin(url));
             if (a.addr, a.scheme) != (b.addr, b.scheme) {
                 self.close(core, i);
             }
@@ -485,7 +483,7 @@ impl Http1 {
             }
         };
         let url = self.vus[i].url as usize;
-        let target = &plan.urls[url].target;
+        let target = plan.urls.origin(url);
         let source = core.next_source();
         let now = Instant::now();
         let v = &mut self.vus[i];
@@ -547,7 +545,10 @@ impl Http1 {
     }
 
     fn new_tls(&mut self, core: &mut Core, url: usize) -> Result<UnbufferedClientConnection, ()> {
-        let (Some(tls), Some(name)) = (&self.shared.tls, &self.shared.server_names[url]) else {
+        let (Some(tls), Some(name)) = (
+            &self.shared.tls,
+            &self.shared.server_names[self.shared.plan.urls.origin_index(url)],
+        ) else {
             return Err(());
         };
         let cfg = if core.rng.percent(self.shared.plan.tls.resumption_percent) {
@@ -573,7 +574,7 @@ impl Http1 {
         v.written = 0;
         let (urls, url) = (&self.shared.plan.urls, v.url as usize);
         if let Some(f) = v.flow.as_deref_mut() {
-            f.render_head(&self.shared.plan.headers, &urls[url].target.authority, v.variant);
+            f.render_head(&self.shared.plan.headers, &urls.origin(url).authority, v.variant);
         }
         let parts = match v.flow.as_deref() {
             Some(f) => f.parts(),
@@ -683,7 +684,7 @@ impl Http1 {
                 self.fail(core, i, ErrorKind::Tls)
             }
             Handshake::Rejected(e) => {
-                let host = &self.shared.plan.urls[self.vus[i].url as usize].target.host;
+                let host = &self.shared.plan.urls.origin(self.vus[i].url as usize).host;
                 let tls = &self.shared.plan.tls;
                 self.shared.note_tls_error(|| crate::tls::explain(&e, host, tls));
                 self.fail(core, i, ErrorKind::Tls)
@@ -990,7 +991,7 @@ impl Http1 {
         self.release_slot(core, i);
         let now = Instant::now();
         let v = &mut self.vus[i];
-        let u = &self.shared.plan.urls[v.url as usize];
+        let u = self.shared.plan.urls.get(v.url as usize);
         let head = *v.parser.head();
         // From the intended send in an open loop (what a user of a server
         // that stalls waits), from the actual send otherwise.
@@ -1016,7 +1017,7 @@ impl Http1 {
                 }
             }
         } else {
-            check_response(u, head.status, body, || hasher.map(|h| h.digest()))
+            check_response(&u, head.status, body, || hasher.map(|h| h.digest()))
         };
         if unsent && !v.continue_wait {
             if let Some(f) = v.flow.as_deref_mut() {
@@ -1153,7 +1154,7 @@ impl Http1 {
                 core.window.conn.flows_abandoned += abandoned;
             }
         }
-        let class = self.shared.plan.urls[v.url as usize].class;
+        let class = self.shared.plan.urls.class(v.url as usize);
         let as_sent = now - v.start;
         let (latency, bytes) = (v.intended.map_or(as_sent, |t| now - t), v.parser.wire_bytes());
         let counted = core.record_error(class, kind, latency, bytes, v.written as u64, now);

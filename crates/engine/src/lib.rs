@@ -41,6 +41,7 @@ mod sock;
 mod stats;
 pub mod sys;
 mod tls;
+mod urls;
 pub use tls::{read_pem, MAX_PEM_BYTES};
 pub mod wire;
 
@@ -56,3 +57,4 @@ pub use stats::{
     new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, LoopLoad,
     QuicCounters, Snapshot, Stats, ThreadEnd, LATENCY_MAX_US,
 };
+pub use urls::{Origin, UrlData, UrlRef, UrlTable, UrlTableBuilder};

@@ -6,6 +6,7 @@
 //! keeping the connection or closing it), so the loop never formats.
 
 use crate::stats::ConnectionKind;
+pub use crate::urls::UrlTable;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
@@ -50,66 +51,77 @@ pub struct Target {
 impl Target {
     /// Parses and resolves an `http://` or `https://` URL.
     pub fn parse(url: &str) -> Result<Target, PlanError> {
-        let bad = |why: &str| PlanError::BadUrl {
-            url: url.to_string(),
-            why: why.to_string(),
-        };
-        // `localhost:8080/a` parses as a URL of scheme `localhost`: say
-        // what is missing instead of calling `localhost` a scheme.
-        if !url.contains("://") {
-            return Err(bad(&format!(
-                "http:// is missing: expected http://{url} (or https://{url} for TLS)"
-            )));
-        }
-        let u = url::Url::parse(url).map_err(|e| bad(&format!("{e} (expected http://HOST[:PORT]/PATH)")))?;
-        let scheme = match u.scheme() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            s => return Err(bad(&format!("scheme `{s}` is not http or https"))),
-        };
-        if !u.username().is_empty() || u.password().is_some() {
-            return Err(bad(
-                "user names and passwords in URLs are not supported; use -H 'Authorization: ...'",
-            ));
-        }
-        let host = match u.host() {
-            Some(url::Host::Domain(d)) => d.to_string(),
-            Some(url::Host::Ipv4(a)) => a.to_string(),
-            Some(url::Host::Ipv6(a)) => a.to_string(),
-            None => return Err(bad("no host")),
-        };
-        let port = u.port_or_known_default().ok_or_else(|| bad("no port"))?;
-        let authority = match (u.port(), u.host()) {
-            (Some(p), Some(url::Host::Ipv6(a))) => format!("[{a}]:{p}"),
-            (None, Some(url::Host::Ipv6(a))) => format!("[{a}]"),
-            (Some(p), _) => format!("{host}:{p}"),
-            (None, _) => host.clone(),
-        };
-        let mut path = u.path().to_string();
-        if let Some(q) = u.query() {
-            path.push('?');
-            path.push_str(q);
-        }
-        let addr = (host.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|e| PlanError::Resolve {
-                host: host.clone(),
-                why: e.to_string(),
-            })?
-            .min_by_key(|a| a.is_ipv6()) // prefer IPv4, as curl and wrk do
-            .ok_or_else(|| PlanError::Resolve {
-                host: host.clone(),
-                why: "no addresses".into(),
-            })?;
+        let (scheme, host, port, authority, path) = parse_url(url)?;
         Ok(Target {
             url: url.to_string(),
             scheme,
+            addr: resolve(&host, port)?,
             host,
             authority,
             path,
-            addr,
         })
     }
+}
+
+/// An `http://` or `https://` URL's parts: scheme, host, port, `Host`
+/// header value and path (with its query); nothing resolved.
+pub(crate) fn parse_url(url: &str) -> Result<(Scheme, String, u16, String, String), PlanError> {
+    let bad = |why: &str| PlanError::BadUrl {
+        url: url.to_string(),
+        why: why.to_string(),
+    };
+    // `localhost:8080/a` parses as a URL of scheme `localhost`: say
+    // what is missing instead of calling `localhost` a scheme.
+    if !url.contains("://") {
+        return Err(bad(&format!(
+            "http:// is missing: expected http://{url} (or https://{url} for TLS)"
+        )));
+    }
+    let u = url::Url::parse(url).map_err(|e| bad(&format!("{e} (expected http://HOST[:PORT]/PATH)")))?;
+    let scheme = match u.scheme() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        s => return Err(bad(&format!("scheme `{s}` is not http or https"))),
+    };
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err(bad(
+            "user names and passwords in URLs are not supported; use -H 'Authorization: ...'",
+        ));
+    }
+    let host = match u.host() {
+        Some(url::Host::Domain(d)) => d.to_string(),
+        Some(url::Host::Ipv4(a)) => a.to_string(),
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        None => return Err(bad("no host")),
+    };
+    let port = u.port_or_known_default().ok_or_else(|| bad("no port"))?;
+    let authority = match (u.port(), u.host()) {
+        (Some(p), Some(url::Host::Ipv6(a))) => format!("[{a}]:{p}"),
+        (None, Some(url::Host::Ipv6(a))) => format!("[{a}]"),
+        (Some(p), _) => format!("{host}:{p}"),
+        (None, _) => host.clone(),
+    };
+    let mut path = u.path().to_string();
+    if let Some(q) = u.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    Ok((scheme, host, port, authority, path))
+}
+
+/// The address of `host`, IPv4 first.
+pub(crate) fn resolve(host: &str, port: u16) -> Result<SocketAddr, PlanError> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| PlanError::Resolve {
+            host: host.to_string(),
+            why: e.to_string(),
+        })?
+        .min_by_key(|a| a.is_ipv6()) // prefer IPv4, as curl and wrk do
+        .ok_or_else(|| PlanError::Resolve {
+            host: host.to_string(),
+            why: "no addresses".into(),
+        })
 }
 
 /// How a response is checked beyond its framing.
@@ -416,8 +428,9 @@ impl Default for ClientSettings {
 /// the hot loop reads one struct and the settings stay single-sourced.
 #[derive(Debug, Clone)]
 pub struct ClientPlan {
-    /// Shared, so the clients of a mix hold one copy of a large URL list.
-    pub urls: std::sync::Arc<[UrlPlan]>,
+    /// Shared, so the clients of a mix hold one copy of a large URL list;
+    /// compact (`urls.rs`: ≤ 64 bytes a URL).
+    pub urls: std::sync::Arc<UrlTable>,
     pub classes: Vec<ClassPlan>,
     /// The requests other than a plain GET that the URLs name
     /// ([`UrlPlan::request`]).
@@ -491,12 +504,12 @@ impl H2Plan {
     /// Of `users` users loading `urls`, those that speak HTTP/2: all of
     /// them, or in a mixed client the HTTP/2 URLs' share of the weights,
     /// rounded, at least one user of each protocol.
-    pub fn users(&self, urls: &[UrlPlan], users: u32) -> u32 {
+    pub fn users(&self, urls: &UrlTable, users: u32) -> u32 {
         let (mut h2, mut all) = (0.0, 0.0);
-        for u in urls {
-            all += u.weight;
-            if self.speaks(u.class) {
-                h2 += u.weight;
+        for c in 0..urls.classes() {
+            all += urls.class_weight(c);
+            if self.speaks(c) {
+                h2 += urls.class_weight(c);
             }
         }
         if h2 >= all || users < 2 {
@@ -514,9 +527,9 @@ impl H2Plan {
 impl ClientPlan {
     /// A plan for `urls` with the documented defaults (docs/connections.md,
     /// docs/counting.md) and a 10 s run.
-    pub fn new(urls: impl Into<std::sync::Arc<[UrlPlan]>>, classes: Vec<ClassPlan>) -> Self {
+    pub fn new(urls: impl Into<UrlTable>, classes: Vec<ClassPlan>) -> Self {
         ClientPlan {
-            urls: urls.into(),
+            urls: std::sync::Arc::new(urls.into()),
             classes,
             requests: Vec::new(),
             flow: None,
@@ -583,16 +596,19 @@ impl ClientPlan {
                 ));
             }
         }
-        for u in self.urls.iter() {
-            if !(u.weight > 0.0 && u.weight.is_finite()) {
-                return bad(format!("{}: weight must be above 0", u.target.url));
-            }
-            if u.class >= self.classes.len() {
-                return bad(format!("{}: class index {} out of range", u.target.url, u.class));
-            }
-            if u.request as usize > self.requests.len() {
-                return bad(format!("{}: request {} out of range", u.target.url, u.request));
-            }
+        if let Some(w) = self.urls.bad_weight() {
+            return bad(w.to_string());
+        }
+        // Class and request are per kind: checking the kinds checks every URL.
+        if let Some(u) = self.urls.kind_examples().find(|u| u.class >= self.classes.len()) {
+            return bad(format!("{}: class index {} out of range", u.url(), u.class));
+        }
+        if let Some(u) = self
+            .urls
+            .kind_examples()
+            .find(|u| u.request as usize > self.requests.len())
+        {
+            return bad(format!("{}: request {} out of range", u.url(), u.request));
         }
         crate::request::check_headers(&self.headers).map_err(|e| PlanError::Invalid(e.0))?;
         if let Some((n, _)) = self
@@ -619,22 +635,22 @@ impl ClientPlan {
             }
             if let Some(u) = self
                 .urls
-                .iter()
+                .kind_examples()
                 .find(|u| h2.speaks(u.class) && u.request > 0 && self.requests[u.request as usize - 1].chunked)
             {
                 // HTTP/2 frames a body in DATA frames; it has no chunked coding.
                 return bad(format!(
                     "{}: chunked is HTTP/1.1's framing; over HTTP/2 a body goes in DATA frames: drop chunked",
-                    u.target.url
+                    u.url()
                 ));
             }
             // A connection carries streams of one origin: its users' URLs
             // must all name it.
-            let mut h2_urls = self.urls.iter().filter(|u| h2.speaks(u.class));
-            let Some(first) = h2_urls.next().map(|u| &u.target) else {
+            let mut h2_urls = self.urls.kind_examples().filter(|u| h2.speaks(u.class));
+            let Some(first) = h2_urls.next() else {
                 return bad("HTTP/2 is asked for classes that have no URL".into());
             };
-            let mixed = self.urls.iter().any(|u| !h2.speaks(u.class));
+            let mixed = self.urls.kind_examples().any(|u| !h2.speaks(u.class));
             if let (true, Load::Open(o)) = (mixed, self.load) {
                 if o.max_in_flight < 2 {
                     return bad(
@@ -648,11 +664,13 @@ impl ClientPlan {
                 );
             }
             if let Some(other) = h2_urls.find(|u| {
-                u.target.scheme != first.scheme || u.target.addr != first.addr || u.target.authority != first.authority
+                let (a, b) = (u.target, first.target);
+                a.scheme != b.scheme || a.addr != b.addr || a.authority != b.authority
             }) {
                 return bad(format!(
                     "HTTP/2 runs load one origin: {} and {} differ in scheme, host or port",
-                    first.url, other.target.url
+                    first.url(),
+                    other.url()
                 ));
             }
         }
@@ -780,12 +798,12 @@ mod tests {
             h3: false,
         });
         assert!(p.validate().is_ok());
-        let mut urls = p.urls.to_vec();
+        let mut urls = p.urls.to_plans();
         urls.push(UrlPlan {
             target: Target::parse("http://127.0.0.1:82/b").unwrap(),
             ..urls[0].clone()
         });
-        p.urls = urls.into();
+        p.urls = std::sync::Arc::new(urls.into());
         let e = p.validate().unwrap_err().to_string();
         assert!(e.contains("HTTP/2 runs load one origin"), "{e}");
         // Class 1 over HTTP/2 at a quarter of the weight: 2 of 8 users;
@@ -794,14 +812,14 @@ mod tests {
             classes: 1 << 1,
             ..H2Plan::default()
         };
-        let mut urls = p.urls.to_vec();
+        let mut urls = p.urls.to_plans();
         urls[0].weight = 3.0;
         urls[1].class = 1;
         assert!(h2.speaks(1) && !h2.speaks(0) && H2Plan::default().speaks(0));
-        assert_eq!(h2.users(&urls, 8), 2);
-        assert_eq!(h2.users(&urls, 2), 1);
+        assert_eq!(h2.users(&UrlTable::from(urls.clone()), 8), 2);
+        assert_eq!(h2.users(&UrlTable::from(urls.clone()), 2), 1);
         urls[1].weight = 0.001;
-        assert_eq!(h2.users(&urls, 100), 1);
+        assert_eq!(h2.users(&UrlTable::from(urls.clone()), 100), 1);
         p.http2 = Some(H2Plan {
             connections: 0,
             streams: 4,
@@ -844,12 +862,12 @@ mod tests {
         p.think_time = Duration::ZERO;
         p.http2 = Some(H2Plan::default());
         assert!(p.validate().is_ok());
-        let mut urls = p.urls.to_vec();
+        let mut urls = p.urls.to_plans();
         urls.push(UrlPlan {
             class: 1,
             ..urls[0].clone()
         });
-        p.urls = urls.into();
+        p.urls = std::sync::Arc::new(urls.into());
         p.classes.push(ClassPlan { name: "h2".into() });
         p.http2 = Some(H2Plan {
             classes: 0b10,

@@ -2,7 +2,7 @@
 //! ([`Requests`]): the hot loop writes prepared bytes with one `writev`
 //! and allocates nothing, whatever the method, headers or body.
 
-use crate::plan::{ClientPlan, UrlPlan};
+use crate::plan::{ClientPlan, UrlTable};
 use crate::request::RequestSpec;
 
 /// Index of a request variant in [`Requests`]' tails.
@@ -19,17 +19,18 @@ pub(crate) enum Variant {
 }
 
 /// Every URL's request, serialised once, in four parts written with one
-/// `writev`: the method and a space, the path, one of four tails per
-/// origin and request kind (version, `Host`, headers, `Connection`, the
-/// body's framing header, the blank line), and the body. Sharing the tails
-/// per origin keeps a workload of a million URLs (the c't 1,000,000-page
-/// set) at the size of its paths instead of four whole requests per URL.
+/// `writev`: the method and a space, the path (from the URL table's
+/// arena), one of four tails per kind of URL (origin and request kind:
+/// version, `Host`, headers, `Connection`, the body's framing header, the
+/// blank line), and the body. Sharing the tails per kind keeps a workload
+/// of a million URLs (the c't 1,000,000-page set) at the size of its paths
+/// instead of four whole requests per URL, and nothing here is per URL.
 #[derive(Debug)]
 pub(crate) struct Requests {
     /// Per (origin, request kind): tails for HTTP/1.1, 1.1 close, 1.0
     /// keep-alive, 1.0.
     tails: Vec<[Box<[u8]>; 4]>,
-    /// Per URL: index of its tails.
+    /// Per URL kind (`UrlTable::kind`): index of its tails.
     tail: Vec<u32>,
     /// Per request kind (0: plain GET, k: `ClientPlan::requests[k − 1]`):
     /// the method and a space, and the framed body.
@@ -51,13 +52,13 @@ impl Requests {
                 .into_bytes()
                 .into_boxed_slice()
         };
+        let urls = &plan.urls;
         let mut keys: Vec<(&str, u32)> = Vec::new();
         let mut tails = Vec::new();
-        let index = plan
-            .urls
-            .iter()
-            .map(|u| {
-                let key = (u.target.authority.as_str(), u.request);
+        let index = (0..urls.kinds())
+            .map(|k| {
+                let (origin, request) = urls.kind_parts(k);
+                let key = (urls.origins()[origin as usize].authority.as_str(), request);
                 let idx = match keys.iter().position(|x| *x == key) {
                     Some(i) => i,
                     None => {
@@ -90,21 +91,21 @@ impl Requests {
 
     /// The request's four parts: method, path, tail, body.
     #[inline]
-    pub(crate) fn parts<'a>(&'a self, urls: &'a [UrlPlan], url: usize, v: Variant) -> Parts<'a> {
-        let u = &urls[url];
-        let k = u.request as usize;
+    pub(crate) fn parts<'a>(&'a self, urls: &'a UrlTable, url: usize, v: Variant) -> Parts<'a> {
+        let kind = urls.kind(url);
+        let k = urls.kind_parts(kind).1 as usize;
         [
             &self.methods[k],
-            u.target.path.as_bytes(),
-            &self.tails[self.tail[url] as usize][v as usize],
+            urls.path(url),
+            &self.tails[self.tail[kind] as usize][v as usize],
             &self.bodies[k],
         ]
     }
 
     /// Whether URL `url`'s body waits for the server's `100 Continue`.
     #[inline]
-    pub(crate) fn expects_continue(&self, urls: &[UrlPlan], url: usize) -> bool {
-        self.continues[urls[url].request as usize]
+    pub(crate) fn expects_continue(&self, urls: &UrlTable, url: usize) -> bool {
+        self.continues[urls.kind_parts(urls.kind(url)).1 as usize]
     }
 }
 
@@ -123,7 +124,7 @@ pub(crate) fn head_len(parts: &Parts<'_>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{ClassPlan, Expect, Target};
+    use crate::plan::{ClassPlan, Expect, Target, UrlPlan};
 
     fn plan(url: &str, requests: Vec<RequestSpec>) -> ClientPlan {
         let t = Target::parse(url).unwrap();

@@ -60,16 +60,20 @@ static GLOBAL: Counting = Counting;
 /// idle connection's path), and the seconds reported.
 fn allocations_for(port: u16, tls: bool, users: u32, think: Duration, requests: u64) -> (u64, u64) {
     let scheme = if tls { "https" } else { "http" };
-    let target = Target::parse(&format!("{scheme}://127.0.0.1:{port}/x")).expect("url");
-    let url = UrlPlan {
-        target,
-        weight: 1.0,
-        class: 0,
-        expect_status: 200,
-        expect: Expect::Size(100),
-        request: 0,
-    };
-    let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "x".into() }]);
+    // A thousand URLs of uneven weights: each request draws from the URL
+    // table's alias table and writes its path from the table's arena
+    // (issue 27), which must allocate nothing either.
+    let urls: Vec<UrlPlan> = (0..1000)
+        .map(|i| UrlPlan {
+            target: Target::parse(&format!("{scheme}://127.0.0.1:{port}/x/{i}")).expect("url"),
+            weight: f64::from(i % 7 + 1),
+            class: 0,
+            expect_status: 200,
+            expect: Expect::Size(100),
+            request: 0,
+        })
+        .collect();
+    let mut plan = ClientPlan::new(urls, vec![ClassPlan { name: "x".into() }]);
     plan.virtual_users = users;
     plan.os_threads = 1;
     plan.think_time = think;

@@ -27,7 +27,9 @@ mod verify;
 
 pub use content::fill as fill_content;
 pub use generate::{generate, manifest, GenerateError, Summary, MANIFEST_FILE};
-pub use manifest::{write_entry, Entry, Manifest, ManifestError, MANIFEST_HEADER};
+pub use manifest::{
+    for_each_entry, write_entry, Entry, EntryRef, Manifest, ManifestError, MANIFEST_HEADER, MAX_MANIFEST_LINE_BYTES,
+};
 pub use spec::{
     specweb_size, specweb_weighted_mean, Kind, Mindcraft, Planned, Spec, SpecError, MAX_FILE_SIZE, MINDCRAFT_HEAD,
     MINDCRAFT_URLS, MINDCRAFT_ZIPF_C, PAGES_PER_DIR, SPECWEB_BYTES_PER_DIR, SPECWEB_CLASS_PERMILLE,

@@ -98,41 +98,13 @@ impl Manifest {
             if !seen_header {
                 return Err(err(n, format!("expected `{MANIFEST_HEADER}` as the first line")));
             }
-            let f: Vec<&str> = raw.split('\t').collect();
-            if f.len() != 5 {
-                return Err(err(
-                    n,
-                    format!(
-                        "expected 5 tab-separated fields (path, size, xxh3, class, weight), found {}",
-                        f.len()
-                    ),
-                ));
-            }
-            if !f[0].starts_with('/') {
-                return Err(err(n, format!("path `{}` must start with /", f[0])));
-            }
-            let size = f[1]
-                .parse::<u64>()
-                .map_err(|_| err(n, format!("size `{}` is not a whole number of bytes", f[1])))?;
-            if f[2].len() != 16 {
-                return Err(err(n, format!("checksum `{}` is not 16 hex digits", f[2])));
-            }
-            let xxh3 = u64::from_str_radix(f[2], 16)
-                .map_err(|_| err(n, format!("checksum `{}` is not 16 hex digits", f[2])))?;
-            if f[3].is_empty() || f[3].contains(char::is_whitespace) {
-                return Err(err(n, format!("class `{}` must be a word", f[3])));
-            }
-            let weight = f[4]
-                .parse::<f64>()
-                .ok()
-                .filter(|w| w.is_finite() && *w >= 0.0)
-                .ok_or_else(|| err(n, format!("weight `{}` is not a number ≥ 0", f[4])))?;
+            let e = entry_of(raw, n, &err)?;
             m.entries.push(Entry {
-                path: f[0].to_string(),
-                size,
-                xxh3,
-                class: f[3].to_string(),
-                weight,
+                path: e.path.to_string(),
+                size: e.size,
+                xxh3: e.xxh3,
+                class: e.class.to_string(),
+                weight: e.weight,
             });
         }
         if !seen_header {
@@ -183,6 +155,128 @@ impl Manifest {
     pub fn get(&self, path: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.path == path)
     }
+}
+
+/// One entry line, borrowed from the text it was read from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EntryRef<'a> {
+    pub path: &'a str,
+    pub size: u64,
+    pub xxh3: u64,
+    pub class: &'a str,
+    pub weight: f64,
+}
+
+/// Parses entry line `n` (not a comment); `err` makes its error.
+fn entry_of<'a>(
+    raw: &'a str,
+    n: usize,
+    err: &impl Fn(usize, String) -> ManifestError,
+) -> Result<EntryRef<'a>, ManifestError> {
+    // Five fields, split without a list: a million lines allocate nothing.
+    let mut it = raw.split('\t');
+    let f = match [it.next(), it.next(), it.next(), it.next(), it.next(), it.next()] {
+        [Some(a), Some(b), Some(c), Some(d), Some(e), None] => [a, b, c, d, e],
+        _ => {
+            return Err(err(
+                n,
+                format!(
+                    "expected 5 tab-separated fields (path, size, xxh3, class, weight), found {}",
+                    raw.split('\t').count()
+                ),
+            ))
+        }
+    };
+    if !f[0].starts_with('/') {
+        return Err(err(n, format!("path `{}` must start with /", f[0])));
+    }
+    let size = f[1]
+        .parse::<u64>()
+        .map_err(|_| err(n, format!("size `{}` is not a whole number of bytes", f[1])))?;
+    if f[2].len() != 16 {
+        return Err(err(n, format!("checksum `{}` is not 16 hex digits", f[2])));
+    }
+    let xxh3 =
+        u64::from_str_radix(f[2], 16).map_err(|_| err(n, format!("checksum `{}` is not 16 hex digits", f[2])))?;
+    if f[3].is_empty() || f[3].contains(char::is_whitespace) {
+        return Err(err(n, format!("class `{}` must be a word", f[3])));
+    }
+    let weight = f[4]
+        .parse::<f64>()
+        .ok()
+        .filter(|w| w.is_finite() && *w >= 0.0)
+        .ok_or_else(|| err(n, format!("weight `{}` is not a number ≥ 0", f[4])))?;
+    Ok(EntryRef {
+        path: f[0],
+        size,
+        xxh3,
+        class: f[3],
+        weight,
+    })
+}
+
+/// The longest manifest line read when streaming (a path of 16 KiB is far
+/// past what a file system or a request line takes).
+pub const MAX_MANIFEST_LINE_BYTES: usize = 16 * 1024;
+
+/// Reads the manifest at `path` a line at a time (one reused buffer, at
+/// most [`MAX_MANIFEST_LINE_BYTES`] a line, [`MAX_MANIFEST_BYTES`] in all)
+/// and calls `f` with each entry, in order: a million-file set's manifest
+/// is never held whole (issue 27). Errors are [`Manifest::parse`]'s.
+pub fn for_each_entry<E: From<ManifestError>>(
+    path: &Path,
+    mut f: impl FnMut(EntryRef<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    use std::io::{BufRead, Read};
+    let origin = path.display().to_string();
+    let io = |source: std::io::Error| ManifestError::Io {
+        path: origin.clone(),
+        source,
+    };
+    let err = |line: usize, what: String| ManifestError::Syntax {
+        path: origin.clone(),
+        line,
+        what,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut reader = std::io::BufReader::with_capacity(256 * 1024, file.take(MAX_MANIFEST_BYTES));
+    let mut buf = Vec::with_capacity(256);
+    let (mut n, mut seen_header) = (0, false);
+    loop {
+        buf.clear();
+        n += 1;
+        let got = (&mut reader)
+            .take(MAX_MANIFEST_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(io)?;
+        if got == 0 {
+            break;
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        } else if got > MAX_MANIFEST_LINE_BYTES {
+            return Err(err(n, format!("a line longer than {MAX_MANIFEST_LINE_BYTES} bytes")).into());
+        }
+        let raw = std::str::from_utf8(&buf).map_err(|_| err(n, "not UTF-8 text".into()))?;
+        if raw.is_empty() {
+            continue;
+        }
+        if !seen_header {
+            if raw.trim_end() != MANIFEST_HEADER {
+                return Err(err(n, format!("expected `{MANIFEST_HEADER}` as the first line")).into());
+            }
+            seen_header = true;
+            continue;
+        }
+        if raw.starts_with('#') {
+            continue;
+        }
+        f(entry_of(raw, n, &err)?)?;
+    }
+    if !seen_header {
+        return Err(err(1, format!("empty manifest: expected `{MANIFEST_HEADER}`")).into());
+    }
+    Ok(())
 }
 
 /// Appends one entry line (for generators that stream the manifest).

@@ -69,13 +69,15 @@ fn printable(s: &str) -> String {
 
 /// Writes the workload: header comments with the figures, then one static
 /// class holding the kept URLs with their request counts as weights and
-/// their sizes where known.
+/// their sizes where known — listed, or with `url_file` naming the file
+/// of URLs written beside it (a large workload, docs/workloads.md).
 pub fn write_workload<W: Write>(
     mut w: W,
     source: &str,
     scan: &LogScan,
     sel: &Selection,
     settings: &Settings,
+    url_file: Option<&str>,
 ) -> io::Result<()> {
     let other: u64 = scan.other_status.iter().sum();
     writeln!(
@@ -124,6 +126,10 @@ pub fn write_workload<W: Write>(
     writeln!(w, "name = \"from-log\"")?;
     writeln!(w)?;
     writeln!(w, "[[class]]\nname = \"static\"\npercent = 100.0\nkind = \"static\"")?;
+    if let Some(file) = url_file {
+        writeln!(w, "url_file = {}", toml_string(file))?;
+        return w.flush();
+    }
     for r in &sel.kept {
         writeln!(
             w,

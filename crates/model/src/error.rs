@@ -293,6 +293,9 @@ pub enum ResolveError {
     },
     #[error("class `{class}`: its URLs have no weight")]
     NoWeight { class: String },
+    /// A line of a class's URL file that cannot be read.
+    #[error("{0}")]
+    UrlFile(Box<ModelError>),
 }
 
 impl benchlab_input::Classify for ResolveError {

@@ -10,6 +10,7 @@ mod error;
 mod files;
 pub mod input;
 mod suite;
+mod urlfile;
 mod workload;
 
 pub use duration::{
@@ -19,6 +20,10 @@ pub use duration::{
 pub use error::{line_col, FlagError, ModelError, ResolveError, Source};
 pub use files::{is_file_target, FileWorkloadKind, FileWorkloadRef};
 pub use suite::{rate_range, rate_text, Arrival, Mix, MixParams, Phase, Suite, MAX_RATE, MIN_RATE, MIN_WINDOW};
+pub use urlfile::{
+    write_header as write_url_file_header, write_url as write_url_file_line, UrlFile, UrlLine, MAX_URL_LINE_BYTES,
+    URL_FILE_HEADER,
+};
 pub use workload::{
     origin, Body, Class, ClassKind, FilesetDraw, FlowWorkload, Place, Popularity, Request, ResolvedUrl, UrlEntry,
     UrlSource, Validate, Workload,

@@ -23,7 +23,7 @@
 
 use crate::error::{ModelError, ResolveError, Source};
 use crate::input::excerpt;
-use benchlab_fileset::Manifest;
+use crate::urlfile::UrlFile;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -98,6 +98,8 @@ pub(crate) struct RawClass {
     #[serde(rename = "url", default)]
     pub urls: Vec<Spanned<RawUrl>>,
     pub fileset: Option<Spanned<RawFileset>>,
+    /// A file of URLs, one a line (`urlfile.rs`), beside the workload.
+    pub url_file: Option<Spanned<String>>,
     // What the class's requests say beyond GET (each URL may override);
     // fields of their own, not a flattened struct: serde's flatten would
     // lose `deny_unknown_fields`, and a misspelt key must be refused.
@@ -406,11 +408,33 @@ fn check_request(raw: RawRequest, src: &Source, at: usize) -> Result<Option<Requ
     }))
 }
 
+/// Why a class's URLs stopped coming: the class could not be resolved, or
+/// the caller stopped.
+enum Stop<E> {
+    Resolve(ResolveError),
+    Caller(E),
+}
+
+impl<E> From<ResolveError> for Stop<E> {
+    fn from(e: ResolveError) -> Self {
+        Stop::Resolve(e)
+    }
+}
+
+impl<E> From<benchlab_fileset::ManifestError> for Stop<E> {
+    fn from(e: benchlab_fileset::ManifestError) -> Self {
+        Stop::Resolve(e.into())
+    }
+}
+
 /// Where a class's URLs come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UrlSource {
     List(Vec<UrlEntry>),
     Fileset(FilesetDraw),
+    /// A large workload's URLs, in a file of their own read as they are
+    /// loaded (`url_file`, docs/workloads.md).
+    File(UrlFile),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -563,7 +587,33 @@ impl Workload {
                     format!("class `{}` is dynamic: expected `spi = \"...\"` naming its SPI", c.name),
                 ));
             }
+            if let Some(uf) = &c.url_file {
+                if !c.urls.is_empty() || c.fileset.is_some() {
+                    return Err(src.error_at(
+                        uf.span().start,
+                        format!(
+                            "class `{}` has url_file and [[class.url]] or [class.fileset]: expected one of them",
+                            c.name
+                        ),
+                    ));
+                }
+            }
             let source = match (c.urls.is_empty(), c.fileset) {
+                _ if c.url_file.is_some() => {
+                    let uf = c.url_file.as_ref().map(|u| (u.span().start, u.get_ref().as_str()));
+                    let (uat, name) = uf.unwrap_or((at, ""));
+                    // Beside the file that names it.
+                    let path = src.path.parent().unwrap_or(Path::new(".")).join(name);
+                    let file = UrlFile::check(&path).map_err(|e| {
+                        if e.line.is_none() {
+                            // Unreadable or empty: point at the key too.
+                            src.error_at(uat, format!("url_file `{}`: {}", excerpt(name), e.message))
+                        } else {
+                            e
+                        }
+                    })?;
+                    UrlSource::File(file)
+                }
                 (false, Some(f)) => {
                     return Err(src.error_at(
                         f.span().start,
@@ -727,7 +777,7 @@ impl Workload {
             .iter()
             .filter_map(|c| match &c.source {
                 UrlSource::Fileset(f) => Some(f.name.as_str()),
-                UrlSource::List(_) => None,
+                UrlSource::List(_) | UrlSource::File(_) => None,
             })
             .collect();
         v.sort();
@@ -737,6 +787,180 @@ impl Workload {
 }
 
 impl Class {
+    /// [`Class::resolve`], a URL at a time: a URL file's URLs are read as
+    /// they are handed to `f`, so a class of millions of URLs is never
+    /// held as a list (issue 27).
+    pub fn resolve_each<E: From<ResolveError>>(
+        &self,
+        target: &str,
+        filesets: &BTreeMap<String, PathBuf>,
+        mut f: impl FnMut(ResolvedUrl) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let file = match &self.source {
+            UrlSource::File(file) => file,
+            UrlSource::Fileset(draw) => {
+                return self.fileset_each(draw, target, filesets, f).map_err(|e| match e {
+                    Stop::Resolve(r) => r.into(),
+                    Stop::Caller(e) => e,
+                })
+            }
+            UrlSource::List(_) => {
+                for u in self.resolve(target, filesets)? {
+                    f(u)?;
+                }
+                return Ok(());
+            }
+        };
+        if !(file.total_weight > 0.0 && file.total_weight.is_finite()) {
+            return Err(ResolveError::NoWeight {
+                class: self.name.clone(),
+            }
+            .into());
+        }
+        let base = self.target.as_deref().unwrap_or(target).trim_end_matches('/');
+        file.for_each(
+            |u| {
+                f(ResolvedUrl {
+                    url: format!("{base}{}", u.path),
+                    weight: u.weight / file.total_weight,
+                    size: u.size,
+                    xxh3: None,
+                    population_share: None,
+                    request: self.request.clone(),
+                })
+            },
+            |e| ResolveError::UrlFile(Box::new(e)).into(),
+        )
+    }
+
+    /// A file-set class's URLs, a URL at a time: the manifest is read a
+    /// line at a time, twice (what matches and its weights, then the URLs),
+    /// never held whole; with `top` only the drawn weights (16 bytes a
+    /// file) and the kept URLs are held, to rank them.
+    fn fileset_each<E>(
+        &self,
+        draw: &FilesetDraw,
+        target: &str,
+        filesets: &BTreeMap<String, PathBuf>,
+        mut f: impl FnMut(ResolvedUrl) -> Result<(), E>,
+    ) -> Result<(), Stop<E>> {
+        let dir = filesets.get(&draw.name).ok_or_else(|| ResolveError::NoFilesetDir {
+            class: self.name.clone(),
+            fileset: draw.name.clone(),
+        })?;
+        let manifest = dir.join("manifest");
+        let base = self.target.as_deref().unwrap_or(target).trim_end_matches('/');
+        let wanted = |class: &str| draw.classes.as_ref().is_none_or(|cs| cs.iter().any(|c| c == class));
+        let weight_of = |rank: usize, w: f64| match draw.popularity {
+            Popularity::Manifest => w,
+            Popularity::Uniform => 1.0,
+            Popularity::Zipf => 1.0 / ((rank + 1) as f64).powf(draw.zipf),
+        };
+        // Pass 1: the files that match, the set's total weight, and the
+        // drawn weights (their sum; with `top`, each with its rank).
+        let (mut matching, mut population, mut total) = (0usize, 0.0, 0.0);
+        let mut ranked: Vec<(f64, u32)> = Vec::new();
+        benchlab_fileset::for_each_entry(&manifest, |e| {
+            population += e.weight;
+            if wanted(e.class) {
+                let w = weight_of(matching, e.weight);
+                if draw.top.is_some() {
+                    ranked.push((w, matching as u32));
+                } else if w > 0.0 {
+                    total += w;
+                }
+                matching += 1;
+            }
+            Ok::<(), Stop<E>>(())
+        })?;
+        if matching == 0 {
+            return Err(ResolveError::NoMatchingFiles {
+                class: self.name.clone(),
+                fileset: draw.name.clone(),
+            }
+            .into());
+        }
+        if let Some(top) = draw.top.filter(|&t| t > matching) {
+            // Keeping fewer URLs than asked would silently change the
+            // workload (e.g. 360 URLs for a suite that means 704).
+            let of = match &draw.classes {
+                Some(cs) => format!(" of class {}", cs.join(", ")),
+                None => String::new(),
+            };
+            return Err(ResolveError::TooFewFiles {
+                class: self.name.clone(),
+                fileset: draw.name.clone(),
+                dir: dir.display().to_string(),
+                top,
+                found: matching,
+                of,
+            }
+            .into());
+        }
+        let resolved = |e: &benchlab_fileset::EntryRef<'_>, weight: f64| {
+            let url = if draw.query.is_empty() {
+                format!("{base}{}{}", draw.prefix, e.path)
+            } else {
+                format!("{base}{}{}?{}", draw.prefix, e.path, draw.query)
+            };
+            ResolvedUrl {
+                url,
+                weight,
+                size: Some(e.size),
+                xxh3: Some(e.xxh3),
+                population_share: (population > 0.0).then(|| e.weight / population),
+                request: self.request.clone(),
+            }
+        };
+        let no_weight = || ResolveError::NoWeight {
+            class: self.name.clone(),
+        };
+        let Some(top) = draw.top else {
+            // Pass 2: the URLs in manifest order, shared out as read.
+            if total.is_nan() || total <= 0.0 {
+                return Err(no_weight().into());
+            }
+            let mut rank = 0;
+            return benchlab_fileset::for_each_entry(&manifest, |e| {
+                if !wanted(e.class) {
+                    return Ok(());
+                }
+                let w = weight_of(rank, e.weight);
+                rank += 1;
+                if w > 0.0 {
+                    f(resolved(&e, w / total)).map_err(Stop::Caller)?;
+                }
+                Ok(())
+            });
+        };
+        // Most popular first; ties keep manifest order (stable sort).
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+        ranked.truncate(top);
+        let mut place: Vec<(u32, u32)> = ranked.iter().enumerate().map(|(p, &(_, r))| (r, p as u32)).collect();
+        place.sort_unstable();
+        let mut kept: Vec<Option<ResolvedUrl>> = vec![None; ranked.len()];
+        let mut rank = 0u32;
+        benchlab_fileset::for_each_entry(&manifest, |e| {
+            if !wanted(e.class) {
+                return Ok(());
+            }
+            if let Ok(i) = place.binary_search_by_key(&rank, |p| p.0) {
+                kept[place[i].1 as usize] = Some(resolved(&e, ranked[place[i].1 as usize].0));
+            }
+            rank += 1;
+            Ok::<(), Stop<E>>(())
+        })?;
+        let total: f64 = kept.iter().flatten().filter(|u| u.weight > 0.0).map(|u| u.weight).sum();
+        if total.is_nan() || total <= 0.0 {
+            return Err(no_weight().into());
+        }
+        for mut u in kept.into_iter().flatten().filter(|u| u.weight > 0.0) {
+            u.weight /= total;
+            f(u).map_err(Stop::Caller)?;
+        }
+        Ok(())
+    }
+
     /// The class's URLs against base URL `target` (the class's own target
     /// wins), with weights summing to 1 and expected sizes/checksums.
     /// `filesets` maps file-set names to their directories.
@@ -754,6 +978,15 @@ impl Class {
             }
         };
         let mut out = match &self.source {
+            UrlSource::File(_) => {
+                let mut out = Vec::new();
+                self.resolve_each(target, filesets, |u| {
+                    out.push(u);
+                    Ok::<(), ResolveError>(())
+                })?;
+                // Shared out as read: the weights sum to 1 already.
+                return Ok(out);
+            }
             UrlSource::List(list) => list
                 .iter()
                 .map(|u| ResolvedUrl {
@@ -768,71 +1001,14 @@ impl Class {
                     },
                 })
                 .collect::<Vec<_>>(),
-            UrlSource::Fileset(f) => {
-                let dir = filesets.get(&f.name).ok_or_else(|| ResolveError::NoFilesetDir {
-                    class: self.name.clone(),
-                    fileset: f.name.clone(),
+            UrlSource::Fileset(_) => {
+                let mut out = Vec::new();
+                self.resolve_each(target, filesets, |u| {
+                    out.push(u);
+                    Ok::<(), ResolveError>(())
                 })?;
-                let manifest = Manifest::read(&dir.join("manifest"))?;
-                let mut entries: Vec<_> = manifest
-                    .entries
-                    .iter()
-                    .filter(|e| f.classes.as_ref().is_none_or(|cs| cs.contains(&e.class)))
-                    .collect();
-                if entries.is_empty() {
-                    return Err(ResolveError::NoMatchingFiles {
-                        class: self.name.clone(),
-                        fileset: f.name.clone(),
-                    });
-                }
-                if let Some(top) = f.top.filter(|&t| t > entries.len()) {
-                    // Keeping fewer URLs than asked would silently change the
-                    // workload (e.g. 360 URLs for a suite that means 704).
-                    let of = match &f.classes {
-                        Some(cs) => format!(" of class {}", cs.join(", ")),
-                        None => String::new(),
-                    };
-                    return Err(ResolveError::TooFewFiles {
-                        class: self.name.clone(),
-                        fileset: f.name.clone(),
-                        dir: dir.display().to_string(),
-                        top,
-                        found: entries.len(),
-                        of,
-                    });
-                }
-                let population = manifest.total_weight();
-                let weight_of = |rank: usize, w: f64| match f.popularity {
-                    Popularity::Manifest => w,
-                    Popularity::Uniform => 1.0,
-                    Popularity::Zipf => 1.0 / ((rank + 1) as f64).powf(f.zipf),
-                };
-                let mut weighted: Vec<(f64, &benchlab_fileset::Entry)> = entries
-                    .drain(..)
-                    .enumerate()
-                    .map(|(r, e)| (weight_of(r, e.weight), e))
-                    .collect();
-                if let Some(top) = f.top {
-                    // Most popular first; ties keep manifest order (stable sort).
-                    weighted.sort_by(|a, b| b.0.total_cmp(&a.0));
-                    weighted.truncate(top);
-                }
-                weighted
-                    .into_iter()
-                    .filter(|(w, _)| *w > 0.0)
-                    .map(|(w, e)| ResolvedUrl {
-                        url: if f.query.is_empty() {
-                            join(&format!("{}{}", f.prefix, e.path))
-                        } else {
-                            join(&format!("{}{}?{}", f.prefix, e.path, f.query))
-                        },
-                        weight: w,
-                        size: Some(e.size),
-                        xxh3: Some(e.xxh3),
-                        population_share: (population > 0.0).then(|| e.weight / population),
-                        request: self.request.clone(),
-                    })
-                    .collect()
+                // Normalised as drawn: the weights sum to 1 already.
+                return Ok(out);
             }
         };
         let total: f64 = out.iter().map(|u| u.weight).sum();

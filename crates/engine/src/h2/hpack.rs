@@ -80,12 +80,28 @@ pub fn method_block(
     headers: &[(String, String)],
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + path.len() + authority.len());
+    method_block_into(&mut out, method, scheme, authority, path, headers);
+    out
+}
+
+/// [`method_block`] into `out` (cleared first): a request's block made as
+/// it is sent, into one reused buffer, allocates nothing once the buffer
+/// has grown — no block is held per URL (issue 27).
+pub fn method_block_into(
+    out: &mut Vec<u8>,
+    method: &str,
+    scheme: Scheme,
+    authority: &str,
+    path: &str,
+    headers: &[(String, String)],
+) {
+    out.clear();
     match method {
         "GET" => out.push(0x82),  // :method GET (static index 2)
         "POST" => out.push(0x83), // :method POST (static index 3)
         other => {
-            put_int(&mut out, 4, 0, METHOD);
-            put_str(&mut out, other.as_bytes());
+            put_int(out, 4, 0, METHOD);
+            put_str(out, other.as_bytes());
         }
     }
     out.push(match scheme {
@@ -95,28 +111,28 @@ pub fn method_block(
     if path == "/" {
         out.push(0x84);
     } else {
-        put_int(&mut out, 4, 0, PATH);
-        put_str(&mut out, path.as_bytes());
+        put_int(out, 4, 0, PATH);
+        put_str(out, path.as_bytes());
     }
     let host = headers
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case("host"))
         .map_or(authority, |(_, v)| v.as_str());
-    put_int(&mut out, 4, 0, AUTHORITY);
-    put_str(&mut out, host.as_bytes());
+    put_int(out, 4, 0, AUTHORITY);
+    put_str(out, host.as_bytes());
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("user-agent")) {
-        put_int(&mut out, 4, 0, USER_AGENT);
-        put_str(&mut out, concat!("benchlab/", env!("CARGO_PKG_VERSION")).as_bytes());
+        put_int(out, 4, 0, USER_AGENT);
+        put_str(out, concat!("benchlab/", env!("CARGO_PKG_VERSION")).as_bytes());
     }
     for (n, v) in headers {
         if connection_specific(n) {
             continue;
         }
         out.push(0);
-        put_str(&mut out, n.to_ascii_lowercase().as_bytes());
-        put_str(&mut out, v.as_bytes());
+        put_int(out, 7, 0, n.len());
+        out.extend(n.bytes().map(|b| b.to_ascii_lowercase()));
+        put_str(out, v.as_bytes());
     }
-    out
 }
 
 /// What a response's header block says that benchlab checks.

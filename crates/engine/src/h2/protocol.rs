@@ -33,7 +33,7 @@
 use super::conn::{Conn, Ended, Outcome, MAX_CONTROL_QUEUED};
 use super::hpack;
 use crate::event_loop::{check_response, Core, EventLoop, Measured, Protocol, Shared};
-use crate::plan::{Expect, Load, Scheme};
+use crate::plan::{Load, Scheme};
 use crate::reactor::{next_generation, Backend, Ev};
 use crate::request::RequestSpec;
 use crate::sock::{self, connect, connect_error_kind, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
@@ -136,10 +136,13 @@ pub(crate) struct Http2 {
     slots: Vec<Slot>,
     links: Vec<Option<Link>>,
     free_links: Vec<usize>,
-    /// Each URL's request header block (see `hpack.rs`), and its request
-    /// body, sent as DATA.
-    blocks: Vec<Vec<u8>>,
+    /// Per request kind (0: a plain GET, k: the plan's `requests[k − 1]`):
+    /// its method and header fields, and its body, sent as DATA. A
+    /// request's header block (`hpack.rs`) is made as it is sent, into
+    /// `block`: nothing is held per URL (issue 27).
+    kinds: Vec<(String, Vec<(String, String)>)>,
     bodies: Vec<Option<Arc<[u8]>>>,
+    block: Vec<u8>,
     tls: Option<Arc<rustls::ClientConfig>>,
     tls_resuming: Option<Arc<rustls::ClientConfig>>,
     /// Connections whose socket had more to read when their turn's reads
@@ -240,31 +243,31 @@ impl Http2 {
                 reconnect_pending: false,
             })
             .collect();
-        let blocks = plan
-            .urls
-            .iter()
-            .map(|u| {
-                let t = &u.target;
-                let plain = RequestSpec::default();
-                let r = match u.request {
-                    0 => &plain,
-                    k => &plan.requests[k as usize - 1],
-                };
-                let fields = r.h2_fields(&plan.headers);
-                hpack::method_block(&r.method, t.scheme, &t.authority, &t.path, &fields)
-            })
+        let plain = RequestSpec::default();
+        let specs = std::iter::once(&plain).chain(&plan.requests);
+        let kinds = specs
+            .clone()
+            .map(|r| (r.method.clone(), r.h2_fields(&plan.headers)))
             .collect();
-        let bodies = plan
-            .urls
-            .iter()
-            .map(|u| match u.request {
-                0 => None,
-                k => plan.requests[k as usize - 1].body.as_deref().map(Arc::from),
-            })
+        let bodies = std::iter::once(None)
+            .chain(plan.requests.iter().map(|r| r.body.as_deref().map(Arc::from)))
             .collect();
+        // Room for the longest block up front, so sending never grows it.
+        let longest_path = (0..plan.urls.len()).map(|i| plan.urls.path(i).len()).max().unwrap_or(0);
+        let fields: usize = specs
+            .map(|r| {
+                r.h2_fields(&plan.headers)
+                    .iter()
+                    .map(|(n, v)| n.len() + v.len() + 10)
+                    .sum::<usize>()
+            })
+            .max()
+            .unwrap_or(0);
+        let authority = plan.urls.origins().iter().map(|o| o.authority.len()).max().unwrap_or(0);
+        let block = Vec::with_capacity(64 + longest_path + authority + fields);
         let free_users = users.len() as u32;
         let uring = core.io.backend == Backend::Uring;
-        if uring && plan.urls.iter().any(|u| u.target.scheme == Scheme::Https) {
+        if uring && plan.urls.origins().iter().any(|o| o.scheme == Scheme::Https) {
             return Err(io::Error::other(
                 "BENCHLAB_IO=uring drives http:// URLs only (rustls reads and writes its own socket); unset it for https",
             ));
@@ -279,14 +282,15 @@ impl Http2 {
             slots,
             links: Vec::new(),
             free_links: Vec::new(),
-            blocks,
+            kinds,
             bodies,
+            block,
             tls,
             tls_resuming,
             unread: Vec::new(),
             unread_now: Vec::new(),
             ended: Vec::new(),
-            checksum: plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. })),
+            checksum: plan.urls.any_checksum(),
             open,
             // Popped from the end: user 0 (on the thread's first
             // connection) first, so a low rate keeps to few connections.
@@ -422,9 +426,16 @@ impl Http2 {
                     break;
                 };
                 let user = &mut self.users[u as usize];
-                let block = &self.blocks[user.url as usize];
-                link.conn
-                    .open_with(u, block, self.checksum, self.bodies[user.url as usize].as_ref());
+                let url = self.shared.plan.urls.get(user.url as usize);
+                let (method, fields) = &self.kinds[url.request as usize];
+                let t = url.target;
+                hpack::method_block_into(&mut self.block, method, t.scheme, &t.authority, url.path, fields);
+                link.conn.open_with(
+                    u,
+                    &self.block,
+                    self.checksum,
+                    self.bodies[url.request as usize].as_ref(),
+                );
                 link.left -= 1;
                 opened += 1;
                 // Latency from the first HEADERS byte written, or from the
@@ -461,7 +472,7 @@ impl Http2 {
         };
         let plan = &self.shared.plan;
         let url = self.users[u as usize].url as usize;
-        let target = &plan.urls[url].target;
+        let target = plan.urls.origin(url);
         let source = core.next_source();
         if std::mem::take(&mut self.slots[slot].reconnect_pending) {
             core.bump(|c| c.reconnects += 1);
@@ -482,7 +493,7 @@ impl Http2 {
             } else {
                 self.tls.as_ref()
             };
-            let conn = match (cfg, &self.shared.server_names[url]) {
+            let conn = match (cfg, &self.shared.server_names[plan.urls.origin_index(url)]) {
                 (Some(cfg), Some(name)) => UnbufferedClientConnection::new(Arc::clone(cfg), name.clone()).ok(),
                 _ => None,
             };
@@ -632,7 +643,7 @@ impl Http2 {
                     .queue
                     .front()
                     .map_or(0, |&u| self.users[u as usize].url as usize);
-                let host = &self.shared.plan.urls[url].target.host;
+                let host = &self.shared.plan.urls.origin(url).host;
                 let opts = &self.shared.plan.tls;
                 self.shared.note_tls_error(|| match &error {
                     Some(e) => crate::tls::explain(e, host, opts),
@@ -1101,12 +1112,12 @@ impl Http2 {
     fn complete(&mut self, core: &mut Core, u: usize, status: u16, bytes: u64, body: u64, xxh3: Option<u64>) {
         let now = Instant::now();
         let user = &mut self.users[u];
-        let url = &self.shared.plan.urls[user.url as usize];
+        let url = self.shared.plan.urls.get(user.url as usize);
         // From the intended send in an open loop, from the HEADERS (or
         // the connect) otherwise; see docs/counting.md.
         let as_sent = now - user.start;
         let latency = user.intended.map_or(as_sent, |t| now - t);
-        let verdict = check_response(url, status, body, || xxh3);
+        let verdict = check_response(&url, status, body, || xxh3);
         let ended = Measured {
             latency,
             as_sent,
@@ -1122,7 +1133,7 @@ impl Http2 {
     fn fail(&mut self, core: &mut Core, u: usize, kind: ErrorKind, bytes: u64) {
         let now = Instant::now();
         let user = &self.users[u];
-        let class = self.shared.plan.urls[user.url as usize].class;
+        let class = self.shared.plan.urls.class(user.url as usize);
         let latency = user.intended.map_or(now - user.start, |t| now - t);
         core.record_error(class, kind, latency, bytes, user.sent, now);
         self.next(core, u, false);

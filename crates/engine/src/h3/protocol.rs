@@ -63,7 +63,10 @@ struct Stream {
     id: StreamId,
     user: u32,
     response: Response,
-    /// Bytes of the request still to write (its HEADERS and DATA frames).
+    /// The request's HEADERS and DATA frames, made when the stream opens
+    /// (from the URL table's arena: nothing is kept per URL), and how
+    /// many of their bytes QUIC has taken so far.
+    request: Vec<u8>,
     written: usize,
 }
 
@@ -131,8 +134,10 @@ pub(crate) struct Http3 {
     slots: Vec<Slot>,
     links: Vec<Option<Link>>,
     free_links: Vec<usize>,
-    /// Each URL's request stream bytes: HEADERS (QPACK) and DATA.
-    requests: Vec<Vec<u8>>,
+    /// Each request kind's method, fields and body (0: a plain GET, k: the
+    /// plan's `requests[k − 1]`); a stream's frames are made from its URL
+    /// and its kind as it opens.
+    kinds: Vec<(String, Vec<(String, String)>, Option<Vec<u8>>)>,
     client: Option<ClientConfig>,
     /// Why QUIC cannot be set up for these URLs (http://, no TLS 1.3):
     /// every request fails with `tls` and the run says why once.
@@ -232,22 +237,12 @@ impl Http3 {
                 reconnect_pending: false,
             })
             .collect();
-        let requests = plan
-            .urls
-            .iter()
-            .map(|u| {
-                let t = &u.target;
-                let plain = RequestSpec::default();
-                let r = match u.request {
-                    0 => &plain,
-                    k => &plan.requests[k as usize - 1],
-                };
-                let fields = r.h2_fields(&plan.headers);
-                let section = qpack::request_section(&r.method, t.scheme, &t.authority, &t.path, &fields);
-                frame::request(&section, r.body.as_deref())
-            })
+        let plain = RequestSpec::default();
+        let kinds = std::iter::once(&plain)
+            .chain(plan.requests.iter())
+            .map(|r| (r.method.clone(), r.h2_fields(&plan.headers), r.body.clone()))
             .collect();
-        let (client, unusable) = if plan.urls.iter().any(|u| u.target.scheme != Scheme::Https) {
+        let (client, unusable) = if plan.urls.origins().iter().any(|o| o.scheme != Scheme::Https) {
             (
                 None,
                 Some("HTTP/3 runs over QUIC, which is always encrypted: use an https:// URL".to_string()),
@@ -267,7 +262,7 @@ impl Http3 {
             slots,
             links: Vec::new(),
             free_links: Vec::new(),
-            requests,
+            kinds,
             client,
             unusable,
             unread: Vec::new(),
@@ -415,10 +410,15 @@ impl Http3 {
                     break;
                 };
                 let user = &mut self.users[u as usize];
+                let url = self.shared.plan.urls.get(user.url as usize);
+                let (method, fields, body) = &self.kinds[url.request as usize];
+                let t = url.target;
+                let section = qpack::request_section(method, t.scheme, &t.authority, url.path, fields);
                 link.streams.push(Stream {
                     id,
                     user: u,
                     response: Response::new(self.checksum),
+                    request: frame::request(&section, body.as_deref()),
                     written: 0,
                 });
                 link.left -= 1;
@@ -434,7 +434,7 @@ impl Http3 {
                 user.link = l;
                 user.sent = 0;
                 let k = link.streams.len() - 1;
-                write_request(link, k, &self.requests[user.url as usize], user);
+                write_request(link, k, user);
             }
             if link.left == 0 {
                 self.slots[slot].current = None;
@@ -463,7 +463,7 @@ impl Http3 {
         };
         let plan = &self.shared.plan;
         let url = self.users[u as usize].url as usize;
-        let target = &plan.urls[url].target;
+        let target = plan.urls.origin(url);
         let remote: SocketAddr = target.addr;
         if std::mem::take(&mut self.slots[slot].reconnect_pending) {
             core.bump(|c| c.reconnects += 1);
@@ -724,7 +724,7 @@ impl Http3 {
                 for k in 0..link.streams.len() {
                     let s = &link.streams[k];
                     let user = &mut self.users[s.user as usize];
-                    write_request(link, k, &self.requests[user.url as usize], user);
+                    write_request(link, k, user);
                 }
             }
         }
@@ -737,7 +737,7 @@ impl Http3 {
                 let kind = lost_kind(&reason, open, &mut q);
                 add_quic(core, &q);
                 if kind == ErrorKind::Tls {
-                    let host = self.shared.plan.urls[0].target.host.clone();
+                    let host = self.shared.plan.urls.origin(0).host.clone();
                     self.shared
                         .note_tls_error(|| format!("QUIC handshake with {host} failed: {reason}"));
                 }
@@ -991,10 +991,10 @@ impl Http3 {
     fn complete(&mut self, core: &mut Core, u: usize, status: u16, bytes: u64, body: u64, xxh3: Option<u64>) {
         let now = Instant::now();
         let user = &mut self.users[u];
-        let url = &self.shared.plan.urls[user.url as usize];
+        let url = self.shared.plan.urls.get(user.url as usize);
         let as_sent = now - user.start;
         let latency = user.intended.map_or(as_sent, |t| now - t);
-        let verdict = check_response(url, status, body, || xxh3);
+        let verdict = check_response(&url, status, body, || xxh3);
         let ended = Measured {
             latency,
             as_sent,
@@ -1010,7 +1010,7 @@ impl Http3 {
     fn fail(&mut self, core: &mut Core, u: usize, kind: ErrorKind, bytes: u64) {
         let now = Instant::now();
         let user = &self.users[u];
-        let class = self.shared.plan.urls[user.url as usize].class;
+        let class = self.shared.plan.urls.class(user.url as usize);
         let latency = user.intended.map_or(now - user.start, |t| now - t);
         core.record_error(class, kind, latency, bytes, user.sent, now);
         self.next(core, u, false);
@@ -1059,8 +1059,9 @@ fn add_quic(core: &mut Core, q: &QuicCounters) {
 
 /// Writes what QUIC's flow control takes of stream `k`'s request, and
 /// ends the stream (FIN) once all of it is written.
-fn write_request(link: &mut Link, k: usize, request: &[u8], user: &mut User) {
+fn write_request(link: &mut Link, k: usize, user: &mut User) {
     let s = &mut link.streams[k];
+    let request = &s.request[..];
     if s.written >= request.len() {
         return;
     }
