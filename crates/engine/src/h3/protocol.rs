@@ -58,6 +58,9 @@ const H3_REQUEST_CANCELLED: u32 = 0x10c;
 /// §5), so servers encode with the static table and literals only.
 pub(crate) const CONTROL: [u8; 3] = [0x00, 0x04, 0x00];
 
+/// A request kind's method, header fields and body.
+type RequestKind = (String, Vec<(String, String)>, Option<Vec<u8>>);
+
 /// A request stream in flight.
 struct Stream {
     id: StreamId,
@@ -137,7 +140,7 @@ pub(crate) struct Http3 {
     /// Each request kind's method, fields and body (0: a plain GET, k: the
     /// plan's `requests[k − 1]`); a stream's frames are made from its URL
     /// and its kind as it opens.
-    kinds: Vec<(String, Vec<(String, String)>, Option<Vec<u8>>)>,
+    kinds: Vec<RequestKind>,
     client: Option<ClientConfig>,
     /// Why QUIC cannot be set up for these URLs (http://, no TLS 1.3):
     /// every request fails with `tls` and the run says why once.
