@@ -408,11 +408,6 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
                 .into(),
         ));
     }
-    if h3 && a.tls_resumption > 0 {
-        return Err(usage(
-            "--tls-resumption: QUIC session resumption and 0-RTT are not implemented for --http 3 yet; drop it".into(),
-        ));
-    }
     let http2 = if matches!(a.http, HttpMode::Http2 | HttpMode::Http3) {
         if a.streams == 0 || a.connections == Some(0) {
             return Err(usage("--connections and --streams must be at least 1".into()));

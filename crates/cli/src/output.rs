@@ -265,7 +265,7 @@ pub fn human(m: &MixResult) -> String {
             );
             let _ = writeln!(
                 o,
-                "  QUIC         {} datagrams sent ({} bytes), {} received ({} bytes); {} packets lost ({} bytes, sent again); handshake mean {} µs; UDP offload: {} GSO sends, {} GRO reads",
+                "  QUIC         {} datagrams sent ({} bytes), {} received ({} bytes); {} packets lost ({} bytes, sent again); handshake mean {} µs; UDP offload: {} GSO sends, {} GRO reads{}",
                 thousands(q.datagrams_sent),
                 thousands(q.udp_bytes_sent),
                 thousands(q.datagrams_received),
@@ -274,7 +274,16 @@ pub fn human(m: &MixResult) -> String {
                 thousands(q.bytes_lost),
                 benchlab_format::fixed(q.handshake_mean_us, 0),
                 thousands(q.gso_sends),
-                thousands(q.gro_reads)
+                thousands(q.gro_reads),
+                if q.zero_rtt_accepted + q.zero_rtt_rejected > 0 {
+                    format!(
+                        "; 0-RTT: {} accepted, {} rejected",
+                        thousands(q.zero_rtt_accepted),
+                        thousands(q.zero_rtt_rejected)
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         (Some(h), None) => {

@@ -293,7 +293,6 @@ fn a_version_negotiation_is_its_own_error() {
 fn flags_that_cannot_apply_are_refused() {
     for (args, name) in [
         (vec!["--h2-window", "1000"], "--h2-window"),
-        (vec!["--tls-resumption", "50"], "--tls-resumption"),
         (vec!["--chunked", "--data", "x"], "--chunked"),
         (vec!["--receive-buffer", "4096"], "--receive-buffer"),
     ] {
@@ -710,4 +709,73 @@ fn a_large_download_arrives_in_gro_reads() {
     );
     let log = server.log();
     assert_eq!(log.len(), 11, "log lines = requests + the preflight");
+}
+
+/// `--tls-resumption` over HTTP/3: a resuming connection sends its first
+/// request as 0-RTT early data; full handshakes, resumptions and 0-RTT are
+/// counted apart, each request once. One user, 5 requests a connection: the
+/// first connection is a full handshake, the 9 after it resume with the
+/// tickets the one before received, and the server takes their early data.
+#[test]
+fn resumed_connections_send_0rtt_and_count_apart() {
+    let server = H3Server::start(Mode::Normal);
+    let v = bench(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--connections",
+        "1",
+        "--streams",
+        "1",
+        "--requests-per-connection",
+        "5",
+        "--tls-resumption",
+        "100",
+        "-n",
+        "50",
+        &server.url("/x"),
+    ]);
+    assert_eq!(u(&v, "/requests"), 50, "{v}");
+    assert_eq!(u(&v, "/errors_total"), 0, "{v}");
+    assert_eq!(u(&v, "/bytes"), 50 * 1008, "{v}");
+    assert_eq!(u(&v, "/connections_opened"), 10, "{v}");
+    assert_eq!(u(&v, "/tls_full_handshakes"), 1, "{v}");
+    assert_eq!(u(&v, "/tls_resumptions"), 9, "{v}");
+    assert_eq!(u(&v, "/http2/quic/zero_rtt_accepted"), 9, "{v}");
+    assert_eq!(u(&v, "/http2/quic/zero_rtt_rejected"), 0, "{v}");
+    assert_eq!(server.log().len(), 51, "log lines = requests + the preflight");
+}
+
+/// A server that refuses the resumption (it forgot the session) refuses
+/// its 0-RTT data too: each such connection counts a full handshake and a
+/// rejected 0-RTT, and its requests go again on new streams — each answered
+/// and counted once, nothing lost.
+#[test]
+fn refused_early_data_is_sent_again() {
+    let server = H3Server::start(Mode::ForgetSessions);
+    let v = bench(&[
+        "--http",
+        "3",
+        "--insecure",
+        "--connections",
+        "1",
+        "--streams",
+        "1",
+        "--requests-per-connection",
+        "5",
+        "--tls-resumption",
+        "100",
+        "-n",
+        "50",
+        &server.url("/x"),
+    ]);
+    assert_eq!(u(&v, "/requests"), 50, "{v}");
+    assert_eq!(u(&v, "/errors_total"), 0, "{v}");
+    assert_eq!(u(&v, "/bytes"), 50 * 1008, "{v}");
+    assert_eq!(u(&v, "/connections_opened"), 10, "{v}");
+    assert_eq!(u(&v, "/tls_full_handshakes"), 10, "{v}");
+    assert_eq!(u(&v, "/tls_resumptions"), 0, "{v}");
+    assert_eq!(u(&v, "/http2/quic/zero_rtt_accepted"), 0, "{v}");
+    assert_eq!(u(&v, "/http2/quic/zero_rtt_rejected"), 9, "{v}");
+    assert_eq!(server.log().len(), 51, "log lines = requests + the preflight");
 }

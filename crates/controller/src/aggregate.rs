@@ -387,6 +387,8 @@ fn quic_figures(h3: bool, conn: &benchlab_engine::ConnCounters) -> Option<benchl
         connection_closes: closes,
         gso_sends: q.gso_sends,
         gro_reads: q.gro_reads,
+        zero_rtt_accepted: q.zero_rtt_accepted,
+        zero_rtt_rejected: q.zero_rtt_rejected,
     })
 }
 

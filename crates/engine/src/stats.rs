@@ -389,6 +389,10 @@ pub struct QuicCounters {
     /// lacks them, or when a connection never had two datagrams queued.
     pub gso_sends: u64,
     pub gro_reads: u64,
+    /// Resumed connections that sent requests in 0-RTT, by whether the
+    /// server took the early data (a refused one sends them again).
+    pub zero_rtt_accepted: u64,
+    pub zero_rtt_rejected: u64,
 }
 
 impl QuicCounters {
@@ -413,6 +417,8 @@ impl QuicCounters {
         self.handshake_us += o.handshake_us;
         self.gso_sends += o.gso_sends;
         self.gro_reads += o.gro_reads;
+        self.zero_rtt_accepted += o.zero_rtt_accepted;
+        self.zero_rtt_rejected += o.zero_rtt_rejected;
         let add = |a: &mut [u64; 18], b: &[u64; 18]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
         add(&mut self.transport_close_codes, &o.transport_close_codes);
         add(&mut self.h3_close_codes, &o.h3_close_codes);

@@ -8,7 +8,7 @@
 
 use crate::plan::{PlanError, TlsOptions};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::Resumption;
+use rustls::client::{Resumption, WebPkiServerVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::sync::Arc;
@@ -20,6 +20,9 @@ pub struct TlsConfigs {
     pub full: Arc<ClientConfig>,
     /// Keeps and offers sessions (tickets and IDs).
     pub resuming: Arc<ClientConfig>,
+    /// The certificate check both use (`--insecure`'s, or the roots'), for
+    /// HTTP/3, which wraps it to learn which handshakes were full ones.
+    pub verifier: Arc<dyn ServerCertVerifier>,
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -28,43 +31,48 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 impl TlsConfigs {
     pub fn new(opts: &TlsOptions) -> Result<TlsConfigs, PlanError> {
-        let make = |resumption: Resumption| -> Result<Arc<ClientConfig>, PlanError> {
-            let builder = ClientConfig::builder_with_provider(provider())
-                .with_safe_default_protocol_versions()
-                .map_err(|e| PlanError::Invalid(format!("TLS setup: {e}")))?;
-            let mut cfg = if opts.insecure {
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider())))
-                    .with_no_client_auth()
-            } else {
-                let mut roots = RootCertStore::empty();
-                roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-                if let Some(path) = &opts.ca_file {
-                    let pem = read_pem(path)
-                        .map_err(|e| PlanError::Invalid(format!("{}: cannot read CA file: {e}", path.display())))?;
-                    let mut added = 0;
-                    for cert in rustls_pem_certs(&pem) {
-                        roots
-                            .add(cert)
-                            .map_err(|e| PlanError::Invalid(format!("{}: bad CA certificate: {e}", path.display())))?;
-                        added += 1;
-                    }
-                    if added == 0 {
-                        return Err(PlanError::Invalid(format!(
-                            "{}: no PEM certificate (expected -----BEGIN CERTIFICATE-----)",
-                            path.display()
-                        )));
-                    }
+        let verifier: Arc<dyn ServerCertVerifier> = if opts.insecure {
+            Arc::new(AcceptAnyCert(provider()))
+        } else {
+            let mut roots = RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            if let Some(path) = &opts.ca_file {
+                let pem = read_pem(path)
+                    .map_err(|e| PlanError::Invalid(format!("{}: cannot read CA file: {e}", path.display())))?;
+                let mut added = 0;
+                for cert in rustls_pem_certs(&pem) {
+                    roots
+                        .add(cert)
+                        .map_err(|e| PlanError::Invalid(format!("{}: bad CA certificate: {e}", path.display())))?;
+                    added += 1;
                 }
-                builder.with_root_certificates(roots).with_no_client_auth()
-            };
+                if added == 0 {
+                    return Err(PlanError::Invalid(format!(
+                        "{}: no PEM certificate (expected -----BEGIN CERTIFICATE-----)",
+                        path.display()
+                    )));
+                }
+            }
+            // What `with_root_certificates` builds, kept so HTTP/3 can
+            // wrap it.
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+                .build()
+                .map_err(|e| PlanError::Invalid(format!("TLS setup: {e}")))?
+        };
+        let make = |resumption: Resumption| -> Result<Arc<ClientConfig>, PlanError> {
+            let mut cfg = ClientConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| PlanError::Invalid(format!("TLS setup: {e}")))?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::clone(&verifier))
+                .with_no_client_auth();
             cfg.resumption = resumption;
             Ok(Arc::new(cfg))
         };
         Ok(TlsConfigs {
             full: make(Resumption::disabled())?,
             resuming: make(Resumption::in_memory_sessions(1024))?,
+            verifier: Arc::clone(&verifier),
         })
     }
 }

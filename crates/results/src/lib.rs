@@ -709,6 +709,13 @@ pub struct MixQuic {
     pub gso_sends: u64,
     #[serde(default)]
     pub gro_reads: u64,
+    /// Resumed connections (`--tls-resumption`) that sent their first
+    /// requests as 0-RTT early data, by whether the server accepted it (a
+    /// rejected one sent them again after the handshake).
+    #[serde(default)]
+    pub zero_rtt_accepted: u64,
+    #[serde(default)]
+    pub zero_rtt_rejected: u64,
 }
 
 /// The name of a QUIC transport error code (RFC 9000 §20.1) by its index

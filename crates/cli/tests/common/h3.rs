@@ -62,9 +62,15 @@ impl Caddy {
             c
         });
         let caddy = Caddy { child, port, dir };
-        // The certificate is issued just after the listener opens.
+        // The site's certificate is issued after the listeners open and
+        // after the CA's root is written: a request before it fails its
+        // handshake (seen once under load), so wait for Caddy to say so.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !caddy.ca().is_file() && Instant::now() < deadline {
+        let issued = || {
+            caddy.ca().is_file()
+                && fs::read_to_string(&log).is_ok_and(|t| t.contains("certificate obtained successfully"))
+        };
+        while !issued() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         caddy
@@ -119,6 +125,10 @@ pub enum Mode {
     /// Answers every request with `LARGE` bytes, sending its datagrams
     /// in GSO batches (so a client with GRO reads them coalesced).
     Large,
+    /// Answers as `Normal`, but forgets its sessions at each new
+    /// connection (a fresh TLS configuration): every resumption and its
+    /// 0-RTT data are refused, the handshake a full one.
+    ForgetSessions,
 }
 
 /// The body every answered request gets.
@@ -196,6 +206,8 @@ fn server_config() -> quinn_proto::ServerConfig {
         .with_single_cert(vec![cert.cert.der().clone()], key.into())
         .expect("certificate");
     tls.alpn_protocols = vec![b"h3".to_vec()];
+    // Tickets allow 0-RTT (quinn-proto takes 0 or u32::MAX).
+    tls.max_early_data_size = u32::MAX;
     let quic = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
     quinn_proto::ServerConfig::with_crypto(Arc::new(quic))
 }
@@ -259,6 +271,9 @@ fn serve(sock: UdpSocket, mode: Mode, log: &Mutex<Vec<H3Line>>, stop: &AtomicBoo
                     out.clear();
                     match ep.accept(incoming, Instant::now(), &mut out, None) {
                         Ok((ch, conn)) => {
+                            if mode == Mode::ForgetSessions {
+                                ep.set_server_config(Some(Arc::new(server_config())));
+                            }
                             conns.insert(
                                 ch,
                                 ServerConn {

@@ -35,7 +35,7 @@ pub fn probe_h3_request(
         ));
     }
     let cfgs = TlsConfigs::new(tls).map_err(|e: PlanError| perr(ErrorKind::Tls, e.to_string()))?;
-    let client = client_config(&cfgs.full).map_err(|e| perr(ErrorKind::Tls, e))?;
+    let client = client_config(&cfgs.full, &cfgs.verifier, false).map_err(|e| perr(ErrorKind::Tls, e))?;
     let remote = target.addr;
     let local: SocketAddr = match (source, remote) {
         (Some(ip), _) => SocketAddr::new(ip, 0),

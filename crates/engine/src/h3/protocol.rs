@@ -11,7 +11,7 @@ use super::frame::{self, Bad, Response};
 use super::qpack;
 use crate::event_loop::{check_response, Core, EventLoop, Measured, Protocol, Shared};
 use crate::h2::protocol::thread_share;
-use crate::plan::{Expect, Load, Scheme};
+use crate::plan::{Load, Scheme};
 use crate::reactor::{Backend, Ev};
 use crate::request::RequestSpec;
 use crate::stats::{ErrorKind, QuicCounters, Snapshot};
@@ -21,6 +21,9 @@ use quinn_proto::{
     StreamEvent, StreamId, VarInt,
 };
 use quinn_udp::{RecvMeta, UdpSocketState};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
 use std::io::IoSliceMut;
@@ -99,6 +102,12 @@ struct Link {
     /// Streams have opened on it (a close with none in flight after
     /// that is an idle close, re-opened quietly).
     served: bool,
+    /// It resumed a session whose ticket allows early data: requests go
+    /// out in 0-RTT packets before the handshake completes.
+    early: bool,
+    /// The server's certificate was checked in its handshake (a full
+    /// handshake; a resumed one checks none).
+    verified: bool,
 }
 
 struct Slot {
@@ -141,7 +150,10 @@ pub(crate) struct Http3 {
     /// plan's `requests[k − 1]`); a stream's frames are made from its URL
     /// and its kind as it opens.
     kinds: Vec<RequestKind>,
-    client: Option<ClientConfig>,
+    /// QUIC's client configurations: full handshakes only, and one that
+    /// resumes sessions and sends 0-RTT (`--tls-resumption`'s share of the
+    /// new connections).
+    client: Option<(ClientConfig, ClientConfig)>,
     /// Why QUIC cannot be set up for these URLs (http://, no TLS 1.3):
     /// every request fails with `tls` and the run says why once.
     unusable: Option<String>,
@@ -154,9 +166,16 @@ pub(crate) struct Http3 {
 
 /// The QUIC client configuration: the run's TLS settings (verification,
 /// `--insecure`, `--ca-file`) with ALPN `h3`; TLS 1.3 only, as QUIC is.
-pub(crate) fn client_config(tls: &rustls::ClientConfig) -> Result<ClientConfig, String> {
+pub(crate) fn client_config(
+    tls: &rustls::ClientConfig,
+    verifier: &Arc<dyn ServerCertVerifier>,
+    early_data: bool,
+) -> Result<ClientConfig, String> {
     let mut c = tls.clone();
     c.alpn_protocols = vec![b"h3".to_vec()];
+    c.enable_early_data = early_data;
+    c.dangerous()
+        .set_certificate_verifier(Arc::new(NotingVerifier(Arc::clone(verifier))));
     let quic = quinn_proto::crypto::rustls::QuicClientConfig::try_from(c)
         .map_err(|e| format!("QUIC needs TLS 1.3's AES-128-GCM suite: {e}"))?;
     let mut cfg = ClientConfig::new(Arc::new(quic));
@@ -170,6 +189,57 @@ pub(crate) fn client_config(tls: &rustls::ClientConfig) -> Result<ClientConfig, 
     t.send_window(u64::from(CONNECTION_WINDOW));
     cfg.transport_config(Arc::new(t));
     Ok(cfg)
+}
+
+thread_local! {
+    /// Server certificates checked on this thread so far: a connection
+    /// whose handshake data raised it made a full handshake; one that
+    /// completed without is a resumption (TLS 1.3 checks no certificate
+    /// then). quinn-proto does not say which, and its TLS session is its
+    /// own; the check runs inside `handle_event` of that one connection,
+    /// on this thread, so the count attributes it exactly.
+    static VERIFIED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The run's certificate check, counting its calls in [`VERIFIED`].
+#[derive(Debug)]
+struct NotingVerifier(Arc<dyn ServerCertVerifier>);
+
+impl ServerCertVerifier for NotingVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        VERIFIED.with(|v| v.set(v.get() + 1));
+        self.0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
 }
 
 /// The kind a lost connection's streams fail with.
@@ -251,7 +321,13 @@ impl Http3 {
                 Some("HTTP/3 runs over QUIC, which is always encrypted: use an https:// URL".to_string()),
             )
         } else {
-            match shared.tls.as_ref().map(|t| client_config(&t.full)) {
+            let both = shared.tls.as_ref().map(|t| {
+                Ok::<_, String>((
+                    client_config(&t.full, &t.verifier, false)?,
+                    client_config(&t.resuming, &t.verifier, true)?,
+                ))
+            });
+            match both {
                 Some(Ok(c)) => (Some(c), None),
                 Some(Err(e)) => (None, Some(e)),
                 None => (None, Some("no TLS configuration".to_string())),
@@ -269,7 +345,7 @@ impl Http3 {
             client,
             unusable,
             unread: Vec::new(),
-            checksum: plan.urls.iter().any(|u| matches!(u.expect, Expect::Checksum { .. })),
+            checksum: plan.urls.any_checksum(),
             open,
             free: if open {
                 (0..free_users).rev().collect()
@@ -402,7 +478,7 @@ impl Http3 {
         let mut opened = 0u64;
         {
             let Some(link) = self.links[l].as_mut() else { return };
-            if !link.open {
+            if !link.open && !link.early {
                 return;
             }
             while link.left > 0 && link.streams.len() < most && !self.slots[slot].queue.is_empty() {
@@ -459,12 +535,17 @@ impl Http3 {
         let Some(&u) = self.slots[slot].queue.front() else {
             return;
         };
-        let Some(client) = self.client.clone() else {
+        let Some((full, resuming)) = &self.client else {
             let why = self.unusable.clone().unwrap_or_default();
             self.shared.note_tls_error(|| why);
             return self.fail_queue(core, slot, ErrorKind::Tls);
         };
         let plan = &self.shared.plan;
+        let client = if core.rng.percent(plan.tls.resumption_percent) {
+            resuming.clone()
+        } else {
+            full.clone()
+        };
         let url = self.users[u as usize].url as usize;
         let target = plan.urls.origin(url);
         let remote: SocketAddr = target.addr;
@@ -530,9 +611,20 @@ impl Http3 {
             reported: quinn_proto::ConnectionStats::default(),
             timer: None,
             served: false,
+            early: false,
+            verified: false,
         });
         self.live += 1;
         self.slots[slot].current = Some(l);
+        if let Some(link) = self.links[l].as_mut() {
+            if link.conn.has_0rtt() {
+                // 0-RTT: the control stream and the slot's requests go
+                // out with the first flight.
+                link.early = true;
+                open_control_stream(link);
+                self.service(core, slot);
+            }
+        }
         self.transmit(core, l);
     }
 
@@ -650,7 +742,11 @@ impl Http3 {
                     self.out.clear();
                     let data = BytesMut::from(datagram);
                     match link.endpoint.handle(now, m.addr, m.dst_ip, ecn, data, &mut self.out) {
-                        Some(DatagramEvent::ConnectionEvent(_, ev)) => link.conn.handle_event(ev),
+                        Some(DatagramEvent::ConnectionEvent(_, ev)) => {
+                            let checked = VERIFIED.with(Cell::get);
+                            link.conn.handle_event(ev);
+                            link.verified |= VERIFIED.with(Cell::get) != checked;
+                        }
                         Some(DatagramEvent::Response(t)) => {
                             let _ = link.sock.send(&self.out[..t.size]);
                         }
@@ -776,16 +872,45 @@ impl Http3 {
         let Some(link) = self.links[l].as_mut() else { return };
         link.open = true;
         let took = link.connect_start.elapsed().as_micros() as u64;
-        core.bump(|c| {
-            c.tls_full_handshakes += 1;
-            c.quic.handshakes += 1;
-        });
+        let resumed = !link.verified;
+        let early = link.early.then(|| link.conn.accepted_0rtt());
+        core.bump(|c| c.quic.handshakes += 1);
+        if resumed {
+            core.bump(|c| c.tls_resumptions += 1);
+        } else {
+            core.bump(|c| c.tls_full_handshakes += 1);
+        }
+        match early {
+            Some(true) => core.bump(|c| c.quic.zero_rtt_accepted += 1),
+            Some(false) => core.bump(|c| c.quic.zero_rtt_rejected += 1),
+            None => {}
+        }
         core.second.conn.quic.handshake_us += took;
         if core.window_open {
             core.window.conn.quic.handshake_us += took;
         }
-        if let Some(id) = link.conn.streams().open(Dir::Uni) {
-            let _ = link.conn.send_stream(id).write(&CONTROL);
+        match early {
+            Some(true) => {}
+            None => open_control_stream(link),
+            Some(false) => {
+                // The server refused the early data: quinn-proto has
+                // forgotten every stream sent in it. The control stream
+                // goes again, and the requests wait at the head of the
+                // slot's queue for new streams (their latency still runs
+                // from the connect; their bytes count once).
+                link.early = false;
+                open_control_stream(link);
+                let streams = std::mem::take(&mut link.streams);
+                link.left += streams.len() as u32;
+                let slot = link.slot as usize;
+                for s in streams.iter().rev() {
+                    let user = &mut self.users[s.user as usize];
+                    user.state = UState::Queued;
+                    user.sent = 0;
+                    user.link = usize::MAX;
+                    self.slots[slot].queue.push_front(s.user);
+                }
+            }
         }
     }
 
@@ -946,7 +1071,12 @@ impl Http3 {
                 UState::Streaming => {
                     let l = user.link;
                     let mut bytes = 0;
+                    // A 0-RTT request whose handshake never finished.
+                    let mut kind = ErrorKind::Timeout;
                     if let Some(link) = self.links.get_mut(l).and_then(|k| k.as_mut()) {
+                        if !link.open {
+                            kind = ErrorKind::HandshakeTimeout;
+                        }
                         if let Some(k) = link.streams.iter().position(|s| s.user == u as u32) {
                             let s = link.streams.swap_remove(k);
                             bytes = s.response.bytes;
@@ -956,7 +1086,7 @@ impl Http3 {
                             let _ = link.conn.send_stream(s.id).reset(code);
                         }
                     }
-                    self.fail(core, u, ErrorKind::Timeout, bytes);
+                    self.fail(core, u, kind, bytes);
                     if self.links.get(l).is_some_and(Option::is_some) {
                         self.transmit(core, l);
                         self.retire_if_done(core, l);
@@ -1080,5 +1210,12 @@ fn write_request(link: &mut Link, k: usize, user: &mut User) {
     }
     if s.written == request.len() {
         let _ = send.finish();
+    }
+}
+
+/// Opens the client's control stream (its SETTINGS) on `link`.
+fn open_control_stream(link: &mut Link) {
+    if let Some(id) = link.conn.streams().open(Dir::Uni) {
+        let _ = link.conn.send_stream(id).write(&CONTROL);
     }
 }
