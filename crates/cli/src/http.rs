@@ -436,6 +436,7 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
             window,
             classes: 0,
             h3,
+            h3_classes: 0,
         })
     } else {
         if a.connections.is_some() || a.h2_window.is_some() || a.streams != 1 {

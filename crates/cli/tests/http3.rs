@@ -528,45 +528,95 @@ fn http3_runs_on_agents() {
     assert_eq!(server.log().len(), 401, "400 requests and the preflight");
 }
 
-/// One workload's classes may mix HTTP/1 with HTTP/2 or with HTTP/3, not
-/// all three: refused by name before any load.
+/// One workload of HTTP/1.1, HTTP/2 and HTTP/3 classes, as a browser's
+/// traffic to one site: the client splits its users between the three
+/// protocols (each on event loops of its own) and Caddy logs each class's
+/// requests in its protocol; the mix's figures are one.
 #[test]
-fn http2_and_http3_classes_in_one_workload_are_refused() {
+fn http1_http2_and_http3_classes_in_one_workload() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let www = docroot(dir.path());
+    std::fs::write(www.join("1k.bin"), vec![b'a'; 1024]).expect("1k.bin");
+    std::fs::write(www.join("2k.bin"), vec![b'b'; 2048]).expect("2k.bin");
+    let caddy = Caddy::start(dir.path(), &www);
     let suite = dir.path().join("suite.toml");
     std::fs::write(
         &suite,
-        r#"name = "two-and-three"
-target = "https://localhost:9"
+        format!(
+            r#"name = "one-two-three"
+target = "{}"
+seed = 5
+
+[defaults]
+length = "2s"
+ramp_up = "0s"
+ramp_down = "0s"
+threads_per_client = 6
+timeout = "5s"
 
 [workloads.one]
 [[workloads.one.class]]
-name = "two"
-percent = 50
-http = "2"
+name = "h1page"
+percent = 34
 [[workloads.one.class.url]]
-path = "/a"
-size = 1
+path = "/1k.bin"
+size = 1024
 
 [[workloads.one.class]]
-name = "three"
-percent = 50
+name = "h2page"
+percent = 33
+http = "2"
+[[workloads.one.class.url]]
+path = "/2k.bin"
+size = 2048
+
+[[workloads.one.class]]
+name = "h3page"
+percent = 33
 http = "3"
 [[workloads.one.class.url]]
-path = "/b"
-size = 1
+path = "/4k.bin"
+size = 4096
 
 [[mix]]
 clients = 1
 "#,
+            caddy.url("")
+        ),
     )
     .expect("suite");
-    let out = run_benchlab(&["run", s(&suite), "--out", s(&dir.path().join("out"))]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let out = dir.path().join("out");
+    let results = common::run_suite(&suite, &out, &["--ca-file", s(&caddy.ca())]);
+    let mix = &results["mixes"][0];
+    assert_eq!(
+        mix["http2"]["classes"],
+        serde_json::json!(["h2page", "h3page"]),
+        "{mix}"
+    );
+    assert!(mix["http2"]["quic"]["handshakes"].as_u64().unwrap_or(0) >= 1, "{mix}");
+    let lines = caddy.log_lines_at_least(3);
+    for (name, path, proto) in [
+        ("h1page", "/1k.bin", "HTTP/1.1"),
+        ("h2page", "/2k.bin", "HTTP/2.0"),
+        ("h3page", "/4k.bin", "HTTP/3.0"),
+    ] {
+        let class = mix["classes"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no class {name} in {mix}"));
+        assert_eq!(u(&class, "/errors_total"), 0, "{name}: {mix}");
+        let logged: Vec<_> = lines.iter().filter(|l| l.uri == path).collect();
+        assert!(logged.iter().all(|l| l.proto == proto), "{name}: {logged:?}");
+        // Every request the window counted is in the log, with the
+        // preflight's.
+        let requests = u(&class, "/requests");
+        assert!(requests > 0 && logged.len() as u64 > requests, "{name}: {mix}");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
     assert!(
-        err.contains("workload `one`") && err.contains("http = \"2\"") && err.contains("http = \"3\""),
-        "{err}"
+        html.contains("<td>HTTP/3</td>") && html.contains("<td>HTTP/2</td>") && html.contains("<td>HTTP/1</td>"),
+        "class protocols"
     );
 }
 

@@ -156,6 +156,17 @@ pub(crate) fn mix_result(
             connection_frame_bytes: conn.h2_connection_bytes,
             stream_resets: stream_resets(&conn),
             quic: quic_figures(p.http3 || (!p.http2 && phase.h3_classes != 0), &conn),
+            h3_classes: if p.http2 || phase.h3_classes == phase.h2_classes {
+                Vec::new()
+            } else {
+                phase
+                    .classes
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i < 64 && phase.h3_classes & (1 << i) != 0)
+                    .map(|(_, c)| c.name.clone())
+                    .collect()
+            },
         }),
         params: ParamsResult {
             delay_s: p.delay.as_secs_f64(),
@@ -1329,6 +1340,7 @@ pub fn http_mix(h: &HttpRun) -> MixResult {
             connection_frame_bytes: conn.h2_connection_bytes,
             stream_resets: stream_resets(conn),
             quic: quic_figures(h2.h3, conn),
+            h3_classes: Vec::new(),
         }),
         files: None,
         http_command: Some(HttpCommand {

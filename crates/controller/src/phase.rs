@@ -154,13 +154,6 @@ pub(crate) fn resolve_phase(
         benchlab_engine::PlanError::Resolve { .. } => ControllerError::Target(e.to_string()),
         _ => ControllerError::Input(e.to_string()),
     })?;
-    if h3_classes != 0 && h3_classes != h2_classes {
-        // One client's second protocol runs on event loops of one kind.
-        return Err(ControllerError::Input(format!(
-            "workload `{workload}`: classes with `http = \"2\"` and with `http = \"3\"` together: a workload may mix \
-             HTTP/1 classes with HTTP/2 ones or with HTTP/3 ones, not all three (put them in separate mixes)"
-        )));
-    }
     Ok(PhasePlan {
         list: Arc::new(list),
         urls,

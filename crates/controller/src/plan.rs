@@ -303,6 +303,7 @@ mod tests {
                     window: 65_535,
                     classes: 0,
                     h3: false,
+                    h3_classes: 0,
                 }),
             },
         };

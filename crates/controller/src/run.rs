@@ -615,7 +615,14 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
                         streams: p.streams_per_connection,
                         window: benchlab_engine::H2Plan::DEFAULT_WINDOW,
                         classes: if p.http2 { 0 } else { phase.h2_classes },
-                        h3: p.http3 || (!p.http2 && phase.h3_classes != 0),
+                        // HTTP/3 for every multiplexed class, or for some
+                        // of them beside HTTP/2 ones (the client splits).
+                        h3: p.http3 || (!p.http2 && phase.h3_classes != 0 && phase.h3_classes == phase.h2_classes),
+                        h3_classes: if p.http2 || phase.h3_classes == phase.h2_classes {
+                            0
+                        } else {
+                            phase.h3_classes
+                        },
                     }),
                 },
             }

@@ -135,9 +135,10 @@ impl Stopper {
 #[derive(Debug)]
 pub struct Client {
     shared: Arc<Shared>,
-    /// A mixed HTTP/1 and HTTP/2 client: the HTTP/2 users' state (their
-    /// own plan and URL picks; `shared` is then the HTTP/1 users').
-    h2_shared: Option<Arc<Shared>>,
+    /// A client of several protocols: the other protocols' users' state
+    /// (their own plans and URL picks; `shared` is then the first
+    /// protocol's: HTTP/1's where it has HTTP/1 classes).
+    others: Vec<Arc<Shared>>,
     threads: Vec<JoinHandle<()>>,
     rx: Receiver<Snapshot>,
     collector: Collector,
@@ -184,115 +185,157 @@ impl Client {
         }
         Ok(Client {
             shared,
-            h2_shared: None,
+            others: Vec::new(),
             threads,
             rx,
             collector: Collector::new(classes, os_threads),
         })
     }
 
-    /// A client of HTTP/1 and HTTP/2 classes: its users split between the
-    /// protocols by the URL weights of each (at least one user each), a
-    /// user keeping its protocol all run; each protocol runs on event loops
-    /// of its own (at least one each), all reporting to one collector, so
-    /// the client's figures are one as for any client.
+    /// A client of classes of several protocols (HTTP/1 with HTTP/2 or
+    /// HTTP/3, or HTTP/2 with HTTP/3, or all three): its users split
+    /// between the protocols by the URL weights of each (at least one user
+    /// each), a user keeping its protocol all run; each protocol runs on
+    /// event loops of its own (at least one each), all reporting to one
+    /// collector, so the client's figures are one as for any client.
     fn start_mixed(plan: ClientPlan, start_at: Instant) -> Result<Client, EngineError> {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        enum Proto {
+            H1,
+            H2,
+            H3,
+        }
         plan.validate()?;
         let Some(h2) = plan.http2 else {
             return Err(PlanError::Invalid("no HTTP/2 classes".into()).into());
         };
-        let h2_urls = plan.urls.filter_classes(|c| h2.speaks(c))?;
-        let h1_urls = plan.urls.filter_classes(|c| !h2.speaks(c))?;
+        let proto_of = |c: usize| {
+            if !h2.speaks(c) {
+                Proto::H1
+            } else if h2.h3 || (c < 64 && h2.h3_classes & (1 << c) != 0) {
+                Proto::H3
+            } else {
+                Proto::H2
+            }
+        };
         let weight = |urls: &crate::plan::UrlTable| (0..urls.classes()).map(|c| urls.class_weight(c)).sum::<f64>();
+        let mut groups = Vec::new();
+        for p in [Proto::H1, Proto::H2, Proto::H3] {
+            if plan.urls.iter().any(|u| proto_of(u.class) == p) {
+                let urls = plan.urls.filter_classes(|c| proto_of(c) == p)?;
+                let w = weight(&urls);
+                groups.push((p, urls, w));
+            }
+        }
         // A closed loop's users, or an open loop's request slots (the cap
         // on requests in flight; `validate` asks for 2 at least), split
         // by the URL weights.
         let users = plan.slots();
-        if users < 2 {
-            return Err(PlanError::Invalid(
-                "HTTP/1 and HTTP/2 classes in one client need at least 2 users (one of each protocol)".into(),
-            )
+        if (users as usize) < groups.len() {
+            return Err(PlanError::Invalid(format!(
+                "classes of {} protocols in one client need at least {} users (one for each)",
+                groups.len(),
+                groups.len()
+            ))
             .into());
         }
-        let share = weight(&h2_urls) / (weight(&h2_urls) + weight(&h1_urls));
-        let h2_users = h2.users(&plan.urls, users);
-        let mut p1 = plan.clone();
-        let mut p2 = plan;
-        if let crate::plan::Load::Open(o) = p2.load {
-            // An open loop's schedule is split by the same weights: each
-            // protocol's loops send their share of the rate, on a schedule
-            // of their own (seeded apart, so two Poisson streams do not
-            // draw the same gaps), and hold their share of the cap on
-            // requests in flight. The sum of two independent Poisson
-            // streams is the client's Poisson stream; two constant ones
-            // interleave.
-            let rate2 = o.rate * share;
-            p2.load = crate::plan::Load::Open(crate::plan::OpenLoop {
-                rate: rate2,
-                max_in_flight: h2_users,
-                ..o
-            });
-            p2.seed = p2.seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            p1.load = crate::plan::Load::Open(crate::plan::OpenLoop {
-                rate: o.rate - rate2,
-                max_in_flight: users - h2_users,
-                ..o
-            });
-        } else {
-            p1.virtual_users = users - h2_users;
-            p2.virtual_users = h2_users;
+        let weights: Vec<f64> = groups.iter().map(|g| g.2).collect();
+        let total: f64 = weights.iter().sum();
+        let counts = split_by_weight(users, &weights);
+        let threads = split_by_weight(plan.os_threads.max(groups.len()) as u32, &weights);
+        let (mut shared_all, mut plans) = (Vec::new(), Vec::new());
+        // An open loop's schedule is split by the same weights: each
+        // protocol's loops send their share of the rate, on a schedule of
+        // their own (seeded apart, so two Poisson streams do not draw the
+        // same gaps), and hold their share of the cap on requests in
+        // flight. The sum of independent Poisson streams is the client's
+        // Poisson stream; constant ones interleave. The first protocol
+        // takes what the others leave, so the shares add up exactly.
+        let mut rates: Vec<f64> = match plan.load {
+            crate::plan::Load::Open(o) => weights.iter().map(|w| o.rate * w / total).collect(),
+            crate::plan::Load::Closed => vec![0.0; weights.len()],
+        };
+        if let crate::plan::Load::Open(o) = plan.load {
+            rates[0] = o.rate - rates[1..].iter().sum::<f64>();
         }
-        let threads = p1.os_threads.max(2);
-        let h2_threads = ((threads as f64 * share).round() as usize).clamp(1, threads - 1);
-        p1.urls = Arc::new(h1_urls);
-        p1.http2 = None;
-        p2.urls = Arc::new(h2_urls);
-        p1.os_threads = (threads - h2_threads).min(p1.slots() as usize).max(1);
-        let connections = p2.slots().div_ceil(h2.streams);
-        p2.http2 = Some(crate::plan::H2Plan { connections, ..h2 });
-        p2.os_threads = h2_threads.min(connections as usize).max(1);
-        let classes = p1.classes.len();
-        let (n1, n2) = (p1.os_threads, p2.os_threads);
-        let vus = p1.slots();
-        let shared = Arc::new(shared_for(p1, start_at)?);
-        let h2_shared = Arc::new(shared_for(p2, start_at)?);
-        let (tx, rx) = mpsc::channel();
-        let mut threads = Vec::with_capacity(n1 + n2);
-        for t in 0..n1 {
-            let share = vus / n1 as u32 + u32::from((t as u32) < vus % n1 as u32);
-            let worker = Http1::new(Arc::clone(&shared), t, share, tx.clone()).map_err(EngineError::Spawn)?;
-            let h = std::thread::Builder::new()
-                .name(format!("benchlab-worker-{t}"))
-                .spawn(move || worker.run())
-                .map_err(EngineError::Spawn)?;
-            threads.push(h);
-        }
-        for t in 0..n2 {
-            // Reported as threads n1.., after the HTTP/1 loops.
-            let spawned = if h2.h3 {
-                let worker = Http3::new(Arc::clone(&h2_shared), t, tx.clone())
-                    .map_err(EngineError::Spawn)?
-                    .reporting_as(n1 + t);
-                std::thread::Builder::new()
-                    .name(format!("benchlab-h3-{t}"))
-                    .spawn(move || worker.run())
+        for (k, (proto, urls, _)) in groups.into_iter().enumerate() {
+            let mut p = plan.clone();
+            if let crate::plan::Load::Open(o) = p.load {
+                p.load = crate::plan::Load::Open(crate::plan::OpenLoop {
+                    rate: rates[k],
+                    max_in_flight: counts[k],
+                    ..o
+                });
+                p.seed = p.seed.wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             } else {
-                let worker = Http2::new(Arc::clone(&h2_shared), t, tx.clone())
-                    .map_err(EngineError::Spawn)?
-                    .reporting_as(n1 + t);
-                std::thread::Builder::new()
-                    .name(format!("benchlab-h2-{t}"))
-                    .spawn(move || worker.run())
+                p.virtual_users = counts[k];
+            }
+            p.urls = Arc::new(urls);
+            p.http2 = match proto {
+                Proto::H1 => None,
+                Proto::H2 | Proto::H3 => Some(crate::plan::H2Plan {
+                    connections: p.slots().div_ceil(h2.streams),
+                    h3: proto == Proto::H3,
+                    h3_classes: 0,
+                    ..h2
+                }),
             };
-            let h = spawned.map_err(EngineError::Spawn)?;
-            threads.push(h);
+            let cap = match p.http2 {
+                Some(m) => m.connections as usize,
+                None => p.slots() as usize,
+            };
+            p.os_threads = (threads[k] as usize).min(cap).max(1);
+            plans.push((proto, p.os_threads, p.slots()));
+            shared_all.push(Arc::new(shared_for(p, start_at)?));
         }
+        let classes = plan.classes.len();
+        let (tx, rx) = mpsc::channel();
+        let mut workers = Vec::new();
+        let mut first = 0;
+        for ((proto, n, vus), shared) in plans.into_iter().zip(&shared_all) {
+            for t in 0..n {
+                // Reported as threads first.., after the groups before.
+                let spawned = match proto {
+                    Proto::H1 => {
+                        let share = vus / n as u32 + u32::from((t as u32) < vus % n as u32);
+                        let worker = Http1::new(Arc::clone(shared), t, share, tx.clone())
+                            .map_err(EngineError::Spawn)?
+                            .reporting_as(first + t);
+                        std::thread::Builder::new()
+                            .name(format!("benchlab-worker-{t}"))
+                            .spawn(move || worker.run())
+                    }
+                    Proto::H2 => {
+                        let worker = Http2::new(Arc::clone(shared), t, tx.clone())
+                            .map_err(EngineError::Spawn)?
+                            .reporting_as(first + t);
+                        std::thread::Builder::new()
+                            .name(format!("benchlab-h2-{t}"))
+                            .spawn(move || worker.run())
+                    }
+                    Proto::H3 => {
+                        let worker = Http3::new(Arc::clone(shared), t, tx.clone())
+                            .map_err(EngineError::Spawn)?
+                            .reporting_as(first + t);
+                        std::thread::Builder::new()
+                            .name(format!("benchlab-h3-{t}"))
+                            .spawn(move || worker.run())
+                    }
+                };
+                workers.push(spawned.map_err(EngineError::Spawn)?);
+            }
+            first += n;
+        }
+        let mut shared_all = shared_all.into_iter();
+        let Some(shared) = shared_all.next() else {
+            return Err(PlanError::Invalid("no URLs".into()).into());
+        };
         Ok(Client {
             shared,
-            h2_shared: Some(h2_shared),
-            threads,
+            others: shared_all.collect(),
+            threads: workers,
             rx,
-            collector: Collector::new(classes, n1 + n2),
+            collector: Collector::new(classes, first),
         })
     }
 
@@ -302,7 +345,7 @@ impl Client {
     }
 
     pub fn stopper(&self) -> Stopper {
-        Stopper(std::iter::once(&self.shared).chain(&self.h2_shared).cloned().collect())
+        Stopper(std::iter::once(&self.shared).chain(&self.others).cloned().collect())
     }
 
     /// Waits up to `timeout` for the next completed second; `None` when
@@ -346,7 +389,7 @@ impl Client {
         }
         let collector = std::mem::replace(&mut self.collector, Collector::new(0, 0));
         let mut report = collector.into_report();
-        let all: Vec<&Arc<Shared>> = std::iter::once(&self.shared).chain(&self.h2_shared).collect();
+        let all: Vec<&Arc<Shared>> = std::iter::once(&self.shared).chain(&self.others).collect();
         report.tls_error = all.iter().find_map(|s| s.tls_error.get().cloned());
         if let Ok(first) = self.shared.check_failures.lock() {
             let names = &self.shared.plan.classes;
@@ -558,4 +601,31 @@ mod tests {
         assert_eq!(c.pop_second().map(|s| s.counters.requests), Some(3));
         assert_eq!(c.into_report().threads_lost, 2);
     }
+}
+
+/// `n` split by `weights` (each at least 1; `n` ≥ their number): every
+/// part but the first rounded to its share, the first what is left.
+fn split_by_weight(n: u32, weights: &[f64]) -> Vec<u32> {
+    let total: f64 = weights.iter().sum();
+    let k = weights.len() as u32;
+    let mut parts: Vec<u32> = weights
+        .iter()
+        .map(|w| {
+            if total > 0.0 {
+                ((f64::from(n) * w / total).round() as u32).clamp(1, n.saturating_sub(k - 1).max(1))
+            } else {
+                1
+            }
+        })
+        .collect();
+    let rest: u32 = parts[1..].iter().sum();
+    parts[0] = n.saturating_sub(rest).max(1);
+    // Too many after rounding: take from the largest of the others.
+    while parts.iter().sum::<u32>() > n {
+        let Some(i) = (1..parts.len()).filter(|&i| parts[i] > 1).max_by_key(|&i| parts[i]) else {
+            break;
+        };
+        parts[i] -= 1;
+    }
+    parts
 }

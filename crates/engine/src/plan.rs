@@ -481,6 +481,12 @@ pub struct H2Plan {
     /// HTTP/2's only.
     #[serde(default)]
     pub h3: bool,
+    /// With `h3` false: the classes (bit i: class i) among `classes` that
+    /// speak HTTP/3 instead of HTTP/2 — a client of both multiplexed
+    /// protocols, each on event loops of its own (`Client::start`); 0:
+    /// none.
+    #[serde(default)]
+    pub h3_classes: u64,
 }
 
 impl H2Plan {
@@ -496,6 +502,7 @@ impl Default for H2Plan {
             window: H2Plan::DEFAULT_WINDOW,
             classes: 0,
             h3: false,
+            h3_classes: 0,
         }
     }
 }
@@ -796,6 +803,7 @@ mod tests {
             window: H2Plan::DEFAULT_WINDOW,
             classes: 0,
             h3: false,
+            h3_classes: 0,
         });
         assert!(p.validate().is_ok());
         let mut urls = p.urls.to_plans();
@@ -826,6 +834,7 @@ mod tests {
             window: 1,
             classes: 0,
             h3: false,
+            h3_classes: 0,
         });
         assert!(p.validate().is_err());
     }

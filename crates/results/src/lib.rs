@@ -571,7 +571,8 @@ impl MixResult {
     /// `HTTP/1` (1.0 or 1.1 by the mix's `http10_percent`).
     pub fn class_protocol(&self, class: &str) -> &'static str {
         match &self.http2 {
-            Some(h) if h.classes.iter().any(|c| c == class) && h.quic.is_some() => "HTTP/3",
+            Some(h) if h.h3_classes.iter().any(|c| c == class) => "HTTP/3",
+            Some(h) if h.classes.iter().any(|c| c == class) && h.quic.is_some() && h.h3_classes.is_empty() => "HTTP/3",
             Some(h) if h.classes.iter().any(|c| c == class) => "HTTP/2",
             _ => "HTTP/1",
         }
@@ -679,6 +680,11 @@ pub struct MixHttp2 {
     /// (docs/counting.md, "HTTP/3"); absent for HTTP/2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quic: Option<MixQuic>,
+    /// A mix of HTTP/2 and HTTP/3 classes: those of `classes` that spoke
+    /// HTTP/3 (the others HTTP/2); empty when all of them spoke the one
+    /// protocol `quic` says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub h3_classes: Vec<String>,
 }
 
 /// HTTP/3: a mix's QUIC transport figures inside the window, as the QUIC

@@ -879,6 +879,7 @@ fn http_mix(number: usize, r: OldHttp) -> MixResult {
             connection_frame_bytes: h.connection_frame_bytes,
             stream_resets: h.stream_resets.clone(),
             quic: None,
+            h3_classes: Vec::new(),
         }),
         files: None,
         http_command: Some(HttpCommand {

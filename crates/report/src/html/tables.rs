@@ -595,7 +595,12 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                             td {
                                 @match &m.http2 {
                                     Some(h) => {
-                                        (if h.quic.is_some() { "HTTP/3, " } else { "HTTP/2, " }) (int(h.connections)) " conn. × " (h.streams_per_connection) " streams"
+                                        @if h.h3_classes.is_empty() {
+                                            (if h.quic.is_some() { "HTTP/3, " } else { "HTTP/2, " })
+                                        } @else {
+                                            "HTTP/3 for " (h.h3_classes.join(", ")) " and HTTP/2, "
+                                        }
+                                        (int(h.connections)) " conn. × " (h.streams_per_connection) " streams"
                                         @if h.classes.len() < m.classes.len() {
                                             " for " (h.classes.join(", ")) ", HTTP/1 for the other classes"
                                         }
