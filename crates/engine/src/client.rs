@@ -567,6 +567,33 @@ impl Collector {
     }
 }
 
+/// `n` split by `weights` (each at least 1; `n` ≥ their number): every
+/// part but the first rounded to its share, the first what is left.
+fn split_by_weight(n: u32, weights: &[f64]) -> Vec<u32> {
+    let total: f64 = weights.iter().sum();
+    let k = weights.len() as u32;
+    let mut parts: Vec<u32> = weights
+        .iter()
+        .map(|w| {
+            if total > 0.0 {
+                ((f64::from(n) * w / total).round() as u32).clamp(1, n.saturating_sub(k - 1).max(1))
+            } else {
+                1
+            }
+        })
+        .collect();
+    let rest: u32 = parts[1..].iter().sum();
+    parts[0] = n.saturating_sub(rest).max(1);
+    // Too many after rounding: take from the largest of the others.
+    while parts.iter().sum::<u32>() > n {
+        let Some(i) = (1..parts.len()).filter(|&i| parts[i] > 1).max_by_key(|&i| parts[i]) else {
+            break;
+        };
+        parts[i] -= 1;
+    }
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -601,31 +628,21 @@ mod tests {
         assert_eq!(c.pop_second().map(|s| s.counters.requests), Some(3));
         assert_eq!(c.into_report().threads_lost, 2);
     }
-}
 
-/// `n` split by `weights` (each at least 1; `n` ≥ their number): every
-/// part but the first rounded to its share, the first what is left.
-fn split_by_weight(n: u32, weights: &[f64]) -> Vec<u32> {
-    let total: f64 = weights.iter().sum();
-    let k = weights.len() as u32;
-    let mut parts: Vec<u32> = weights
-        .iter()
-        .map(|w| {
-            if total > 0.0 {
-                ((f64::from(n) * w / total).round() as u32).clamp(1, n.saturating_sub(k - 1).max(1))
-            } else {
-                1
+    #[test]
+    fn users_split_by_weight_at_least_one_each_summing_exactly() {
+        assert_eq!(split_by_weight(10, &[1.0, 1.0]), vec![5, 5]);
+        assert_eq!(split_by_weight(2, &[99.0, 1.0]), vec![1, 1]);
+        assert_eq!(split_by_weight(2, &[1.0, 99.0]), vec![1, 1]);
+        assert_eq!(split_by_weight(6, &[34.0, 33.0, 33.0]), vec![2, 2, 2]);
+        assert_eq!(split_by_weight(3, &[98.0, 1.0, 1.0]), vec![1, 1, 1]);
+        assert_eq!(split_by_weight(3, &[1.0, 1.0, 98.0]), vec![1, 1, 1]);
+        for n in 3..50 {
+            for w in [[1.0, 2.0, 3.0], [90.0, 5.0, 5.0], [1.0, 1.0, 98.0]] {
+                let parts = split_by_weight(n, &w);
+                assert_eq!(parts.iter().sum::<u32>(), n, "{n} {w:?} {parts:?}");
+                assert!(parts.iter().all(|&p| p >= 1), "{n} {w:?} {parts:?}");
             }
-        })
-        .collect();
-    let rest: u32 = parts[1..].iter().sum();
-    parts[0] = n.saturating_sub(rest).max(1);
-    // Too many after rounding: take from the largest of the others.
-    while parts.iter().sum::<u32>() > n {
-        let Some(i) = (1..parts.len()).filter(|&i| parts[i] > 1).max_by_key(|&i| parts[i]) else {
-            break;
-        };
-        parts[i] -= 1;
+        }
     }
-    parts
 }
