@@ -829,3 +829,50 @@ fn refused_early_data_is_sent_again() {
     assert_eq!(u(&v, "/http2/quic/zero_rtt_rejected"), 9, "{v}");
     assert_eq!(server.log().len(), 51, "log lines = requests + the preflight");
 }
+
+/// `--find-peak` over HTTP/3: a mix per load of the search, each with its
+/// QUIC connections (users ÷ streams) and no error; the search doubles the
+/// users from 2 up to its limit, as for HTTP/1 and HTTP/2.
+#[test]
+fn find_peak_runs_over_http3() {
+    let server = H3Server::start(Mode::Normal);
+    let out = run_benchlab(&[
+        "http",
+        "--json",
+        "--http",
+        "3",
+        "--insecure",
+        "--streams",
+        "4",
+        "--find-peak",
+        "-t",
+        "2",
+        "--peak-max-threads",
+        "8",
+        "--step-duration",
+        "200ms",
+        "--os-threads",
+        "1",
+        &server.url("/x"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let steps = r["mixes"].as_array().expect("mixes");
+    assert!(steps.len() >= 3, "{r}");
+    for s in steps {
+        let threads = u(s, "/threads");
+        assert_eq!(u(s, "/http2/connections"), threads.div_ceil(4), "{s}");
+        assert!(u(s, "/requests") > 0, "{s}");
+        assert_eq!(u(s, "/errors_total"), 0, "{s}");
+        // The handshakes fall in the ramp-up; the window sees QUIC traffic.
+        assert!(u(s, "/http2/quic/datagrams_received") > 0, "{s}");
+    }
+    let mut grown: Vec<(u64, u64)> = steps
+        .iter()
+        .filter(|s| s["search"]["kind"] == "grow")
+        .map(|s| (u(s, "/search/step"), u(s, "/threads")))
+        .collect();
+    grown.sort_unstable();
+    let grown: Vec<u64> = grown.into_iter().map(|(_, t)| t).collect();
+    assert_eq!(grown, [2, 4, 8], "{r}");
+}
