@@ -49,13 +49,13 @@ const CASES: &[Case] = &[
         file: "http_unknown.toml",
         line: 18,
         column: 8,
-        phrases: &["http `3`: expected \"1.1\" or \"2\""],
+        phrases: &["http `4`: expected \"1.1\", \"2\" or \"3\""],
     },
     Case {
         file: "class_http_unknown.toml",
         line: 13,
         column: 8,
-        phrases: &["http `h3`: expected \"1.1\" or \"2\""],
+        phrases: &["http `h3`: expected \"1.1\", \"2\" or \"3\""],
     },
     Case {
         file: "http2_with_http10.toml",
