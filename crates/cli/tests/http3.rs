@@ -761,14 +761,10 @@ fn a_large_download_arrives_in_gro_reads() {
     assert_eq!(log.len(), 11, "log lines = requests + the preflight");
 }
 
-/// `--tls-resumption` over HTTP/3: a resuming connection sends its first
-/// request as 0-RTT early data; full handshakes, resumptions and 0-RTT are
-/// counted apart, each request once. One user, 5 requests a connection: the
-/// first connection is a full handshake, the 9 after it resume with the
-/// tickets the one before received, and the server takes their early data.
-#[test]
-fn resumed_connections_send_0rtt_and_count_apart() {
-    let server = H3Server::start(Mode::Normal);
+/// 50 requests of one user over HTTP/3, 5 a connection, every new
+/// connection offering to resume (`--tls-resumption 100`): all answered,
+/// each once, on 10 connections.
+fn resuming_run(server: &H3Server) -> Value {
     let v = bench(&[
         "--http",
         "3",
@@ -789,6 +785,18 @@ fn resumed_connections_send_0rtt_and_count_apart() {
     assert_eq!(u(&v, "/errors_total"), 0, "{v}");
     assert_eq!(u(&v, "/bytes"), 50 * 1008, "{v}");
     assert_eq!(u(&v, "/connections_opened"), 10, "{v}");
+    v
+}
+
+/// `--tls-resumption` over HTTP/3: a resuming connection sends its first
+/// request as 0-RTT early data; full handshakes, resumptions and 0-RTT are
+/// counted apart, each request once. One user, 5 requests a connection: the
+/// first connection is a full handshake, the 9 after it resume with the
+/// tickets the one before received, and the server takes their early data.
+#[test]
+fn resumed_connections_send_0rtt_and_count_apart() {
+    let server = H3Server::start(Mode::Normal);
+    let v = resuming_run(&server);
     assert_eq!(u(&v, "/tls_full_handshakes"), 1, "{v}");
     assert_eq!(u(&v, "/tls_resumptions"), 9, "{v}");
     assert_eq!(u(&v, "/http2/quic/zero_rtt_accepted"), 9, "{v}");
@@ -803,26 +811,7 @@ fn resumed_connections_send_0rtt_and_count_apart() {
 #[test]
 fn refused_early_data_is_sent_again() {
     let server = H3Server::start(Mode::ForgetSessions);
-    let v = bench(&[
-        "--http",
-        "3",
-        "--insecure",
-        "--connections",
-        "1",
-        "--streams",
-        "1",
-        "--requests-per-connection",
-        "5",
-        "--tls-resumption",
-        "100",
-        "-n",
-        "50",
-        &server.url("/x"),
-    ]);
-    assert_eq!(u(&v, "/requests"), 50, "{v}");
-    assert_eq!(u(&v, "/errors_total"), 0, "{v}");
-    assert_eq!(u(&v, "/bytes"), 50 * 1008, "{v}");
-    assert_eq!(u(&v, "/connections_opened"), 10, "{v}");
+    let v = resuming_run(&server);
     assert_eq!(u(&v, "/tls_full_handshakes"), 10, "{v}");
     assert_eq!(u(&v, "/tls_resumptions"), 0, "{v}");
     assert_eq!(u(&v, "/http2/quic/zero_rtt_accepted"), 0, "{v}");
