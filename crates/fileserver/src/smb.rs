@@ -157,7 +157,7 @@ impl SmbUrl {
         for q in query.into_iter().flat_map(|q| q.split('&')) {
             if let Some(d) = q.strip_prefix("dialect=") {
                 dialect = Some(
-                    crate::smb2_backend::parse_dialect(d)
+                    benchlab_smb2::msg::parse_dialect(d)
                         .ok_or_else(|| bad(&format!("option `{q}`: expected dialect=2.0.2|2.1|3.0|3.0.2|3.1.1")))?,
                 );
                 continue;

@@ -54,11 +54,6 @@ const MAX_LISTING: usize = 1 << 20;
 /// answer: a server that streams them cannot hold a user forever.
 const MAX_INTERIM: usize = 1024;
 
-/// Dialects `?dialect=` may pin, by name.
-pub fn parse_dialect(name: &str) -> Option<u16> {
-    msg::ALL_DIALECTS.into_iter().find(|d| msg::dialect_name(*d) == name)
-}
-
 fn other(code: u32) -> Status {
     Status::parse(&nt::name(code)).unwrap_or_else(|| Status::Other(nt::name(code)))
 }
@@ -854,9 +849,9 @@ mod tests {
 
     #[test]
     fn dialects_parse_by_name() {
-        assert_eq!(parse_dialect("2.0.2"), Some(msg::DIALECT_202));
-        assert_eq!(parse_dialect("3.1.1"), Some(msg::DIALECT_311));
-        assert_eq!(parse_dialect("3.1"), None);
+        assert_eq!(msg::parse_dialect("2.0.2"), Some(msg::DIALECT_202));
+        assert_eq!(msg::parse_dialect("3.1.1"), Some(msg::DIALECT_311));
+        assert_eq!(msg::parse_dialect("3.1"), None);
     }
 
     #[test]

@@ -24,6 +24,15 @@ pub fn dialect_name(d: u16) -> String {
     }
 }
 
+/// A dialect by its name (`3.1.1`), as `?dialect=` pins it.
+pub fn parse_dialect(name: &str) -> Option<u16> {
+    ALL_DIALECTS.into_iter().find(|d| dialect_name(*d) == name)
+}
+
+/// Cipher ids of the encryption-capabilities context (`seal` uses them).
+pub const AES_128_CCM: u16 = 1;
+pub const AES_128_GCM: u16 = 2;
+
 /// NEGOTIATE / SESSION_SETUP security mode bits.
 pub const SIGNING_ENABLED: u16 = 1;
 pub const SIGNING_REQUIRED: u16 = 2;
@@ -110,8 +119,8 @@ impl NegotiateRequest {
                 put16(&mut v, 6);
                 put32(&mut v, 0);
                 put16(&mut v, 2);
-                put16(&mut v, crate::seal::AES_128_GCM);
-                put16(&mut v, crate::seal::AES_128_CCM);
+                put16(&mut v, AES_128_GCM);
+                put16(&mut v, AES_128_CCM);
             }
         }
         v

@@ -8,9 +8,8 @@ use crate::sign::kdf;
 use crate::{err, put16, put32, put64, DecodeError, Reader};
 use aes_gcm::aead::{AeadInOut, KeyInit};
 
-/// Cipher ids of the encryption-capabilities context.
-pub const AES_128_CCM: u16 = 1;
-pub const AES_128_GCM: u16 = 2;
+/// Cipher ids of the encryption-capabilities context (NEGOTIATE's).
+pub use crate::msg::{AES_128_CCM, AES_128_GCM};
 
 /// The TRANSFORM header's length.
 pub const TRANSFORM_LEN: usize = 52;
