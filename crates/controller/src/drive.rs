@@ -254,19 +254,7 @@ pub fn drive_mix(
         drivers.push(d);
     }
     // Every order is out: now their answers (the barrier).
-    let refused = drivers
-        .iter_mut()
-        .enumerate()
-        .find_map(|(c, d)| d.started().err().map(|source| (c, source)));
-    if let Some((c, source)) = refused {
-        for d in &mut drivers {
-            d.stop();
-        }
-        for d in &mut drivers {
-            let _ = d.finish();
-        }
-        return Err(ControllerError::Driver { client: c + 1, source });
-    }
+    crate::driver::all_started(&mut drivers)?;
     let mut merger = SecondMerger::new(clients, window);
     let mut apart: Vec<Apart> = (0..clients).map(|_| Apart::new()).collect();
     let mut partial = false;

@@ -111,6 +111,26 @@ pub trait Driver<K: ClientKind>: Send {
 
 /// A web client's driver.
 pub type ClientDriver = dyn Driver<WebClient>;
+
+/// Waits for every started client's answer (`Driver::started`); if one
+/// refused, stops and finishes them all and names it (1-based), so a mix
+/// never runs with a client missing.
+pub(crate) fn all_started<K: ClientKind>(
+    drivers: &mut [Box<dyn Driver<K>>],
+) -> Result<(), crate::options::ControllerError> {
+    let refused = drivers
+        .iter_mut()
+        .enumerate()
+        .find_map(|(c, d)| d.started().err().map(|source| (c, source)));
+    let Some((c, source)) = refused else { return Ok(()) };
+    for d in drivers.iter_mut() {
+        d.stop();
+    }
+    for d in drivers.iter_mut() {
+        let _ = d.finish();
+    }
+    Err(crate::options::ControllerError::Driver { client: c + 1, source })
+}
 /// A file client's driver.
 pub type FileClientDriver = dyn Driver<FileClient>;
 

@@ -221,19 +221,7 @@ fn run_remote(
         }
     }
     // Every order is out: now their answers (the barrier).
-    let refused = drivers
-        .iter_mut()
-        .enumerate()
-        .find_map(|(c, d)| d.started().err().map(|source| (c, source)));
-    if let Some((c, source)) = refused {
-        for d in &mut drivers {
-            d.stop();
-        }
-        for d in &mut drivers {
-            let _ = d.finish();
-        }
-        return Err(ControllerError::Driver { client: c + 1, source });
-    }
+    crate::driver::all_started(&mut drivers)?;
     // Per client: the last second it sent; seconds summed until every
     // running client has sent them.
     let mut sent: Vec<u64> = vec![0; clients];

@@ -118,7 +118,7 @@ pub struct LocalBackend {
 /// separating, `.` dropped and `..` taken back lexically; climbing above
 /// the root is refused (loadfiles are checked for it when read; this keeps
 /// the backend safe on its own).
-fn components(p: &str) -> Result<Vec<&str>, Status> {
+pub(crate) fn components(p: &str) -> Result<Vec<&str>, Status> {
     let mut out = Vec::new();
     for c in p.split(['\\', '/']) {
         match c {

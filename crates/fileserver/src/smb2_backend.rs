@@ -295,17 +295,7 @@ impl Conn {
 /// joined by `\`, `.` dropped, `..` taken back; climbing above the share's
 /// root is refused (ACCESS_DENIED), as the other backends do.
 fn share_path(p: &str) -> Result<String, Status> {
-    let mut out: Vec<&str> = Vec::new();
-    for c in p.split(['\\', '/']) {
-        match c {
-            "" | "." => {}
-            ".." => {
-                out.pop().ok_or(Status::AccessDenied)?;
-            }
-            c => out.push(c),
-        }
-    }
-    Ok(out.join("\\"))
+    crate::backend::components(p).map(|c| c.join("\\"))
 }
 
 /// An open the loadfile named: its file id and whether it is a directory.

@@ -50,8 +50,8 @@ const PATH: usize = 4;
 const USER_AGENT: usize = 58;
 
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2), and `host`, which becomes
-/// `:authority`.
-fn connection_specific(name: &str) -> bool {
+/// `:authority`; HTTP/3 forbids the same (RFC 9114 §4.2).
+pub(crate) fn connection_specific(name: &str) -> bool {
     [
         "connection",
         "keep-alive",

@@ -46,21 +46,6 @@ fn static_status(index: u64) -> Option<Option<u16>> {
     Some(Some(s))
 }
 
-/// Headers HTTP/3 forbids (RFC 9114 §4.2), and `host`, which becomes
-/// `:authority`.
-fn connection_specific(name: &str) -> bool {
-    [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-    ]
-    .iter()
-    .any(|n| name.eq_ignore_ascii_case(n))
-}
-
 fn put_str(out: &mut Vec<u8>, n: u8, first: u8, s: &[u8]) {
     put_int(out, n, first, s.len());
     out.extend_from_slice(s);
@@ -115,7 +100,8 @@ pub fn request_section(
         );
     }
     for (n, v) in headers {
-        if connection_specific(n) {
+        // The same headers HTTP/3 forbids (RFC 9114 §4.2).
+        if crate::h2::hpack::connection_specific(n) {
             continue;
         }
         put_str(&mut out, 3, 0x20, n.to_ascii_lowercase().as_bytes());
