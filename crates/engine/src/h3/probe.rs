@@ -13,7 +13,7 @@ use crate::tls::TlsConfigs;
 use bytes::BytesMut;
 use quinn_proto::{DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ReadError, StreamEvent};
 use std::io;
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,11 +37,7 @@ pub fn probe_h3_request(
     let cfgs = TlsConfigs::new(tls).map_err(|e: PlanError| perr(ErrorKind::Tls, e.to_string()))?;
     let client = client_config(&cfgs.full, &cfgs.verifier, false).map_err(|e| perr(ErrorKind::Tls, e))?;
     let remote = target.addr;
-    let local: SocketAddr = match (source, remote) {
-        (Some(ip), _) => SocketAddr::new(ip, 0),
-        (None, SocketAddr::V4(_)) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
-        (None, SocketAddr::V6(_)) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-    };
+    let local = super::protocol::local_addr(source, remote);
     let sock = UdpSocket::bind(local).map_err(|e| perr(ErrorKind::Bind, format!("binding {local}: {e}")))?;
     sock.connect(remote)
         .map_err(|e| perr(ErrorKind::ConnectRefused, format!("{remote}: {e}")))?;

@@ -556,11 +556,7 @@ impl Http3 {
             None => u32::MAX,
             Some((min, max)) => min + core.rng.below((max - min) as u64 + 1) as u32,
         };
-        let local: SocketAddr = match (core.next_source(), remote) {
-            (Some(ip), _) => SocketAddr::new(ip, 0),
-            (None, SocketAddr::V4(_)) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
-            (None, SocketAddr::V6(_)) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-        };
+        let local = local_addr(core.next_source(), remote);
         let sock = match UdpSocket::bind(local) {
             Ok(s) => s,
             Err(_) => return self.fail_queue(core, slot, ErrorKind::Bind),
@@ -1217,5 +1213,16 @@ fn write_request(link: &mut Link, k: usize, user: &mut User) {
 fn open_control_stream(link: &mut Link) {
     if let Some(id) = link.conn.streams().open(Dir::Uni) {
         let _ = link.conn.send_stream(id).write(&CONTROL);
+    }
+}
+
+/// The address a connection's UDP socket binds: the source address given
+/// (`--source-addresses`), else any address of the remote's family; the
+/// port is the kernel's.
+pub(crate) fn local_addr(source: Option<std::net::IpAddr>, remote: SocketAddr) -> SocketAddr {
+    match (source, remote) {
+        (Some(ip), _) => SocketAddr::new(ip, 0),
+        (None, SocketAddr::V4(_)) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        (None, SocketAddr::V6(_)) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
     }
 }
