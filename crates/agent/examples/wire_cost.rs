@@ -133,14 +133,8 @@ fn plan(seconds: u32) -> ClientPlan {
             think_time: Duration::ZERO,
             ramp_up: Duration::ZERO,
             timeout: Duration::from_secs(5),
-            connection: Default::default(),
             receive_buffer: 4096,
-            headers: Vec::new(),
-            source_addresses: Vec::new(),
-            tls: Default::default(),
-            seed: 1,
-            first_user: 0,
-            http2: None,
+            ..Default::default()
         },
     }
 }

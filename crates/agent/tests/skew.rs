@@ -97,14 +97,8 @@ fn plan(list: &UrlList, length: Duration) -> ClientPlan {
             think_time: Duration::from_millis(200),
             ramp_up: Duration::ZERO,
             timeout: Duration::from_secs(5),
-            connection: Default::default(),
             receive_buffer: 4096,
-            headers: Vec::new(),
-            source_addresses: Vec::new(),
-            tls: Default::default(),
-            seed: 1,
-            first_user: 0,
-            http2: None,
+            ..Default::default()
         },
     }
 }

@@ -87,14 +87,8 @@ mod tests {
                 think_time: Duration::ZERO,
                 ramp_up: Duration::ZERO,
                 timeout: Duration::from_secs(1),
-                connection: Default::default(),
                 receive_buffer: 4096,
-                headers: Vec::new(),
-                source_addresses: Vec::new(),
-                tls: Default::default(),
-                seed: 1,
-                first_user: 0,
-                http2: None,
+                ..Default::default()
             },
         }
     }
