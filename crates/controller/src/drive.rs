@@ -254,7 +254,7 @@ pub fn drive_mix(
         drivers.push(d);
     }
     // Every order is out: now their answers (the barrier).
-    crate::driver::all_started(&mut drivers)?;
+    crate::driver::all_started(&mut drivers).map_err(|(client, source)| ControllerError::Driver { client, source })?;
     let mut merger = SecondMerger::new(clients, window);
     let mut apart: Vec<Apart> = (0..clients).map(|_| Apart::new()).collect();
     let mut partial = false;

@@ -113,11 +113,9 @@ pub trait Driver<K: ClientKind>: Send {
 pub type ClientDriver = dyn Driver<WebClient>;
 
 /// Waits for every started client's answer (`Driver::started`); if one
-/// refused, stops and finishes them all and names it (1-based), so a mix
-/// never runs with a client missing.
-pub(crate) fn all_started<K: ClientKind>(
-    drivers: &mut [Box<dyn Driver<K>>],
-) -> Result<(), crate::options::ControllerError> {
+/// refused, stops and finishes them all and names it (1-based, with why),
+/// so a mix never runs with a client missing.
+pub(crate) fn all_started<K: ClientKind>(drivers: &mut [Box<dyn Driver<K>>]) -> Result<(), (usize, DriverError)> {
     let refused = drivers
         .iter_mut()
         .enumerate()
@@ -129,7 +127,7 @@ pub(crate) fn all_started<K: ClientKind>(
     for d in drivers.iter_mut() {
         let _ = d.finish();
     }
-    Err(crate::options::ControllerError::Driver { client: c + 1, source })
+    Err((c + 1, source))
 }
 /// A file client's driver.
 pub type FileClientDriver = dyn Driver<FileClient>;

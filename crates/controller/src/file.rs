@@ -221,7 +221,7 @@ fn run_remote(
         }
     }
     // Every order is out: now their answers (the barrier).
-    crate::driver::all_started(&mut drivers)?;
+    crate::driver::all_started(&mut drivers).map_err(|(client, source)| ControllerError::Driver { client, source })?;
     // Per client: the last second it sent; seconds summed until every
     // running client has sent them.
     let mut sent: Vec<u64> = vec![0; clients];
