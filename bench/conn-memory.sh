@@ -44,6 +44,9 @@ SOURCES=${SOURCES:-127.0.0.1-127.0.0.8}
 BENCHLAB=${BENCHLAB:-target/release/benchlab}
 OUT_DIR=${OUT_DIR:-bench/out}
 if [[ -z ${NGINX:-} ]]; then NGINX=$(command -v nginx || echo /usr/sbin/nginx); fi
+# nginx reads an environment variable NGINX of its own (inherited sockets):
+# keep ours out of its environment.
+export -n NGINX
 
 die() { echo "conn-memory: $*" >&2; exit 1; }
 [[ -x $BENCHLAB ]] || die "no benchlab at '$BENCHLAB' (cargo build --release -p benchlab)"

@@ -45,6 +45,9 @@ SERVE_ARGS=${SERVE_ARGS:-}
 BENCHLAB=${BENCHLAB:-target/release/benchlab}
 OUT_DIR=${OUT_DIR:-bench/out}
 if [[ -z ${NGINX:-} ]]; then NGINX=$(command -v nginx || echo /usr/sbin/nginx); fi
+# nginx reads an environment variable NGINX of its own (inherited sockets):
+# keep ours out of its environment.
+export -n NGINX
 
 die() { echo "serve-vs-nginx: $*" >&2; exit 1; }
 for v in DUR REPEATS CONNS; do

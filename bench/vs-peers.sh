@@ -65,6 +65,9 @@ CLIENT_CPU_QUOTA=${CLIENT_CPU_QUOTA:-}
 [[ -z $CLIENT_CPU_QUOTA || $CLIENT_CPU_QUOTA =~ ^[0-9]+$ ]] || { echo "vs-peers: CLIENT_CPU_QUOTA must be a whole percent, got '$CLIENT_CPU_QUOTA'" >&2; exit 1; }
 OUT_DIR=${OUT_DIR:-bench/out}
 if [[ -z ${NGINX:-} ]]; then NGINX=$(command -v nginx || echo /usr/sbin/nginx); fi
+# nginx reads an environment variable NGINX of its own (inherited sockets):
+# keep ours out of its environment.
+export -n NGINX
 
 die() { echo "vs-peers: $*" >&2; exit 1; }
 
