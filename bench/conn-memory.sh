@@ -22,7 +22,11 @@
 # (the users that arrived: a server slower to accept leaves some waiting,
 # which benchlab reports). The process's
 # descriptor limit (ulimit -n) bounds the users (the hard limit is raised to
-# at most it); nginx gets the same limit.
+# at most it); nginx gets the same limit. Where a run's users need more
+# descriptors than one process may hold (users > ulimit -n − 1000), they are
+# split evenly over as many benchlab processes as it takes, run at once: the
+# RSS, CPU and counts are those processes' sums, and the per-connection
+# figure subtracts each process's share of the first run (procs column).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -137,8 +141,8 @@ http {
   keepalive_timeout 300s; keepalive_requests 1000000;
   http2_max_concurrent_streams 1000;
   server {
-    listen 127.0.0.1:$PORT backlog=4096;
-    listen 127.0.0.1:$TLS_PORT ssl backlog=4096;
+    listen 127.0.0.1:$PORT backlog=4096 reuseport;
+    listen 127.0.0.1:$TLS_PORT ssl backlog=4096 reuseport;
     listen 127.0.0.1:$H2_PORT http2 backlog=4096;
     ssl_certificate $TMP/cert.pem; ssl_certificate_key $TMP/key.pem;
     root $TMP/www;
@@ -155,17 +159,39 @@ for _ in $(seq 50); do
 done
 [[ -n $up ]] || die "nginx did not start: $(tail -3 "$TMP/logs/error.log" 2>/dev/null)"
 TSV=$OUT_DIR/conn-memory.tsv
-echo -e "case\tusers\trss_kib\tcpu_s\trequests\terrors\topened\tcpu_us_per_request\texit" >"$TSV"
-one() { # case users seconds args...
+echo -e "case\tusers\tprocs\trss_kib\tcpu_s\trequests\terrors\topened\tcpu_us_per_request\texit" >"$TSV"
+# Users one benchlab process can hold: its descriptors, less a margin for
+# its own files (more users are split over processes, above).
+PER_PROC=$((FDS - 1000))
+one() { # case users seconds args... (the args hold --threads USERS)
   local name=$1 users=$2 secs=$3; shift 3
-  read -r rss us ss ok errs opened rc < <(python3 "$TMP/run.py" "$OUT_DIR/conn-memory.$name.$users" \
-    "$BENCHLAB" http --json --no-preflight --os-threads 1 --duration "${secs}s" "$@")
+  local procs=$(((users + PER_PROC - 1) / PER_PROC)) p share args a
+  local rss=0 us=0 ss=0 ok=0 errs=0 opened=0 rc=0 r u s o e n c pids=()
+  for ((p = 0; p < procs; p++)); do
+    # An even split; the first processes take the remainder.
+    share=$((users / procs + (p < users % procs ? 1 : 0)))
+    args=()
+    for a in "$@"; do
+      [[ $a == "$users" && ${#args[@]} -gt 0 && ${args[-1]} == --threads ]] && a=$share
+      args+=("$a")
+    done
+    python3 "$TMP/run.py" "$OUT_DIR/conn-memory.$name.$users.$p" "$BENCHLAB" http --json --no-preflight \
+      --os-threads 1 --duration "${secs}s" "${args[@]}" >"$TMP/one.$p" &
+    pids+=($!)
+  done
+  wait "${pids[@]}" # not nginx
+  for ((p = 0; p < procs; p++)); do
+    read -r r u s o e n c <"$TMP/one.$p"
+    rss=$((rss + r)) ok=$((ok + o)) errs=$((errs + e)) opened=$((opened + n))
+    us=$(python3 -c "print($us + $u)") ss=$(python3 -c "print($ss + $s)")
+    ((c > rc)) && rc=$c
+  done
   local cpu per
   cpu=$(python3 -c "print(f'{$us+$ss:.3f}')")
   per=$(python3 -c "print(f'{($us+$ss)*1e6/$ok:.1f}' if $ok > 0 else '-')")
-  echo -e "$name\t$users\t$rss\t$cpu\t$ok\t$errs\t$opened\t$per\t$rc" >>"$TSV"
-  printf '%-6s %6s users %6s opened  %8s KiB RSS  %7s s CPU  %8s requests  %4s errors  %7s µs/request\n' \
-    "$name" "$users" "$opened" "$rss" "$cpu" "$ok" "$errs" "$per"
+  echo -e "$name\t$users\t$procs\t$rss\t$cpu\t$ok\t$errs\t$opened\t$per\t$rc" >>"$TSV"
+  printf '%-6s %6s users %2s proc %6s opened  %8s KiB RSS  %7s s CPU  %8s requests  %4s errors  %7s µs/request\n' \
+    "$name" "$users" "$procs" "$opened" "$rss" "$cpu" "$ok" "$errs" "$per"
 }
 
 for m in $MODES; do
@@ -189,9 +215,14 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 print("\nper connection, against each case's first run: (RSS(N) - RSS(N0)) / (opened(N) - opened(N0))")
 base = {}
 for r in rows:
-    n, rss = int(r["opened"]), int(r["rss_kib"])
-    b = base.setdefault(r["case"], (n, rss))
-    if n > b[0]:
-        print(f"  {r['case']:6} {r['users']:>6} users, {n:>6} opened: {(rss - b[1]) / (n - b[0]):.2f} KiB")
+    n, rss, procs = int(r["opened"]), int(r["rss_kib"]), int(r["procs"])
+    if n < 0:
+        continue
+    # The first run's figures are per process: each process of a split run
+    # carries one such share.
+    b = base.setdefault(r["case"], (n / procs, rss / procs))
+    if n > procs * b[0]:
+        per = (rss - procs * b[1]) / (n - procs * b[0])
+        print(f"  {r['case']:6} {r['users']:>6} users, {procs} process(es), {n:>6} opened: {per:.2f} KiB")
 PY
 echo "TSV: $TSV"
