@@ -157,6 +157,22 @@ pub fn summary_table(r: &Results) -> String {
             thousands(f.loops)
         );
     }
+    // What benchlab's SMB2 client negotiated: once when every mix agrees.
+    let negotiated: Vec<_> = r
+        .mixes
+        .iter()
+        .filter_map(|m| Some((m.mix, m.files.as_ref()?.smb.as_ref()?)))
+        .collect();
+    match negotiated.first() {
+        Some((_, first)) if negotiated.iter().all(|(_, n)| n == first) => {
+            s += &format!("smb negotiated: {}\n", first.describe());
+        }
+        _ => {
+            for (mix, n) in &negotiated {
+                s += &format!("mix {mix} smb negotiated: {}\n", n.describe());
+            }
+        }
+    }
     for m in r.mixes.iter().filter(|m| m.partial) {
         s += &format!(
             "mix {} stopped early (Ctrl-C): its rates are of the {} s it ran\n",

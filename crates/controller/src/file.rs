@@ -269,6 +269,7 @@ fn run_remote(
     let mut lost = vec![None; clients];
     let (mut window, mut prepared_bytes, mut partial) = (0.0f64, 0, stopped);
     let mut cpu_us = [0u64; 2];
+    let mut smb = None;
     for (c, d) in drivers.iter_mut().enumerate() {
         match d.finish() {
             Ok(end) => {
@@ -279,6 +280,7 @@ fn run_remote(
                 window = window.max(m.window);
                 prepared_bytes += m.prepared_bytes;
                 partial |= m.partial;
+                smb = benchlab_results::SmbNegotiated::merge(smb, m.smb.as_ref());
             }
             Err(l) => lost[c] = Some(l.why),
         }
@@ -300,6 +302,7 @@ fn run_remote(
         window: window.min(full),
         prepared_bytes,
         partial,
+        smb,
     };
     Ok((
         MixRun {

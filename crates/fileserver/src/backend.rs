@@ -51,6 +51,11 @@ pub trait FileBackend: Send {
     fn distinguishes_not_found(&self) -> bool {
         true
     }
+    /// What the session negotiated, for a backend that knows (benchlab's
+    /// SMB2 client), disclosed per mix.
+    fn negotiated(&self) -> Option<benchlab_results::SmbNegotiated> {
+        None
+    }
 }
 
 /// Whether `s` is one of the three ways of "not there".

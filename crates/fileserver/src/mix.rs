@@ -132,6 +132,7 @@ fn run_part(
     let delays = all_delays
         .get(first_user as usize..((part.first_client + part.clients) * plan.threads_per_client) as usize)
         .ok_or_else(|| format!("clients {}.. are not clients of the mix", part.first_client + 1))?;
+    let mut smb = None;
     let (t0, outcomes) = match target {
         // libsmbclient's users need processes of their own; benchlab's own
         // SMB2 client keeps no global state, so its users are threads.
@@ -145,9 +146,9 @@ fn run_part(
             stop,
             on_second,
         )?,
-        FileTarget::Local(_) | FileTarget::Smb(_) => {
-            run_threads(workload, target, plan, delays, first_user, part, stop, on_second)?
-        }
+        FileTarget::Local(_) | FileTarget::Smb(_) => run_threads(
+            workload, target, plan, delays, first_user, part, stop, on_second, &mut smb,
+        )?,
     };
     let mut total = FileStats::default();
     let mut clients = vec![FileStats::default(); part.clients as usize];
@@ -183,6 +184,7 @@ fn run_part(
             window,
             prepared_bytes,
             partial,
+            smb,
         },
         started,
         cpu_us,
@@ -200,6 +202,7 @@ fn run_threads(
     part: &Part,
     stop: &AtomicBool,
     on_second: &mut dyn FnMut(LiveSecond),
+    smb: &mut Option<benchlab_results::SmbNegotiated>,
 ) -> Result<(Instant, Vec<UserOutcome>), String> {
     let users = delays.len();
     let live = LiveCounters::default();
@@ -208,6 +211,9 @@ fn run_threads(
     let mut conns = Vec::with_capacity(users);
     for _ in 0..users {
         conns.push(target.connect()?);
+    }
+    for c in &conns {
+        *smb = benchlab_results::SmbNegotiated::merge(smb.take(), c.negotiated().as_ref());
     }
     // Two gates: every user prepared, then the common start is set.
     let prepared = Arc::new(Barrier::new(users + 1));

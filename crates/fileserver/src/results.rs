@@ -229,6 +229,7 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Mix
             fairness: if hi > 0.0 { lo / hi } else { 1.0 },
             seconds_bytes_written: t.seconds.iter().map(|s| s.bytes_written).collect(),
             clients_bytes_written: m.clients.iter().map(|c| c.bytes_written).collect(),
+            smb: m.smb.clone(),
         }),
         http_command: None,
         flows: None,
@@ -406,6 +407,7 @@ mod tests {
             window: 2.0,
             prepared_bytes: 7,
             partial: false,
+            smb: None,
         }
     }
 

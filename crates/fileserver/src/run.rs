@@ -97,6 +97,9 @@ pub struct FileMixMeasure {
     pub prepared_bytes: u64,
     /// Stopped before its end (Ctrl-C).
     pub partial: bool,
+    /// What the users' SMB sessions negotiated (benchlab's SMB2 client).
+    #[serde(default)]
+    pub smb: Option<benchlab_results::SmbNegotiated>,
 }
 
 /// What users add to as they go (in-window operations only), per second

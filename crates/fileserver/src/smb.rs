@@ -39,6 +39,12 @@ pub struct SmbUrl {
     pub client: Client,
     /// `?dialect=` (benchlab's client only): the one dialect offered.
     pub dialect: Option<u16>,
+    /// `?signing=` (benchlab's client only): the one signing algorithm
+    /// offered, which the session must negotiate.
+    pub signing: Option<benchlab_smb2::sign::Algorithm>,
+    /// `?cipher=` (benchlab's client only): the one cipher offered, which
+    /// the session must negotiate.
+    pub cipher: Option<u16>,
 }
 
 /// `?client=libsmbclient|benchlab` of an smb:// target: Samba's library
@@ -154,7 +160,23 @@ impl SmbUrl {
             None => (rest, None),
         };
         let (mut encrypt, mut sign, mut client, mut dialect) = (None, None, Client::default(), None);
+        let (mut signing, mut cipher) = (None, None);
         for q in query.into_iter().flat_map(|q| q.split('&')) {
+            if let Some(a) = q.strip_prefix("signing=") {
+                signing =
+                    Some(benchlab_smb2::sign::Algorithm::parse(a).ok_or_else(|| {
+                        bad(&format!("option `{q}`: expected signing=hmac-sha256|aes-cmac|aes-gmac"))
+                    })?);
+                continue;
+            }
+            if let Some(c) = q.strip_prefix("cipher=") {
+                cipher = Some(benchlab_smb2::msg::parse_cipher(c).ok_or_else(|| {
+                    bad(&format!(
+                        "option `{q}`: expected cipher=aes-128-ccm|aes-128-gcm|aes-256-ccm|aes-256-gcm"
+                    ))
+                })?);
+                continue;
+            }
             if let Some(d) = q.strip_prefix("dialect=") {
                 dialect = Some(
                     benchlab_smb2::msg::parse_dialect(d)
@@ -173,7 +195,7 @@ impl SmbUrl {
                 "sign=required" => sign = Some(Sign::Required),
                 _ => {
                     return Err(bad(&format!(
-                        "option `{q}`: expected encrypt=none|request|require, sign=off|auto|required, client=libsmbclient|benchlab or dialect=… (joined by &)"
+                        "option `{q}`: expected encrypt=none|request|require, sign=off|auto|required, client=libsmbclient|benchlab, dialect=…, signing=… or cipher=… (joined by &)"
                     )))
                 }
             }
@@ -186,6 +208,11 @@ impl SmbUrl {
                     "option `dialect=` applies to client=benchlab only (libsmbclient negotiates 2.0.2 to 3.1.1 itself)",
                 ))
             }
+            Client::Libsmbclient if signing.is_some() || cipher.is_some() => {
+                return Err(bad(
+                    "options `signing=` and `cipher=` apply to client=benchlab only (libsmbclient negotiates its own)",
+                ))
+            }
             Client::Benchlab
                 if encrypt == Some(Encrypt::Require)
                     && dialect.is_some_and(|d| d < benchlab_smb2::msg::DIALECT_300) =>
@@ -195,6 +222,9 @@ impl SmbUrl {
                 ))
             }
             _ => {}
+        }
+        if let Some(why) = crypto_refusal(sign, encrypt, dialect, signing, cipher) {
+            return Err(bad(&why));
         }
         let (auth, rest) = match rest.rsplit_once('@') {
             Some((a, r)) => (Some(a), r),
@@ -229,8 +259,60 @@ impl SmbUrl {
             sign,
             client,
             dialect,
+            signing,
+            cipher,
         })
     }
+}
+
+/// Why `?signing=` or `?cipher=` cannot apply with the other options, if
+/// it cannot: an algorithm chooses how signing or sealing is done, so it
+/// needs signing or encryption asked for, and a dialect that has it.
+fn crypto_refusal(
+    sign: Option<Sign>,
+    encrypt: Option<Encrypt>,
+    dialect: Option<u16>,
+    signing: Option<benchlab_smb2::sign::Algorithm>,
+    cipher: Option<u16>,
+) -> Option<String> {
+    use benchlab_smb2::msg::{cipher_name, cipher_usable_at, dialect_name};
+    if let Some(a) = signing {
+        if sign != Some(Sign::Required) {
+            return Some(format!(
+                "option `signing={}` chooses how requests are signed: it needs sign=required",
+                a.name()
+            ));
+        }
+        if encrypt == Some(Encrypt::Require) {
+            return Some(format!(
+                "option `signing={}` cannot apply with encrypt=require: sealed requests are not signed",
+                a.name()
+            ));
+        }
+        if let Some(d) = dialect.filter(|d| !a.usable_at(*d)) {
+            return Some(format!(
+                "option `signing={}` cannot apply at dialect {} (2.x signs with hmac-sha256, 3.0 and 3.0.2 with aes-cmac; aes-gmac and hmac-sha256 at 3.x need 3.1.1)",
+                a.name(),
+                dialect_name(d)
+            ));
+        }
+    }
+    if let Some(c) = cipher {
+        if !matches!(encrypt, Some(Encrypt::Require | Encrypt::Request)) {
+            return Some(format!(
+                "option `cipher={}` chooses how requests are sealed: it needs encrypt=require or encrypt=request",
+                cipher_name(c)
+            ));
+        }
+        if let Some(d) = dialect.filter(|d| !cipher_usable_at(c, *d)) {
+            return Some(format!(
+                "option `cipher={}` cannot apply at dialect {} (2.x has no encryption, 3.0 and 3.0.2 only aes-128-ccm; the others need 3.1.1)",
+                cipher_name(c),
+                dialect_name(d)
+            ));
+        }
+    }
+    None
 }
 
 impl SmbUrl {
@@ -280,6 +362,12 @@ impl SmbUrl {
         }
         if let Some(d) = self.dialect {
             q.push(format!("dialect={}", benchlab_smb2::msg::dialect_name(d)));
+        }
+        if let Some(a) = self.signing {
+            q.push(format!("signing={}", a.name()));
+        }
+        if let Some(c) = self.cipher {
+            q.push(format!("cipher={}", benchlab_smb2::msg::cipher_name(c)));
         }
         if !q.is_empty() {
             let _ = write!(f, "?{}", q.join("&"));
@@ -926,6 +1014,72 @@ mod tests {
         }
         let e = SmbUrl::parse("smb://u:SECRETPW@h:x/s").unwrap_err().to_string();
         assert!(!e.contains("SECRETPW") && e.contains("smb://u:***@h:x/s"), "{e}");
+    }
+
+    #[test]
+    fn signing_and_cipher_options_parse_and_refuse_what_cannot_apply() {
+        use benchlab_smb2::sign::Algorithm;
+        let u = SmbUrl::parse("smb://h/s?client=benchlab&sign=required&signing=aes-gmac&dialect=3.1.1").unwrap();
+        assert_eq!(u.signing, Some(Algorithm::AesGmac));
+        assert_eq!(SmbUrl::parse(&u.to_string()).unwrap(), u);
+        let u = SmbUrl::parse("smb://h/s?client=benchlab&encrypt=require&cipher=aes-256-ccm").unwrap();
+        assert_eq!(u.cipher, Some(benchlab_smb2::msg::AES_256_CCM));
+        assert!(u.to_string().ends_with("cipher=aes-256-ccm"), "{u}");
+        assert!(SmbUrl::parse("smb://h/s?client=benchlab&encrypt=request&cipher=aes-128-ccm&dialect=3.0").is_ok());
+        assert!(SmbUrl::parse("smb://h/s?client=benchlab&sign=required&signing=hmac-sha256&dialect=2.1").is_ok());
+        for (bad, why) in [
+            (
+                "client=benchlab&sign=required&signing=sha1",
+                "expected signing=hmac-sha256|aes-cmac|aes-gmac",
+            ),
+            (
+                "client=benchlab&encrypt=require&cipher=des",
+                "expected cipher=aes-128-ccm|",
+            ),
+            ("sign=required&signing=aes-gmac", "apply to client=benchlab only"),
+            ("encrypt=require&cipher=aes-256-gcm", "apply to client=benchlab only"),
+            (
+                "client=benchlab&signing=aes-gmac",
+                "`signing=aes-gmac` chooses how requests are signed: it needs sign=required",
+            ),
+            (
+                "client=benchlab&sign=required&encrypt=require&signing=aes-cmac",
+                "sealed requests are not signed",
+            ),
+            (
+                "client=benchlab&sign=required&signing=aes-gmac&dialect=3.0.2",
+                "`signing=aes-gmac` cannot apply at dialect 3.0.2",
+            ),
+            (
+                "client=benchlab&sign=required&signing=hmac-sha256&dialect=3.0",
+                "cannot apply at dialect 3.0",
+            ),
+            (
+                "client=benchlab&sign=required&signing=aes-cmac&dialect=2.0.2",
+                "cannot apply at dialect 2.0.2",
+            ),
+            (
+                "client=benchlab&cipher=aes-128-gcm",
+                "`cipher=aes-128-gcm` chooses how requests are sealed: it needs encrypt=",
+            ),
+            ("client=benchlab&encrypt=none&cipher=aes-128-gcm", "it needs encrypt="),
+            (
+                "client=benchlab&encrypt=require&cipher=aes-256-gcm&dialect=3.0.2",
+                "`cipher=aes-256-gcm` cannot apply at dialect 3.0.2",
+            ),
+            (
+                "client=benchlab&encrypt=request&cipher=aes-128-gcm&dialect=3.0",
+                "cannot apply at dialect 3.0",
+            ),
+            (
+                "client=benchlab&encrypt=request&cipher=aes-128-ccm&dialect=2.1",
+                "cannot apply at dialect 2.1",
+            ),
+        ] {
+            let e = SmbUrl::parse(&format!("smb://u:PW@h/s?{bad}")).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+            assert!(!e.contains("PW@"), "{e}");
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::status::Status;
 use benchlab_smb2::auth::{self, Credentials};
 use benchlab_smb2::msg::{self, create, FileId};
 use benchlab_smb2::seal::{self, Keys};
-use benchlab_smb2::sign::{self, Preauth};
+use benchlab_smb2::sign::{Algorithm, Preauth, Signer};
 use benchlab_smb2::{cmd, frame, status as nt, Header, HEADER_LEN, UNSOLICITED};
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -93,7 +93,7 @@ struct Conn {
     session_id: u64,
     tree_id: u32,
     /// Set once the session is set up with a key and signing applies.
-    signing_key: Option<[u8; 16]>,
+    signing_key: Option<Signer>,
     chunk: u32,
     /// Oplock breaks the server sent (none is asked for; counted, not acknowledged).
     pub breaks: u64,
@@ -128,7 +128,7 @@ impl Conn {
             frame::encode(&seal::encrypt(keys, self.session_id, nonce, &m).map_err(bad_answer)?)
         } else {
             if let Some(k) = &self.signing_key {
-                sign::sign(self.dialect, k, &mut m);
+                k.sign(&mut m);
             }
             frame::encode(&m)
         };
@@ -172,7 +172,7 @@ impl Conn {
                 continue;
             }
             if let Some(k) = self.signing_key.as_ref().filter(|_| !sealed) {
-                if h.flags & benchlab_smb2::FLAG_SIGNED != 0 && !sign::verify(self.dialect, k, &m) {
+                if h.flags & benchlab_smb2::FLAG_SIGNED != 0 && !k.verify(&m) {
                     return Err(bad_answer("a wrongly signed answer"));
                 }
             }
@@ -336,6 +336,15 @@ impl Smb2Backend {
         self.conn.seal.as_ref().map(|k| k.cipher)
     }
 
+    /// The algorithm every request is signed with, if they are signed.
+    pub fn signing_algorithm(&self) -> Option<Algorithm> {
+        self.conn
+            .signing_key
+            .as_ref()
+            .filter(|_| self.conn.seal.is_none())
+            .map(|s| s.algorithm())
+    }
+
     fn open_session(u: &SmbUrl) -> Result<Smb2Backend, String> {
         let sock = TcpStream::connect((u.host.as_str(), u.port)).map_err(|e| format!("connect: {e}"))?;
         // Every request waits for its answer: Nagle's algorithm would hold
@@ -379,7 +388,19 @@ impl Smb2Backend {
             encryption: true,
         };
         let mut preauth = Preauth::default();
-        let (id, req) = c.send(cmd::NEGOTIATE, &neg.encode()).map_err(|s| s.to_string())?;
+        // What is offered: the pinned algorithm and cipher alone, or all
+        // (the server chooses; the session must use what it chose).
+        let signing_offer: Vec<u16> = match u.signing {
+            Some(a) => vec![a.id()],
+            None => Algorithm::ALL.iter().map(|a| a.id()).collect(),
+        };
+        let cipher_offer = match u.cipher {
+            Some(c) => vec![c],
+            None => seal::ALL_CIPHERS.to_vec(),
+        };
+        let (id, req) = c
+            .send(cmd::NEGOTIATE, &neg.encode_offering(&signing_offer, &cipher_offer))
+            .map_err(|s| s.to_string())?;
         let (h, m) = c.answer(id).map_err(|s| s.to_string())?;
         if h.status != nt::SUCCESS {
             return Err(format!("NEGOTIATE answered {}", nt::name(h.status)));
@@ -401,6 +422,25 @@ impl Smb2Backend {
             }
             _ => None,
         };
+        let algorithm = Algorithm::negotiated(n.dialect, n.signing_algorithm).map_err(|e| e.to_string())?;
+        // A pinned algorithm or cipher the session would not use is
+        // refused, never replaced by another one silently.
+        if let Some(a) = u.signing.filter(|a| *a != algorithm) {
+            return Err(format!(
+                "signing={} was asked, but at dialect {} the server negotiated {}",
+                a.name(),
+                msg::dialect_name(n.dialect),
+                algorithm.name()
+            ));
+        }
+        if let Some(want) = u.cipher.filter(|w| cipher != Some(*w)) {
+            return Err(format!(
+                "cipher={} was asked, but at dialect {} the server negotiated {}",
+                seal::cipher_name(want),
+                msg::dialect_name(n.dialect),
+                cipher.map_or("no encryption".to_string(), seal::cipher_name)
+            ));
+        }
         if is_311 {
             preauth.update(&req);
             preauth.update(&m);
@@ -443,7 +483,7 @@ impl Smb2Backend {
         if is_311 {
             preauth.update(&req);
         }
-        let signing_key = key.map(|k| sign::signing_key(c.dialect, &k, &preauth.0));
+        let signing_key = key.map(|k| Signer::new(c.dialect, algorithm, &k, &preauth.0));
         let seal_keys = key
             .zip(cipher)
             .map(|(k, cipher)| Keys::derive(c.dialect, cipher, &k, &preauth.0));
@@ -726,6 +766,14 @@ impl FileBackend for Smb2Backend {
             Err(s) if is_not_found(&s) => Ok(()),
             r => r,
         }
+    }
+
+    fn negotiated(&self) -> Option<benchlab_results::SmbNegotiated> {
+        Some(benchlab_results::SmbNegotiated {
+            dialect: msg::dialect_name(self.dialect()),
+            signing: self.signing_algorithm().map_or("none", Algorithm::name).to_string(),
+            cipher: self.cipher().map_or("none".to_string(), seal::cipher_name),
+        })
     }
 }
 

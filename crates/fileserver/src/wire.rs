@@ -225,6 +225,7 @@ mod tests {
             window: 1.5,
             prepared_bytes: 7,
             partial: false,
+            smb: None,
         };
         let back: FileMixMeasure = serde_json::from_slice(&serde_json::to_vec(&m).unwrap()).unwrap();
         let read = &back.total.ops[OpKind::ReadX.index()];

@@ -113,13 +113,13 @@ fn sign_required_signs_where_the_server_does_not_ask() {
     assert!(
         table
             .lines()
-            .any(|l| l.contains("127.0.0.1 (") && l.trim_end().ends_with("AES-128-CMAC")),
+            .any(|l| l.contains("127.0.0.1 (") && l.trim_end().ends_with("AES-128-GMAC")),
         "{table}"
     );
 }
 
 /// `server signing = mandatory`: a user's session signs every request,
-/// at 2.1 (HMAC-SHA256), 3.0 and 3.1.1 (AES-CMAC with their KDFs); smbd's
+/// at 2.1 (HMAC-SHA256), 3.0 (AES-CMAC) and 3.1.1 (AES-GMAC); smbd's
 /// own session list agrees.
 #[test]
 fn signing_is_required_and_done() {
@@ -141,10 +141,11 @@ fn signing_is_required_and_done() {
         b.close(1).unwrap();
         let table = s.sessions();
         // The session row's last column: how smbd saw it signed.
-        let want = if d.starts_with('2') {
-            "HMAC-SHA256"
-        } else {
-            "AES-128-CMAC"
+        // 3.1.1 negotiates AES-GMAC (offered first; Samba's preference).
+        let want = match d {
+            "3.1.1" => "AES-128-GMAC",
+            "3.0" => "AES-128-CMAC",
+            _ => "HMAC-SHA256",
         };
         assert!(
             table

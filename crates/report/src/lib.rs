@@ -276,6 +276,23 @@ mod read_tests {
         assert!(page.contains("peaked at <b>5.4 Mbit/s</b>"), "peak words");
         let a = analyze_run(&run, &ReportOptions::default());
         assert_eq!(a.phases[0].peak.as_ref().map(|p| p.mix), Some(2));
+        // No SMB session in the fixture: no column for one.
+        assert!(!page.contains("SMB negotiated"));
+    }
+
+    /// What benchlab's SMB2 client negotiated is shown per mix.
+    #[test]
+    fn a_file_suite_page_shows_what_smb_negotiated() {
+        let mut run = file_run("file-results-1-base.json", "files");
+        let f = run.results.mixes[0].files.as_mut().expect("files");
+        f.smb = Some(benchlab_results::SmbNegotiated {
+            dialect: "3.1.1".into(),
+            signing: "aes-gmac".into(),
+            cipher: "none".into(),
+        });
+        let page = render_html(std::slice::from_ref(&run), &ReportOptions::default());
+        assert!(page.contains("SMB negotiated"));
+        assert!(page.contains(r#"data-field="files.smb">dialect 3.1.1, signing aes-gmac, cipher none<"#));
     }
 
     /// `compare` of two file suites reads Mbit/s against the noise of each

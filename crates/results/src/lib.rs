@@ -614,6 +614,56 @@ pub struct MixFiles {
     /// Bytes written by each client of `client_data`, in its order.
     #[serde(default)]
     pub clients_bytes_written: Vec<u64>,
+    /// What benchlab's own SMB2 client (`?client=benchlab`) negotiated
+    /// with the server; absent for file:// and libsmbclient.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smb: Option<SmbNegotiated>,
+}
+
+/// What an SMB session negotiated (docs/counting.md, "File suites"): the
+/// users' common value of each field, or the values they differed on
+/// joined by ", " in their order of first appearance.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SmbNegotiated {
+    /// `2.0.2`, `2.1`, `3.0`, `3.0.2` or `3.1.1`.
+    pub dialect: String,
+    /// What requests after the session setup are signed with:
+    /// `hmac-sha256`, `aes-cmac`, `aes-gmac`, or `none` (unsigned, or
+    /// sealed: a sealed message carries no signature).
+    pub signing: String,
+    /// What requests are sealed with: `aes-128-ccm`, `aes-128-gcm`,
+    /// `aes-256-ccm`, `aes-256-gcm`, or `none`.
+    pub cipher: String,
+}
+
+impl SmbNegotiated {
+    /// `a` and `b` as one: each field the same, or both values joined.
+    pub fn merge(a: Option<SmbNegotiated>, b: Option<&SmbNegotiated>) -> Option<SmbNegotiated> {
+        fn join(x: &mut String, y: &str) {
+            if !x.split(", ").any(|v| v == y) {
+                x.push_str(", ");
+                x.push_str(y);
+            }
+        }
+        match (a, b) {
+            (Some(mut a), Some(b)) => {
+                join(&mut a.dialect, &b.dialect);
+                join(&mut a.signing, &b.signing);
+                join(&mut a.cipher, &b.cipher);
+                Some(a)
+            }
+            (a, b) => a.or_else(|| b.cloned()),
+        }
+    }
+
+    /// `dialect 3.1.1, signing aes-gmac, cipher none`, as the terminal and
+    /// the report show it.
+    pub fn describe(&self) -> String {
+        format!(
+            "dialect {}, signing {}, cipher {}",
+            self.dialect, self.signing, self.cipher
+        )
+    }
 }
 
 /// What `benchlab http`'s flags set that a suite's mix has no field for.
@@ -1423,6 +1473,24 @@ pub fn histogram_b64(h: &hdrhistogram::Histogram<u64>) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn smb_negotiated_merges_to_the_common_value_or_the_values_joined() {
+        let n = |d: &str, s: &str, c: &str| SmbNegotiated {
+            dialect: d.into(),
+            signing: s.into(),
+            cipher: c.into(),
+        };
+        let a = n("3.1.1", "aes-gmac", "none");
+        assert_eq!(SmbNegotiated::merge(None, None), None);
+        assert_eq!(SmbNegotiated::merge(None, Some(&a)), Some(a.clone()));
+        assert_eq!(SmbNegotiated::merge(Some(a.clone()), Some(&a)), Some(a.clone()));
+        let b = SmbNegotiated::merge(Some(a.clone()), Some(&n("3.0", "aes-cmac", "none")));
+        let b = SmbNegotiated::merge(b, Some(&a));
+        assert_eq!(b, Some(n("3.1.1, 3.0", "aes-gmac, aes-cmac", "none")));
+        assert_eq!(a.describe(), "dialect 3.1.1, signing aes-gmac, cipher none");
+    }
+
     use super::*;
 
     #[test]

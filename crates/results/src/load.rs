@@ -535,6 +535,7 @@ fn from_file_mix(m: OldFileMix) -> MixResult {
             fairness: m.fairness,
             seconds_bytes_written: m.per_second.iter().map(|s| s.bytes_written).collect(),
             clients_bytes_written: m.per_client.iter().map(|c| c.bytes_written).collect(),
+            smb: None,
         }),
         http_command: None,
         flows: None,

@@ -173,6 +173,7 @@ pub mod cmd {
     pub const READ: u16 = 8;
     pub const WRITE: u16 = 9;
     pub const LOCK: u16 = 10;
+    pub const CANCEL: u16 = 12;
     pub const ECHO: u16 = 13;
     pub const QUERY_DIRECTORY: u16 = 14;
     pub const QUERY_INFO: u16 = 16;

@@ -32,6 +32,39 @@ pub fn parse_dialect(name: &str) -> Option<u16> {
 /// Cipher ids of the encryption-capabilities context (`seal` uses them).
 pub const AES_128_CCM: u16 = 1;
 pub const AES_128_GCM: u16 = 2;
+pub const AES_256_CCM: u16 = 3;
+pub const AES_256_GCM: u16 = 4;
+/// Every cipher, in the order benchlab offers them at 3.1.1 (Windows'
+/// order: GCM before CCM, 128-bit keys before 256-bit ones).
+pub const ALL_CIPHERS: [u16; 4] = [AES_128_GCM, AES_128_CCM, AES_256_GCM, AES_256_CCM];
+
+/// A cipher's name in options and results (`aes-128-gcm`), or its number
+/// for one not known.
+pub fn cipher_name(c: u16) -> String {
+    match c {
+        AES_128_CCM => "aes-128-ccm".into(),
+        AES_128_GCM => "aes-128-gcm".into(),
+        AES_256_CCM => "aes-256-ccm".into(),
+        AES_256_GCM => "aes-256-gcm".into(),
+        c => format!("cipher {c:#06x}"),
+    }
+}
+
+/// A cipher by its name (`aes-256-gcm`), as `?cipher=` pins it.
+pub fn parse_cipher(name: &str) -> Option<u16> {
+    ALL_CIPHERS.into_iter().find(|c| cipher_name(*c) == name)
+}
+
+/// Whether a session at `dialect` can seal with `cipher`: 3.0 and 3.0.2
+/// have AES-128-CCM alone, 3.1.1 every cipher (negotiated in its
+/// encryption capabilities), 2.x none.
+pub fn cipher_usable_at(cipher: u16, dialect: u16) -> bool {
+    match dialect {
+        DIALECT_300 | DIALECT_302 => cipher == AES_128_CCM,
+        DIALECT_311 => ALL_CIPHERS.contains(&cipher),
+        _ => false,
+    }
+}
 
 /// NEGOTIATE / SESSION_SETUP security mode bits.
 pub const SIGNING_ENABLED: u16 = 1;
@@ -46,6 +79,7 @@ pub const SHA_512: u16 = 1;
 /// Signing algorithms of the signing-capabilities context.
 pub const HMAC_SHA256: u16 = 0;
 pub const AES_CMAC: u16 = 1;
+pub const AES_GMAC: u16 = 2;
 
 /// A NEGOTIATE request's body.
 #[derive(Debug, Clone)]
@@ -70,8 +104,22 @@ fn pad8(v: &mut Vec<u8>) {
 }
 
 impl NegotiateRequest {
-    /// The body; offsets assume it follows a 64-byte header.
+    /// The body; offsets assume it follows a 64-byte header. 3.1.1's
+    /// contexts offer AES-CMAC alone and, with encryption, AES-128-GCM
+    /// then AES-128-CCM: what [`crate::sign::sign`] and a default
+    /// [`crate::seal::Keys`] handle. [`NegotiateRequest::encode_offering`]
+    /// offers others.
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_offering(&[AES_CMAC], &[AES_128_GCM, AES_128_CCM])
+    }
+
+    /// The body, 3.1.1's signing capabilities offering `signing` and its
+    /// encryption capabilities `ciphers` (ids, in the order of
+    /// preference; the encryption context only when `encryption`). An
+    /// empty `signing` sends no signing context (the server then signs
+    /// with AES-CMAC).
+    pub fn encode_offering(&self, signing: &[u16], ciphers: &[u16]) -> Vec<u8> {
+        let with_encryption = self.encryption && !ciphers.is_empty();
         let with_contexts = self.dialects.contains(&DIALECT_311);
         let mut v = Vec::new();
         put16(&mut v, 36);
@@ -86,7 +134,7 @@ impl NegotiateRequest {
         let ctx_off = HEADER_LEN + ctx_at.div_ceil(8) * 8;
         if with_contexts {
             put32(&mut v, ctx_off as u32);
-            put16(&mut v, if self.encryption { 3 } else { 2 });
+            put16(&mut v, 1 + u16::from(!signing.is_empty()) + u16::from(with_encryption));
             put16(&mut v, 0);
         } else {
             put64(&mut v, 0);
@@ -106,21 +154,25 @@ impl NegotiateRequest {
             put16(&mut v, 32);
             put16(&mut v, SHA_512);
             v.extend_from_slice(&self.salt);
-            pad8(&mut v);
-            // Signing: AES-CMAC (the 3.x default), said explicitly.
-            put16(&mut v, SIGNING_CAPABILITIES);
-            put16(&mut v, 4);
-            put32(&mut v, 0);
-            put16(&mut v, 1);
-            put16(&mut v, AES_CMAC);
-            if self.encryption {
+            if !signing.is_empty() {
+                pad8(&mut v);
+                put16(&mut v, SIGNING_CAPABILITIES);
+                put16(&mut v, 2 + 2 * signing.len() as u16);
+                put32(&mut v, 0);
+                put16(&mut v, signing.len() as u16);
+                for a in signing {
+                    put16(&mut v, *a);
+                }
+            }
+            if with_encryption {
                 pad8(&mut v);
                 put16(&mut v, ENCRYPTION_CAPABILITIES);
-                put16(&mut v, 6);
+                put16(&mut v, 2 + 2 * ciphers.len() as u16);
                 put32(&mut v, 0);
-                put16(&mut v, 2);
-                put16(&mut v, AES_128_GCM);
-                put16(&mut v, AES_128_CCM);
+                put16(&mut v, ciphers.len() as u16);
+                for c in ciphers {
+                    put16(&mut v, *c);
+                }
             }
         }
         v
@@ -774,6 +826,59 @@ mod tests {
         let b = n.encode();
         assert_eq!(b.len(), 36 + 2);
         assert_eq!(&b[28..36], &[0; 8]);
+    }
+
+    /// The negotiate contexts of a NEGOTIATE request's body: (type, data).
+    fn request_contexts(b: &[u8]) -> Vec<(u16, Vec<u8>)> {
+        let mut at = u32::from_le_bytes([b[28], b[29], b[30], b[31]]) as usize - HEADER_LEN;
+        let count = u16::from_le_bytes([b[32], b[33]]);
+        let mut out = Vec::new();
+        for _ in 0..count {
+            let kind = u16::from_le_bytes([b[at], b[at + 1]]);
+            let len = u16::from_le_bytes([b[at + 2], b[at + 3]]) as usize;
+            out.push((kind, b[at + 8..at + 8 + len].to_vec()));
+            at = (at + 8 + len).div_ceil(8) * 8;
+        }
+        out
+    }
+
+    #[test]
+    fn negotiate_offers_the_signing_algorithms_and_ciphers_asked() {
+        let mut n = NegotiateRequest {
+            dialects: vec![DIALECT_300, DIALECT_311],
+            security_mode: SIGNING_ENABLED,
+            client_guid: [1; 16],
+            salt: [2; 32],
+            encryption: true,
+        };
+        let c = request_contexts(&n.encode_offering(&[AES_GMAC, HMAC_SHA256], &[AES_256_GCM]));
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[0].0, PREAUTH_INTEGRITY_CAPABILITIES);
+        assert_eq!(c[1], (SIGNING_CAPABILITIES, vec![2, 0, 2, 0, 0, 0]));
+        assert_eq!(c[2], (ENCRYPTION_CAPABILITIES, vec![1, 0, 4, 0]));
+        // encode(): AES-CMAC, AES-128-GCM then AES-128-CCM, as before.
+        let c = request_contexts(&n.encode());
+        assert_eq!(c[1], (SIGNING_CAPABILITIES, vec![1, 0, 1, 0]));
+        assert_eq!(c[2], (ENCRYPTION_CAPABILITIES, vec![2, 0, 2, 0, 1, 0]));
+        // No signing list: no signing context (the server takes AES-CMAC);
+        // no encryption: no encryption context.
+        let c = request_contexts(&n.encode_offering(&[], &ALL_CIPHERS));
+        assert_eq!(
+            c.iter().map(|x| x.0).collect::<Vec<_>>(),
+            [PREAUTH_INTEGRITY_CAPABILITIES, ENCRYPTION_CAPABILITIES]
+        );
+        n.encryption = false;
+        let c = request_contexts(&n.encode_offering(&[AES_GMAC], &ALL_CIPHERS));
+        assert_eq!(
+            c.iter().map(|x| x.0).collect::<Vec<_>>(),
+            [PREAUTH_INTEGRITY_CAPABILITIES, SIGNING_CAPABILITIES]
+        );
+        for c in ALL_CIPHERS {
+            assert_eq!(parse_cipher(&cipher_name(c)), Some(c));
+            assert!(cipher_usable_at(c, DIALECT_311));
+            assert_eq!(cipher_usable_at(c, DIALECT_300), c == AES_128_CCM);
+            assert!(!cipher_usable_at(c, DIALECT_210));
+        }
     }
 
     #[test]

@@ -16,12 +16,14 @@ pub(super) fn files(runs: &[Run]) -> Markup {
                 "A file suite's operations are its requests: every operation answered inside the window, those answered with another NT status than the loadfile expected included (they are its errors). Mbit/s = (bytes read + bytes written) × 8 ÷ 10⁶ ÷ the window. Operations the client could not send over the target's protocol are counted apart (not sent), in no other figure."
             }
             @for (i, r) in runs.iter().enumerate().filter(|(_, r)| is_file(r)) {
+                @let smb = r.results.mixes.iter().any(|m| m.files.as_ref().is_some_and(|f| f.smb.is_some()));
                 h3 { (swatch(i)) (r.label) }
                 div.tw { table {
                     tr {
                         th.n { "mix" } th { "phase" } th.n { "clients" } th.n { "users" } th.n { "Mbit/s" } th.n { "read Mbit/s" }
                         th.n { "write Mbit/s" } th.n { "operations/s" } th.n { "errors" } th.n { "not sent" } th.n { "loops" }
                         th.n { "prepared bytes" } th.n { "fairness" } th { "errors by status" }
+                        @if smb { th { "SMB negotiated" } }
                     }
                     @for m in &r.results.mixes {
                         @if let Some(f) = &m.files {
@@ -40,6 +42,7 @@ pub(super) fn files(runs: &[Run]) -> Markup {
                                 td.n { (int(f.prepared_bytes)) }
                                 td.n { (fixed(f.fairness, 3)) }
                                 td { (f.errors_by_status.iter().map(|(k, n)| format!("{k}: {}", int(*n))).collect::<Vec<_>>().join("; ")) }
+                                @if smb { td data-field="files.smb" { (f.smb.as_ref().map_or("—".to_string(), |n| n.describe())) } }
                             }
                         }
                     }
