@@ -32,3 +32,78 @@ fn smb2_corpus_replays() {
     // Fuzzing adds inputs that do not decode; the seeds all do.
     assert!(decoded >= 60, "{decoded} of {n} decode");
 }
+
+/// Every file of `fuzz/corpus/NAME`.
+fn corpus(name: &str) -> Vec<Vec<u8>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(name);
+    let mut out: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| std::fs::read(e.expect("corpus entry").path()).expect("corpus file"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The SPNEGO corpus (`fuzz/corpus/spnego`): smbd 4.17's security buffers
+/// of NEGOTIATE (its NegTokenInit) and SESSION_SETUP (NegTokenResp with
+/// the CHALLENGE), each cut and each flipped byte read without a panic.
+/// The two NegTokenResp seeds give their NTLMSSP token.
+#[test]
+fn spnego_corpus_replays() {
+    let seeds = corpus("spnego");
+    assert!(seeds.len() >= 4, "{} seeds", seeds.len());
+    let mut tokens = 0;
+    for data in &seeds {
+        // (A NegTokenInit's hints may read as a token too: only the
+        // NTLMSSP ones are counted.)
+        if let Ok(t) = benchlab_smb2::auth::spnego_response_token(data) {
+            if t.starts_with(b"NTLMSSP\0") {
+                assert!(benchlab_smb2::auth::Challenge::decode(&t).is_ok());
+                tokens += 1;
+            }
+        }
+        for cut in 0..data.len() {
+            let _ = benchlab_smb2::auth::spnego_response_token(&data[..cut]);
+        }
+        for i in 0..data.len() {
+            let mut bad = data.clone();
+            bad[i] ^= 0xff;
+            if let Ok(t) = benchlab_smb2::auth::spnego_response_token(&bad) {
+                let _ = benchlab_smb2::auth::Challenge::decode(&t);
+            }
+        }
+    }
+    assert!(tokens >= 2, "{tokens} NegTokenResp seeds gave a token");
+}
+
+/// The NTLMSSP CHALLENGE corpus (`fuzz/corpus/ntlmssp_challenge`):
+/// smbd 4.17's CHALLENGE_MESSAGEs decode, with the server's timestamp in
+/// their AV pairs; each cut and each flipped byte decodes or is refused.
+#[test]
+fn ntlmssp_challenge_corpus_replays() {
+    use benchlab_smb2::auth;
+    let seeds = corpus("ntlmssp_challenge");
+    assert!(seeds.len() >= 2, "{} seeds", seeds.len());
+    let user = auth::Credentials::User {
+        user: "u".into(),
+        domain: String::new(),
+        password: "p".into(),
+    };
+    for data in &seeds {
+        let ch = auth::Challenge::decode(data).expect("a captured CHALLENGE decodes");
+        assert!(matches!(auth::av_timestamp(&ch.target_info), Ok(Some(_))));
+        for cut in 0..data.len() {
+            let _ = auth::Challenge::decode(&data[..cut]);
+        }
+        for i in 0..data.len() {
+            let mut bad = data.clone();
+            bad[i] ^= 0xff;
+            if let Ok(ch) = auth::Challenge::decode(&bad) {
+                let _ = auth::av_timestamp(&ch.target_info);
+                let _ = auth::authenticate_message(&user, &ch, [1; 8], 0);
+            }
+        }
+    }
+}
