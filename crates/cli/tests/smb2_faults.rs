@@ -251,6 +251,8 @@ fn insufficient_resources_is_counted_by_name() {
     // The server answered the 9 in the passes, then the root's CLOSE and
     // the LOGOFF the same way.
     assert_eq!(c.answered_with(name), counted + 2, "{c:?}");
+    // The second pass's LockX and UnlockX.
+    assert_eq!(c.answered("LOCK", name), 2, "{c:?}");
     assert_eq!(c.answered_with("NT_STATUS_OK"), N, "{c:?}");
     assert!(took < Duration::from_secs(LENGTH_S) + MARGIN, "{took:?}");
 }
