@@ -49,18 +49,18 @@ fn corpus(name: &str) -> Vec<Vec<u8>> {
 /// The SPNEGO corpus (`fuzz/corpus/spnego`): smbd 4.17's security buffers
 /// of NEGOTIATE (its NegTokenInit) and SESSION_SETUP (NegTokenResp with
 /// the CHALLENGE), each cut and each flipped byte read without a panic.
-/// The two NegTokenResp seeds give their NTLMSSP token.
+/// The two captured NegTokenResp seeds give their CHALLENGE (fuzzed
+/// inputs need not).
 #[test]
 fn spnego_corpus_replays() {
     let seeds = corpus("spnego");
     assert!(seeds.len() >= 4, "{} seeds", seeds.len());
     let mut tokens = 0;
     for data in &seeds {
-        // (A NegTokenInit's hints may read as a token too: only the
-        // NTLMSSP ones are counted.)
+        // (A NegTokenInit's hints may read as a token too, and fuzzed
+        // inputs may carry a broken one: only CHALLENGEs are counted.)
         if let Ok(t) = benchlab_smb2::auth::spnego_response_token(data) {
-            if t.starts_with(b"NTLMSSP\0") {
-                assert!(benchlab_smb2::auth::Challenge::decode(&t).is_ok());
+            if benchlab_smb2::auth::Challenge::decode(&t).is_ok() {
                 tokens += 1;
             }
         }
