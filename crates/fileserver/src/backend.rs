@@ -56,6 +56,9 @@ pub trait FileBackend: Send {
     fn negotiated(&self) -> Option<benchlab_results::SmbNegotiated> {
         None
     }
+    /// When the mix ends: a backend that waits on a server waits no
+    /// longer (an operation still unanswered then is not counted anyway).
+    fn end_at(&mut self, _end: std::time::Instant) {}
 }
 
 /// Whether `s` is one of the three ways of "not there".

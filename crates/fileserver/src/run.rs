@@ -262,6 +262,7 @@ pub(crate) fn drive_user(
     live: Option<&LiveCounters>,
 ) -> (FileStats, Option<Instant>) {
     let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
+    b.end_at(end);
     sleep_until(t0 + delay, stop);
     let mut st = FileStats::default();
     let mut record = |kind: OpKind, expect: Status, got: Status, us: u64, bytes: u64| {

@@ -36,9 +36,13 @@ const CHUNK: u32 = 65536;
 const CREDITS_ASKED: u16 = 32;
 
 /// How long a user waits for an answer before the connection counts as
-/// lost: a server that stops answering cannot hold the run past its end
-/// by more than this.
+/// lost (near the mix's end, less: see [`END_GRACE`]).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long past the mix's end an answer is still waited for: a server
+/// that answers gets its handles closed and the session logged off
+/// cleanly; one that stops answering holds the run this long at most.
+const END_GRACE: Duration = Duration::from_secs(2);
 
 /// Directories deeper than this are not removed by Deltree.
 const MAX_DELTREE_DEPTH: usize = 64;
@@ -102,12 +106,21 @@ struct Conn {
     /// Messages sealed: the nonce's counter, never repeated under a key.
     sealed: u64,
     nonce_salt: [u8; 8],
+    /// Set once a read or write failed: the stream is out of step, and
+    /// every later request is the lost connection's, never sent.
+    broken: bool,
+    /// When the mix ends: no answer is waited for past it, so a server
+    /// that stops answering cannot hold the run for ANSWER_TIMEOUT.
+    deadline: Option<std::time::Instant>,
 }
 
 impl Conn {
     fn send(&mut self, command: u16, body: &[u8]) -> Result<(u64, Vec<u8>), Status> {
         let charge: u16 = if self.dialect == msg::DIALECT_202 { 0 } else { 1 };
         let cost = u64::from(charge.max(1));
+        if self.broken {
+            return Err(lost("lost earlier in the run"));
+        }
         if self.credits < cost {
             return Err(Status::Other(
                 "NT_STATUS_INSUFFICIENT_RESOURCES (the server granted no credit to send with)".into(),
@@ -132,7 +145,10 @@ impl Conn {
             }
             frame::encode(&m)
         };
-        self.sock.write_all(&wire).map_err(lost)?;
+        self.sock.write_all(&wire).map_err(|e| {
+            self.broken = true;
+            lost(e)
+        })?;
         self.credits -= cost;
         self.next_id += cost;
         Ok((id, m))
@@ -141,12 +157,28 @@ impl Conn {
     /// The final answer to message `id` (interim STATUS_PENDING answers
     /// and oplock breaks are read past).
     fn answer(&mut self, id: u64) -> Result<(Header, Vec<u8>), Status> {
+        if let Some(end) = self.deadline {
+            let left = (end + END_GRACE).saturating_duration_since(std::time::Instant::now());
+            if left < ANSWER_TIMEOUT {
+                let _ = self.sock.set_read_timeout(Some(left.max(Duration::from_millis(1))));
+            }
+        }
         for _ in 0..MAX_INTERIM {
             let mut prefix = [0u8; 4];
-            self.sock.read_exact(&mut prefix).map_err(lost)?;
-            let n = frame::length(prefix).map_err(bad_answer)?;
-            let mut m = vec![0u8; n];
-            self.sock.read_exact(&mut m).map_err(lost)?;
+            let mut m = Vec::new();
+            let got = self.sock.read_exact(&mut prefix).and_then(|_| {
+                let n = frame::length(prefix).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+                m.resize(n, 0);
+                self.sock.read_exact(&mut m)
+            });
+            if let Err(e) = got {
+                self.broken = true;
+                return Err(if e.kind() == std::io::ErrorKind::InvalidData {
+                    bad_answer(e)
+                } else {
+                    lost(e)
+                });
+            }
             let sealed = m.starts_with(b"\xfdSMB");
             if sealed {
                 let keys = self
@@ -364,6 +396,8 @@ impl Smb2Backend {
             seal: None,
             sealed: 0,
             nonce_salt: random8(),
+            broken: false,
+            deadline: None,
         };
         let want_signing = u.sign == Some(Sign::Required);
         let dialects = match u.dialect {
@@ -579,6 +613,10 @@ impl Drop for Smb2Backend {
 }
 
 impl FileBackend for Smb2Backend {
+    fn end_at(&mut self, end: std::time::Instant) {
+        self.conn.deadline = Some(end);
+    }
+
     fn create(&mut self, key: u64, path: &str, directory: bool, disposition: u32) -> Result<(), Status> {
         let name = share_path(path)?;
         let options = if directory { create::DIRECTORY_FILE } else { 0 };
@@ -800,6 +838,8 @@ mod tests {
             seal: None,
             sealed: 0,
             nonce_salt: [0; 8],
+            broken: false,
+            deadline: None,
         };
         (c, server)
     }
