@@ -302,7 +302,7 @@ fn options_that_cannot_apply_are_refused_by_name() {
 }
 
 /// The shipped NetBench disk mix through benchlab's client, its users
-/// threads of the run: no error, and the locks and flushes libsmbclient
+/// on the run's event loops: no error, and the locks and flushes libsmbclient
 /// counts as not sent are sent and done.
 #[test]
 fn the_disk_mix_sends_locks_and_flushes() {
@@ -339,4 +339,83 @@ fn the_disk_mix_sends_locks_and_flushes() {
     for n in 1..=2 {
         assert!(smbd.share.join(format!("clients/client{n}/f00000.dat")).is_file());
     }
+}
+
+/// The most a Linux status file field may say of a process: `Threads`,
+/// `VmHWM` (kB); `None` once the process is gone.
+fn proc_status(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].trim().trim_end_matches(" kB").trim().parse().ok()
+}
+
+/// 1,000 users in one benchlab process against smbd, a small disk mix for
+/// 3 s: no error, every user's operations counted, and the process never
+/// has more threads than the loops (one per usable CPU) and a few of its
+/// own — users as threads would be 1,000 more — and its peak RSS stays
+/// under 256 MB.
+#[test]
+fn a_thousand_users_run_in_one_process_on_a_few_threads() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("mix.toml"),
+        "name = \"tiny\"\nworkspace = \"4KB\"\nread_size = \"1KiB\"\nwrite_size = \"1KiB\"\n\
+         [file_size]\nmedian = \"1KB\"\np90 = \"2KB\"\nmin = \"512\"\nmax = \"2KB\"\n\
+         [operations]\nwrite = 20\nread = 20\nopen = 10\nquery_path = 20\nquery_file = 10\nfind = 5\n\
+         create = 2\ndelete = 2\nrename = 2\nlock = 4\nflush = 5\n",
+    )
+    .unwrap();
+    let users: u64 = std::env::var("SMBLOOP_USERS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let suite = d.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"k\"\ntarget = \"{}?client=benchlab\"\n[workloads.nb]\ndisk_mix = \"mix.toml\"\n\
+             [defaults]\nramp_up = \"500ms\"\nramp_down = \"500ms\"\nlength = \"4s\"\nthink_time = \"200ms\"\n\
+             [[mix]]\nclients = 10\nthreads_per_client = {}\n",
+            smbd.url(),
+            users / 10
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_benchlab"))
+        .args(["run", common::s(&suite), "--out", common::s(&out)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (mut threads, mut hwm_kb) = (0u64, 0u64);
+    let status = loop {
+        if let Some(t) = proc_status(pid, "Threads:") {
+            threads = threads.max(t);
+        }
+        if let Some(h) = proc_status(pid, "VmHWM:") {
+            hwm_kb = hwm_kb.max(h);
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "benchlab run failed: {err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["files"]["not_sent"], 0);
+    let prepared = m["files"]["prepared_bytes"].as_u64().unwrap();
+    assert!(prepared >= 4000 * users, "{prepared} bytes prepared");
+    let ops = m["requests"].as_u64().unwrap();
+    // At least one action a user each (a think time of 200 ms over a 3 s window).
+    eprintln!("{err}");
+    assert!(ops >= users, "{ops} operations");
+    let cpus = std::thread::available_parallelism().unwrap().get() as u64;
+    eprintln!("{users} users: {ops} operations, at most {threads} threads ({cpus} usable CPUs), peak RSS {} MB", hwm_kb / 1024);
+    assert!(threads <= cpus + 8, "{threads} threads for {cpus} CPUs");
+    assert!(hwm_kb > 0 && hwm_kb <= 256 * 1024, "peak RSS {hwm_kb} kB");
 }
