@@ -412,10 +412,41 @@ fn a_thousand_users_run_in_one_process_on_a_few_threads() {
     assert!(prepared >= 4000 * users, "{prepared} bytes prepared");
     let ops = m["requests"].as_u64().unwrap();
     // At least one action a user each (a think time of 200 ms over a 3 s window).
-    eprintln!("{err}");
     assert!(ops >= users, "{ops} operations");
+    // Every frame of the counted operations is at least its payload.
+    let wire = m["files"]["wire_bytes_sent"].as_u64().unwrap() + m["files"]["wire_bytes_received"].as_u64().unwrap();
+    let payload = m["files"]["bytes_read"].as_u64().unwrap() + m["files"]["bytes_written"].as_u64().unwrap();
+    assert!(wire > payload && payload > 0, "wire {wire}, payload {payload}");
     let cpus = std::thread::available_parallelism().unwrap().get() as u64;
     eprintln!("{users} users: {ops} operations, at most {threads} threads ({cpus} usable CPUs), peak RSS {} MB", hwm_kb / 1024);
     assert!(threads <= cpus + 8, "{threads} threads for {cpus} CPUs");
     assert!(hwm_kb > 0 && hwm_kb <= 256 * 1024, "peak RSS {hwm_kb} kB");
+}
+
+/// Wire bytes are every frame of the operations counted, exactly: a
+/// QUERY_FS_INFORMATION is one 109-byte request (NetBIOS 4, header 64,
+/// QUERY_INFO 41) and one 108-byte answer (4, 64, 8 and the 32 bytes of
+/// FILE_FS_FULL_SIZE_INFORMATION) — the session's setup and logoff
+/// outside the window are not counted; payload bytes stay what was read
+/// and written. A target whose client cannot see its wire (file://) has
+/// no wire fields at all, not zeros.
+#[test]
+fn wire_bytes_are_every_frame_of_the_operations_counted() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    let d = tempfile::tempdir().unwrap();
+    let lf = "QUERY_FS_INFORMATION 1 NT_STATUS_OK\nQUERY_FS_INFORMATION 1 NT_STATUS_OK\nQUERY_FS_INFORMATION 1 NT_STATUS_OK\n";
+    let r = run(d.path(), &format!("{}?client=benchlab", smbd.url()), lf, 2, 1);
+    let f = &r["mixes"][0]["files"];
+    assert_eq!(r["mixes"][0]["errors_total"], 0, "{f}");
+    assert_eq!(r["mixes"][0]["requests"], 6);
+    assert_eq!((&f["bytes_read"], &f["bytes_written"]), (&Value::from(0), &Value::from(0)));
+    assert_eq!(f["wire_bytes_sent"], 6 * 109, "{f}");
+    assert_eq!(f["wire_bytes_received"], 6 * 108, "{f}");
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let r = run(d.path(), &format!("file://{}", root.display()), lf, 1, 1);
+    let f = &r["mixes"][0]["files"];
+    assert_eq!(r["mixes"][0]["requests"], 3);
+    assert!(f.get("wire_bytes_sent").is_none() && f.get("wire_bytes_received").is_none(), "{f}");
 }

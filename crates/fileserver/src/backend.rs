@@ -15,6 +15,8 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The operations a workload needs of a file server (one per loadfile
 /// operation kind). Each call is one operation as results count it.
@@ -50,6 +52,26 @@ pub trait FileBackend: Send {
     /// then takes any of them for the one the loadfile expects.
     fn distinguishes_not_found(&self) -> bool {
         true
+    }
+    /// The bytes this connection has sent and received on the wire so
+    /// far, kept as it goes (a user's counting reads it after each
+    /// operation); `None` where the client cannot see its wire.
+    fn wire_meter(&self) -> Option<Arc<WireMeter>> {
+        None
+    }
+}
+
+/// Bytes sent and received on a connection's wire, as the backend has
+/// them after its last operation.
+#[derive(Debug, Default)]
+pub struct WireMeter {
+    pub sent: AtomicU64,
+    pub received: AtomicU64,
+}
+
+impl WireMeter {
+    pub fn get(&self) -> [u64; 2] {
+        [self.sent.load(Ordering::Relaxed), self.received.load(Ordering::Relaxed)]
     }
 }
 

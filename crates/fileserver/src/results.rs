@@ -229,6 +229,8 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Mix
             fairness: if hi > 0.0 { lo / hi } else { 1.0 },
             seconds_bytes_written: t.seconds.iter().map(|s| s.bytes_written).collect(),
             clients_bytes_written: m.clients.iter().map(|c| c.bytes_written).collect(),
+            wire_bytes_sent: t.wire.map(|w| w[0]),
+            wire_bytes_received: t.wire.map(|w| w[1]),
         }),
         http_command: None,
         flows: None,

@@ -294,8 +294,18 @@ pub(crate) fn drive_user_with(
 ) -> Option<Instant> {
     let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
     pause(t0 + delay);
+    // The wire bytes of each operation: what the connection's meter grew
+    // by since the last one ended (its preparation's are not counted).
+    let meter = b.wire_meter();
+    let mut seen = meter.as_ref().map(|m| m.get()).unwrap_or_default();
     let mut record = |kind: OpKind, expect: Status, got: Status, us: u64, bytes: u64| {
         let now = Instant::now();
+        let wire = meter.as_ref().map(|m| {
+            let w = m.get();
+            let d = [w[0] - seen[0], w[1] - seen[1]];
+            seen = w;
+            d
+        });
         if now >= from && now <= to {
             let (read, written) = match kind {
                 OpKind::ReadX => (bytes, 0),
@@ -306,6 +316,10 @@ pub(crate) fn drive_user_with(
                 st.record(kind, us, &expect, &got);
                 st.bytes_read += read;
                 st.bytes_written += written;
+                if let Some(d) = wire {
+                    let w = st.wire.get_or_insert([0, 0]);
+                    *w = [w[0] + d[0], w[1] + d[1]];
+                }
                 if got != Status::NotSent {
                     st.record_second((now - from).as_secs() as usize, expect != got, read, written);
                 }

@@ -15,7 +15,7 @@
 //! `NT_STATUS_CONNECTION_DISCONNECTED` / `NT_STATUS_INVALID_NETWORK_RESPONSE`,
 //! counted like any other status.
 
-use crate::backend::{is_not_found, wildcard_match, FileBackend};
+use crate::backend::{is_not_found, wildcard_match, FileBackend, WireMeter};
 use crate::smb::{Encrypt, Sign, SmbUrl};
 use crate::status::Status;
 use benchlab_smb2::auth::Credentials;
@@ -23,6 +23,8 @@ use benchlab_smb2::client::{self, Client, Config, Failure, Op, Progress, Value};
 use benchlab_smb2::{frame, status as nt};
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a user waits for an answer before the connection counts as
@@ -132,6 +134,8 @@ pub struct Smb2Backend<S: Transport = TcpStream> {
     /// The frame being read (bounded by the codec's frame limit).
     frame: Vec<u8>,
     connected: bool,
+    /// The machine's wire counts after each operation.
+    meter: Arc<WireMeter>,
 }
 
 impl Smb2Backend<TcpStream> {
@@ -164,6 +168,7 @@ impl<S: Transport> Smb2Backend<S> {
             sock,
             frame: Vec::new(),
             connected: false,
+            meter: Arc::default(),
         };
         b.run(Op::Connect).map_err(|s| s.to_string())?;
         b.connected = true;
@@ -197,6 +202,9 @@ impl<S: Transport> Smb2Backend<S> {
             return r.map_err(status_of);
         }
         let r = self.exchange();
+        let w = self.client.wire();
+        self.meter.sent.store(w.sent, Ordering::Relaxed);
+        self.meter.received.store(w.received, Ordering::Relaxed);
         if r.is_err() {
             // The connection failed mid-operation: the machine forgets it
             // (the next operation finds the connection as it is).
@@ -243,6 +251,10 @@ impl<S: Transport> Drop for Smb2Backend<S> {
 }
 
 impl<S: Transport> FileBackend for Smb2Backend<S> {
+    fn wire_meter(&self) -> Option<Arc<WireMeter>> {
+        Some(self.meter.clone())
+    }
+
     fn create(&mut self, key: u64, path: &str, directory: bool, disposition: u32) -> Result<(), Status> {
         self.path_op(path, |name| Op::Create {
             key,
@@ -376,6 +388,7 @@ mod tests {
             sock,
             frame: Vec::new(),
             connected: false,
+            meter: Arc::default(),
         };
         (b, server)
     }

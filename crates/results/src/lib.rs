@@ -614,6 +614,14 @@ pub struct MixFiles {
     /// Bytes written by each client of `client_data`, in its order.
     #[serde(default)]
     pub clients_bytes_written: Vec<u64>,
+    /// Bytes on the wire (every SMB2 frame of the operations counted,
+    /// NetBIOS headers, signatures and transform headers included), sent
+    /// and received; absent where the client cannot see its wire
+    /// (libsmbclient, file://).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_bytes_sent: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_bytes_received: Option<u64>,
 }
 
 /// What `benchlab http`'s flags set that a suite's mix has no field for.

@@ -535,6 +535,9 @@ fn from_file_mix(m: OldFileMix) -> MixResult {
             fairness: m.fairness,
             seconds_bytes_written: m.per_second.iter().map(|s| s.bytes_written).collect(),
             clients_bytes_written: m.per_client.iter().map(|c| c.bytes_written).collect(),
+            // Results of the old file-suite format had no wire counts.
+            wire_bytes_sent: None,
+            wire_bytes_received: None,
         }),
         http_command: None,
         flows: None,
