@@ -190,6 +190,8 @@ struct WithOpen {
     collision_ok: bool,
     /// Entries listed so far (Act::List).
     listing: Vec<(String, u32)>,
+    /// Sent as one compound (the act and the close already sent).
+    compound: bool,
 }
 
 /// One directory a deltree is emptying.
@@ -263,8 +265,9 @@ pub struct Client {
     root: FileId,
     opens: HashMap<u64, FileId>,
     job: Job,
-    /// The message id whose answer is awaited.
-    awaited: Option<u64>,
+    /// The message ids whose answers are awaited, in order (several for
+    /// a compound).
+    awaited: std::collections::VecDeque<u64>,
     interim: usize,
     out: Vec<u8>,
     data: Vec<u8>,
@@ -311,7 +314,7 @@ impl Client {
             root: [0; 16],
             opens: HashMap::new(),
             job: Job::Idle,
-            awaited: None,
+            awaited: Default::default(),
             interim: 0,
             out: Vec::new(),
             data: Vec::new(),
@@ -375,7 +378,7 @@ impl Client {
     /// forgotten, and what was queued for it dropped.
     pub fn abandon(&mut self) {
         self.job = Job::Idle;
-        self.awaited = None;
+        self.awaited.clear();
         self.out.clear();
     }
 
@@ -471,7 +474,7 @@ impl Client {
                 }
             }
             Op::QueryPath { name } => {
-                Job::Path(self.path_job(&name, create::FILE_READ_ATTRIBUTES, create::OPEN, 0, Act::QueryInfo)?)
+                Job::Path(self.compound_job(&name, create::FILE_READ_ATTRIBUTES, create::OPEN, 0, Act::QueryInfo)?)
             }
             Op::QueryFile { key } => {
                 let fid = self.fid(key)?;
@@ -535,11 +538,11 @@ impl Client {
             Op::Unlink { name } => Job::Path(self.delete_job(&name, create::NON_DIRECTORY_FILE)?),
             Op::Rename { from, to } => {
                 let access = create::DELETE | create::FILE_READ_ATTRIBUTES | create::SYNCHRONIZE;
-                Job::Path(self.path_job(&from, access, create::OPEN, 0, Act::Rename(to))?)
+                Job::Path(self.compound_job(&from, access, create::OPEN, 0, Act::Rename(to))?)
             }
             Op::Mkdir { name } => {
                 let access = create::FILE_READ_ATTRIBUTES | create::SYNCHRONIZE;
-                let mut w = self.path_job(&name, access, create::CREATE, create::DIRECTORY_FILE, Act::Nothing)?;
+                let mut w = self.compound_job(&name, access, create::CREATE, create::DIRECTORY_FILE, Act::Nothing)?;
                 w.collision_ok = true;
                 Job::Path(w)
             }
@@ -590,13 +593,55 @@ impl Client {
             result: None,
             collision_ok: false,
             listing: Vec::new(),
+            compound: false,
+        })
+    }
+
+    /// Open, act, close as one compound: CREATE, the act on the file it
+    /// opens (the related operations' file id, all ones), CLOSE.
+    fn compound_job(&mut self, name: &str, access: u32, disposition: u32, options: u32, act: Act) -> Result<WithOpen, Failure> {
+        const RELATED: FileId = [0xff; 16];
+        let create = msg::CreateRequest {
+            name: name.to_string(),
+            desired_access: access,
+            file_attributes: 0,
+            share_access: create::SHARE_ALL,
+            disposition,
+            options,
+            oplock: create::OPLOCK_NONE,
+        }
+        .encode();
+        let close = msg::close(&RELATED);
+        let middle = match &act {
+            Act::QueryInfo => Some((
+                cmd::QUERY_INFO,
+                msg::query_info(&RELATED, msg::INFO_FILE, msg::FILE_ALL_INFORMATION, 4096),
+            )),
+            Act::Rename(to) => Some((
+                cmd::SET_INFO,
+                msg::set_info(&RELATED, msg::INFO_FILE, msg::FILE_RENAME_INFORMATION, &msg::rename_info(to, false)),
+            )),
+            Act::Nothing | Act::List(_) => None,
+        };
+        match &middle {
+            Some((c, body)) => self.send_chain(&[(cmd::CREATE, &create), (*c, body), (cmd::CLOSE, &close)])?,
+            None => self.send_chain(&[(cmd::CREATE, &create), (cmd::CLOSE, &close)])?,
+        };
+        Ok(WithOpen {
+            act,
+            phase: Phase::Open,
+            fid: RELATED,
+            result: None,
+            collision_ok: false,
+            listing: Vec::new(),
+            compound: true,
         })
     }
 
     /// Deletes `name` (a file or a directory, as `options` says) by
     /// opening it delete-on-close.
     fn delete_job(&mut self, name: &str, options: u32) -> Result<WithOpen, Failure> {
-        self.path_job(
+        self.compound_job(
             name,
             create::DELETE | create::FILE_READ_ATTRIBUTES,
             create::OPEN,
@@ -608,18 +653,47 @@ impl Client {
     /// Queues `body` as `command`; the message (signed, not sealed) for
     /// the 3.1.1 preauth hash.
     fn send(&mut self, command: u16, body: &[u8]) -> Result<Vec<u8>, Failure> {
+        self.send_chain(&[(command, body)])
+    }
+
+    /// Queues `parts` as one compound of related requests ([MS-SMB2]
+    /// 3.2.4.1.4): each part's NextCommand the 8-byte aligned offset of
+    /// the next, every part after the first flagged related (it acts on
+    /// the file the first part opens), each signed on its own, the whole
+    /// chain sealed as one message; one credit each. One part is a plain
+    /// request.
+    fn send_chain(&mut self, parts: &[(u16, &[u8])]) -> Result<Vec<u8>, Failure> {
         let charge: u16 = if self.dialect == msg::DIALECT_202 { 0 } else { 1 };
         let cost = u64::from(charge.max(1));
-        if self.credits < cost {
+        if self.credits < cost * parts.len() as u64 {
             return Err(Failure::NoCredit);
         }
-        let id = self.next_id;
-        let mut h = Header::request(command, id, charge, CREDITS_ASKED);
-        h.session_id = self.session_id;
-        h.tree_id = self.tree_id;
-        let mut m = Vec::with_capacity(HEADER_LEN + body.len());
-        h.encode(&mut m);
-        m.extend_from_slice(body);
+        let mut m = Vec::new();
+        for (i, (command, body)) in parts.iter().enumerate() {
+            let id = self.next_id + i as u64 * cost;
+            let mut h = Header::request(*command, id, charge, CREDITS_ASKED);
+            h.session_id = self.session_id;
+            h.tree_id = self.tree_id;
+            let last = i + 1 == parts.len();
+            let len = HEADER_LEN + body.len();
+            let padded = if last { len } else { len.div_ceil(8) * 8 };
+            if !last {
+                h.next_command = padded as u32;
+            }
+            if i > 0 {
+                h.flags |= crate::FLAG_RELATED;
+            }
+            let start = m.len();
+            h.encode(&mut m);
+            m.extend_from_slice(body);
+            m.resize(start + padded, 0);
+            if self.seal.is_none() {
+                if let Some(k) = &self.signing_key {
+                    sign::sign(self.dialect, k, &mut m[start..]);
+                }
+            }
+            self.awaited.push_back(id);
+        }
         let wire = if let Some(keys) = &self.seal {
             let mut nonce = [0u8; 16];
             nonce[..8].copy_from_slice(&self.sealed.to_le_bytes());
@@ -627,16 +701,12 @@ impl Client {
             self.sealed += 1;
             frame::encode(&seal::encrypt(keys, self.session_id, nonce, &m).map_err(bad)?)
         } else {
-            if let Some(k) = &self.signing_key {
-                sign::sign(self.dialect, k, &mut m);
-            }
             frame::encode(&m)
         };
         self.wire.sent += wire.len() as u64;
         self.out.extend_from_slice(&wire);
-        self.credits -= cost;
-        self.next_id += cost;
-        self.awaited = Some(id);
+        self.credits -= cost * parts.len() as u64;
+        self.next_id += cost * parts.len() as u64;
         self.interim = 0;
         Ok(m)
     }
@@ -655,7 +725,7 @@ impl Client {
 
     fn finish(&mut self, r: Result<Value, Failure>) -> Progress {
         self.job = Job::Idle;
-        self.awaited = None;
+        self.awaited.clear();
         Progress::Done(r)
     }
 
@@ -673,14 +743,37 @@ impl Client {
         } else {
             frame
         };
-        let h = Header::decode(m).map_err(bad)?;
+        // A compound's answers may come chained in one frame: each
+        // message's NextCommand is the offset of the next.
+        let mut at = 0;
+        loop {
+            let rest = &m[at..];
+            let h = Header::decode(rest).map_err(bad)?;
+            let next = h.next_command as usize;
+            if next != 0 && (next < HEADER_LEN || next > rest.len()) {
+                return Err(bad(format!("a chained answer's NextCommand {next} outside its frame")));
+            }
+            let one = if next == 0 { rest } else { &rest[..next] };
+            if let Some(done) = self.take_one(&h, one, sealed)? {
+                return Ok(Some(done));
+            }
+            if next == 0 {
+                return Ok(None);
+            }
+            at += next;
+        }
+    }
+
+    /// One message of a frame (`m`, its header `h`).
+    fn take_one(&mut self, h: &Header, m: &[u8], sealed: bool) -> Result<Option<Result<Value, Failure>>, Failure> {
+        let h = h.clone();
         self.credits += u64::from(h.credits);
         if h.message_id == UNSOLICITED && h.command == cmd::OPLOCK_BREAK {
             msg::OplockBreak::decode(&m[HEADER_LEN..]).map_err(bad)?;
             self.wire.breaks += 1;
             return self.interim_one();
         }
-        let Some(id) = self.awaited else {
+        let Some(&id) = self.awaited.front() else {
             return Err(bad(format!("an answer to message {} while none was asked", h.message_id)));
         };
         if h.message_id != id {
@@ -694,7 +787,7 @@ impl Client {
                 return Err(bad("a wrongly signed answer"));
             }
         }
-        self.awaited = None;
+        self.awaited.pop_front();
         let job = std::mem::replace(&mut self.job, Job::Idle);
         self.advance(job, &h, m)
     }
@@ -841,6 +934,9 @@ impl Client {
     /// Open, act, close: `None` while it goes on.
     fn path_step(&mut self, w: &mut WithOpen, h: &Header, m: &[u8]) -> Result<Option<Result<Value, Failure>>, Failure> {
         let body = &m[HEADER_LEN.min(m.len())..];
+        if w.compound {
+            return self.compound_step(w, h, m);
+        }
         match w.phase {
             Phase::Open => {
                 if h.status == nt::OBJECT_NAME_COLLISION && w.collision_ok {
@@ -923,6 +1019,47 @@ impl Client {
                 let closed = status_only(h.status).and_then(|_| msg::decode_close(body).map_err(bad));
                 let r = w.result.take().unwrap_or(Ok(Value::Done));
                 Ok(Some(r.and_then(|v| closed.map(|_| v))))
+            }
+        }
+    }
+
+    /// A compound's answers, one by one: the first status other than
+    /// success is the operation's (a failed CREATE fails the related
+    /// parts after it, which still answer); the close's counts only when
+    /// all before it succeeded.
+    fn compound_step(&mut self, w: &mut WithOpen, h: &Header, m: &[u8]) -> Result<Option<Result<Value, Failure>>, Failure> {
+        let body = &m[HEADER_LEN.min(m.len())..];
+        match w.phase {
+            Phase::Open => {
+                if h.status == nt::OBJECT_NAME_COLLISION && w.collision_ok {
+                    w.result = Some(Ok(Value::Done));
+                } else if h.status != nt::SUCCESS {
+                    w.result = Some(Err(Failure::Status(h.status)));
+                } else {
+                    msg::CreateResponse::decode(body).map_err(bad)?;
+                }
+                w.phase = if w.act == Act::Nothing { Phase::Close } else { Phase::Act };
+                Ok(None)
+            }
+            Phase::Act => {
+                if w.result.is_none() {
+                    let r = match w.act {
+                        Act::QueryInfo => status_only(h.status).and_then(|_| msg::decode_query_info(m).map(drop).map_err(bad)),
+                        _ => status_only(h.status).and_then(|_| msg::decode_empty(body).map_err(bad)),
+                    };
+                    if r.is_err() {
+                        w.result = Some(r.map(|_| Value::Done));
+                    }
+                }
+                w.phase = Phase::Close;
+                Ok(None)
+            }
+            Phase::Close => {
+                let closed = status_only(h.status).and_then(|_| msg::decode_close(body).map_err(bad));
+                Ok(Some(match w.result.take() {
+                    Some(r) => r,
+                    None => closed.map(|_| Value::Done),
+                }))
             }
         }
     }
@@ -1212,6 +1349,48 @@ mod tests {
         );
         // An unknown key never reaches the wire.
         assert_eq!(c.start(Op::Flush { key: 7 }), Some(Err(Failure::UnknownHandle)));
+    }
+
+    /// A path operation goes as one compound: CREATE then a related
+    /// CLOSE in one frame (8-byte aligned NextCommand, the related flag,
+    /// one credit each); answers chained in one frame or in several end
+    /// it alike, the CREATE's failure winning over the CLOSE's.
+    #[test]
+    fn an_unlink_is_one_compound_and_its_chained_answers_end_it() {
+        let mut c = client();
+        assert_eq!(c.start(Op::QueryFs), None);
+        let n = c.output().len();
+        c.sent(n);
+        let granted = answer(cmd::QUERY_INFO, 0, 10, nt::ACCESS_DENIED, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(matches!(c.on_frame(&granted), Progress::Done(Err(_))));
+        for chained in [true, false] {
+            let first = c.wire().sent;
+            assert_eq!(c.start(Op::Unlink { name: "a\\b".into() }), None);
+            let out = c.output().to_vec();
+            c.sent(out.len());
+            assert_eq!(c.wire().sent - first, out.len() as u64);
+            let m = &out[4..];
+            assert_eq!(u32::from_be_bytes([0, out[1], out[2], out[3]]) as usize, m.len());
+            let h1 = Header::decode(m).unwrap();
+            let next = h1.next_command as usize;
+            assert_eq!((h1.command, next % 8, h1.flags & crate::FLAG_RELATED), (cmd::CREATE, 0, 0));
+            let h2 = Header::decode(&m[next..]).unwrap();
+            assert_eq!((h2.command, h2.next_command, h2.message_id), (cmd::CLOSE, 0, h1.message_id + 1));
+            assert_ne!(h2.flags & crate::FLAG_RELATED, 0);
+            let mut a1 = answer(cmd::CREATE, h1.message_id, 1, nt::OBJECT_NAME_NOT_FOUND, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
+            let a2 = answer(cmd::CLOSE, h2.message_id, 1, nt::OBJECT_NAME_NOT_FOUND, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
+            let done = Progress::Done(Err(Failure::Status(nt::OBJECT_NAME_NOT_FOUND)));
+            if chained {
+                a1.resize(80, 0);
+                a1[20..24].copy_from_slice(&80u32.to_le_bytes());
+                a1.extend_from_slice(&a2);
+                assert_eq!(c.on_frame(&a1), done);
+            } else {
+                assert_eq!(c.on_frame(&a1), Progress::Pending);
+                assert_eq!(c.on_frame(&a2), done);
+            }
+            assert!(!c.busy());
+        }
     }
 
     /// An answer to a message not asked is the server's error.
