@@ -119,13 +119,15 @@ impl LoopStream<'_> {
     }
 }
 
-impl Read for LoopStream<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+impl LoopStream<'_> {
+    /// `io` until it does not block: between tries the user waits in the
+    /// loop for its socket.
+    fn retry<T>(&mut self, mut io: impl FnMut(&mut mio::net::TcpStream) -> io::Result<T>) -> io::Result<T> {
         loop {
             if self.abandoned {
                 self.wait()?;
             }
-            match self.sock.read(buf) {
+            match io(&mut self.sock) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait()?,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 r => return r,
@@ -134,18 +136,15 @@ impl Read for LoopStream<'_> {
     }
 }
 
+impl Read for LoopStream<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.retry(|s| s.read(buf))
+    }
+}
+
 impl Write for LoopStream<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        loop {
-            if self.abandoned {
-                self.wait()?;
-            }
-            match self.sock.write(buf) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait()?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                r => return r,
-            }
-        }
+        self.retry(|s| s.write(buf))
     }
 
     fn flush(&mut self) -> io::Result<()> {

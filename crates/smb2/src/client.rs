@@ -285,6 +285,20 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// A CREATE's body: every share mode, no oplock.
+fn create_request(name: &str, access: u32, disposition: u32, options: u32) -> Vec<u8> {
+    msg::CreateRequest {
+        name: name.to_string(),
+        desired_access: access,
+        file_attributes: 0,
+        share_access: create::SHARE_ALL,
+        disposition,
+        options,
+        oplock: create::OPLOCK_NONE,
+    }
+    .encode()
+}
+
 fn status_only(s: u32) -> Result<(), Failure> {
     if s == nt::SUCCESS {
         Ok(())
@@ -572,16 +586,8 @@ impl Client {
     }
 
     fn send_create(&mut self, name: &str, access: u32, disposition: u32, options: u32) -> Result<(), Failure> {
-        let req = msg::CreateRequest {
-            name: name.to_string(),
-            desired_access: access,
-            file_attributes: 0,
-            share_access: create::SHARE_ALL,
-            disposition,
-            options,
-            oplock: create::OPLOCK_NONE,
-        };
-        self.send(cmd::CREATE, &req.encode()).map(drop)
+        self.send(cmd::CREATE, &create_request(name, access, disposition, options))
+            .map(drop)
     }
 
     fn path_job(&mut self, name: &str, access: u32, disposition: u32, options: u32, act: Act) -> Result<WithOpen, Failure> {
@@ -601,16 +607,7 @@ impl Client {
     /// opens (the related operations' file id, all ones), CLOSE.
     fn compound_job(&mut self, name: &str, access: u32, disposition: u32, options: u32, act: Act) -> Result<WithOpen, Failure> {
         const RELATED: FileId = [0xff; 16];
-        let create = msg::CreateRequest {
-            name: name.to_string(),
-            desired_access: access,
-            file_attributes: 0,
-            share_access: create::SHARE_ALL,
-            disposition,
-            options,
-            oplock: create::OPLOCK_NONE,
-        }
-        .encode();
+        let create = create_request(name, access, disposition, options);
         let close = msg::close(&RELATED);
         let middle = match &act {
             Act::QueryInfo => Some((
