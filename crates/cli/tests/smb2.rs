@@ -367,7 +367,10 @@ fn a_thousand_users_run_in_one_process_on_a_few_threads() {
          create = 2\ndelete = 2\nrename = 2\nlock = 4\nflush = 5\n",
     )
     .unwrap();
-    let users: u64 = std::env::var("SMBLOOP_USERS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let users: u64 = std::env::var("SMBLOOP_USERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
     let suite = d.path().join("suite.toml");
     std::fs::write(
         &suite,
@@ -418,7 +421,10 @@ fn a_thousand_users_run_in_one_process_on_a_few_threads() {
     let payload = m["files"]["bytes_read"].as_u64().unwrap() + m["files"]["bytes_written"].as_u64().unwrap();
     assert!(wire > payload && payload > 0, "wire {wire}, payload {payload}");
     let cpus = std::thread::available_parallelism().unwrap().get() as u64;
-    eprintln!("{users} users: {ops} operations, at most {threads} threads ({cpus} usable CPUs), peak RSS {} MB", hwm_kb / 1024);
+    eprintln!(
+        "{users} users: {ops} operations, at most {threads} threads ({cpus} usable CPUs), peak RSS {} MB",
+        hwm_kb / 1024
+    );
     assert!(threads <= cpus + 8, "{threads} threads for {cpus} CPUs");
     assert!(hwm_kb > 0 && hwm_kb <= 256 * 1024, "peak RSS {hwm_kb} kB");
 }
@@ -440,7 +446,10 @@ fn wire_bytes_are_every_frame_of_the_operations_counted() {
     let f = &r["mixes"][0]["files"];
     assert_eq!(r["mixes"][0]["errors_total"], 0, "{f}");
     assert_eq!(r["mixes"][0]["requests"], 6);
-    assert_eq!((&f["bytes_read"], &f["bytes_written"]), (&Value::from(0), &Value::from(0)));
+    assert_eq!(
+        (&f["bytes_read"], &f["bytes_written"]),
+        (&Value::from(0), &Value::from(0))
+    );
     assert_eq!(f["wire_bytes_sent"], 6 * 109, "{f}");
     assert_eq!(f["wire_bytes_received"], 6 * 108, "{f}");
     let root = d.path().join("root");
@@ -448,5 +457,8 @@ fn wire_bytes_are_every_frame_of_the_operations_counted() {
     let r = run(d.path(), &format!("file://{}", root.display()), lf, 1, 1);
     let f = &r["mixes"][0]["files"];
     assert_eq!(r["mixes"][0]["requests"], 3);
-    assert!(f.get("wire_bytes_sent").is_none() && f.get("wire_bytes_received").is_none(), "{f}");
+    assert!(
+        f.get("wire_bytes_sent").is_none() && f.get("wire_bytes_received").is_none(),
+        "{f}"
+    );
 }

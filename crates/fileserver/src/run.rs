@@ -259,7 +259,9 @@ pub(crate) fn drive_user(
     live: Option<&LiveCounters>,
 ) -> (FileStats, Option<Instant>) {
     let mut st = FileStats::default();
-    let fin = drive_user_with(state, b, plan, delay, t0, stop, live, &mut st, &mut |t| sleep_until(t, stop));
+    let fin = drive_user_with(state, b, plan, delay, t0, stop, live, &mut st, &mut |t| {
+        sleep_until(t, stop)
+    });
     (st, fin)
 }
 

@@ -24,16 +24,16 @@ use crate::run::{
     cpu_us, drive_user_with, prepare_user, report_seconds, FileMixPlan, FileWorkload, LiveCounters, LiveSecond, Tally,
     UserOutcome,
 };
-use crate::stats::FileStats;
-use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::rc::Rc;
 use crate::smb::SmbUrl;
 use crate::smb2_backend::{Smb2Backend, Transport};
+use crate::stats::FileStats;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use mio::{Events, Interest, Poll, Token};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
@@ -208,7 +208,9 @@ pub(crate) fn run_users(
                 Ok(s)
             })
             .map_err(|e| {
-                format!("{url}: cannot reach the share with benchlab's SMB2 client: connect: {e} (is the server running?)")
+                format!(
+                    "{url}: cannot reach the share with benchlab's SMB2 client: connect: {e} (is the server running?)"
+                )
             })?;
         socks.push(s);
     }
@@ -306,43 +308,46 @@ fn user(
     tally: Rc<RefCell<FileStats>>,
 ) -> io::Result<User> {
     let stack = DefaultStack::new(STACK_BYTES)?;
-    Ok(Coroutine::with_stack(stack, move |y: &Yielder<Resume, Suspend>, _: Resume| -> UserEnd {
-        let stream = LoopStream {
-            sock,
-            yielder: y,
-            abandoned: false,
-        };
-        let s = &*shared;
-        let mut b = Smb2Backend::over(stream, &s.url).map_err(|e| {
+    Ok(Coroutine::with_stack(
+        stack,
+        move |y: &Yielder<Resume, Suspend>, _: Resume| -> UserEnd {
+            let stream = LoopStream {
+                sock,
+                yielder: y,
+                abandoned: false,
+            };
+            let s = &*shared;
+            let mut b = Smb2Backend::over(stream, &s.url).map_err(|e| {
             format!("{}: cannot reach the share with benchlab's SMB2 client: {e} (is the server running, the share and the user right?)", s.url)
         });
-        let prep = match &mut b {
-            Ok(b) => prepare_user(&s.workload, b, number, s.plan.seed),
-            Err(e) => Err(e.clone()),
-        };
-        let Resume::Start(t0) = y.suspend(Suspend::Prepared) else {
-            return Err("the mix did not start".into());
-        };
-        let mut b = b?;
-        let (mut state, bytes) = prep?;
-        let mut pause = |t: Instant| {
-            while Instant::now() < t && !s.stop.load(Ordering::Relaxed) {
-                y.suspend(Suspend::Until(t));
-            }
-        };
-        let fin = drive_user_with(
-            &mut state,
-            &mut b,
-            &s.plan,
-            delay,
-            t0,
-            &s.stop,
-            Some(&s.live),
-            &mut Shared2(tally),
-            &mut pause,
-        );
-        Ok((bytes, fin))
-    }))
+            let prep = match &mut b {
+                Ok(b) => prepare_user(&s.workload, b, number, s.plan.seed),
+                Err(e) => Err(e.clone()),
+            };
+            let Resume::Start(t0) = y.suspend(Suspend::Prepared) else {
+                return Err("the mix did not start".into());
+            };
+            let mut b = b?;
+            let (mut state, bytes) = prep?;
+            let mut pause = |t: Instant| {
+                while Instant::now() < t && !s.stop.load(Ordering::Relaxed) {
+                    y.suspend(Suspend::Until(t));
+                }
+            };
+            let fin = drive_user_with(
+                &mut state,
+                &mut b,
+                &s.plan,
+                delay,
+                t0,
+                &s.stop,
+                Some(&s.live),
+                &mut Shared2(tally),
+                &mut pause,
+            );
+            Ok((bytes, fin))
+        },
+    ))
 }
 
 /// One loop thread: its users' sessions and preparations, the common
@@ -412,40 +417,54 @@ fn run_loop(
     // One outcome per client: its users' counts (already together), the
     // bytes they prepared, and when the last ended its passes (none if
     // one did not); named by the client's first user here.
-    let mut ends: BTreeMap<usize, (usize, Result<(u64, Option<Option<Instant>>), String>)> = BTreeMap::new();
+    let mut ends: BTreeMap<usize, ClientEnd> = BTreeMap::new();
     for s in slots {
-        let end = s
-            .outcome
-            .unwrap_or_else(|| Err("a file-suite user did not end".to_string()));
-        let e = ends.entry(s.index / per_client).or_insert((s.index, Ok((0, None))));
-        e.0 = e.0.min(s.index);
-        e.1 = match (std::mem::replace(&mut e.1, Ok((0, None))), end) {
-            (Err(a), _) | (Ok(_), Err(a)) => Err(a),
-            (Ok((p, last)), Ok((bytes, fin))) => Ok((
-                p + bytes,
-                Some(match (last, fin) {
-                    (None, f) => f,
-                    (Some(Some(a)), Some(b)) => Some(a.max(b)),
-                    (Some(_), _) => None,
-                }),
-            )),
-        };
+        let e = ends.entry(s.index / per_client).or_insert(ClientEnd {
+            first: s.index,
+            prepared: 0,
+            all_finished: true,
+            latest: None,
+            error: None,
+        });
+        e.first = e.first.min(s.index);
+        match s.outcome {
+            Some(Ok((bytes, fin))) => {
+                e.prepared += bytes;
+                e.all_finished &= fin.is_some();
+                e.latest = e.latest.max(fin);
+            }
+            Some(Err(why)) => e.error = e.error.take().or(Some(why)),
+            None => e.error = Some("a file-suite user did not end".to_string()),
+        }
     }
     let mut out = Vec::with_capacity(ends.len());
-    for (k, (client, (index, end))) in ends.into_iter().enumerate() {
-        let st = tallies
-            .remove(&client)
-            .map(|t| t.take())
-            .unwrap_or_default();
+    for (k, (client, e)) in ends.into_iter().enumerate() {
+        let st = tallies.remove(&client).map(|t| t.take()).unwrap_or_default();
         // The loop thread's CPU is its users' together: given to its first client.
         let cpu = if k == 0 {
             [cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]]
         } else {
             [0, 0]
         };
-        out.push((index, end.map(|(bytes, fin)| (st, bytes, fin.flatten(), cpu))));
+        let outcome = match e.error {
+            Some(why) => Err(why),
+            None => Ok((st, e.prepared, e.latest.filter(|_| e.all_finished), cpu)),
+        };
+        out.push((e.first, outcome));
     }
     Ok(out)
+}
+
+/// How a client's users on one loop ended, as they are added up.
+struct ClientEnd {
+    /// Its first user's index (names the outcome).
+    first: usize,
+    prepared: u64,
+    /// Whether every user ended its passes (a loadfile's `loops`), and
+    /// the last one's end.
+    all_finished: bool,
+    latest: Option<Instant>,
+    error: Option<String>,
 }
 
 /// Runs the loop until every slot is `settled`: resumes a user when its

@@ -69,7 +69,9 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::Status(s) => f.write_str(&nt::name(*s)),
-            Failure::NoCredit => f.write_str("NT_STATUS_INSUFFICIENT_RESOURCES (the server granted no credit to send with)"),
+            Failure::NoCredit => {
+                f.write_str("NT_STATUS_INSUFFICIENT_RESOURCES (the server granted no credit to send with)")
+            }
             Failure::BadAnswer(e) => write!(f, "NT_STATUS_INVALID_NETWORK_RESPONSE ({e})"),
             Failure::UnknownHandle => f.write_str("NT_STATUS_INVALID_HANDLE"),
             Failure::TooDeep => f.write_str("NT_STATUS_NAME_TOO_LONG (a tree deeper than benchlab removes)"),
@@ -121,27 +123,68 @@ pub struct Config {
 pub enum Op {
     /// Negotiate, session setup, tree connect and the share's root open.
     Connect,
-    Create { key: u64, name: String, directory: bool, disposition: u32 },
-    Close { key: u64 },
-    Read { key: u64, offset: u64, len: usize },
-    Write { key: u64, offset: u64, data: Vec<u8> },
-    QueryPath { name: String },
-    QueryFile { key: u64 },
+    Create {
+        key: u64,
+        name: String,
+        directory: bool,
+        disposition: u32,
+    },
+    Close {
+        key: u64,
+    },
+    Read {
+        key: u64,
+        offset: u64,
+        len: usize,
+    },
+    Write {
+        key: u64,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    QueryPath {
+        name: String,
+    },
+    QueryFile {
+        key: u64,
+    },
     QueryFs,
     /// Sets the basic information's times to `time` (a FILETIME).
-    SetFileInfo { key: u64, time: u64 },
+    SetFileInfo {
+        key: u64,
+        time: u64,
+    },
     /// Lists directory `dir` with the server matching `mask`; the entries
     /// are in [`Client::listing`].
-    Find { dir: String, mask: String },
-    Lock { key: u64, offset: u64, len: u64, lock: bool },
-    Flush { key: u64 },
-    Unlink { name: String },
-    Rename { from: String, to: String },
+    Find {
+        dir: String,
+        mask: String,
+    },
+    Lock {
+        key: u64,
+        offset: u64,
+        len: u64,
+        lock: bool,
+    },
+    Flush {
+        key: u64,
+    },
+    Unlink {
+        name: String,
+    },
+    Rename {
+        from: String,
+        to: String,
+    },
     /// Creates a directory; one that exists is success.
-    Mkdir { name: String },
+    Mkdir {
+        name: String,
+    },
     /// Removes a directory and everything in it (a missing one is the
     /// server's not-found status, for the caller to judge).
-    Deltree { name: String },
+    Deltree {
+        name: String,
+    },
     /// Closes every open, the root, and logs off.
     Logoff,
 }
@@ -213,22 +256,48 @@ enum Deltree {
 #[derive(Debug)]
 enum Job {
     Idle,
-    Negotiate { req: Vec<u8>, dialects: Vec<u16> },
-    SetupChallenge { req: Vec<u8> },
+    Negotiate {
+        req: Vec<u8>,
+        dialects: Vec<u16>,
+    },
+    SetupChallenge {
+        req: Vec<u8>,
+    },
     SetupDone,
     TreeConnect,
     RootOpen,
-    Create { key: u64 },
+    Create {
+        key: u64,
+    },
     /// The close of an open a create's key replaced: whatever it answers,
     /// the create succeeded.
     Reclose,
     /// One request whose answer body is checked by `decode` and ends the op.
-    Single { decode: fn(&[u8]) -> Result<(), Failure> },
-    Read { fid: FileId, offset: u64, want: usize, chunk: usize },
-    Write { fid: FileId, offset: u64, data: Vec<u8>, done: usize, chunk: usize },
+    Single {
+        decode: fn(&[u8]) -> Result<(), Failure>,
+    },
+    Read {
+        fid: FileId,
+        offset: u64,
+        want: usize,
+        chunk: usize,
+    },
+    Write {
+        fid: FileId,
+        offset: u64,
+        data: Vec<u8>,
+        done: usize,
+        chunk: usize,
+    },
     Path(WithOpen),
-    Deltree { stack: Vec<Level>, sub: WithOpen, state: Deltree },
-    Logoff { left: Vec<FileId> },
+    Deltree {
+        stack: Vec<Level>,
+        sub: WithOpen,
+        state: Deltree,
+    },
+    Logoff {
+        left: Vec<FileId>,
+    },
 }
 
 /// Counts of what went over the connection (NetBIOS headers, signatures
@@ -426,7 +495,12 @@ impl Client {
                     Some(d) => vec![d],
                     None => msg::ALL_DIALECTS.to_vec(),
                 };
-                let security_mode = msg::SIGNING_ENABLED | if self.cfg.sign_required { msg::SIGNING_REQUIRED } else { 0 };
+                let security_mode = msg::SIGNING_ENABLED
+                    | if self.cfg.sign_required {
+                        msg::SIGNING_REQUIRED
+                    } else {
+                        0
+                    };
                 let neg = msg::NegotiateRequest {
                     dialects: dialects.clone(),
                     security_mode,
@@ -514,7 +588,12 @@ impl Client {
                 let fid = self.fid(key)?;
                 self.send(
                     cmd::SET_INFO,
-                    &msg::set_info(&fid, msg::INFO_FILE, msg::FILE_BASIC_INFORMATION, &msg::basic_info(time)),
+                    &msg::set_info(
+                        &fid,
+                        msg::INFO_FILE,
+                        msg::FILE_BASIC_INFORMATION,
+                        &msg::basic_info(time),
+                    ),
                 )?;
                 Job::Single {
                     decode: |m| msg::decode_empty(&m[HEADER_LEN..]).map_err(bad),
@@ -562,7 +641,13 @@ impl Client {
             }
             Op::Deltree { name } => {
                 let access = create::FILE_READ_DATA | create::FILE_READ_ATTRIBUTES | create::SYNCHRONIZE;
-                let sub = self.path_job(&name, access, create::OPEN, create::DIRECTORY_FILE, Act::List("*".into()))?;
+                let sub = self.path_job(
+                    &name,
+                    access,
+                    create::OPEN,
+                    create::DIRECTORY_FILE,
+                    Act::List("*".into()),
+                )?;
                 Job::Deltree {
                     stack: vec![Level {
                         dir: name,
@@ -590,7 +675,14 @@ impl Client {
             .map(drop)
     }
 
-    fn path_job(&mut self, name: &str, access: u32, disposition: u32, options: u32, act: Act) -> Result<WithOpen, Failure> {
+    fn path_job(
+        &mut self,
+        name: &str,
+        access: u32,
+        disposition: u32,
+        options: u32,
+        act: Act,
+    ) -> Result<WithOpen, Failure> {
         self.send_create(name, access, disposition, options)?;
         Ok(WithOpen {
             act,
@@ -605,7 +697,14 @@ impl Client {
 
     /// Open, act, close as one compound: CREATE, the act on the file it
     /// opens (the related operations' file id, all ones), CLOSE.
-    fn compound_job(&mut self, name: &str, access: u32, disposition: u32, options: u32, act: Act) -> Result<WithOpen, Failure> {
+    fn compound_job(
+        &mut self,
+        name: &str,
+        access: u32,
+        disposition: u32,
+        options: u32,
+        act: Act,
+    ) -> Result<WithOpen, Failure> {
         const RELATED: FileId = [0xff; 16];
         let create = create_request(name, access, disposition, options);
         let close = msg::close(&RELATED);
@@ -616,7 +715,12 @@ impl Client {
             )),
             Act::Rename(to) => Some((
                 cmd::SET_INFO,
-                msg::set_info(&RELATED, msg::INFO_FILE, msg::FILE_RENAME_INFORMATION, &msg::rename_info(to, false)),
+                msg::set_info(
+                    &RELATED,
+                    msg::INFO_FILE,
+                    msg::FILE_RENAME_INFORMATION,
+                    &msg::rename_info(to, false),
+                ),
             )),
             Act::Nothing | Act::List(_) => None,
         };
@@ -771,10 +875,16 @@ impl Client {
             return self.interim_one();
         }
         let Some(&id) = self.awaited.front() else {
-            return Err(bad(format!("an answer to message {} while none was asked", h.message_id)));
+            return Err(bad(format!(
+                "an answer to message {} while none was asked",
+                h.message_id
+            )));
         };
         if h.message_id != id {
-            return Err(bad(format!("an answer to message {} while {id} was asked", h.message_id)));
+            return Err(bad(format!(
+                "an answer to message {} while {id} was asked",
+                h.message_id
+            )));
         }
         if h.status == nt::PENDING && h.flags & FLAG_ASYNC != 0 {
             return self.interim_one();
@@ -1024,7 +1134,12 @@ impl Client {
     /// success is the operation's (a failed CREATE fails the related
     /// parts after it, which still answer); the close's counts only when
     /// all before it succeeded.
-    fn compound_step(&mut self, w: &mut WithOpen, h: &Header, m: &[u8]) -> Result<Option<Result<Value, Failure>>, Failure> {
+    fn compound_step(
+        &mut self,
+        w: &mut WithOpen,
+        h: &Header,
+        m: &[u8],
+    ) -> Result<Option<Result<Value, Failure>>, Failure> {
         let body = &m[HEADER_LEN.min(m.len())..];
         match w.phase {
             Phase::Open => {
@@ -1035,13 +1150,19 @@ impl Client {
                 } else {
                     msg::CreateResponse::decode(body).map_err(bad)?;
                 }
-                w.phase = if w.act == Act::Nothing { Phase::Close } else { Phase::Act };
+                w.phase = if w.act == Act::Nothing {
+                    Phase::Close
+                } else {
+                    Phase::Act
+                };
                 Ok(None)
             }
             Phase::Act => {
                 if w.result.is_none() {
                     let r = match w.act {
-                        Act::QueryInfo => status_only(h.status).and_then(|_| msg::decode_query_info(m).map(drop).map_err(bad)),
+                        Act::QueryInfo => {
+                            status_only(h.status).and_then(|_| msg::decode_query_info(m).map(drop).map_err(bad))
+                        }
                         _ => status_only(h.status).and_then(|_| msg::decode_empty(body).map_err(bad)),
                     };
                     if r.is_err() {
@@ -1076,70 +1197,48 @@ impl Client {
             self.job = Job::Deltree { stack, sub, state };
             return Ok(None);
         };
-        match state {
-            Deltree::Listing => {
-                r?;
-                if let Some(top) = stack.last_mut() {
-                    top.entries = std::mem::take(&mut sub.listing);
-                }
-            }
-            Deltree::Deleting => {
-                r?;
-            }
+        r?;
+        if let (Deltree::Listing, Some(top)) = (state, stack.last_mut()) {
+            top.entries = std::mem::take(&mut sub.listing);
         }
         // The next step: the next entry of the deepest level, or that
         // level's own directory once it is empty.
-        {
-            let Some(top) = stack.last_mut() else {
-                return Ok(Some(Ok(Value::Done)));
+        let Some(top) = stack.last_mut() else {
+            return Ok(Some(Ok(Value::Done)));
+        };
+        let (sub, state) = if top.next < top.entries.len() {
+            let (name, attrs) = top.entries[top.next].clone();
+            top.next += 1;
+            let p = if top.dir.is_empty() {
+                name
+            } else {
+                format!("{}\\{name}", top.dir)
             };
-            if top.next < top.entries.len() {
-                let (name, attrs) = top.entries[top.next].clone();
-                top.next += 1;
-                let p = if top.dir.is_empty() {
-                    name
-                } else {
-                    format!("{}\\{name}", top.dir)
-                };
-                if attrs & create::ATTRIBUTE_DIRECTORY != 0 {
-                    if stack.len() > MAX_DELTREE_DEPTH {
-                        return Err(Failure::TooDeep);
-                    }
-                    let access = create::FILE_READ_DATA | create::FILE_READ_ATTRIBUTES | create::SYNCHRONIZE;
-                    let sub = self.path_job(&p, access, create::OPEN, create::DIRECTORY_FILE, Act::List("*".into()))?;
-                    stack.push(Level {
-                        dir: p,
-                        entries: Vec::new(),
-                        next: 0,
-                    });
-                    self.job = Job::Deltree {
-                        stack,
-                        sub,
-                        state: Deltree::Listing,
-                    };
-                    return Ok(None);
+            if attrs & create::ATTRIBUTE_DIRECTORY != 0 {
+                if stack.len() > MAX_DELTREE_DEPTH {
+                    return Err(Failure::TooDeep);
                 }
-                let sub = self.delete_job(&p, create::NON_DIRECTORY_FILE)?;
-                self.job = Job::Deltree {
-                    stack,
-                    sub,
-                    state: Deltree::Deleting,
-                };
-                return Ok(None);
+                let access = create::FILE_READ_DATA | create::FILE_READ_ATTRIBUTES | create::SYNCHRONIZE;
+                let sub = self.path_job(&p, access, create::OPEN, create::DIRECTORY_FILE, Act::List("*".into()))?;
+                stack.push(Level {
+                    dir: p,
+                    entries: Vec::new(),
+                    next: 0,
+                });
+                (sub, Deltree::Listing)
+            } else {
+                (self.delete_job(&p, create::NON_DIRECTORY_FILE)?, Deltree::Deleting)
             }
+        } else {
             // This level is empty: delete its directory, then go on with
-            // its parent's next entry.
-            // (The top directory's delete ends the operation.)
+            // its parent's next entry (the top directory's delete ends
+            // the operation).
             let dir = std::mem::take(&mut top.dir);
             stack.pop();
-            let sub = self.delete_job(&dir, create::DIRECTORY_FILE)?;
-            self.job = Job::Deltree {
-                stack,
-                sub,
-                state: Deltree::Deleting,
-            };
-            return Ok(None);
-        }
+            (self.delete_job(&dir, create::DIRECTORY_FILE)?, Deltree::Deleting)
+        };
+        self.job = Job::Deltree { stack, sub, state };
+        Ok(None)
     }
 
     fn negotiated(&mut self, req: &[u8], offered: &[u16], h: &Header, m: &[u8]) -> Result<(), String> {
@@ -1148,7 +1247,10 @@ impl Client {
         }
         let n = msg::NegotiateResponse::decode(m).map_err(|e| format!("NEGOTIATE: {e}"))?;
         if !offered.contains(&n.dialect) {
-            return Err(format!("the server chose dialect {}, not offered", msg::dialect_name(n.dialect)));
+            return Err(format!(
+                "the server chose dialect {}, not offered",
+                msg::dialect_name(n.dialect)
+            ));
         }
         self.dialect = n.dialect;
         self.chunk = CHUNK.min(n.max_read.max(1)).min(n.max_write.max(1));
@@ -1190,11 +1292,18 @@ impl Client {
         let token = auth::spnego_response_token(&s.security_buffer).map_err(|e| format!("SESSION_SETUP: {e}"))?;
         let challenge = auth::Challenge::decode(&token).map_err(|e| format!("SESSION_SETUP: {e}"))?;
         // Round 2: AUTHENTICATE (NTLMv2).
-        let (am, key) =
-            auth::authenticate_message(&self.cfg.credentials, &challenge, self.cfg.client_challenge, self.cfg.time);
+        let (am, key) = auth::authenticate_message(
+            &self.cfg.credentials,
+            &challenge,
+            self.cfg.client_challenge,
+            self.cfg.time,
+        );
         let setup_mode = if self.sign_all { 2 } else { 1 };
         let req = self
-            .send(cmd::SESSION_SETUP, &msg::session_setup(setup_mode, &auth::spnego_resp(&am)))
+            .send(
+                cmd::SESSION_SETUP,
+                &msg::session_setup(setup_mode, &auth::spnego_resp(&am)),
+            )
             .map_err(|f| f.to_string())?;
         if is_311 {
             self.preauth.update(&req);
@@ -1370,12 +1479,30 @@ mod tests {
             assert_eq!(u32::from_be_bytes([0, out[1], out[2], out[3]]) as usize, m.len());
             let h1 = Header::decode(m).unwrap();
             let next = h1.next_command as usize;
-            assert_eq!((h1.command, next % 8, h1.flags & crate::FLAG_RELATED), (cmd::CREATE, 0, 0));
+            assert_eq!(
+                (h1.command, next % 8, h1.flags & crate::FLAG_RELATED),
+                (cmd::CREATE, 0, 0)
+            );
             let h2 = Header::decode(&m[next..]).unwrap();
-            assert_eq!((h2.command, h2.next_command, h2.message_id), (cmd::CLOSE, 0, h1.message_id + 1));
+            assert_eq!(
+                (h2.command, h2.next_command, h2.message_id),
+                (cmd::CLOSE, 0, h1.message_id + 1)
+            );
             assert_ne!(h2.flags & crate::FLAG_RELATED, 0);
-            let mut a1 = answer(cmd::CREATE, h1.message_id, 1, nt::OBJECT_NAME_NOT_FOUND, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
-            let a2 = answer(cmd::CLOSE, h2.message_id, 1, nt::OBJECT_NAME_NOT_FOUND, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
+            let mut a1 = answer(
+                cmd::CREATE,
+                h1.message_id,
+                1,
+                nt::OBJECT_NAME_NOT_FOUND,
+                &[9, 0, 0, 0, 0, 0, 0, 0, 0],
+            );
+            let a2 = answer(
+                cmd::CLOSE,
+                h2.message_id,
+                1,
+                nt::OBJECT_NAME_NOT_FOUND,
+                &[9, 0, 0, 0, 0, 0, 0, 0, 0],
+            );
             let done = Progress::Done(Err(Failure::Status(nt::OBJECT_NAME_NOT_FOUND)));
             if chained {
                 a1.resize(80, 0);
