@@ -277,6 +277,7 @@ fn options_that_cannot_apply_are_refused_by_name() {
             "option `encrypt=require` needs SMB 3.0 or later",
         ),
         ("dialect=3.0", "option `dialect=` applies to client=benchlab only"),
+        ("leases=on", "option `leases=on` applies to client=benchlab only"),
         (
             "client=benchlab&dialect=3.1",
             "option `dialect=3.1`: expected dialect=2.0.2|2.1|3.0|3.0.2|3.1.1",
@@ -460,4 +461,53 @@ fn wire_bytes_are_every_frame_of_the_operations_counted() {
         f.get("wire_bytes_sent").is_none() && f.get("wire_bytes_received").is_none(),
         "{f}"
     );
+}
+
+/// `?leases=on`: two users replay a loadfile on one shared file, each
+/// open asking for a lease (version 2 at 3.1.1; a batch oplock at 2.0.2);
+/// smbd breaks one user's lease when the other opens, the break is acknowledged as it comes,
+/// the operation waiting on it goes on, and the run has no error. Without
+/// the option no lease is asked for and none is broken (0, not absent:
+/// the client sees its wire).
+#[test]
+fn leases_are_asked_for_and_their_breaks_acknowledged() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    let d = tempfile::tempdir().unwrap();
+    let lf = "NTCreateX \"\\shared.dat\" 0x0 0x3 1 NT_STATUS_OK\nWriteX 1 0 100 100 NT_STATUS_OK\n\
+              ReadX 1 0 100 100 NT_STATUS_OK\nClose 1 NT_STATUS_OK\n";
+    let r = run(
+        d.path(),
+        &format!("{}?client=benchlab&leases=on", smbd.url()),
+        lf,
+        20,
+        2,
+    );
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["requests"], 4 * 20 * 2);
+    let breaks = m["files"]["lease_breaks"].as_u64().unwrap();
+    assert!(breaks >= 1, "{}", m["files"]);
+    assert_eq!(m["files"]["oplock_breaks"], 0);
+    // 2.0.2 has no leases: a batch oplock is asked for, its breaks acknowledged.
+    let r = run(
+        d.path(),
+        &format!("{}?client=benchlab&leases=on&dialect=2.0.2", smbd.url()),
+        lf,
+        20,
+        2,
+    );
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    let oplock_breaks = m["files"]["oplock_breaks"].as_u64().unwrap();
+    assert!(oplock_breaks >= 1, "{}", m["files"]);
+    assert_eq!(m["files"]["lease_breaks"], 0);
+    let r = run(d.path(), &format!("{}?client=benchlab", smbd.url()), lf, 20, 2);
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(
+        (&m["files"]["lease_breaks"], &m["files"]["oplock_breaks"]),
+        (&Value::from(0), &Value::from(0))
+    );
+    eprintln!("breaks acknowledged: {breaks} lease (3.1.1), {oplock_breaks} oplock (2.0.2)");
 }

@@ -61,17 +61,24 @@ pub trait FileBackend: Send {
     }
 }
 
-/// Bytes sent and received on a connection's wire, as the backend has
-/// them after its last operation.
+/// Bytes sent and received on a connection's wire, and the breaks it
+/// acknowledged, as the backend has them after its last operation.
 #[derive(Debug, Default)]
 pub struct WireMeter {
-    pub sent: AtomicU64,
-    pub received: AtomicU64,
+    /// Bytes sent, bytes received, lease breaks and oplock breaks
+    /// acknowledged.
+    pub counts: [AtomicU64; 4],
 }
 
 impl WireMeter {
-    pub fn get(&self) -> [u64; 2] {
-        [self.sent.load(Ordering::Relaxed), self.received.load(Ordering::Relaxed)]
+    pub fn get(&self) -> [u64; 4] {
+        std::array::from_fn(|i| self.counts[i].load(Ordering::Relaxed))
+    }
+
+    pub fn set(&self, v: [u64; 4]) {
+        for (c, v) in self.counts.iter().zip(v) {
+            c.store(v, Ordering::Relaxed);
+        }
     }
 }
 

@@ -231,6 +231,8 @@ pub fn mix_result(mix: &Mix, phase: &str, users: u32, m: &FileMixMeasure) -> Mix
             clients_bytes_written: m.clients.iter().map(|c| c.bytes_written).collect(),
             wire_bytes_sent: t.wire.map(|w| w[0]),
             wire_bytes_received: t.wire.map(|w| w[1]),
+            lease_breaks: t.wire.map(|w| w[2]),
+            oplock_breaks: t.wire.map(|w| w[3]),
         }),
         http_command: None,
         flows: None,

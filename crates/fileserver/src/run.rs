@@ -304,7 +304,7 @@ pub(crate) fn drive_user_with(
         let now = Instant::now();
         let wire = meter.as_ref().map(|m| {
             let w = m.get();
-            let d = [w[0] - seen[0], w[1] - seen[1]];
+            let d: [u64; 4] = std::array::from_fn(|i| w[i] - seen[i]);
             seen = w;
             d
         });
@@ -319,8 +319,8 @@ pub(crate) fn drive_user_with(
                 st.bytes_read += read;
                 st.bytes_written += written;
                 if let Some(d) = wire {
-                    let w = st.wire.get_or_insert([0, 0]);
-                    *w = [w[0] + d[0], w[1] + d[1]];
+                    let w = st.wire.get_or_insert([0; 4]);
+                    *w = std::array::from_fn(|i| w[i] + d[i]);
                 }
                 if got != Status::NotSent {
                     st.record_second((now - from).as_secs() as usize, expect != got, read, written);

@@ -39,6 +39,9 @@ pub struct SmbUrl {
     pub client: Client,
     /// `?dialect=` (benchlab's client only): the one dialect offered.
     pub dialect: Option<u16>,
+    /// `?leases=on` (benchlab's client only): a lease (or at 2.0.2 a
+    /// batch oplock) asked for on every file opened, breaks acknowledged.
+    pub leases: bool,
 }
 
 /// `?client=libsmbclient|benchlab` of an smb:// target: Samba's library
@@ -154,6 +157,7 @@ impl SmbUrl {
             None => (rest, None),
         };
         let (mut encrypt, mut sign, mut client, mut dialect) = (None, None, Client::default(), None);
+        let mut leases = false;
         for q in query.into_iter().flat_map(|q| q.split('&')) {
             if let Some(d) = q.strip_prefix("dialect=") {
                 dialect = Some(
@@ -171,9 +175,11 @@ impl SmbUrl {
                 "sign=off" => sign = Some(Sign::Off),
                 "sign=auto" => sign = Some(Sign::Auto),
                 "sign=required" => sign = Some(Sign::Required),
+                "leases=on" => leases = true,
+                "leases=off" => leases = false,
                 _ => {
                     return Err(bad(&format!(
-                        "option `{q}`: expected encrypt=none|request|require, sign=off|auto|required, client=libsmbclient|benchlab or dialect=… (joined by &)"
+                        "option `{q}`: expected encrypt=none|request|require, sign=off|auto|required, client=libsmbclient|benchlab, leases=on|off or dialect=… (joined by &)"
                     )))
                 }
             }
@@ -181,6 +187,11 @@ impl SmbUrl {
         // Options that cannot apply to the client chosen are refused by
         // name, never ignored.
         match client {
+            Client::Libsmbclient if leases => {
+                return Err(bad(
+                    "option `leases=on` applies to client=benchlab only (libsmbclient asks for no lease)",
+                ))
+            }
             Client::Libsmbclient if dialect.is_some() => {
                 return Err(bad(
                     "option `dialect=` applies to client=benchlab only (libsmbclient negotiates 2.0.2 to 3.1.1 itself)",
@@ -229,6 +240,7 @@ impl SmbUrl {
             sign,
             client,
             dialect,
+            leases,
         })
     }
 }
@@ -280,6 +292,9 @@ impl SmbUrl {
         }
         if let Some(d) = self.dialect {
             q.push(format!("dialect={}", benchlab_smb2::msg::dialect_name(d)));
+        }
+        if self.leases {
+            q.push("leases=on".to_string());
         }
         if !q.is_empty() {
             let _ = write!(f, "?{}", q.join("&"));

@@ -23,7 +23,6 @@ use benchlab_smb2::client::{self, Client, Config, Failure, Op, Progress, Value};
 use benchlab_smb2::{frame, status as nt};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -110,6 +109,7 @@ pub(crate) fn config(u: &SmbUrl) -> Config {
         client_challenge: random8(),
         nonce_salt: random8(),
         time: filetime_now(),
+        leases: u.leases,
     }
 }
 
@@ -203,8 +203,7 @@ impl<S: Transport> Smb2Backend<S> {
         }
         let r = self.exchange();
         let w = self.client.wire();
-        self.meter.sent.store(w.sent, Ordering::Relaxed);
-        self.meter.received.store(w.received, Ordering::Relaxed);
+        self.meter.set([w.sent, w.received, w.lease_breaks, w.oplock_breaks]);
         if r.is_err() {
             // The connection failed mid-operation: the machine forgets it
             // (the next operation finds the connection as it is).

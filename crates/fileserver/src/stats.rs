@@ -67,8 +67,9 @@ pub struct FileStats {
     /// Bytes sent and received on the wire by the operations counted
     /// (every frame, its headers, signatures and encryption included),
     /// where the client sees its wire (benchlab's SMB2 client; not
-    /// libsmbclient, not file://): `None` where it does not.
-    pub wire: Option<[u64; 2]>,
+    /// libsmbclient, not file://): `None` where it does not. Then the
+    /// lease breaks and the oplock breaks acknowledged while they ran.
+    pub wire: Option<[u64; 4]>,
 }
 
 impl Default for FileStats {
@@ -123,7 +124,7 @@ impl FileStats {
         }
         self.loops += other.loops;
         self.wire = match (self.wire, other.wire) {
-            (Some(a), Some(b)) => Some([a[0] + b[0], a[1] + b[1]]),
+            (Some(a), Some(b)) => Some(std::array::from_fn(|i| a[i] + b[i])),
             (a, b) => a.or(b),
         };
         if self.seconds.len() < other.seconds.len() {

@@ -71,7 +71,7 @@ struct StatsWire {
     loops: u64,
     seconds: Vec<SecondStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    wire: Option<[u64; 2]>,
+    wire: Option<[u64; 4]>,
 }
 
 impl Serialize for FileStats {

@@ -622,6 +622,13 @@ pub struct MixFiles {
     pub wire_bytes_sent: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire_bytes_received: Option<u64>,
+    /// Lease and oplock breaks the client acknowledged during the
+    /// operations counted (`?leases=on`); absent where the client cannot
+    /// see its wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_breaks: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oplock_breaks: Option<u64>,
 }
 
 /// What `benchlab http`'s flags set that a suite's mix has no field for.

@@ -538,6 +538,8 @@ fn from_file_mix(m: OldFileMix) -> MixResult {
             // Results of the old file-suite format had no wire counts.
             wire_bytes_sent: None,
             wire_bytes_received: None,
+            lease_breaks: None,
+            oplock_breaks: None,
         }),
         http_command: None,
         flows: None,

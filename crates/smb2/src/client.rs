@@ -115,6 +115,9 @@ pub struct Config {
     pub nonce_salt: [u8; 8],
     /// Now, as a FILETIME (NTLMv2's timestamp).
     pub time: u64,
+    /// Ask for a lease (2.1 and later: read, write and handle caching)
+    /// or a batch oplock (2.0.2) on every file a `Create` opens.
+    pub leases: bool,
 }
 
 /// One file operation, as the file backend names it. Paths are the
@@ -306,8 +309,12 @@ enum Job {
 pub struct Wire {
     pub sent: u64,
     pub received: u64,
-    /// Oplock breaks the server sent.
+    /// Oplock and lease break notifications the server sent.
     pub breaks: u64,
+    /// Lease breaks acknowledged (LEASE_BREAK_ACK sent).
+    pub lease_breaks: u64,
+    /// Oplock breaks acknowledged (OPLOCK_BREAK_ACK sent).
+    pub oplock_breaks: u64,
 }
 
 /// One user's SMB2 session: see the module's note.
@@ -338,6 +345,10 @@ pub struct Client {
     /// a compound).
     awaited: std::collections::VecDeque<u64>,
     interim: usize,
+    /// Break acknowledgements sent whose answers are still to come.
+    acks: Vec<u64>,
+    /// Lease keys handed out (each open its own).
+    leases: u64,
     out: Vec<u8>,
     data: Vec<u8>,
     listing: Vec<(String, u32)>,
@@ -352,6 +363,52 @@ impl std::fmt::Debug for Client {
             .field("credits", &self.credits)
             .finish_non_exhaustive()
     }
+}
+
+/// Each open's lease key: the client's GUID with the open's number.
+fn lease_key(guid: &[u8; 16], n: u64) -> [u8; 16] {
+    let mut k = *guid;
+    for (b, x) in k[8..].iter_mut().zip(n.to_le_bytes()) {
+        *b ^= x;
+    }
+    k
+}
+
+/// Asks for caching on a CREATE's body: at 2.0.2 a batch oplock; later
+/// a lease (read, write and handle caching) in an `RqLs` create context,
+/// its version 2 at 3.x ([MS-SMB2] 2.2.13.2.8 and .10).
+fn request_lease(body: &mut Vec<u8>, dialect: u16, key: [u8; 16]) {
+    const OPLOCK_BATCH: u8 = 0x09;
+    const OPLOCK_LEASE: u8 = 0xFF;
+    const READ_WRITE_HANDLE: u32 = 0x07;
+    if dialect == msg::DIALECT_202 {
+        body[3] = OPLOCK_BATCH;
+        return;
+    }
+    body[3] = OPLOCK_LEASE;
+    let mut data = Vec::with_capacity(52);
+    data.extend_from_slice(&key);
+    data.extend_from_slice(&READ_WRITE_HANDLE.to_le_bytes());
+    data.extend_from_slice(&[0; 12]);
+    if dialect >= msg::DIALECT_300 {
+        // Version 2: no parent lease key, epoch 0.
+        data.extend_from_slice(&[0; 20]);
+    }
+    let mut ctx = Vec::with_capacity(24 + data.len());
+    ctx.extend_from_slice(&0u32.to_le_bytes());
+    ctx.extend_from_slice(&16u16.to_le_bytes());
+    ctx.extend_from_slice(&4u16.to_le_bytes());
+    ctx.extend_from_slice(&0u16.to_le_bytes());
+    ctx.extend_from_slice(&24u16.to_le_bytes());
+    ctx.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    ctx.extend_from_slice(b"RqLs\0\0\0\0");
+    ctx.extend_from_slice(&data);
+    // The contexts start 8-byte aligned, their offset from the header.
+    body.resize(body.len().div_ceil(8) * 8, 0);
+    let offset = (HEADER_LEN + body.len()) as u32;
+    body[48..52].copy_from_slice(&offset.to_le_bytes());
+    body[52..56].copy_from_slice(&(ctx.len() as u32).to_le_bytes());
+    body.extend_from_slice(&ctx);
 }
 
 /// A CREATE's body: every share mode, no oplock.
@@ -399,6 +456,8 @@ impl Client {
             job: Job::Idle,
             awaited: Default::default(),
             interim: 0,
+            acks: Vec::new(),
+            leases: 0,
             out: Vec::new(),
             data: Vec::new(),
             listing: Vec::new(),
@@ -521,7 +580,13 @@ impl Client {
             } => {
                 let options = if directory { create::DIRECTORY_FILE } else { 0 };
                 // What the server allows this user: files and directories alike.
-                self.send_create(&name, create::MAXIMUM_ALLOWED, disposition, options)?;
+                let mut body = create_request(&name, create::MAXIMUM_ALLOWED, disposition, options);
+                if self.cfg.leases && !directory {
+                    self.leases += 1;
+                    let key = lease_key(&self.cfg.client_guid, self.leases);
+                    request_lease(&mut body, self.dialect, key);
+                }
+                self.send(cmd::CREATE, &body)?;
                 Job::Create { key }
             }
             Op::Close { key } => {
@@ -757,6 +822,61 @@ impl Client {
         self.send_chain(&[(command, body)])
     }
 
+    /// Acknowledges a break: a request of its own, its answer read past
+    /// whenever it comes (not an answer the operation waits for).
+    fn send_ack(&mut self, body: &[u8]) -> Result<(), Failure> {
+        let waiting = std::mem::take(&mut self.awaited);
+        let interim = self.interim;
+        let r = self.send_chain(&[(cmd::OPLOCK_BREAK, body)]);
+        let sent = std::mem::replace(&mut self.awaited, waiting);
+        self.interim = interim;
+        self.acks.extend(sent);
+        r.map(drop)
+    }
+
+    /// A break notification: acknowledged (when one is asked for and a
+    /// credit is there to send it with) and counted.
+    fn on_break(&mut self, body: &[u8]) -> Result<(), Failure> {
+        self.wire.breaks += 1;
+        let mut r = crate::Reader::new(body);
+        match r.u16().map_err(bad)? {
+            // An oplock break: acknowledged at the level it names.
+            24 => {
+                let b = msg::OplockBreak::decode(body).map_err(bad)?;
+                let mut ack = Vec::with_capacity(24);
+                ack.extend_from_slice(&24u16.to_le_bytes());
+                ack.push(b.level);
+                ack.extend_from_slice(&[0; 5]);
+                ack.extend_from_slice(&b.file_id);
+                if self.send_ack(&ack).is_ok() {
+                    self.wire.oplock_breaks += 1;
+                }
+            }
+            // A lease break ([MS-SMB2] 2.2.23.2): acknowledged with the
+            // new state when the server asks for it.
+            44 => {
+                r.u16().map_err(bad)?;
+                let flags = r.u32().map_err(bad)?;
+                let key = r.bytes(16).map_err(bad)?.to_vec();
+                r.u32().map_err(bad)?;
+                let new_state = r.u32().map_err(bad)?;
+                if flags & 1 != 0 {
+                    let mut ack = Vec::with_capacity(36);
+                    ack.extend_from_slice(&36u16.to_le_bytes());
+                    ack.extend_from_slice(&[0; 6]);
+                    ack.extend_from_slice(&key);
+                    ack.extend_from_slice(&new_state.to_le_bytes());
+                    ack.extend_from_slice(&[0; 8]);
+                    if self.send_ack(&ack).is_ok() {
+                        self.wire.lease_breaks += 1;
+                    }
+                }
+            }
+            n => return Err(bad(format!("a break notification of structure size {n}"))),
+        }
+        Ok(())
+    }
+
     /// Queues `parts` as one compound of related requests ([MS-SMB2]
     /// 3.2.4.1.4): each part's NextCommand the 8-byte aligned offset of
     /// the next, every part after the first flagged related (it acts on
@@ -870,8 +990,15 @@ impl Client {
         let h = h.clone();
         self.credits += u64::from(h.credits);
         if h.message_id == UNSOLICITED && h.command == cmd::OPLOCK_BREAK {
-            msg::OplockBreak::decode(&m[HEADER_LEN..]).map_err(bad)?;
-            self.wire.breaks += 1;
+            self.on_break(&m[HEADER_LEN..])?;
+            return self.interim_one();
+        }
+        if let Some(i) = self.acks.iter().position(|&a| a == h.message_id) {
+            // A break acknowledgement's answer (its final one: an interim
+            // one keeps it awaited): nothing waits for it.
+            if !(h.status == nt::PENDING && h.flags & FLAG_ASYNC != 0) {
+                self.acks.swap_remove(i);
+            }
             return self.interim_one();
         }
         let Some(&id) = self.awaited.front() else {
@@ -1406,6 +1533,7 @@ mod tests {
             client_challenge: [0; 8],
             nonce_salt: [0; 8],
             time: 0,
+            leases: true,
         })
     }
 
@@ -1450,7 +1578,9 @@ mod tests {
             Wire {
                 sent: first as u64,
                 received: (4 + brk.len() + 4 + denied.len()) as u64,
-                breaks: 1
+                breaks: 1,
+                lease_breaks: 0,
+                oplock_breaks: 0,
             }
         );
         // An unknown key never reaches the wire.
@@ -1515,6 +1645,65 @@ mod tests {
             }
             assert!(!c.busy());
         }
+    }
+
+    /// A lease break that asks for an acknowledgement, arriving while an
+    /// operation waits, is acknowledged at once (LEASE_BREAK_ACK with the
+    /// new state, its own message id and credit) and counted; the ack's
+    /// answer is read past; the operation ends with its own answer.
+    #[test]
+    fn a_lease_break_is_acknowledged_and_counted() {
+        let mut c = client();
+        assert_eq!(c.start(Op::QueryFs), None);
+        let n = c.output().len();
+        c.sent(n);
+        let mut brk = vec![44u8, 0, 0, 0, 1, 0, 0, 0];
+        brk.extend_from_slice(&[7; 16]);
+        brk.extend_from_slice(&7u32.to_le_bytes());
+        brk.extend_from_slice(&5u32.to_le_bytes());
+        brk.extend_from_slice(&[0; 12]);
+        // The break grants the credit the ack is sent with.
+        assert_eq!(
+            c.on_frame(&answer(cmd::OPLOCK_BREAK, UNSOLICITED, 1, 0, &brk)),
+            Progress::Pending
+        );
+        let ack = c.output().to_vec();
+        assert_eq!(ack.len(), 4 + HEADER_LEN + 36);
+        let h = Header::decode(&ack[4..]).unwrap();
+        assert_eq!((h.command, h.message_id), (cmd::OPLOCK_BREAK, 1));
+        assert_eq!(&ack[4 + HEADER_LEN + 8..4 + HEADER_LEN + 24], &[7; 16]);
+        assert_eq!(&ack[4 + HEADER_LEN + 24..4 + HEADER_LEN + 28], &5u32.to_le_bytes());
+        c.sent(ack.len());
+        assert_eq!(
+            c.on_frame(&answer(cmd::OPLOCK_BREAK, 1, 1, 0, &[36, 0])),
+            Progress::Pending
+        );
+        let denied = answer(cmd::QUERY_INFO, 0, 1, nt::ACCESS_DENIED, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            c.on_frame(&denied),
+            Progress::Done(Err(Failure::Status(nt::ACCESS_DENIED)))
+        );
+        assert_eq!(
+            (c.wire().breaks, c.wire().lease_breaks, c.wire().oplock_breaks),
+            (1, 1, 0)
+        );
+    }
+
+    /// A lease is asked for on a file's CREATE: oplock level "lease" and
+    /// an `RqLs` context (version 2 at 3.x), 8-byte aligned.
+    #[test]
+    fn a_create_asks_for_a_lease() {
+        let mut body = create_request("a", 0, 1, 0);
+        request_lease(&mut body, msg::DIALECT_311, [3; 16]);
+        assert_eq!(body[3], 0xFF);
+        let off = u32::from_le_bytes(body[48..52].try_into().unwrap()) as usize - HEADER_LEN;
+        let len = u32::from_le_bytes(body[52..56].try_into().unwrap()) as usize;
+        assert_eq!((off % 8, len, body.len()), (0, 24 + 52, off + 24 + 52));
+        assert_eq!(&body[off + 16..off + 20], b"RqLs");
+        assert_eq!(&body[off + 24..off + 40], &[3; 16]);
+        let mut old = create_request("a", 0, 1, 0);
+        request_lease(&mut old, msg::DIALECT_202, [3; 16]);
+        assert_eq!((old[3], old.len()), (0x09, create_request("a", 0, 1, 0).len()));
     }
 
     /// An answer to a message not asked is the server's error.
