@@ -452,6 +452,14 @@ fn wire_bytes_are_every_frame_of_the_operations_counted() {
     );
     assert_eq!(f["wire_bytes_sent"], 6 * 109, "{f}");
     assert_eq!(f["wire_bytes_received"], 6 * 108, "{f}");
+    // The report shows them beside the payload.
+    let page = std::fs::read_to_string(d.path().join("out/report.html")).unwrap();
+    for cell in [
+        "data-field=\"files.wire_bytes_sent\">654<",
+        "data-field=\"files.wire_bytes_received\">648<",
+    ] {
+        assert!(page.contains(cell), "{cell} not in the report");
+    }
     let root = d.path().join("root");
     std::fs::create_dir_all(&root).unwrap();
     let r = run(d.path(), &format!("file://{}", root.display()), lf, 1, 1);

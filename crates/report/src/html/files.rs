@@ -21,7 +21,7 @@ pub(super) fn files(runs: &[Run]) -> Markup {
                     tr {
                         th.n { "mix" } th { "phase" } th.n { "clients" } th.n { "users" } th.n { "Mbit/s" } th.n { "read Mbit/s" }
                         th.n { "write Mbit/s" } th.n { "operations/s" } th.n { "errors" } th.n { "not sent" } th.n { "loops" }
-                        th.n { "prepared bytes" } th.n { "wire bytes sent" } th.n { "wire bytes received" } th.n { "fairness" } th { "errors by status" }
+                        th.n { "prepared bytes" } th.n { "wire bytes sent" } th.n { "wire bytes received" } th.n { "lease breaks" } th.n { "oplock breaks" } th.n { "fairness" } th { "errors by status" }
                     }
                     @for m in &r.results.mixes {
                         @if let Some(f) = &m.files {
@@ -41,6 +41,8 @@ pub(super) fn files(runs: &[Run]) -> Markup {
                                 // Absent where the client cannot see its wire (libsmbclient, file://).
                                 td.n data-field="files.wire_bytes_sent" { (f.wire_bytes_sent.map(int).unwrap_or_else(|| "—".into())) }
                                 td.n data-field="files.wire_bytes_received" { (f.wire_bytes_received.map(int).unwrap_or_else(|| "—".into())) }
+                                td.n data-field="files.lease_breaks" { (f.lease_breaks.map(int).unwrap_or_else(|| "—".into())) }
+                                td.n data-field="files.oplock_breaks" { (f.oplock_breaks.map(int).unwrap_or_else(|| "—".into())) }
                                 td.n { (fixed(f.fairness, 3)) }
                                 td { (f.errors_by_status.iter().map(|(k, n)| format!("{k}: {}", int(*n))).collect::<Vec<_>>().join("; ")) }
                             }
