@@ -240,6 +240,21 @@ struct WithOpen {
     compound: bool,
 }
 
+impl WithOpen {
+    /// Its CREATE sent (with the act and the close, `compound`).
+    fn new(act: Act, compound: bool) -> WithOpen {
+        WithOpen {
+            act,
+            phase: Phase::Open,
+            fid: [0; 16],
+            result: None,
+            collision_ok: false,
+            listing: Vec::new(),
+            compound,
+        }
+    }
+}
+
 /// One directory a deltree is emptying.
 #[derive(Debug)]
 struct Level {
@@ -749,15 +764,7 @@ impl Client {
         act: Act,
     ) -> Result<WithOpen, Failure> {
         self.send_create(name, access, disposition, options)?;
-        Ok(WithOpen {
-            act,
-            phase: Phase::Open,
-            fid: [0; 16],
-            result: None,
-            collision_ok: false,
-            listing: Vec::new(),
-            compound: false,
-        })
+        Ok(WithOpen::new(act, false))
     }
 
     /// Open, act, close as one compound: CREATE, the act on the file it
@@ -793,15 +800,7 @@ impl Client {
             Some((c, body)) => self.send_chain(&[(cmd::CREATE, &create), (*c, body), (cmd::CLOSE, &close)])?,
             None => self.send_chain(&[(cmd::CREATE, &create), (cmd::CLOSE, &close)])?,
         };
-        Ok(WithOpen {
-            act,
-            phase: Phase::Open,
-            fid: RELATED,
-            result: None,
-            collision_ok: false,
-            listing: Vec::new(),
-            compound: true,
-        })
+        Ok(WithOpen::new(act, true))
     }
 
     /// Deletes `name` (a file or a directory, as `options` says) by
