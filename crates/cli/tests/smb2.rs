@@ -277,6 +277,7 @@ fn options_that_cannot_apply_are_refused_by_name() {
             "option `encrypt=require` needs SMB 3.0 or later",
         ),
         ("dialect=3.0", "option `dialect=` applies to client=benchlab only"),
+        ("leases=on", "option `leases=on` applies to client=benchlab only"),
         (
             "client=benchlab&dialect=3.1",
             "option `dialect=3.1`: expected dialect=2.0.2|2.1|3.0|3.0.2|3.1.1",
@@ -302,7 +303,7 @@ fn options_that_cannot_apply_are_refused_by_name() {
 }
 
 /// The shipped NetBench disk mix through benchlab's client, its users
-/// threads of the run: no error, and the locks and flushes libsmbclient
+/// on the run's event loops: no error, and the locks and flushes libsmbclient
 /// counts as not sent are sent and done.
 #[test]
 fn the_disk_mix_sends_locks_and_flushes() {
@@ -339,4 +340,182 @@ fn the_disk_mix_sends_locks_and_flushes() {
     for n in 1..=2 {
         assert!(smbd.share.join(format!("clients/client{n}/f00000.dat")).is_file());
     }
+}
+
+/// The most a Linux status file field may say of a process: `Threads`,
+/// `VmHWM` (kB); `None` once the process is gone.
+fn proc_status(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].trim().trim_end_matches(" kB").trim().parse().ok()
+}
+
+/// 1,000 users in one benchlab process against smbd, a small disk mix for
+/// 3 s: no error, every user's operations counted, and the process never
+/// has more threads than the loops (one per usable CPU) and a few of its
+/// own — users as threads would be 1,000 more (with the mix run as
+/// threads, 100 users already made 102 threads and 278 MB) — and its
+/// peak RSS stays under 256 MB. About a minute on 2 busy CPUs, most of it
+/// smbd forking a process for each of the 1,000 connections.
+#[test]
+fn a_thousand_users_run_in_one_process_on_a_few_threads() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("mix.toml"),
+        "name = \"tiny\"\nworkspace = \"4KB\"\nread_size = \"1KiB\"\nwrite_size = \"1KiB\"\n\
+         [file_size]\nmedian = \"1KB\"\np90 = \"2KB\"\nmin = \"512\"\nmax = \"2KB\"\n\
+         [operations]\nwrite = 20\nread = 20\nopen = 10\nquery_path = 20\nquery_file = 10\nfind = 5\n\
+         create = 2\ndelete = 2\nrename = 2\nlock = 4\nflush = 5\n",
+    )
+    .unwrap();
+    let users: u64 = 1000;
+    let suite = d.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"k\"\ntarget = \"{}?client=benchlab\"\n[workloads.nb]\ndisk_mix = \"mix.toml\"\n\
+             [defaults]\nramp_up = \"500ms\"\nramp_down = \"500ms\"\nlength = \"4s\"\nthink_time = \"200ms\"\n\
+             [[mix]]\nclients = 10\nthreads_per_client = {}\n",
+            smbd.url(),
+            users / 10
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_benchlab"))
+        .args(["run", common::s(&suite), "--out", common::s(&out)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (mut threads, mut hwm_kb) = (0u64, 0u64);
+    let status = loop {
+        if let Some(t) = proc_status(pid, "Threads:") {
+            threads = threads.max(t);
+        }
+        if let Some(h) = proc_status(pid, "VmHWM:") {
+            hwm_kb = hwm_kb.max(h);
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "benchlab run failed: {err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["files"]["not_sent"], 0);
+    let prepared = m["files"]["prepared_bytes"].as_u64().unwrap();
+    assert!(prepared >= 4000 * users, "{prepared} bytes prepared");
+    let ops = m["requests"].as_u64().unwrap();
+    // At least one action a user each (a think time of 200 ms over a 3 s window).
+    assert!(ops >= users, "{ops} operations");
+    // Every frame of the counted operations is at least its payload.
+    let wire = m["files"]["wire_bytes_sent"].as_u64().unwrap() + m["files"]["wire_bytes_received"].as_u64().unwrap();
+    let payload = m["files"]["bytes_read"].as_u64().unwrap() + m["files"]["bytes_written"].as_u64().unwrap();
+    assert!(wire > payload && payload > 0, "wire {wire}, payload {payload}");
+    let cpus = std::thread::available_parallelism().unwrap().get() as u64;
+    eprintln!(
+        "{users} users: {ops} operations, at most {threads} threads ({cpus} usable CPUs), peak RSS {} MB",
+        hwm_kb / 1024
+    );
+    assert!(threads <= cpus + 8, "{threads} threads for {cpus} CPUs");
+    assert!(hwm_kb > 0 && hwm_kb <= 256 * 1024, "peak RSS {hwm_kb} kB");
+}
+
+/// Wire bytes are every frame of the operations counted, exactly: a
+/// QUERY_FS_INFORMATION is one 109-byte request (NetBIOS 4, header 64,
+/// QUERY_INFO 41) and one 108-byte answer (4, 64, 8 and the 32 bytes of
+/// FILE_FS_FULL_SIZE_INFORMATION) — the session's setup and logoff
+/// outside the window are not counted; payload bytes stay what was read
+/// and written. A target whose client cannot see its wire (file://) has
+/// no wire fields at all, not zeros.
+#[test]
+fn wire_bytes_are_every_frame_of_the_operations_counted() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    let d = tempfile::tempdir().unwrap();
+    let lf = "QUERY_FS_INFORMATION 1 NT_STATUS_OK\nQUERY_FS_INFORMATION 1 NT_STATUS_OK\nQUERY_FS_INFORMATION 1 NT_STATUS_OK\n";
+    let r = run(d.path(), &format!("{}?client=benchlab", smbd.url()), lf, 2, 1);
+    let f = &r["mixes"][0]["files"];
+    assert_eq!(r["mixes"][0]["errors_total"], 0, "{f}");
+    assert_eq!(r["mixes"][0]["requests"], 6);
+    assert_eq!(
+        (&f["bytes_read"], &f["bytes_written"]),
+        (&Value::from(0), &Value::from(0))
+    );
+    assert_eq!(f["wire_bytes_sent"], 6 * 109, "{f}");
+    assert_eq!(f["wire_bytes_received"], 6 * 108, "{f}");
+    // The report shows them beside the payload.
+    let page = std::fs::read_to_string(d.path().join("out/report.html")).unwrap();
+    for cell in [
+        "data-field=\"files.wire_bytes_sent\">654<",
+        "data-field=\"files.wire_bytes_received\">648<",
+    ] {
+        assert!(page.contains(cell), "{cell} not in the report");
+    }
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let r = run(d.path(), &format!("file://{}", root.display()), lf, 1, 1);
+    let f = &r["mixes"][0]["files"];
+    assert_eq!(r["mixes"][0]["requests"], 3);
+    assert!(
+        f.get("wire_bytes_sent").is_none() && f.get("wire_bytes_received").is_none(),
+        "{f}"
+    );
+}
+
+/// `?leases=on`: two users replay a loadfile on one shared file, each
+/// open asking for a lease (version 2 at 3.1.1; a batch oplock at 2.0.2);
+/// smbd breaks one user's lease when the other opens, the break is acknowledged as it comes,
+/// the operation waiting on it goes on, and the run has no error. Without
+/// the option no lease is asked for and none is broken (0, not absent:
+/// the client sees its wire).
+#[test]
+fn leases_are_asked_for_and_their_breaks_acknowledged() {
+    require("smbd");
+    let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
+    let d = tempfile::tempdir().unwrap();
+    let lf = "NTCreateX \"\\shared.dat\" 0x0 0x3 1 NT_STATUS_OK\nWriteX 1 0 100 100 NT_STATUS_OK\n\
+              ReadX 1 0 100 100 NT_STATUS_OK\nClose 1 NT_STATUS_OK\n";
+    let r = run(
+        d.path(),
+        &format!("{}?client=benchlab&leases=on", smbd.url()),
+        lf,
+        20,
+        2,
+    );
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["requests"], 4 * 20 * 2);
+    let breaks = m["files"]["lease_breaks"].as_u64().unwrap();
+    assert!(breaks >= 1, "{}", m["files"]);
+    assert_eq!(m["files"]["oplock_breaks"], 0);
+    // 2.0.2 has no leases: a batch oplock is asked for, its breaks acknowledged.
+    let r = run(
+        d.path(),
+        &format!("{}?client=benchlab&leases=on&dialect=2.0.2", smbd.url()),
+        lf,
+        20,
+        2,
+    );
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    let oplock_breaks = m["files"]["oplock_breaks"].as_u64().unwrap();
+    assert!(oplock_breaks >= 1, "{}", m["files"]);
+    assert_eq!(m["files"]["lease_breaks"], 0);
+    let r = run(d.path(), &format!("{}?client=benchlab", smbd.url()), lf, 20, 2);
+    let m = &r["mixes"][0];
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(
+        (&m["files"]["lease_breaks"], &m["files"]["oplock_breaks"]),
+        (&Value::from(0), &Value::from(0))
+    );
+    eprintln!("breaks acknowledged: {breaks} lease (3.1.1), {oplock_breaks} oplock (2.0.2)");
 }

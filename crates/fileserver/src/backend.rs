@@ -15,6 +15,8 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The operations a workload needs of a file server (one per loadfile
 /// operation kind). Each call is one operation as results count it.
@@ -59,6 +61,33 @@ pub trait FileBackend: Send {
     /// When the mix ends: a backend that waits on a server waits no
     /// longer (an operation still unanswered then is not counted anyway).
     fn end_at(&mut self, _end: std::time::Instant) {}
+    /// The bytes this connection has sent and received on the wire so
+    /// far, kept as it goes (a user's counting reads it after each
+    /// operation); `None` where the client cannot see its wire.
+    fn wire_meter(&self) -> Option<Arc<WireMeter>> {
+        None
+    }
+}
+
+/// Bytes sent and received on a connection's wire, and the breaks it
+/// acknowledged, as the backend has them after its last operation.
+#[derive(Debug, Default)]
+pub struct WireMeter {
+    /// Bytes sent, bytes received, lease breaks and oplock breaks
+    /// acknowledged.
+    pub counts: [AtomicU64; 4],
+}
+
+impl WireMeter {
+    pub fn get(&self) -> [u64; 4] {
+        std::array::from_fn(|i| self.counts[i].load(Ordering::Relaxed))
+    }
+
+    pub fn set(&self, v: [u64; 4]) {
+        for (c, v) in self.counts.iter().zip(v) {
+            c.store(v, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Whether `s` is one of the three ways of "not there".

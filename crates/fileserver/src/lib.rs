@@ -22,6 +22,7 @@ pub mod results;
 pub mod run;
 pub mod smb;
 pub mod smb2_backend;
+pub mod smb2_loop;
 pub mod smbd;
 pub mod stats;
 pub mod status;

@@ -18,8 +18,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Runs one mix. `stop` (Ctrl-C) ends it early; what was measured stays.
 ///
-/// Users of a `file://` target, or of an `smb://…?client=benchlab` one,
-/// are threads of this process. Users of a libsmbclient `smb://` target
+/// Users of a `file://` target are threads of this process; users of an
+/// `smb://…?client=benchlab` one run on event loops
+/// ([`crate::smb2_loop`]), a few OS threads for thousands of users. Users of a libsmbclient `smb://` target
 /// are processes of their own (see [`crate::process`]):
 /// libsmbclient's contexts are not safe to drive from several threads of
 /// one process (measured: smbd-negotiation state mixed up between
@@ -133,9 +134,9 @@ fn run_part(
         .get(first_user as usize..((part.first_client + part.clients) * plan.threads_per_client) as usize)
         .ok_or_else(|| format!("clients {}.. are not clients of the mix", part.first_client + 1))?;
     let mut smb = None;
-    let (t0, outcomes) = match target {
-        // libsmbclient's users need processes of their own; benchlab's own
-        // SMB2 client keeps no global state, so its users are threads.
+    // Outcomes, each named by a user (0-based in the part) of the client it counts for.
+    let (t0, outcomes): (Instant, Vec<(usize, UserOutcome)>) = match target {
+        // libsmbclient's users need processes of their own.
         FileTarget::Smb(u) if u.client == crate::smb::Client::Libsmbclient => crate::process::run_users(
             workload,
             target,
@@ -145,17 +146,32 @@ fn run_part(
             part.start(),
             stop,
             on_second,
+        )
+        .map(|(t0, o)| (t0, o.into_iter().enumerate().collect()))?,
+        // benchlab's own SMB2 client: users on event loops, a few OS
+        // threads for thousands of users (crate::smb2_loop).
+        FileTarget::Smb(u) => crate::smb2_loop::run_users(
+            workload,
+            u,
+            plan,
+            delays,
+            first_user,
+            || part.start(),
+            stop,
+            on_second,
+            &mut smb,
         )?,
-        FileTarget::Local(_) | FileTarget::Smb(_) => run_threads(
+        FileTarget::Local(_) => run_threads(
             workload, target, plan, delays, first_user, part, stop, on_second, &mut smb,
-        )?,
+        )
+        .map(|(t0, o)| (t0, o.into_iter().enumerate().collect()))?,
     };
     let mut total = FileStats::default();
     let mut clients = vec![FileStats::default(); part.clients as usize];
     let mut prepared_bytes = 0;
     let mut last_finish: Option<Instant> = Some(t0);
     let mut cpu_us = [0u64; 2];
-    for (u, r) in outcomes.into_iter().enumerate() {
+    for (u, r) in outcomes {
         let (st, prep, fin, cpu) = r?;
         prepared_bytes += prep;
         cpu_us = [cpu_us[0] + cpu[0], cpu_us[1] + cpu[1]];

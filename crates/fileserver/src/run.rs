@@ -261,24 +261,76 @@ pub(crate) fn drive_user(
     stop: &AtomicBool,
     live: Option<&LiveCounters>,
 ) -> (FileStats, Option<Instant>) {
-    let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
-    b.end_at(end);
-    sleep_until(t0 + delay, stop);
     let mut st = FileStats::default();
+    let fin = drive_user_with(state, b, plan, delay, t0, stop, live, &mut st, &mut |t| {
+        sleep_until(t, stop)
+    });
+    (st, fin)
+}
+
+/// Where a user's counts go: its own [`FileStats`] (a thread user), or
+/// one that the users of a client on one event loop share — a user's
+/// histograms are hundreds of kilobytes, a thousand users' would be the
+/// process's memory.
+pub(crate) trait Tally {
+    fn tally(&mut self, f: &mut dyn FnMut(&mut FileStats));
+}
+
+impl Tally for FileStats {
+    fn tally(&mut self, f: &mut dyn FnMut(&mut FileStats)) {
+        f(self)
+    }
+}
+
+/// [`drive_user`], waiting (its start delay, think time) with `pause`,
+/// which returns at the instant given or when `stop` is set: a thread
+/// sleeps, an event loop's user gives its thread to the others.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive_user_with(
+    state: &mut UserState<'_>,
+    b: &mut dyn FileBackend,
+    plan: &FileMixPlan,
+    delay: Duration,
+    t0: Instant,
+    stop: &AtomicBool,
+    live: Option<&LiveCounters>,
+    tally: &mut dyn Tally,
+    pause: &mut dyn FnMut(Instant),
+) -> Option<Instant> {
+    let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
+    pause(t0 + delay);
+    // The wire bytes of each operation: what the connection's meter grew
+    // by since the last one ended (its preparation's are not counted).
+    let meter = b.wire_meter();
+    let mut seen = meter.as_ref().map(|m| m.get()).unwrap_or_default();
     let mut record = |kind: OpKind, expect: Status, got: Status, us: u64, bytes: u64| {
         let now = Instant::now();
+        let wire = meter.as_ref().map(|m| {
+            let w = m.get();
+            let d: [u64; 4] = std::array::from_fn(|i| w[i] - seen[i]);
+            seen = w;
+            d
+        });
         if now >= from && now <= to {
-            st.record(kind, us, &expect, &got);
             let (read, written) = match kind {
                 OpKind::ReadX => (bytes, 0),
                 OpKind::WriteX => (0, bytes),
                 _ => (0, 0),
             };
-            st.bytes_read += read;
-            st.bytes_written += written;
+            tally.tally(&mut |st| {
+                st.record(kind, us, &expect, &got);
+                st.bytes_read += read;
+                st.bytes_written += written;
+                if let Some(d) = wire {
+                    let w = st.wire.get_or_insert([0; 4]);
+                    *w = std::array::from_fn(|i| w[i] + d[i]);
+                }
+                if got != Status::NotSent {
+                    st.record_second((now - from).as_secs() as usize, expect != got, read, written);
+                }
+            });
             if got != Status::NotSent {
                 let second = (now - from).as_secs() as usize;
-                st.record_second(second, expect != got, read, written);
                 if let Some(l) = live {
                     l.add(second, expect != got, read + written);
                 }
@@ -306,14 +358,14 @@ pub(crate) fn drive_user(
             }
         }
         if !plan.think_time.is_zero() {
-            sleep_until((Instant::now() + plan.think_time).min(end), stop);
+            pause((Instant::now() + plan.think_time).min(end));
         }
     }
     if let UserState::DiskMix(du) = state {
         du.finish(b);
     }
-    st.loops = loops_in_window;
-    (st, finished_at)
+    tally.tally(&mut |st| st.loops += loops_in_window);
+    finished_at
 }
 
 /// What one user brings back: its counts, the bytes its workspace fill

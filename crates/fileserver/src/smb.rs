@@ -45,6 +45,9 @@ pub struct SmbUrl {
     /// `?cipher=` (benchlab's client only): the one cipher offered, which
     /// the session must negotiate.
     pub cipher: Option<u16>,
+    /// `?leases=on` (benchlab's client only): a lease (or at 2.0.2 a
+    /// batch oplock) asked for on every file opened, breaks acknowledged.
+    pub leases: bool,
 }
 
 /// `?client=libsmbclient|benchlab` of an smb:// target: Samba's library
@@ -161,6 +164,7 @@ impl SmbUrl {
         };
         let (mut encrypt, mut sign, mut client, mut dialect) = (None, None, Client::default(), None);
         let (mut signing, mut cipher) = (None, None);
+        let mut leases = false;
         for q in query.into_iter().flat_map(|q| q.split('&')) {
             if let Some(a) = q.strip_prefix("signing=") {
                 signing =
@@ -193,9 +197,11 @@ impl SmbUrl {
                 "sign=off" => sign = Some(Sign::Off),
                 "sign=auto" => sign = Some(Sign::Auto),
                 "sign=required" => sign = Some(Sign::Required),
+                "leases=on" => leases = true,
+                "leases=off" => leases = false,
                 _ => {
                     return Err(bad(&format!(
-                        "option `{q}`: expected encrypt=none|request|require, sign=off|auto|required, client=libsmbclient|benchlab, dialect=…, signing=… or cipher=… (joined by &)"
+                        "option `{q}`: expected encrypt=none|request|require, sign=off|auto|required, client=libsmbclient|benchlab, leases=on|off, dialect=…, signing=… or cipher=… (joined by &)"
                     )))
                 }
             }
@@ -203,6 +209,11 @@ impl SmbUrl {
         // Options that cannot apply to the client chosen are refused by
         // name, never ignored.
         match client {
+            Client::Libsmbclient if leases => {
+                return Err(bad(
+                    "option `leases=on` applies to client=benchlab only (libsmbclient asks for no lease)",
+                ))
+            }
             Client::Libsmbclient if dialect.is_some() => {
                 return Err(bad(
                     "option `dialect=` applies to client=benchlab only (libsmbclient negotiates 2.0.2 to 3.1.1 itself)",
@@ -261,6 +272,7 @@ impl SmbUrl {
             dialect,
             signing,
             cipher,
+            leases,
         })
     }
 }
@@ -368,6 +380,9 @@ impl SmbUrl {
         }
         if let Some(c) = self.cipher {
             q.push(format!("cipher={}", benchlab_smb2::msg::cipher_name(c)));
+        }
+        if self.leases {
+            q.push("leases=on".to_string());
         }
         if !q.is_empty() {
             let _ = write!(f, "?{}", q.join("&"));

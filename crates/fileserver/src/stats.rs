@@ -64,6 +64,12 @@ pub struct FileStats {
     /// Per second of the window (index 0: its first second), what
     /// completed in it; the totals above are their sums.
     pub seconds: Vec<SecondStats>,
+    /// Bytes sent and received on the wire by the operations counted
+    /// (every frame, its headers, signatures and encryption included),
+    /// where the client sees its wire (benchlab's SMB2 client; not
+    /// libsmbclient, not file://): `None` where it does not. Then the
+    /// lease breaks and the oplock breaks acknowledged while they ran.
+    pub wire: Option<[u64; 4]>,
 }
 
 impl Default for FileStats {
@@ -75,6 +81,7 @@ impl Default for FileStats {
             errors: BTreeMap::new(),
             loops: 0,
             seconds: Vec::new(),
+            wire: None,
         }
     }
 }
@@ -116,6 +123,10 @@ impl FileStats {
             *self.errors.entry(k.clone()).or_default() += v;
         }
         self.loops += other.loops;
+        self.wire = match (self.wire, other.wire) {
+            (Some(a), Some(b)) => Some(std::array::from_fn(|i| a[i] + b[i])),
+            (a, b) => a.or(b),
+        };
         if self.seconds.len() < other.seconds.len() {
             self.seconds.resize(other.seconds.len(), SecondStats::default());
         }

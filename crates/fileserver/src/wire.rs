@@ -70,6 +70,8 @@ struct StatsWire {
     errors: BTreeMap<String, u64>,
     loops: u64,
     seconds: Vec<SecondStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wire: Option<[u64; 4]>,
 }
 
 impl Serialize for FileStats {
@@ -81,6 +83,7 @@ impl Serialize for FileStats {
             errors: self.errors.clone(),
             loops: self.loops,
             seconds: self.seconds.clone(),
+            wire: self.wire,
         }
         .serialize(s)
     }
@@ -103,6 +106,7 @@ impl<'de> Deserialize<'de> for FileStats {
             errors: w.errors,
             loops: w.loops,
             seconds: w.seconds,
+            wire: w.wire,
         })
     }
 }

@@ -614,6 +614,21 @@ pub struct MixFiles {
     /// Bytes written by each client of `client_data`, in its order.
     #[serde(default)]
     pub clients_bytes_written: Vec<u64>,
+    /// Bytes on the wire (every SMB2 frame of the operations counted,
+    /// NetBIOS headers, signatures and transform headers included), sent
+    /// and received; absent where the client cannot see its wire
+    /// (libsmbclient, file://).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_bytes_sent: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_bytes_received: Option<u64>,
+    /// Lease and oplock breaks the client acknowledged during the
+    /// operations counted (`?leases=on`); absent where the client cannot
+    /// see its wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_breaks: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oplock_breaks: Option<u64>,
     /// What benchlab's own SMB2 client (`?client=benchlab`) negotiated
     /// with the server; absent for file:// and libsmbclient.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -536,6 +536,11 @@ fn from_file_mix(m: OldFileMix) -> MixResult {
             seconds_bytes_written: m.per_second.iter().map(|s| s.bytes_written).collect(),
             clients_bytes_written: m.per_client.iter().map(|c| c.bytes_written).collect(),
             smb: None,
+            // Results of the old file-suite format had no wire counts.
+            wire_bytes_sent: None,
+            wire_bytes_received: None,
+            lease_breaks: None,
+            oplock_breaks: None,
         }),
         http_command: None,
         flows: None,

@@ -22,6 +22,7 @@
 //! in tests/ holds the decoders to it).
 
 pub mod auth;
+pub mod client;
 pub mod msg;
 pub mod seal;
 pub mod sign;

@@ -13,7 +13,7 @@ pub(super) fn files(runs: &[Run]) -> Markup {
         section #files {
             h2 { "File operations" }
             p.sub {
-                "A file suite's operations are its requests: every operation answered inside the window, those answered with another NT status than the loadfile expected included (they are its errors). Mbit/s = (bytes read + bytes written) × 8 ÷ 10⁶ ÷ the window. Operations the client could not send over the target's protocol are counted apart (not sent), in no other figure."
+                "A file suite's operations are its requests: every operation answered inside the window, those answered with another NT status than the loadfile expected included (they are its errors). Mbit/s = (bytes read + bytes written) × 8 ÷ 10⁶ ÷ the window. Operations the client could not send over the target's protocol are counted apart (not sent), in no other figure. Wire bytes are every frame the counted operations sent and received (headers, signatures and encryption included), where the client sees its wire (benchlab's SMB2 client); bytes read and written are the payload."
             }
             @for (i, r) in runs.iter().enumerate().filter(|(_, r)| is_file(r)) {
                 @let smb = r.results.mixes.iter().any(|m| m.files.as_ref().is_some_and(|f| f.smb.is_some()));
@@ -22,7 +22,7 @@ pub(super) fn files(runs: &[Run]) -> Markup {
                     tr {
                         th.n { "mix" } th { "phase" } th.n { "clients" } th.n { "users" } th.n { "Mbit/s" } th.n { "read Mbit/s" }
                         th.n { "write Mbit/s" } th.n { "operations/s" } th.n { "errors" } th.n { "not sent" } th.n { "loops" }
-                        th.n { "prepared bytes" } th.n { "fairness" } th { "errors by status" }
+                        th.n { "prepared bytes" } th.n { "wire bytes sent" } th.n { "wire bytes received" } th.n { "lease breaks" } th.n { "oplock breaks" } th.n { "fairness" } th { "errors by status" }
                         @if smb { th { "SMB negotiated" } }
                     }
                     @for m in &r.results.mixes {
@@ -40,6 +40,11 @@ pub(super) fn files(runs: &[Run]) -> Markup {
                                 td.n { (int(f.not_sent)) }
                                 td.n { (int(f.loops)) }
                                 td.n { (int(f.prepared_bytes)) }
+                                // Absent where the client cannot see its wire (libsmbclient, file://).
+                                td.n data-field="files.wire_bytes_sent" { (f.wire_bytes_sent.map(int).unwrap_or_else(|| "—".into())) }
+                                td.n data-field="files.wire_bytes_received" { (f.wire_bytes_received.map(int).unwrap_or_else(|| "—".into())) }
+                                td.n data-field="files.lease_breaks" { (f.lease_breaks.map(int).unwrap_or_else(|| "—".into())) }
+                                td.n data-field="files.oplock_breaks" { (f.oplock_breaks.map(int).unwrap_or_else(|| "—".into())) }
                                 td.n { (fixed(f.fairness, 3)) }
                                 td { (f.errors_by_status.iter().map(|(k, n)| format!("{k}: {}", int(*n))).collect::<Vec<_>>().join("; ")) }
                                 @if smb { td data-field="files.smb" { (f.smb.as_ref().map_or("—".to_string(), |n| n.describe())) } }

@@ -622,6 +622,10 @@ fn files_table(runs: &[Run], several: bool) -> Table {
             "not_sent",
             "loops",
             "prepared_bytes",
+            "wire_bytes_sent",
+            "wire_bytes_received",
+            "lease_breaks",
+            "oplock_breaks",
             "fairness_percent",
             "errors_by_status",
         ],
@@ -646,6 +650,14 @@ fn files_table(runs: &[Run], several: bool) -> Table {
                 Cell::count(f.not_sent),
                 Cell::count(f.loops),
                 Cell::count(f.prepared_bytes),
+            ]);
+            // Blank where the client cannot see its wire (libsmbclient, file://).
+            let maybe = |v: Option<u64>| v.map(Cell::count).unwrap_or(Cell::Blank);
+            cells.extend([
+                maybe(f.wire_bytes_sent),
+                maybe(f.wire_bytes_received),
+                maybe(f.lease_breaks),
+                maybe(f.oplock_breaks),
                 Cell::Num(f.fairness * 100.0),
                 Cell::text(by_status.join("; ")),
             ]);
