@@ -285,8 +285,9 @@ fn withheld_credits_stop_sending_and_count_insufficient_resources() {
 }
 
 /// An OPLOCK_BREAK the client never asked for, before the answer to the
-/// first pass's UnlockX: read past, no error, every operation counted
-/// (docs/smb2.md: decoded, not acknowledged).
+/// first pass's UnlockX: acknowledged and counted as the breaks of
+/// `?leases=on` are (docs/smb2.md, "Leases"), no error, every operation
+/// counted.
 #[test]
 fn an_unasked_oplock_break_is_read_past_without_error() {
     let server = FakeSmb::start(Fault::OplockBreakAfter(5));
@@ -296,7 +297,8 @@ fn an_unasked_oplock_break_is_read_past_without_error() {
     let c = server.counts();
     assert_eq!(m["requests"], PASS * LOOPS, "{}", m["files"]["errors_by_status"]);
     assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
-    assert_eq!((c.breaks_sent, c.breaks_acknowledged), (1, 0), "{c:?}");
+    assert_eq!((c.breaks_sent, c.breaks_acknowledged), (1, 1), "{c:?}");
+    assert_eq!(m["files"]["oplock_breaks"], 1, "{}", m["files"]);
     assert_sent_as_counted(m, &c, "-", true);
     assert!(took < Duration::from_secs(LENGTH_S) + MARGIN, "{took:?}");
 }

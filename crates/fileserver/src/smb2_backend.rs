@@ -135,6 +135,11 @@ pub struct Smb2Backend<S: Transport = TcpStream> {
     /// The frame being read (bounded by the codec's frame limit).
     frame: Vec<u8>,
     connected: bool,
+    /// Set once a read or write failed, or a frame could not be read: the
+    /// stream is out of step, and every later operation is the lost
+    /// connection's, never sent (not one refused for want of credits the
+    /// lost answers would have granted).
+    broken: bool,
     /// The machine's wire counts after each operation.
     meter: Arc<WireMeter>,
 }
@@ -169,6 +174,7 @@ impl<S: Transport> Smb2Backend<S> {
             sock,
             frame: Vec::new(),
             connected: false,
+            broken: false,
             meter: Arc::default(),
         };
         b.run(Op::Connect).map_err(|s| s.to_string())?;
@@ -200,20 +206,36 @@ impl<S: Transport> Smb2Backend<S> {
     /// frame received.
     fn run(&mut self, op: Op) -> Result<Value, Status> {
         if let Some(r) = self.client.start(op) {
-            return r.map_err(status_of);
+            // Settled without the server (a handle never opened …); on a
+            // lost connection the credits its lost answers would have
+            // granted are not what stops the operation.
+            return r.map_err(|f| match f {
+                Failure::NoCredit if self.broken => lost("lost earlier in the run"),
+                f => status_of(f),
+            });
+        }
+        if self.broken {
+            self.client.abandon();
+            return Err(lost("lost earlier in the run"));
         }
         let r = self.exchange();
         let w = self.client.wire();
         self.meter.set([w.sent, w.received, w.lease_breaks, w.oplock_breaks]);
-        if r.is_err() {
-            // The connection failed mid-operation: the machine forgets it
-            // (the next operation finds the connection as it is).
-            self.client.abandon();
+        match r {
+            Ok(r) => r,
+            Err(e) => {
+                // The connection failed mid-operation: the machine forgets
+                // the operation, and the connection stays lost.
+                self.client.abandon();
+                self.broken = true;
+                Err(e)
+            }
         }
-        r
     }
 
-    fn exchange(&mut self) -> Result<Value, Status> {
+    /// The operation's outcome, or (the outer error) the transport's
+    /// failure.
+    fn exchange(&mut self) -> Result<Result<Value, Status>, Status> {
         loop {
             while !self.client.output().is_empty() {
                 let n = self.sock.write(self.client.output()).map_err(lost)?;
@@ -228,7 +250,7 @@ impl<S: Transport> Smb2Backend<S> {
             self.frame.resize(n, 0);
             self.sock.read_exact(&mut self.frame).map_err(lost)?;
             if let Progress::Done(r) = self.client.on_frame(&self.frame) {
-                return r.map_err(status_of);
+                return Ok(r.map_err(status_of));
             }
         }
     }
@@ -402,6 +424,7 @@ mod tests {
             sock,
             frame: Vec::new(),
             connected: false,
+            broken: false,
             meter: Arc::default(),
         };
         (b, server)
