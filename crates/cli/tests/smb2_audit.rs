@@ -405,7 +405,6 @@ fn provoked_nt_statuses_are_counted_by_name() {
 /// (0x40) option must be FILE_IS_A_DIRECTORY, as dbench's own client
 /// sends it.
 #[test]
-#[ignore = "client defect: NTCreateX's create options are not sent (FileBackend::create takes only `directory`), so 0x40 opens a directory without error; for the SMB2 driver to carry them"]
 fn ntcreatex_of_a_directory_as_a_file_is_file_is_a_directory() {
     require("smbd");
     let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");

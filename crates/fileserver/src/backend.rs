@@ -21,9 +21,11 @@ use std::sync::Arc;
 /// The operations a workload needs of a file server (one per loadfile
 /// operation kind). Each call is one operation as results count it.
 pub trait FileBackend: Send {
-    /// Opens or creates `path` as `key`. `directory`: it must be (or is
-    /// created as) a directory. `disposition`: SMB's, 0 to 5.
-    fn create(&mut self, key: u64, path: &str, directory: bool, disposition: u32) -> Result<(), Status>;
+    /// Opens or creates `path` as `key`. `options`: SMB's create options
+    /// as a loadfile's NTCreateX gives them ([`DIRECTORY_FILE`]: it must
+    /// be, or is created as, a directory; [`NON_DIRECTORY_FILE`]: it must
+    /// not be one). `disposition`: SMB's, 0 to 5.
+    fn create(&mut self, key: u64, path: &str, options: u32, disposition: u32) -> Result<(), Status>;
     fn close(&mut self, key: u64) -> Result<(), Status>;
     /// Reads up to `buf.len()` bytes at `offset`; the bytes read.
     fn read(&mut self, key: u64, offset: u64, buf: &mut [u8]) -> Result<usize, Status>;
@@ -89,6 +91,11 @@ impl WireMeter {
         }
     }
 }
+
+/// The create option "the name is (or is made) a directory".
+pub const DIRECTORY_FILE: u32 = 0x1;
+/// The create option "the name must not be a directory".
+pub const NON_DIRECTORY_FILE: u32 = 0x40;
 
 /// Whether `s` is one of the three ways of "not there".
 pub fn is_not_found(s: &Status) -> bool {
@@ -424,8 +431,10 @@ impl LocalBackend {
 }
 
 impl FileBackend for LocalBackend {
-    fn create(&mut self, key: u64, path: &str, directory: bool, disposition: u32) -> Result<(), Status> {
-        if directory {
+    fn create(&mut self, key: u64, path: &str, options: u32, disposition: u32) -> Result<(), Status> {
+        // A file opened read-write that is a directory fails as
+        // FILE_IS_A_DIRECTORY (EISDIR) whatever NON_DIRECTORY_FILE says.
+        if options & DIRECTORY_FILE != 0 {
             let (dir, name) = self.parent(path)?;
             let made = mkdirat(dir.as_fd(), &name);
             match (made, disposition) {
@@ -643,8 +652,8 @@ mod tests {
         assert_eq!(b.query_path("\\a"), Err(Status::ObjectNameNotFound));
         b.mkdir("\\a").unwrap();
         b.mkdir("\\a").unwrap();
-        b.create(1, "\\a\\f", false, 2).unwrap();
-        assert_eq!(b.create(2, "\\a\\f", false, 2), Err(Status::ObjectNameCollision));
+        b.create(1, "\\a\\f", 0, 2).unwrap();
+        assert_eq!(b.create(2, "\\a\\f", 0, 2), Err(Status::ObjectNameCollision));
         assert_eq!(b.write(1, 10, b"hello").unwrap(), 5);
         let mut buf = [0u8; 32];
         assert_eq!(b.read(1, 10, &mut buf).unwrap(), 5);
@@ -663,8 +672,11 @@ mod tests {
         b.rename("\\a\\f", "\\a\\g").unwrap();
         assert_eq!(b.unlink("\\a\\f"), Err(Status::ObjectNameNotFound));
         b.unlink("\\a\\g").unwrap();
-        b.create(3, "\\a\\d", true, 2).unwrap();
-        assert_eq!(b.create(4, "\\a\\e", true, 1), Err(Status::ObjectNameNotFound));
+        b.create(3, "\\a\\d", DIRECTORY_FILE, 2).unwrap();
+        assert_eq!(
+            b.create(4, "\\a\\e", DIRECTORY_FILE, 1),
+            Err(Status::ObjectNameNotFound)
+        );
         b.deltree("\\a").unwrap();
         b.deltree("\\a").unwrap();
     }
@@ -694,11 +706,11 @@ mod tests {
             assert_eq!(b.resolve == Resolve::Walk, walk);
             let denied = Err(Status::AccessDenied);
             let o = "\\clients\\client1\\out";
-            assert_eq!(b.create(1, &format!("{o}\\new"), false, 2), denied, "walk {walk}");
-            assert_eq!(b.create(1, &format!("{o}\\keep"), false, 1), denied);
-            assert_eq!(b.create(1, "\\clients\\client1\\keep", false, 1), denied);
-            assert_eq!(b.create(1, "\\clients\\client1\\root\\tmp\\x", false, 2), denied);
-            assert_eq!(b.create(2, &format!("{o}\\d"), true, 2), denied);
+            assert_eq!(b.create(1, &format!("{o}\\new"), 0, 2), denied, "walk {walk}");
+            assert_eq!(b.create(1, &format!("{o}\\keep"), 0, 1), denied);
+            assert_eq!(b.create(1, "\\clients\\client1\\keep", 0, 1), denied);
+            assert_eq!(b.create(1, "\\clients\\client1\\root\\tmp\\x", 0, 2), denied);
+            assert_eq!(b.create(2, &format!("{o}\\d"), DIRECTORY_FILE, 2), denied);
             assert_eq!(b.mkdir(&format!("{o}\\d")), denied);
             assert_eq!(b.unlink(&format!("{o}\\keep")), denied);
             assert_eq!(b.rename(&format!("{o}\\keep"), "\\clients\\client1\\k"), denied);
@@ -707,7 +719,7 @@ mod tests {
             assert_eq!(b.query_path("\\clients\\client1\\keep"), denied);
             assert_eq!(b.find(&format!("{o}\\*")), Err(Status::AccessDenied));
             assert_eq!(b.deltree(&format!("{o}\\sub")), denied);
-            assert_eq!(b.create(1, "\\clients\\..\\..\\x", false, 2), denied);
+            assert_eq!(b.create(1, "\\clients\\..\\..\\x", 0, 2), denied);
             assert_eq!(b.deltree("\\clients\\client1/../../.."), denied);
             assert_eq!(b.deltree("\\"), denied);
             // Deltree of the workspace removes the links, not their targets.
@@ -728,9 +740,9 @@ mod tests {
         assert_eq!(b.query_path("\\a"), Err(Status::ObjectNameNotFound));
         b.mkdir("\\a").unwrap();
         b.mkdir("\\a\\b").unwrap();
-        b.create(1, "\\a\\b\\f", false, 2).unwrap();
-        assert_eq!(b.create(2, "\\a\\b\\f", false, 2), Err(Status::ObjectNameCollision));
-        assert_eq!(b.create(2, "\\a\\c\\f", false, 2), Err(Status::ObjectPathNotFound));
+        b.create(1, "\\a\\b\\f", 0, 2).unwrap();
+        assert_eq!(b.create(2, "\\a\\b\\f", 0, 2), Err(Status::ObjectNameCollision));
+        assert_eq!(b.create(2, "\\a\\c\\f", 0, 2), Err(Status::ObjectPathNotFound));
         assert_eq!(b.write(1, 0, b"hi").unwrap(), 2);
         b.query_path("\\a\\b\\..\\b\\f").unwrap();
         assert_eq!(b.find("\\a\\b\\*"), Ok(1));

@@ -405,7 +405,7 @@ impl<'a> DiskMixUser<'a> {
         while total < self.mix.workspace {
             let size = self.mix.draw_size(&mut self.rng).min(self.mix.workspace - total).max(1);
             let p = self.file_path(self.files.len());
-            b.create(TEMP_KEY, &p, false, 2)
+            b.create(TEMP_KEY, &p, 0, 2)
                 .map_err(|s| format!("filling {p}: NTCreateX: {s}"))?;
             let mut off = 0;
             while off < size {
@@ -453,7 +453,7 @@ impl<'a> DiskMixUser<'a> {
                 OpKind::NtCreateX,
                 Status::Ok,
                 |_| 0,
-                || b.create(OPEN_KEY, &p, false, 1),
+                || b.create(OPEN_KEY, &p, 0, 1),
             )?;
             self.open = Some((i, self.files[i]));
         }
@@ -543,7 +543,7 @@ impl<'a> DiskMixUser<'a> {
                     OpKind::NtCreateX,
                     Status::Ok,
                     |_| 0,
-                    || b.create(TEMP_KEY, &p, false, 2),
+                    || b.create(TEMP_KEY, &p, 0, 2),
                 )
                 .is_none()
                 {

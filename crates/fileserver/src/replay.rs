@@ -61,7 +61,7 @@ impl<'a> LoadfileUser<'a> {
                     fnum,
                 } => {
                     client_path(path, n, p1);
-                    b.create(*fnum as u64, p1, options & 1 != 0, *disposition)
+                    b.create(*fnum as u64, p1, *options, *disposition)
                 }
                 Op::Close { fnum } => b.close(*fnum as u64),
                 Op::ReadX {

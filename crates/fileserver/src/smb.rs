@@ -779,7 +779,10 @@ impl Drop for SmbBackend {
 }
 
 impl FileBackend for SmbBackend {
-    fn create(&mut self, key: u64, path: &str, directory: bool, disposition: u32) -> Result<(), Status> {
+    fn create(&mut self, key: u64, path: &str, options: u32, disposition: u32) -> Result<(), Status> {
+        // libsmbclient takes no create options: "directory" is told by
+        // opening a directory, the others are not sent (docs/smb2.md).
+        let directory = options & crate::backend::DIRECTORY_FILE != 0;
         let p = self.path(path);
         let (l, c) = (self.lib, self.ctx);
         // SAFETY (every call below): our context, NUL-terminated URLs,

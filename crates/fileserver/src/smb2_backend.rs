@@ -277,11 +277,11 @@ impl<S: Transport> FileBackend for Smb2Backend<S> {
         Some(self.meter.clone())
     }
 
-    fn create(&mut self, key: u64, path: &str, directory: bool, disposition: u32) -> Result<(), Status> {
+    fn create(&mut self, key: u64, path: &str, options: u32, disposition: u32) -> Result<(), Status> {
         self.path_op(path, |name| Op::Create {
             key,
             name,
-            directory,
+            options,
             disposition,
         })
     }

@@ -27,7 +27,7 @@ fn small_operations_take_under_2_ms_on_loopback() {
     };
     let mut b = SmbBackend::connect(&url(&s)).unwrap();
     b.mkdir("\\d").unwrap();
-    b.create(1, "\\d\\f", false, 2).unwrap();
+    b.create(1, "\\d\\f", 0, 2).unwrap();
     b.write(1, 0, b"x").unwrap();
     // The median of many small requests: a client without TCP_NODELAY
     // waits for the delayed ACK (~40 ms) on each.
@@ -58,14 +58,14 @@ fn data_written_reads_back_identical_through_the_same_and_another_handle() {
     let mut b = SmbBackend::connect(&url(&s)).unwrap();
     let mut other = SmbBackend::connect(&url(&s)).unwrap();
     let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
-    b.create(1, "\\f.bin", false, 2).unwrap();
+    b.create(1, "\\f.bin", 0, 2).unwrap();
     b.write(1, 0, &data[..1000]).unwrap();
     // Past the end of file as the handle first saw it.
     b.write(1, 1000, &data[1000..]).unwrap();
     let mut back = vec![0u8; data.len() + 10];
     assert_eq!(b.read(1, 0, &mut back).unwrap(), data.len());
     assert_eq!(&back[..data.len()], &data[..]);
-    other.create(7, "\\f.bin", false, 1).unwrap();
+    other.create(7, "\\f.bin", 0, 1).unwrap();
     let mut back2 = vec![0u8; data.len()];
     assert_eq!(other.read(7, 0, &mut back2).unwrap(), data.len());
     assert_eq!(back2, data);
@@ -74,7 +74,7 @@ fn data_written_reads_back_identical_through_the_same_and_another_handle() {
     other.close(7).unwrap();
     b.close(1).unwrap();
     assert_eq!(b.query_path("\\nope"), Err(Status::ObjectNameNotFound));
-    assert_eq!(b.create(2, "\\f.bin", false, 2), Err(Status::ObjectNameCollision));
+    assert_eq!(b.create(2, "\\f.bin", 0, 2), Err(Status::ObjectNameCollision));
 }
 
 /// `?sign=` and `?encrypt=` reach the library: smbd's own list of

@@ -51,9 +51,9 @@ fn every_operation_at_every_dialect() {
             Err(Status::ObjectPathNotFound),
             "{d}"
         );
-        b.create(1, &format!("{w}\\a.txt"), false, 2).unwrap();
+        b.create(1, &format!("{w}\\a.txt"), 0, 2).unwrap();
         assert_eq!(
-            b.create(2, &format!("{w}\\a.txt"), false, 2),
+            b.create(2, &format!("{w}\\a.txt"), 0, 2),
             Err(Status::ObjectNameCollision)
         );
         let data: Vec<u8> = (0..150_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
@@ -77,14 +77,15 @@ fn every_operation_at_every_dialect() {
         assert_eq!(b.find(&format!("{w}\\*.TXT")), Ok(1));
         b.rename(&format!("{w}\\a.txt"), &format!("{w}\\b.txt")).unwrap();
         assert_eq!(b.unlink(&format!("{w}\\a.txt")), Err(Status::ObjectNameNotFound));
-        b.create(3, &format!("{w}\\sub"), true, 2).unwrap();
+        b.create(3, &format!("{w}\\sub"), benchlab_fileserver::backend::DIRECTORY_FILE, 2)
+            .unwrap();
         b.close(3).unwrap();
-        b.create(4, &format!("{w}\\sub\\c"), false, 2).unwrap();
+        b.create(4, &format!("{w}\\sub\\c"), 0, 2).unwrap();
         b.close(4).unwrap();
         b.deltree(&w).unwrap();
         b.deltree(&w).unwrap();
         assert!(!s.share.join(format!("w{i}")).exists(), "{d}");
-        assert_eq!(b.create(5, "\\..\\x", false, 2), Err(Status::AccessDenied));
+        assert_eq!(b.create(5, "\\..\\x", 0, 2), Err(Status::AccessDenied));
     }
 }
 
@@ -136,7 +137,7 @@ fn signing_is_required_and_done() {
         ));
         assert!(b.signing(), "{d}");
         b.mkdir("\\signed").unwrap();
-        b.create(1, "\\signed\\f", false, 5).unwrap();
+        b.create(1, "\\signed\\f", 0, 5).unwrap();
         assert_eq!(b.write(1, 0, b"hello").unwrap(), 5);
         b.close(1).unwrap();
         let table = s.sessions();
@@ -192,7 +193,7 @@ fn encryption_seals_every_request() {
         ));
         assert_eq!(b.cipher(), Some(cipher), "{d}");
         b.mkdir("\\sealed").unwrap();
-        b.create(1, &format!("\\sealed\\{d}"), false, 5).unwrap();
+        b.create(1, &format!("\\sealed\\{d}"), 0, 5).unwrap();
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         assert_eq!(b.write(1, 0, &data).unwrap(), data.len());
         let mut back = vec![0u8; data.len()];

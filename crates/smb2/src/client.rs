@@ -135,7 +135,10 @@ pub enum Op {
     Create {
         key: u64,
         name: String,
-        directory: bool,
+        /// The create options as the loadfile gives them (sent, within
+        /// the field's 24 defined bits): `create::DIRECTORY_FILE`,
+        /// `create::NON_DIRECTORY_FILE` …
+        options: u32,
         disposition: u32,
     },
     Close {
@@ -617,10 +620,11 @@ impl Client {
             Op::Create {
                 key,
                 name,
-                directory,
+                options,
                 disposition,
             } => {
-                let options = if directory { create::DIRECTORY_FILE } else { 0 };
+                let directory = options & create::DIRECTORY_FILE != 0;
+                let options = options & 0x00FF_FFFF;
                 // What the server allows this user: files and directories alike.
                 let mut body = create_request(&name, create::MAXIMUM_ALLOWED, disposition, options);
                 if self.cfg.leases && !directory {
