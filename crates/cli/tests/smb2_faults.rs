@@ -303,6 +303,40 @@ fn an_unasked_oplock_break_is_read_past_without_error() {
     assert!(took < Duration::from_secs(LENGTH_S) + MARGIN, "{took:?}");
 }
 
+/// A break that comes while the user thinks (just after an answer, a 1 s
+/// think time after each operation): acknowledged then, before the user's
+/// next request — not when its next operation starts (the server would
+/// hold another user's open meanwhile).
+#[test]
+fn a_break_while_the_user_thinks_is_acknowledged_before_its_next_request() {
+    let server = FakeSmb::start(Fault::OplockBreakIdleAfter(1));
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
+    let suite = d.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"idle-break\"\ntarget = \"{}\"\n[workloads.lf]\nloadfile = \"load.txt\"\n\
+             [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"3s\"\nthink_time = \"1s\"\n[[mix]]\nclients = 1\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(common::benchlab_bin())
+        .args(["run", common::s(&suite), "--out", common::s(&out)])
+        .output()
+        .expect("run benchlab");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let m = &r["mixes"][0];
+    let c = server.counts();
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    assert_eq!((c.breaks_sent, c.breaks_acknowledged), (1, 1), "{c:?}");
+    assert_eq!(c.requests_before_ack, 0, "{c:?}");
+    assert_eq!(m["files"]["oplock_breaks"], 1, "{}", m["files"]);
+}
+
 /// A server that stops answering at the second pass's LockX: the run
 /// still ends on its own near its length (not after the client's 30 s
 /// answer timeout: 31 s here before the client bounded its wait by the

@@ -60,6 +60,10 @@ pub trait FileBackend: Send {
     fn negotiated(&self) -> Option<benchlab_results::SmbNegotiated> {
         None
     }
+    /// Between operations (a think time, a start delay), when the server
+    /// sent something unasked: take it (a lease or oplock break,
+    /// acknowledged) without waiting for more.
+    fn between_operations(&mut self) {}
     /// When the mix ends: a backend that waits on a server waits no
     /// longer (an operation still unanswered then is not counted anyway).
     fn end_at(&mut self, _end: std::time::Instant) {}

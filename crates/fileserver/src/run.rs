@@ -262,7 +262,7 @@ pub(crate) fn drive_user(
     live: Option<&LiveCounters>,
 ) -> (FileStats, Option<Instant>) {
     let mut st = FileStats::default();
-    let fin = drive_user_with(state, b, plan, delay, t0, stop, live, &mut st, &mut |t| {
+    let fin = drive_user_with(state, b, plan, delay, t0, stop, live, &mut st, &mut |_, t| {
         sleep_until(t, stop)
     });
     (st, fin)
@@ -295,10 +295,10 @@ pub(crate) fn drive_user_with(
     stop: &AtomicBool,
     live: Option<&LiveCounters>,
     tally: &mut dyn Tally,
-    pause: &mut dyn FnMut(Instant),
+    pause: &mut dyn FnMut(&mut dyn FileBackend, Instant),
 ) -> Option<Instant> {
     let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
-    pause(t0 + delay);
+    pause(b, t0 + delay);
     // The wire bytes of each operation: what the connection's meter grew
     // by since the last one ended (its preparation's are not counted).
     let meter = b.wire_meter();
@@ -358,7 +358,7 @@ pub(crate) fn drive_user_with(
             }
         }
         if !plan.think_time.is_zero() {
-            pause((Instant::now() + plan.think_time).min(end));
+            pause(b, (Instant::now() + plan.think_time).min(end));
         }
     }
     if let UserState::DiskMix(du) = state {

@@ -28,6 +28,9 @@ use std::time::Duration;
 
 /// How long a user waits for an answer before the connection counts as
 /// lost (near the mix's end, less: see [`END_GRACE`]).
+/// The most frames taken between two operations in one go.
+const MAX_IDLE_FRAMES: usize = 64;
+
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn other(code: u32) -> Status {
@@ -120,6 +123,10 @@ pub trait Transport: Read + Write + Send {
     /// The session is ending: a server that stopped answering must not
     /// hold the end long.
     fn closing(&mut self) {}
+    /// Whether bytes are waiting to be read now (never waits).
+    fn has_data(&mut self) -> bool {
+        false
+    }
 }
 
 impl Transport for TcpStream {
@@ -233,6 +240,25 @@ impl<S: Transport> Smb2Backend<S> {
         }
     }
 
+    /// One frame read between operations, and what it makes the machine
+    /// send (an acknowledgement).
+    fn idle_frame(&mut self) -> Result<(), Status> {
+        let mut prefix = [0u8; 4];
+        self.sock.read_exact(&mut prefix).map_err(lost)?;
+        let n = frame::length(prefix).map_err(bad_answer)?;
+        self.frame.resize(n, 0);
+        self.sock.read_exact(&mut self.frame).map_err(lost)?;
+        self.client.on_idle_frame(&self.frame).map_err(status_of)?;
+        while !self.client.output().is_empty() {
+            let n = self.sock.write(self.client.output()).map_err(lost)?;
+            if n == 0 {
+                return Err(lost("the connection took no more bytes"));
+            }
+            self.client.sent(n);
+        }
+        Ok(())
+    }
+
     /// The operation's outcome, or (the outer error) the transport's
     /// failure.
     fn exchange(&mut self) -> Result<Result<Value, Status>, Status> {
@@ -275,6 +301,30 @@ impl<S: Transport> Drop for Smb2Backend<S> {
 impl<S: Transport> FileBackend for Smb2Backend<S> {
     fn wire_meter(&self) -> Option<Arc<WireMeter>> {
         Some(self.meter.clone())
+    }
+
+    fn between_operations(&mut self) {
+        if self.broken || !self.connected {
+            return;
+        }
+        // What arrived while the user thinks: breaks (each acknowledged at
+        // once, so the server need not hold another user's open until this
+        // one's next operation) and acknowledgements' answers. A bounded
+        // number a call: a server that streams them cannot hold the user.
+        for _ in 0..MAX_IDLE_FRAMES {
+            if !self.sock.has_data() {
+                break;
+            }
+            let r = self.idle_frame();
+            let w = self.client.wire();
+            self.meter.set([w.sent, w.received, w.lease_breaks, w.oplock_breaks]);
+            if r.is_err() {
+                // Out of step (or lost): the next operation finds it lost.
+                self.client.abandon();
+                self.broken = true;
+                return;
+            }
+        }
     }
 
     fn create(&mut self, key: u64, path: &str, options: u32, disposition: u32) -> Result<(), Status> {

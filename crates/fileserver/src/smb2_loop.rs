@@ -20,6 +20,7 @@
 //! A request unanswered for [`ANSWER_TIMEOUT`] ends the same way (a
 //! blocking socket's read timeout).
 
+use crate::backend::FileBackend;
 use crate::run::{
     cpu_us, drive_user_with, prepare_user, report_seconds, FileMixPlan, FileWorkload, LiveCounters, LiveSecond, Tally,
     UserOutcome,
@@ -69,6 +70,9 @@ enum Suspend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Resume {
     Go,
+    /// Waiting for an instant (thinking), its socket became readable: the
+    /// server sent something unasked (a break).
+    Readable,
     /// The connection is taken as lost (see the module's note).
     Abandon,
     /// The mix's clock starts at this instant.
@@ -152,7 +156,12 @@ impl Write for LoopStream<'_> {
     }
 }
 
-impl Transport for LoopStream<'_> {}
+impl Transport for LoopStream<'_> {
+    fn has_data(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(self.sock.peek(&mut b), Ok(n) if n > 0)
+    }
+}
 
 /// What every loop thread shares with the mix's thread.
 struct Shared {
@@ -328,10 +337,7 @@ fn user(
             format!("{}: cannot reach the share with benchlab's SMB2 client: {e} (is the server running, the share and the user right?)", s.url)
         });
             if let (Ok(b), Ok(mut n)) = (&b, s.negotiated.lock()) {
-                *n = benchlab_results::SmbNegotiated::merge(
-                    n.take(),
-                    crate::backend::FileBackend::negotiated(b).as_ref(),
-                );
+                *n = benchlab_results::SmbNegotiated::merge(n.take(), FileBackend::negotiated(b).as_ref());
             }
             let prep = match &mut b {
                 Ok(b) => prepare_user(&s.workload, b, number, s.plan.seed),
@@ -342,9 +348,14 @@ fn user(
             };
             let mut b = b?;
             let (mut state, bytes) = prep?;
-            let mut pause = |t: Instant| {
+            let mut pause = |b: &mut dyn FileBackend, t: Instant| {
+                // What came behind the last answer, already read from the
+                // socket's edge, first; then whatever wakes it meanwhile.
+                b.between_operations();
                 while Instant::now() < t && !s.stop.load(Ordering::Relaxed) {
-                    y.suspend(Suspend::Until(t));
+                    if y.suspend(Suspend::Until(t)) == Resume::Readable {
+                        b.between_operations();
+                    }
                 }
             };
             let fin = drive_user_with(
@@ -517,8 +528,10 @@ fn spin(
         }
         for ev in events.iter() {
             if let Some(s) = slots.get_mut(ev.token().0) {
-                if s.waiting == Suspend::Io {
-                    s.resume(Resume::Go);
+                match s.waiting {
+                    Suspend::Io => s.resume(Resume::Go),
+                    Suspend::Until(_) if ev.is_readable() => s.resume(Resume::Readable),
+                    _ => {}
                 }
             }
         }

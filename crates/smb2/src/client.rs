@@ -553,6 +553,24 @@ impl Client {
 
     /// The driver lost the connection mid-operation: the operation is
     /// forgotten, and what was queued for it dropped.
+    /// A frame that came while no operation is in flight (its user
+    /// thinking): a break, acknowledged (the acknowledgement queued in
+    /// [`Client::output`]) and counted, or a break acknowledgement's
+    /// answer, read past. Anything else is a bad answer.
+    pub fn on_idle_frame(&mut self, frame: &[u8]) -> Result<(), Failure> {
+        if !matches!(self.job, Job::Idle) {
+            return Err(Failure::Busy);
+        }
+        self.wire.received += 4 + frame.len() as u64;
+        let r = self.take(frame);
+        self.interim = 0;
+        match r {
+            Ok(None) => Ok(()),
+            Ok(Some(Err(f))) | Err(f) => Err(f),
+            Ok(Some(Ok(_))) => Err(bad("an answer with no operation in flight")),
+        }
+    }
+
     pub fn abandon(&mut self) {
         self.job = Job::Idle;
         self.awaited.clear();

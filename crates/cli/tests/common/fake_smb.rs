@@ -43,6 +43,9 @@ pub enum Fault {
     /// Sends an unsolicited OPLOCK_BREAK notification before the answer to
     /// request `N + 1` (and answers it as usual).
     OplockBreakAfter(u64),
+    /// Sends an unsolicited OPLOCK_BREAK notification just after the
+    /// answer to request `N + 1`, while the client has nothing in flight.
+    OplockBreakIdleAfter(u64),
     /// Reads request `N + 1` and every later one, answers none.
     SilentAfter(u64),
 }
@@ -65,6 +68,10 @@ pub struct Counts {
     pub breaks_sent: u64,
     /// OPLOCK_BREAK acknowledgements received.
     pub breaks_acknowledged: u64,
+    /// Requests other than an acknowledgement received between a break
+    /// and its acknowledgement (a client that acknowledges only when its
+    /// next operation starts sends one first).
+    pub requests_before_ack: u64,
 }
 
 impl Counts {
@@ -418,6 +425,8 @@ fn serve(mut sock: TcpStream, fault: Fault, counts: &Mutex<Counts>, stop: &Atomi
         *c.after_tree.entry(name).or_default() += 1;
         if h.command == cmd::OPLOCK_BREAK {
             c.breaks_acknowledged += 1;
+        } else if c.breaks_sent > c.breaks_acknowledged {
+            c.requests_before_ack += 1;
         }
         let past = |limit: u64| k > limit;
         let mut credits = 1;
@@ -449,14 +458,13 @@ fn serve(mut sock: TcpStream, fault: Fault, counts: &Mutex<Counts>, stop: &Atomi
             status
         };
         *c.answered.entry((name, nt::name(shown))).or_default() += 1;
-        if matches!(fault, Fault::OplockBreakAfter(limit) if k == limit + 1) {
-            c.breaks_sent += 1;
+        let oplock_break = |fid: u64| {
             let mut b = Vec::new();
             le16(&mut b, 24);
             b.push(0);
             b.extend_from_slice(&[0; 5]);
-            le64(&mut b, next_fid.max(1));
-            le64(&mut b, next_fid.max(1));
+            le64(&mut b, fid.max(1));
+            le64(&mut b, fid.max(1));
             let brk = Header {
                 command: cmd::OPLOCK_BREAK,
                 message_id: UNSOLICITED,
@@ -466,12 +474,23 @@ fn serve(mut sock: TcpStream, fault: Fault, counts: &Mutex<Counts>, stop: &Atomi
             let mut m = Vec::new();
             brk.encode(&mut m);
             m.extend_from_slice(&b);
-            if sock.write_all(&frame::encode(&m)).is_err() {
+            frame::encode(&m)
+        };
+        if matches!(fault, Fault::OplockBreakAfter(limit) if k == limit + 1) {
+            c.breaks_sent += 1;
+            if sock.write_all(&oplock_break(next_fid)).is_err() {
                 return;
             }
         }
+        let idle_break = matches!(fault, Fault::OplockBreakIdleAfter(limit) if k == limit + 1);
+        if idle_break {
+            c.breaks_sent += 1;
+        }
         // Without fault, grant what a client asks up to 32 (as smbd).
-        if fault == Fault::None || matches!(fault, Fault::OplockBreakAfter(_)) {
+        if matches!(
+            fault,
+            Fault::None | Fault::OplockBreakAfter(_) | Fault::OplockBreakIdleAfter(_)
+        ) {
             credits = h.credits.clamp(1, 32);
         }
         drop(c);
@@ -479,6 +498,9 @@ fn serve(mut sock: TcpStream, fault: Fault, counts: &Mutex<Counts>, stop: &Atomi
             .write_all(&answer(&h, status, credits, session_id, tree_id, &body))
             .is_err()
         {
+            return;
+        }
+        if idle_break && sock.write_all(&oplock_break(next_fid)).is_err() {
             return;
         }
     }
