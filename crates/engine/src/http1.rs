@@ -8,8 +8,10 @@
 //! (`bench/floor/`), and wrk 1.33×. What the loop does per request
 //! is what the floor does — one `write`, one `read` (keep-alive), plus
 //! `socket`, `connect`, `epoll_ctl`, a read of EOF and `close` for a new
-//! connection — and in user space only framing, two clock reads and one HDR
-//! record. In steady state it allocates nothing, takes no lock and sends no
+//! connection — and in user space only framing, the request's parts
+//! joined into one buffer, one clock read (keep-alive: a response's end is
+//! the next request's start) and the HDR records of the second and the
+//! window. In steady state it allocates nothing, takes no lock and sends no
 //! cross-thread message: statistics are per thread and leave it once a
 //! second as a [`Snapshot`](crate::stats::Snapshot).
 //!
