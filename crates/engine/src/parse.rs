@@ -168,8 +168,10 @@ fn parse_header_line(line: &[u8], head: &mut Head) -> Result<(), FrameError> {
         return Err(FrameError::Framing);
     }
     let value = || trim_ows(&line[colon + 1..]);
+    // Servers send these names in this case: a plain compare first, the
+    // case-folding one (a branch a byte) only when it fails.
     match name.len() {
-        14 if name.eq_ignore_ascii_case(b"content-length") => {
+        14 if name == b"Content-Length" || name.eq_ignore_ascii_case(b"content-length") => {
             let value = value();
             let n = parse_decimal(value).ok_or(FrameError::Framing)?;
             match head.content_length {
@@ -177,7 +179,7 @@ fn parse_header_line(line: &[u8], head: &mut Head) -> Result<(), FrameError> {
                 _ => head.content_length = Some(n),
             }
         }
-        17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+        17 if name == b"Transfer-Encoding" || name.eq_ignore_ascii_case(b"transfer-encoding") => {
             let value = value();
             // The last coding decides: chunked must be final (RFC 9112 §6.3).
             let last = value.rsplit(|&b| b == b',').next().map(trim_ows);
@@ -187,7 +189,7 @@ fn parse_header_line(line: &[u8], head: &mut Head) -> Result<(), FrameError> {
                 head.content_length = None;
             }
         }
-        10 if name.eq_ignore_ascii_case(b"connection") => {
+        10 if name == b"Connection" || name.eq_ignore_ascii_case(b"connection") => {
             let value = value();
             for token in value.split(|&b| b == b',') {
                 let token = trim_ows(token);
