@@ -8,8 +8,10 @@
 //! (`bench/floor/`), and wrk 1.33×. What the loop does per request
 //! is what the floor does — one `write`, one `read` (keep-alive), plus
 //! `socket`, `connect`, `epoll_ctl`, a read of EOF and `close` for a new
-//! connection — and in user space only framing, two clock reads and one HDR
-//! record. In steady state it allocates nothing, takes no lock and sends no
+//! connection — and in user space only framing, the request's parts
+//! joined into one buffer, one clock read (keep-alive: a response's end is
+//! the next request's start) and the HDR records of the second and the
+//! window. In steady state it allocates nothing, takes no lock and sends no
 //! cross-thread message: statistics are per thread and leave it once a
 //! second as a [`Snapshot`](crate::stats::Snapshot).
 //!
@@ -137,6 +139,9 @@ pub(crate) struct Http1 {
     /// flight); empty with epoll, so a user costs its `Vu` alone.
     msgs: Vec<SendMsg>,
     buf: Box<[u8]>,
+    /// Where a small request's parts are joined for one `write` (see
+    /// `write_more`).
+    send_buf: Box<[u8]>,
     /// Arrival slots in use. A user arrives (its first connect, or the
     /// first after a failure) holding a slot until that first request
     /// ends, and at most `arrival_limit` do so at once per OS thread; the
@@ -251,6 +256,7 @@ impl Http1 {
         let protocol = Http1 {
             msgs,
             buf: vec![0u8; plan.receive_buffer].into_boxed_slice(),
+            send_buf: vec![0u8; SEND_JOIN_MAX].into_boxed_slice(),
             arrivals: 0,
             arrival_limit: arrival_limit(plan.os_threads),
             arrival_queue: std::collections::VecDeque::new(),
@@ -282,7 +288,7 @@ impl Protocol for Http1 {
         match self.vus[i].state {
             // Its request was chosen before it waited for a slot.
             State::Arriving => self.open(core, i),
-            State::Thinking => self.start_request(core, i),
+            State::Thinking => self.start_request(core, i, None),
             _ => {}
         }
     }
@@ -301,7 +307,7 @@ impl Protocol for Http1 {
 
     fn send(&mut self, core: &mut Core, u: u32, intended: Instant) {
         self.vus[u as usize].intended = Some(intended);
-        self.start_request(core, u as usize);
+        self.start_request(core, u as usize, None);
     }
 
     #[inline]
@@ -388,8 +394,14 @@ impl Http1 {
     }
 
     /// Starts the next request of virtual user `i` (or retires it).
+    /// `now`, where the caller has just read the clock (the previous
+    /// response's end, when the next request follows it at once), is the
+    /// request's start on a kept connection: one clock read a keep-alive
+    /// request instead of two, and what lies between the two instants is
+    /// this thread's bookkeeping of the response (well under a microsecond,
+    /// below the histograms' resolution).
     #[inline]
-    fn start_request(&mut self, core: &mut Core, i: usize) {
+    fn start_request(&mut self, core: &mut Core, i: usize, now: Option<Instant>) {
         // A flow's user renders its next step (the step is its URL); one
         // whose feeder ran out is done.
         let step = match self.vus[i].flow.as_deref_mut() {
@@ -437,7 +449,7 @@ impl Http1 {
             h.reset();
         }
         if v.sock.is_some() {
-            let now = Instant::now();
+            let now = now.unwrap_or_else(Instant::now);
             v.start = now;
             v.deadline = now + self.shared.plan.timeout;
             self.begin_write(core, i);
@@ -725,7 +737,25 @@ impl Http1 {
             Sock::Plain(tcp) => loop {
                 let mut slices = [io::IoSlice::new(&[]); 4];
                 let n = unwritten(&parts, v.written, total, &mut slices);
-                match tcp.write_vectored(&slices[..n]) {
+                let left = total - v.written;
+                // A request of several parts that fits the thread's send
+                // buffer is copied there and goes in one `write`: the copy
+                // of a few hundred bytes costs less than `writev`'s import
+                // of the scatter list (measured on loopback TCP: 3-part
+                // writev 1,030 ns, copy + write 880 ns a call).
+                let sent = if n == 1 {
+                    tcp.write(&slices[0])
+                } else if left <= self.send_buf.len() {
+                    let mut at = 0;
+                    for s in &slices[..n] {
+                        self.send_buf[at..at + s.len()].copy_from_slice(s);
+                        at += s.len();
+                    }
+                    tcp.write(&self.send_buf[..at])
+                } else {
+                    tcp.write_vectored(&slices[..n])
+                };
+                match sent {
                     Ok(n) => {
                         if !v.connected {
                             v.connected = true;
@@ -1055,7 +1085,7 @@ impl Http1 {
         // A body not sent leaves the connection's framing unknown.
         let reusable = !eof_seen && !sent_close && !unsent && head.persistent() && v.conn_left > 0;
         if reusable {
-            self.next_now(core, i);
+            self.next_now(core, i, now);
         } else if eof_seen {
             self.close(core, i);
             self.next(core, i);
@@ -1118,7 +1148,7 @@ impl Http1 {
     /// once, as wrk and the floor do, instead of after the whole event batch
     /// — the server gets its next request a batch earlier.
     #[inline]
-    fn next_now(&mut self, core: &mut Core, i: usize) {
+    fn next_now(&mut self, core: &mut Core, i: usize, now: Instant) {
         if self.open {
             return self.release(i);
         }
@@ -1126,14 +1156,14 @@ impl Http1 {
         if let Some(f) = self.vus[i].flow.as_deref() {
             // A flow step's own think time, not the plan's (docs/flows.md).
             if f.think.is_zero() {
-                self.start_request(core, i);
+                self.start_request(core, i, Some(now));
             } else {
                 core.rest_for(i as u32, f.think);
             }
             return;
         }
         if core.go_on_now(i as u32) {
-            self.start_request(core, i);
+            self.start_request(core, i, Some(now));
         }
     }
 
@@ -1217,6 +1247,11 @@ fn unwritten<'a>(parts: &Parts<'a>, mut written: usize, end: usize, out: &mut [i
     }
     n
 }
+
+/// Largest request (what is left of it) joined into one buffer for one
+/// `write` instead of a `writev` of its parts: a GET's head is a few
+/// hundred bytes; a large body goes by `writev` without a copy.
+const SEND_JOIN_MAX: usize = 4096;
 
 /// With `Expect: 100-continue`, how long the body waits for the server's
 /// `100 Continue` before it goes anyway (curl's default).

@@ -152,21 +152,35 @@ fn parse_header_line(line: &[u8], head: &mut Head) -> Result<(), FrameError> {
         // act on never need it.
         return Ok(());
     }
-    let colon = memchr::memchr(b':', line).ok_or(FrameError::Framing)?;
+    // The name runs to the first colon and holds no whitespace: one pass
+    // finds the colon and checks the name (names are short; a search for
+    // the colon and a second loop over the name cost twice this).
+    let mut colon = 0;
+    loop {
+        match line.get(colon) {
+            Some(b':') => break,
+            Some(b' ' | b'\t') | None => return Err(FrameError::Framing),
+            Some(_) => colon += 1,
+        }
+    }
     let name = &line[..colon];
-    if name.is_empty() || name.iter().any(|&b| b == b' ' || b == b'\t') {
+    if name.is_empty() {
         return Err(FrameError::Framing);
     }
-    let value = trim_ows(&line[colon + 1..]);
+    let value = || trim_ows(&line[colon + 1..]);
+    // Servers send these names in this case: a plain compare first, the
+    // case-folding one (a branch a byte) only when it fails.
     match name.len() {
-        14 if name.eq_ignore_ascii_case(b"content-length") => {
+        14 if name == b"Content-Length" || name.eq_ignore_ascii_case(b"content-length") => {
+            let value = value();
             let n = parse_decimal(value).ok_or(FrameError::Framing)?;
             match head.content_length {
                 Some(prev) if prev != n => return Err(FrameError::Framing),
                 _ => head.content_length = Some(n),
             }
         }
-        17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+        17 if name == b"Transfer-Encoding" || name.eq_ignore_ascii_case(b"transfer-encoding") => {
+            let value = value();
             // The last coding decides: chunked must be final (RFC 9112 §6.3).
             let last = value.rsplit(|&b| b == b',').next().map(trim_ows);
             head.chunked = matches!(last, Some(c) if c.eq_ignore_ascii_case(b"chunked"));
@@ -175,7 +189,8 @@ fn parse_header_line(line: &[u8], head: &mut Head) -> Result<(), FrameError> {
                 head.content_length = None;
             }
         }
-        10 if name.eq_ignore_ascii_case(b"connection") => {
+        10 if name == b"Connection" || name.eq_ignore_ascii_case(b"connection") => {
+            let value = value();
             for token in value.split(|&b| b == b',') {
                 let token = trim_ows(token);
                 if token.eq_ignore_ascii_case(b"close") {
@@ -686,6 +701,13 @@ mod tests {
                 FrameError::Framing,
             ),
             (b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n", FrameError::Framing),
+            (b"HTTP/1.1 200 OK\r\nNoColon\r\n\r\n", FrameError::Framing),
+            (b"HTTP/1.1 200 OK\r\n: empty name\r\n\r\n", FrameError::Framing),
+            (
+                b"HTTP/1.1 200 OK\r\nX-A\t: tab before the colon\r\n\r\n",
+                FrameError::Framing,
+            ),
+            (b"HTTP/1.1 200 OK\r\nContent-Length : 1\r\n\r\n", FrameError::Framing),
             (
                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
                 FrameError::Framing,
@@ -695,6 +717,11 @@ mod tests {
             let mut p = ResponseParser::new();
             assert_eq!(p.feed(input, None), Err(*want), "{}", String::from_utf8_lossy(input));
         }
+        // Colons and spaces in a value are the value's.
+        let ok = b"HTTP/1.1 200 OK\r\nServer: a: b c\r\nX:y\r\ncontent-length:\t2 \r\n\r\nhi";
+        let mut p = ResponseParser::new();
+        assert_eq!(p.feed(ok, None), Ok(Feed::Done { consumed: ok.len() }));
+        assert_eq!((p.head().content_length, p.body_bytes()), (Some(2), 2));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Every URL's HTTP/1 request, serialised once before the run
-//! ([`Requests`]): the hot loop writes prepared bytes with one `writev`
-//! and allocates nothing, whatever the method, headers or body.
+//! ([`Requests`]): the hot loop writes prepared bytes with one `write`
+//! (the parts joined in the OS thread's send buffer) or, for a request
+//! larger than that buffer, one `writev`, and allocates nothing, whatever
+//! the method, headers or body.
 
 use crate::plan::{ClientPlan, UrlTable};
 use crate::request::RequestSpec;

@@ -1,11 +1,12 @@
 //! Writing a file set to disk with its manifest, streaming.
 //!
 //! A million-file set must not be held in memory, and its files should be
-//! written by every core. So files are produced in chunks of [`CHUNK`]
-//! indices: the chunk's files are generated, written and hashed in parallel
-//! (rayon), then their manifest lines are appended in index order, so the
-//! manifest is the same whatever the number of threads and memory stays at
-//! one chunk's entries plus one file buffer per thread.
+//! written by every core. So files are produced in steps of [`STEP`]
+//! indices: the step's files are generated, written and hashed in parallel
+//! (rayon, a directory's run of files per task), then their manifest lines
+//! are appended in index order, so the manifest is the same whatever the
+//! number of threads and memory stays at one step's entries plus one file
+//! buffer per thread.
 //!
 //! The manifest is written as `manifest.partial` and renamed to `manifest`
 //! only once every file is written, so an interrupted run never leaves a
@@ -14,8 +15,12 @@
 use crate::manifest::{write_entry, Entry, Manifest};
 use crate::spec::Spec;
 use rayon::prelude::*;
+use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
+use std::ops::Range;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use xxhash_rust::xxh3::xxh3_64;
@@ -80,10 +85,23 @@ fn entry(spec: &Spec, i: u64, xxh3: u64) -> Entry {
     }
 }
 
+/// File indices planned per generation step: enough directories of a
+/// page set (1,000 files each) that every writer thread works in a
+/// directory of its own (see [`groups`]), and few enough entries held that
+/// memory stays a few megabytes.
+const STEP: u64 = 16 * CHUNK;
+
 /// Writes the file set `spec` under `dir` (created if missing; files of the
 /// same names are overwritten, other files are left alone) and its manifest
-/// `dir/manifest`. `progress(files, bytes)` is called after each chunk with
+/// `dir/manifest`. `progress(files, bytes)` is called after each step with
 /// the totals so far.
+///
+/// Each step's files are split into runs of one directory each, and the
+/// runs are written in parallel: two threads creating files in one
+/// directory take turns on its lock (ext4 holds the directory's inode lock
+/// through each create), in different directories they do not. A run opens
+/// its directory once and creates its files relative to it (`openat`), so
+/// no file's create walks the whole path again.
 pub fn generate(spec: &Spec, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Summary, GenerateError> {
     let start = Instant::now();
     fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -101,30 +119,26 @@ pub fn generate(spec: &Spec, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> 
     let (mut done, mut bytes) = (0u64, 0u64);
     let mut lines = String::new();
     let mut made_dir = String::new();
-    for first in (0..files).step_by(CHUNK as usize) {
-        let planned: Vec<_> = (first..files.min(first + CHUNK)).map(|i| spec.planned(i)).collect();
+    for first in (0..files).step_by(STEP as usize) {
+        let planned: Vec<_> = (first..files.min(first + STEP)).map(|i| spec.planned(i)).collect();
         // Directories in index order, before the parallel writes need them.
         for p in &planned {
-            if let Some((parent, _)) = p.path.rsplit_once('/') {
-                if !parent.is_empty() && parent != made_dir {
-                    let d = dir.join(&parent[1..]);
-                    fs::create_dir_all(&d).map_err(io_err(&d))?;
-                    made_dir = parent.to_string();
-                }
+            let parent = parent_of(&p.path);
+            if !parent.is_empty() && parent != made_dir {
+                let d = dir.join(parent);
+                fs::create_dir_all(&d).map_err(io_err(&d))?;
+                made_dir = parent.to_string();
             }
         }
-        let hashes = planned
+        let runs = groups(&planned);
+        let hashes = runs
             .par_iter()
-            .enumerate()
-            .map_init(Vec::new, |buf, (j, p)| {
-                spec.content(first + j as u64, buf);
-                let path = dir.join(&p.path[1..]);
-                fs::write(&path, &buf[..]).map_err(io_err(&path))?;
-                Ok(xxh3_64(buf))
+            .map_init(Vec::new, |buf, run| {
+                write_run(spec, dir, first, &planned, run.clone(), buf)
             })
-            .collect::<Result<Vec<u64>, GenerateError>>()?;
+            .collect::<Result<Vec<Vec<u64>>, GenerateError>>()?;
         lines.clear();
-        for (p, xxh3) in planned.into_iter().zip(hashes) {
+        for (p, xxh3) in planned.into_iter().zip(hashes.into_iter().flatten()) {
             bytes += p.size;
             let e = Entry {
                 path: p.path,
@@ -150,6 +164,95 @@ pub fn generate(spec: &Spec, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> 
         bytes,
         elapsed: start.elapsed(),
     })
+}
+
+/// A planned path's directory under the tree root, without the leading
+/// `/` (empty for a file at the root).
+fn parent_of(path: &str) -> &str {
+    match path.rsplit_once('/') {
+        Some((parent, _)) => parent.strip_prefix('/').unwrap_or(parent),
+        None => "",
+    }
+}
+
+/// Splits `planned` into runs of consecutive files in one directory (in
+/// index order; a directory the layout visited twice is two runs). Runs of
+/// more than [`CHUNK`] files are cut, so that a set of few large directories
+/// still keeps every thread busy.
+fn groups(planned: &[crate::spec::Planned]) -> Vec<Range<usize>> {
+    let mut runs = Vec::new();
+    let mut begin = 0;
+    for j in 1..=planned.len() {
+        let cut = j == planned.len()
+            || j - begin >= CHUNK as usize
+            || parent_of(&planned[j].path) != parent_of(&planned[begin].path);
+        if cut {
+            runs.push(begin..j);
+            begin = j;
+        }
+    }
+    runs
+}
+
+/// Writes the files `run` of a step (indices `first + run`, all in one
+/// directory) and returns their checksums in order.
+fn write_run(
+    spec: &Spec,
+    dir: &Path,
+    first: u64,
+    planned: &[crate::spec::Planned],
+    run: Range<usize>,
+    buf: &mut Vec<u8>,
+) -> Result<Vec<u64>, GenerateError> {
+    let parent = parent_of(&planned[run.start].path);
+    let dir_path = dir.join(parent);
+    let dir_fd = open_dir(&dir_path).map_err(io_err(&dir_path))?;
+    let mut hashes = Vec::with_capacity(run.len());
+    for j in run {
+        let p = &planned[j];
+        // The planned size, not `spec.content` (which plans the file again).
+        crate::content::fill(spec.content_seed(first + j as u64), p.size as usize, buf);
+        let name = p.path.rsplit_once('/').map_or(p.path.as_str(), |(_, n)| n);
+        create_in(&dir_fd, name, buf).map_err(|e| io_err(&dir.join(&p.path[1..]))(e))?;
+        hashes.push(xxh3_64(buf));
+    }
+    Ok(hashes)
+}
+
+/// Opens directory `path` to create files relative to it.
+fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `c` is a NUL-terminated path; the descriptor returned, if
+    // any, is owned by nobody else.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned here alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Creates (or truncates) file `name` in directory `dir` holding `data`:
+/// one `openat`, the writes, one `close`; no `fsync` (the manifest is
+/// synced, and renamed into place, after every file is written).
+fn create_in(dir: &OwnedFd, name: &str, data: &[u8]) -> io::Result<()> {
+    let c = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `dir` is an open directory descriptor and `c` NUL-terminated.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned here alone; dropping the
+    // `File` closes it.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    file.write_all(data)
 }
 
 #[cfg(test)]
@@ -225,6 +328,73 @@ mod tests {
         assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 1001);
         assert!(dir.path().join("d0001/p001000.html").is_file());
         assert_eq!(fs::read_dir(dir.path().join("d0000")).unwrap().count(), 1000);
+    }
+
+    /// Steps, directory runs and threads must not change a byte: the same
+    /// manifest and tree from one writer thread and from four, over more
+    /// than one step and with runs cut inside a directory, equal to the
+    /// in-memory manifest.
+    #[test]
+    fn thread_count_and_steps_change_nothing() {
+        let spec = Spec::new(
+            Kind::Custom {
+                count: STEP + 2500,
+                size: 40,
+            },
+            3,
+        )
+        .unwrap();
+        let expected = manifest(&spec).to_text();
+        let mut trees = Vec::new();
+        for threads in [1, 4] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let s = pool.install(|| generate(&spec, dir.path(), &mut |_, _| {})).unwrap();
+            assert_eq!((s.files, s.bytes), (STEP + 2500, (STEP + 2500) * 40));
+            let text = fs::read_to_string(dir.path().join(MANIFEST_FILE)).unwrap();
+            assert_eq!(text, expected, "{threads} threads");
+            trees.push(dir);
+        }
+        let m = Manifest::parse(&expected, "manifest").unwrap();
+        for e in m.entries.iter().step_by(97).chain(m.entries.last()) {
+            let a = fs::read(trees[0].path().join(&e.path[1..])).unwrap();
+            let b = fs::read(trees[1].path().join(&e.path[1..])).unwrap();
+            assert_eq!((a.len() as u64, xxh3_64(&a)), (e.size, e.xxh3), "{}", e.path);
+            assert_eq!(a, b, "{}", e.path);
+        }
+    }
+
+    #[test]
+    fn runs_follow_directories_and_are_cut_at_a_chunk() {
+        let plan = |paths: &[&str]| -> Vec<crate::spec::Planned> {
+            paths
+                .iter()
+                .map(|p| crate::spec::Planned {
+                    path: p.to_string(),
+                    size: 1,
+                    class: "c",
+                    weight: 1.0,
+                })
+                .collect()
+        };
+        let p = plan(&["/a", "/b", "/d/x", "/d/y", "/e/f/z", "/d/w"]);
+        assert_eq!(groups(&p), vec![0..2, 2..4, 4..5, 5..6]);
+        assert_eq!((parent_of("/a"), parent_of("/e/f/z")), ("", "e/f"));
+        let many: Vec<String> = (0..CHUNK + 5).map(|i| format!("/d/{i}")).collect();
+        let p = plan(&many.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(groups(&p), vec![0..CHUNK as usize, CHUNK as usize..CHUNK as usize + 5]);
+    }
+
+    #[test]
+    fn an_existing_file_is_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = Spec::new(Kind::Custom { count: 1, size: 10 }, 1).unwrap();
+        fs::create_dir_all(dir.path().join("d0000")).unwrap();
+        fs::write(dir.path().join("d0000/p000000.html"), vec![b'x'; 5000]).unwrap();
+        generate(&spec, dir.path(), &mut |_, _| {}).unwrap();
+        let body = fs::read(dir.path().join("d0000/p000000.html")).unwrap();
+        let m = manifest(&spec);
+        assert_eq!((body.len() as u64, xxh3_64(&body)), (10, m.entries[0].xxh3));
     }
 
     #[test]

@@ -14,7 +14,9 @@ pub const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n\
 
 /// Answers every request on `s` with [`RESPONSE`] until the client closes.
 fn serve(mut s: impl Read + Write) {
-    let mut buf = [0u8; 4096];
+    // Room for the no-allocation test's request larger than the client's
+    // send buffer (its `writev` path).
+    let mut buf = [0u8; 16384];
     let mut have = 0;
     loop {
         match s.read(&mut buf[have..]) {
