@@ -483,7 +483,9 @@ fn loadfile_replay_against_smbd_counts_exactly() {
         "0s",
     ))
     .unwrap();
-    s = s.replace(&format!("file://{}", d.path().join("root").display()), &smbd.url());
+    // libsmbclient named: benchlab's own client (the default) sends all 20.
+    let lib = format!("{}?client=libsmbclient", smbd.url());
+    s = s.replace(&format!("file://{}", d.path().join("root").display()), &lib);
     std::fs::write(d.path().join("suite.toml"), s).unwrap();
     let r = run_ok(&d.path().join("suite.toml"), &d.path().join("out"));
     let m = &r["mixes"][0];
@@ -550,18 +552,19 @@ fn a_disk_mix_against_smbd_counts_what_libsmbclient_cannot_send_as_not_sent() {
     std::fs::write(d.path().join("mix.toml"), mix).unwrap();
     let s = suite(d.path(), "[workloads.nb]\ndisk_mix = \"mix.toml\"", &[2], "3s", "500ms");
     let out = d.path().join("out");
+    let lib = format!("{}?client=libsmbclient", smbd.url());
     let o = run_benchlab(&[
         "run",
         s.to_str().unwrap(),
         "--target",
-        &smbd.url(),
+        &lib,
         "--out",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let m = &r["mixes"][0];
-    assert_eq!(m["params"]["target"], smbd.url());
+    assert_eq!(m["params"]["target"], lib);
     assert_eq!(m["files"]["prepared_bytes"], 800_000);
     assert!(m["mbit_per_sec"].as_f64().unwrap() > 0.0);
     assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
@@ -830,7 +833,7 @@ fn smb_user_processes_report_their_seconds_live() {
     let started = std::time::Instant::now();
     let m = run_mix(
         &workload,
-        &FileTarget::parse(&smbd.url()).unwrap(),
+        &FileTarget::parse(&format!("{}?client=libsmbclient", smbd.url())).unwrap(),
         &plan,
         &std::sync::atomic::AtomicBool::new(false),
         &mut |s| seen.push((started.elapsed(), s)),

@@ -517,10 +517,14 @@ mod tests {
         assert_eq!(SmbUrl::parse(&u.with_password()).unwrap(), u);
         assert_eq!(
             u.to_string(),
-            "smb://u:***@h:4450/s?sign=required&client=benchlab&dialect=3.0.2"
+            "smb://u:***@h:4450/s?sign=required&dialect=3.0.2"
         );
+        // benchlab's client is the default; libsmbclient is named.
         let d = SmbUrl::parse("smb://h/s").unwrap();
-        assert_eq!((d.client, d.dialect), (crate::smb::Client::Libsmbclient, None));
+        assert_eq!((d.client, d.dialect), (crate::smb::Client::Benchlab, None));
+        let l = SmbUrl::parse("smb://h/s?client=libsmbclient").unwrap();
+        assert_eq!(l.client, crate::smb::Client::Libsmbclient);
+        assert_eq!(l.to_string(), "smb://h:445/s?client=libsmbclient");
     }
 
     #[test]
