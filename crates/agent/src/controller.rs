@@ -1409,7 +1409,19 @@ impl Driver<FileClient> for Remote<FileClient> {
     }
 
     fn finish(&mut self) -> Result<FileEnd, ClientLost> {
-        self.end()
+        let mut end = self.end()?;
+        // As a web client's (above): on the controller's clock, to within
+        // half the clock check's round trip.
+        let (offset, rtt) = self.clock;
+        let total = &mut end.measure.total;
+        if let Some(t) = total.first_send_unix_ns {
+            total.first_send_unix_ns = Some(t.saturating_sub(offset));
+            end.first_send_uncertainty_ns = rtt.div_ceil(2);
+        }
+        for c in &mut end.measure.clients {
+            c.first_send_unix_ns = c.first_send_unix_ns.map(|t| t.saturating_sub(offset));
+        }
+        Ok(end)
     }
 }
 

@@ -576,6 +576,7 @@ fn start_file_client(f: FileStart, tx: &Outbound, stop: Arc<AtomicBool>) -> Opti
                 .map(|r| benchlab_fileserver::FileEnd {
                     measure: r.measure,
                     cpu_us: r.cpu_us,
+                    first_send_uncertainty_ns: 0,
                 })
                 // On the wire, the message only (the controller counts the
                 // client as unable to run).

@@ -259,8 +259,9 @@ pub(crate) fn drive_user(
     live: Option<&LiveCounters>,
 ) -> (FileStats, Option<Instant>) {
     let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
-    sleep_until(t0 + delay, stop);
+    benchlab_input::start::wait_until(t0 + delay, stop);
     let mut st = FileStats::default();
+    st.note_first_send(delay);
     let mut record = |kind: OpKind, expect: Status, got: Status, us: u64, bytes: u64| {
         let now = Instant::now();
         if now >= from && now <= to {

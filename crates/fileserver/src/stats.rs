@@ -64,6 +64,10 @@ pub struct FileStats {
     /// Per second of the window (index 0: its first second), what
     /// completed in it; the totals above are their sums.
     pub seconds: Vec<SecondStats>,
+    /// When the first operation left, less the user's drawn start delay,
+    /// UTC ns on the clock of the host that ran it (a client's or mix's:
+    /// its earliest user's): the start spread's figure (docs/counting.md).
+    pub first_send_unix_ns: Option<i64>,
 }
 
 impl Default for FileStats {
@@ -75,11 +79,26 @@ impl Default for FileStats {
             errors: BTreeMap::new(),
             loops: 0,
             seconds: Vec::new(),
+            first_send_unix_ns: None,
         }
     }
 }
 
 impl FileStats {
+    /// Notes that a user's first operation leaves now, `delay` (its drawn
+    /// start delay) after its start: what every file client calls before
+    /// its users' first operation (the user threads and processes, and an
+    /// event-loop driver), so a file mix has a start spread as a web mix
+    /// has. The earliest note is kept.
+    pub fn note_first_send(&mut self, delay: std::time::Duration) {
+        let now = match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            Err(_) => return,
+        };
+        let t = now.saturating_sub(i64::try_from(delay.as_nanos()).unwrap_or(i64::MAX));
+        self.first_send_unix_ns = Some(self.first_send_unix_ns.map_or(t, |f| f.min(t)));
+    }
+
     /// Records one operation of `kind` that took `micros`; `got` differs
     /// from `expect` for an error.
     pub fn record(&mut self, kind: OpKind, micros: u64, expect: &Status, got: &Status) {
@@ -116,6 +135,10 @@ impl FileStats {
             *self.errors.entry(k.clone()).or_default() += v;
         }
         self.loops += other.loops;
+        self.first_send_unix_ns = match (self.first_send_unix_ns, other.first_send_unix_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         if self.seconds.len() < other.seconds.len() {
             self.seconds.resize(other.seconds.len(), SecondStats::default());
         }

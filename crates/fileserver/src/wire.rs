@@ -70,6 +70,8 @@ struct StatsWire {
     errors: BTreeMap<String, u64>,
     loops: u64,
     seconds: Vec<SecondStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    first_send_unix_ns: Option<i64>,
 }
 
 impl Serialize for FileStats {
@@ -81,6 +83,7 @@ impl Serialize for FileStats {
             errors: self.errors.clone(),
             loops: self.loops,
             seconds: self.seconds.clone(),
+            first_send_unix_ns: self.first_send_unix_ns,
         }
         .serialize(s)
     }
@@ -103,6 +106,7 @@ impl<'de> Deserialize<'de> for FileStats {
             errors: w.errors,
             loops: w.loops,
             seconds: w.seconds,
+            first_send_unix_ns: w.first_send_unix_ns,
         })
     }
 }
@@ -113,6 +117,10 @@ impl<'de> Deserialize<'de> for FileStats {
 pub struct FileEnd {
     pub measure: FileMixMeasure,
     pub cpu_us: [u64; 2],
+    /// How far the first send may be off the controller's clock (half the
+    /// clock check's round trip), set where the controller receives it.
+    #[serde(default)]
+    pub first_send_uncertainty_ns: u64,
 }
 
 /// A workload as its own text, rebuilt where the agent runs.

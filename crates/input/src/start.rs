@@ -1,0 +1,66 @@
+//! Waiting for a mix's start instant: the one wait that web clients (the
+//! engine's event loops) and file clients (their users) make before their
+//! first request, so every client of a mix leaves together.
+//!
+//! A plain `sleep` to the instant wakes when the kernel's timer and the
+//! scheduler get round to it: on a busy machine milliseconds late, and
+//! differently late for each thread (bench/agents-start.sh measures it).
+//! So the wait sleeps to [`SPIN_MARGIN`] before the instant, then yields
+//! the CPU in a loop until it, and spins the last [`SPIN_ONLY`]: a thread
+//! that is running when the instant comes leaves within microseconds of
+//! it. The busy part is bounded by the margin (2 ms of one core per
+//! thread per mix start, at most), and nothing is disclosed beyond the
+//! start spread that measures it (docs/counting.md, "Start spread").
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long before the start a waiting thread stops sleeping and stays
+/// on the CPU (yielding): more than a timer's usual lateness on a loaded
+/// machine, little enough that the spinning costs nothing a run notices.
+pub const SPIN_MARGIN: Duration = Duration::from_millis(2);
+
+/// The last stretch spun without yielding: a yield may give the CPU away
+/// for a scheduler slice, too long this close to the instant.
+pub const SPIN_ONLY: Duration = Duration::from_micros(50);
+
+/// The longest single sleep, so that `stop` is seen within it.
+const SLEEP_SLICE: Duration = Duration::from_millis(50);
+
+/// Returns at `t` (or at once when `t` has passed), or early when `stop`
+/// is set: sleeps to `t` − [`SPIN_MARGIN`], then yields, then spins.
+pub fn wait_until(t: Instant, stop: &AtomicBool) {
+    loop {
+        let now = Instant::now();
+        if now >= t || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let left = t - now;
+        if left > SPIN_MARGIN {
+            std::thread::sleep((left - SPIN_MARGIN).min(SLEEP_SLICE));
+        } else if left > SPIN_ONLY {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn it_returns_at_the_instant_not_before_and_at_once_when_stopped_or_past() {
+        let never = AtomicBool::new(false);
+        let t = Instant::now() + Duration::from_millis(30);
+        wait_until(t, &never);
+        assert!(Instant::now() >= t);
+        let past = Instant::now();
+        wait_until(past - Duration::from_millis(5), &never);
+        let stopped = AtomicBool::new(true);
+        let far = Instant::now() + Duration::from_secs(3600);
+        wait_until(far, &stopped);
+        assert!(Instant::now() < far);
+    }
+}
