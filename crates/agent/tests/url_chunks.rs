@@ -1,4 +1,4 @@
-//! A URL list of 200,000 URLs reaches an agent in many chunks (issue 27):
+//! A URL list of 50,000 URLs reaches an agent in many chunks (issue 27):
 //! intact (its id checked, a client started on it), and without either
 //! side holding the whole encoded list. A counting allocator notes the
 //! largest single allocation of the process while the list travels: with
@@ -50,11 +50,13 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-const URLS: usize = 200_000;
-const CHUNK: usize = 64 << 10;
+// Small enough for a debug build on a busy machine (the list's id is
+// hashed three times on the way), large enough for a hundred chunks.
+const URLS: usize = 50_000;
+const CHUNK: usize = 16 << 10;
 
 #[test]
-fn a_list_of_200k_urls_arrives_intact_in_chunks_never_held_whole() {
+fn a_list_of_50k_urls_arrives_intact_in_chunks_never_held_whole() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_certs(
         dir.path(),
@@ -149,7 +151,7 @@ fn a_list_of_200k_urls_arrives_intact_in_chunks_never_held_whole() {
         .unwrap_or_default();
     eprintln!("{wire}; largest allocation while it travelled: {largest} bytes (arena {path_bytes}, JSON {json})");
     assert!(wire.ends_with(&format!(" in {chunks} chunks)")), "{wire}");
-    assert!(chunks > 50, "{chunks} chunks");
+    assert!(chunks > 100, "{chunks} chunks");
     assert!(
         largest <= bound,
         "an allocation of {largest} bytes while the list travelled: more than the arena ({path_bytes}) or 4 chunks"
