@@ -121,41 +121,39 @@ impl tokio_stream::Stream for Outgoing {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        loop {
-            if let Some((id, chunks, seq)) = &mut this.list {
-                if let Some((data, last)) = chunks.next() {
-                    let chunk = UrlChunk {
-                        list: id.clone(),
-                        seq: *seq,
-                        data,
-                        last,
-                    };
-                    *seq += 1;
-                    return Poll::Ready(Some(Ok(ControllerMessage {
-                        kind: Some(ToAgent::UrlChunk(chunk)),
-                    })));
-                }
-                this.list = None;
+        if let Some((id, chunks, seq)) = &mut this.list {
+            if let Some((data, last)) = chunks.next() {
+                let chunk = UrlChunk {
+                    list: id.clone(),
+                    seq: *seq,
+                    data,
+                    last,
+                };
+                *seq += 1;
+                return Poll::Ready(Some(Ok(ControllerMessage {
+                    kind: Some(ToAgent::UrlChunk(chunk)),
+                })));
             }
-            match this.rx.poll_recv(cx) {
-                Poll::Ready(Some(Out::Message(m))) => return Poll::Ready(Some(m)),
-                Poll::Ready(Some(Out::List(list, max))) => {
-                    let id = list.id.clone();
-                    let chunks = UrlChunks::new(list, max);
-                    let head = UrlChunk {
-                        list: id.clone(),
-                        seq: 0,
-                        data: chunks.head(),
-                        last: false,
-                    };
-                    this.list = Some((id, chunks, 1));
-                    return Poll::Ready(Some(Ok(ControllerMessage {
-                        kind: Some(ToAgent::UrlChunk(head)),
-                    })));
-                }
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
+            this.list = None;
+        }
+        match this.rx.poll_recv(cx) {
+            Poll::Ready(Some(Out::Message(m))) => Poll::Ready(Some(m)),
+            Poll::Ready(Some(Out::List(list, max))) => {
+                let id = list.id.clone();
+                let chunks = UrlChunks::new(list, max);
+                let head = UrlChunk {
+                    list: id.clone(),
+                    seq: 0,
+                    data: chunks.head(),
+                    last: false,
+                };
+                this.list = Some((id, chunks, 1));
+                Poll::Ready(Some(Ok(ControllerMessage {
+                    kind: Some(ToAgent::UrlChunk(head)),
+                })))
             }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
         }
     }
 }

@@ -176,6 +176,11 @@ pub(crate) fn run_mix(
     Ok(result)
 }
 
+/// A remote file mix's run, per client why it was lost (`None`: it
+/// reported), and per client how far its first send may be off the
+/// controller's clock (ns).
+type RemoteRun = (MixRun, Vec<Option<String>>, Vec<u64>);
+
 /// Runs a file mix's clients on the pool's remote agents, one order per
 /// client (its users, global numbers), all starting at one wall-clock
 /// instant; merges their seconds as they come (a second is handed on once
@@ -191,7 +196,7 @@ fn run_remote(
     opts: &RunOptions,
     stop: &AtomicBool,
     observer: &mut dyn Observer,
-) -> Result<(MixRun, Vec<Option<String>>, Vec<u64>), ControllerError> {
+) -> Result<RemoteRun, ControllerError> {
     let clients = mix.clients as usize;
     let pool = &opts.clients;
     pool.clients_left(clients).map_err(|e| ControllerError::ClientsLost {
