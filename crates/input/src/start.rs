@@ -5,12 +5,16 @@
 //! A plain `sleep` to the instant wakes when the kernel's timer and the
 //! scheduler get round to it: on a busy machine milliseconds late, and
 //! differently late for each thread (bench/agents-start.sh measures it).
-//! So the wait sleeps to [`SPIN_MARGIN`] before the instant, then yields
-//! the CPU in a loop until it, and spins the last [`SPIN_ONLY`]: a thread
-//! that is running when the instant comes leaves within microseconds of
-//! it. The busy part is bounded by the margin (2 ms of one core per
-//! thread per mix start, at most), and nothing is disclosed beyond the
-//! start spread that measures it (docs/counting.md, "Start spread").
+//! So the wait sleeps to [`SPIN_MARGIN`] before the instant, then stays
+//! runnable, yielding the CPU in a loop until it: a thread that is running
+//! when the instant comes leaves within microseconds of it. It always
+//! yields, never spins alone: with more waiting threads than cores (64
+//! clients on 2 cores), a thread that spun without yielding held its core
+//! from the others through their instant (bench/agents-start.sh measured
+//! the spread grow so). The busy part is bounded by the margin (2 ms of
+//! one core per thread per mix start, at most), and nothing is disclosed
+//! beyond the start spread that measures it (docs/counting.md, "Start
+//! spread").
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -20,15 +24,11 @@ use std::time::{Duration, Instant};
 /// machine, little enough that the spinning costs nothing a run notices.
 pub const SPIN_MARGIN: Duration = Duration::from_millis(2);
 
-/// The last stretch spun without yielding: a yield may give the CPU away
-/// for a scheduler slice, too long this close to the instant.
-pub const SPIN_ONLY: Duration = Duration::from_micros(50);
-
 /// The longest single sleep, so that `stop` is seen within it.
 const SLEEP_SLICE: Duration = Duration::from_millis(50);
 
 /// Returns at `t` (or at once when `t` has passed), or early when `stop`
-/// is set: sleeps to `t` − [`SPIN_MARGIN`], then yields, then spins.
+/// is set: sleeps to `t` − [`SPIN_MARGIN`], then yields until `t`.
 pub fn wait_until(t: Instant, stop: &AtomicBool) {
     loop {
         let now = Instant::now();
@@ -38,10 +38,8 @@ pub fn wait_until(t: Instant, stop: &AtomicBool) {
         let left = t - now;
         if left > SPIN_MARGIN {
             std::thread::sleep((left - SPIN_MARGIN).min(SLEEP_SLICE));
-        } else if left > SPIN_ONLY {
-            std::thread::yield_now();
         } else {
-            std::hint::spin_loop();
+            std::thread::yield_now();
         }
     }
 }
