@@ -28,8 +28,9 @@ pub const CONTROLLER_SILENCE_LIMIT: Duration = Duration::from_secs(5);
 
 /// The largest message an agent takes from its controller: a URL list
 /// comes in chunks of 1 MiB, so this bounds the rest — a list's head (its
-/// classes, requests and flow files), a file order (its workload's text).
-pub const MAX_CONTROLLER_MESSAGE_BYTES: usize = 64 << 20;
+/// classes, requests and flow files), a file order, which carries its
+/// workload's own text (a loadfile of up to 256 MiB, docs/design.md).
+pub const MAX_CONTROLLER_MESSAGE_BYTES: usize = 512 << 20;
 
 /// The most a URL list's paths and columns may take on an agent, summed
 /// over its chunks: checked against what its head announces before any
