@@ -13,7 +13,7 @@ use crate::proto::controller_message::Kind as ToAgent;
 use crate::proto::*;
 use crate::tls::{CertRole, TlsFiles};
 use crate::{now_nanos, time_of_nanos, AgentError};
-use benchlab_controller::plan::{ClientPlan, UrlList};
+use benchlab_controller::plan::{ClientPlan, UrlChunks, UrlList, URL_CHUNK_BYTES};
 use benchlab_controller::{
     ClientDriver, ClientKind, ClientLost, ClientPool, Driver, DriverError, FileClient, FileClientDriver, WebClient,
 };
@@ -23,11 +23,13 @@ use benchlab_fileserver::{FileEnd, FileOrder};
 use benchlab_results::{AgentResult, ClockCheck};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
-use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tonic::transport::Server;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -93,7 +95,68 @@ enum Event {
     Lost(String),
 }
 
-type Outbound = UnboundedSender<Result<ControllerMessage, Status>>;
+/// What is queued for a peer's stream, in order.
+enum Out {
+    Message(Result<ControllerMessage, Status>),
+    /// A URL list, sent as its head and chunks of at most this many bytes,
+    /// each made only when the stream takes it ([`Outgoing`]).
+    List(Arc<UrlList>, usize),
+}
+
+type Outbound = UnboundedSender<Out>;
+
+/// A peer's stream: its queue, with a URL list in it expanded into its
+/// chunks one at a time as gRPC asks for the next message. So a list of
+/// millions of URLs is never encoded whole, nor once per agent: each
+/// agent's stream holds the chunk in flight (and gRPC's buffer of it),
+/// and the list itself is the controller's one shared copy.
+struct Outgoing {
+    rx: UnboundedReceiver<Out>,
+    /// The list being sent: its id, its chunks, the next chunk's number.
+    list: Option<(String, UrlChunks, u32)>,
+}
+
+impl tokio_stream::Stream for Outgoing {
+    type Item = Result<ControllerMessage, Status>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if let Some((id, chunks, seq)) = &mut this.list {
+            if let Some((data, last)) = chunks.next() {
+                let chunk = UrlChunk {
+                    list: id.clone(),
+                    seq: *seq,
+                    data,
+                    last,
+                };
+                *seq += 1;
+                return Poll::Ready(Some(Ok(ControllerMessage {
+                    kind: Some(ToAgent::UrlChunk(chunk)),
+                })));
+            }
+            this.list = None;
+        }
+        match this.rx.poll_recv(cx) {
+            Poll::Ready(Some(Out::Message(m))) => Poll::Ready(Some(m)),
+            Poll::Ready(Some(Out::List(list, max))) => {
+                let id = list.id.clone();
+                let chunks = UrlChunks::new(list, max);
+                let head = UrlChunk {
+                    list: id.clone(),
+                    seq: 0,
+                    data: chunks.head(),
+                    last: false,
+                };
+                this.list = Some((id, chunks, 1));
+                Poll::Ready(Some(Ok(ControllerMessage {
+                    kind: Some(ToAgent::UrlChunk(head)),
+                })))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
 
 /// One connected agent.
 struct Link {
@@ -118,9 +181,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Link {
     fn send(&self, kind: ToAgent) -> bool {
+        lock(&self.tx).as_ref().is_some_and(|tx| {
+            tx.send(Out::Message(Ok(ControllerMessage { kind: Some(kind) })))
+                .is_ok()
+        })
+    }
+
+    /// Queues URL list `list`, in chunks of at most `max` bytes.
+    fn send_list(&self, list: &Arc<UrlList>, max: usize) -> bool {
         lock(&self.tx)
             .as_ref()
-            .is_some_and(|tx| tx.send(Ok(ControllerMessage { kind: Some(kind) })).is_ok())
+            .is_some_and(|tx| tx.send(Out::List(Arc::clone(list), max)).is_ok())
     }
 
     fn is_lost(&self) -> Option<String> {
@@ -175,8 +246,10 @@ struct State {
     /// ends the stream, so the monitor exits cleanly instead of on a reset.
     monitor_tx: BTreeMap<String, Outbound>,
     samples: BTreeMap<String, Vec<(SystemTime, Vec<u8>)>>,
-    /// Every URL list handed over this run, for agents that join late.
-    lists: Vec<Vec<u8>>,
+    /// Every URL list handed over this run, for agents that join late
+    /// (the lists themselves, shared with the run: nothing encoded is
+    /// kept).
+    lists: Vec<Arc<UrlList>>,
     /// Mixes begun ([`ClientPool::before_mix`] calls).
     mixes: u32,
     /// Set when an agent was lost under `--abort-on-lost-agent`.
@@ -190,6 +263,8 @@ struct State {
 
 struct Shared {
     opts: ControllerOptions,
+    /// The largest URL list chunk ([`URL_CHUNK_BYTES`]; tests set less).
+    url_chunk_bytes: AtomicUsize,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -217,10 +292,10 @@ impl Shared {
         // No more orders to it; its stream ends in an error that says why,
         // so an agent that is still there exits 1, not as at a run's end.
         if let Some(tx) = lock(&link.tx).take() {
-            let _ = tx.send(Err(Status::aborted(format!(
+            let _ = tx.send(Out::Message(Err(Status::aborted(format!(
                 "the controller dropped agent {}: {why}",
                 link.index
-            ))));
+            )))));
         }
         for tx in lock(&link.clients).values() {
             let _ = tx.send(Event::Lost(why.clone()));
@@ -255,7 +330,7 @@ struct Service(Arc<Shared>);
 
 #[tonic::async_trait]
 impl Control for Service {
-    type SessionStream = UnboundedReceiverStream<Result<ControllerMessage, Status>>;
+    type SessionStream = Outgoing;
 
     async fn session(
         &self,
@@ -316,13 +391,13 @@ impl Control for Service {
                 protocol_version: PROTOCOL_VERSION,
             })),
         };
-        let _ = tx.send(Ok(welcome));
+        let _ = tx.send(Out::Message(Ok(welcome)));
         match role {
             Ok(Role::Agent) => self.agent(hello, peer, inbound, tx)?,
             Ok(Role::Monitor) => self.monitor(hello, peer, inbound, tx)?,
             _ => return Err(Status::invalid_argument("Hello names no role (agent or monitor)")),
         }
-        Ok(Response::new(UnboundedReceiverStream::new(rx)))
+        Ok(Response::new(Outgoing { rx, list: None }))
     }
 }
 
@@ -361,11 +436,9 @@ impl Service {
                 return Err(Status::already_exists(why));
             }
             // Handed over before any order: the phase's URL lists.
+            let max = shared.url_chunk_bytes.load(Ordering::Relaxed);
             for list in &st.lists {
-                link.send(ToAgent::Urls(ClientPayload {
-                    client: 0,
-                    json: list.clone(),
-                }));
+                link.send_list(list, max);
             }
             st.sessions += 1;
         }
@@ -467,7 +540,7 @@ impl Service {
                             break format!("silent for {} s", SILENCE_LIMIT.as_secs());
                         }
                         if let Some(tx) = shared.state().monitor_tx.get(&host) {
-                            let _ = tx.send(Ok(ControllerMessage { kind: Some(ToAgent::Heartbeat(Heartbeat { unix_nanos: now_nanos() })) }));
+                            let _ = tx.send(Out::Message(Ok(ControllerMessage { kind: Some(ToAgent::Heartbeat(Heartbeat { unix_nanos: now_nanos() })) })));
                         }
                     }
                 }
@@ -677,6 +750,7 @@ impl RemotePool {
             .map_err(|e| AgentError::Io(format!("cannot listen on {}: {e}", opts.listen)))?;
         let shared = Arc::new(Shared {
             opts,
+            url_chunk_bytes: AtomicUsize::new(URL_CHUNK_BYTES),
             state: Mutex::new(State {
                 agents: BTreeMap::new(),
                 history: BTreeMap::new(),
@@ -713,6 +787,12 @@ impl RemotePool {
     }
 
     /// Where the controller listens.
+    /// Sets the largest URL list chunk (default [`URL_CHUNK_BYTES`]): tests
+    /// send a list in many chunks without millions of URLs.
+    pub fn set_url_chunk_bytes(&self, bytes: usize) {
+        self.shared.url_chunk_bytes.store(bytes, Ordering::Relaxed);
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
@@ -858,24 +938,40 @@ impl ClientPool for RemotePool {
         if !urls.is_intact() {
             return Err(DriverError::UnknownUrls(urls.id.clone()));
         }
-        let json = serde_json::to_vec(&**urls).map_err(|e| DriverError::Remote(e.to_string()))?;
-        // The list's cost on the wire, per URL (issue 27): the compact
-        // form's arena and columns, sent once per phase to each agent.
+        // The list's cost on the wire, per URL (issue 27): its head, its
+        // chunks (paths and binary columns) and each chunk's envelope and
+        // gRPC prefix, counted without making them.
+        let max = self.shared.url_chunk_bytes.load(Ordering::Relaxed);
+        let chunks = UrlChunks::new(Arc::clone(urls), max);
+        let (count, bytes) = chunks.totals();
+        let envelope = |data: usize| {
+            5 + prost::Message::encoded_len(&ControllerMessage {
+                kind: Some(ToAgent::UrlChunk(UrlChunk {
+                    list: urls.id.clone(),
+                    seq: u32::try_from(count).unwrap_or(u32::MAX),
+                    data: Vec::new(),
+                    last: true,
+                })),
+            }) + prost::encoding::encoded_len_varint(data as u64)
+        };
+        let head = chunks.head().len();
+        let wire = (head + envelope(head)) as u64 + bytes + (count * envelope(max)) as u64;
         let n = urls.urls.len();
         self.shared.log(format!(
-            "URL list {}: {n} URLs, {} bytes on the wire ({:.1} bytes a URL)",
+            "URL list {}: {n} URLs, {wire} bytes on the wire ({:.1} bytes a URL, in {})",
             urls.id,
-            json.len(),
-            json.len() as f64 / n.max(1) as f64
+            wire as f64 / n.max(1) as f64,
+            if count == 1 {
+                "1 chunk".to_string()
+            } else {
+                format!("{count} chunks")
+            },
         ));
         let mut st = self.shared.state();
         for l in st.agents.values() {
-            l.send(ToAgent::Urls(ClientPayload {
-                client: 0,
-                json: json.clone(),
-            }));
+            l.send_list(urls, max);
         }
-        st.lists.push(json);
+        st.lists.push(Arc::clone(urls));
         Ok(())
     }
 
@@ -1311,7 +1407,19 @@ impl Driver<FileClient> for Remote<FileClient> {
     }
 
     fn finish(&mut self) -> Result<FileEnd, ClientLost> {
-        self.end()
+        let mut end = self.end()?;
+        // As a web client's (above): on the controller's clock, to within
+        // half the clock check's round trip.
+        let (offset, rtt) = self.clock;
+        let total = &mut end.measure.total;
+        if let Some(t) = total.first_send_unix_ns {
+            total.first_send_unix_ns = Some(t.saturating_sub(offset));
+            end.first_send_uncertainty_ns = rtt.div_ceil(2);
+        }
+        for c in &mut end.measure.clients {
+            c.first_send_unix_ns = c.first_send_unix_ns.map(|t| t.saturating_sub(offset));
+        }
+        Ok(end)
     }
 }
 

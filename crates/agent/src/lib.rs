@@ -12,6 +12,8 @@
 //!   monitor's sending side ([`monitor_session`]);
 //! - [`proto`]: the messages; [`tls`]: the lab's certificates.
 
+#![forbid(unsafe_code)]
+
 pub mod controller;
 pub mod peer;
 pub mod proto;

@@ -8,9 +8,9 @@ use crate::proto::controller_message::Kind as ToAgent;
 use crate::proto::*;
 use crate::tls::TlsFiles;
 use crate::{now_nanos, time_of_nanos, AgentError};
-use benchlab_controller::plan::{ClientPlan, UrlList};
+use benchlab_controller::plan::{ClientPlan, UrlListReceiver};
 use benchlab_controller::{ClientPool, InProcess};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -26,10 +26,52 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 /// clients lost before the agent gives up.
 pub const CONTROLLER_SILENCE_LIMIT: Duration = Duration::from_secs(5);
 
-/// The largest message an agent takes from its controller: a phase's URL
-/// list comes whole in one (about 50 bytes a URL on the wire, so some ten
-/// million URLs); gRPC's default of 4 MiB stopped at about 80,000.
+/// The largest message an agent takes from its controller: a URL list
+/// comes in chunks of 1 MiB, so this bounds the rest — a list's head (its
+/// classes, requests and flow files), a file order, which carries its
+/// workload's own text (a loadfile of up to 256 MiB, docs/design.md).
 pub const MAX_CONTROLLER_MESSAGE_BYTES: usize = 512 << 20;
+
+/// The most a URL list's paths and columns may take on an agent, summed
+/// over its chunks: checked against what its head announces before any
+/// room is taken (about 50 bytes a URL, so some ten million URLs).
+pub const MAX_URL_LIST_BYTES: u64 = 512 << 20;
+
+/// Lists whose refusal an agent remembers, to answer an order naming one
+/// with why (the newest kept).
+const REFUSED_LISTS_KEPT: usize = 16;
+
+/// The URL lists arriving from the controller: the one whose chunks are
+/// coming (the stream is ordered: one at a time), and the reasons of the
+/// latest refused, so an order naming one is answered with why.
+#[derive(Default)]
+struct Arriving {
+    list: Option<UrlListReceiver>,
+    refused: VecDeque<(String, String)>,
+}
+
+impl Arriving {
+    fn refuse(&mut self, id: &str, why: String, log: &dyn Fn(String), index: u32) {
+        log(format!("agent {index}: refused {why}"));
+        if self.refused.len() == REFUSED_LISTS_KEPT {
+            self.refused.pop_front();
+        }
+        self.refused.push_back((id.to_string(), why));
+    }
+
+    /// Why list `id` cannot run here, if it cannot: refused, or its
+    /// chunks still coming.
+    fn why_not(&self, id: &str) -> Option<String> {
+        if let Some(r) = self.list.as_ref().filter(|r| r.id() == id) {
+            return Some(format!("URL list {id} is incomplete: {}", r.progress()));
+        }
+        self.refused
+            .iter()
+            .rev()
+            .find(|(i, _)| i == id)
+            .map(|(_, why)| why.clone())
+    }
+}
 
 /// Where the controller is and how to prove who we are.
 #[derive(Debug, Clone)]
@@ -280,6 +322,7 @@ async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Re
         opts.index, opts.peer.controller
     ));
     let pool = Arc::new(InProcess::default());
+    let mut arriving = Arriving::default();
     // Each running client's stop flag and pump thread.
     let mut clients: HashMap<u32, (Arc<AtomicBool>, std::thread::JoinHandle<()>)> = HashMap::new();
     let beat_tx = tx.clone();
@@ -327,22 +370,29 @@ async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Re
                     }),
                 );
             }
-            Some(ToAgent::Urls(p)) => match serde_json::from_slice::<UrlList>(&p.json) {
-                Ok(list) => {
+            Some(ToAgent::UrlChunk(c)) => {
+                if let Some(done) = arriving_chunk(&mut arriving, c, log, opts.index) {
                     let pool = Arc::clone(&pool);
-                    let list = Arc::new(list);
-                    let id = list.id.clone();
-                    // Names are resolved here, where the load leaves from.
-                    let loaded = tokio::task::spawn_blocking(move || pool.load_urls(&list)).await;
-                    if let Ok(Err(e)) = loaded {
-                        log(format!("agent {}: cannot load URL list {id}: {e}", opts.index));
+                    let id = done.id().to_string();
+                    // Checked whole (its id) and its names resolved here,
+                    // where the load leaves from, off the network thread.
+                    let loaded = tokio::task::spawn_blocking(move || {
+                        let list = Arc::new(done.finish()?);
+                        pool.load_urls(&list)
+                            .map_err(|e| format!("URL list {}: cannot load it: {e}", list.id))?;
+                        Ok::<_, String>(list.urls.len())
+                    })
+                    .await;
+                    match loaded {
+                        Ok(Ok(n)) => log(format!("agent {}: URL list {id} received: {n} URLs", opts.index)),
+                        Ok(Err(why)) => arriving.refuse(&id, why, log, opts.index),
+                        Err(e) => log(format!("agent {}: loading a URL list failed: {e}", opts.index)),
                     }
                 }
-                Err(e) => log(format!("agent {}: a URL list that does not decode: {e}", opts.index)),
-            },
+            }
             Some(ToAgent::Start(s)) => {
                 let stop = Arc::new(AtomicBool::new(false));
-                let handle = start_client(&pool, s, &tx, Arc::clone(&stop));
+                let handle = start_client(&pool, s, &tx, Arc::clone(&stop), &|id| arriving.why_not(id));
                 if let Some((client, h)) = handle {
                     clients.insert(client, (stop, h));
                 }
@@ -376,11 +426,59 @@ async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Re
 
 /// Starts client `s.client` and a thread that streams its seconds and its
 /// report; acknowledges the start (or says why it failed).
+/// Takes one piece of a URL list; returns the receiver of a list whose
+/// last chunk came (to finish and load), or `None`. A piece out of place
+/// (a chunk with no head, a new head before the last list's end, a chunk
+/// that does not fit) refuses its list, logged and kept for the orders
+/// that name it.
+fn arriving_chunk(a: &mut Arriving, c: UrlChunk, log: &dyn Fn(String), index: u32) -> Option<UrlListReceiver> {
+    if c.seq == 0 {
+        if let Some(prev) = a.list.take() {
+            let id = prev.id().to_string();
+            let why = format!("URL list {id}: its chunks stopped after {}", prev.progress());
+            a.refuse(&id, why, log, index);
+        }
+        match UrlListReceiver::new(&c.data, MAX_URL_LIST_BYTES) {
+            Ok(r) if r.id() == c.list => a.list = Some(r),
+            Ok(r) => a.refuse(
+                &c.list,
+                format!("URL list {}: its head names {}", c.list, r.id()),
+                log,
+                index,
+            ),
+            Err(why) => a.refuse(&c.list, why, log, index),
+        }
+        return None;
+    }
+    match a.list.take() {
+        Some(mut r) if r.id() == c.list => match r.push(c.seq, &c.data) {
+            Ok(()) if c.last => Some(r),
+            Ok(()) => {
+                a.list = Some(r);
+                None
+            }
+            Err(why) => {
+                a.refuse(&c.list, why, log, index);
+                None
+            }
+        },
+        other => {
+            a.list = other;
+            if !a.refused.iter().any(|(i, _)| *i == c.list) {
+                let why = format!("URL list {}: chunk {} came without its head", c.list, c.seq);
+                a.refuse(&c.list, why, log, index);
+            }
+            None
+        }
+    }
+}
+
 fn start_client(
     pool: &Arc<InProcess>,
     s: Start,
     tx: &Outbound,
     stop: Arc<AtomicBool>,
+    why_not: &dyn Fn(&str) -> Option<String>,
 ) -> Option<(u32, std::thread::JoinHandle<()>)> {
     let client = s.client;
     let started = move |error: String| FromAgent::Started(Started { client, error });
@@ -397,6 +495,10 @@ fn start_client(
             return None;
         }
     };
+    if let Some(why) = why_not(&plan.urls) {
+        send(tx, started(why));
+        return None;
+    }
     let mut driver = pool.driver(client as usize);
     let tx = tx.clone();
     let h = std::thread::Builder::new()
@@ -475,6 +577,7 @@ fn start_file_client(f: FileStart, tx: &Outbound, stop: Arc<AtomicBool>) -> Opti
                 .map(|r| benchlab_fileserver::FileEnd {
                     measure: r.measure,
                     cpu_us: r.cpu_us,
+                    first_send_uncertainty_ns: 0,
                 })
                 // On the wire, the message only (the controller counts the
                 // client as unable to run).
@@ -548,4 +651,72 @@ pub fn monitor_session(
         .await;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use benchlab_controller::plan::{UrlChunks, UrlList, UrlSpec};
+    use benchlab_engine::{ClassPlan, Expect};
+
+    fn list(n: usize) -> Arc<UrlList> {
+        let specs = (0..n)
+            .map(|i| UrlSpec {
+                url: format!("http://127.0.0.1:9/p{i:05}"),
+                weight: 1.0,
+                class: 0,
+                expect_status: 200,
+                expect: Expect::Status,
+                request: 0,
+            })
+            .collect();
+        Arc::new(UrlList::new(vec![ClassPlan { name: "c".into() }], specs))
+    }
+
+    fn piece(id: &str, seq: u32, data: Vec<u8>, last: bool) -> UrlChunk {
+        UrlChunk {
+            list: id.into(),
+            seq,
+            data,
+            last,
+        }
+    }
+
+    #[test]
+    fn an_order_for_a_list_still_arriving_or_cut_short_is_answered_with_why() {
+        let (a, b) = (list(300), list(5));
+        let chunks = UrlChunks::new(Arc::clone(&a), 1024);
+        let head = chunks.head();
+        let parts: Vec<_> = chunks.collect();
+        assert!(parts.len() > 2);
+        let mut arriving = Arriving::default();
+        let lines = std::sync::Mutex::new(Vec::new());
+        let log = |s: String| lines.lock().unwrap().push(s);
+        assert!(arriving_chunk(&mut arriving, piece(&a.id, 0, head, false), &log, 0).is_none());
+        assert!(arriving_chunk(&mut arriving, piece(&a.id, 1, parts[0].0.clone(), false), &log, 0).is_none());
+        let why = arriving.why_not(&a.id).unwrap();
+        assert!(
+            why.starts_with(&format!("URL list {} is incomplete: 1 chunks, ", a.id)),
+            "{why}"
+        );
+        // The next list's head comes before the last chunk: the first is
+        // refused, and an order naming it hears why.
+        let b_chunks = UrlChunks::new(Arc::clone(&b), 1024);
+        let b_head = b_chunks.head();
+        let b_parts: Vec<_> = b_chunks.collect();
+        assert!(arriving_chunk(&mut arriving, piece(&b.id, 0, b_head, false), &log, 0).is_none());
+        let why = arriving.why_not(&a.id).unwrap();
+        assert!(why.contains("its chunks stopped after 1 chunks"), "{why}");
+        assert!(lines.lock().unwrap()[0].starts_with(&format!("agent 0: refused URL list {}", a.id)));
+        let done = arriving_chunk(&mut arriving, piece(&b.id, 1, b_parts[0].0.clone(), true), &log, 0).unwrap();
+        assert_eq!(done.finish().unwrap(), *b);
+        // A chunk with no head before it.
+        assert!(arriving_chunk(&mut arriving, piece("xxh3:0", 3, vec![0; 8], false), &log, 0).is_none());
+        assert!(arriving
+            .why_not("xxh3:0")
+            .unwrap()
+            .contains("chunk 3 came without its head"));
+        // A head beyond the agent's bound is refused before any room is taken.
+        assert_eq!(arriving.why_not(&b.id), None);
+    }
 }

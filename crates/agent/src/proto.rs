@@ -15,8 +15,8 @@
 /// The protocol version a peer states when it registers. Bump it on any
 /// change an older peer would misread (a new envelope field that matters,
 /// a changed payload meaning); peers of different versions refuse each
-/// other, naming both.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// other, naming both. Version 3: URL lists in chunks ([`UrlChunk`]).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// What an agent or monitor sends to the controller.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -142,7 +142,7 @@ pub struct MonitorSample {
 /// What the controller sends to an agent or monitor.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ControllerMessage {
-    #[prost(oneof = "controller_message::Kind", tags = "1, 2, 3, 4, 5, 6, 7")]
+    #[prost(oneof = "controller_message::Kind", tags = "1, 2, 4, 5, 6, 7, 8")]
     pub kind: Option<controller_message::Kind>,
 }
 
@@ -156,9 +156,6 @@ pub mod controller_message {
         /// A clock sample request.
         #[prost(message, tag = "2")]
         Ping(super::Ping),
-        /// A phase's URL list (JSON `UrlList`), once per phase.
-        #[prost(message, tag = "3")]
-        Urls(super::ClientPayload),
         /// Start a client.
         #[prost(message, tag = "4")]
         Start(super::Start),
@@ -171,7 +168,28 @@ pub mod controller_message {
         /// Start a client of a file mix.
         #[prost(message, tag = "7")]
         FileStart(super::FileStart),
+        /// A piece of a phase's URL list: its head, then its chunks (tag 3,
+        /// the whole list as one JSON message, was protocol version 2's).
+        #[prost(message, tag = "8")]
+        UrlChunk(super::UrlChunk),
     }
+}
+
+/// A piece of URL list `list`: `seq` 0 is its head (a JSON
+/// [`UrlListHead`](benchlab_controller::plan::UrlListHead)), 1, 2, … its
+/// chunks (the binary columns of [`benchlab_engine::UrlData::chunk`]),
+/// `last` on the final one. A list is sent once per phase, each chunk made
+/// as the stream takes it, so neither side holds the whole encoded list.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UrlChunk {
+    #[prost(string, tag = "1")]
+    pub list: String,
+    #[prost(uint32, tag = "2")]
+    pub seq: u32,
+    #[prost(bytes = "vec", tag = "3")]
+    pub data: Vec<u8>,
+    #[prost(bool, tag = "4")]
+    pub last: bool,
 }
 
 /// Registration accepted.
@@ -263,7 +281,7 @@ pub fn decode_report(json: &[u8]) -> Result<benchlab_engine::ClientReport, serde
 /// its corpus replay and the property tests run. Whatever a peer sends,
 /// the worst it gets is an error.
 pub fn check_decoders(data: &[u8]) {
-    use benchlab_controller::plan::{ClientPlan, UrlList};
+    use benchlab_controller::plan::{ClientPlan, UrlListReceiver};
     use prost::Message as _;
     if let Ok(m) = AgentMessage::decode(data) {
         let again = AgentMessage::decode(&m.encode_to_vec()[..]).expect("a re-encoded message decodes");
@@ -288,9 +306,16 @@ pub fn check_decoders(data: &[u8]) {
         let again = ControllerMessage::decode(&m.encode_to_vec()[..]).expect("a re-encoded message decodes");
         assert_eq!(again, m);
         match &m.kind {
-            Some(controller_message::Kind::Urls(p)) => {
-                if let Ok(list) = serde_json::from_slice::<UrlList>(&p.json) {
-                    let _ = list.is_intact();
+            Some(controller_message::Kind::UrlChunk(c)) => {
+                // A head, then the same bytes as a chunk of a list it
+                // announces: every check runs, none may panic.
+                if let Ok(mut r) = UrlListReceiver::new(&c.data, 1 << 20) {
+                    let _ = r.push(1, &c.data);
+                    let _ = r.finish();
+                }
+                if let Ok(mut r) = UrlListReceiver::new(br#"{"id":"x","classes":[],"urls":{"prefixes":["http://h"],"kinds":[{"origin":0,"class":0,"request":0,"expect_status":200,"expect":0}],"class_weights":[1.0],"weight_total":1.0,"urls":2,"path_bytes":6,"kind_of":false,"sizes":false,"xxh3":false,"alias":true}}"#, 1 << 20) {
+                    let _ = r.push(1, &c.data);
+                    let _ = r.finish();
                 }
             }
             Some(controller_message::Kind::Start(s)) => {

@@ -5,7 +5,7 @@
 use benchlab_agent::proto::agent_message::Kind as A;
 use benchlab_agent::proto::controller_message::Kind as C;
 use benchlab_agent::proto::*;
-use benchlab_controller::plan::{ClientPlan, UrlList, UrlSpec};
+use benchlab_controller::plan::{ClientPlan, UrlChunks, UrlList, UrlSpec, URL_CHUNK_BYTES};
 use benchlab_engine::{new_latency_histogram, ClassPlan, Expect, LatencySummary, Second};
 use prost::Message;
 use std::path::Path;
@@ -35,6 +35,8 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             request: 0,
         }],
     );
+    let list = std::sync::Arc::new(list);
+    let chunks = UrlChunks::new(std::sync::Arc::clone(&list), URL_CHUNK_BYTES);
     let plan = ClientPlan {
         urls: list.id.clone(),
         settings: benchlab_engine::ClientSettings {
@@ -94,10 +96,21 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             })),
         ),
         (
-            "urls",
-            c(C::Urls(ClientPayload {
-                client: 0,
-                json: serde_json::to_vec(&list).unwrap(),
+            "url-head",
+            c(C::UrlChunk(UrlChunk {
+                list: list.id.clone(),
+                seq: 0,
+                data: chunks.head(),
+                last: false,
+            })),
+        ),
+        (
+            "url-chunk",
+            c(C::UrlChunk(UrlChunk {
+                list: list.id.clone(),
+                seq: 1,
+                data: chunks.clone().next().unwrap().0,
+                last: true,
             })),
         ),
         (

@@ -469,14 +469,14 @@ fn a_mismatched_agent_is_refused_and_named_missing() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let agent_says = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(
-        agent_says.contains("speaks control protocol version 999, this controller speaks version 2"),
+        agent_says.contains("speaks control protocol version 999, this controller speaks version 3"),
         "{agent_says}"
     );
     let out = ctl.wait_output();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("speaks control protocol version 999, this controller speaks version 2"),
+        stderr.contains("speaks control protocol version 999, this controller speaks version 3"),
         "{stderr}"
     );
     assert!(

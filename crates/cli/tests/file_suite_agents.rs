@@ -163,6 +163,15 @@ fn three_agents_run_a_file_suite_counted_exactly_per_client() {
     assert!(!root.join("clients/client4").exists());
     let agents = r["environment"]["agents"].as_array().unwrap();
     assert_eq!(agents.len(), 3, "{}", r["environment"]["agents"]);
+    // Every file client noted its first operation's send, put on the
+    // controller's clock with its agent's offset: the mix's start spread.
+    let sp = &m["start_spread"];
+    assert_eq!(sp["clients"], 3, "{m}");
+    let (min, max) = (sp["min_us"].as_i64().unwrap(), sp["max_us"].as_i64().unwrap());
+    assert_eq!(n(&sp["spread_us"]), max.abs_diff(min), "{sp}");
+    assert!((1..=3).contains(&n(&sp["latest_client"])), "{sp}");
+    assert!(n(&sp["clock_uncertainty_us"]) > 0, "{sp}");
+    assert!(text.contains("mix 1: start spread "), "{text}");
 }
 
 /// Per client address (`full_audit:prefix = %I`), how often each VFS

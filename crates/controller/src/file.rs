@@ -98,14 +98,14 @@ pub(crate) fn run_mix(
     }
     let wall0 = Instant::now();
     let remote = opts.clients.file_driver(0).is_some();
-    let (run, lost) = if remote {
+    let (run, lost, uncertainty) = if remote {
         run_remote(mix, phase, &target, &plan, opts, stop, observer)?
     } else {
         let run = benchlab_fileserver::run_mix_timed(&phase.workload, &target, &plan, stop, &mut |s| {
             observer.second(mix, &live_second(&s))
         })
         .map_err(|e| ControllerError::Target(format!("mix {}: {e}", mix.number)))?;
-        (run, Vec::new())
+        (run, Vec::new(), Vec::new())
     };
     let wall = wall0.elapsed();
     let (m, started) = (&run.measure, run.started);
@@ -117,6 +117,18 @@ pub(crate) fn run_mix(
     );
     let users = mix.clients * mix.params.threads_per_client;
     let mut result = benchlab_fileserver::results::mix_result(mix, phase_name, users, m);
+    // How together the clients' first operations left, as for a web mix
+    // (a user's drawn delay is already taken off its first send).
+    result.start_spread = crate::skew::spread_of(
+        started,
+        m.clients.iter().enumerate().filter_map(|(c, s)| {
+            let u = uncertainty.get(c).copied().unwrap_or(0);
+            Some((c as u32 + 1, s.first_send_unix_ns?, Duration::ZERO, u))
+        }),
+    );
+    if let Some(s) = result.start_spread.as_ref().filter(|_| remote) {
+        observer.note(&format!("mix {}: {}", mix.number, s.summary()));
+    }
     // A lost agent's clients keep their numbers, out of the mix (their
     // counts never came: only their seconds, in the live series).
     for (c, why) in lost.iter().enumerate() {
@@ -164,12 +176,18 @@ pub(crate) fn run_mix(
     Ok(result)
 }
 
+/// A remote file mix's run, per client why it was lost (`None`: it
+/// reported), and per client how far its first send may be off the
+/// controller's clock (ns).
+type RemoteRun = (MixRun, Vec<Option<String>>, Vec<u64>);
+
 /// Runs a file mix's clients on the pool's remote agents, one order per
 /// client (its users, global numbers), all starting at one wall-clock
 /// instant; merges their seconds as they come (a second is handed on once
 /// every running client sent it) and their measures at the end: counts
-/// add, histograms add. Returns the merged measure, the start, and per
-/// client why it was lost (`None`: it reported).
+/// add, histograms add. Returns the merged measure, the start, per client
+/// why it was lost (`None`: it reported), and per client how far its
+/// first send may be off the controller's clock.
 fn run_remote(
     mix: &Mix,
     phase: &FilePhase,
@@ -178,7 +196,7 @@ fn run_remote(
     opts: &RunOptions,
     stop: &AtomicBool,
     observer: &mut dyn Observer,
-) -> Result<(MixRun, Vec<Option<String>>), ControllerError> {
+) -> Result<RemoteRun, ControllerError> {
     let clients = mix.clients as usize;
     let pool = &opts.clients;
     pool.clients_left(clients).map_err(|e| ControllerError::ClientsLost {
@@ -267,6 +285,7 @@ fn run_remote(
     let mut total = FileStats::default();
     let mut per_client = vec![FileStats::default(); clients];
     let mut lost = vec![None; clients];
+    let mut uncertainty = vec![0u64; clients];
     let (mut window, mut prepared_bytes, mut partial) = (0.0f64, 0, stopped);
     let mut cpu_us = [0u64; 2];
     let mut smb = None;
@@ -274,6 +293,7 @@ fn run_remote(
         match d.finish() {
             Ok(end) => {
                 cpu_us = [cpu_us[0] + end.cpu_us[0], cpu_us[1] + end.cpu_us[1]];
+                uncertainty[c] = end.first_send_uncertainty_ns;
                 let m = end.measure;
                 total.merge(&m.total);
                 per_client[c] = m.total;
@@ -311,6 +331,7 @@ fn run_remote(
             cpu_us,
         },
         lost,
+        uncertainty,
     ))
 }
 

@@ -9,7 +9,10 @@
 //! every [`ClientPlan`] by its content hash, so a plan stays small and a
 //! client holding another list than the controller's is caught.
 
-use benchlab_engine::{ClassPlan, ClientSettings, Expect, PlanError, RequestSpec, UrlData, UrlTable, UrlTableBuilder};
+use benchlab_engine::{
+    ChunkHead, ClassPlan, ClientSettings, Expect, PlanError, RequestSpec, UrlData, UrlDataReceiver, UrlTable,
+    UrlTableBuilder,
+};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -187,6 +190,175 @@ impl UrlList {
     }
 }
 
+/// The largest chunk of a URL list on the agents' wire by default: a
+/// chunk is built, sent and dropped before the next, so neither side
+/// holds more of the encoded list than this (docs/agents.md).
+pub const URL_CHUNK_BYTES: usize = 1 << 20;
+
+/// What comes first of a [`UrlList`] sent in chunks: all but its URLs'
+/// columns (its id, classes, requests, flow, and the URLs' head with the
+/// totals the chunks must add up to). JSON: small, and single-sourced with
+/// the types it carries.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UrlListHead {
+    pub id: String,
+    pub classes: Vec<ClassPlan>,
+    #[serde(default)]
+    pub requests: Vec<RequestSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<benchlab_flow::FlowSource>,
+    pub urls: ChunkHead,
+}
+
+/// Walks a list's chunks, making each one as it is asked for: a sender
+/// holds one chunk at a time, never the whole encoded list.
+#[derive(Debug, Clone)]
+pub struct UrlChunks {
+    list: Arc<UrlList>,
+    max_bytes: usize,
+    next: usize,
+    /// The last chunk was made (an empty list still sends one).
+    done: bool,
+}
+
+impl UrlChunks {
+    /// The chunks of `list`, each at most `max_bytes` (or one URL).
+    pub fn new(list: Arc<UrlList>, max_bytes: usize) -> UrlChunks {
+        UrlChunks {
+            list,
+            max_bytes: max_bytes.max(64),
+            next: 0,
+            done: false,
+        }
+    }
+
+    /// The list's head, as JSON.
+    pub fn head(&self) -> Vec<u8> {
+        let l = &self.list;
+        let head = UrlListHead {
+            id: l.id.clone(),
+            classes: l.classes.clone(),
+            requests: l.requests.clone(),
+            flow: l.flow.clone(),
+            urls: l.urls.chunk_head(),
+        };
+        serde_json::to_vec(&head).unwrap_or_default()
+    }
+
+    /// The number of chunks and their bytes in all, found without making
+    /// them (the controller logs the wire's cost before it sends).
+    pub fn totals(&self) -> (usize, u64) {
+        let d = &self.list.urls;
+        let (mut at, mut chunks, mut bytes) = (0, 0, 0u64);
+        loop {
+            let end = d.chunk_end(at, self.max_bytes);
+            chunks += 1;
+            at = end;
+            if at >= d.len() {
+                break;
+            }
+        }
+        bytes += 8 * chunks as u64 + d.chunk_head().data_bytes();
+        (chunks, bytes)
+    }
+}
+
+impl Iterator for UrlChunks {
+    /// A chunk, and whether it is the last.
+    type Item = (Vec<u8>, bool);
+
+    fn next(&mut self) -> Option<(Vec<u8>, bool)> {
+        if self.done {
+            return None;
+        }
+        let d = &self.list.urls;
+        let end = d.chunk_end(self.next, self.max_bytes);
+        let chunk = d.chunk(self.next, end);
+        self.next = end;
+        self.done = end >= d.len();
+        Some((chunk, self.done))
+    }
+}
+
+/// Builds a [`UrlList`] from its head and chunks as they arrive (an agent),
+/// bounded by `max_bytes`: what a list from a peer may not pass.
+#[derive(Debug)]
+pub struct UrlListReceiver {
+    id: String,
+    classes: Vec<ClassPlan>,
+    requests: Vec<RequestSpec>,
+    flow: Option<benchlab_flow::FlowSource>,
+    urls: UrlDataReceiver,
+    chunks: u64,
+}
+
+impl UrlListReceiver {
+    /// A receiver for the list whose head (JSON) is `head`.
+    pub fn new(head: &[u8], max_bytes: u64) -> Result<UrlListReceiver, String> {
+        let h: UrlListHead =
+            serde_json::from_slice(head).map_err(|e| format!("a URL list head that does not decode: {e}"))?;
+        let urls = UrlDataReceiver::new(h.urls, max_bytes).map_err(|e| format!("URL list {}: {e}", h.id))?;
+        Ok(UrlListReceiver {
+            id: h.id,
+            classes: h.classes,
+            requests: h.requests,
+            flow: h.flow,
+            urls,
+            chunks: 0,
+        })
+    }
+
+    /// The id its head names.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Adds chunk `seq` (1, 2, … in order).
+    pub fn push(&mut self, seq: u32, chunk: &[u8]) -> Result<(), String> {
+        self.chunks += 1;
+        if u64::from(seq) != self.chunks {
+            return Err(format!(
+                "URL list {}: chunk {seq} came where chunk {} was due",
+                self.id, self.chunks
+            ));
+        }
+        self.urls
+            .push(chunk)
+            .map_err(|e| format!("URL list {}, chunk {seq}: {e}", self.id))
+    }
+
+    /// How far it got, in words (an order that came before its last chunk).
+    pub fn progress(&self) -> String {
+        format!(
+            "{} chunks, {} URLs ({} bytes) received so far",
+            self.chunks,
+            self.urls.urls(),
+            self.urls.bytes()
+        )
+    }
+
+    /// The list, after its last chunk: complete, every index in range, and
+    /// its content the one its id names.
+    pub fn finish(self) -> Result<UrlList, String> {
+        let id = self.id;
+        let urls = self.urls.finish().map_err(|e| format!("URL list {id}: {e}"))?;
+        let list = UrlList {
+            id,
+            classes: self.classes,
+            urls: Arc::new(urls),
+            requests: self.requests,
+            flow: self.flow,
+        };
+        if !list.is_intact() {
+            return Err(format!(
+                "URL list {}: its content does not match its id (refused)",
+                list.id
+            ));
+        }
+        Ok(list)
+    }
+}
+
 /// Everything one client does in one mix, as data: the engine's
 /// [`ClientSettings`] (the one definition of a client's settings) and the
 /// [`UrlList`] it loads, named by id. What an agent receives; on the wire
@@ -260,6 +432,110 @@ mod tests {
                 request: 0,
             },
         ]
+    }
+
+    /// `n` URLs over two origins and two classes, each with its own
+    /// weight, size and checksum: every column of the chunks in use.
+    fn big_list(n: usize) -> Arc<UrlList> {
+        let specs = (0..n)
+            .map(|i| UrlSpec {
+                url: format!("http://127.0.0.{}:8080/d{:03}/p{i:06}.html", 1 + i % 2, i % 997),
+                weight: 1.0 + (i % 3) as f64,
+                class: i % 2,
+                expect_status: 200,
+                expect: Expect::Checksum {
+                    size: i as u64,
+                    xxh3: (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                },
+                request: 0,
+            })
+            .collect();
+        Arc::new(UrlList::new(
+            vec![ClassPlan { name: "a".into() }, ClassPlan { name: "b".into() }],
+            specs,
+        ))
+    }
+
+    /// Sends `list` through chunks of `max` bytes into a receiver.
+    fn send(list: &Arc<UrlList>, max: usize) -> (Vec<Vec<u8>>, UrlListReceiver) {
+        let chunks = UrlChunks::new(Arc::clone(list), max);
+        let r = UrlListReceiver::new(&chunks.head(), 1 << 30).unwrap();
+        (chunks.map(|(c, _)| c).collect(), r)
+    }
+
+    #[test]
+    fn a_list_in_many_chunks_arrives_the_same_and_draws_the_same_urls() {
+        let list = big_list(20_000);
+        let chunks = UrlChunks::new(Arc::clone(&list), 16 << 10);
+        let (count, bytes) = chunks.totals();
+        let (sent, mut r) = send(&list, 16 << 10);
+        assert_eq!(sent.len(), count);
+        assert!(count > 20, "{count} chunks");
+        assert_eq!(sent.iter().map(|c| c.len() as u64).sum::<u64>(), bytes);
+        assert!(sent.iter().all(|c| c.len() <= 16 << 10));
+        for (i, c) in sent.iter().enumerate() {
+            r.push(i as u32 + 1, c).unwrap();
+        }
+        let back = r.finish().unwrap();
+        assert_eq!(back.id, list.id);
+        assert_eq!(back, *list);
+        let (a, b) = (list.resolve().unwrap(), back.resolve().unwrap());
+        let (mut r1, mut r2) = (benchlab_engine::SplitMix64::new(9), benchlab_engine::SplitMix64::new(9));
+        for _ in 0..1000 {
+            let (i, j) = (a.pick(&mut r1), b.pick(&mut r2));
+            assert_eq!((i, a.get(i).url()), (j, b.get(j).url()));
+        }
+        // An empty list is one empty chunk.
+        let empty = Arc::new(UrlList::new(vec![], vec![]));
+        let (sent, mut r) = send(&empty, 1 << 20);
+        assert_eq!(sent.len(), 1);
+        r.push(1, &sent[0]).unwrap();
+        assert_eq!(r.finish().unwrap(), *empty);
+    }
+
+    #[test]
+    fn a_truncated_oversized_or_altered_list_is_refused_saying_why() {
+        let list = big_list(2_000);
+        let (sent, mut r) = send(&list, 4 << 10);
+        for (i, c) in sent.iter().enumerate().take(sent.len() - 1) {
+            r.push(i as u32 + 1, c).unwrap();
+        }
+        let e = r.finish().unwrap_err();
+        assert!(e.contains("it stopped short:") && e.contains("of 2000 URLs"), "{e}");
+        // A chunk again, past what the head announced.
+        let (sent, mut r) = send(&list, 4 << 10);
+        for (i, c) in sent.iter().enumerate() {
+            r.push(i as u32 + 1, c).unwrap();
+        }
+        let e = r.push(sent.len() as u32 + 1, &sent[0]).unwrap_err();
+        assert!(e.contains("more URLs than its head announced"), "{e}");
+        // Out of order.
+        let (sent, mut r) = send(&list, 4 << 10);
+        let e = r.push(2, &sent[1]).unwrap_err();
+        assert!(e.contains("chunk 2 came where chunk 1 was due"), "{e}");
+        // A head announcing more than the agent takes: refused before any
+        // room is taken.
+        let head = UrlChunks::new(Arc::clone(&list), 4 << 10).head();
+        let e = UrlListReceiver::new(&head, 1000).unwrap_err();
+        assert!(e.contains("more than this agent takes (1000 bytes)"), "{e}");
+        // A chunk whose counts do not match its bytes.
+        let (sent, mut r) = send(&list, 4 << 10);
+        let e = r.push(1, &sent[0][..sent[0].len() - 1]).unwrap_err();
+        assert!(e.contains("where its counts say"), "{e}");
+        // A changed path: every chunk fits, the id does not.
+        let (mut sent, mut r) = send(&list, 4 << 10);
+        let at = sent[0].iter().position(|&b| b == b'p').unwrap();
+        sent[0][at] = b'q';
+        for (i, c) in sent.iter().enumerate() {
+            r.push(i as u32 + 1, c).unwrap();
+        }
+        let e = r.finish().unwrap_err();
+        assert!(e.contains("does not match its id (refused)"), "{e}");
+        // A control byte smuggled into a path.
+        let (mut sent, mut r) = send(&list, 4 << 10);
+        sent[0][at] = b'\r';
+        let e = r.push(1, &sent[0]).unwrap_err();
+        assert!(e.contains("a control character in a path"), "{e}");
     }
 
     #[test]

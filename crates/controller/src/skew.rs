@@ -8,7 +8,7 @@
 use crate::drive::{ClientEnd, Driven};
 use crate::plan::ClientPlan;
 use benchlab_results::StartSpread;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn nanos_of(t: SystemTime) -> i128 {
     match t.duration_since(UNIX_EPOCH) {
@@ -22,16 +22,30 @@ fn nanos_of(t: SystemTime) -> i128 {
 /// client reported a first send (none sent a request, or every one was
 /// lost).
 pub fn start_spread(start_at: SystemTime, plans: &[ClientPlan], driven: &Driven) -> Option<StartSpread> {
+    let firsts = driven.clients.iter().enumerate().filter_map(|(i, end)| {
+        let ClientEnd::Finished(r) = end else { return None };
+        let delay = plans.get(i).map_or(Duration::ZERO, |p| p.settings.start_delay);
+        Some((i as u32 + 1, r.first_send_unix_ns?, delay, r.first_send_uncertainty_ns))
+    });
+    spread_of(start_at, firsts)
+}
+
+/// The start spread of clients that began at `start_at` (the controller's
+/// clock): per client its number, its first send (UTC ns, the controller's
+/// clock), its own start delay and how far off that first send may be. A
+/// web mix's clients and a file mix's (whose first send is already less
+/// its user's drawn delay: pass zero) alike.
+pub fn spread_of(
+    start_at: SystemTime,
+    firsts: impl IntoIterator<Item = (u32, i64, Duration, u64)>,
+) -> Option<StartSpread> {
     let start = nanos_of(start_at);
     // (client number, ns after its own start), and the worst uncertainty.
     let mut late: Vec<(u32, i128)> = Vec::new();
     let mut uncertainty_ns = 0u64;
-    for (i, end) in driven.clients.iter().enumerate() {
-        let ClientEnd::Finished(r) = end else { continue };
-        let Some(first) = r.first_send_unix_ns else { continue };
-        let delay = plans.get(i).map_or(0, |p| p.settings.start_delay.as_nanos() as i128);
-        late.push((i as u32 + 1, i128::from(first) - (start + delay)));
-        uncertainty_ns = uncertainty_ns.max(r.first_send_uncertainty_ns);
+    for (client, first, delay, uncertainty) in firsts {
+        late.push((client, i128::from(first) - (start + delay.as_nanos() as i128)));
+        uncertainty_ns = uncertainty_ns.max(uncertainty);
     }
     let min = late.iter().map(|l| l.1).min()?;
     let (latest_client, max) = late.iter().copied().max_by_key(|l| l.1)?;

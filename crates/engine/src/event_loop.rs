@@ -548,10 +548,8 @@ impl<P: Protocol> EventLoop<P> {
             done_at_start = true;
         }
         let begin = start + plan.start_delay;
-        let now = Instant::now();
-        if now < begin {
-            std::thread::sleep(begin - now);
-        }
+        // To the instant itself, not a timer's late wake-up (start spread).
+        benchlab_input::start::wait_until(begin, &AtomicBool::new(false));
         let now = Instant::now();
         core.window_open = core.in_window(now);
         let users = p.users();

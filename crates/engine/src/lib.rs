@@ -57,4 +57,4 @@ pub use stats::{
     new_latency_histogram, ClassStats, ConnCounters, ConnectionKind, Counters, ErrorKind, LatencySummary, LoopLoad,
     QuicCounters, Snapshot, Stats, ThreadEnd, LATENCY_MAX_US,
 };
-pub use urls::{Origin, UrlData, UrlRef, UrlTable, UrlTableBuilder};
+pub use urls::{ChunkHead, Origin, UrlData, UrlDataReceiver, UrlRef, UrlTable, UrlTableBuilder};

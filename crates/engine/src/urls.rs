@@ -475,9 +475,11 @@ impl TryFrom<Wire> for UrlData {
         if w.paths.bytes().any(|b| b != b'\n' && (b < 0x20 || b == 0x7f)) {
             return Err("URL list: a control character in a path".into());
         }
-        let ends: Box<[u32]> = memchr::memchr_iter(b'\n', w.paths.as_bytes())
-            .map(|e| e as u32)
-            .collect();
+        // Counted first, so the column takes its room once (a list of
+        // millions from a peer is not held twice while it grows).
+        let mut ends = Vec::with_capacity(memchr::memchr_iter(b'\n', w.paths.as_bytes()).count());
+        ends.extend(memchr::memchr_iter(b'\n', w.paths.as_bytes()).map(|e| e as u32));
+        let ends = ends.into_boxed_slice();
         let n = ends.len();
         let column = |what: &str, len: usize| {
             if len == 0 || len == n {
@@ -530,6 +532,312 @@ impl TryFrom<Wire> for UrlData {
             class_weights: w.class_weights,
             weight_total: w.weight_total,
             bad_weight: w.bad_weight,
+        })
+    }
+}
+
+/// The head of a [`UrlData`] sent in chunks (the agents' wire): what is
+/// not per URL, the totals the chunks must add up to, and which columns
+/// each chunk carries. Small (a line per origin and kind), so JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkHead {
+    prefixes: Vec<String>,
+    kinds: Vec<Kind>,
+    class_weights: Vec<f64>,
+    weight_total: f64,
+    #[serde(default)]
+    bad_weight: Option<String>,
+    /// URLs in all, and their path bytes (line ends included).
+    pub urls: u64,
+    pub path_bytes: u64,
+    kind_of: bool,
+    sizes: bool,
+    xxh3: bool,
+    alias: bool,
+}
+
+impl ChunkHead {
+    /// Bytes per URL of the columns a chunk carries beside the paths.
+    fn column_bytes(&self) -> u64 {
+        4 * u64::from(self.kind_of) + 8 * u64::from(self.sizes) + 8 * u64::from(self.xxh3) + 8 * u64::from(self.alias)
+    }
+
+    /// What the chunks of this list hold in all, their 8-byte counts
+    /// aside: the bound an agent checks before it takes any room.
+    pub fn data_bytes(&self) -> u64 {
+        self.path_bytes
+            .saturating_add(self.urls.saturating_mul(self.column_bytes()))
+    }
+}
+
+/// The chunk encoding (the agents' wire, docs/agents.md): a chunk holds
+/// URLs `first..end` as little-endian `u32` count, `u32` path bytes, the
+/// paths (each ending in `\n`), then each column the head names, in this
+/// order: `kind_of` (`u32`), `sizes` (`u64`), `xxh3` (`u64`), the alias
+/// table's `prob` (`f32`) and `alias` (`u32`). Binary and without
+/// per-URL framing: about a URL's path plus 8 bytes for an unequal
+/// weight, 16 for a checksum.
+impl UrlData {
+    /// The head of this list's chunked form.
+    pub fn chunk_head(&self) -> ChunkHead {
+        ChunkHead {
+            prefixes: self.prefixes.clone(),
+            kinds: self.kinds.clone(),
+            class_weights: self.class_weights.clone(),
+            weight_total: self.weight_total,
+            bad_weight: self.bad_weight.clone(),
+            urls: self.len() as u64,
+            path_bytes: self.paths.len() as u64,
+            kind_of: !self.kind_of.is_empty(),
+            sizes: !self.sizes.is_empty(),
+            xxh3: !self.xxh3.is_empty(),
+            alias: matches!(self.pick, Pick::Alias { .. }),
+        }
+    }
+
+    /// Where URL `i`'s path starts in the arena.
+    fn path_start(&self, i: usize) -> usize {
+        if i == 0 {
+            0
+        } else {
+            self.ends[i - 1] as usize + 1
+        }
+    }
+
+    /// The URLs of the chunk that starts at URL `first`: as many as fit
+    /// in `max_bytes` of chunk, at least one (a path longer than a chunk
+    /// travels alone). Returns the end (exclusive).
+    pub fn chunk_end(&self, first: usize, max_bytes: usize) -> usize {
+        let per_url = self.chunk_head_columns();
+        let base = self.path_start(first);
+        let room = max_bytes.saturating_sub(8);
+        // The largest end whose bytes fit: the ends are increasing, so a
+        // binary search over the arena offsets.
+        let (mut lo, mut hi) = (first + 1, self.len());
+        if lo > hi {
+            return self.len();
+        }
+        let fits = |end: usize| (self.ends[end - 1] as usize + 1 - base) + (end - first) * per_url <= room;
+        if !fits(lo) {
+            return lo;
+        }
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
+
+    fn chunk_head_columns(&self) -> usize {
+        4 * usize::from(!self.kind_of.is_empty())
+            + 8 * usize::from(!self.sizes.is_empty())
+            + 8 * usize::from(!self.xxh3.is_empty())
+            + 8 * usize::from(matches!(self.pick, Pick::Alias { .. }))
+    }
+
+    /// URLs `first..end` as one chunk (the encoding above).
+    pub fn chunk(&self, first: usize, end: usize) -> Vec<u8> {
+        let end = end.min(self.len());
+        let first = first.min(end);
+        let (a, b) = if first == end {
+            (0, 0)
+        } else {
+            (self.path_start(first), self.ends[end - 1] as usize + 1)
+        };
+        let n = end - first;
+        let mut out = Vec::with_capacity(8 + (b - a) + n * self.chunk_head_columns());
+        out.extend_from_slice(&(n as u32).to_le_bytes());
+        out.extend_from_slice(&((b - a) as u32).to_le_bytes());
+        out.extend_from_slice(&self.paths.as_bytes()[a..b]);
+        if !self.kind_of.is_empty() {
+            self.kind_of[first..end]
+                .iter()
+                .for_each(|k| out.extend_from_slice(&k.to_le_bytes()));
+        }
+        if !self.sizes.is_empty() {
+            self.sizes[first..end]
+                .iter()
+                .for_each(|k| out.extend_from_slice(&k.to_le_bytes()));
+        }
+        if !self.xxh3.is_empty() {
+            self.xxh3[first..end]
+                .iter()
+                .for_each(|k| out.extend_from_slice(&k.to_le_bytes()));
+        }
+        if let Pick::Alias { prob, alias } = &self.pick {
+            prob[first..end]
+                .iter()
+                .for_each(|k| out.extend_from_slice(&k.to_le_bytes()));
+            alias[first..end]
+                .iter()
+                .for_each(|k| out.extend_from_slice(&k.to_le_bytes()));
+        }
+        out
+    }
+}
+
+/// Builds a [`UrlData`] from its chunked form a chunk at a time, holding
+/// nothing of a chunk after its push: the columns take their final room
+/// once, from the head's totals (bounded by `max_bytes`), so the list is
+/// never held twice. Everything is checked as it arrives and again whole
+/// at [`finish`](Self::finish), as the JSON form is.
+#[derive(Debug)]
+pub struct UrlDataReceiver {
+    head: ChunkHead,
+    paths: Vec<u8>,
+    kind_of: Vec<u32>,
+    sizes: Vec<u64>,
+    xxh3: Vec<u64>,
+    prob: Vec<f32>,
+    alias: Vec<u32>,
+    urls: u64,
+}
+
+impl UrlDataReceiver {
+    /// A receiver for the list `head` announces, refused when its data
+    /// would pass `max_bytes`.
+    pub fn new(head: ChunkHead, max_bytes: u64) -> Result<UrlDataReceiver, String> {
+        let bytes = head.data_bytes();
+        if bytes > max_bytes {
+            return Err(format!(
+                "it announces {} URLs in {bytes} bytes, more than this agent takes ({max_bytes} bytes)",
+                head.urls
+            ));
+        }
+        if head.path_bytes > u64::from(u32::MAX) {
+            return Err("more than 4 GiB of paths".into());
+        }
+        // Within the bound just checked, so these fit in memory by the
+        // agent's own limit.
+        let n = head.urls as usize;
+        let col = |on: bool| if on { n } else { 0 };
+        Ok(UrlDataReceiver {
+            paths: Vec::with_capacity(head.path_bytes as usize),
+            kind_of: Vec::with_capacity(col(head.kind_of)),
+            sizes: Vec::with_capacity(col(head.sizes)),
+            xxh3: Vec::with_capacity(col(head.xxh3)),
+            prob: Vec::with_capacity(col(head.alias)),
+            alias: Vec::with_capacity(col(head.alias)),
+            urls: 0,
+            head,
+        })
+    }
+
+    /// URLs received so far.
+    pub fn urls(&self) -> u64 {
+        self.urls
+    }
+
+    /// Path and column bytes received so far.
+    pub fn bytes(&self) -> u64 {
+        self.paths.len() as u64 + self.urls * self.head.column_bytes()
+    }
+
+    /// Adds one chunk; an error names what is wrong with it.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), String> {
+        let word = |at: usize| -> Result<u32, String> {
+            chunk
+                .get(at..at + 4)
+                .and_then(|b| b.try_into().ok())
+                .map(u32::from_le_bytes)
+                .ok_or_else(|| "a chunk shorter than its counts".to_string())
+        };
+        let n = word(0)? as usize;
+        let path_len = word(4)? as usize;
+        if self.urls + n as u64 > self.head.urls {
+            return Err(format!(
+                "more URLs than its head announced ({} after this chunk, {} announced)",
+                self.urls + n as u64,
+                self.head.urls
+            ));
+        }
+        if (self.paths.len() + path_len) as u64 > self.head.path_bytes {
+            return Err(format!(
+                "more path bytes than its head announced ({} announced)",
+                self.head.path_bytes
+            ));
+        }
+        let want = 8 + path_len + n * self.head.column_bytes() as usize;
+        if chunk.len() != want {
+            return Err(format!("a chunk of {} bytes where its counts say {want}", chunk.len()));
+        }
+        let paths = &chunk[8..8 + path_len];
+        // Whole paths only, each ending in a line break: a chunk's paths
+        // are checked alone (UTF-8, no control byte but the line ends).
+        let lines = memchr::memchr_iter(b'\n', paths).count();
+        if lines != n || (n > 0 && paths.last() != Some(&b'\n')) || (n == 0 && path_len != 0) {
+            return Err(format!("a chunk of {n} URLs with {lines} paths"));
+        }
+        if std::str::from_utf8(paths).is_err() {
+            return Err("a path that is not UTF-8".into());
+        }
+        if paths.iter().any(|&b| b != b'\n' && (b < 0x20 || b == 0x7f)) {
+            return Err("a control character in a path".into());
+        }
+        self.paths.extend_from_slice(paths);
+        let mut at = 8 + path_len;
+        let mut take = |width: usize| {
+            let s = &chunk[at..at + n * width];
+            at += n * width;
+            s.chunks_exact(width)
+        };
+        if self.head.kind_of {
+            let col = take(4);
+            self.kind_of
+                .extend(col.map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        }
+        if self.head.sizes {
+            let col = take(8);
+            self.sizes
+                .extend(col.map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
+        }
+        if self.head.xxh3 {
+            let col = take(8);
+            self.xxh3
+                .extend(col.map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
+        }
+        if self.head.alias {
+            let col = take(4);
+            self.prob
+                .extend(col.map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+            let col = take(4);
+            self.alias
+                .extend(col.map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        }
+        self.urls += n as u64;
+        Ok(())
+    }
+
+    /// The list, once every URL the head announced has come; checked
+    /// whole (every index in range) as a list from a peer must be.
+    pub fn finish(self) -> Result<UrlData, String> {
+        let h = self.head;
+        if self.urls != h.urls || self.paths.len() as u64 != h.path_bytes {
+            return Err(format!(
+                "it stopped short: {} of {} URLs, {} of {} path bytes",
+                self.urls,
+                h.urls,
+                self.paths.len(),
+                h.path_bytes
+            ));
+        }
+        let paths = String::from_utf8(self.paths).map_err(|_| "a path that is not UTF-8".to_string())?;
+        UrlData::try_from(Wire {
+            prefixes: h.prefixes,
+            kinds: h.kinds,
+            kind_of: self.kind_of,
+            paths,
+            sizes: self.sizes,
+            xxh3: self.xxh3,
+            prob: self.prob,
+            alias: self.alias,
+            class_weights: h.class_weights,
+            weight_total: h.weight_total,
+            bad_weight: h.bad_weight,
         })
     }
 }

@@ -262,8 +262,15 @@ pub(crate) fn drive_user(
     live: Option<&LiveCounters>,
 ) -> (FileStats, Option<Instant>) {
     let mut st = FileStats::default();
+    // The start (the first wait) lands as close to its instant as the
+    // machine allows; think times are plain sleeps.
+    let mut first = true;
     let fin = drive_user_with(state, b, plan, delay, t0, stop, live, &mut st, &mut |_, t| {
-        sleep_until(t, stop)
+        if std::mem::take(&mut first) {
+            benchlab_input::start::wait_until(t, stop)
+        } else {
+            sleep_until(t, stop)
+        }
     });
     (st, fin)
 }
@@ -299,6 +306,9 @@ pub(crate) fn drive_user_with(
 ) -> Option<Instant> {
     let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
     pause(b, t0 + delay);
+    // The start spread's figure: when the first operation leaves, less
+    // the user's own drawn delay (docs/counting.md, "Start spread").
+    tally.tally(&mut |st| st.note_first_send(delay));
     // The wire bytes of each operation: what the connection's meter grew
     // by since the last one ended (its preparation's are not counted).
     let meter = b.wire_meter();

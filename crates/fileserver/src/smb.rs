@@ -1058,8 +1058,14 @@ mod tests {
                 "client=benchlab&encrypt=require&cipher=des",
                 "expected cipher=aes-128-ccm|",
             ),
-            ("client=libsmbclient&sign=required&signing=aes-gmac", "apply to client=benchlab only"),
-            ("client=libsmbclient&encrypt=require&cipher=aes-256-gcm", "apply to client=benchlab only"),
+            (
+                "client=libsmbclient&sign=required&signing=aes-gmac",
+                "apply to client=benchlab only",
+            ),
+            (
+                "client=libsmbclient&encrypt=require&cipher=aes-256-gcm",
+                "apply to client=benchlab only",
+            ),
             (
                 "client=benchlab&signing=aes-gmac",
                 "`signing=aes-gmac` chooses how requests are signed: it needs sign=required",

@@ -515,10 +515,7 @@ mod tests {
             (crate::smb::Client::Benchlab, Some(msg::DIALECT_302))
         );
         assert_eq!(SmbUrl::parse(&u.with_password()).unwrap(), u);
-        assert_eq!(
-            u.to_string(),
-            "smb://u:***@h:4450/s?sign=required&dialect=3.0.2"
-        );
+        assert_eq!(u.to_string(), "smb://u:***@h:4450/s?sign=required&dialect=3.0.2");
         // benchlab's client is the default; libsmbclient is named.
         let d = SmbUrl::parse("smb://h/s").unwrap();
         assert_eq!((d.client, d.dialect), (crate::smb::Client::Benchlab, None));

@@ -70,6 +70,10 @@ pub struct FileStats {
     /// libsmbclient, not file://): `None` where it does not. Then the
     /// lease breaks and the oplock breaks acknowledged while they ran.
     pub wire: Option<[u64; 4]>,
+    /// When the first operation left, less the user's drawn start delay,
+    /// UTC ns on the clock of the host that ran it (a client's or mix's:
+    /// its earliest user's): the start spread's figure (docs/counting.md).
+    pub first_send_unix_ns: Option<i64>,
 }
 
 impl Default for FileStats {
@@ -82,11 +86,26 @@ impl Default for FileStats {
             loops: 0,
             seconds: Vec::new(),
             wire: None,
+            first_send_unix_ns: None,
         }
     }
 }
 
 impl FileStats {
+    /// Notes that a user's first operation leaves now, `delay` (its drawn
+    /// start delay) after its start: what every file client calls before
+    /// its users' first operation (the user threads and processes, and an
+    /// event-loop driver), so a file mix has a start spread as a web mix
+    /// has. The earliest note is kept.
+    pub fn note_first_send(&mut self, delay: std::time::Duration) {
+        let now = match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            Err(_) => return,
+        };
+        let t = now.saturating_sub(i64::try_from(delay.as_nanos()).unwrap_or(i64::MAX));
+        self.first_send_unix_ns = Some(self.first_send_unix_ns.map_or(t, |f| f.min(t)));
+    }
+
     /// Records one operation of `kind` that took `micros`; `got` differs
     /// from `expect` for an error.
     pub fn record(&mut self, kind: OpKind, micros: u64, expect: &Status, got: &Status) {
@@ -125,6 +144,10 @@ impl FileStats {
         self.loops += other.loops;
         self.wire = match (self.wire, other.wire) {
             (Some(a), Some(b)) => Some(std::array::from_fn(|i| a[i] + b[i])),
+            (a, b) => a.or(b),
+        };
+        self.first_send_unix_ns = match (self.first_send_unix_ns, other.first_send_unix_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         if self.seconds.len() < other.seconds.len() {

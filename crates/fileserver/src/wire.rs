@@ -72,6 +72,7 @@ struct StatsWire {
     seconds: Vec<SecondStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     wire: Option<[u64; 4]>,
+    first_send_unix_ns: Option<i64>,
 }
 
 impl Serialize for FileStats {
@@ -84,6 +85,7 @@ impl Serialize for FileStats {
             loops: self.loops,
             seconds: self.seconds.clone(),
             wire: self.wire,
+            first_send_unix_ns: self.first_send_unix_ns,
         }
         .serialize(s)
     }
@@ -107,6 +109,7 @@ impl<'de> Deserialize<'de> for FileStats {
             loops: w.loops,
             seconds: w.seconds,
             wire: w.wire,
+            first_send_unix_ns: w.first_send_unix_ns,
         })
     }
 }
@@ -117,6 +120,10 @@ impl<'de> Deserialize<'de> for FileStats {
 pub struct FileEnd {
     pub measure: FileMixMeasure,
     pub cpu_us: [u64; 2],
+    /// How far the first send may be off the controller's clock (half the
+    /// clock check's round trip), set where the controller receives it.
+    #[serde(default)]
+    pub first_send_uncertainty_ns: u64,
 }
 
 /// A workload as its own text, rebuilt where the agent runs.

@@ -17,6 +17,12 @@
 //! could not be done (exit 1), so the command line maps any crate's error
 //! to its documented exit code without parsing messages (docs/running.md,
 //! "Exit codes").
+//!
+//! And [`start::wait_until`]: the one wait for a mix's start instant, which
+//! web clients (the engine) and file clients (the file server's users)
+//! share, so both start alike.
+
+pub mod start;
 
 use std::fmt;
 use std::io::Read;
