@@ -495,6 +495,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("ip", "iproute2"),
     ("ss", "iproute2"),
     ("smbd", "samba"),
+    ("smbstatus", "samba"),
     ("dbench", "dbench"),
     ("h2o", "h2o"),
     ("caddy", "caddy"),
