@@ -276,8 +276,14 @@ fn options_that_cannot_apply_are_refused_by_name() {
             "client=benchlab&dialect=2.1&encrypt=require",
             "option `encrypt=require` needs SMB 3.0 or later",
         ),
-        ("dialect=3.0", "option `dialect=` applies to client=benchlab only"),
-        ("leases=on", "option `leases=on` applies to client=benchlab only"),
+        (
+            "client=libsmbclient&dialect=3.0",
+            "option `dialect=` applies to client=benchlab only",
+        ),
+        (
+            "client=libsmbclient&leases=on",
+            "option `leases=on` applies to client=benchlab only",
+        ),
         (
             "client=benchlab&dialect=3.1",
             "option `dialect=3.1`: expected dialect=2.0.2|2.1|3.0|3.0.2|3.1.1",

@@ -228,7 +228,10 @@ fn signing_and_cipher_options_that_cannot_apply_are_refused() {
             "client=benchlab&cipher=aes-128-gcm",
             "it needs encrypt=require or encrypt=request",
         ),
-        ("encrypt=require&cipher=aes-128-gcm", "apply to client=benchlab only"),
+        (
+            "client=libsmbclient&encrypt=require&cipher=aes-128-gcm",
+            "apply to client=benchlab only",
+        ),
     ] {
         let suite = d.path().join("suite.toml");
         std::fs::write(d.path().join("load.txt"), LOADFILE).unwrap();
