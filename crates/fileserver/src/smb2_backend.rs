@@ -243,12 +243,25 @@ impl<S: Transport> Smb2Backend<S> {
     /// One frame read between operations, and what it makes the machine
     /// send (an acknowledgement).
     fn idle_frame(&mut self) -> Result<(), Status> {
-        let mut prefix = [0u8; 4];
-        self.sock.read_exact(&mut prefix).map_err(lost)?;
-        let n = frame::length(prefix).map_err(bad_answer)?;
-        self.frame.resize(n, 0);
-        self.sock.read_exact(&mut self.frame).map_err(lost)?;
+        self.read_frame()?;
         self.client.on_idle_frame(&self.frame).map_err(status_of)?;
+        self.flush()
+    }
+
+    /// The operation's outcome, or (the outer error) the transport's
+    /// failure.
+    fn exchange(&mut self) -> Result<Result<Value, Status>, Status> {
+        loop {
+            self.flush()?;
+            self.read_frame()?;
+            if let Progress::Done(r) = self.client.on_frame(&self.frame) {
+                return Ok(r.map_err(status_of));
+            }
+        }
+    }
+
+    /// Writes all the machine has queued.
+    fn flush(&mut self) -> Result<(), Status> {
         while !self.client.output().is_empty() {
             let n = self.sock.write(self.client.output()).map_err(lost)?;
             if n == 0 {
@@ -259,26 +272,13 @@ impl<S: Transport> Smb2Backend<S> {
         Ok(())
     }
 
-    /// The operation's outcome, or (the outer error) the transport's
-    /// failure.
-    fn exchange(&mut self) -> Result<Result<Value, Status>, Status> {
-        loop {
-            while !self.client.output().is_empty() {
-                let n = self.sock.write(self.client.output()).map_err(lost)?;
-                if n == 0 {
-                    return Err(lost("the connection took no more bytes"));
-                }
-                self.client.sent(n);
-            }
-            let mut prefix = [0u8; 4];
-            self.sock.read_exact(&mut prefix).map_err(lost)?;
-            let n = frame::length(prefix).map_err(bad_answer)?;
-            self.frame.resize(n, 0);
-            self.sock.read_exact(&mut self.frame).map_err(lost)?;
-            if let Progress::Done(r) = self.client.on_frame(&self.frame) {
-                return Ok(r.map_err(status_of));
-            }
-        }
+    /// Reads one frame into `self.frame` (bounded by the codec's limit).
+    fn read_frame(&mut self) -> Result<(), Status> {
+        let mut prefix = [0u8; 4];
+        self.sock.read_exact(&mut prefix).map_err(lost)?;
+        let n = frame::length(prefix).map_err(bad_answer)?;
+        self.frame.resize(n, 0);
+        self.sock.read_exact(&mut self.frame).map_err(lost)
     }
 
     fn path_op(&mut self, path: &str, op: impl FnOnce(String) -> Op) -> Result<(), Status> {
