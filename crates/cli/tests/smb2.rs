@@ -6,9 +6,12 @@
 //! log, and NT statuses by name.
 
 mod common;
+#[path = "common/smb_replay.rs"]
+mod smb_replay;
 
 use common::{require, run_suite, s};
 use serde_json::Value;
+use smb_replay::{op, replay};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -37,38 +40,9 @@ Rename "\clients\client1\a.txt" "\clients\client1\b.txt" NT_STATUS_OK
 Unlink "\clients\client1\b.txt" 0x6 NT_STATUS_OK
 "#;
 
-/// A suite of one mix of `clients` users replaying `loadfile` `loops`
-/// times against `target`; its results.json.
+/// [`replay`] with room for every pass (the loops end the mix).
 fn run(dir: &Path, target: &str, loadfile: &str, loops: u32, clients: u32) -> Value {
-    std::fs::write(dir.join("load.txt"), loadfile).unwrap();
-    let suite = dir.join("suite.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            "name = \"smb2\"\ntarget = \"{target}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = {loops}\n\
-             [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"120s\"\n[[mix]]\nclients = {clients}\n"
-        ),
-    )
-    .unwrap();
-    let out = dir.join("out");
-    let _ = std::fs::remove_dir_all(&out);
-    run_suite(&suite, &out, &[])
-}
-
-/// One operation kind's count, errors and not-sent.
-fn op(m: &Value, name: &str) -> (u64, u64, u64) {
-    let class = m["classes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .cloned()
-        .unwrap_or(Value::Null);
-    (
-        class["requests"].as_u64().unwrap_or(0),
-        class["errors_total"].as_u64().unwrap_or(0),
-        m["files"]["not_sent_by_operation"][name].as_u64().unwrap_or(0),
-    )
+    replay(dir, target, loadfile, loops, clients, "120s")
 }
 
 /// The first `n` operations of Debian's dbench client.txt: a bounded

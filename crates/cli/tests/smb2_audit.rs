@@ -5,40 +5,19 @@
 //! statuses of a table of provoked cases, each counted by name.
 
 mod common;
+#[path = "common/smb_replay.rs"]
+mod smb_replay;
 
-use common::{require, run_suite};
+use common::require;
 use serde_json::Value;
+use smb_replay::{op, replay};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// A suite of one mix of `clients` users replaying `loadfile` `loops`
-/// times against `target`; its results.json.
-fn run(dir: &Path, target: &str, loadfile: &str, loops: u32, clients: u32, length: &str) -> Value {
-    std::fs::write(dir.join("load.txt"), loadfile).unwrap();
-    let suite = dir.join("suite.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            "name = \"smb2\"\ntarget = \"{target}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = {loops}\n\
-             [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"{length}\"\n[[mix]]\nclients = {clients}\n"
-        ),
-    )
-    .unwrap();
-    let out = dir.join("out");
-    let _ = std::fs::remove_dir_all(&out);
-    run_suite(&suite, &out, &[])
-}
-
-/// Operations of kind `name` (0 when the mix has none).
+/// Operations of kind `name` done (0 when the mix has none).
 fn ops(m: &Value, name: &str) -> u64 {
-    m["classes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .and_then(|c| c["requests"].as_u64())
-        .unwrap_or(0)
+    op(m, name).0
 }
 
 /// smbd's SMB2 profile counters (`smb2_create_count` …) from
@@ -155,7 +134,7 @@ fn smbstatus_profile_counts_equal_what_benchlab_sent() {
     }
     let before = profile(&smbd.config());
     let d = tempfile::tempdir().unwrap();
-    let r = run(
+    let r = replay(
         d.path(),
         &format!("{}?client=benchlab", smbd.url()),
         PROFILE_LOADFILE,
@@ -247,7 +226,7 @@ fn the_whole_client_txt_replays_equal_to_full_audit() {
     let log_dir = smbd.config().parent().unwrap().join("log");
     let before = profile(&smbd.config());
     let d = tempfile::tempdir().unwrap();
-    let r = run(
+    let r = replay(
         d.path(),
         &format!("{}?client=benchlab", smbd.url()),
         &(lines.join("\n") + "\n"),
@@ -380,14 +359,14 @@ fn provoked_nt_statuses_are_counted_by_name() {
     let d = tempfile::tempdir().unwrap();
     provoked_share(&smbd.share);
     let right = provoked_loadfile(|s| s.to_string());
-    let r = run(d.path(), &target, &right, 1, 1, "60s");
+    let r = replay(d.path(), &target, &right, 1, 1, "60s");
     let m = &r["mixes"][0];
     let n = right.lines().count() as u64;
     assert_eq!(m["requests"], n);
     assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
     provoked_share(&smbd.share);
     let wrong = provoked_loadfile(|_| "NT_STATUS_OK".to_string());
-    let r = run(d.path(), &target, &wrong, 1, 1, "60s");
+    let r = replay(d.path(), &target, &wrong, 1, 1, "60s");
     let m = &r["mixes"][0];
     let by = &m["files"]["errors_by_status"];
     assert_eq!(m["errors_total"], PROVOKED.len() as u64, "{by}");
@@ -411,7 +390,7 @@ fn ntcreatex_of_a_directory_as_a_file_is_file_is_a_directory() {
     provoked_share(&smbd.share);
     let d = tempfile::tempdir().unwrap();
     let lf = "NTCreateX \"\\clients\\client1\\sub\" 0x40 0x1 4 NT_STATUS_FILE_IS_A_DIRECTORY\n";
-    let r = run(d.path(), &format!("{}?client=benchlab", smbd.url()), lf, 1, 1, "60s");
+    let r = replay(d.path(), &format!("{}?client=benchlab", smbd.url()), lf, 1, 1, "60s");
     let m = &r["mixes"][0];
     assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
 }
