@@ -236,7 +236,7 @@ fi
 } > "$WORK/loadfile.txt"
 cat > "$WORK/suite.toml" <<TOML
 name = "smb-clients"
-target = "smb://127.0.0.1:$PORT/bench"
+target = "smb://127.0.0.1:$PORT/bench?client=libsmbclient"
 [workloads.probe]
 loadfile = "$WORK/loadfile.txt"
 loops = 1

@@ -115,10 +115,12 @@ BASE="smb://$ME@127.0.0.1:$PORT/bench"
 # --- configurations: name, workload, target ---------------------------------
 join() { local a=$1 b=$2; if [ -n "$b" ]; then echo "$a&$b"; else echo "$a"; fi; }
 BL="$BASE?$(join client=benchlab "$CLIENT_OPTS")"
+# benchlab's client is smb://'s default: libsmbclient is named.
+LIB="$BASE?client=libsmbclient"
 CONFIGS=(
-  "lib-disk|disk|$BASE"
+  "lib-disk|disk|$LIB"
   "benchlab-disk|disk|$BL"
-  "lib-ct|ct|$BASE"
+  "lib-ct|ct|$LIB"
   "benchlab-ct|ct|$BL"
 )
 if [ "$CRYPTO" = 1 ]; then
