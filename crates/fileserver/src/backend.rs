@@ -31,14 +31,23 @@ pub trait FileBackend: Send {
     fn read(&mut self, key: u64, offset: u64, buf: &mut [u8]) -> Result<usize, Status>;
     /// Writes `data` at `offset`; the bytes written.
     fn write(&mut self, key: u64, offset: u64, data: &[u8]) -> Result<usize, Status>;
-    fn query_path(&mut self, path: &str) -> Result<(), Status>;
-    fn query_file(&mut self, key: u64) -> Result<(), Status>;
-    fn query_fs(&mut self) -> Result<(), Status>;
-    /// Sets the file's times (SMB's basic information) to now.
-    fn set_file_info(&mut self, key: u64) -> Result<(), Status>;
-    /// Entries of the pattern's directory that match its last component;
-    /// none is `NoSuchFile`.
-    fn find(&mut self, pattern: &str) -> Result<u32, Status>;
+    /// The information of file information class `class` (SMB2's, a
+    /// loadfile level mapped by [`crate::level`]) of `path`. Only
+    /// benchlab's SMB2 client asks the class; `file://` and libsmbclient
+    /// cannot choose one and stat the file.
+    fn query_path(&mut self, path: &str, class: u8) -> Result<(), Status>;
+    /// As [`FileBackend::query_path`], of an open file.
+    fn query_file(&mut self, key: u64, class: u8) -> Result<(), Status>;
+    /// The file system information of class `class` (SMB2's
+    /// `FileFs…Information`); `file://` and libsmbclient ask statvfs.
+    fn query_fs(&mut self, class: u8) -> Result<(), Status>;
+    /// Sets the file's information of class `class`: FileBasicInformation
+    /// (the only one a loadfile line is read with), its times set to now.
+    fn set_file_info(&mut self, key: u64, class: u8) -> Result<(), Status>;
+    /// Entries of the pattern's directory that match its last component,
+    /// listed as directory information class `class` where the backend
+    /// can ask one (benchlab's SMB2 client); none is `NoSuchFile`.
+    fn find(&mut self, pattern: &str, class: u8) -> Result<u32, Status>;
     fn lock(&mut self, key: u64, offset: u64, len: u64, lock: bool) -> Result<(), Status>;
     fn flush(&mut self, key: u64) -> Result<(), Status>;
     fn unlink(&mut self, path: &str) -> Result<(), Status>;
@@ -505,18 +514,18 @@ impl FileBackend for LocalBackend {
         Ok(data.len())
     }
 
-    fn query_path(&mut self, path: &str) -> Result<(), Status> {
+    fn query_path(&mut self, path: &str, _class: u8) -> Result<(), Status> {
         let rel = components(path)?.join("/");
         self.open(&rel, libc::O_PATH, false)
             .map(drop)
             .map_err(|e| self.not_found(path, &e))
     }
 
-    fn query_file(&mut self, key: u64) -> Result<(), Status> {
+    fn query_file(&mut self, key: u64, _class: u8) -> Result<(), Status> {
         self.file(key)?.metadata().map(drop).map_err(|e| Status::from_io(&e))
     }
 
-    fn query_fs(&mut self) -> Result<(), Status> {
+    fn query_fs(&mut self, _class: u8) -> Result<(), Status> {
         let c =
             std::ffi::CString::new(self.root.as_os_str().as_encoded_bytes()).map_err(|_| Status::ObjectNameNotFound)?;
         // SAFETY: a NUL-terminated path and a zeroed statvfs to fill.
@@ -529,14 +538,14 @@ impl FileBackend for LocalBackend {
         Ok(())
     }
 
-    fn set_file_info(&mut self, key: u64) -> Result<(), Status> {
+    fn set_file_info(&mut self, key: u64, _class: u8) -> Result<(), Status> {
         let f = self.file(key)?;
         let now = std::time::SystemTime::now();
         f.set_times(std::fs::FileTimes::new().set_modified(now).set_accessed(now))
             .map_err(|e| Status::from_io(&e))
     }
 
-    fn find(&mut self, pattern: &str) -> Result<u32, Status> {
+    fn find(&mut self, pattern: &str, _class: u8) -> Result<u32, Status> {
         let (dir, mask) = pattern.rsplit_once(['\\', '/']).unwrap_or(("", pattern));
         let rel = components(dir)?.join("/");
         let not_found = |e: io::Error| match status(&e) {
@@ -637,6 +646,10 @@ impl FileBackend for LocalBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use benchlab_smb2::msg::{
+        FILE_ALL_INFORMATION as ALL, FILE_BASIC_INFORMATION as BASIC, FILE_BOTH_DIRECTORY_INFORMATION as BOTH,
+        FILE_FS_FULL_SIZE_INFORMATION as FS,
+    };
 
     #[test]
     fn wildcards() {
@@ -652,8 +665,8 @@ mod tests {
     fn local_operations_answer_smb_statuses() {
         let d = tempfile::tempdir().unwrap();
         let mut b = LocalBackend::new(d.path()).unwrap();
-        assert_eq!(b.query_path("\\a\\b"), Err(Status::ObjectPathNotFound));
-        assert_eq!(b.query_path("\\a"), Err(Status::ObjectNameNotFound));
+        assert_eq!(b.query_path("\\a\\b", ALL), Err(Status::ObjectPathNotFound));
+        assert_eq!(b.query_path("\\a", ALL), Err(Status::ObjectNameNotFound));
         b.mkdir("\\a").unwrap();
         b.mkdir("\\a").unwrap();
         b.create(1, "\\a\\f", 0, 2).unwrap();
@@ -665,14 +678,14 @@ mod tests {
         b.lock(1, 0, 1, true).unwrap();
         b.lock(1, 0, 1, false).unwrap();
         b.flush(1).unwrap();
-        b.set_file_info(1).unwrap();
-        b.query_file(1).unwrap();
-        b.query_fs().unwrap();
+        b.set_file_info(1, BASIC).unwrap();
+        b.query_file(1, ALL).unwrap();
+        b.query_fs(FS).unwrap();
         b.close(1).unwrap();
         assert_eq!(b.close(1), Err(Status::InvalidHandle));
-        assert_eq!(b.find("\\a\\F*"), Ok(1));
-        assert_eq!(b.find("\\a\\x*"), Err(Status::NoSuchFile));
-        assert_eq!(b.find("\\nope\\x*"), Err(Status::ObjectPathNotFound));
+        assert_eq!(b.find("\\a\\F*", BOTH), Ok(1));
+        assert_eq!(b.find("\\a\\x*", BOTH), Err(Status::NoSuchFile));
+        assert_eq!(b.find("\\nope\\x*", BOTH), Err(Status::ObjectPathNotFound));
         b.rename("\\a\\f", "\\a\\g").unwrap();
         assert_eq!(b.unlink("\\a\\f"), Err(Status::ObjectNameNotFound));
         b.unlink("\\a\\g").unwrap();
@@ -719,9 +732,9 @@ mod tests {
             assert_eq!(b.unlink(&format!("{o}\\keep")), denied);
             assert_eq!(b.rename(&format!("{o}\\keep"), "\\clients\\client1\\k"), denied);
             assert_eq!(b.rename("\\clients\\client1\\keep", &format!("{o}\\k")), denied);
-            assert_eq!(b.query_path(&format!("{o}\\keep")), denied);
-            assert_eq!(b.query_path("\\clients\\client1\\keep"), denied);
-            assert_eq!(b.find(&format!("{o}\\*")), Err(Status::AccessDenied));
+            assert_eq!(b.query_path(&format!("{o}\\keep"), ALL), denied);
+            assert_eq!(b.query_path("\\clients\\client1\\keep", ALL), denied);
+            assert_eq!(b.find(&format!("{o}\\*"), BOTH), Err(Status::AccessDenied));
             assert_eq!(b.deltree(&format!("{o}\\sub")), denied);
             assert_eq!(b.create(1, "\\clients\\..\\..\\x", 0, 2), denied);
             assert_eq!(b.deltree("\\clients\\client1/../../.."), denied);
@@ -740,16 +753,16 @@ mod tests {
     fn the_walk_answers_as_openat2_does() {
         let d = tempfile::tempdir().unwrap();
         let mut b = LocalBackend::walking(d.path());
-        assert_eq!(b.query_path("\\a\\b"), Err(Status::ObjectPathNotFound));
-        assert_eq!(b.query_path("\\a"), Err(Status::ObjectNameNotFound));
+        assert_eq!(b.query_path("\\a\\b", ALL), Err(Status::ObjectPathNotFound));
+        assert_eq!(b.query_path("\\a", ALL), Err(Status::ObjectNameNotFound));
         b.mkdir("\\a").unwrap();
         b.mkdir("\\a\\b").unwrap();
         b.create(1, "\\a\\b\\f", 0, 2).unwrap();
         assert_eq!(b.create(2, "\\a\\b\\f", 0, 2), Err(Status::ObjectNameCollision));
         assert_eq!(b.create(2, "\\a\\c\\f", 0, 2), Err(Status::ObjectPathNotFound));
         assert_eq!(b.write(1, 0, b"hi").unwrap(), 2);
-        b.query_path("\\a\\b\\..\\b\\f").unwrap();
-        assert_eq!(b.find("\\a\\b\\*"), Ok(1));
+        b.query_path("\\a\\b\\..\\b\\f", ALL).unwrap();
+        assert_eq!(b.find("\\a\\b\\*", BOTH), Ok(1));
         b.rename("\\a\\b\\f", "\\a\\g").unwrap();
         b.unlink("\\a\\g").unwrap();
         b.deltree("\\a").unwrap();

@@ -29,11 +29,15 @@
 //! temporary file (with none, of a missing name, expecting
 //! OBJECT_NAME_NOT_FOUND); `rename` Rename of the newest temporary file
 //! (likewise); `lock` LockX and UnlockX of one byte; `flush` Flush. An
-//! action that needs an open file opens one first (an NTCreateX).
+//! action that needs an open file opens one first (an NTCreateX). The
+//! queries ask FileAllInformation, the find FileBothDirectoryInformation
+//! (the classes of SMB1's QUERY_FILE_ALL_INFO and FIND_FILE_BOTH_DIRECTORY
+//! levels a NetBench client asked).
 
 use crate::backend::FileBackend;
 use crate::loadfile::OpKind;
 use crate::status::Status;
+use benchlab_smb2::msg;
 use benchlab_model::input::{excerpt, read_bounded_text, InputError, MAX_DISK_MIX_BYTES};
 use serde::Deserialize;
 use std::collections::VecDeque;
@@ -515,7 +519,7 @@ impl<'a> DiskMixUser<'a> {
                     OpKind::QueryPathInformation,
                     Status::Ok,
                     |_| 0,
-                    || b.query_path(&p),
+                    || b.query_path(&p, msg::FILE_ALL_INFORMATION),
                 );
             }
             "query_file" => {
@@ -525,13 +529,13 @@ impl<'a> DiskMixUser<'a> {
                         OpKind::QueryFileInformation,
                         Status::Ok,
                         |_| 0,
-                        || b.query_file(OPEN_KEY),
+                        || b.query_file(OPEN_KEY, msg::FILE_ALL_INFORMATION),
                     );
                 }
             }
             "find" => {
                 let p = format!("{}\\*.dat", self.dir);
-                Self::op(record, OpKind::FindFirst, Status::Ok, |_| 0, || b.find(&p));
+                Self::op(record, OpKind::FindFirst, Status::Ok, |_| 0, || b.find(&p, msg::FILE_BOTH_DIRECTORY_INFORMATION));
             }
             "create" => {
                 let size = self.mix.draw_size(&mut self.rng);

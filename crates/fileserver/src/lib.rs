@@ -14,6 +14,7 @@
 pub mod backend;
 pub mod diskmix;
 pub mod error;
+pub mod level;
 pub mod loadfile;
 pub mod mix;
 pub mod process;

@@ -62,25 +62,32 @@ pub enum Op {
         path: String,
         attr: u32,
     },
+    /// `level` as the line gives it; `class`, the SMB2 information class
+    /// it asks ([`crate::level`]), as for the four below.
     QueryPathInformation {
         path: String,
         level: u32,
+        class: u8,
     },
     QueryFileInformation {
         fnum: Fnum,
         level: u32,
+        class: u8,
     },
     QueryFsInformation {
         level: u32,
+        class: u8,
     },
     SetFileInformation {
         fnum: Fnum,
         level: u32,
+        class: u8,
     },
     /// A directory search (`pattern` with `*`, `?` and DOS's `<`, `>`, `"`).
     FindFirst {
         pattern: String,
         level: u32,
+        class: u8,
         max: u32,
         count: u32,
     },
@@ -380,6 +387,23 @@ fn number32(w: &(String, bool), what: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("{what} {v}: expected at most {}", u32::MAX))
 }
 
+/// An info level and the SMB2 class it asks; a level no class holds is
+/// refused here, with why and what is expected ([`crate::level`]).
+fn level(kind: OpKind, w: &(String, bool)) -> Result<(u32, u8), String> {
+    use crate::level::Request;
+    let level = number32(w, "level")?;
+    let request = match kind {
+        OpKind::QueryFsInformation => Request::QueryFs,
+        OpKind::SetFileInformation => Request::SetFile,
+        OpKind::FindFirst => Request::FindFirst,
+        _ => Request::QueryFile,
+    };
+    let class = request
+        .class(level)
+        .map_err(|why| format!("{} level {level}: {why}", kind.name()))?;
+    Ok((level, class))
+}
+
 fn path(w: &(String, bool), what: &str) -> Result<String, String> {
     if w.0.is_empty() {
         return Err(format!(
@@ -530,27 +554,44 @@ fn parse_line(t: &str) -> Result<(Op, Status), String> {
             path: path(&a[0], "path")?,
             attr: number32(&a[1], "attributes")?,
         },
-        OpKind::QueryPathInformation => Op::QueryPathInformation {
-            path: path(&a[0], "path")?,
-            level: number32(&a[1], "level")?,
-        },
-        OpKind::QueryFileInformation => Op::QueryFileInformation {
-            fnum: number32(&a[0], "fnum")?,
-            level: number32(&a[1], "level")?,
-        },
-        OpKind::SetFileInformation => Op::SetFileInformation {
-            fnum: number32(&a[0], "fnum")?,
-            level: number32(&a[1], "level")?,
-        },
-        OpKind::QueryFsInformation => Op::QueryFsInformation {
-            level: number32(&a[0], "level")?,
-        },
-        OpKind::FindFirst => Op::FindFirst {
-            pattern: path(&a[0], "pattern")?,
-            level: number32(&a[1], "level")?,
-            max: number32(&a[2], "max count")?,
-            count: number32(&a[3], "count")?,
-        },
+        OpKind::QueryPathInformation => {
+            let (level, class) = level(kind, &a[1])?;
+            Op::QueryPathInformation {
+                path: path(&a[0], "path")?,
+                level,
+                class,
+            }
+        }
+        OpKind::QueryFileInformation => {
+            let (level, class) = level(kind, &a[1])?;
+            Op::QueryFileInformation {
+                fnum: number32(&a[0], "fnum")?,
+                level,
+                class,
+            }
+        }
+        OpKind::SetFileInformation => {
+            let (level, class) = level(kind, &a[1])?;
+            Op::SetFileInformation {
+                fnum: number32(&a[0], "fnum")?,
+                level,
+                class,
+            }
+        }
+        OpKind::QueryFsInformation => {
+            let (level, class) = level(kind, &a[0])?;
+            Op::QueryFsInformation { level, class }
+        }
+        OpKind::FindFirst => {
+            let (level, class) = level(kind, &a[1])?;
+            Op::FindFirst {
+                pattern: path(&a[0], "pattern")?,
+                level,
+                class,
+                max: number32(&a[2], "max count")?,
+                count: number32(&a[3], "count")?,
+            }
+        }
         OpKind::LockX | OpKind::UnlockX => {
             let fnum = number32(&a[0], "fnum")?;
             let offset = number(&a[1], "offset")?;
@@ -672,6 +713,23 @@ Unlink "\clients\client1\c" 0x6 NT_STATUS_OK
                 "fnum 99999999999: expected at most",
             ),
             ("Deltree \"\" NT_STATUS_OK\n", 1, "path is empty"),
+            (
+                "QUERY_FS_INFORMATION 999 NT_STATUS_OK\n",
+                1,
+                "QUERY_FS_INFORMATION level 999: no SMB2 information class is that level: expected one of 1, 2, 0x101",
+            ),
+            (
+                "Close 1 NT_STATUS_OK\nQUERY_PATH_INFORMATION \"\\a\" 6 NT_STATUS_OK\n",
+                2,
+                "QUERY_PATH_INFORMATION level 6: SMB_INFO_IS_NAME_VALID",
+            ),
+            (
+                "SET_FILE_INFORMATION 1 1020 NT_STATUS_OK\n",
+                1,
+                "SET_FILE_INFORMATION level 1020: benchlab sets only the times",
+            ),
+            ("FIND_FIRST \"\\a\\*\" 3 10 0 NT_STATUS_OK\n", 1, "FIND_FIRST level 3:"),
+            ("QUERY_FILE_INFORMATION 1 0x10 NT_STATUS_OK\n", 1, "QUERY_FILE_INFORMATION level 16:"),
         ];
         for (t, line, msg) in cases {
             let e = parse(t).unwrap_err();

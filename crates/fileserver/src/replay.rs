@@ -99,16 +99,16 @@ impl<'a> LoadfileUser<'a> {
                     client_path(path, n, p1);
                     b.unlink(p1)
                 }
-                Op::QueryPathInformation { path, .. } => {
+                Op::QueryPathInformation { path, class, .. } => {
                     client_path(path, n, p1);
-                    b.query_path(p1)
+                    b.query_path(p1, *class)
                 }
-                Op::QueryFileInformation { fnum, .. } => b.query_file(*fnum as u64),
-                Op::QueryFsInformation { .. } => b.query_fs(),
-                Op::SetFileInformation { fnum, .. } => b.set_file_info(*fnum as u64),
-                Op::FindFirst { pattern, .. } => {
+                Op::QueryFileInformation { fnum, class, .. } => b.query_file(*fnum as u64, *class),
+                Op::QueryFsInformation { class, .. } => b.query_fs(*class),
+                Op::SetFileInformation { fnum, class, .. } => b.set_file_info(*fnum as u64, *class),
+                Op::FindFirst { pattern, class, .. } => {
                     client_path(pattern, n, p1);
-                    b.find(p1).map(drop)
+                    b.find(p1, *class).map(drop)
                 }
                 Op::LockX { fnum, offset, len } => b.lock(*fnum as u64, *offset, *len, true),
                 Op::UnlockX { fnum, offset, len } => b.lock(*fnum as u64, *offset, *len, false),

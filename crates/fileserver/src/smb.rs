@@ -687,7 +687,7 @@ impl SmbBackend {
         };
         // Connect now (the share's root), so a wrong host, port, share or
         // password stops the run before the mix.
-        b.query_fs().map_err(|s| {
+        b.query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION).map_err(|s| {
             format!(
                 "{}: cannot reach the share: {s} (is the server running, the share and the user right?)",
                 b.url
@@ -880,7 +880,10 @@ impl FileBackend for SmbBackend {
         }
     }
 
-    fn query_path(&mut self, path: &str) -> Result<(), Status> {
+    // libsmbclient cannot choose an information class: its stat,
+    // fstat and statvfs ask what they ask, whatever the loadfile's level
+    // (docs/smb2.md, "Info levels"); the operation counts the same.
+    fn query_path(&mut self, path: &str, _class: u8) -> Result<(), Status> {
         let p = self.path(path);
         // SAFETY: our context; a zeroed stat to fill.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -888,7 +891,7 @@ impl FileBackend for SmbBackend {
         Self::check(unsafe { ((self.lib.get_stat)(self.ctx))(self.ctx, p.as_ptr(), &mut st) })
     }
 
-    fn query_file(&mut self, key: u64) -> Result<(), Status> {
+    fn query_file(&mut self, key: u64, _class: u8) -> Result<(), Status> {
         // SAFETY: stat is plain integers, for which all-zero bytes are valid.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         match self.handles.get(&key) {
@@ -902,7 +905,7 @@ impl FileBackend for SmbBackend {
         }
     }
 
-    fn query_fs(&mut self) -> Result<(), Status> {
+    fn query_fs(&mut self, _class: u8) -> Result<(), Status> {
         let p = CString::new(self.base.clone()).unwrap_or_default();
         // SAFETY: statvfs is plain integers, for which all-zero bytes are valid.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -910,7 +913,7 @@ impl FileBackend for SmbBackend {
         Self::check(unsafe { ((self.lib.get_statvfs)(self.ctx))(self.ctx, p.as_ptr() as *mut c_char, &mut st) })
     }
 
-    fn set_file_info(&mut self, key: u64) -> Result<(), Status> {
+    fn set_file_info(&mut self, key: u64, _class: u8) -> Result<(), Status> {
         let p = match self.handles.get(&key) {
             Some(Handle::File(_, p) | Handle::Dir(_, p)) => p.clone(),
             None => return Err(Status::InvalidHandle),
@@ -927,7 +930,7 @@ impl FileBackend for SmbBackend {
         Self::check(unsafe { ((self.lib.get_utimes)(self.ctx))(self.ctx, p.as_ptr(), t.as_mut_ptr()) })
     }
 
-    fn find(&mut self, pattern: &str) -> Result<u32, Status> {
+    fn find(&mut self, pattern: &str, _class: u8) -> Result<u32, Status> {
         let (dir, mask) = pattern.rsplit_once('\\').unwrap_or(("", pattern));
         let d = self.path(dir);
         let names = self.list(&d).map_err(|s| match s {

@@ -363,32 +363,34 @@ impl<S: Transport> FileBackend for Smb2Backend<S> {
         }
     }
 
-    fn query_path(&mut self, path: &str) -> Result<(), Status> {
-        self.path_op(path, |name| Op::QueryPath { name })
+    fn query_path(&mut self, path: &str, class: u8) -> Result<(), Status> {
+        self.path_op(path, |name| Op::QueryPath { name, class })
     }
 
-    fn query_file(&mut self, key: u64) -> Result<(), Status> {
-        self.run(Op::QueryFile { key }).map(drop)
+    fn query_file(&mut self, key: u64, class: u8) -> Result<(), Status> {
+        self.run(Op::QueryFile { key, class }).map(drop)
     }
 
-    fn query_fs(&mut self) -> Result<(), Status> {
-        self.run(Op::QueryFs).map(drop)
+    fn query_fs(&mut self, class: u8) -> Result<(), Status> {
+        self.run(Op::QueryFs { class }).map(drop)
     }
 
-    fn set_file_info(&mut self, key: u64) -> Result<(), Status> {
+    fn set_file_info(&mut self, key: u64, class: u8) -> Result<(), Status> {
         self.run(Op::SetFileInfo {
             key,
+            class,
             time: filetime_now(),
         })
         .map(drop)
     }
 
-    fn find(&mut self, pattern: &str) -> Result<u32, Status> {
+    fn find(&mut self, pattern: &str, class: u8) -> Result<u32, Status> {
         let (dir, mask) = pattern.rsplit_once('\\').unwrap_or(("", pattern));
         let dir = share_path(dir)?;
         self.run(Op::Find {
             dir,
             mask: mask.to_string(),
+            class,
         })
         .map_err(|s| match s {
             // The directory itself missing is the path's not-found.
@@ -487,12 +489,12 @@ mod tests {
     fn a_frame_too_large_and_a_lost_connection_are_statuses() {
         let (mut b, mut server) = backend_pair();
         server.write_all(&[0, 0x7f, 0xff, 0xff]).unwrap();
-        let e = b.query_fs().unwrap_err();
+        let e = b.query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION).unwrap_err();
         assert!(e.name().contains("limit"), "{e}");
         // (That request spent the one credit: a fresh session.)
         let (mut b, server) = backend_pair();
         drop(server);
-        let e = b.query_fs().unwrap_err();
+        let e = b.query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION).unwrap_err();
         assert!(e.name().starts_with("NT_STATUS_CONNECTION_DISCONNECTED"), "{e}");
     }
 

@@ -6,6 +6,7 @@ use benchlab_fileserver::backend::FileBackend;
 use benchlab_fileserver::smb::{SmbBackend, SmbUrl};
 use benchlab_fileserver::smbd::{start_smbd, Smbd};
 use benchlab_fileserver::Status;
+use benchlab_smb2::msg;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -35,7 +36,7 @@ fn small_operations_take_under_2_ms_on_loopback() {
         .map(|i| {
             let t = Instant::now();
             if i % 2 == 0 {
-                b.query_path("\\d\\f").unwrap();
+                b.query_path("\\d\\f", msg::FILE_BASIC_INFORMATION).unwrap();
             } else {
                 b.write(1, 0, b"y").unwrap();
             }
@@ -73,7 +74,7 @@ fn data_written_reads_back_identical_through_the_same_and_another_handle() {
     assert_eq!(std::fs::read(s.share.join("f.bin")).unwrap(), data);
     other.close(7).unwrap();
     b.close(1).unwrap();
-    assert_eq!(b.query_path("\\nope"), Err(Status::ObjectNameNotFound));
+    assert_eq!(b.query_path("\\nope", msg::FILE_BASIC_INFORMATION), Err(Status::ObjectNameNotFound));
     assert_eq!(b.create(2, "\\f.bin", 0, 2), Err(Status::ObjectNameCollision));
 }
 

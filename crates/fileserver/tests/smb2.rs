@@ -7,6 +7,7 @@ use benchlab_fileserver::smb::SmbUrl;
 use benchlab_fileserver::smb2_backend::Smb2Backend;
 use benchlab_fileserver::smbd::{start_smbd, start_smbd_with, user_name};
 use benchlab_fileserver::Status;
+use benchlab_smb2::msg;
 
 fn connect(url: &str) -> Smb2Backend {
     Smb2Backend::connect(&SmbUrl::parse(url).unwrap()).unwrap_or_else(|e| panic!("{url}: {e}"))
@@ -36,18 +37,18 @@ fn every_operation_at_every_dialect() {
         b.mkdir(&w).unwrap();
         b.mkdir(&w).unwrap();
         assert_eq!(
-            b.query_path(&format!("{w}\\a.txt")),
+            b.query_path(&format!("{w}\\a.txt"), msg::FILE_BASIC_INFORMATION),
             Err(Status::ObjectNameNotFound),
             "{d}"
         );
         assert_eq!(
-            b.query_path(&format!("{w}\\nope\\a.txt")),
+            b.query_path(&format!("{w}\\nope\\a.txt"), msg::FILE_BASIC_INFORMATION),
             Err(Status::ObjectPathNotFound),
             "{d}"
         );
-        assert_eq!(b.find(&format!("{w}\\*.txt")), Err(Status::NoSuchFile), "{d}");
+        assert_eq!(b.find(&format!("{w}\\*.txt"), msg::FILE_BOTH_DIRECTORY_INFORMATION), Err(Status::NoSuchFile), "{d}");
         assert_eq!(
-            b.find(&format!("{w}\\nope\\*.txt")),
+            b.find(&format!("{w}\\nope\\*.txt"), msg::FILE_BOTH_DIRECTORY_INFORMATION),
             Err(Status::ObjectPathNotFound),
             "{d}"
         );
@@ -68,13 +69,13 @@ fn every_operation_at_every_dialect() {
             Err(Status::Other("NT_STATUS_RANGE_NOT_LOCKED".into()))
         );
         b.flush(1).unwrap();
-        b.set_file_info(1).unwrap();
-        b.query_file(1).unwrap();
-        b.query_fs().unwrap();
+        b.set_file_info(1, msg::FILE_BASIC_INFORMATION).unwrap();
+        b.query_file(1, msg::FILE_STANDARD_INFORMATION).unwrap();
+        b.query_fs(msg::FILE_FS_SIZE_INFORMATION).unwrap();
         b.close(1).unwrap();
         assert_eq!(b.close(1), Err(Status::InvalidHandle));
         assert_eq!(std::fs::read(s.share.join(format!("w{i}/a.txt"))).unwrap(), data);
-        assert_eq!(b.find(&format!("{w}\\*.TXT")), Ok(1));
+        assert_eq!(b.find(&format!("{w}\\*.TXT"), msg::FILE_BOTH_DIRECTORY_INFORMATION), Ok(1));
         b.rename(&format!("{w}\\a.txt"), &format!("{w}\\b.txt")).unwrap();
         assert_eq!(b.unlink(&format!("{w}\\a.txt")), Err(Status::ObjectNameNotFound));
         b.create(3, &format!("{w}\\sub"), benchlab_fileserver::backend::DIRECTORY_FILE, 2)

@@ -59,7 +59,8 @@ pub enum Failure {
     UnknownHandle,
     /// A tree deeper than a deltree removes.
     TooDeep,
-    /// The session could not be set up (connect): why, in words.
+    /// The session could not be set up (connect), or an operation asked
+    /// for what this client does not send: why, in words.
     Refused(String),
     /// An operation started while another is in flight (the driver's bug).
     Busy,
@@ -154,23 +155,38 @@ pub enum Op {
         offset: u64,
         data: Vec<u8>,
     },
+    /// QUERY_INFO of `class` (a file information class, `msg::FILE_…`)
+    /// on the file `name` opens: CREATE + QUERY_INFO + CLOSE.
     QueryPath {
         name: String,
+        class: u8,
     },
+    /// QUERY_INFO of `class` (a file information class) on an open file.
     QueryFile {
         key: u64,
+        class: u8,
     },
-    QueryFs,
-    /// Sets the basic information's times to `time` (a FILETIME).
+    /// QUERY_INFO of `class` (a file system information class,
+    /// `msg::FILE_FS_…`) on the share's root.
+    QueryFs {
+        class: u8,
+    },
+    /// SET_INFO of `class` on an open file. FileBasicInformation, its
+    /// times set to `time` (a FILETIME), is the one class whose value
+    /// an operation can give; another fails as not sent by this machine.
     SetFileInfo {
         key: u64,
+        class: u8,
         time: u64,
     },
-    /// Lists directory `dir` with the server matching `mask`; the entries
-    /// are in [`Client::listing`].
+    /// Lists directory `dir` with the server matching `mask`, its entries
+    /// asked as `class` (a directory information class the listing
+    /// decoder reads: `msg::FILE_BOTH_DIRECTORY_INFORMATION` …); the
+    /// entries are in [`Client::listing`].
     Find {
         dir: String,
         mask: String,
+        class: u8,
     },
     Lock {
         key: u64,
@@ -221,9 +237,11 @@ pub enum Progress {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Act {
     Nothing,
-    QueryInfo,
+    /// QUERY_INFO of this file information class.
+    QueryInfo(u8),
     Rename(String),
-    List(String),
+    /// QUERY_DIRECTORY with this mask, entries of this class.
+    List(String, u8),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -449,6 +467,12 @@ fn create_request(name: &str, access: u32, disposition: u32, options: u32) -> Ve
         oplock: create::OPLOCK_NONE,
     }
     .encode()
+}
+
+/// QUERY_INFO of file information class `class` on `fid`, asking what
+/// the class holds ([`msg::query_info_len`]).
+fn query_file_info(fid: &FileId, class: u8) -> Vec<u8> {
+    msg::query_info(fid, msg::INFO_FILE, class, msg::query_info_len(msg::INFO_FILE, class))
 }
 
 fn status_only(s: u32) -> Result<(), Failure> {
@@ -690,48 +714,59 @@ impl Client {
                     chunk,
                 }
             }
-            Op::QueryPath { name } => {
-                Job::Path(self.compound_job(&name, create::FILE_READ_ATTRIBUTES, create::OPEN, 0, Act::QueryInfo)?)
-            }
-            Op::QueryFile { key } => {
+            Op::QueryPath { name, class } => Job::Path(self.compound_job(
+                &name,
+                create::FILE_READ_ATTRIBUTES,
+                create::OPEN,
+                0,
+                Act::QueryInfo(class),
+            )?),
+            Op::QueryFile { key, class } => {
                 let fid = self.fid(key)?;
-                self.send(
-                    cmd::QUERY_INFO,
-                    &msg::query_info(&fid, msg::INFO_FILE, msg::FILE_ALL_INFORMATION, 4096),
-                )?;
+                self.send(cmd::QUERY_INFO, &query_file_info(&fid, class))?;
                 Job::Single {
                     decode: |m| msg::decode_query_info(m).map(drop).map_err(bad),
                 }
             }
-            Op::QueryFs => {
+            Op::QueryFs { class } => {
                 let root = self.root;
+                let len = msg::query_info_len(msg::INFO_FILESYSTEM, class);
                 self.send(
                     cmd::QUERY_INFO,
-                    &msg::query_info(&root, msg::INFO_FILESYSTEM, msg::FILE_FS_FULL_SIZE_INFORMATION, 64),
+                    &msg::query_info(&root, msg::INFO_FILESYSTEM, class, len),
                 )?;
                 Job::Single {
                     decode: |m| msg::decode_query_info(m).map(drop).map_err(bad),
                 }
             }
-            Op::SetFileInfo { key, time } => {
+            Op::SetFileInfo { key, class, time } => {
                 let fid = self.fid(key)?;
+                // The one class whose value an operation gives: the
+                // others (an end of file, a disposition …) would need a
+                // value no loadfile line carries.
+                if class != msg::FILE_BASIC_INFORMATION {
+                    return Err(Failure::Refused(format!(
+                        "NT_STATUS_INVALID_INFO_CLASS (benchlab sets only FileBasicInformation, not class {class})"
+                    )));
+                }
                 self.send(
                     cmd::SET_INFO,
-                    &msg::set_info(
-                        &fid,
-                        msg::INFO_FILE,
-                        msg::FILE_BASIC_INFORMATION,
-                        &msg::basic_info(time),
-                    ),
+                    &msg::set_info(&fid, msg::INFO_FILE, class, &msg::basic_info(time)),
                 )?;
                 Job::Single {
                     decode: |m| msg::decode_empty(&m[HEADER_LEN..]).map_err(bad),
                 }
             }
-            Op::Find { dir, mask } => {
+            Op::Find { dir, mask, class } => {
                 self.listing.clear();
                 let access = create::FILE_READ_DATA | create::FILE_READ_ATTRIBUTES | create::SYNCHRONIZE;
-                Job::Path(self.path_job(&dir, access, create::OPEN, create::DIRECTORY_FILE, Act::List(mask))?)
+                Job::Path(self.path_job(
+                    &dir,
+                    access,
+                    create::OPEN,
+                    create::DIRECTORY_FILE,
+                    Act::List(mask, class),
+                )?)
             }
             Op::Lock { key, offset, len, lock } => {
                 let fid = self.fid(key)?;
@@ -775,7 +810,7 @@ impl Client {
                     access,
                     create::OPEN,
                     create::DIRECTORY_FILE,
-                    Act::List("*".into()),
+                    Act::List("*".into(), msg::FILE_BOTH_DIRECTORY_INFORMATION),
                 )?;
                 Job::Deltree {
                     stack: vec![Level {
@@ -830,10 +865,7 @@ impl Client {
         let create = create_request(name, access, disposition, options);
         let close = msg::close(&RELATED);
         let middle = match &act {
-            Act::QueryInfo => Some((
-                cmd::QUERY_INFO,
-                msg::query_info(&RELATED, msg::INFO_FILE, msg::FILE_ALL_INFORMATION, 4096),
-            )),
+            Act::QueryInfo(class) => Some((cmd::QUERY_INFO, query_file_info(&RELATED, *class))),
             Act::Rename(to) => Some((
                 cmd::SET_INFO,
                 msg::set_info(
@@ -843,7 +875,7 @@ impl Client {
                     &msg::rename_info(to, false),
                 ),
             )),
-            Act::Nothing | Act::List(_) => None,
+            Act::Nothing | Act::List(..) => None,
         };
         match &middle {
             Some((c, body)) => self.send_chain(&[(cmd::CREATE, &create), (*c, body), (cmd::CLOSE, &close)])?,
@@ -1186,7 +1218,7 @@ impl Client {
             }
             Job::Path(mut w) => match self.path_step(&mut w, h, m)? {
                 Some(r) => {
-                    if let Act::List(_) = w.act {
+                    if let Act::List(..) = w.act {
                         self.listing = std::mem::take(&mut w.listing);
                     }
                     return Ok(Some(r));
@@ -1233,12 +1265,10 @@ impl Client {
                         w.phase = Phase::Close;
                         self.send(cmd::CLOSE, &msg::close(&fid))?;
                     }
-                    Act::QueryInfo => {
+                    Act::QueryInfo(class) => {
                         w.phase = Phase::Act;
-                        self.send(
-                            cmd::QUERY_INFO,
-                            &msg::query_info(&fid, msg::INFO_FILE, msg::FILE_ALL_INFORMATION, 4096),
-                        )?;
+                        let q = query_file_info(&fid, *class);
+                        self.send(cmd::QUERY_INFO, &q)?;
                     }
                     Act::Rename(to) => {
                         w.phase = Phase::Act;
@@ -1248,15 +1278,9 @@ impl Client {
                             &msg::set_info(&fid, msg::INFO_FILE, msg::FILE_RENAME_INFORMATION, &info),
                         )?;
                     }
-                    Act::List(mask) => {
+                    Act::List(mask, class) => {
                         w.phase = Phase::Act;
-                        let q = msg::query_directory(
-                            &fid,
-                            msg::FILE_BOTH_DIRECTORY_INFORMATION,
-                            msg::RESTART_SCANS,
-                            mask,
-                            LISTING_BYTES,
-                        );
+                        let q = msg::query_directory(&fid, *class, msg::RESTART_SCANS, mask, LISTING_BYTES);
                         self.send(cmd::QUERY_DIRECTORY, &q)?;
                     }
                 }
@@ -1265,10 +1289,10 @@ impl Client {
             Phase::Act => {
                 let fid = w.fid;
                 let r: Result<bool, Failure> = match &w.act {
-                    Act::List(mask) => match h.status {
+                    Act::List(mask, class) => match h.status {
                         nt::NO_MORE_FILES => Ok(true),
                         nt::SUCCESS => {
-                            let class = msg::FILE_BOTH_DIRECTORY_INFORMATION;
+                            let class = *class;
                             let buf = msg::decode_query_directory(m).map_err(bad)?;
                             for (name, attrs) in msg::directory_entries(buf, class).map_err(bad)? {
                                 if name != "." && name != ".." {
@@ -1285,7 +1309,7 @@ impl Client {
                         }
                         s => Err(Failure::Status(s)),
                     },
-                    Act::QueryInfo => status_only(h.status)
+                    Act::QueryInfo(_) => status_only(h.status)
                         .and_then(|_| msg::decode_query_info(m).map(drop).map_err(bad))
                         .map(|_| true),
                     _ => status_only(h.status)
@@ -1335,7 +1359,7 @@ impl Client {
             Phase::Act => {
                 if w.result.is_none() {
                     let r = match w.act {
-                        Act::QueryInfo => {
+                        Act::QueryInfo(_) => {
                             status_only(h.status).and_then(|_| msg::decode_query_info(m).map(drop).map_err(bad))
                         }
                         _ => status_only(h.status).and_then(|_| msg::decode_empty(body).map_err(bad)),
@@ -1394,7 +1418,8 @@ impl Client {
                     return Err(Failure::TooDeep);
                 }
                 let access = create::FILE_READ_DATA | create::FILE_READ_ATTRIBUTES | create::SYNCHRONIZE;
-                let sub = self.path_job(&p, access, create::OPEN, create::DIRECTORY_FILE, Act::List("*".into()))?;
+                let all = Act::List("*".into(), msg::FILE_BOTH_DIRECTORY_INFORMATION);
+                let sub = self.path_job(&p, access, create::OPEN, create::DIRECTORY_FILE, all)?;
                 stack.push(Level {
                     dir: p,
                     entries: Vec::new(),
@@ -1625,7 +1650,7 @@ mod tests {
     #[test]
     fn credits_are_honoured_and_breaks_waited_past() {
         let mut c = client();
-        assert_eq!(c.start(Op::QueryFs), None);
+        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), None);
         let first = c.output().len();
         let q = msg::query_info(&[0; 16], msg::INFO_FILESYSTEM, msg::FILE_FS_FULL_SIZE_INFORMATION, 64);
         assert_eq!(first, 4 + HEADER_LEN + q.len());
@@ -1641,7 +1666,7 @@ mod tests {
             Progress::Done(Err(Failure::Status(nt::ACCESS_DENIED)))
         );
         // No credit granted: the next operation is refused unsent.
-        assert_eq!(c.start(Op::QueryFs), Some(Err(Failure::NoCredit)));
+        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), Some(Err(Failure::NoCredit)));
         assert!(c.output().is_empty());
         assert!(!c.busy());
         assert_eq!(
@@ -1665,7 +1690,7 @@ mod tests {
     #[test]
     fn an_unlink_is_one_compound_and_its_chained_answers_end_it() {
         let mut c = client();
-        assert_eq!(c.start(Op::QueryFs), None);
+        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), None);
         let n = c.output().len();
         c.sent(n);
         let granted = answer(cmd::QUERY_INFO, 0, 10, nt::ACCESS_DENIED, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
@@ -1725,7 +1750,7 @@ mod tests {
     #[test]
     fn a_lease_break_is_acknowledged_and_counted() {
         let mut c = client();
-        assert_eq!(c.start(Op::QueryFs), None);
+        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), None);
         let n = c.output().len();
         c.sent(n);
         let mut brk = vec![44u8, 0, 0, 0, 1, 0, 0, 0];
@@ -1777,11 +1802,171 @@ mod tests {
         assert_eq!((old[3], old.len()), (0x09, create_request("a", 0, 1, 0).len()));
     }
 
+    /// The messages of one frame queued (its NetBIOS prefix stripped,
+    /// each chained message apart).
+    fn messages(out: &[u8]) -> Vec<(Header, Vec<u8>)> {
+        let mut m = &out[4..];
+        let mut v = Vec::new();
+        loop {
+            let h = Header::decode(m).unwrap();
+            let next = h.next_command as usize;
+            let one = if next == 0 { m } else { &m[..next] };
+            v.push((h, one[HEADER_LEN..].to_vec()));
+            if next == 0 {
+                return v;
+            }
+            m = &m[next..];
+        }
+    }
+
+    /// A CREATE's successful answer, opening file id [`1; 16`].
+    fn created(id: u64) -> Vec<u8> {
+        let mut b = vec![89u8, 0, 0, 0, 1, 0, 0, 0];
+        b.extend_from_slice(&[0; 56]);
+        b.extend_from_slice(&[1; 16]);
+        b.extend_from_slice(&[0; 9]);
+        answer(cmd::CREATE, id, 8, 0, &b)
+    }
+
+    /// Each query, set and listing goes out with the information class
+    /// its operation names (not one fixed class), and a query asks an
+    /// OutputBufferLength its class fits in: a path query's QUERY_INFO in
+    /// its compound, a file's and the file system's on their own, the set
+    /// with FileBasicInformation's 40 bytes, a listing's QUERY_DIRECTORY
+    /// after the directory's CREATE; a set of a class benchlab cannot
+    /// fill is refused unsent.
+    #[test]
+    fn info_classes_go_out_as_the_operation_names_them() {
+        let mut c = client();
+        c.credits = 64;
+        c.opens.insert(1, [3; 16]);
+        let cases = [
+            (
+                Op::QueryPath {
+                    name: "a".into(),
+                    class: msg::FILE_ATTRIBUTE_TAG_INFORMATION,
+                },
+                1,
+                (msg::INFO_FILE, 35, 8),
+            ),
+            (
+                Op::QueryPath {
+                    name: "a".into(),
+                    class: msg::FILE_BASIC_INFORMATION,
+                },
+                1,
+                (msg::INFO_FILE, 4, 40),
+            ),
+            (
+                Op::QueryFile {
+                    key: 1,
+                    class: msg::FILE_STANDARD_INFORMATION,
+                },
+                0,
+                (msg::INFO_FILE, 5, 24),
+            ),
+            (
+                Op::QueryFile {
+                    key: 1,
+                    class: msg::FILE_ALL_INFORMATION,
+                },
+                0,
+                (msg::INFO_FILE, 18, msg::INFO_BYTES),
+            ),
+            (
+                Op::QueryFs {
+                    class: msg::FILE_FS_SIZE_INFORMATION,
+                },
+                0,
+                (msg::INFO_FILESYSTEM, 3, 24),
+            ),
+            (
+                Op::QueryFs {
+                    class: msg::FILE_FS_VOLUME_INFORMATION,
+                },
+                0,
+                (msg::INFO_FILESYSTEM, 1, msg::INFO_BYTES),
+            ),
+        ];
+        for (op, at, (info_type, class, len)) in cases {
+            let what = format!("{op:?}");
+            assert_eq!(c.start(op), None, "{what}");
+            let out = c.output().to_vec();
+            c.sent(out.len());
+            let m = messages(&out);
+            let (h, body) = &m[at];
+            assert_eq!(h.command, cmd::QUERY_INFO, "{what}");
+            assert_eq!((body[2], body[3]), (info_type, class), "{what}");
+            assert_eq!(u32::from_le_bytes(body[4..8].try_into().unwrap()), len, "{what}");
+            // Each answer ends the operation or moves it on; failing the
+            // first ends a compound with its later parts' answers.
+            let denied = [9, 0, 0, 0, 0, 0, 0, 0, 0];
+            for (h, _) in &m {
+                let _ = c.on_frame(&answer(h.command, h.message_id, 8, nt::ACCESS_DENIED, &denied));
+            }
+            assert!(!c.busy(), "{what}");
+        }
+        // The set: FileBasicInformation, 40 bytes, its times the op's.
+        let set = Op::SetFileInfo {
+            key: 1,
+            class: msg::FILE_BASIC_INFORMATION,
+            time: 0x0102_0304_0506_0708,
+        };
+        assert_eq!(c.start(set), None);
+        let out = c.output().to_vec();
+        c.sent(out.len());
+        let (h, body) = &messages(&out)[0];
+        assert_eq!((h.command, body[2], body[3]), (cmd::SET_INFO, msg::INFO_FILE, 4));
+        assert_eq!(u32::from_le_bytes(body[4..8].try_into().unwrap()), 40);
+        assert_eq!(&body[32..40], &0x0102_0304_0506_0708u64.to_le_bytes());
+        assert_eq!(
+            c.on_frame(&answer(cmd::SET_INFO, h.message_id, 8, 0, &[2, 0])),
+            Progress::Done(Ok(Value::Done))
+        );
+        let eof = Op::SetFileInfo {
+            key: 1,
+            class: msg::FILE_END_OF_FILE_INFORMATION,
+            time: 0,
+        };
+        assert!(matches!(c.start(eof), Some(Err(Failure::Refused(_)))));
+        assert!(c.output().is_empty());
+        // The listing: CREATE, then QUERY_DIRECTORY of the class asked.
+        for class in [msg::FILE_NAMES_INFORMATION, msg::FILE_ID_FULL_DIRECTORY_INFORMATION] {
+            let find = Op::Find {
+                dir: "d".into(),
+                mask: "*.txt".into(),
+                class,
+            };
+            assert_eq!(c.start(find), None);
+            let out = c.output().to_vec();
+            c.sent(out.len());
+            let (h, _) = &messages(&out)[0];
+            assert_eq!(h.command, cmd::CREATE);
+            assert_eq!(c.on_frame(&created(h.message_id)), Progress::Pending);
+            let out = c.output().to_vec();
+            c.sent(out.len());
+            let (h, body) = &messages(&out)[0];
+            assert_eq!((h.command, body[2]), (cmd::QUERY_DIRECTORY, class));
+            let none = answer(cmd::QUERY_DIRECTORY, h.message_id, 8, nt::NO_MORE_FILES, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
+            assert_eq!(c.on_frame(&none), Progress::Pending);
+            let out = c.output().to_vec();
+            c.sent(out.len());
+            let (h, _) = &messages(&out)[0];
+            assert_eq!(h.command, cmd::CLOSE);
+            let mut closed = vec![60u8, 0];
+            closed.extend_from_slice(&[0; 58]);
+            assert_eq!(
+                c.on_frame(&answer(cmd::CLOSE, h.message_id, 8, 0, &closed)),
+                Progress::Done(Ok(Value::Done))
+            );
+        }
+    }
+
     /// An answer to a message not asked is the server's error.
     #[test]
     fn an_answer_to_another_message_is_a_bad_answer() {
         let mut c = client();
-        assert_eq!(c.start(Op::QueryFs), None);
+        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), None);
         let p = c.on_frame(&answer(cmd::QUERY_INFO, 9, 1, 0, &[]));
         assert!(matches!(p, Progress::Done(Err(Failure::BadAnswer(_)))), "{p:?}");
         assert!(!c.busy());

@@ -676,16 +676,74 @@ pub fn directory_entries(buf: &[u8], class: u8) -> Result<Vec<(String, u32)>, De
     }
 }
 
-/// QUERY_INFO / SET_INFO info types and classes.
+/// QUERY_INFO / SET_INFO info types and classes ([MS-FSCC] 2.4 file
+/// information classes, 2.5 file system information classes).
 pub const INFO_FILE: u8 = 1;
 pub const INFO_FILESYSTEM: u8 = 2;
 pub const FILE_BASIC_INFORMATION: u8 = 4;
 pub const FILE_STANDARD_INFORMATION: u8 = 5;
-pub const FILE_ALL_INFORMATION: u8 = 18;
+pub const FILE_INTERNAL_INFORMATION: u8 = 6;
+pub const FILE_EA_INFORMATION: u8 = 7;
+pub const FILE_ACCESS_INFORMATION: u8 = 8;
+pub const FILE_NAME_INFORMATION: u8 = 9;
 pub const FILE_RENAME_INFORMATION: u8 = 10;
 pub const FILE_DISPOSITION_INFORMATION: u8 = 13;
+pub const FILE_POSITION_INFORMATION: u8 = 14;
+pub const FILE_FULL_EA_INFORMATION: u8 = 15;
+pub const FILE_MODE_INFORMATION: u8 = 16;
+pub const FILE_ALIGNMENT_INFORMATION: u8 = 17;
+pub const FILE_ALL_INFORMATION: u8 = 18;
+pub const FILE_ALLOCATION_INFORMATION: u8 = 19;
+pub const FILE_END_OF_FILE_INFORMATION: u8 = 20;
+pub const FILE_ALTERNATE_NAME_INFORMATION: u8 = 21;
+pub const FILE_STREAM_INFORMATION: u8 = 22;
+pub const FILE_COMPRESSION_INFORMATION: u8 = 28;
+pub const FILE_NETWORK_OPEN_INFORMATION: u8 = 34;
+pub const FILE_ATTRIBUTE_TAG_INFORMATION: u8 = 35;
+pub const FILE_NORMALIZED_NAME_INFORMATION: u8 = 48;
+pub const FILE_ID_INFORMATION: u8 = 59;
+pub const FILE_FS_VOLUME_INFORMATION: u8 = 1;
 pub const FILE_FS_SIZE_INFORMATION: u8 = 3;
+pub const FILE_FS_DEVICE_INFORMATION: u8 = 4;
+pub const FILE_FS_ATTRIBUTE_INFORMATION: u8 = 5;
+pub const FILE_FS_CONTROL_INFORMATION: u8 = 6;
 pub const FILE_FS_FULL_SIZE_INFORMATION: u8 = 7;
+pub const FILE_FS_OBJECT_ID_INFORMATION: u8 = 8;
+pub const FILE_FS_SECTOR_SIZE_INFORMATION: u8 = 11;
+
+/// The most bytes a QUERY_INFO of a class with a name or a list in it
+/// (FileAllInformation, FileStreamInformation, FileFsVolumeInformation …)
+/// asks for: a path's name fits, and a server cannot answer more.
+pub const INFO_BYTES: u32 = 4096;
+
+/// QUERY_INFO's OutputBufferLength for `class` of `info_type`: the
+/// class's fixed size ([MS-FSCC] 2.4, 2.5), or [`INFO_BYTES`] for one
+/// that holds a name or a list. A class too small a buffer was asked for
+/// would be answered INFO_LENGTH_MISMATCH, one asked too much of costs
+/// the server nothing: a class not listed gets [`INFO_BYTES`].
+pub fn query_info_len(info_type: u8, class: u8) -> u32 {
+    match (info_type, class) {
+        (INFO_FILE, FILE_BASIC_INFORMATION) => 40,
+        (INFO_FILE, FILE_STANDARD_INFORMATION) => 24,
+        (INFO_FILE, FILE_INTERNAL_INFORMATION) => 8,
+        (INFO_FILE, FILE_EA_INFORMATION) => 4,
+        (INFO_FILE, FILE_ACCESS_INFORMATION) => 4,
+        (INFO_FILE, FILE_POSITION_INFORMATION) => 8,
+        (INFO_FILE, FILE_MODE_INFORMATION) => 4,
+        (INFO_FILE, FILE_ALIGNMENT_INFORMATION) => 4,
+        (INFO_FILE, FILE_COMPRESSION_INFORMATION) => 16,
+        (INFO_FILE, FILE_NETWORK_OPEN_INFORMATION) => 56,
+        (INFO_FILE, FILE_ATTRIBUTE_TAG_INFORMATION) => 8,
+        (INFO_FILE, FILE_ID_INFORMATION) => 24,
+        (INFO_FILESYSTEM, FILE_FS_SIZE_INFORMATION) => 24,
+        (INFO_FILESYSTEM, FILE_FS_DEVICE_INFORMATION) => 8,
+        (INFO_FILESYSTEM, FILE_FS_CONTROL_INFORMATION) => 48,
+        (INFO_FILESYSTEM, FILE_FS_FULL_SIZE_INFORMATION) => 32,
+        (INFO_FILESYSTEM, FILE_FS_OBJECT_ID_INFORMATION) => 64,
+        (INFO_FILESYSTEM, FILE_FS_SECTOR_SIZE_INFORMATION) => 28,
+        _ => INFO_BYTES,
+    }
+}
 
 pub fn query_info(fid: &FileId, info_type: u8, class: u8, output_len: u32) -> Vec<u8> {
     let mut v = Vec::with_capacity(41);
