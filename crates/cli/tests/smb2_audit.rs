@@ -125,6 +125,13 @@ fn requests_of(line: &str) -> &'static [(&'static str, u64)] {
 /// TREE_CONNECT, the root's CREATE and CLOSE, LOGOFF).
 #[test]
 fn smbstatus_profile_counts_equal_what_benchlab_sent() {
+    profile_equals_what_benchlab_sent(PROFILE_LOADFILE);
+}
+
+/// `loadfile` replayed by 2 users 3 times with no error, and
+/// `smbstatus -P` per command equal to what benchlab counted, mapped to
+/// the requests each operation is ([`requests_of`]).
+fn profile_equals_what_benchlab_sent(loadfile: &str) {
     require("smbd");
     require("smbstatus");
     let smbd = benchlab_fileserver::smbd::start_smbd_with(" smbd profiling level = on\n").expect("smbd starts");
@@ -137,13 +144,13 @@ fn smbstatus_profile_counts_equal_what_benchlab_sent() {
     let r = replay(
         d.path(),
         &format!("{}?client=benchlab", smbd.url()),
-        PROFILE_LOADFILE,
+        loadfile,
         loops as u32,
         users as u32,
         "120s",
     );
     let m = &r["mixes"][0];
-    let lines: Vec<&str> = PROFILE_LOADFILE.lines().collect();
+    let lines: Vec<&str> = loadfile.lines().collect();
     assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
     assert_eq!(m["requests"], lines.len() as u64 * loops * users);
     let got = profile_since(&smbd.config(), &before, users);
@@ -176,6 +183,91 @@ fn smbstatus_profile_counts_equal_what_benchlab_sent() {
         got, want,
         "smbstatus -P (left) vs benchlab's operations mapped to SMB2 requests (right)"
     );
+}
+
+/// Every info level client.txt uses, and the other SMB1 and pass-through
+/// levels benchlab maps, each as its SMB2 class (docs/smb2.md, "Info
+/// levels"): Samba answers each as the line expects — success, or for
+/// the EA levels (FileFullEaInformation) of a file without EAs
+/// NO_EAS_ON_FILE —, and its profile counts one QUERY_INFO, SET_INFO or
+/// listing per line as benchlab counted.
+const LEVELS_LOADFILE: &str = r#"NTCreateX "\clients\client1\a.txt" 0x40 0x2 1 NT_STATUS_OK
+WriteX 1 0 4000 4000 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1004 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1005 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 258 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 2 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 0x101 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 0x103 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 0x105 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 0x107 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 0x108 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 0x109 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 0x10B NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1006 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1008 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1014 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1016 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1017 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1034 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1035 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 3 NT_STATUS_NO_EAS_ON_FILE
+QUERY_FILE_INFORMATION 1 4 NT_STATUS_NO_EAS_ON_FILE
+QUERY_FILE_INFORMATION 1 0x102 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 0x104 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 0x106 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1007 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1009 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1015 NT_STATUS_NO_EAS_ON_FILE
+QUERY_FILE_INFORMATION 1 1018 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1021 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1022 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1028 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1048 NT_STATUS_OK
+QUERY_FS_INFORMATION 0x101 NT_STATUS_OK
+QUERY_FS_INFORMATION 0x103 NT_STATUS_OK
+QUERY_FS_INFORMATION 1001 NT_STATUS_OK
+QUERY_FS_INFORMATION 1003 NT_STATUS_OK
+QUERY_FS_INFORMATION 1004 NT_STATUS_OK
+QUERY_FS_INFORMATION 1005 NT_STATUS_OK
+QUERY_FS_INFORMATION 1006 NT_STATUS_OK
+QUERY_FS_INFORMATION 1008 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 0x104 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 1012 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 1037 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 1038 1366 1 NT_STATUS_OK
+SET_FILE_INFORMATION 1 1004 NT_STATUS_OK
+SET_FILE_INFORMATION 1 0x101 NT_STATUS_OK
+SET_FILE_INFORMATION 1 1 NT_STATUS_OK
+Close 1 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\a.txt" 1004 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\a.txt" 1035 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\a.txt" 0x107 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\gone.txt" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND
+QUERY_FS_INFORMATION 259 NT_STATUS_OK
+QUERY_FS_INFORMATION 1 NT_STATUS_OK
+QUERY_FS_INFORMATION 2 NT_STATUS_OK
+QUERY_FS_INFORMATION 0x102 NT_STATUS_OK
+QUERY_FS_INFORMATION 0x104 NT_STATUS_OK
+QUERY_FS_INFORMATION 0x105 NT_STATUS_OK
+QUERY_FS_INFORMATION 1007 NT_STATUS_OK
+QUERY_FS_INFORMATION 1011 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 260 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.none" 260 1366 0 NT_STATUS_NO_SUCH_FILE
+FIND_FIRST "\clients\client1\*.txt" 1 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 2 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 0x101 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 0x102 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 0x103 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 0x105 1366 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 0x106 1366 1 NT_STATUS_OK
+Unlink "\clients\client1\a.txt" 0x6 NT_STATUS_OK
+"#;
+
+#[test]
+fn every_mapped_info_level_replays_against_samba_as_its_profile_counts() {
+    profile_equals_what_benchlab_sent(LEVELS_LOADFILE);
 }
 
 /// Per VFS operation, how often it succeeded in smbd's full_audit log.

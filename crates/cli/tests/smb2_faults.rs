@@ -54,12 +54,17 @@ const N: u64 = 1 + PASS + 3;
 /// Runs `benchlab run` against `server` and returns its results and how
 /// long the process ran; it is killed (and the test fails) past 120 s.
 fn run(dir: &Path, server: &FakeSmb) -> (Value, Duration) {
-    std::fs::write(dir.join("load.txt"), LOADFILE).unwrap();
+    run_loadfile(dir, server, LOADFILE, LOOPS)
+}
+
+/// [`run`] of `loadfile`, `loops` passes.
+fn run_loadfile(dir: &Path, server: &FakeSmb, loadfile: &str, loops: u64) -> (Value, Duration) {
+    std::fs::write(dir.join("load.txt"), loadfile).unwrap();
     let suite = dir.join("suite.toml");
     std::fs::write(
         &suite,
         format!(
-            "name = \"faults\"\ntarget = \"{}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = {LOOPS}\n\
+            "name = \"faults\"\ntarget = \"{}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = {loops}\n\
              [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"{LENGTH_S}s\"\n[[mix]]\nclients = 1\n",
             server.url()
         ),
@@ -358,4 +363,88 @@ fn a_silent_server_does_not_hold_the_run_past_its_end() {
     // given up, nothing more sent (no CLOSE, no LOGOFF to wait for).
     assert_eq!((c.unanswered, c.sent("LOCK")), (1, 3), "{c:?}");
     assert_eq!(c.after_tree_total(), N + 1, "{c:?}");
+}
+
+/// Each info level dbench's client.txt uses goes out as its SMB2
+/// information class, one request a line, in the loadfile's order, with
+/// a buffer the class fits (before, every file query asked
+/// FileAllInformation, every file system query FileFsFullSizeInformation,
+/// whatever the line's level). The fake server lists nothing, so the
+/// find is NO_SUCH_FILE; a path query is its compound, answered part by
+/// part.
+#[test]
+fn each_client_txt_info_level_goes_out_as_its_class() {
+    const LEVELS: &str = r#"NTCreateX "\clients\client1\a.txt" 0x40 0x2 1 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\a.txt" 1004 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\clients\client1\a.txt" 1035 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1004 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 1005 NT_STATUS_OK
+QUERY_FILE_INFORMATION 1 258 NT_STATUS_OK
+SET_FILE_INFORMATION 1 1004 NT_STATUS_OK
+Close 1 NT_STATUS_OK
+QUERY_FS_INFORMATION 259 NT_STATUS_OK
+QUERY_FS_INFORMATION 1 NT_STATUS_OK
+FIND_FIRST "\clients\client1\*.txt" 260 1366 0 NT_STATUS_NO_SUCH_FILE
+"#;
+    let server = FakeSmb::start(Fault::None);
+    let d = tempfile::tempdir().unwrap();
+    let (r, _) = run_loadfile(d.path(), &server, LEVELS, 1);
+    let m = &r["mixes"][0];
+    assert_eq!(m["requests"], 11, "{}", m["files"]["errors_by_status"]);
+    assert_eq!(m["errors_total"], 0, "{}", m["files"]["errors_by_status"]);
+    let c = server.counts();
+    let (file, fs) = (1, 2);
+    assert_eq!(
+        c.classes,
+        [
+            ("QUERY_INFO", file, 4, 40),      // 1004 FileBasicInformation
+            ("QUERY_INFO", file, 35, 8),      // 1035 FileAttributeTagInformation
+            ("QUERY_INFO", file, 4, 40),      // 1004
+            ("QUERY_INFO", file, 5, 24),      // 1005 FileStandardInformation
+            ("QUERY_INFO", file, 5, 24),      // 258 SMB_QUERY_FILE_STANDARD_INFO
+            ("SET_INFO", file, 4, 40),        // 1004, 40 bytes of times
+            ("QUERY_INFO", fs, 3, 24),        // 259 SMB_QUERY_FS_SIZE_INFO: FileFsSizeInformation
+            ("QUERY_INFO", fs, 3, 24),        // 1 SMB_INFO_ALLOCATION: the same figures
+            ("QUERY_DIRECTORY", 0, 3, 65536), // 260 FileBothDirectoryInformation
+        ]
+    );
+}
+
+/// A level no SMB2 class holds stops the run before any load, naming
+/// the loadfile, its line and the level, and what is expected.
+#[test]
+fn a_level_without_an_smb2_class_is_refused_by_file_and_line() {
+    let server = FakeSmb::start(Fault::None);
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("load.txt"),
+        "QUERY_FS_INFORMATION 259 NT_STATUS_OK\nQUERY_FS_INFORMATION 999 NT_STATUS_OK\n",
+    )
+    .unwrap();
+    let suite = d.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"levels\"\ntarget = \"{}\"\n[workloads.lf]\nloadfile = \"load.txt\"\n\
+             [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"1s\"\n[[mix]]\nclients = 1\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let o = Command::new(common::benchlab_bin())
+        .args(["run", common::s(&suite), "--out", common::s(&d.path().join("out"))])
+        .output()
+        .expect("run benchlab");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("load.txt:2: QUERY_FS_INFORMATION level 999: no SMB2 information class is that level: expected one of 1, 2, 0x101"),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.counts().connections,
+        0,
+        "nothing is sent before the loadfile is read"
+    );
 }

@@ -37,8 +37,8 @@
 use crate::backend::FileBackend;
 use crate::loadfile::OpKind;
 use crate::status::Status;
-use benchlab_smb2::msg;
 use benchlab_model::input::{excerpt, read_bounded_text, InputError, MAX_DISK_MIX_BYTES};
+use benchlab_smb2::msg;
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::fmt;
@@ -535,7 +535,13 @@ impl<'a> DiskMixUser<'a> {
             }
             "find" => {
                 let p = format!("{}\\*.dat", self.dir);
-                Self::op(record, OpKind::FindFirst, Status::Ok, |_| 0, || b.find(&p, msg::FILE_BOTH_DIRECTORY_INFORMATION));
+                Self::op(
+                    record,
+                    OpKind::FindFirst,
+                    Status::Ok,
+                    |_| 0,
+                    || b.find(&p, msg::FILE_BOTH_DIRECTORY_INFORMATION),
+                );
             }
             "create" => {
                 let size = self.mix.draw_size(&mut self.rng);

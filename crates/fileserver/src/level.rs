@@ -42,9 +42,17 @@ const QUERY_FILE: [(u32, u8, &str); 14] = [
     (0x105, msg::FILE_STANDARD_INFORMATION, "SMB_QUERY_FILE_ALLOCATION_INFO"),
     (0x106, msg::FILE_STANDARD_INFORMATION, "SMB_QUERY_FILE_END_OF_FILEINFO"),
     (0x107, msg::FILE_ALL_INFORMATION, "SMB_QUERY_FILE_ALL_INFO"),
-    (0x108, msg::FILE_ALTERNATE_NAME_INFORMATION, "SMB_QUERY_FILE_ALT_NAME_INFO"),
+    (
+        0x108,
+        msg::FILE_ALTERNATE_NAME_INFORMATION,
+        "SMB_QUERY_FILE_ALT_NAME_INFO",
+    ),
     (0x109, msg::FILE_STREAM_INFORMATION, "SMB_QUERY_FILE_STREAM_INFO"),
-    (0x10B, msg::FILE_COMPRESSION_INFORMATION, "SMB_QUERY_FILE_COMPRESSION_INFO"),
+    (
+        0x10B,
+        msg::FILE_COMPRESSION_INFORMATION,
+        "SMB_QUERY_FILE_COMPRESSION_INFO",
+    ),
 ];
 
 /// File information classes QUERY_INFO asks of a file over SMB2.
@@ -105,11 +113,27 @@ const FIND: [(u32, u8, &str); 8] = [
     (1, msg::FILE_DIRECTORY_INFORMATION, "SMB_INFO_STANDARD"),
     (2, msg::FILE_FULL_DIRECTORY_INFORMATION, "SMB_INFO_QUERY_EA_SIZE"),
     (0x101, msg::FILE_DIRECTORY_INFORMATION, "SMB_FIND_FILE_DIRECTORY_INFO"),
-    (0x102, msg::FILE_FULL_DIRECTORY_INFORMATION, "SMB_FIND_FILE_FULL_DIRECTORY_INFO"),
+    (
+        0x102,
+        msg::FILE_FULL_DIRECTORY_INFORMATION,
+        "SMB_FIND_FILE_FULL_DIRECTORY_INFO",
+    ),
     (0x103, msg::FILE_NAMES_INFORMATION, "SMB_FIND_FILE_NAMES_INFO"),
-    (0x104, msg::FILE_BOTH_DIRECTORY_INFORMATION, "SMB_FIND_FILE_BOTH_DIRECTORY_INFO"),
-    (0x105, msg::FILE_ID_FULL_DIRECTORY_INFORMATION, "SMB_FIND_ID_FULL_DIRECTORY_INFO"),
-    (0x106, msg::FILE_ID_BOTH_DIRECTORY_INFORMATION, "SMB_FIND_ID_BOTH_DIRECTORY_INFO"),
+    (
+        0x104,
+        msg::FILE_BOTH_DIRECTORY_INFORMATION,
+        "SMB_FIND_FILE_BOTH_DIRECTORY_INFO",
+    ),
+    (
+        0x105,
+        msg::FILE_ID_FULL_DIRECTORY_INFORMATION,
+        "SMB_FIND_ID_FULL_DIRECTORY_INFO",
+    ),
+    (
+        0x106,
+        msg::FILE_ID_BOTH_DIRECTORY_INFORMATION,
+        "SMB_FIND_ID_BOTH_DIRECTORY_INFO",
+    ),
 ];
 
 /// Directory information classes a listing asks (those benchlab's
@@ -119,8 +143,14 @@ const FIND_CLASSES: [(u8, &str); 6] = [
     (msg::FILE_FULL_DIRECTORY_INFORMATION, "FileFullDirectoryInformation"),
     (msg::FILE_BOTH_DIRECTORY_INFORMATION, "FileBothDirectoryInformation"),
     (msg::FILE_NAMES_INFORMATION, "FileNamesInformation"),
-    (msg::FILE_ID_BOTH_DIRECTORY_INFORMATION, "FileIdBothDirectoryInformation"),
-    (msg::FILE_ID_FULL_DIRECTORY_INFORMATION, "FileIdFullDirectoryInformation"),
+    (
+        msg::FILE_ID_BOTH_DIRECTORY_INFORMATION,
+        "FileIdBothDirectoryInformation",
+    ),
+    (
+        msg::FILE_ID_FULL_DIRECTORY_INFORMATION,
+        "FileIdFullDirectoryInformation",
+    ),
 ];
 
 impl Request {
@@ -176,10 +206,20 @@ impl Request {
         let mut known: Vec<String> = self
             .levels()
             .iter()
-            .map(|(l, _, _)| if *l >= 0x100 && *l < 1000 { format!("{l:#x}") } else { l.to_string() })
+            .map(|(l, _, _)| {
+                if *l >= 0x100 && *l < 1000 {
+                    format!("{l:#x}")
+                } else {
+                    l.to_string()
+                }
+            })
             .collect();
         known.dedup();
-        let pass: Vec<String> = self.classes().iter().map(|(c, _)| (1000 + u32::from(*c)).to_string()).collect();
+        let pass: Vec<String> = self
+            .classes()
+            .iter()
+            .map(|(c, _)| (1000 + u32::from(*c)).to_string())
+            .collect();
         format!(
             "{why}: expected one of {} or a pass-through level {}",
             known.join(", "),
@@ -237,9 +277,15 @@ mod tests {
     #[test]
     fn levels_without_a_class_are_refused_with_what_is_expected() {
         let e = Request::QueryFile.class(6).unwrap_err();
-        assert!(e.contains("SMB_INFO_IS_NAME_VALID") && e.contains("expected one of 1, 2, 3, 4, 0x101"), "{e}");
+        assert!(
+            e.contains("SMB_INFO_IS_NAME_VALID") && e.contains("expected one of 1, 2, 3, 4, 0x101"),
+            "{e}"
+        );
         let e = Request::QueryFile.class(1010).unwrap_err();
-        assert!(e.contains("no SMB2 information class") && e.contains("1004, 1005"), "{e}");
+        assert!(
+            e.contains("no SMB2 information class") && e.contains("1004, 1005"),
+            "{e}"
+        );
         assert!(Request::QueryFs.class(1002).is_err());
         assert!(Request::QueryFs.class(999).is_err());
         assert!(Request::FindFirst.class(3).unwrap_err().contains("EAs"));

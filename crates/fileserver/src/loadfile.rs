@@ -729,7 +729,11 @@ Unlink "\clients\client1\c" 0x6 NT_STATUS_OK
                 "SET_FILE_INFORMATION level 1020: benchlab sets only the times",
             ),
             ("FIND_FIRST \"\\a\\*\" 3 10 0 NT_STATUS_OK\n", 1, "FIND_FIRST level 3:"),
-            ("QUERY_FILE_INFORMATION 1 0x10 NT_STATUS_OK\n", 1, "QUERY_FILE_INFORMATION level 16:"),
+            (
+                "QUERY_FILE_INFORMATION 1 0x10 NT_STATUS_OK\n",
+                1,
+                "QUERY_FILE_INFORMATION level 16:",
+            ),
         ];
         for (t, line, msg) in cases {
             let e = parse(t).unwrap_err();

@@ -687,12 +687,13 @@ impl SmbBackend {
         };
         // Connect now (the share's root), so a wrong host, port, share or
         // password stops the run before the mix.
-        b.query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION).map_err(|s| {
-            format!(
-                "{}: cannot reach the share: {s} (is the server running, the share and the user right?)",
-                b.url
-            )
-        })?;
+        b.query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION)
+            .map_err(|s| {
+                format!(
+                    "{}: cannot reach the share: {s} (is the server running, the share and the user right?)",
+                    b.url
+                )
+            })?;
         Ok(b)
     }
 

@@ -489,12 +489,16 @@ mod tests {
     fn a_frame_too_large_and_a_lost_connection_are_statuses() {
         let (mut b, mut server) = backend_pair();
         server.write_all(&[0, 0x7f, 0xff, 0xff]).unwrap();
-        let e = b.query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION).unwrap_err();
+        let e = b
+            .query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION)
+            .unwrap_err();
         assert!(e.name().contains("limit"), "{e}");
         // (That request spent the one credit: a fresh session.)
         let (mut b, server) = backend_pair();
         drop(server);
-        let e = b.query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION).unwrap_err();
+        let e = b
+            .query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION)
+            .unwrap_err();
         assert!(e.name().starts_with("NT_STATUS_CONNECTION_DISCONNECTED"), "{e}");
     }
 

@@ -74,7 +74,10 @@ fn data_written_reads_back_identical_through_the_same_and_another_handle() {
     assert_eq!(std::fs::read(s.share.join("f.bin")).unwrap(), data);
     other.close(7).unwrap();
     b.close(1).unwrap();
-    assert_eq!(b.query_path("\\nope", msg::FILE_BASIC_INFORMATION), Err(Status::ObjectNameNotFound));
+    assert_eq!(
+        b.query_path("\\nope", msg::FILE_BASIC_INFORMATION),
+        Err(Status::ObjectNameNotFound)
+    );
     assert_eq!(b.create(2, "\\f.bin", 0, 2), Err(Status::ObjectNameCollision));
 }
 

@@ -46,7 +46,11 @@ fn every_operation_at_every_dialect() {
             Err(Status::ObjectPathNotFound),
             "{d}"
         );
-        assert_eq!(b.find(&format!("{w}\\*.txt"), msg::FILE_BOTH_DIRECTORY_INFORMATION), Err(Status::NoSuchFile), "{d}");
+        assert_eq!(
+            b.find(&format!("{w}\\*.txt"), msg::FILE_BOTH_DIRECTORY_INFORMATION),
+            Err(Status::NoSuchFile),
+            "{d}"
+        );
         assert_eq!(
             b.find(&format!("{w}\\nope\\*.txt"), msg::FILE_BOTH_DIRECTORY_INFORMATION),
             Err(Status::ObjectPathNotFound),
@@ -75,7 +79,10 @@ fn every_operation_at_every_dialect() {
         b.close(1).unwrap();
         assert_eq!(b.close(1), Err(Status::InvalidHandle));
         assert_eq!(std::fs::read(s.share.join(format!("w{i}/a.txt"))).unwrap(), data);
-        assert_eq!(b.find(&format!("{w}\\*.TXT"), msg::FILE_BOTH_DIRECTORY_INFORMATION), Ok(1));
+        assert_eq!(
+            b.find(&format!("{w}\\*.TXT"), msg::FILE_BOTH_DIRECTORY_INFORMATION),
+            Ok(1)
+        );
         b.rename(&format!("{w}\\a.txt"), &format!("{w}\\b.txt")).unwrap();
         assert_eq!(b.unlink(&format!("{w}\\a.txt")), Err(Status::ObjectNameNotFound));
         b.create(3, &format!("{w}\\sub"), benchlab_fileserver::backend::DIRECTORY_FILE, 2)

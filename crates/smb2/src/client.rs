@@ -1650,7 +1650,12 @@ mod tests {
     #[test]
     fn credits_are_honoured_and_breaks_waited_past() {
         let mut c = client();
-        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), None);
+        assert_eq!(
+            c.start(Op::QueryFs {
+                class: msg::FILE_FS_FULL_SIZE_INFORMATION
+            }),
+            None
+        );
         let first = c.output().len();
         let q = msg::query_info(&[0; 16], msg::INFO_FILESYSTEM, msg::FILE_FS_FULL_SIZE_INFORMATION, 64);
         assert_eq!(first, 4 + HEADER_LEN + q.len());
@@ -1666,7 +1671,12 @@ mod tests {
             Progress::Done(Err(Failure::Status(nt::ACCESS_DENIED)))
         );
         // No credit granted: the next operation is refused unsent.
-        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), Some(Err(Failure::NoCredit)));
+        assert_eq!(
+            c.start(Op::QueryFs {
+                class: msg::FILE_FS_FULL_SIZE_INFORMATION
+            }),
+            Some(Err(Failure::NoCredit))
+        );
         assert!(c.output().is_empty());
         assert!(!c.busy());
         assert_eq!(
@@ -1690,7 +1700,12 @@ mod tests {
     #[test]
     fn an_unlink_is_one_compound_and_its_chained_answers_end_it() {
         let mut c = client();
-        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), None);
+        assert_eq!(
+            c.start(Op::QueryFs {
+                class: msg::FILE_FS_FULL_SIZE_INFORMATION
+            }),
+            None
+        );
         let n = c.output().len();
         c.sent(n);
         let granted = answer(cmd::QUERY_INFO, 0, 10, nt::ACCESS_DENIED, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
@@ -1750,7 +1765,12 @@ mod tests {
     #[test]
     fn a_lease_break_is_acknowledged_and_counted() {
         let mut c = client();
-        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), None);
+        assert_eq!(
+            c.start(Op::QueryFs {
+                class: msg::FILE_FS_FULL_SIZE_INFORMATION
+            }),
+            None
+        );
         let n = c.output().len();
         c.sent(n);
         let mut brk = vec![44u8, 0, 0, 0, 1, 0, 0, 0];
@@ -1947,7 +1967,13 @@ mod tests {
             c.sent(out.len());
             let (h, body) = &messages(&out)[0];
             assert_eq!((h.command, body[2]), (cmd::QUERY_DIRECTORY, class));
-            let none = answer(cmd::QUERY_DIRECTORY, h.message_id, 8, nt::NO_MORE_FILES, &[9, 0, 0, 0, 0, 0, 0, 0, 0]);
+            let none = answer(
+                cmd::QUERY_DIRECTORY,
+                h.message_id,
+                8,
+                nt::NO_MORE_FILES,
+                &[9, 0, 0, 0, 0, 0, 0, 0, 0],
+            );
             assert_eq!(c.on_frame(&none), Progress::Pending);
             let out = c.output().to_vec();
             c.sent(out.len());
@@ -1966,7 +1992,12 @@ mod tests {
     #[test]
     fn an_answer_to_another_message_is_a_bad_answer() {
         let mut c = client();
-        assert_eq!(c.start(Op::QueryFs { class: msg::FILE_FS_FULL_SIZE_INFORMATION }), None);
+        assert_eq!(
+            c.start(Op::QueryFs {
+                class: msg::FILE_FS_FULL_SIZE_INFORMATION
+            }),
+            None
+        );
         let p = c.on_frame(&answer(cmd::QUERY_INFO, 9, 1, 0, &[]));
         assert!(matches!(p, Progress::Done(Err(Failure::BadAnswer(_)))), "{p:?}");
         assert!(!c.busy());

@@ -226,6 +226,8 @@ pub mod status {
     pub const WRONG_PASSWORD: u32 = 0xC000_006A;
     pub const NO_SUCH_USER: u32 = 0xC000_0064;
     pub const INVALID_NETWORK_RESPONSE: u32 = 0xC000_00C3;
+    /// FileFullEaInformation of a file that has no EAs.
+    pub const NO_EAS_ON_FILE: u32 = 0xC000_0052;
 
     /// The `NT_STATUS_*` name of `code`; one this table does not know is
     /// named by its number (`NT_STATUS_0xC00000AB`), never lost.
@@ -273,6 +275,7 @@ pub mod status {
             WRONG_PASSWORD => "WRONG_PASSWORD",
             NO_SUCH_USER => "NO_SUCH_USER",
             INVALID_NETWORK_RESPONSE => "INVALID_NETWORK_RESPONSE",
+            NO_EAS_ON_FILE => "NO_EAS_ON_FILE",
             other => return format!("NT_STATUS_{other:#010X}").replace("0X", "0x"),
         };
         format!("NT_STATUS_{n}")
