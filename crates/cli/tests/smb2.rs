@@ -412,7 +412,7 @@ fn a_thousand_users_run_in_one_process_on_a_few_threads() {
 /// Wire bytes are every frame of the operations counted, exactly: a
 /// QUERY_FS_INFORMATION is one 109-byte request (NetBIOS 4, header 64,
 /// QUERY_INFO 41) and one 108-byte answer (4, 64, 8 and the 32 bytes of
-/// FILE_FS_FULL_SIZE_INFORMATION) — the session's setup and logoff
+/// FILE_FS_FULL_SIZE_INFORMATION, the loadfile's level 1007) — the session's setup and logoff
 /// outside the window are not counted; payload bytes stay what was read
 /// and written. A target whose client cannot see its wire (file://) has
 /// no wire fields at all, not zeros.
@@ -421,7 +421,8 @@ fn wire_bytes_are_every_frame_of_the_operations_counted() {
     require("smbd");
     let smbd = benchlab_fileserver::smbd::start_smbd().expect("smbd starts");
     let d = tempfile::tempdir().unwrap();
-    let lf = "QUERY_FS_INFORMATION 1 NT_STATUS_OK\nQUERY_FS_INFORMATION 1 NT_STATUS_OK\nQUERY_FS_INFORMATION 1 NT_STATUS_OK\n";
+    let lf =
+        "QUERY_FS_INFORMATION 1007 NT_STATUS_OK\nQUERY_FS_INFORMATION 1007 NT_STATUS_OK\nQUERY_FS_INFORMATION 1007 NT_STATUS_OK\n";
     let r = run(d.path(), &format!("{}?client=benchlab", smbd.url()), lf, 2, 1);
     let f = &r["mixes"][0]["files"];
     assert_eq!(r["mixes"][0]["errors_total"], 0, "{f}");
