@@ -201,7 +201,7 @@ impl Request {
                 "benchlab sets only the times (FileBasicInformation): this level sets a value \
                  (a disposition, position, mode, allocation or end of file) the line does not give"
             }
-            _ => "no SMB2 information class is that level",
+            _ => "SMB2 has no information class for it",
         };
         let mut known: Vec<String> = self
             .levels()
@@ -283,7 +283,7 @@ mod tests {
         );
         let e = Request::QueryFile.class(1010).unwrap_err();
         assert!(
-            e.contains("no SMB2 information class") && e.contains("1004, 1005"),
+            e.contains("SMB2 has no information class for it") && e.contains("1004, 1005"),
             "{e}"
         );
         assert!(Request::QueryFs.class(1002).is_err());

@@ -716,7 +716,7 @@ Unlink "\clients\client1\c" 0x6 NT_STATUS_OK
             (
                 "QUERY_FS_INFORMATION 999 NT_STATUS_OK\n",
                 1,
-                "QUERY_FS_INFORMATION level 999: no SMB2 information class is that level: expected one of 1, 2, 0x101",
+                "QUERY_FS_INFORMATION level 999: SMB2 has no information class for it: expected one of 1, 2, 0x101",
             ),
             (
                 "Close 1 NT_STATUS_OK\nQUERY_PATH_INFORMATION \"\\a\" 6 NT_STATUS_OK\n",
