@@ -30,131 +30,101 @@ pub enum Request {
 }
 
 /// SMB1 and legacy levels of each request and their classes.
-const QUERY_FILE: [(u32, u8, &str); 14] = [
-    (1, msg::FILE_NETWORK_OPEN_INFORMATION, "SMB_INFO_STANDARD"),
-    (2, msg::FILE_ALL_INFORMATION, "SMB_INFO_QUERY_EA_SIZE"),
-    (3, msg::FILE_FULL_EA_INFORMATION, "SMB_INFO_QUERY_EAS_FROM_LIST"),
-    (4, msg::FILE_FULL_EA_INFORMATION, "SMB_INFO_QUERY_ALL_EAS"),
-    (0x101, msg::FILE_BASIC_INFORMATION, "SMB_QUERY_FILE_BASIC_INFO"),
-    (0x102, msg::FILE_STANDARD_INFORMATION, "SMB_QUERY_FILE_STANDARD_INFO"),
-    (0x103, msg::FILE_EA_INFORMATION, "SMB_QUERY_FILE_EA_INFO"),
-    (0x104, msg::FILE_NAME_INFORMATION, "SMB_QUERY_FILE_NAME_INFO"),
-    (0x105, msg::FILE_STANDARD_INFORMATION, "SMB_QUERY_FILE_ALLOCATION_INFO"),
-    (0x106, msg::FILE_STANDARD_INFORMATION, "SMB_QUERY_FILE_END_OF_FILEINFO"),
-    (0x107, msg::FILE_ALL_INFORMATION, "SMB_QUERY_FILE_ALL_INFO"),
-    (
-        0x108,
-        msg::FILE_ALTERNATE_NAME_INFORMATION,
-        "SMB_QUERY_FILE_ALT_NAME_INFO",
-    ),
-    (0x109, msg::FILE_STREAM_INFORMATION, "SMB_QUERY_FILE_STREAM_INFO"),
-    (
-        0x10B,
-        msg::FILE_COMPRESSION_INFORMATION,
-        "SMB_QUERY_FILE_COMPRESSION_INFO",
-    ),
+const QUERY_FILE: [(u32, u8); 14] = [
+    (1, msg::FILE_NETWORK_OPEN_INFORMATION),       // SMB_INFO_STANDARD
+    (2, msg::FILE_ALL_INFORMATION),                // SMB_INFO_QUERY_EA_SIZE
+    (3, msg::FILE_FULL_EA_INFORMATION),            // SMB_INFO_QUERY_EAS_FROM_LIST
+    (4, msg::FILE_FULL_EA_INFORMATION),            // SMB_INFO_QUERY_ALL_EAS
+    (0x101, msg::FILE_BASIC_INFORMATION),          // SMB_QUERY_FILE_BASIC_INFO
+    (0x102, msg::FILE_STANDARD_INFORMATION),       // SMB_QUERY_FILE_STANDARD_INFO
+    (0x103, msg::FILE_EA_INFORMATION),             // SMB_QUERY_FILE_EA_INFO
+    (0x104, msg::FILE_NAME_INFORMATION),           // SMB_QUERY_FILE_NAME_INFO
+    (0x105, msg::FILE_STANDARD_INFORMATION),       // SMB_QUERY_FILE_ALLOCATION_INFO
+    (0x106, msg::FILE_STANDARD_INFORMATION),       // SMB_QUERY_FILE_END_OF_FILEINFO
+    (0x107, msg::FILE_ALL_INFORMATION),            // SMB_QUERY_FILE_ALL_INFO
+    (0x108, msg::FILE_ALTERNATE_NAME_INFORMATION), // SMB_QUERY_FILE_ALT_NAME_INFO
+    (0x109, msg::FILE_STREAM_INFORMATION),         // SMB_QUERY_FILE_STREAM_INFO
+    (0x10B, msg::FILE_COMPRESSION_INFORMATION),    // SMB_QUERY_FILE_COMPRESSION_INFO
 ];
 
 /// File information classes QUERY_INFO asks of a file over SMB2.
-const QUERY_FILE_CLASSES: [(u8, &str); 18] = [
-    (msg::FILE_BASIC_INFORMATION, "FileBasicInformation"),
-    (msg::FILE_STANDARD_INFORMATION, "FileStandardInformation"),
-    (msg::FILE_INTERNAL_INFORMATION, "FileInternalInformation"),
-    (msg::FILE_EA_INFORMATION, "FileEaInformation"),
-    (msg::FILE_ACCESS_INFORMATION, "FileAccessInformation"),
-    (msg::FILE_NAME_INFORMATION, "FileNameInformation"),
-    (msg::FILE_POSITION_INFORMATION, "FilePositionInformation"),
-    (msg::FILE_FULL_EA_INFORMATION, "FileFullEaInformation"),
-    (msg::FILE_MODE_INFORMATION, "FileModeInformation"),
-    (msg::FILE_ALIGNMENT_INFORMATION, "FileAlignmentInformation"),
-    (msg::FILE_ALL_INFORMATION, "FileAllInformation"),
-    (msg::FILE_ALTERNATE_NAME_INFORMATION, "FileAlternateNameInformation"),
-    (msg::FILE_STREAM_INFORMATION, "FileStreamInformation"),
-    (msg::FILE_COMPRESSION_INFORMATION, "FileCompressionInformation"),
-    (msg::FILE_NETWORK_OPEN_INFORMATION, "FileNetworkOpenInformation"),
-    (msg::FILE_ATTRIBUTE_TAG_INFORMATION, "FileAttributeTagInformation"),
-    (msg::FILE_NORMALIZED_NAME_INFORMATION, "FileNormalizedNameInformation"),
-    (msg::FILE_ID_INFORMATION, "FileIdInformation"),
+const QUERY_FILE_CLASSES: [u8; 18] = [
+    msg::FILE_BASIC_INFORMATION,
+    msg::FILE_STANDARD_INFORMATION,
+    msg::FILE_INTERNAL_INFORMATION,
+    msg::FILE_EA_INFORMATION,
+    msg::FILE_ACCESS_INFORMATION,
+    msg::FILE_NAME_INFORMATION,
+    msg::FILE_POSITION_INFORMATION,
+    msg::FILE_FULL_EA_INFORMATION,
+    msg::FILE_MODE_INFORMATION,
+    msg::FILE_ALIGNMENT_INFORMATION,
+    msg::FILE_ALL_INFORMATION,
+    msg::FILE_ALTERNATE_NAME_INFORMATION,
+    msg::FILE_STREAM_INFORMATION,
+    msg::FILE_COMPRESSION_INFORMATION,
+    msg::FILE_NETWORK_OPEN_INFORMATION,
+    msg::FILE_ATTRIBUTE_TAG_INFORMATION,
+    msg::FILE_NORMALIZED_NAME_INFORMATION,
+    msg::FILE_ID_INFORMATION,
 ];
 
-const QUERY_FS: [(u32, u8, &str); 7] = [
-    (1, msg::FILE_FS_SIZE_INFORMATION, "SMB_INFO_ALLOCATION"),
-    (2, msg::FILE_FS_VOLUME_INFORMATION, "SMB_INFO_VOLUME"),
-    (0x101, msg::FILE_FS_VOLUME_INFORMATION, "SMB_QUERY_FS_LABEL_INFO"),
-    (0x102, msg::FILE_FS_VOLUME_INFORMATION, "SMB_QUERY_FS_VOLUME_INFO"),
-    (0x103, msg::FILE_FS_SIZE_INFORMATION, "SMB_QUERY_FS_SIZE_INFO"),
-    (0x104, msg::FILE_FS_DEVICE_INFORMATION, "SMB_QUERY_FS_DEVICE_INFO"),
-    (0x105, msg::FILE_FS_ATTRIBUTE_INFORMATION, "SMB_QUERY_FS_ATTRIBUTE_INFO"),
+const QUERY_FS: [(u32, u8); 7] = [
+    (1, msg::FILE_FS_SIZE_INFORMATION),          // SMB_INFO_ALLOCATION
+    (2, msg::FILE_FS_VOLUME_INFORMATION),        // SMB_INFO_VOLUME
+    (0x101, msg::FILE_FS_VOLUME_INFORMATION),    // SMB_QUERY_FS_LABEL_INFO
+    (0x102, msg::FILE_FS_VOLUME_INFORMATION),    // SMB_QUERY_FS_VOLUME_INFO
+    (0x103, msg::FILE_FS_SIZE_INFORMATION),      // SMB_QUERY_FS_SIZE_INFO
+    (0x104, msg::FILE_FS_DEVICE_INFORMATION),    // SMB_QUERY_FS_DEVICE_INFO
+    (0x105, msg::FILE_FS_ATTRIBUTE_INFORMATION), // SMB_QUERY_FS_ATTRIBUTE_INFO
 ];
 
 /// File system information classes QUERY_INFO asks over SMB2.
-const QUERY_FS_CLASSES: [(u8, &str); 8] = [
-    (msg::FILE_FS_VOLUME_INFORMATION, "FileFsVolumeInformation"),
-    (msg::FILE_FS_SIZE_INFORMATION, "FileFsSizeInformation"),
-    (msg::FILE_FS_DEVICE_INFORMATION, "FileFsDeviceInformation"),
-    (msg::FILE_FS_ATTRIBUTE_INFORMATION, "FileFsAttributeInformation"),
-    (msg::FILE_FS_CONTROL_INFORMATION, "FileFsControlInformation"),
-    (msg::FILE_FS_FULL_SIZE_INFORMATION, "FileFsFullSizeInformation"),
-    (msg::FILE_FS_OBJECT_ID_INFORMATION, "FileFsObjectIdInformation"),
-    (msg::FILE_FS_SECTOR_SIZE_INFORMATION, "FileFsSectorSizeInformation"),
+const QUERY_FS_CLASSES: [u8; 8] = [
+    msg::FILE_FS_VOLUME_INFORMATION,
+    msg::FILE_FS_SIZE_INFORMATION,
+    msg::FILE_FS_DEVICE_INFORMATION,
+    msg::FILE_FS_ATTRIBUTE_INFORMATION,
+    msg::FILE_FS_CONTROL_INFORMATION,
+    msg::FILE_FS_FULL_SIZE_INFORMATION,
+    msg::FILE_FS_OBJECT_ID_INFORMATION,
+    msg::FILE_FS_SECTOR_SIZE_INFORMATION,
 ];
 
-const SET_FILE: [(u32, u8, &str); 2] = [
-    (1, msg::FILE_BASIC_INFORMATION, "SMB_INFO_STANDARD (set the times)"),
-    (0x101, msg::FILE_BASIC_INFORMATION, "SMB_SET_FILE_BASIC_INFO"),
+const SET_FILE: [(u32, u8); 2] = [
+    (1, msg::FILE_BASIC_INFORMATION),     // SMB_INFO_STANDARD (set the times)
+    (0x101, msg::FILE_BASIC_INFORMATION), // SMB_SET_FILE_BASIC_INFO
 ];
 
 /// The one class a set is sent with: its value (the times, set to now)
 /// is the only one a line can stand for; an end of file, an allocation,
 /// a disposition or a position would be a number the line does not give.
-const SET_FILE_CLASSES: [(u8, &str); 1] = [(msg::FILE_BASIC_INFORMATION, "FileBasicInformation")];
+const SET_FILE_CLASSES: [u8; 1] = [msg::FILE_BASIC_INFORMATION];
 
-const FIND: [(u32, u8, &str); 8] = [
-    (1, msg::FILE_DIRECTORY_INFORMATION, "SMB_INFO_STANDARD"),
-    (2, msg::FILE_FULL_DIRECTORY_INFORMATION, "SMB_INFO_QUERY_EA_SIZE"),
-    (0x101, msg::FILE_DIRECTORY_INFORMATION, "SMB_FIND_FILE_DIRECTORY_INFO"),
-    (
-        0x102,
-        msg::FILE_FULL_DIRECTORY_INFORMATION,
-        "SMB_FIND_FILE_FULL_DIRECTORY_INFO",
-    ),
-    (0x103, msg::FILE_NAMES_INFORMATION, "SMB_FIND_FILE_NAMES_INFO"),
-    (
-        0x104,
-        msg::FILE_BOTH_DIRECTORY_INFORMATION,
-        "SMB_FIND_FILE_BOTH_DIRECTORY_INFO",
-    ),
-    (
-        0x105,
-        msg::FILE_ID_FULL_DIRECTORY_INFORMATION,
-        "SMB_FIND_ID_FULL_DIRECTORY_INFO",
-    ),
-    (
-        0x106,
-        msg::FILE_ID_BOTH_DIRECTORY_INFORMATION,
-        "SMB_FIND_ID_BOTH_DIRECTORY_INFO",
-    ),
+const FIND: [(u32, u8); 8] = [
+    (1, msg::FILE_DIRECTORY_INFORMATION),             // SMB_INFO_STANDARD
+    (2, msg::FILE_FULL_DIRECTORY_INFORMATION),        // SMB_INFO_QUERY_EA_SIZE
+    (0x101, msg::FILE_DIRECTORY_INFORMATION),         // SMB_FIND_FILE_DIRECTORY_INFO
+    (0x102, msg::FILE_FULL_DIRECTORY_INFORMATION),    // SMB_FIND_FILE_FULL_DIRECTORY_INFO
+    (0x103, msg::FILE_NAMES_INFORMATION),             // SMB_FIND_FILE_NAMES_INFO
+    (0x104, msg::FILE_BOTH_DIRECTORY_INFORMATION),    // SMB_FIND_FILE_BOTH_DIRECTORY_INFO
+    (0x105, msg::FILE_ID_FULL_DIRECTORY_INFORMATION), // SMB_FIND_ID_FULL_DIRECTORY_INFO
+    (0x106, msg::FILE_ID_BOTH_DIRECTORY_INFORMATION), // SMB_FIND_ID_BOTH_DIRECTORY_INFO
 ];
 
 /// Directory information classes a listing asks (those benchlab's
 /// listing decoder reads).
-const FIND_CLASSES: [(u8, &str); 6] = [
-    (msg::FILE_DIRECTORY_INFORMATION, "FileDirectoryInformation"),
-    (msg::FILE_FULL_DIRECTORY_INFORMATION, "FileFullDirectoryInformation"),
-    (msg::FILE_BOTH_DIRECTORY_INFORMATION, "FileBothDirectoryInformation"),
-    (msg::FILE_NAMES_INFORMATION, "FileNamesInformation"),
-    (
-        msg::FILE_ID_BOTH_DIRECTORY_INFORMATION,
-        "FileIdBothDirectoryInformation",
-    ),
-    (
-        msg::FILE_ID_FULL_DIRECTORY_INFORMATION,
-        "FileIdFullDirectoryInformation",
-    ),
+const FIND_CLASSES: [u8; 6] = [
+    msg::FILE_DIRECTORY_INFORMATION,
+    msg::FILE_FULL_DIRECTORY_INFORMATION,
+    msg::FILE_BOTH_DIRECTORY_INFORMATION,
+    msg::FILE_NAMES_INFORMATION,
+    msg::FILE_ID_BOTH_DIRECTORY_INFORMATION,
+    msg::FILE_ID_FULL_DIRECTORY_INFORMATION,
 ];
 
 impl Request {
-    fn levels(self) -> &'static [(u32, u8, &'static str)] {
+    fn levels(self) -> &'static [(u32, u8)] {
         match self {
             Request::QueryFile => &QUERY_FILE,
             Request::QueryFs => &QUERY_FS,
@@ -163,7 +133,7 @@ impl Request {
         }
     }
 
-    fn classes(self) -> &'static [(u8, &'static str)] {
+    fn classes(self) -> &'static [u8] {
         match self {
             Request::QueryFile => &QUERY_FILE_CLASSES,
             Request::QueryFs => &QUERY_FS_CLASSES,
@@ -175,22 +145,14 @@ impl Request {
     /// The SMB2 information class `level` asks, or why it has none (to
     /// follow "level N:" in a loadfile error).
     pub fn class(self, level: u32) -> Result<u8, String> {
-        if let Some(&(_, c, _)) = self.levels().iter().find(|(l, _, _)| *l == level) {
+        if let Some(&(_, c)) = self.levels().iter().find(|(l, _)| *l == level) {
             return Ok(c);
         }
         let pass = level
             .checked_sub(1000)
             .and_then(|c| u8::try_from(c).ok())
-            .filter(|c| self.classes().iter().any(|(k, _)| k == c));
+            .filter(|c| self.classes().contains(c));
         pass.ok_or_else(|| self.refusal(level))
-    }
-
-    /// The class's name ([MS-FSCC]'s), for docs and messages.
-    pub fn class_name(self, class: u8) -> &'static str {
-        self.classes()
-            .iter()
-            .find(|(c, _)| *c == class)
-            .map_or("an information class", |(_, n)| n)
     }
 
     fn refusal(self, level: u32) -> String {
@@ -203,10 +165,10 @@ impl Request {
             }
             _ => "SMB2 has no information class for it",
         };
-        let mut known: Vec<String> = self
+        let known: Vec<String> = self
             .levels()
             .iter()
-            .map(|(l, _, _)| {
+            .map(|(l, _)| {
                 if *l >= 0x100 && *l < 1000 {
                     format!("{l:#x}")
                 } else {
@@ -214,11 +176,10 @@ impl Request {
                 }
             })
             .collect();
-        known.dedup();
         let pass: Vec<String> = self
             .classes()
             .iter()
-            .map(|(c, _)| (1000 + u32::from(*c)).to_string())
+            .map(|c| (1000 + u32::from(*c)).to_string())
             .collect();
         format!(
             "{why}: expected one of {} or a pass-through level {}",
@@ -269,7 +230,6 @@ mod tests {
         assert_eq!(Request::FindFirst.class(1003), Ok(3));
         assert_eq!(Request::SetFile.class(0x101), Ok(4));
         assert_eq!(Request::SetFile.class(1), Ok(4));
-        assert_eq!(q.class_name(35), "FileAttributeTagInformation");
     }
 
     /// A level no SMB2 class holds is refused, saying why and what is
