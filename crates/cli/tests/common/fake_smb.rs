@@ -411,139 +411,148 @@ fn serve(mut sock: TcpStream, fault: Fault, counts: &Mutex<Counts>, stop: &Atomi
     let mut next_fid = 0u64;
     // A compound's messages are answered one by one, each as if it had
     // come alone (a client takes a compound's answers either way).
-    while let Some(frame) = read_msg(&mut sock, stop) {
-        for req in messages(&frame) {
-            let Ok(h) = Header::decode(&req) else { return };
-            let name = command_name(h.command);
-            let mut c = lock(counts);
-            *c.received.entry(name).or_default() += 1;
-            // Before TREE_CONNECT: the session, always well behaved.
-            let Some(n) = after_tree.as_mut() else {
-                let (status, body, sid, tid, credits) = match h.command {
-                    cmd::NEGOTIATE => (nt::SUCCESS, negotiate_body(), 0, 0, 1),
-                    cmd::SESSION_SETUP if setup_round == 0 => {
-                        setup_round += 1;
-                        let token = benchlab_smb2::auth::spnego_resp(&challenge());
-                        (
-                            nt::MORE_PROCESSING_REQUIRED,
-                            session_setup_body(0, &token),
-                            session_id,
-                            0,
-                            1,
-                        )
-                    }
-                    cmd::SESSION_SETUP => (
-                        nt::SUCCESS,
-                        session_setup_body(benchlab_smb2::msg::SESSION_FLAG_IS_GUEST, &[]),
+    let mut queued = std::collections::VecDeque::new();
+    loop {
+        let req = match queued.pop_front() {
+            Some(m) => m,
+            None => match read_msg(&mut sock, stop) {
+                Some(frame) => {
+                    queued.extend(messages(&frame));
+                    continue;
+                }
+                None => return,
+            },
+        };
+        let Ok(h) = Header::decode(&req) else { return };
+        let name = command_name(h.command);
+        let mut c = lock(counts);
+        *c.received.entry(name).or_default() += 1;
+        // Before TREE_CONNECT: the session, always well behaved.
+        let Some(n) = after_tree.as_mut() else {
+            let (status, body, sid, tid, credits) = match h.command {
+                cmd::NEGOTIATE => (nt::SUCCESS, negotiate_body(), 0, 0, 1),
+                cmd::SESSION_SETUP if setup_round == 0 => {
+                    setup_round += 1;
+                    let token = benchlab_smb2::auth::spnego_resp(&challenge());
+                    (
+                        nt::MORE_PROCESSING_REQUIRED,
+                        session_setup_body(0, &token),
                         session_id,
                         0,
                         1,
-                    ),
-                    cmd::TREE_CONNECT => {
-                        let mut v = Vec::new();
-                        le16(&mut v, 16);
-                        v.push(1);
-                        v.push(0);
-                        le32(&mut v, 0);
-                        le32(&mut v, 0);
-                        le32(&mut v, 0x001f_01ff);
-                        after_tree = Some(0);
-                        (nt::SUCCESS, v, session_id, tree_id, 1)
-                    }
-                    _ => (nt::ACCESS_DENIED, ERROR_BODY.to_vec(), session_id, 0, 1),
-                };
-                drop(c);
-                if sock.write_all(&answer(&h, status, credits, sid, tid, &body)).is_err() {
-                    return;
+                    )
                 }
-                continue;
+                cmd::SESSION_SETUP => (
+                    nt::SUCCESS,
+                    session_setup_body(benchlab_smb2::msg::SESSION_FLAG_IS_GUEST, &[]),
+                    session_id,
+                    0,
+                    1,
+                ),
+                cmd::TREE_CONNECT => {
+                    let mut v = Vec::new();
+                    le16(&mut v, 16);
+                    v.push(1);
+                    v.push(0);
+                    le32(&mut v, 0);
+                    le32(&mut v, 0);
+                    le32(&mut v, 0x001f_01ff);
+                    after_tree = Some(0);
+                    (nt::SUCCESS, v, session_id, tree_id, 1)
+                }
+                _ => (nt::ACCESS_DENIED, ERROR_BODY.to_vec(), session_id, 0, 1),
             };
-            *n += 1;
-            let k = *n;
-            *c.after_tree.entry(name).or_default() += 1;
-            if let Some((t, class, len)) = class_of(&h, &req) {
-                c.classes.push((name, t, class, len));
-            }
-            if h.command == cmd::OPLOCK_BREAK {
-                c.breaks_acknowledged += 1;
-            } else if c.breaks_sent > c.breaks_acknowledged {
-                c.requests_before_ack += 1;
-            }
-            let past = |limit: u64| k > limit;
-            let mut credits = 1;
-            let (status, body) = match fault {
-                Fault::DropAfter(limit) if past(limit) => {
-                    c.unanswered += 1;
-                    drop(c);
-                    let _ = sock.shutdown(std::net::Shutdown::Both);
-                    return;
-                }
-                Fault::SilentAfter(limit) if past(limit) => {
-                    c.unanswered += 1;
-                    continue;
-                }
-                Fault::InsufficientResourcesAfter(limit) if past(limit) => {
-                    (nt::INSUFFICIENT_RESOURCES, ERROR_BODY.to_vec())
-                }
-                Fault::WithholdCreditsAfter(limit) => {
-                    if past(limit) {
-                        credits = 0;
-                    }
-                    success_body(&h, &req, &mut next_fid)
-                }
-                _ => success_body(&h, &req, &mut next_fid),
-            };
-            let shown = if status == nt::NO_MORE_FILES {
-                nt::SUCCESS
-            } else {
-                status
-            };
-            *c.answered.entry((name, nt::name(shown))).or_default() += 1;
-            let oplock_break = |fid: u64| {
-                let mut b = Vec::new();
-                le16(&mut b, 24);
-                b.push(0);
-                b.extend_from_slice(&[0; 5]);
-                le64(&mut b, fid.max(1));
-                le64(&mut b, fid.max(1));
-                let brk = Header {
-                    command: cmd::OPLOCK_BREAK,
-                    message_id: UNSOLICITED,
-                    flags: FLAG_RESPONSE,
-                    ..Header::default()
-                };
-                let mut m = Vec::new();
-                brk.encode(&mut m);
-                m.extend_from_slice(&b);
-                frame::encode(&m)
-            };
-            if matches!(fault, Fault::OplockBreakAfter(limit) if k == limit + 1) {
-                c.breaks_sent += 1;
-                if sock.write_all(&oplock_break(next_fid)).is_err() {
-                    return;
-                }
-            }
-            let idle_break = matches!(fault, Fault::OplockBreakIdleAfter(limit) if k == limit + 1);
-            if idle_break {
-                c.breaks_sent += 1;
-            }
-            // Without fault, grant what a client asks up to 32 (as smbd).
-            if matches!(
-                fault,
-                Fault::None | Fault::OplockBreakAfter(_) | Fault::OplockBreakIdleAfter(_)
-            ) {
-                credits = h.credits.clamp(1, 32);
-            }
             drop(c);
-            if sock
-                .write_all(&answer(&h, status, credits, session_id, tree_id, &body))
-                .is_err()
-            {
+            if sock.write_all(&answer(&h, status, credits, sid, tid, &body)).is_err() {
                 return;
             }
-            if idle_break && sock.write_all(&oplock_break(next_fid)).is_err() {
+            continue;
+        };
+        *n += 1;
+        let k = *n;
+        *c.after_tree.entry(name).or_default() += 1;
+        if let Some((t, class, len)) = class_of(&h, &req) {
+            c.classes.push((name, t, class, len));
+        }
+        if h.command == cmd::OPLOCK_BREAK {
+            c.breaks_acknowledged += 1;
+        } else if c.breaks_sent > c.breaks_acknowledged {
+            c.requests_before_ack += 1;
+        }
+        let past = |limit: u64| k > limit;
+        let mut credits = 1;
+        let (status, body) = match fault {
+            Fault::DropAfter(limit) if past(limit) => {
+                c.unanswered += 1;
+                drop(c);
+                let _ = sock.shutdown(std::net::Shutdown::Both);
                 return;
             }
+            Fault::SilentAfter(limit) if past(limit) => {
+                c.unanswered += 1;
+                continue;
+            }
+            Fault::InsufficientResourcesAfter(limit) if past(limit) => {
+                (nt::INSUFFICIENT_RESOURCES, ERROR_BODY.to_vec())
+            }
+            Fault::WithholdCreditsAfter(limit) => {
+                if past(limit) {
+                    credits = 0;
+                }
+                success_body(&h, &req, &mut next_fid)
+            }
+            _ => success_body(&h, &req, &mut next_fid),
+        };
+        let shown = if status == nt::NO_MORE_FILES {
+            nt::SUCCESS
+        } else {
+            status
+        };
+        *c.answered.entry((name, nt::name(shown))).or_default() += 1;
+        let oplock_break = |fid: u64| {
+            let mut b = Vec::new();
+            le16(&mut b, 24);
+            b.push(0);
+            b.extend_from_slice(&[0; 5]);
+            le64(&mut b, fid.max(1));
+            le64(&mut b, fid.max(1));
+            let brk = Header {
+                command: cmd::OPLOCK_BREAK,
+                message_id: UNSOLICITED,
+                flags: FLAG_RESPONSE,
+                ..Header::default()
+            };
+            let mut m = Vec::new();
+            brk.encode(&mut m);
+            m.extend_from_slice(&b);
+            frame::encode(&m)
+        };
+        if matches!(fault, Fault::OplockBreakAfter(limit) if k == limit + 1) {
+            c.breaks_sent += 1;
+            if sock.write_all(&oplock_break(next_fid)).is_err() {
+                return;
+            }
+        }
+        let idle_break = matches!(fault, Fault::OplockBreakIdleAfter(limit) if k == limit + 1);
+        if idle_break {
+            c.breaks_sent += 1;
+        }
+        // Without fault, grant what a client asks up to 32 (as smbd).
+        if matches!(
+            fault,
+            Fault::None | Fault::OplockBreakAfter(_) | Fault::OplockBreakIdleAfter(_)
+        ) {
+            credits = h.credits.clamp(1, 32);
+        }
+        drop(c);
+        if sock
+            .write_all(&answer(&h, status, credits, session_id, tree_id, &body))
+            .is_err()
+        {
+            return;
+        }
+        if idle_break && sock.write_all(&oplock_break(next_fid)).is_err() {
+            return;
         }
     }
 }
