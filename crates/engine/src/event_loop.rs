@@ -834,6 +834,41 @@ mod tests {
     use super::*;
     use crate::plan::{ClassPlan, Expect, Target, UrlPlan};
     use crate::stats::ClassStats;
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    /// Counts the allocations of the thread that makes them (tests run
+    /// side by side), for the hot path's "allocates nothing".
+    struct Counting;
+
+    thread_local! {
+        static ALLOCS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    fn allocations() -> u64 {
+        ALLOCS.try_with(Cell::get).unwrap_or(0)
+    }
+
+    // SAFETY: forwards to the system allocator, only counting calls.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
+            // SAFETY: the caller's layout contract is passed on unchanged.
+            unsafe { System.alloc(l) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            // SAFETY: `p` came from `System` with layout `l` (alloc above).
+            unsafe { System.dealloc(p, l) }
+        }
+        unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
+            // SAFETY: as for dealloc; the caller's size contract passes on.
+            unsafe { System.realloc(p, l, n) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
 
     /// Folding a second's records into the window (`Core::folding`) gives
     /// the window exactly what recording each request there gives: with
@@ -861,6 +896,9 @@ mod tests {
         let mut core = Core::new(shared, 0, 1, tx).expect("core");
         let mut want = [ClassStats::default(), ClassStats::default()];
         let mut folded_seconds = 0;
+        // Allocations made while recording (a second left mid-way folds
+        // then): none, as the rest of the hot loop (tests/no_alloc.rs).
+        let mut recording_allocations = 0;
         // Each second folds when the one before had FOLD_MIN requests a
         // class: 1 (left at once: it starts outside the window), 2 (whole),
         // 3 (until the window closes halfway) and 4 (left at once); 5 not
@@ -879,6 +917,7 @@ mod tests {
                 let now = start + Duration::from_secs(second) + Duration::from_nanos(k * 999_000_000 / n);
                 let latency = Duration::from_micros(50 + k % 3000);
                 let class = (k % 2) as usize;
+                let before = allocations();
                 let counted = if k % 97 == 0 {
                     let c = core.record_error(class, ErrorKind::Timeout, latency, 7, 80, now);
                     if c {
@@ -899,12 +938,17 @@ mod tests {
                     }
                     c
                 };
+                recording_allocations += allocations() - before;
                 assert_eq!(counted, core.in_window(now));
             }
+            let before = allocations();
             core.send_snapshot(second as u32, 0, None);
+            // The count works: a snapshot's copy of the histograms allocates.
+            assert!(allocations() > before);
         }
         let window = core.take_window();
         assert_eq!(folded_seconds, 4);
+        assert_eq!(recording_allocations, 0);
         for (got, want) in window.classes.iter().zip(&want) {
             assert_eq!(got.counters, want.counters);
             assert!(got.counters.requests > 10_000);
