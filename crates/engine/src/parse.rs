@@ -164,11 +164,39 @@ fn parse_head_fast(buf: &[u8]) -> Option<Head> {
         }
         let end = find_lf(buf, colon + 1)?;
         let name = &buf[pos..colon];
-        if matches!(name.len(), 10 | 14 | 17) {
-            // One of the names acted on, perhaps: the line parser's rules.
-            act_on_header(name, trim_cr(&buf[colon + 1..end]), &mut head).ok()?;
+        let rest = || trim_cr(&buf[colon + 1..end]);
+        // The names acted on, compared eight bytes a step with their case
+        // folded (exact here: a name's bytes are above 0x20, where OR 0x20
+        // changes only a capital letter); then the line parser's rules.
+        match name.len() {
+            14 if name_is(name, b"content-length") => content_length(trim_ows(rest()), &mut head).ok()?,
+            17 if name_is(name, b"transfer-encoding") => transfer_encoding(trim_ows(rest()), &mut head),
+            10 if name_is(name, b"connection") => connection(trim_ows(rest()), &mut head),
+            _ => {}
         }
         pos = end + 1;
+    }
+}
+
+/// Whether `name` (bytes above 0x20, as the fast pass finds names) is
+/// `lower` (lower-case letters and '-', at least eight bytes) in any case.
+#[inline(always)]
+fn name_is(name: &[u8], lower: &[u8]) -> bool {
+    let n = lower.len();
+    if name.len() != n || n < 8 {
+        return false;
+    }
+    let mut at = 0;
+    loop {
+        let at8 = at.min(n - 8);
+        match (word_at(name, at8), word_at(lower, at8)) {
+            (Some(a), Some(b)) if a | (0x20 * ONES) == b => {}
+            _ => return false,
+        }
+        if at8 == n - 8 {
+            return true;
+        }
+        at += 8;
     }
 }
 
@@ -287,37 +315,55 @@ fn act_on_header(name: &[u8], rest: &[u8], head: &mut Head) -> Result<(), FrameE
     // case-folding one (a branch a byte) only when it fails.
     match name.len() {
         14 if name == b"Content-Length" || name.eq_ignore_ascii_case(b"content-length") => {
-            let value = value();
-            let n = parse_decimal(value).ok_or(FrameError::Framing)?;
-            match head.content_length {
-                Some(prev) if prev != n => return Err(FrameError::Framing),
-                _ => head.content_length = Some(n),
-            }
+            content_length(value(), head)?
         }
         17 if name == b"Transfer-Encoding" || name.eq_ignore_ascii_case(b"transfer-encoding") => {
-            let value = value();
-            // The last coding decides: chunked must be final (RFC 9112 §6.3).
-            let last = value.rsplit(|&b| b == b',').next().map(trim_ows);
-            head.chunked = matches!(last, Some(c) if c.eq_ignore_ascii_case(b"chunked"));
-            if !head.chunked {
-                // Another final coding: the body runs to close (RFC 9112 §6.3 p4).
-                head.content_length = None;
-            }
+            transfer_encoding(value(), head)
         }
-        10 if name == b"Connection" || name.eq_ignore_ascii_case(b"connection") => {
-            let value = value();
-            for token in value.split(|&b| b == b',') {
-                let token = trim_ows(token);
-                if token.eq_ignore_ascii_case(b"close") {
-                    head.close = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") {
-                    head.keep_alive = true;
-                }
-            }
-        }
+        10 if name == b"Connection" || name.eq_ignore_ascii_case(b"connection") => connection(value(), head),
         _ => {}
     }
     Ok(())
+}
+
+#[inline]
+fn content_length(value: &[u8], head: &mut Head) -> Result<(), FrameError> {
+    let n = parse_decimal(value).ok_or(FrameError::Framing)?;
+    match head.content_length {
+        Some(prev) if prev != n => Err(FrameError::Framing),
+        _ => {
+            head.content_length = Some(n);
+            Ok(())
+        }
+    }
+}
+
+#[inline]
+fn transfer_encoding(value: &[u8], head: &mut Head) {
+    // The last coding decides: chunked must be final (RFC 9112 §6.3).
+    let last = value.rsplit(|&b| b == b',').next().map(trim_ows);
+    head.chunked = matches!(last, Some(c) if c.eq_ignore_ascii_case(b"chunked"));
+    if !head.chunked {
+        // Another final coding: the body runs to close (RFC 9112 §6.3 p4).
+        head.content_length = None;
+    }
+}
+
+#[inline]
+fn connection(value: &[u8], head: &mut Head) {
+    // What servers send, as they send it, in one compare first.
+    if value.len() == 10 && word_at(value, 0) == word_at(b"keep-alive", 0) && value[8..] == *b"ve" {
+        head.keep_alive = true;
+        return;
+    }
+    for token in value.split(|&b| b == b',') {
+        let token = trim_ows(token);
+        if token.eq_ignore_ascii_case(b"close") {
+            head.close = true;
+        } else if token.eq_ignore_ascii_case(b"keep-alive") {
+            head.keep_alive = true;
+        }
+    }
 }
 
 fn trim_ows(mut s: &[u8]) -> &[u8] {
@@ -1040,6 +1086,36 @@ mod tests {
             if let Some(h) = parse_head_fast(&changed) {
                 prop_assert_eq!(Ok(Some(h)), parse_head_lines(&changed));
             }
+        }
+
+        /// And on the names acted on in any case, with any byte changed,
+        /// and their values as servers write them or not.
+        #[test]
+        fn fast_pass_agrees_on_names(
+            which in 0usize..3,
+            upper in prop::collection::vec(any::<bool>(), 17),
+            change in prop::option::of((0usize..17, 0x21u8..0x7f)),
+            value in prop::sample::select(vec!["keep-alive", "Keep-Alive", "close", "keep-alivf", "x, close", "12", "chunked", "gzip, chunked", " 7 ", "keep-alive, close"]),
+        ) {
+            let name = ["content-length", "transfer-encoding", "connection"][which];
+            let mut name: Vec<u8> = name
+                .bytes()
+                .zip(&upper)
+                .map(|(b, &u)| if u { b.to_ascii_uppercase() } else { b })
+                .collect();
+            if let Some((i, b)) = change {
+                let i = i % name.len();
+                name[i] = b;
+            }
+            let mut r = b"HTTP/1.1 200 OK\r\nServer: x\r\n".to_vec();
+            r.extend_from_slice(&name);
+            r.extend_from_slice(b": ");
+            r.extend_from_slice(value.as_bytes());
+            r.extend_from_slice(b"\r\n\r\n");
+            if let Some(h) = parse_head_fast(&r) {
+                prop_assert_eq!(Ok(Some(h)), parse_head_lines(&r));
+            }
+            prop_assert_eq!(parse_head(&r), parse_head_lines(&r));
         }
 
         /// And on arbitrary bytes after a status line.
