@@ -196,6 +196,15 @@ pub(crate) struct Core {
     /// Whether the loop's current turn is inside the measurement window
     /// (for connection events, which need no exact instant).
     pub window_open: bool,
+    /// Every request recorded in `second`'s classes since its last reset
+    /// ended inside the window, and none of them is in `window`'s yet:
+    /// they are added there in one step (`fold_second`) when the second
+    /// ends, instead of a second HDR record and set of counters a
+    /// request. The first request of a second that ends outside the
+    /// window adds what came before it and turns this off until the next
+    /// second. A second folds only when the one before had
+    /// [`FOLD_MIN`] requests a class (the first second does not).
+    folding: bool,
     pub rng: SplitMix64,
     think: BinaryHeap<Reverse<(Instant, u32)>>,
     /// Users whose next request starts on the next loop turn. Deferring
@@ -229,6 +238,14 @@ pub(crate) struct Core {
 
 const SWEEP_MAX: Duration = Duration::from_millis(10);
 
+/// Requests a class must have had in a second (on average over the
+/// classes that had any) for the next second's to be folded into the
+/// window once (`Core::folding`) rather than recorded there one by one:
+/// adding a class's latency histogram walks its 23,552 buckets, the cost
+/// of about 2,000 records, so below this rate folding costs more than it
+/// saves.
+const FOLD_MIN: u64 = 8192;
+
 impl Core {
     /// The core of thread `index`; `salt` keeps the protocols' random
     /// sequences apart.
@@ -255,6 +272,7 @@ impl Core {
             window: stats(),
             cpu: LoopMeter::default(),
             window_open: false,
+            folding: false,
             rng: SplitMix64::new(plan.seed ^ (index as u64 + 1).wrapping_mul(salt)),
             think: BinaryHeap::new(),
             ready: Vec::new(),
@@ -403,12 +421,38 @@ impl Core {
             }
             Err(kind) => c.record_error(kind, e.latency, e.wire, e.sent),
         };
+        let counted = self.counted(now);
         record(&mut self.second.classes[class]);
-        let counted = self.in_window(now);
-        if counted {
+        if counted && !self.folding {
             record(&mut self.window.classes[class]);
         }
         counted
+    }
+
+    /// Whether a request ending at `now` counts in the window; the first
+    /// that does not ends the second's folding (see `Core::folding`).
+    #[inline]
+    fn counted(&mut self, now: Instant) -> bool {
+        let counted = self.in_window(now);
+        if !counted && self.folding {
+            self.fold_second();
+            self.folding = false;
+        }
+        counted
+    }
+
+    /// Adds the second's class records to the window's (exact: counters
+    /// and histograms add bucket by bucket) while they are all the
+    /// window's; done once a second, and before the window leaves.
+    fn fold_second(&mut self) {
+        if !self.folding {
+            return;
+        }
+        for (w, s) in self.window.classes.iter_mut().zip(&self.second.classes) {
+            if s.counters != crate::stats::Counters::default() {
+                w.add(s);
+            }
+        }
     }
 
     /// Counts a request that failed with `kind`, `bytes` received and
@@ -423,9 +467,9 @@ impl Core {
         sent: u64,
         now: Instant,
     ) -> bool {
+        let counted = self.counted(now);
         self.second.classes[class].record_error(kind, latency, bytes, sent);
-        let counted = self.in_window(now);
-        if counted {
+        if counted && !self.folding {
             self.window.classes[class].record_error(kind, latency, bytes, sent);
         }
         counted
@@ -437,8 +481,28 @@ impl Core {
         self.cpu.tick(&mut self.second.load, lag);
     }
 
+    /// The run's window, the last second's folded records included (the
+    /// last snapshot does not add them again).
+    fn take_window(&mut self) -> Stats {
+        self.fold_second();
+        self.folding = false;
+        std::mem::replace(&mut self.window, Stats::new(0))
+    }
+
     /// `in_flight`: the protocol's requests unanswered at the second's end.
     fn send_snapshot(&mut self, second: u32, in_flight: u64, last: Option<ThreadEnd>) {
+        self.fold_second();
+        // The next second starts empty (nothing in it is outside the
+        // window); it folds if this one had the requests to make it pay.
+        let (mut requests, mut classes) = (0, 0);
+        for c in &self.second.classes {
+            let n = c.counters.requests + c.counters.errors_total();
+            if n > 0 {
+                requests += n;
+                classes += 1;
+            }
+        }
+        self.folding = classes > 0 && requests >= FOLD_MIN * classes;
         self.second.load.in_flight = in_flight;
         let snap = Snapshot {
             thread: self.report_as,
@@ -678,7 +742,7 @@ impl<P: Protocol> EventLoop<P> {
         core.tick(Duration::ZERO);
         let (cpu_user, cpu_system) = core.cpu.total();
         p.close_all(&mut core);
-        let window = std::mem::replace(&mut core.window, Stats::new(0));
+        let window = core.take_window();
         let users_arrived = core.users_arrived;
         // Every connection is closed: nothing is in flight any more.
         core.send_snapshot(
@@ -763,4 +827,145 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
         first_send_ns: AtomicI64::new(i64::MAX),
         plan,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{ClassPlan, Expect, Target, UrlPlan};
+    use crate::stats::ClassStats;
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    /// Counts the allocations of the thread that makes them (tests run
+    /// side by side), for the hot path's "allocates nothing".
+    struct Counting;
+
+    thread_local! {
+        static ALLOCS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    fn allocations() -> u64 {
+        ALLOCS.try_with(Cell::get).unwrap_or(0)
+    }
+
+    // SAFETY: forwards to the system allocator, only counting calls.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
+            // SAFETY: the caller's layout contract is passed on unchanged.
+            unsafe { System.alloc(l) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            // SAFETY: `p` came from `System` with layout `l` (alloc above).
+            unsafe { System.dealloc(p, l) }
+        }
+        unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+            let _ = ALLOCS.try_with(|a| a.set(a.get() + 1));
+            // SAFETY: as for dealloc; the caller's size contract passes on.
+            unsafe { System.realloc(p, l, n) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    /// Folding a second's records into the window (`Core::folding`) gives
+    /// the window exactly what recording each request there gives: with
+    /// seconds busy enough to fold and quiet ones that do not, a window
+    /// that opens and closes inside a second, and errors among the
+    /// successes.
+    #[test]
+    fn folded_window_is_exact() {
+        let urls = vec![UrlPlan {
+            target: Target::parse("http://127.0.0.1:9/").expect("url"),
+            weight: 1.0,
+            class: 0,
+            expect_status: 200,
+            expect: Expect::Status,
+            request: 0,
+        }];
+        let mut plan = ClientPlan::new(
+            urls,
+            vec![ClassPlan { name: "x".into() }, ClassPlan { name: "y".into() }],
+        );
+        plan.window = (Duration::from_millis(1500), Duration::from_millis(3500));
+        let start = Instant::now();
+        let shared = Arc::new(shared_for(plan, start).expect("plan"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut core = Core::new(shared, 0, 1, tx).expect("core");
+        let mut want = [ClassStats::default(), ClassStats::default()];
+        let mut folded_seconds = 0;
+        // Allocations made while recording (a second left mid-way folds
+        // then): none, as the rest of the hot loop (tests/no_alloc.rs).
+        let mut recording_allocations = 0;
+        // Each second folds when the one before had FOLD_MIN requests a
+        // class: 1 (left at once: it starts outside the window), 2 (whole),
+        // 3 (until the window closes halfway) and 4 (left at once); 5 not
+        // (4 was quiet).
+        let seconds = [
+            (0u64, 20_000u64),
+            (1, 20_000),
+            (2, 20_000),
+            (3, 20_000),
+            (4, 100),
+            (5, 20_000),
+        ];
+        for (second, n) in seconds {
+            folded_seconds += u32::from(core.folding);
+            for k in 0..n {
+                let now = start + Duration::from_secs(second) + Duration::from_nanos(k * 999_000_000 / n);
+                let latency = Duration::from_micros(50 + k % 3000);
+                let class = (k % 2) as usize;
+                let before = allocations();
+                let counted = if k % 97 == 0 {
+                    let c = core.record_error(class, ErrorKind::Timeout, latency, 7, 80, now);
+                    if c {
+                        want[class].record_error(ErrorKind::Timeout, latency, 7, 80);
+                    }
+                    c
+                } else {
+                    let e = Measured {
+                        latency,
+                        as_sent: latency,
+                        wire: 4336,
+                        body: 4096,
+                        sent: 80,
+                    };
+                    let c = core.record_response(class, Ok(()), e, now);
+                    if c {
+                        want[class].record_success(latency, 4336, 4096, 80);
+                    }
+                    c
+                };
+                recording_allocations += allocations() - before;
+                assert_eq!(counted, core.in_window(now));
+            }
+            let before = allocations();
+            core.send_snapshot(second as u32, 0, None);
+            // The count works: a snapshot's copy of the histograms allocates.
+            assert!(allocations() > before);
+        }
+        let window = core.take_window();
+        assert_eq!(folded_seconds, 4);
+        assert_eq!(recording_allocations, 0);
+        for (got, want) in window.classes.iter().zip(&want) {
+            assert_eq!(got.counters, want.counters);
+            assert!(got.counters.requests > 10_000);
+            assert_eq!(got.latency, want.latency);
+            assert_eq!(got.error_latency, want.error_latency);
+        }
+        // The per-second series is untouched: every request, once.
+        let all: u64 = rx
+            .try_iter()
+            .map(|s| {
+                s.stats
+                    .classes
+                    .iter()
+                    .map(|c| c.counters.requests + c.counters.errors_total())
+                    .sum::<u64>()
+            })
+            .sum();
+        assert_eq!(all, seconds.iter().map(|s| s.1).sum::<u64>());
+    }
 }

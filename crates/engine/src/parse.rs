@@ -82,7 +82,24 @@ impl Head {
 /// Returns `Ok(None)` when the head is not complete yet (no empty line), and
 /// `HeaderTooLarge` when more than [`MAX_HEAD`] bytes hold no end of head.
 /// Accepts bare LF line ends as RFC 9112 §2.2 allows a recipient to.
+///
+/// One forward pass over the head in the usual case ([`parse_head_fast`]:
+/// each byte looked at once, 16 at a time); anything it does not
+/// expect (an incomplete head, an error, a folded line, a control byte in
+/// a name) is left to the line-by-line parser, which decides every case
+/// and which the fast pass agrees with wherever it answers (tested).
+#[inline]
 pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, FrameError> {
+    match parse_head_fast(buf) {
+        Some(head) => Ok(Some(head)),
+        None => parse_head_lines(buf),
+    }
+}
+
+/// The line-by-line parser: a `memchr` for each line's end, then the line.
+/// The reference for every input; the hot path's heads go through
+/// [`parse_head_fast`].
+fn parse_head_lines(buf: &[u8]) -> Result<Option<Head>, FrameError> {
     let limit = buf.len().min(MAX_HEAD);
     let Some(first_end) = memchr::memchr(b'\n', &buf[..limit]) else {
         return if buf.len() >= MAX_HEAD {
@@ -112,6 +129,200 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, FrameError> {
         }
         parse_header_line(line, &mut head)?;
     }
+}
+
+/// A complete, well-formed head in one forward pass, or `None` where
+/// [`parse_head_lines`] must decide. Each header line is read once: its
+/// name up to the colon by a search for the first byte that may not be in
+/// a name here (a control byte, space or colon), then, for a name the
+/// client acts on, the value; for any other name only the search for the
+/// line's end. The searches read bit masks of the LFs and name stops that
+/// [`Marks`] makes 64 bytes at a time with vector compares: on nginx's
+/// nine-line head the line parser's per-line `memchr` calls (their set-up
+/// on lines of 5 to 40 bytes) and its byte loop over each name cost about
+/// four times this (callgrind: bench/README.md).
+#[inline]
+fn parse_head_fast(buf: &[u8]) -> Option<Head> {
+    let buf = &buf[..buf.len().min(MAX_HEAD)];
+    let mut marks = Marks::new(buf);
+    let first_end = marks.next_lf(0)?;
+    let mut head = parse_status_line(trim_cr(&buf[..first_end])).ok()?;
+    let mut pos = first_end + 1;
+    loop {
+        match *buf.get(pos)? {
+            b'\n' => {
+                head.len = pos + 1;
+                return Some(head);
+            }
+            b'\r' if *buf.get(pos + 1)? == b'\n' => {
+                head.len = pos + 2;
+                return Some(head);
+            }
+            _ => {}
+        }
+        let colon = marks.next_stop(pos)?;
+        if buf[colon] != b':' || colon == pos {
+            return None;
+        }
+        let end = marks.next_lf(colon + 1)?;
+        let name = &buf[pos..colon];
+        let rest = || trim_cr(&buf[colon + 1..end]);
+        // The names acted on, compared eight bytes a step with their case
+        // folded (exact here: a name's bytes are above 0x20, where OR 0x20
+        // changes only a capital letter); then the line parser's rules.
+        match name.len() {
+            14 if name_is(name, b"content-length") => content_length(trim_ows(rest()), &mut head).ok()?,
+            17 if name_is(name, b"transfer-encoding") => transfer_encoding(trim_ows(rest()), &mut head),
+            10 if name_is(name, b"connection") => connection(trim_ows(rest()), &mut head),
+            _ => {}
+        }
+        pos = end + 1;
+    }
+}
+
+/// Where the LFs and the name stops (a colon, or a byte below 0x21) of
+/// `buf` lie, a bit a byte, 64 bytes at a time as the pass reaches them:
+/// a 240-byte head is four blocks of a few vector compares each, and each
+/// line's searches are then a shift and a count of trailing zeros. The
+/// pass's searches go forward only, so one block is held at a time.
+struct Marks<'a> {
+    buf: &'a [u8],
+    /// The block's first byte (a multiple of 64).
+    at: usize,
+    lf: u64,
+    stop: u64,
+}
+
+impl<'a> Marks<'a> {
+    #[inline]
+    fn new(buf: &'a [u8]) -> Self {
+        let mut m = Marks {
+            buf,
+            at: 0,
+            lf: 0,
+            stop: 0,
+        };
+        m.load(0);
+        m
+    }
+
+    /// The first LF at or after `p` (which is at or after the block held).
+    #[inline]
+    fn next_lf(&mut self, p: usize) -> Option<usize> {
+        self.next(p, true)
+    }
+
+    /// The first colon or byte below 0x21 at or after `p`.
+    #[inline]
+    fn next_stop(&mut self, p: usize) -> Option<usize> {
+        self.next(p, false)
+    }
+
+    #[inline(always)]
+    fn next(&mut self, mut p: usize, lf: bool) -> Option<usize> {
+        loop {
+            if p >= self.buf.len() {
+                return None;
+            }
+            // (Wrapping: a `p` before the block, never asked, loads its own.)
+            if p.wrapping_sub(self.at) >= 64 {
+                self.load(p & !63);
+            }
+            let m = if lf { self.lf } else { self.stop } >> (p - self.at);
+            if m != 0 {
+                return Some(p + m.trailing_zeros() as usize);
+            }
+            p = self.at + 64;
+        }
+    }
+
+    /// Takes the block that starts at `at`; bytes past the end have no bit.
+    #[inline]
+    fn load(&mut self, at: usize) {
+        self.at = at;
+        let rest = &self.buf[at.min(self.buf.len())..];
+        let (lf, stop) = match rest.first_chunk::<64>() {
+            Some(block) => block_marks(block),
+            None => {
+                let mut block = [0u8; 64];
+                block[..rest.len()].copy_from_slice(rest);
+                let (lf, stop) = block_marks(&block);
+                let valid = (1u64 << rest.len()) - 1;
+                (lf & valid, stop & valid)
+            }
+        };
+        self.lf = lf;
+        self.stop = stop;
+    }
+}
+
+/// The LF and name-stop bits of 64 bytes: SSE2, x86-64's baseline.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn block_marks(block: &[u8; 64]) -> (u64, u64) {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of x86-64's baseline, so every x86-64 CPU runs
+    // these; each load reads bytes 16k..16k+16 of the 64-byte array.
+    unsafe {
+        let (lf_b, colon_b, space_b) = (
+            _mm_set1_epi8(b'\n' as i8),
+            _mm_set1_epi8(b':' as i8),
+            _mm_set1_epi8(0x20),
+        );
+        let (mut lf, mut stop) = (0u64, 0u64);
+        for k in 0..4 {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast::<__m128i>());
+            let is_lf = _mm_movemask_epi8(_mm_cmpeq_epi8(v, lf_b)) as u32 as u64;
+            // A byte is at most 0x20 where the unsigned minimum with 0x20 is itself.
+            let low = _mm_cmpeq_epi8(_mm_min_epu8(v, space_b), v);
+            let is_stop = _mm_movemask_epi8(_mm_or_si128(low, _mm_cmpeq_epi8(v, colon_b))) as u32 as u64;
+            lf |= is_lf << (16 * k);
+            stop |= is_stop << (16 * k);
+        }
+        (lf, stop)
+    }
+}
+
+/// The same, a byte at a time, elsewhere.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn block_marks(block: &[u8; 64]) -> (u64, u64) {
+    let (mut lf, mut stop) = (0u64, 0u64);
+    for (k, &b) in block.iter().enumerate() {
+        lf |= u64::from(b == b'\n') << k;
+        stop |= u64::from(b == b':' || b < 0x21) << k;
+    }
+    (lf, stop)
+}
+
+/// Whether `name` (bytes above 0x20, as the fast pass finds names) is
+/// `lower` (lower-case letters and '-', at least eight bytes) in any case.
+#[inline(always)]
+fn name_is(name: &[u8], lower: &[u8]) -> bool {
+    let n = lower.len();
+    if name.len() != n || n < 8 {
+        return false;
+    }
+    let mut at = 0;
+    loop {
+        let at8 = at.min(n - 8);
+        match (word_at(name, at8), word_at(lower, at8)) {
+            (Some(a), Some(b)) if a | (0x20 * ONES) == b => {}
+            _ => return false,
+        }
+        if at8 == n - 8 {
+            return true;
+        }
+        at += 8;
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+#[inline(always)]
+fn word_at(buf: &[u8], i: usize) -> Option<u64> {
+    buf.get(i..)?.first_chunk::<8>().map(|c| u64::from_le_bytes(*c))
 }
 
 fn trim_cr(line: &[u8]) -> &[u8] {
@@ -167,42 +378,68 @@ fn parse_header_line(line: &[u8], head: &mut Head) -> Result<(), FrameError> {
     if name.is_empty() {
         return Err(FrameError::Framing);
     }
-    let value = || trim_ows(&line[colon + 1..]);
+    act_on_header(name, &line[colon + 1..], head)
+}
+
+/// Acts on a header the client reads (`Content-Length`,
+/// `Transfer-Encoding`, `Connection`); any other name is passed over.
+/// `rest` is the line after the colon, CR removed.
+#[inline]
+fn act_on_header(name: &[u8], rest: &[u8], head: &mut Head) -> Result<(), FrameError> {
+    let value = || trim_ows(rest);
     // Servers send these names in this case: a plain compare first, the
     // case-folding one (a branch a byte) only when it fails.
     match name.len() {
         14 if name == b"Content-Length" || name.eq_ignore_ascii_case(b"content-length") => {
-            let value = value();
-            let n = parse_decimal(value).ok_or(FrameError::Framing)?;
-            match head.content_length {
-                Some(prev) if prev != n => return Err(FrameError::Framing),
-                _ => head.content_length = Some(n),
-            }
+            content_length(value(), head)?
         }
         17 if name == b"Transfer-Encoding" || name.eq_ignore_ascii_case(b"transfer-encoding") => {
-            let value = value();
-            // The last coding decides: chunked must be final (RFC 9112 §6.3).
-            let last = value.rsplit(|&b| b == b',').next().map(trim_ows);
-            head.chunked = matches!(last, Some(c) if c.eq_ignore_ascii_case(b"chunked"));
-            if !head.chunked {
-                // Another final coding: the body runs to close (RFC 9112 §6.3 p4).
-                head.content_length = None;
-            }
+            transfer_encoding(value(), head)
         }
-        10 if name == b"Connection" || name.eq_ignore_ascii_case(b"connection") => {
-            let value = value();
-            for token in value.split(|&b| b == b',') {
-                let token = trim_ows(token);
-                if token.eq_ignore_ascii_case(b"close") {
-                    head.close = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") {
-                    head.keep_alive = true;
-                }
-            }
-        }
+        10 if name == b"Connection" || name.eq_ignore_ascii_case(b"connection") => connection(value(), head),
         _ => {}
     }
     Ok(())
+}
+
+#[inline]
+fn content_length(value: &[u8], head: &mut Head) -> Result<(), FrameError> {
+    let n = parse_decimal(value).ok_or(FrameError::Framing)?;
+    match head.content_length {
+        Some(prev) if prev != n => Err(FrameError::Framing),
+        _ => {
+            head.content_length = Some(n);
+            Ok(())
+        }
+    }
+}
+
+#[inline]
+fn transfer_encoding(value: &[u8], head: &mut Head) {
+    // The last coding decides: chunked must be final (RFC 9112 §6.3).
+    let last = value.rsplit(|&b| b == b',').next().map(trim_ows);
+    head.chunked = matches!(last, Some(c) if c.eq_ignore_ascii_case(b"chunked"));
+    if !head.chunked {
+        // Another final coding: the body runs to close (RFC 9112 §6.3 p4).
+        head.content_length = None;
+    }
+}
+
+#[inline]
+fn connection(value: &[u8], head: &mut Head) {
+    // What servers send, as they send it, in one compare first.
+    if value.len() == 10 && word_at(value, 0) == word_at(b"keep-alive", 0) && value[8..] == *b"ve" {
+        head.keep_alive = true;
+        return;
+    }
+    for token in value.split(|&b| b == b',') {
+        let token = trim_ows(token);
+        if token.eq_ignore_ascii_case(b"close") {
+            head.close = true;
+        } else if token.eq_ignore_ascii_case(b"keep-alive") {
+            head.keep_alive = true;
+        }
+    }
 }
 
 fn trim_ows(mut s: &[u8]) -> &[u8] {
@@ -765,6 +1002,65 @@ mod tests {
         assert_eq!(p.feed(r, None), Ok(Feed::Done { consumed: r.len() - 5 }));
     }
 
+    /// nginx's head for a 4 KiB file, as the keep-alive bench gets it.
+    const NGINX_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Thu, 26 Nov 2026 17:00:00 GMT\r\nContent-Type: text/html\r\nContent-Length: 4096\r\nLast-Modified: Thu, 26 Nov 2026 16:59:00 GMT\r\nConnection: keep-alive\r\nETag: \"6745f0a4-1000\"\r\nAccept-Ranges: bytes\r\n\r\n";
+
+    /// The one-pass parser answers the usual head itself (not by falling
+    /// back to the line parser), with the line parser's result, at every
+    /// alignment of its lines to the 64-byte blocks.
+    #[test]
+    fn fast_pass_reads_nginx_head() {
+        for shift in 0..70 {
+            let mut r = NGINX_HEAD.to_vec();
+            // A header of `shift` bytes more moves every later line.
+            let filler = format!("X-Pad: {}\r\n", "p".repeat(shift));
+            let at = r.len() - 2;
+            r.splice(at..at, filler.bytes());
+            let fast = parse_head_fast(&r).expect("the fast pass answers a plain head");
+            assert_eq!(Ok(Some(fast)), parse_head_lines(&r), "shift {shift}");
+            assert_eq!(fast.len, r.len());
+            assert_eq!(
+                (fast.status, fast.content_length, fast.keep_alive),
+                (200, Some(4096), true)
+            );
+            // With a body after it, and bare LF line ends.
+            r.extend_from_slice(b"body\nbytes\r\n\r\n");
+            assert_eq!(parse_head_fast(&r), Some(fast));
+            let lf: Vec<u8> = NGINX_HEAD.iter().copied().filter(|&b| b != b'\r').collect();
+            assert_eq!(parse_head_fast(&lf).map(|h| h.len), Some(lf.len()));
+        }
+    }
+
+    /// Heads the fast pass leaves to the line parser: it answers none of
+    /// them wrongly (its answer, where it gives one, is the line parser's).
+    #[test]
+    fn fast_pass_defers_the_unusual() {
+        let cases: &[&[u8]] = &[
+            b"HTTP/1.1 200 OK\r\nX: y\r\n",                // incomplete
+            b"HTTP/1.1 200 OK\r\nX: y\r\n\r",              // incomplete end
+            b"HTTP/1.1 200 OK\r\nX: y\r\n folded\r\n\r\n", // obs-fold
+            b"HTTP/1.1 200 OK\r\nNa\rme: y\r\n\r\n",       // CR in a name
+            b"HTTP/1.1 200 OK\r\nX-A : y\r\n\r\n",         // space before colon
+            b"HTTP/1.1 200 OK\r\nNoColon\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\n: v\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\ncontent-length: 2\r\n\r\n",
+            b"HTTP/1.1 2000 OK\r\n\r\n",
+            b"garbage\r\n\r\n",
+        ];
+        for c in cases {
+            let fast = parse_head_fast(c);
+            assert_eq!(fast, None, "{}", String::from_utf8_lossy(c));
+            assert_eq!(parse_head(c), parse_head_lines(c));
+        }
+        // Names acted on in another case, and `Connection` lists, are read
+        // by the fast pass itself.
+        let r = b"HTTP/1.0 200 OK\r\ncontent-length:\t7 \r\nCONNECTION: x, Keep-Alive\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+        let fast = parse_head_fast(r).expect("fast");
+        assert_eq!(Ok(Some(fast)), parse_head_lines(r));
+        assert!(fast.keep_alive && fast.chunked);
+    }
+
     /// A valid response, how it is framed, and the decoded body length.
     fn arb_response() -> impl Strategy<Value = (Vec<u8>, u64)> {
         let body = prop::collection::vec(any::<u8>(), 0..3000);
@@ -849,6 +1145,64 @@ mod tests {
             let mut p = ResponseParser::new();
             prop_assert_eq!(p.feed(&r[..cut], None), Ok(Feed::NeedMore));
             prop_assert!(p.on_eof().is_err());
+        }
+
+        /// The one-pass parser never disagrees with the line parser: on any
+        /// valid response, cut anywhere, and on bytes changed anywhere in it.
+        #[test]
+        fn fast_pass_agrees((r, _) in arb_response(), cut in any::<prop::sample::Index>(), at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+            let cut = &r[..cut.index(r.len() + 1)];
+            if let Some(h) = parse_head_fast(cut) {
+                prop_assert_eq!(Ok(Some(h)), parse_head_lines(cut));
+            }
+            prop_assert_eq!(parse_head(cut), parse_head_lines(cut));
+            let mut changed = r.clone();
+            let i = at.index(changed.len());
+            changed[i] = byte;
+            if let Some(h) = parse_head_fast(&changed) {
+                prop_assert_eq!(Ok(Some(h)), parse_head_lines(&changed));
+            }
+        }
+
+        /// And on the names acted on in any case, with any byte changed,
+        /// and their values as servers write them or not.
+        #[test]
+        fn fast_pass_agrees_on_names(
+            which in 0usize..3,
+            upper in prop::collection::vec(any::<bool>(), 17),
+            change in prop::option::of((0usize..17, 0x21u8..0x7f)),
+            value in prop::sample::select(vec!["keep-alive", "Keep-Alive", "close", "keep-alivf", "x, close", "12", "chunked", "gzip, chunked", " 7 ", "keep-alive, close"]),
+        ) {
+            let name = ["content-length", "transfer-encoding", "connection"][which];
+            let mut name: Vec<u8> = name
+                .bytes()
+                .zip(&upper)
+                .map(|(b, &u)| if u { b.to_ascii_uppercase() } else { b })
+                .collect();
+            if let Some((i, b)) = change {
+                let i = i % name.len();
+                name[i] = b;
+            }
+            let mut r = b"HTTP/1.1 200 OK\r\nServer: x\r\n".to_vec();
+            r.extend_from_slice(&name);
+            r.extend_from_slice(b": ");
+            r.extend_from_slice(value.as_bytes());
+            r.extend_from_slice(b"\r\n\r\n");
+            if let Some(h) = parse_head_fast(&r) {
+                prop_assert_eq!(Ok(Some(h)), parse_head_lines(&r));
+            }
+            prop_assert_eq!(parse_head(&r), parse_head_lines(&r));
+        }
+
+        /// And on arbitrary bytes after a status line.
+        #[test]
+        fn fast_pass_agrees_on_any_bytes(data in prop::collection::vec(prop::sample::select(b"\r\n: \taA-0Content-LengthConnection".to_vec()), 0..400)) {
+            let mut r = b"HTTP/1.1 200 OK\r\n".to_vec();
+            r.extend_from_slice(&data);
+            if let Some(h) = parse_head_fast(&r) {
+                prop_assert_eq!(Ok(Some(h)), parse_head_lines(&r));
+            }
+            prop_assert_eq!(parse_head(&r), parse_head_lines(&r));
         }
 
         /// Arbitrary bytes never panic and never claim more than was given.
