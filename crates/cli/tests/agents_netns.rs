@@ -54,7 +54,15 @@ fn text(o: &Output) -> String {
 /// address.
 fn serve_on_bridge(root: &Path, log: &Path) -> Serve {
     let mut child = Command::new(benchlab_bin())
-        .args(["serve", "--listen", "198.18.0.1:0", "--root", s(root), "--access-log", s(log)])
+        .args([
+            "serve",
+            "--listen",
+            "198.18.0.1:0",
+            "--root",
+            s(root),
+            "--access-log",
+            s(log),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -103,7 +111,16 @@ fn agents_in_network_namespaces_start_a_mix_with_its_spread_measured() {
 
     let lab = work.path().join("certs");
     let n = AGENTS.to_string();
-    let out = run_benchlab(&["lab", "certs", "--out", s(&lab), "--agents", &n, "--controller-name", "198.18.0.1"]);
+    let out = run_benchlab(&[
+        "lab",
+        "certs",
+        "--out",
+        s(&lab),
+        "--agents",
+        &n,
+        "--controller-name",
+        "198.18.0.1",
+    ]);
     common::assert_success("lab certs", &out);
     // One client per agent, two users each thinking between requests: a
     // small load, loaded from the agent's own address.
@@ -123,7 +140,16 @@ fn agents_in_network_namespaces_start_a_mix_with_its_spread_measured() {
     let listen = format!("198.18.0.1:{}", free_port());
     let ctl = Proc(Some(
         Command::new(benchlab_bin())
-            .args(["run", s(&suite), "--agents", &n, "--listen", &listen, "--tls-dir", s(&lab)])
+            .args([
+                "run",
+                s(&suite),
+                "--agents",
+                &n,
+                "--listen",
+                &listen,
+                "--tls-dir",
+                s(&lab),
+            ])
             .args(["--out", s(&results)])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -172,8 +198,8 @@ fn agents_in_network_namespaces_start_a_mix_with_its_spread_measured() {
         "{stderr}"
     );
 
-    let r: Value =
-        serde_json::from_str(&std::fs::read_to_string(results.join("results.json")).expect("results.json")).expect("JSON");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(results.join("results.json")).expect("results.json"))
+        .expect("JSON");
     assert_eq!(r["complete"], true);
     let mix = &r["mixes"][0];
     let rows = mix["client_data"].as_array().expect("client_data");
@@ -237,12 +263,24 @@ fn agents_in_network_namespaces_start_a_mix_with_its_spread_measured() {
 
     // Nothing of the namespaces is left.
     drop(net);
-    let list = Command::new("ip").args(["netns", "list"]).output().expect("ip netns list");
+    let list = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
     let list = String::from_utf8_lossy(&list.stdout);
     for ns in &namespaces {
-        assert!(!list.lines().any(|l| l.split_whitespace().next() == Some(ns)), "{ns} is left:\n{list}");
+        assert!(
+            !list.lines().any(|l| l.split_whitespace().next() == Some(ns)),
+            "{ns} is left:\n{list}"
+        );
     }
-    let links = Command::new("ip").args(["-o", "link", "show"]).output().expect("ip link");
+    let links = Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .expect("ip link");
     let links = String::from_utf8_lossy(&links.stdout);
-    assert!(!links.contains(&format!(" {bridge}:")), "the bridge {bridge} is left:\n{links}");
+    assert!(
+        !links.contains(&format!(" {bridge}:")),
+        "the bridge {bridge} is left:\n{links}"
+    );
 }
