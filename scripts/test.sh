@@ -60,7 +60,7 @@ requirements=(
   "libsmbclient|/usr/lib/x86_64-linux-gnu/libsmbclient.so.0,/usr/lib/aarch64-linux-gnu/libsmbclient.so.0|smb:// targets: Samba's client library, loaded at run time"
   "samba-vfs-modules|/usr/lib/x86_64-linux-gnu/samba/vfs/full_audit.so,/usr/lib/aarch64-linux-gnu/samba/vfs/full_audit.so|file_suite_agents.rs, smb2.rs and smb2_audit.rs: Samba's full_audit log of what the agents and benchlab's SMB2 client did"
   "dbench|dbench|file-suite and smb2.rs tests replay its client.txt; bench/dbench-vs-benchlab.sh"
-  "iproute2|ip|agents.rs: test systems in network namespaces (ip netns, veth pairs)"
+  "iproute2|ip|agents.rs, agents_netns.rs: test systems in network namespaces (ip netns, veth pairs, a bridge)"
   "h2o|h2o|HTTP/2 tests: h2o over h2c and TLS (crates/cli/tests/http2.rs)"
   "nghttp2-client|h2load|bench/vs-peers.sh: the HTTP/2 row against h2load"
   "libxml2-utils|xmllint|gates.rs: --junit files validated against tests/data/junit.xsd"

@@ -11,7 +11,9 @@
 //! namespaces would add a veth hop (the same loopback-speed round trips)
 //! and root, and 64 processes would add 64 process starts on a busy 2-core
 //! machine and nothing the check needs. docs/agents.md says how a real lab's
-//! agents differ: their clocks do, which the offsets measure.
+//! agents differ: their clocks do, which the offsets measure. Agents as
+//! processes in namespaces of their own: crates/cli/tests/agents_netns.rs
+//! (root) and bench/agents-netns.sh.
 
 use benchlab_agent::tls::{agent_files, CertsPlan, CA_CERT};
 use benchlab_agent::*;

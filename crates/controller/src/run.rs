@@ -463,6 +463,21 @@ fn run_mix(
         .before_mix()
         .map_err(|source| ControllerError::Driver { client: 1, source })?;
     let start_at = SystemTime::now() + Duration::from_millis(100 + 2 * clients as u64) + lead;
+    // With agents, the start instant ahead of time: a program beside the
+    // run (bench/agents-netns.sh's probe) can wake at it and show how late
+    // this machine wakes any thread then, next to the spread.
+    if !opts.clients.agents().is_empty() {
+        let unix = start_at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let ahead = start_at.duration_since(SystemTime::now()).unwrap_or_default();
+        observer.note(&format!(
+            "mix {}: {} start at {}.{:06} (Unix time, this clock), in {} ms",
+            mix.number,
+            benchlab_format::plural(clients as u64, "client", "clients"),
+            unix.as_secs(),
+            unix.subsec_micros(),
+            ahead.as_millis()
+        ));
+    }
     let driven = drive_mix(
         &*opts.clients,
         &plans,

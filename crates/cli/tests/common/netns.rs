@@ -36,6 +36,11 @@ pub fn ip(args: &[&str]) -> Result<(), String> {
 }
 
 impl Lab {
+    /// The bridge's name (its address is 198.18.0.1).
+    pub fn bridge(&self) -> &str {
+        &self.bridge
+    }
+
     /// The hosts at `hosts` (addresses in 198.18.0.0/24); `tag` (two
     /// letters) names the links and namespaces, so tests of different
     /// files never share one.
