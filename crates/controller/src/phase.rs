@@ -403,3 +403,19 @@ pub(crate) fn check_client_addresses(
     let targets: Vec<_> = phase.urls.origins().iter().map(|o| o.addr).collect();
     Ok(sys::check_source_addresses(&sources, &targets)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first pass counts what the list keeps of a URL: its path, a
+    /// `/` added where it has none (the room is taken once from it).
+    #[test]
+    fn a_path_is_counted_as_the_list_keeps_it() {
+        for url in ["http://h:8/a/b?q=1", "http://h:8", "http://h?q", "https://[::1]:9/x"] {
+            let mut b = UrlTableBuilder::new();
+            b.push_url(url, 1.0, 0, 200, Expect::Status, 0).expect(url);
+            assert_eq!(path_len(url), b.finish_data().path_str(0).len(), "{url}");
+        }
+    }
+}
