@@ -9,6 +9,7 @@
 #     OUT [a new directory under $TMPDIR or /tmp]  where to write; must not
 #                        exist or be empty; it is deleted afterwards
 #     KIND [ct-1m]       any `fileset generate` kind, e.g. ct-10k for a quick try
+#     COUNT, SIZE [100000, 4096]  KIND=custom's pages (ct-1m's layout)
 #     SEED [1]
 #     VERIFY [1]         0: skip the verify pass
 #     RAYON_NUM_THREADS  threads that write [the number of cores]
@@ -16,6 +17,9 @@
 #                        fresh: a new ext4 made in a sparse image file under
 #                        $TMPDIR (so on the same disk) and loop-mounted at
 #                        OUT (root only), unmounted and deleted afterwards
+#     MKFS_OPTS [-N INODES]  FS=fresh: mkfs.ext4's options (the inode count
+#                        is added when not given), e.g. "-O ^has_journal"
+#     MOUNT_OPTS [loop]  FS=fresh: mount's -o options (loop is added)
 #     BENCHLAB [target/release/benchlab, brought up to date by cargo first]
 #
 # Needs ~4.2 GB of free space and ~1,001,000 free inodes for ct-1m. The
@@ -44,6 +48,9 @@ case ${1:-} in
 esac
 
 KIND=${KIND:-ct-1m}
+# `custom` takes its count and size from COUNT and SIZE (ct-1m's layout).
+KIND_ARGS=()
+[[ $KIND == custom ]] && KIND_ARGS=(--count "${COUNT:-100000}" --size "${SIZE:-4096}")
 SEED=${SEED:-1}
 VERIFY=${VERIFY:-1}
 if [[ -z ${BENCHLAB:-} ]]; then
@@ -91,12 +98,17 @@ if [[ $FS == fresh ]]; then
   IMAGE=$(mktemp "${TMPDIR:-/tmp}/benchlab-fileset-image.XXXXXX")
   case $KIND in
     ct-1m|ct-1999) bytes=4096000000; inodes=1100000 ;;
+    custom) bytes=$(( ${COUNT:-100000} * (${SIZE:-4096} + 4095) / 4096 * 4096 )); inodes=$(( ${COUNT:-100000} * 11 / 10 + 10000 )) ;;
     *) bytes=1000000000; inodes=200000 ;;
   esac
   truncate -s $((bytes + bytes / 4 + 500000000)) "$IMAGE"
-  mkfs.ext4 -q -F -N "$inodes" "$IMAGE"
+  mkfs=${MKFS_OPTS:-}
+  [[ " $mkfs " == *" -N "* ]] || mkfs="-N $inodes${mkfs:+ $mkfs}"
+  # shellcheck disable=SC2086 # options are words
+  mkfs.ext4 -q -F $mkfs "$IMAGE"
   mkdir -p "$OUT"
-  mount -o loop "$IMAGE" "$OUT"
+  mount -o "loop${MOUNT_OPTS:+,$MOUNT_OPTS}" "$IMAGE" "$OUT"
+  echo "file system: mkfs.ext4 $mkfs; mount -o loop${MOUNT_OPTS:+,$MOUNT_OPTS}; features: $(dumpe2fs -h "$IMAGE" 2>/dev/null | sed -n 's/^Filesystem features: *//p')"
 fi
 # A new file system's root holds lost+found: generate into a directory of
 # its own there (and the same on the host, for one code path).
@@ -106,10 +118,17 @@ echo "machine: $(nproc) cores, $(uname -sr), file system $(df -PT "$OUT" | awk '
 echo "benchlab $("$BENCHLAB" --version | awk '{print $2}'), kind $KIND, seed $SEED, out $OUT"
 # The last line of `generate` is its summary with files/s and MB/s; the
 # CPU line is the generator's user and system time (wait4, via time).
+# The whole box's busy time over the run too (/proc/stat): the kernel's
+# writeback (flusher, journal, loop device) runs outside the generator,
+# and so does everyone else's work on a shared machine: an upper bound.
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+b0=$(busy)
 /usr/bin/time -f "cpu: %U s user, %S s system" -o "$OUT.cpu" \
-  "$BENCHLAB" fileset generate "$KIND" --seed "$SEED" --out "$SET"
+  "$BENCHLAB" fileset generate "$KIND" "${KIND_ARGS[@]}" --seed "$SEED" --out "$SET"
+b1=$(busy)
 files=$(grep -vc '^#' "$SET/manifest")
 awk -v files="$files" '{ u = $2; s = $5; printf "%s; %.1f us of CPU per file (%.1f user, %.1f system)\n", $0, (u + s) * 1e6 / files, u * 1e6 / files, s * 1e6 / files }' "$OUT.cpu"
+awk -v files="$files" -v j=$((b1 - b0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "box: %.1f us of all CPUs busy per file (the generator, the kernel'"'"'s writeback and anything else running)\n", j / hz * 1e6 / files }'
 rm -f -- "$OUT.cpu"
 if [[ $VERIFY == 1 ]]; then
   "$BENCHLAB" fileset verify "$SET"

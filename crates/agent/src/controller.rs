@@ -735,6 +735,9 @@ impl RemoteMonitors {
 impl RemotePool {
     /// Starts listening (TLS with client certificates of the lab's CA).
     pub fn listen(opts: ControllerOptions) -> Result<RemotePool, AgentError> {
+        // The URL lists' chunks come and go a MiB at a time: keep them out
+        // of the heap arenas (issue 27).
+        benchlab_controller::plan::keep_large_blocks_mapped();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("benchlab-control")

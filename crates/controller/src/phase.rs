@@ -74,8 +74,21 @@ pub(crate) fn resolve_phase(
         .get(workload)
         .ok_or_else(|| ControllerError::Input(format!("unknown workload `{workload}`")))?;
     // The URLs go straight into the compact list, a class at a time: no
-    // per-URL text is kept past its push (issue 27).
-    let mut urls = UrlTableBuilder::new();
+    // per-URL text is kept past its push (issue 27). A first pass counts
+    // them and their path bytes so the list takes its room once: columns
+    // grown by doubling are copied where they cannot grow in place, and
+    // held twice meanwhile (110 bytes a URL at the peak for a from-log
+    // list, against 58 held; tests/url_memory.rs).
+    let (mut count, mut path_bytes) = (0usize, 0usize);
+    for c in &w.classes {
+        c.resolve_each(target, filesets, |r| -> Result<(), Resolving> {
+            count += 1;
+            path_bytes += path_len(&r.url);
+            Ok(())
+        })
+        .map_err(|e| e.0)?;
+    }
+    let mut urls = UrlTableBuilder::with_capacity(count, path_bytes);
     let mut classes = Vec::new();
     let mut class_info = Vec::new();
     let mut h2_classes = 0u64;
@@ -163,6 +176,19 @@ pub(crate) fn resolve_phase(
         h3_classes,
         file: None,
     })
+}
+
+/// The bytes URL `url`'s path takes in the list's arena (its origin
+/// interned): what `UrlTableBuilder::push_url` keeps, a `/` added where
+/// the path lacks one (a fragment, dropped there, is counted: an upper
+/// bound).
+fn path_len(url: &str) -> usize {
+    let after_scheme = url.find("://").map_or(url.len(), |i| i + 3);
+    let origin_end = url[after_scheme..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |j| after_scheme + j);
+    let rest = &url[origin_end..];
+    rest.len() + usize::from(!rest.starts_with('/'))
 }
 
 /// A class's URLs could not be resolved, or one could not be listed.
@@ -304,6 +330,18 @@ pub struct Prepared {
     pub(crate) phases: Vec<PhasePlan>,
 }
 
+impl Prepared {
+    /// The URL list of each web phase, as its clients receive it (what a
+    /// controller holds for its agents: tests count its bytes).
+    pub fn url_lists(&self) -> Vec<Arc<UrlList>> {
+        self.phases
+            .iter()
+            .filter(|p| p.file.is_none())
+            .map(|p| Arc::clone(&p.list))
+            .collect()
+    }
+}
+
 /// Resolves the URLs of every phase of `suite` (its file sets with
 /// `opts.filesets` over the suite's own) without a request. Every problem of
 /// every phase is reported at once, one per line, so a run never stops at
@@ -364,4 +402,20 @@ pub(crate) fn check_client_addresses(
     let sources: Vec<IpAddr> = (0..clients).filter_map(|c| client_address(suite, phase, c)).collect();
     let targets: Vec<_> = phase.urls.origins().iter().map(|o| o.addr).collect();
     Ok(sys::check_source_addresses(&sources, &targets)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first pass counts what the list keeps of a URL: its path, a
+    /// `/` added where it has none (the room is taken once from it).
+    #[test]
+    fn a_path_is_counted_as_the_list_keeps_it() {
+        for url in ["http://h:8/a/b?q=1", "http://h:8", "http://h?q", "https://[::1]:9/x"] {
+            let mut b = UrlTableBuilder::new();
+            b.push_url(url, 1.0, 0, 200, Expect::Status, 0).expect(url);
+            assert_eq!(path_len(url), b.finish_data().path_str(0).len(), "{url}");
+        }
+    }
 }

@@ -997,7 +997,10 @@ impl UrlTableBuilder {
             }
         };
         let room = self.ends.capacity().max(i + 1);
-        if k != 0 && self.kind_of.len() != i {
+        // A column a URL needs takes its room at once, the first URL's
+        // too (an empty column grown by pushes would double, and its
+        // shrink at `finish` copy it).
+        if k != 0 && (self.kind_of.len() != i || self.kind_of.capacity() == 0) {
             // The first URL not of kind 0: the earlier ones all were.
             self.kind_of = Vec::with_capacity(room);
             self.kind_of.resize(i, 0);
@@ -1007,14 +1010,14 @@ impl UrlTableBuilder {
         }
         // A column is kept once a URL needs it: it then has an entry for
         // every URL so far.
-        if size.is_some() && self.sizes.len() != i {
+        if size.is_some() && (self.sizes.len() != i || self.sizes.capacity() == 0) {
             self.sizes = Vec::with_capacity(room);
             self.sizes.resize(i, 0);
         }
         if size.is_some() || (i > 0 && self.sizes.len() == i) {
             self.sizes.push(size.unwrap_or(0));
         }
-        if xxh3.is_some() && self.xxh3.len() != i {
+        if xxh3.is_some() && (self.xxh3.len() != i || self.xxh3.capacity() == 0) {
             self.xxh3 = Vec::with_capacity(room);
             self.xxh3.resize(i, 0);
         }
