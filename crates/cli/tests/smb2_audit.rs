@@ -10,62 +10,13 @@ mod smb_replay;
 
 use common::require;
 use serde_json::Value;
-use smb_replay::{op, replay};
+use smb_replay::{op, profile, profile_since, replay};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 /// Operations of kind `name` done (0 when the mix has none).
 fn ops(m: &Value, name: &str) -> u64 {
     op(m, name).0
-}
-
-/// smbd's SMB2 profile counters (`smb2_create_count` …) from
-/// `smbstatus -P`, by command (`create`).
-fn profile(config: &Path) -> BTreeMap<String, u64> {
-    let o = std::process::Command::new("smbstatus")
-        .arg("-s")
-        .arg(config)
-        .arg("-P")
-        .output()
-        .expect("smbstatus (package samba)");
-    assert!(
-        o.status.success(),
-        "smbstatus -P: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let mut out = BTreeMap::new();
-    for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let Some((k, v)) = line.split_once(':') else { continue };
-        let Some(cmd) = k.trim().strip_prefix("smb2_").and_then(|k| k.strip_suffix("_count")) else {
-            continue;
-        };
-        out.insert(cmd.to_string(), v.trim().parse().unwrap_or(0));
-    }
-    assert!(
-        out.contains_key("create"),
-        "no SMB2 profile in smbstatus -P: is profiling on?"
-    );
-    out
-}
-
-/// The profile's counts since `before`, once every session of `users`
-/// has logged off (a smbd child counts a request as it serves it, so the
-/// last LOGOFF is the last count; bounded wait).
-fn profile_since(config: &Path, before: &BTreeMap<String, u64>, users: u64) -> BTreeMap<String, u64> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let now = profile(config);
-        let d: BTreeMap<String, u64> = now
-            .iter()
-            .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
-            .filter(|(_, v)| *v > 0)
-            .collect();
-        if d.get("logoff").copied().unwrap_or(0) >= users || Instant::now() > deadline {
-            return d;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Every operation kind once (no Deltree of a full tree, whose requests

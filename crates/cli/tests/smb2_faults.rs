@@ -448,3 +448,74 @@ fn a_level_without_an_smb2_class_is_refused_by_file_and_line() {
         "nothing is sent before the loadfile is read"
     );
 }
+
+/// The same for a user on an OS thread of its own, blocking on its
+/// socket. `benchlab run` puts every user of benchlab's client on an
+/// event loop; a user process (`benchlab __file-user`, what a
+/// libsmbclient mix starts per user) drives its one user on its own
+/// thread, so it is fed a job of benchlab's client here by hand, as the
+/// mix's process would: the job, `ready`, the common start, its outcome.
+/// Its think time waits on the socket, so the break that comes behind the
+/// first answer is acknowledged before any other request (before: the
+/// acknowledgement waited for the next operation's request, 1 s later).
+#[test]
+fn a_thread_user_acknowledges_a_break_while_it_thinks() {
+    use std::io::{BufRead, BufReader, Write};
+    let server = FakeSmb::start(Fault::OplockBreakIdleAfter(1));
+    let d = tempfile::tempdir().unwrap();
+    let lf = d.path().join("load.txt");
+    std::fs::write(&lf, LOADFILE).unwrap();
+    let mut child = Command::new(common::benchlab_bin())
+        .arg("__file-user")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run benchlab __file-user");
+    let mut stdin = child.stdin.take().unwrap();
+    let job = serde_json::json!({
+        "target": server.url(), "kind": "loadfile", "path": lf, "loops": null, "user": 1, "seed": 1,
+        "delay_ns": 0, "ramp_up_ns": 0, "ramp_down_ns": 0, "length_ns": 3_000_000_000u64,
+        "think_ns": 1_000_000_000u64,
+    });
+    writeln!(stdin, "{job}").unwrap();
+    // The user's lines, read on a thread so a user that hangs fails the
+    // test (killed past 120 s) instead of holding it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for l in out.lines() {
+            if tx.send(l.unwrap_or_default()).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut next = || {
+        rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| {
+                let _ = child.kill();
+                panic!("the user process did not answer in time")
+            })
+    };
+    assert_eq!(next(), "ready");
+    // The common start: CLOCK_MONOTONIC nanoseconds, 50 ms ahead.
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let t0 = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64 + 50_000_000;
+    writeln!(stdin, "go {t0}").unwrap();
+    let outcome = loop {
+        let l = next();
+        if !l.starts_with("tick ") {
+            break l;
+        }
+    };
+    let o: Value = serde_json::from_str(&outcome).unwrap_or_else(|e| panic!("{outcome}: {e}"));
+    drop(stdin);
+    let _ = child.wait();
+    let c = server.counts();
+    assert_eq!(o["errors"], serde_json::json!({}), "{outcome}");
+    assert_eq!((c.breaks_sent, c.breaks_acknowledged), (1, 1), "{c:?}");
+    assert_eq!(c.requests_before_ack, 0, "{c:?}");
+}

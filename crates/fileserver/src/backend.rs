@@ -73,6 +73,13 @@ pub trait FileBackend: Send {
     /// sent something unasked: take it (a lease or oplock break,
     /// acknowledged) without waiting for more.
     fn between_operations(&mut self) {}
+    /// A thread user's think time: returns at `until` or once `stop` is
+    /// set. A backend whose server may send something unasked (a break)
+    /// waits on its connection meanwhile and takes it as it comes, as
+    /// the event loop does for its users; the others sleep.
+    fn think_until(&mut self, until: std::time::Instant, stop: &std::sync::atomic::AtomicBool) {
+        crate::run::sleep_until(until, stop)
+    }
     /// When the mix ends: a backend that waits on a server waits no
     /// longer (an operation still unanswered then is not counted anyway).
     fn end_at(&mut self, _end: std::time::Instant) {}

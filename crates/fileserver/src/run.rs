@@ -263,13 +263,14 @@ pub(crate) fn drive_user(
 ) -> (FileStats, Option<Instant>) {
     let mut st = FileStats::default();
     // The start (the first wait) lands as close to its instant as the
-    // machine allows; think times are plain sleeps.
+    // machine allows; a think time is the backend's (an SMB2 session
+    // takes a break that comes meanwhile, the others sleep).
     let mut first = true;
-    let fin = drive_user_with(state, b, plan, delay, t0, stop, live, &mut st, &mut |_, t| {
+    let fin = drive_user_with(state, b, plan, delay, t0, stop, live, &mut st, &mut |b, t| {
         if std::mem::take(&mut first) {
             benchlab_input::start::wait_until(t, stop)
         } else {
-            sleep_until(t, stop)
+            b.think_until(t, stop)
         }
     });
     (st, fin)

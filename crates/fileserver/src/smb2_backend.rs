@@ -23,15 +23,20 @@ use benchlab_smb2::client::{self, Client, Config, Failure, Op, Progress, Value};
 use benchlab_smb2::{frame, status as nt};
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// How long a user waits for an answer before the connection counts as
-/// lost (near the mix's end, less: see [`END_GRACE`]).
 /// The most frames taken between two operations in one go.
 const MAX_IDLE_FRAMES: usize = 64;
 
+/// How long a user waits for an answer before the connection counts as
+/// lost.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest a thinking thread user waits on its socket before it
+/// looks at the mix's stop again (a sleeping user looks as often).
+const STOP_CHECK: Duration = Duration::from_millis(50);
 
 fn other(code: u32) -> Status {
     Status::parse(&nt::name(code)).unwrap_or_else(|| Status::Other(nt::name(code)))
@@ -127,11 +132,41 @@ pub trait Transport: Read + Write + Send {
     fn has_data(&mut self) -> bool {
         false
     }
+    /// Waits up to `timeout` for bytes to read; whether there are. A
+    /// thread user's think time waits here; the event loop's users never
+    /// do (they think on the loop, which wakes them when their socket
+    /// turns readable), so the fallback only sleeps.
+    fn wait_readable(&mut self, timeout: Duration) -> bool {
+        std::thread::sleep(timeout);
+        self.has_data()
+    }
+}
+
+/// Whether `s` has something to read (bytes, or its end or an error, which
+/// the read then finds) within `timeout`.
+fn poll_readable(s: &TcpStream, timeout: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: s.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // Rounded up: a wait under a millisecond would otherwise spin.
+    let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    // SAFETY: one pollfd we own, for a descriptor `s` keeps open.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    n > 0 && p.revents != 0
 }
 
 impl Transport for TcpStream {
     fn closing(&mut self) {
         let _ = self.set_read_timeout(Some(Duration::from_secs(2)));
+    }
+    fn has_data(&mut self) -> bool {
+        poll_readable(self, Duration::ZERO)
+    }
+    fn wait_readable(&mut self, timeout: Duration) -> bool {
+        poll_readable(self, timeout)
     }
 }
 
@@ -327,6 +362,30 @@ impl<S: Transport> FileBackend for Smb2Backend<S> {
         }
     }
 
+    fn think_until(&mut self, until: Instant, stop: &AtomicBool) {
+        // A thread user waits on its socket, not in a sleep: a break that
+        // comes while it thinks is acknowledged then (the server may be
+        // holding another user's open until it is), as the event loop's
+        // users do — not when the next operation starts. What came behind
+        // the last answer first, then each wake's frames (a bounded
+        // number: between_operations).
+        self.between_operations();
+        loop {
+            let now = Instant::now();
+            if now >= until || stop.load(Ordering::Relaxed) {
+                return;
+            }
+            if self.broken || !self.connected {
+                // Nothing more to take: a lost connection's socket would
+                // stay readable (its end) and wake the wait at once.
+                return crate::run::sleep_until(until, stop);
+            }
+            if self.sock.wait_readable((until - now).min(STOP_CHECK)) {
+                self.between_operations();
+            }
+        }
+    }
+
     fn create(&mut self, key: u64, path: &str, options: u32, disposition: u32) -> Result<(), Status> {
         self.path_op(path, |name| Op::Create {
             key,
@@ -500,6 +559,56 @@ mod tests {
             .query_fs(benchlab_smb2::msg::FILE_FS_FULL_SIZE_INFORMATION)
             .unwrap_err();
         assert!(e.name().starts_with("NT_STATUS_CONNECTION_DISCONNECTED"), "{e}");
+    }
+
+    /// A thread user's think time waits on its socket: an oplock break
+    /// that comes while it thinks is acknowledged then, not at its next
+    /// operation. No clock decides it: the think time is long, and only
+    /// the server's having read the acknowledgement (or given up on it
+    /// after 10 s) stops it.
+    #[test]
+    fn a_break_while_a_thread_user_thinks_is_acknowledged_then() {
+        use benchlab_smb2::{cmd, Header, FLAG_RESPONSE, UNSOLICITED};
+        let (mut b, mut server) = backend_pair();
+        b.connected = true;
+        let stop = Arc::new(AtomicBool::new(false));
+        let srv = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut m = Vec::new();
+                Header {
+                    command: cmd::OPLOCK_BREAK,
+                    message_id: UNSOLICITED,
+                    flags: FLAG_RESPONSE,
+                    ..Header::default()
+                }
+                .encode(&mut m);
+                // OPLOCK_BREAK notification: size 24, level none, a file id.
+                m.extend_from_slice(&24u16.to_le_bytes());
+                m.extend_from_slice(&[0; 6]);
+                m.extend_from_slice(&[7; 16]);
+                server.write_all(&frame::encode(&m)).unwrap();
+                server.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut prefix = [0u8; 4];
+                let got = server.read_exact(&mut prefix).and_then(|()| {
+                    let mut a = vec![0; frame::length(prefix).unwrap()];
+                    server.read_exact(&mut a).map(|()| a)
+                });
+                stop.store(true, Ordering::Relaxed);
+                (got.map(|a| Header::decode(&a).unwrap().command), server)
+            })
+        };
+        b.think_until(Instant::now() + Duration::from_secs(60), &stop);
+        let (command, server) = srv.join().unwrap();
+        assert_eq!(
+            command.ok(),
+            Some(cmd::OPLOCK_BREAK),
+            "no acknowledgement while thinking"
+        );
+        let w = b.wire();
+        assert_eq!((w.breaks, w.oplock_breaks), (1, 1));
+        assert_eq!(b.meter.get()[3], 1, "the meter has the break");
+        drop(server);
     }
 
     #[test]

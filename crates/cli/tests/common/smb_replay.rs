@@ -1,9 +1,12 @@
-//! A loadfile replayed by `benchlab run` against an smb:// target, and
-//! the per-operation figures of its results: what the SMB2 test files
-//! share (`#[path]`-included, so other test binaries do not compile it).
+//! A loadfile replayed by `benchlab run` against an smb:// target, the
+//! per-operation figures of its results, and smbd's own profile counts
+//! to hold them against: what the SMB2 test files share
+//! (`#[path]`-included, so other test binaries do not compile it).
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// A suite of one mix of `clients` users replaying `loadfile` `loops`
 /// times against `target` for at most `length`; its results.json.
@@ -38,4 +41,52 @@ pub fn op(m: &Value, name: &str) -> (u64, u64, u64) {
         class["errors_total"].as_u64().unwrap_or(0),
         m["files"]["not_sent_by_operation"][name].as_u64().unwrap_or(0),
     )
+}
+
+/// smbd's SMB2 profile counters (`smb2_create_count` …) from
+/// `smbstatus -P`, by command (`create`).
+pub fn profile(config: &Path) -> BTreeMap<String, u64> {
+    let o = std::process::Command::new("smbstatus")
+        .arg("-s")
+        .arg(config)
+        .arg("-P")
+        .output()
+        .expect("smbstatus (package samba)");
+    assert!(
+        o.status.success(),
+        "smbstatus -P: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut out = BTreeMap::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some(cmd) = k.trim().strip_prefix("smb2_").and_then(|k| k.strip_suffix("_count")) else {
+            continue;
+        };
+        out.insert(cmd.to_string(), v.trim().parse().unwrap_or(0));
+    }
+    assert!(
+        out.contains_key("create"),
+        "no SMB2 profile in smbstatus -P: is profiling on?"
+    );
+    out
+}
+
+/// The profile's counts since `before`, once every session of `users`
+/// has logged off (a smbd child counts a request as it serves it, so the
+/// last LOGOFF is the last count; bounded wait).
+pub fn profile_since(config: &Path, before: &BTreeMap<String, u64>, users: u64) -> BTreeMap<String, u64> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = profile(config);
+        let d: BTreeMap<String, u64> = now
+            .iter()
+            .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+            .filter(|(_, v)| *v > 0)
+            .collect();
+        if d.get("logoff").copied().unwrap_or(0) >= users || Instant::now() > deadline {
+            return d;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
