@@ -17,8 +17,11 @@
 #
 # Usage: bench/smb2-users.sh [-h]
 #   Environment (defaults in brackets):
-#     USERS ["10 1000"]  the user counts (clients of 10 threads each when
-#                        divisible by 10, else clients of 1)
+#     USERS ["10 1000"]  the user counts (clients of THREADS users each
+#                        where the count divides by it, else clients of 1)
+#     THREADS [10]       users (threads) a client: a client's counts are
+#                        kept per client and event loop, so RSS grows
+#                        with the clients as well as with the users
 #     DUR [5]            seconds of each mix (ramp-up 1 s, ramp-down 0.5 s)
 #     THINK [200ms]      think time between a user's operations
 #     REPEATS [3]        rounds
@@ -39,6 +42,8 @@ USERS=${USERS:-10 1000}
 DUR=${DUR:-5}
 THINK=${THINK:-200ms}
 REPEATS=${REPEATS:-3}
+THREADS=${THREADS:-10}
+case $THREADS in ''|*[!0-9]*|0) echo "smb2-users: THREADS: expected a count above 0, got '$THREADS'" >&2; exit 2 ;; esac
 OUT_DIR=${OUT_DIR:-bench/out}
 BENCHLAB=${BENCHLAB:-target/release/benchlab}
 [ -x /usr/sbin/smbd ] || { echo "smb2-users: smbd is not installed (apt-get install samba)" >&2; exit 1; }
@@ -133,7 +138,7 @@ TOML
 
 suite() { # USERS → $WORK/suite.toml
   local clients=$1 threads=1
-  if [ $(($1 % 10)) = 0 ]; then clients=$(($1 / 10)); threads=10; fi
+  if [ $(($1 % THREADS)) = 0 ]; then clients=$(($1 / THREADS)); threads=$THREADS; fi
   cat > "$WORK/suite.toml" <<TOML
 name = "smb2-users"
 target = "$TARGET"
@@ -153,7 +158,7 @@ TOML
 
 printf 'round\tusers\tpeak_rss_kb\tthreads\toperations\tops_per_s\terrors\tnot_sent\tcpu_us_per_op\twall_s\tload1\n' > "$ROWS"
 run_count() { # ROUND USERS
-  echo "round $1: $2 users ($DUR s, think $THINK)" >&2
+  echo "round $1: $2 users, $THREADS a client ($DUR s, think $THINK)" >&2
   suite "$2"
   rm -rf "$WORK/out" "$S/share/clients"
   python3 - "$BENCHLAB" "$WORK/suite.toml" "$WORK/out" "$WORK/run.log" "$1" "$2" >> "$ROWS" <<'PY'
@@ -195,16 +200,16 @@ for r in $(seq "$REPEATS"); do
   done
 done
 
-python3 - "$ROWS" "$DUR" "$THINK" "$REPEATS" "$(/usr/sbin/smbd -V)" "$(nproc)" "$BENCHLAB" <<'PY' | tee "$REPORT"
+python3 - "$ROWS" "$DUR" "$THINK" "$REPEATS" "$(/usr/sbin/smbd -V)" "$(nproc)" "$BENCHLAB" "$THREADS" <<'PY' | tee "$REPORT"
 import csv, statistics, sys
-rows_path, dur, think, repeats, smbd, cpus, exe = sys.argv[1:8]
+rows_path, dur, think, repeats, smbd, cpus, exe, threads = sys.argv[1:9]
 rows = list(csv.DictReader(open(rows_path), delimiter="\t"))
 med = statistics.median
 counts = sorted({int(r["users"]) for r in rows})
 def of(n): return [r for r in rows if int(r["users"]) == n]
 def m(n, k): return med(float(r[k]) for r in of(n))
 base = counts[0]
-print(f"SMB2 client users bench: {exe}, {dur} s mixes (ramp-up 1 s, ramp-down 0.5 s), think {think},")
+print(f"SMB2 client users bench: {exe}, {threads} users a client, {dur} s mixes (ramp-up 1 s, ramp-down 0.5 s), think {think},")
 print(f"{repeats} interleaved rounds, medians; {cpus} CPUs; server {smbd} on loopback")
 loads = [float(r["load1"]) for r in rows]
 print(f"load average (1 min) at the runs' ends: {min(loads):.1f}-{max(loads):.1f}")
