@@ -78,7 +78,7 @@ pub trait FileBackend: Send {
     /// waits on its connection meanwhile and takes it as it comes, as
     /// the event loop does for its users; the others sleep.
     fn think_until(&mut self, until: std::time::Instant, stop: &std::sync::atomic::AtomicBool) {
-        crate::run::sleep_until(until, stop)
+        sleep_until(until, stop)
     }
     /// When the mix ends: a backend that waits on a server waits no
     /// longer (an operation still unanswered then is not counted anyway).
@@ -647,6 +647,19 @@ impl FileBackend for LocalBackend {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(status(&e)),
         }
+    }
+}
+
+/// Sleeps until `t` in slices of at most 50 ms, returning early once
+/// `stop` is set: a think time or start delay that still sees the mix's
+/// end. Here, beside [`FileBackend::think_until`], its default.
+pub(crate) fn sleep_until(t: std::time::Instant, stop: &std::sync::atomic::AtomicBool) {
+    loop {
+        let now = std::time::Instant::now();
+        if now >= t || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep((t - now).min(std::time::Duration::from_millis(50)));
     }
 }
 

@@ -397,16 +397,6 @@ pub(crate) fn cpu_us(who: libc::c_int) -> [u64; 2] {
     [us(ru.ru_utime), us(ru.ru_stime)]
 }
 
-pub(crate) fn sleep_until(t: Instant, stop: &AtomicBool) {
-    loop {
-        let now = Instant::now();
-        if now >= t || stop.load(Ordering::Relaxed) {
-            return;
-        }
-        std::thread::sleep((t - now).min(Duration::from_millis(50)));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -378,7 +378,7 @@ impl<S: Transport> FileBackend for Smb2Backend<S> {
             if self.broken || !self.connected {
                 // Nothing more to take: a lost connection's socket would
                 // stay readable (its end) and wake the wait at once.
-                return crate::run::sleep_until(until, stop);
+                return crate::backend::sleep_until(until, stop);
             }
             if self.sock.wait_readable((until - now).min(STOP_CHECK)) {
                 self.between_operations();
