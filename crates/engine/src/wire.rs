@@ -42,13 +42,9 @@ impl benchlab_input::Classify for HistogramBytesError {
 /// The histogram of V2 `bytes`, checked to have the engine's bounds.
 pub fn histogram_of_bytes(bytes: &[u8]) -> Result<Histogram<u64>, HistogramBytesError> {
     // Read the header before the deserializer allocates: a crafted
-    // header could ask for a histogram of any size.
-    let header_ok = bytes.len() >= 40
-        && bytes[0..4] == [0x1c, 0x84, 0x93, 0x13]
-        && u32::from_be_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) == 3
-        && u64::from_be_bytes(bytes[16..24].try_into().unwrap_or_default()) == 1
-        && u64::from_be_bytes(bytes[24..32].try_into().unwrap_or_default()) == LATENCY_MAX_US;
-    if !header_ok {
+    // header could ask for a histogram, or a payload buffer, of any size.
+    let header = benchlab_input::hdr::v2_header(bytes, LATENCY_MAX_US).map_err(|_| HistogramBytesError::NotOurs)?;
+    if header.significant_digits != 3 || header.highest != LATENCY_MAX_US {
         return Err(HistogramBytesError::NotOurs);
     }
     // The header's bounds are ours, so the histogram is one of ours: adding
@@ -174,5 +170,11 @@ mod tests {
         let mut cut = histogram_bytes(&h);
         cut.truncate(cut.len() - 1);
         assert!(histogram_of_bytes(&cut).is_err());
+        // A header of ours whose payload length the bytes do not hold is
+        // refused by the header check, before the deserializer would size
+        // a 4 GiB buffer by it (it used to get that far: a Decode error).
+        let mut long = histogram_bytes(&h);
+        long[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert_eq!(histogram_of_bytes(&long).unwrap_err(), HistogramBytesError::NotOurs);
     }
 }

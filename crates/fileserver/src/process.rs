@@ -12,7 +12,7 @@ use crate::run::{
 };
 use crate::stats::{FileStats, OpStats};
 use base64::Engine;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -137,16 +137,12 @@ fn decode(line: &str) -> UserOutcome {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(wo.latency)
             .map_err(|e| e.to_string())?;
-        let h: hdrhistogram::Histogram<u64> = Deserializer::new()
-            .deserialize(&mut &bytes[..])
-            .map_err(|e| format!("{e:?}"))?;
         *o = OpStats {
             count: wo.count,
             errors: wo.errors,
-            latency: OpStats::default().latency,
+            latency: crate::stats::latency_of_v2(&bytes)?,
             not_sent: wo.not_sent,
         };
-        let _ = o.latency.add(&h);
     }
     st.bytes_read = w.bytes_read;
     st.bytes_written = w.bytes_written;

@@ -25,6 +25,22 @@ fn histogram() -> Histogram<u64> {
     h
 }
 
+/// A latency histogram from its V2 bytes (a remote agent's counts, a user
+/// process's answer), read into a fresh one of ours so it merges with
+/// every other. The header is checked before the deserializer allocates
+/// by it: a peer's header could ask for a buffer or counts of any size.
+pub(crate) fn latency_of_v2(bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    benchlab_input::hdr::v2_header(bytes, LATENCY_MAX_US).map_err(|e| format!("a latency histogram: {e}"))?;
+    let h: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("a latency histogram: {e:?}"))?;
+    let mut latency = histogram();
+    if h.max() > LATENCY_MAX_US || latency.add(&h).is_err() {
+        return Err("a latency histogram outside 1 µs to 60 s".into());
+    }
+    Ok(latency)
+}
+
 /// One operation kind's counts.
 #[derive(Debug, Clone)]
 pub struct OpStats {

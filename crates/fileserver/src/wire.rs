@@ -8,7 +8,7 @@ use crate::diskmix::DiskMix;
 use crate::loadfile::{Loadfile, OpKind};
 use crate::mix::Part;
 use crate::run::{FileMixMeasure, FileMixPlan, FileWorkload};
-use crate::stats::{FileStats, OpStats, SecondStats, LATENCY_MAX_US};
+use crate::stats::{FileStats, OpStats, SecondStats};
 use base64::Engine as _;
 use benchlab_model::input::{read_bounded, MAX_DISK_MIX_BYTES, MAX_LOADFILE_BYTES};
 use serde::{Deserialize, Serialize};
@@ -45,14 +45,7 @@ impl<'de> Deserialize<'de> for OpStats {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(w.latency.as_bytes())
             .map_err(D::Error::custom)?;
-        let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
-            .map_err(|e| D::Error::custom(format!("a latency histogram: {e:?}")))?;
-        // Into this side's bounds, so it merges with every other.
-        let mut latency = OpStats::default().latency;
-        if h.max() > LATENCY_MAX_US || latency.add(&h).is_err() {
-            return Err(D::Error::custom("a latency histogram outside 1 µs to 60 s"));
-        }
+        let latency = crate::stats::latency_of_v2(&bytes).map_err(D::Error::custom)?;
         Ok(OpStats {
             count: w.count,
             errors: w.errors,
@@ -251,5 +244,32 @@ mod tests {
         // A peer's short list of kinds is refused, not indexed past.
         let short = serde_json::json!({"ops": [], "bytes_read": 0, "bytes_written": 0, "errors": {}, "loops": 0, "seconds": []});
         assert!(serde_json::from_value::<FileStats>(short).is_err());
+    }
+
+    /// A peer's histogram is read only when its header is of our shape:
+    /// bounds or digits past ours would have the deserializer allocate
+    /// tens of MB of counts (an empty one of 1 to 2^40 at 5 digits used to
+    /// be accepted), and a payload length past the bytes a 4 GiB buffer.
+    #[test]
+    fn a_peers_histogram_of_another_shape_is_refused_before_it_is_allocated() {
+        let op = |h: &hdrhistogram::Histogram<u64>| {
+            let json = serde_json::json!({"count": 0, "errors": 0, "not_sent": 0, "latency": benchlab_results::histogram_b64(h)});
+            serde_json::from_value::<OpStats>(json)
+        };
+        let wide = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 5).unwrap();
+        let e = op(&wide).unwrap_err().to_string();
+        assert!(e.contains("expected 1 to at most 60000000"), "{e}");
+        let mut ours = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        ours.record(1_234).unwrap();
+        assert_eq!(op(&ours).unwrap().latency.len(), 1);
+        use base64::Engine as _;
+        let mut bytes = base64::engine::general_purpose::STANDARD
+            .decode(benchlab_results::histogram_b64(&ours))
+            .unwrap();
+        bytes[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let json = serde_json::json!({"count": 0, "errors": 0, "not_sent": 0,
+            "latency": base64::engine::general_purpose::STANDARD.encode(&bytes)});
+        let e = serde_json::from_value::<OpStats>(json).unwrap_err().to_string();
+        assert!(e.contains("payload of 4294967295 bytes"), "{e}");
     }
 }

@@ -21,7 +21,11 @@
 //! And [`start::wait_until`]: the one wait for a mix's start instant, which
 //! web clients (the engine) and file clients (the file server's users)
 //! share, so both start alike.
+//!
+//! And [`hdr::v2_header`]: the check every decoder of a peer's or a file's
+//! HDR histogram makes before the deserializer allocates by its header.
 
+pub mod hdr;
 pub mod start;
 
 use std::fmt;

@@ -735,10 +735,17 @@ fn curve_quantiles(count: u64) -> Vec<f64> {
         .collect()
 }
 
+/// The highest value a results.json histogram may hold: benchlab's reach
+/// 1 h in microseconds, with room for a future wider one.
+const MAX_RESULTS_HISTOGRAM_US: u64 = 1 << 40;
+
 /// Decodes a results.json histogram (HDR V2, base64).
 pub(crate) fn decode_histogram(b64: &str) -> Option<hdrhistogram::Histogram<u64>> {
     use base64::Engine as _;
     let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    // A results file may be anyone's: its header must not size what the
+    // deserializer allocates (benchlab's histograms reach at most 1 h in µs).
+    benchlab_input::hdr::v2_header(&bytes, MAX_RESULTS_HISTOGRAM_US).ok()?;
     hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .ok()
@@ -1033,6 +1040,21 @@ fn resource_charts(runs: &[Run], phase: &str, pi: usize, axis: LoadAxis) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A results file's histogram is decoded only when its header is of
+    /// benchlab's shape; one of 5 digits up to 2^62 (about 50 MB of
+    /// counts) used to be allocated and drawn.
+    #[test]
+    fn a_histogram_of_another_shape_is_not_decoded() {
+        let mut ours = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        ours.record(5_000).unwrap();
+        assert_eq!(
+            decode_histogram(&benchlab_results::histogram_b64(&ours)).map(|h| h.len()),
+            Some(1)
+        );
+        let wide = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 62, 5).unwrap();
+        assert!(decode_histogram(&benchlab_results::histogram_b64(&wide)).is_none());
+    }
 
     #[test]
     fn quantiles_stop_where_the_count_runs_out() {
