@@ -203,8 +203,12 @@ fn nginx_http10_keepalive_reuses_connections() {
             .find(|l| !l.connection_header.eq_ignore_ascii_case("keep-alive"))
     );
     let conns = by_connection(&lines);
-    assert_eq!(conns.len(), 2, "2 virtual users, server keeps every connection");
-    assert_eq!(u(&v, "/connections_opened"), 2);
+    // 2 virtual users share the 200 requests; on a loaded machine the
+    // second user's thread may wake after the first has taken them all
+    // (seen at load average 167: 1 connection). Either way no user opens
+    // a second connection: the server keeps every one.
+    assert!((1..=2).contains(&conns.len()), "at most one connection a user: {}", conns.len());
+    assert_eq!(u(&v, "/connections_opened"), conns.len() as u64);
     assert_eq!(u(&v, "/requests"), 200);
     assert_eq!(u(&v, "/errors_total"), 0);
     assert_bytes_match(&v, &lines);
