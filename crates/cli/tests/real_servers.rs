@@ -207,7 +207,11 @@ fn nginx_http10_keepalive_reuses_connections() {
     // second user's thread may wake after the first has taken them all
     // (seen at load average 167: 1 connection). Either way no user opens
     // a second connection: the server keeps every one.
-    assert!((1..=2).contains(&conns.len()), "at most one connection a user: {}", conns.len());
+    assert!(
+        (1..=2).contains(&conns.len()),
+        "at most one connection a user: {}",
+        conns.len()
+    );
     assert_eq!(u(&v, "/connections_opened"), conns.len() as u64);
     assert_eq!(u(&v, "/requests"), 200);
     assert_eq!(u(&v, "/errors_total"), 0);

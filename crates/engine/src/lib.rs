@@ -39,6 +39,7 @@ mod rng;
 mod schedule;
 mod sock;
 mod stats;
+mod streams;
 pub mod sys;
 mod tls;
 mod urls;

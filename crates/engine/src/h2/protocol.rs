@@ -32,14 +32,14 @@
 
 use super::conn::{Conn, Ended, Outcome, MAX_CONTROL_QUEUED};
 use super::hpack;
-use crate::event_loop::{check_response, Core, EventLoop, Measured, Protocol, Shared};
-use crate::plan::{Load, Scheme};
+use crate::event_loop::{Core, EventLoop, Protocol, Shared};
+use crate::plan::Scheme;
 use crate::reactor::{next_generation, Backend, Ev};
 use crate::request::RequestSpec;
 use crate::sock::{self, connect, connect_error_kind, Handshake, ReadOutcome, SendMsg, Sock, TlsSock};
 use crate::stats::{ErrorKind, Snapshot};
+use crate::streams::{StreamUsers, UState};
 use rustls::client::UnbufferedClientConnection;
-use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
@@ -92,48 +92,11 @@ struct Outbox {
     generation: u32,
 }
 
-/// A connection slot: the users that share it and its current connection
-/// (an older one may still be finishing its streams).
-struct Slot {
-    current: Option<usize>,
-    /// Users waiting for a stream, oldest first.
-    queue: VecDeque<u32>,
-    /// The last connection was closed while idle: the next one re-opens it.
-    reconnect_pending: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum UState {
-    Thinking,
-    Queued,
-    Streaming,
-    Done,
-}
-
-struct User {
-    state: UState,
-    slot: u32,
-    url: u32,
-    link: usize,
-    queued_at: Instant,
-    start: Instant,
-    deadline: Instant,
-    /// This request was already refused by a GOAWAY once and sent again.
-    retried: bool,
-    arrived: bool,
-    /// Open loop: when the schedule meant this request to be sent; its
-    /// latency counts from here (`start` gives the as-sent latency).
-    intended: Option<Instant>,
-    /// Bytes of the request's frames (0 until its stream opens).
-    sent: u64,
-}
-
 /// HTTP/2's per-thread state: its connections, their slots and users.
 pub(crate) struct Http2 {
     shared: Arc<Shared>,
     buf: Box<[u8]>,
-    users: Vec<User>,
-    slots: Vec<Slot>,
+    streams: StreamUsers,
     links: Vec<Option<Link>>,
     free_links: Vec<usize>,
     /// Per request kind (0: a plain GET, k: the plan's `requests[k − 1]`):
@@ -152,10 +115,6 @@ pub(crate) struct Http2 {
     unread_now: Vec<usize>,
     ended: Vec<Ended>,
     checksum: bool,
-    /// Open loop: the users — request slots here, one stream each — with
-    /// no request, the next to take one on top. A closed loop has none.
-    open: bool,
-    free: Vec<u32>,
     /// Connections open now (from the socket's creation to its close):
     /// open loop, the client's `peak_connections`.
     live: u64,
@@ -175,19 +134,6 @@ fn with_alpn(cfg: &Arc<rustls::ClientConfig>) -> Arc<rustls::ClientConfig> {
     let mut c = (**cfg).clone();
     c.alpn_protocols = vec![b"h2".to_vec()];
     Arc::new(c)
-}
-
-/// The connections thread `index` of `threads` drives, as a range of the
-/// client's connection numbers, and the users on each.
-pub(crate) fn thread_share(connections: u32, users: u32, threads: usize, index: usize) -> (u32, Vec<u32>) {
-    let n = threads as u32;
-    let t = index as u32;
-    let mine = connections / n + u32::from(t < connections % n);
-    let first = t * (connections / n) + t.min(connections % n);
-    let per = (first..first + mine)
-        .map(|k| users / connections + u32::from(k < users % connections))
-        .collect();
-    (first, per)
 }
 
 /// What a connection's failed write or read counts as: a reset once it
@@ -214,35 +160,7 @@ impl Http2 {
         let h2 = plan.http2.unwrap_or_default();
         // In an open loop the users are request slots: the cap on streams
         // in flight (`ClientPlan::slots`), spread over the connections.
-        let (_, per_conn) = thread_share(h2.connections, plan.slots(), plan.os_threads, index);
-        let open = matches!(plan.load, Load::Open(_));
-        let now = Instant::now();
-        let mut users = Vec::new();
-        for (slot, &n) in per_conn.iter().enumerate() {
-            for _ in 0..n {
-                users.push(User {
-                    state: UState::Thinking,
-                    slot: slot as u32,
-                    url: 0,
-                    link: usize::MAX,
-                    queued_at: now,
-                    start: now,
-                    deadline: now,
-                    retried: false,
-                    arrived: false,
-                    intended: None,
-                    sent: 0,
-                });
-            }
-        }
-        let slots = per_conn
-            .iter()
-            .map(|_| Slot {
-                current: None,
-                queue: VecDeque::new(),
-                reconnect_pending: false,
-            })
-            .collect();
+        let streams = StreamUsers::new(&shared, h2.connections, index);
         let plain = RequestSpec::default();
         let specs = std::iter::once(&plain).chain(&plan.requests);
         let kinds = specs
@@ -265,7 +183,6 @@ impl Http2 {
             .unwrap_or(0);
         let authority = plan.urls.origins().iter().map(|o| o.authority.len()).max().unwrap_or(0);
         let block = Vec::with_capacity(64 + longest_path + authority + fields);
-        let free_users = users.len() as u32;
         let uring = core.io.backend == Backend::Uring;
         if uring && plan.urls.origins().iter().any(|o| o.scheme == Scheme::Https) {
             return Err(io::Error::other(
@@ -278,8 +195,7 @@ impl Http2 {
         };
         let protocol = Http2 {
             buf: vec![0u8; plan.receive_buffer.max(16 * 1024)].into_boxed_slice(),
-            users,
-            slots,
+            streams,
             links: Vec::new(),
             free_links: Vec::new(),
             kinds,
@@ -291,14 +207,6 @@ impl Http2 {
             unread_now: Vec::new(),
             ended: Vec::new(),
             checksum: plan.urls.any_checksum(),
-            open,
-            // Popped from the end: user 0 (on the thread's first
-            // connection) first, so a low rate keeps to few connections.
-            free: if open {
-                (0..free_users).rev().collect()
-            } else {
-                Vec::new()
-            },
             live: 0,
             uring,
             outboxes: Vec::new(),
@@ -314,25 +222,25 @@ impl Http2 {
 
 impl Protocol for Http2 {
     fn users(&self) -> usize {
-        self.users.len()
+        self.streams.users.len()
     }
 
     fn resume(&mut self, core: &mut Core, u: u32) {
-        if self.users[u as usize].state == UState::Thinking {
+        if self.streams.users[u as usize].state == UState::Thinking {
             self.start_request(core, u as usize);
         }
     }
 
     fn take_slot(&mut self) -> Option<u32> {
-        self.free.pop()
+        self.streams.free.pop()
     }
 
     fn has_free_slot(&self) -> bool {
-        !self.free.is_empty()
+        !self.streams.free.is_empty()
     }
 
     fn send(&mut self, core: &mut Core, u: u32, intended: Instant) {
-        self.users[u as usize].intended = Some(intended);
+        self.streams.users[u as usize].intended = Some(intended);
         self.start_request(core, u as usize);
     }
 
@@ -375,13 +283,8 @@ impl Protocol for Http2 {
         self.live
     }
 
-    /// A stream open is a request in flight; a user queued for a stream
-    /// (its connection not up yet, or every stream it allows busy) has
-    /// sent nothing: it is waiting, as an HTTP/1 user waiting to connect.
     fn in_flight(&self) -> (u64, u64) {
-        let in_flight = self.users.iter().filter(|u| u.state == UState::Streaming).count() as u64;
-        let waiting = self.users.iter().filter(|u| u.state == UState::Queued).count() as u64;
-        (in_flight, waiting)
+        self.streams.in_flight()
     }
 
     fn close_all(&mut self, core: &mut Core) {
@@ -397,19 +300,19 @@ impl Http2 {
     /// Picks user `u`'s next URL and queues it for a stream on its slot,
     /// opening one (or a connection) if it can.
     fn start_request(&mut self, core: &mut Core, u: usize) {
-        self.start_request_deferred(core, u);
-        if self.users[u].state == UState::Queued {
-            self.service(core, self.users[u].slot as usize);
+        self.streams.queue_next(core, &self.shared, u);
+        if self.streams.users[u].state == UState::Queued {
+            self.service(core, self.streams.users[u].slot as usize);
         }
     }
 
     /// Opens streams for the slot's waiting users while its connection and
     /// the server allow, or a connection when it has none.
     fn service(&mut self, core: &mut Core, slot: usize) {
-        if self.slots[slot].queue.is_empty() {
+        if self.streams.slots[slot].queue.is_empty() {
             return;
         }
-        let Some(l) = self.slots[slot].current else {
+        let Some(l) = self.streams.slots[slot].current else {
             return self.open_link(core, slot);
         };
         let streams = self.h2().streams;
@@ -422,10 +325,10 @@ impl Http2 {
                 return;
             }
             while link.left > 0 && link.conn.can_open(streams) {
-                let Some(u) = self.slots[slot].queue.pop_front() else {
+                let Some(u) = self.streams.slots[slot].queue.pop_front() else {
                     break;
                 };
-                let user = &mut self.users[u as usize];
+                let user = &mut self.streams.users[u as usize];
                 let url = self.shared.plan.urls.get(user.url as usize);
                 let (method, fields) = &self.kinds[url.request as usize];
                 let t = url.target;
@@ -451,7 +354,7 @@ impl Http2 {
             }
             if link.left == 0 {
                 // Spent: finishes its streams; the next request opens anew.
-                self.slots[slot].current = None;
+                self.streams.slots[slot].current = None;
             }
         }
         if opened > 0 {
@@ -461,20 +364,20 @@ impl Http2 {
             }
             self.flush(core, l);
         }
-        if self.slots[slot].current.is_none() && !self.slots[slot].queue.is_empty() {
+        if self.streams.slots[slot].current.is_none() && !self.streams.slots[slot].queue.is_empty() {
             self.open_link(core, slot);
         }
     }
 
     fn open_link(&mut self, core: &mut Core, slot: usize) {
-        let Some(&u) = self.slots[slot].queue.front() else {
+        let Some(&u) = self.streams.slots[slot].queue.front() else {
             return;
         };
         let plan = &self.shared.plan;
-        let url = self.users[u as usize].url as usize;
+        let url = self.streams.users[u as usize].url as usize;
         let target = plan.urls.origin(url);
         let source = core.next_source();
-        if std::mem::take(&mut self.slots[slot].reconnect_pending) {
+        if std::mem::take(&mut self.streams.slots[slot].reconnect_pending) {
             core.bump(|c| c.reconnects += 1);
         }
         let left = match plan.connection.requests_per_connection {
@@ -535,7 +438,7 @@ impl Http2 {
         }
         self.links[l] = Some(link);
         self.live += 1;
-        self.slots[slot].current = Some(l);
+        self.streams.slots[slot].current = Some(l);
         if matches!(self.links[l].as_ref().map(|k| &k.sock), Some(Sock::Plain(_))) {
             // On loopback the connect is often done already.
             self.connected(core, l);
@@ -545,8 +448,8 @@ impl Http2 {
     /// Every user waiting on `slot` fails with `kind` (its connection could
     /// not be made); each tries again on the next loop turn.
     fn fail_queue(&mut self, core: &mut Core, slot: usize, kind: ErrorKind) {
-        while let Some(u) = self.slots[slot].queue.pop_front() {
-            self.fail(core, u as usize, kind, 0);
+        while let Some(u) = self.streams.slots[slot].queue.pop_front() {
+            self.streams.fail(core, &self.shared, u as usize, kind, 0);
         }
     }
 
@@ -639,10 +542,10 @@ impl Http2 {
         };
         if let Some(kind) = kind {
             if kind == ErrorKind::Tls {
-                let url = self.slots[slot]
+                let url = self.streams.slots[slot]
                     .queue
                     .front()
-                    .map_or(0, |&u| self.users[u as usize].url as usize);
+                    .map_or(0, |&u| self.streams.users[u as usize].url as usize);
                 let host = &self.shared.plan.urls.origin(url).host;
                 let opts = &self.shared.plan.tls;
                 self.shared.note_tls_error(|| match &error {
@@ -803,9 +706,9 @@ impl Http2 {
         if core.window_open {
             core.window.conn.h2_connection_bytes += conn_bytes;
         }
-        if goaway && self.slots[slot].current == Some(l) {
+        if goaway && self.streams.slots[slot].current == Some(l) {
             // No new streams on it; the refused ones go to a new one.
-            self.slots[slot].current = None;
+            self.streams.slots[slot].current = None;
             core.bump(|c| c.h2_goaways += 1);
         }
         self.end_streams(core);
@@ -818,21 +721,25 @@ impl Http2 {
             let u = e.user as usize;
             // Every send of the request counts, one refused by a GOAWAY
             // and sent again included.
-            self.users[u].sent += e.sent;
+            self.streams.users[u].sent += e.sent;
             match e.outcome {
-                Outcome::Done { status, body, xxh3 } => self.complete(core, u, status, e.bytes, body, xxh3),
+                Outcome::Done { status, body, xxh3 } => {
+                    self.streams
+                        .complete(core, &self.shared, u, status, e.bytes, body, xxh3)
+                }
                 Outcome::Reset(code) => {
                     let i = (code as usize).min(14);
                     core.second.conn.stream_reset_codes[i] += 1;
                     if core.in_window(Instant::now()) {
                         core.window.conn.stream_reset_codes[i] += 1;
                     }
-                    self.fail(core, u, ErrorKind::StreamReset, e.bytes);
+                    self.streams
+                        .fail(core, &self.shared, u, ErrorKind::StreamReset, e.bytes);
                 }
                 Outcome::Refused => {
-                    let user = &mut self.users[u];
+                    let user = &mut self.streams.users[u];
                     if user.retried {
-                        self.fail(core, u, ErrorKind::GoAway, e.bytes);
+                        self.streams.fail(core, &self.shared, u, ErrorKind::GoAway, e.bytes);
                     } else {
                         // Sent again, once, on a new connection: a
                         // reconnect, as an idle close is for HTTP/1.
@@ -840,13 +747,13 @@ impl Http2 {
                         user.state = UState::Queued;
                         user.queued_at = Instant::now();
                         let slot = user.slot as usize;
-                        self.slots[slot].queue.push_front(u as u32);
+                        self.streams.slots[slot].queue.push_front(u as u32);
                         // One per stream sent again, as HTTP/1 counts one
                         // per request re-sent after an idle close.
                         core.bump(|c| c.reconnects += 1);
                     }
                 }
-                Outcome::Failed(kind) => self.fail(core, u, kind, e.bytes),
+                Outcome::Failed(kind) => self.streams.fail(core, &self.shared, u, kind, e.bytes),
             }
         }
     }
@@ -1001,7 +908,7 @@ impl Http2 {
     fn retire_if_done(&mut self, core: &mut Core, l: usize) {
         let Some(link) = self.links[l].as_ref() else { return };
         let slot = link.slot as usize;
-        if self.slots[slot].current != Some(l) && link.conn.active() == 0 {
+        if self.streams.slots[slot].current != Some(l) && link.conn.active() == 0 {
             self.close_link(core, l);
         }
     }
@@ -1021,8 +928,8 @@ impl Http2 {
             // Closing the socket (dropping the link) takes it out of the
             // poll set.
             let slot = link.slot as usize;
-            if self.slots[slot].current == Some(l) {
-                self.slots[slot].current = None;
+            if self.streams.slots[slot].current == Some(l) {
+                self.streams.slots[slot].current = None;
             }
             self.free_links.push(l);
         }
@@ -1037,15 +944,15 @@ impl Http2 {
         let served = link.conn.opened > 0;
         let open = link.state == LinkState::Open;
         link.conn.end_all(&mut self.ended, kind);
-        let was_current = self.slots[slot].current == Some(l);
+        let was_current = self.streams.slots[slot].current == Some(l);
         self.close_link(core, l);
         self.end_streams(core);
-        if was_current && !self.slots[slot].queue.is_empty() {
+        if was_current && !self.streams.slots[slot].queue.is_empty() {
             if idle && served && open && kind == ErrorKind::Reset {
                 // Closed while idle (a server's keep-alive limit): the
                 // waiting users go on a new connection, as HTTP/1's
                 // reconnect.
-                self.slots[slot].reconnect_pending = true;
+                self.streams.slots[slot].reconnect_pending = true;
                 self.open_link(core, slot);
             } else if !open || (!served && kind != ErrorKind::Reset) {
                 // The connection itself failed, or broke the protocol
@@ -1057,13 +964,13 @@ impl Http2 {
                 self.open_link(core, slot);
             }
         } else if idle && served && was_current {
-            self.slots[slot].reconnect_pending = true;
+            self.streams.slots[slot].reconnect_pending = true;
         }
     }
 
     fn sweep_users(&mut self, core: &mut Core, now: Instant) {
-        for u in 0..self.users.len() {
-            let user = &self.users[u];
+        for u in 0..self.streams.users.len() {
+            let user = &self.streams.users[u];
             if now < user.deadline {
                 continue;
             }
@@ -1074,8 +981,8 @@ impl Http2 {
                         .as_mut()
                         .and_then(|k| k.conn.cancel(u as u32))
                         .unwrap_or((0, 0));
-                    self.users[u].sent += sent;
-                    self.fail(core, u, ErrorKind::Timeout, bytes);
+                    self.streams.users[u].sent += sent;
+                    self.streams.fail(core, &self.shared, u, ErrorKind::Timeout, bytes);
                     self.flush(core, l);
                     self.retire_if_done(core, l);
                     if let Some(slot) = self.links[l].as_ref().map(|k| k.slot as usize) {
@@ -1084,20 +991,20 @@ impl Http2 {
                 }
                 UState::Queued => {
                     let slot = user.slot as usize;
-                    let connecting = self.slots[slot]
+                    let connecting = self.streams.slots[slot]
                         .current
                         .and_then(|l| self.links[l].as_ref())
                         .is_some_and(|k| k.state == LinkState::Connecting);
-                    self.slots[slot].queue.retain(|&q| q as usize != u);
+                    self.streams.slots[slot].queue.retain(|&q| q as usize != u);
                     let kind = if connecting {
                         ErrorKind::ConnectTimeout
                     } else {
                         ErrorKind::Timeout
                     };
-                    self.fail(core, u, kind, 0);
+                    self.streams.fail(core, &self.shared, u, kind, 0);
                     // A connection that never came up is given up with it.
-                    if self.slots[slot].queue.is_empty() {
-                        if let Some(l) = self.slots[slot].current {
+                    if self.streams.slots[slot].queue.is_empty() {
+                        if let Some(l) = self.streams.slots[slot].current {
                             if self.links[l].as_ref().is_some_and(|k| k.state != LinkState::Open) {
                                 self.close_link(core, l);
                             }
@@ -1107,89 +1014,5 @@ impl Http2 {
                 UState::Thinking | UState::Done => {}
             }
         }
-    }
-
-    fn complete(&mut self, core: &mut Core, u: usize, status: u16, bytes: u64, body: u64, xxh3: Option<u64>) {
-        let now = Instant::now();
-        let user = &mut self.users[u];
-        let url = self.shared.plan.urls.get(user.url as usize);
-        // From the intended send in an open loop, from the HEADERS (or
-        // the connect) otherwise; see docs/counting.md.
-        let as_sent = now - user.start;
-        let latency = user.intended.map_or(as_sent, |t| now - t);
-        let verdict = check_response(&url, status, body, || xxh3);
-        let ended = Measured {
-            latency,
-            as_sent,
-            wire: bytes,
-            body,
-            sent: user.sent,
-        };
-        core.record_response(url.class, verdict, ended, now);
-        core.arrived(!std::mem::replace(&mut user.arrived, true));
-        self.next(core, u, true);
-    }
-
-    fn fail(&mut self, core: &mut Core, u: usize, kind: ErrorKind, bytes: u64) {
-        let now = Instant::now();
-        let user = &self.users[u];
-        let class = self.shared.plan.urls.class(user.url as usize);
-        let latency = user.intended.map_or(now - user.start, |t| now - t);
-        core.record_error(class, kind, latency, bytes, user.sent, now);
-        self.next(core, u, false);
-    }
-
-    /// After a request ended: think, then the next one. A success with no
-    /// think time starts the next at once (its stream is free now); a
-    /// failure waits for the next loop turn, so that a failure found while
-    /// opening a connection cannot recurse.
-    fn next(&mut self, core: &mut Core, u: usize, at_once: bool) {
-        self.users[u].state = UState::Thinking;
-        self.users[u].link = usize::MAX;
-        if self.open {
-            // Open loop: the slot is free for the schedule's next send.
-            self.users[u].intended = None;
-            self.free.push(u as u32);
-        } else if !at_once {
-            core.rest(u as u32);
-        } else if core.go_on_now(u as u32) {
-            // Queued now; its stream opens when the caller services the slot.
-            self.start_request_deferred(core, u);
-        }
-    }
-
-    /// Queues user `u`'s next request without servicing the slot (the
-    /// caller is inside a pass over the connection and services it after).
-    fn start_request_deferred(&mut self, core: &mut Core, u: usize) {
-        if !core.take_request() {
-            self.users[u].state = UState::Done;
-            return;
-        }
-        let url = self.shared.pick_url(&mut core.rng);
-        let now = Instant::now();
-        let user = &mut self.users[u];
-        user.url = url as u32;
-        user.retried = false;
-        user.sent = 0;
-        user.state = UState::Queued;
-        user.queued_at = now;
-        user.start = now;
-        user.deadline = now + self.shared.plan.timeout;
-        let slot = user.slot as usize;
-        self.slots[slot].queue.push_back(u as u32);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn connections_and_users_spread_over_threads_exactly() {
-        // 5 connections, 12 users, 2 threads: 3 + 2 connections.
-        let (first, per) = thread_share(5, 12, 2, 0);
-        assert_eq!((first, per.clone()), (0, vec![3, 3, 2]));
-        let (first, per) = thread_share(5, 12, 2, 1);
-        assert_eq!((first, per), (3, vec![2, 2]));
     }
 }

@@ -9,12 +9,12 @@
 
 use super::frame::{self, Bad, Response};
 use super::qpack;
-use crate::event_loop::{check_response, Core, EventLoop, Measured, Protocol, Shared};
-use crate::h2::protocol::thread_share;
-use crate::plan::{Load, Scheme};
+use crate::event_loop::{Core, EventLoop, Protocol, Shared};
+use crate::plan::Scheme;
 use crate::reactor::{Backend, Ev};
 use crate::request::RequestSpec;
 use crate::stats::{ErrorKind, QuicCounters, Snapshot};
+use crate::streams::{StreamUsers, UState, User};
 use bytes::BytesMut;
 use quinn_proto::{
     ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ReadError,
@@ -24,7 +24,6 @@ use quinn_udp::{RecvMeta, UdpSocketState};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use std::cell::Cell;
-use std::collections::VecDeque;
 use std::io;
 use std::io::IoSliceMut;
 use std::net::{SocketAddr, UdpSocket};
@@ -110,40 +109,12 @@ struct Link {
     verified: bool,
 }
 
-struct Slot {
-    current: Option<usize>,
-    queue: VecDeque<u32>,
-    reconnect_pending: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum UState {
-    Thinking,
-    Queued,
-    Streaming,
-    Done,
-}
-
-struct User {
-    state: UState,
-    slot: u32,
-    url: u32,
-    link: usize,
-    queued_at: Instant,
-    start: Instant,
-    deadline: Instant,
-    arrived: bool,
-    intended: Option<Instant>,
-    sent: u64,
-}
-
 /// HTTP/3's per-thread state.
 pub(crate) struct Http3 {
     shared: Arc<Shared>,
     buf: Box<[u8]>,
     out: Vec<u8>,
-    users: Vec<User>,
-    slots: Vec<Slot>,
+    streams: StreamUsers,
     links: Vec<Option<Link>>,
     free_links: Vec<usize>,
     /// Each request kind's method, fields and body (0: a plain GET, k: the
@@ -159,8 +130,6 @@ pub(crate) struct Http3 {
     unusable: Option<String>,
     unread: Vec<usize>,
     checksum: bool,
-    open: bool,
-    free: Vec<u32>,
     live: u64,
 }
 
@@ -282,34 +251,7 @@ impl Http3 {
         }
         let plan = &shared.plan;
         let h = plan.http2.unwrap_or_default();
-        let (_, per_conn) = thread_share(h.connections, plan.slots(), plan.os_threads, index);
-        let open = matches!(plan.load, Load::Open(_));
-        let now = Instant::now();
-        let mut users = Vec::new();
-        for (slot, &n) in per_conn.iter().enumerate() {
-            for _ in 0..n {
-                users.push(User {
-                    state: UState::Thinking,
-                    slot: slot as u32,
-                    url: 0,
-                    link: usize::MAX,
-                    queued_at: now,
-                    start: now,
-                    deadline: now,
-                    arrived: false,
-                    intended: None,
-                    sent: 0,
-                });
-            }
-        }
-        let slots = per_conn
-            .iter()
-            .map(|_| Slot {
-                current: None,
-                queue: VecDeque::new(),
-                reconnect_pending: false,
-            })
-            .collect();
+        let streams = StreamUsers::new(&shared, h.connections, index);
         let plain = RequestSpec::default();
         let kinds = std::iter::once(&plain)
             .chain(plan.requests.iter())
@@ -333,12 +275,10 @@ impl Http3 {
                 None => (None, Some("no TLS configuration".to_string())),
             }
         };
-        let free_users = users.len() as u32;
         let protocol = Http3 {
             buf: vec![0u8; MAX_DATAGRAM].into_boxed_slice(),
             out: Vec::with_capacity(MAX_DATAGRAM),
-            users,
-            slots,
+            streams,
             links: Vec::new(),
             free_links: Vec::new(),
             kinds,
@@ -346,12 +286,6 @@ impl Http3 {
             unusable,
             unread: Vec::new(),
             checksum: plan.urls.any_checksum(),
-            open,
-            free: if open {
-                (0..free_users).rev().collect()
-            } else {
-                Vec::new()
-            },
             live: 0,
             shared: Arc::clone(&shared),
         };
@@ -365,25 +299,25 @@ impl Http3 {
 
 impl Protocol for Http3 {
     fn users(&self) -> usize {
-        self.users.len()
+        self.streams.users.len()
     }
 
     fn resume(&mut self, core: &mut Core, u: u32) {
-        if self.users[u as usize].state == UState::Thinking {
+        if self.streams.users[u as usize].state == UState::Thinking {
             self.start_request(core, u as usize);
         }
     }
 
     fn take_slot(&mut self) -> Option<u32> {
-        self.free.pop()
+        self.streams.free.pop()
     }
 
     fn has_free_slot(&self) -> bool {
-        !self.free.is_empty()
+        !self.streams.free.is_empty()
     }
 
     fn send(&mut self, core: &mut Core, u: u32, intended: Instant) {
-        self.users[u as usize].intended = Some(intended);
+        self.streams.users[u as usize].intended = Some(intended);
         self.start_request(core, u as usize);
     }
 
@@ -434,9 +368,7 @@ impl Protocol for Http3 {
     }
 
     fn in_flight(&self) -> (u64, u64) {
-        let in_flight = self.users.iter().filter(|u| u.state == UState::Streaming).count() as u64;
-        let waiting = self.users.iter().filter(|u| u.state == UState::Queued).count() as u64;
-        (in_flight, waiting)
+        self.streams.in_flight()
     }
 
     fn close_all(&mut self, core: &mut Core) {
@@ -456,9 +388,9 @@ impl Protocol for Http3 {
 
 impl Http3 {
     fn start_request(&mut self, core: &mut Core, u: usize) {
-        self.start_request_deferred(core, u);
-        if self.users[u].state == UState::Queued {
-            self.service(core, self.users[u].slot as usize);
+        self.streams.queue_next(core, &self.shared, u);
+        if self.streams.users[u].state == UState::Queued {
+            self.service(core, self.streams.users[u].slot as usize);
         }
     }
 
@@ -466,10 +398,10 @@ impl Http3 {
     /// connection, `--streams` and the server's stream limit allow, or a
     /// connection when it has none.
     fn service(&mut self, core: &mut Core, slot: usize) {
-        if self.slots[slot].queue.is_empty() {
+        if self.streams.slots[slot].queue.is_empty() {
             return;
         }
-        let Some(l) = self.slots[slot].current else {
+        let Some(l) = self.streams.slots[slot].current else {
             return self.open_link(core, slot);
         };
         let most = self.streams_per_link();
@@ -481,14 +413,14 @@ impl Http3 {
             if !link.open && !link.early {
                 return;
             }
-            while link.left > 0 && link.streams.len() < most && !self.slots[slot].queue.is_empty() {
+            while link.left > 0 && link.streams.len() < most && !self.streams.slots[slot].queue.is_empty() {
                 let Some(id) = link.conn.streams().open(Dir::Bi) else {
                     break; // the server's MAX_STREAMS: more when it grants them
                 };
-                let Some(u) = self.slots[slot].queue.pop_front() else {
+                let Some(u) = self.streams.slots[slot].queue.pop_front() else {
                     break;
                 };
-                let user = &mut self.users[u as usize];
+                let user = &mut self.streams.users[u as usize];
                 let url = self.shared.plan.urls.get(user.url as usize);
                 let (method, fields, body) = &self.kinds[url.request as usize];
                 let t = url.target;
@@ -516,7 +448,7 @@ impl Http3 {
                 write_request(link, k, user);
             }
             if link.left == 0 {
-                self.slots[slot].current = None;
+                self.streams.slots[slot].current = None;
             }
         }
         if opened > 0 {
@@ -526,13 +458,13 @@ impl Http3 {
             }
             self.transmit(core, l);
         }
-        if self.slots[slot].current.is_none() && !self.slots[slot].queue.is_empty() {
+        if self.streams.slots[slot].current.is_none() && !self.streams.slots[slot].queue.is_empty() {
             self.open_link(core, slot);
         }
     }
 
     fn open_link(&mut self, core: &mut Core, slot: usize) {
-        let Some(&u) = self.slots[slot].queue.front() else {
+        let Some(&u) = self.streams.slots[slot].queue.front() else {
             return;
         };
         let Some((full, resuming)) = &self.client else {
@@ -546,10 +478,10 @@ impl Http3 {
         } else {
             full.clone()
         };
-        let url = self.users[u as usize].url as usize;
+        let url = self.streams.users[u as usize].url as usize;
         let target = plan.urls.origin(url);
         let remote: SocketAddr = target.addr;
-        if std::mem::take(&mut self.slots[slot].reconnect_pending) {
+        if std::mem::take(&mut self.streams.slots[slot].reconnect_pending) {
             core.bump(|c| c.reconnects += 1);
         }
         let left = match plan.connection.requests_per_connection {
@@ -611,7 +543,7 @@ impl Http3 {
             verified: false,
         });
         self.live += 1;
-        self.slots[slot].current = Some(l);
+        self.streams.slots[slot].current = Some(l);
         if let Some(link) = self.links[l].as_mut() {
             if link.conn.has_0rtt() {
                 // 0-RTT: the control stream and the slot's requests go
@@ -625,8 +557,8 @@ impl Http3 {
     }
 
     fn fail_queue(&mut self, core: &mut Core, slot: usize, kind: ErrorKind) {
-        while let Some(u) = self.slots[slot].queue.pop_front() {
-            self.fail(core, u as usize, kind, 0);
+        while let Some(u) = self.streams.slots[slot].queue.pop_front() {
+            self.streams.fail(core, &self.shared, u as usize, kind, 0);
         }
     }
 
@@ -818,7 +750,7 @@ impl Http3 {
             if let Some(link) = self.links[l].as_mut() {
                 for k in 0..link.streams.len() {
                     let s = &link.streams[k];
-                    let user = &mut self.users[s.user as usize];
+                    let user = &mut self.streams.users[s.user as usize];
                     write_request(link, k, user);
                 }
             }
@@ -900,11 +832,11 @@ impl Http3 {
                 link.left += streams.len() as u32;
                 let slot = link.slot as usize;
                 for s in streams.iter().rev() {
-                    let user = &mut self.users[s.user as usize];
+                    let user = &mut self.streams.users[s.user as usize];
                     user.state = UState::Queued;
                     user.sent = 0;
                     user.link = usize::MAX;
-                    self.slots[slot].queue.push_front(s.user);
+                    self.streams.slots[slot].queue.push_front(s.user);
                 }
             }
         }
@@ -955,16 +887,17 @@ impl Http3 {
                 Ok(()) => {
                     let xxh3 = s.response.hasher.map(|h| h.digest());
                     let status = s.response.status.unwrap_or(0);
-                    self.complete(core, u, status, bytes, s.response.body, xxh3);
+                    self.streams
+                        .complete(core, &self.shared, u, status, bytes, s.response.body, xxh3);
                 }
-                Err(_) => self.fail(core, u, ErrorKind::Framing, bytes),
+                Err(_) => self.streams.fail(core, &self.shared, u, ErrorKind::Framing, bytes),
             },
             End::Reset(code) => {
                 let i = QuicCounters::code_index(code, 0x100);
                 let mut q = QuicCounters::default();
                 q.h3_reset_codes[i] = 1;
                 add_quic(core, &q);
-                self.fail(core, u, ErrorKind::StreamReset, bytes);
+                self.streams.fail(core, &self.shared, u, ErrorKind::StreamReset, bytes);
             }
             End::Bad(b) => {
                 // The stream is given up; the connection stays.
@@ -973,7 +906,7 @@ impl Http3 {
                     Bad::Framing => ErrorKind::Framing,
                     Bad::TooLarge => ErrorKind::HeaderTooLarge,
                 };
-                self.fail(core, u, kind, bytes);
+                self.streams.fail(core, &self.shared, u, kind, bytes);
             }
         }
         if let Some(slot) = self.links[l].as_ref().map(|k| k.slot as usize) {
@@ -1005,7 +938,7 @@ impl Http3 {
     fn retire_if_done(&mut self, core: &mut Core, l: usize) {
         let Some(link) = self.links[l].as_ref() else { return };
         let slot = link.slot as usize;
-        if self.slots[slot].current != Some(l) && link.streams.is_empty() && link.open {
+        if self.streams.slots[slot].current != Some(l) && link.streams.is_empty() && link.open {
             if let Some(link) = self.links[l].as_mut() {
                 link.conn
                     .close(Instant::now(), VarInt::from_u32(H3_NO_ERROR), bytes::Bytes::new());
@@ -1020,8 +953,8 @@ impl Http3 {
         if let Some(link) = self.links[l].take() {
             self.live -= 1;
             let slot = link.slot as usize;
-            if self.slots[slot].current == Some(l) {
-                self.slots[slot].current = None;
+            if self.streams.slots[slot].current == Some(l) {
+                self.streams.slots[slot].current = None;
             }
             self.unread.retain(|&k| k != l);
             self.free_links.push(l);
@@ -1038,14 +971,15 @@ impl Http3 {
         let idle = streams.is_empty();
         let served = link.served;
         let open = link.open;
-        let was_current = self.slots[slot].current == Some(l);
+        let was_current = self.streams.slots[slot].current == Some(l);
         self.close_link(core, l);
         for s in streams {
-            self.fail(core, s.user as usize, kind, s.response.bytes);
+            self.streams
+                .fail(core, &self.shared, s.user as usize, kind, s.response.bytes);
         }
-        if was_current && !self.slots[slot].queue.is_empty() {
+        if was_current && !self.streams.slots[slot].queue.is_empty() {
             if idle && served && open && kind == ErrorKind::Reset {
-                self.slots[slot].reconnect_pending = true;
+                self.streams.slots[slot].reconnect_pending = true;
                 self.open_link(core, slot);
             } else if !open || !served {
                 self.fail_queue(core, slot, kind);
@@ -1053,13 +987,13 @@ impl Http3 {
                 self.open_link(core, slot);
             }
         } else if idle && served && was_current {
-            self.slots[slot].reconnect_pending = true;
+            self.streams.slots[slot].reconnect_pending = true;
         }
     }
 
     fn sweep_users(&mut self, core: &mut Core, now: Instant) {
-        for u in 0..self.users.len() {
-            let user = &self.users[u];
+        for u in 0..self.streams.users.len() {
+            let user = &self.streams.users[u];
             if now < user.deadline {
                 continue;
             }
@@ -1082,7 +1016,7 @@ impl Http3 {
                             let _ = link.conn.send_stream(s.id).reset(code);
                         }
                     }
-                    self.fail(core, u, kind, bytes);
+                    self.streams.fail(core, &self.shared, u, kind, bytes);
                     if self.links.get(l).is_some_and(Option::is_some) {
                         self.transmit(core, l);
                         self.retire_if_done(core, l);
@@ -1093,19 +1027,19 @@ impl Http3 {
                 }
                 UState::Queued => {
                     let slot = user.slot as usize;
-                    let handshaking = self.slots[slot]
+                    let handshaking = self.streams.slots[slot]
                         .current
                         .and_then(|l| self.links[l].as_ref())
                         .is_some_and(|k| !k.open);
-                    self.slots[slot].queue.retain(|&q| q as usize != u);
+                    self.streams.slots[slot].queue.retain(|&q| q as usize != u);
                     let kind = if handshaking {
                         ErrorKind::HandshakeTimeout
                     } else {
                         ErrorKind::Timeout
                     };
-                    self.fail(core, u, kind, 0);
-                    if self.slots[slot].queue.is_empty() {
-                        if let Some(l) = self.slots[slot].current {
+                    self.streams.fail(core, &self.shared, u, kind, 0);
+                    if self.streams.slots[slot].queue.is_empty() {
+                        if let Some(l) = self.streams.slots[slot].current {
                             if self.links[l].as_ref().is_some_and(|k| !k.open) {
                                 self.close_link(core, l);
                             }
@@ -1115,65 +1049,6 @@ impl Http3 {
                 UState::Thinking | UState::Done => {}
             }
         }
-    }
-
-    fn complete(&mut self, core: &mut Core, u: usize, status: u16, bytes: u64, body: u64, xxh3: Option<u64>) {
-        let now = Instant::now();
-        let user = &mut self.users[u];
-        let url = self.shared.plan.urls.get(user.url as usize);
-        let as_sent = now - user.start;
-        let latency = user.intended.map_or(as_sent, |t| now - t);
-        let verdict = check_response(&url, status, body, || xxh3);
-        let ended = Measured {
-            latency,
-            as_sent,
-            wire: bytes,
-            body,
-            sent: user.sent,
-        };
-        core.record_response(url.class, verdict, ended, now);
-        core.arrived(!std::mem::replace(&mut user.arrived, true));
-        self.next(core, u, true);
-    }
-
-    fn fail(&mut self, core: &mut Core, u: usize, kind: ErrorKind, bytes: u64) {
-        let now = Instant::now();
-        let user = &self.users[u];
-        let class = self.shared.plan.urls.class(user.url as usize);
-        let latency = user.intended.map_or(now - user.start, |t| now - t);
-        core.record_error(class, kind, latency, bytes, user.sent, now);
-        self.next(core, u, false);
-    }
-
-    fn next(&mut self, core: &mut Core, u: usize, at_once: bool) {
-        self.users[u].state = UState::Thinking;
-        self.users[u].link = usize::MAX;
-        if self.open {
-            self.users[u].intended = None;
-            self.free.push(u as u32);
-        } else if !at_once {
-            core.rest(u as u32);
-        } else if core.go_on_now(u as u32) {
-            self.start_request_deferred(core, u);
-        }
-    }
-
-    fn start_request_deferred(&mut self, core: &mut Core, u: usize) {
-        if !core.take_request() {
-            self.users[u].state = UState::Done;
-            return;
-        }
-        let url = self.shared.pick_url(&mut core.rng);
-        let now = Instant::now();
-        let user = &mut self.users[u];
-        user.url = url as u32;
-        user.sent = 0;
-        user.state = UState::Queued;
-        user.queued_at = now;
-        user.start = now;
-        user.deadline = now + self.shared.plan.timeout;
-        let slot = user.slot as usize;
-        self.slots[slot].queue.push_back(u as u32);
     }
 }
 
