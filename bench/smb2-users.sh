@@ -58,56 +58,16 @@ STAMP=$(date -u +%Y%m%d-%H%M%S)
 REPORT="$OUT_DIR/smb2-users-$STAMP.txt"
 ROWS="$OUT_DIR/smb2-users-$STAMP.tsv"
 WORK=$(mktemp -d)
-SMBD_PID=
+# shellcheck source=lib/smbd.sh
+. "$ROOT/bench/lib/smbd.sh"
 cleanup() {
-  if [ -n "$SMBD_PID" ]; then
-    # smbd leads its group (its per-connection children with it).
-    kill -TERM -- "-$SMBD_PID" 2>/dev/null || true
-    wait "$SMBD_PID" 2>/dev/null || true
-  fi
+  smbd_stop
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 # --- smbd ------------------------------------------------------------------
-S=$WORK/smb
-mkdir -p "$S"/{share,state,lock,cache,log,private,pid,ncalrpc}
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-ME=$(id -un)
-cat > "$S/smb.conf" <<CONF
-[global]
- netbios name = BENCHLAB
- server role = standalone server
- smb ports = $PORT
- interfaces = 127.0.0.1
- bind interfaces only = yes
- disable netbios = yes
- state directory = $S/state
- lock directory = $S/lock
- cache directory = $S/cache
- private dir = $S/private
- pid directory = $S/pid
- ncalrpc dir = $S/ncalrpc
- log file = $S/log/log.%m
- log level = 0
- passdb backend = tdbsam:$S/private/passdb.tdb
- map to guest = Bad User
- guest account = $ME
- server min protocol = SMB2_02
- load printers = no
- printing = bsd
- printcap name = /dev/null
- disable spoolss = yes
-[bench]
- path = $S/share
- read only = no
- guest ok = yes
- guest only = yes
- force user = $ME
-CONF
-setsid /usr/sbin/smbd -F --no-process-group -s "$S/smb.conf" > "$S/smbd.out" 2>&1 &
-SMBD_PID=$!
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && break; sleep 0.1; done
+smbd_start "$WORK/smb" guest
 TARGET="smb://127.0.0.1:$PORT/bench"
 
 # The 1,000-user test's disk mix (crates/cli/tests/smb2.rs): a small

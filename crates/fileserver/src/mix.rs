@@ -167,7 +167,9 @@ fn run_part(
         .map(|(t0, o)| (t0, o.into_iter().enumerate().collect()))?,
     };
     let mut total = FileStats::default();
-    let mut clients = vec![FileStats::default(); part.clients as usize];
+    // A client's first outcome is moved in, not copied: with one outcome a
+    // client (its users on one event loop) its counts are held once.
+    let mut clients: Vec<Option<FileStats>> = (0..part.clients).map(|_| None).collect();
     let mut prepared_bytes = 0;
     let mut last_finish: Option<Instant> = Some(t0);
     let mut cpu_us = [0u64; 2];
@@ -176,7 +178,10 @@ fn run_part(
         prepared_bytes += prep;
         cpu_us = [cpu_us[0] + cpu[0], cpu_us[1] + cpu[1]];
         total.merge(&st);
-        clients[u / plan.threads_per_client as usize].merge(&st);
+        match &mut clients[u / plan.threads_per_client as usize] {
+            Some(c) => c.merge(&st),
+            empty => *empty = Some(st),
+        }
         last_finish = match (last_finish, fin) {
             (Some(a), Some(b)) => Some(a.max(b)),
             _ => None,
@@ -196,7 +201,7 @@ fn run_part(
     Ok(MixRun {
         measure: FileMixMeasure {
             total,
-            clients,
+            clients: clients.into_iter().map(Option::unwrap_or_default).collect(),
             window,
             prepared_bytes,
             partial,

@@ -189,6 +189,24 @@ pub fn loop_threads(users: usize) -> usize {
         .max(1)
 }
 
+/// The event loop (of `threads`) that user `i` of `users`, in clients of
+/// `per_client`, runs on. A client's counts are kept per loop it has users
+/// on (a latency histogram per operation kind, ~100 KiB each once used),
+/// so where there are clients enough to share the loops out evenly each
+/// client's users run on one loop: client c on loop c mod threads. That
+/// is when the clients divide among the loops, or are at least four a
+/// loop (the busiest loop then has at most a quarter more than the mean).
+/// Otherwise (a few large clients) user i runs on loop i mod threads, so
+/// one client of a thousand users still uses every core.
+fn loop_of(i: usize, per_client: usize, users: usize, threads: usize) -> usize {
+    let clients = users.div_ceil(per_client);
+    if clients >= threads && (clients % threads == 0 || clients >= 4 * threads) {
+        (i / per_client) % threads
+    } else {
+        i % threads
+    }
+}
+
 /// Runs the users (their delays; user numbers from `first_user + 1`) on
 /// event loops; the mix's start and the outcomes, each named by a user
 /// of the client it counts for (one outcome per client and loop: its
@@ -237,10 +255,9 @@ pub(crate) fn run_users(
         start: OnceLock::new(),
         negotiated: std::sync::Mutex::new(None),
     });
-    // User i runs on thread i % threads.
     let mut per_thread: Vec<Vec<(usize, std::net::TcpStream)>> = (0..threads).map(|_| Vec::new()).collect();
     for (i, s) in socks.into_iter().enumerate() {
-        per_thread[i % threads].push((i, s));
+        per_thread[loop_of(i, plan.threads_per_client.max(1) as usize, users, threads)].push((i, s));
     }
     let outcomes = std::thread::scope(|sc| {
         let handles: Vec<_> = per_thread
@@ -545,5 +562,37 @@ fn spin(
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loop_of;
+
+    /// Users per loop, and the loops each client's users run on.
+    fn spread(users: usize, per_client: usize, threads: usize) -> (Vec<usize>, usize) {
+        let mut per_loop = vec![0; threads];
+        let mut loops_of_client = vec![std::collections::BTreeSet::new(); users.div_ceil(per_client)];
+        for i in 0..users {
+            let l = loop_of(i, per_client, users, threads);
+            per_loop[l] += 1;
+            loops_of_client[i / per_client].insert(l);
+        }
+        (per_loop, loops_of_client.iter().map(|s| s.len()).max().unwrap_or(0))
+    }
+
+    #[test]
+    fn a_clients_users_share_one_loop_where_the_clients_share_the_loops_evenly() {
+        // 1,000 users as 100 clients of 10: one loop a client, 500 a loop.
+        assert_eq!(spread(1000, 10, 2), (vec![500, 500], 1));
+        // On 16 loops: 6 or 7 clients a loop, one loop each.
+        let (per_loop, loops) = spread(1000, 10, 16);
+        assert_eq!(loops, 1);
+        assert_eq!((per_loop.iter().min(), per_loop.iter().max()), (Some(&60), Some(&70)));
+        // One client of 1,000, or 3 clients on 2 loops: every loop, by user.
+        assert_eq!(spread(1000, 1000, 2), (vec![500, 500], 2));
+        assert_eq!(spread(30, 10, 2), (vec![15, 15], 2));
+        // Clients of one user are spread as before.
+        assert_eq!(spread(7, 1, 2), (vec![4, 3], 1));
     }
 }
