@@ -200,7 +200,7 @@ pub fn loop_threads(users: usize) -> usize {
 /// one client of a thousand users still uses every core.
 fn loop_of(i: usize, per_client: usize, users: usize, threads: usize) -> usize {
     let clients = users.div_ceil(per_client);
-    if clients >= threads && (clients % threads == 0 || clients >= 4 * threads) {
+    if clients >= threads && (clients.is_multiple_of(threads) || clients >= 4 * threads) {
         (i / per_client) % threads
     } else {
         i % threads
