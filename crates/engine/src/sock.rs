@@ -82,7 +82,7 @@ impl Sock {
     pub(crate) fn read(&mut self, buf: &mut [u8]) -> ReadOutcome {
         match self {
             Sock::Plain(tcp) => loop {
-                return match read_fd(tcp.as_raw_fd(), buf) {
+                return match tcp.read(buf) {
                     Ok(0) => ReadOutcome::Eof,
                     Ok(n) => ReadOutcome::Data(n),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => ReadOutcome::WouldBlock,
@@ -93,57 +93,6 @@ impl Sock {
             Sock::Tls(t) => t.read(buf),
         }
     }
-}
-
-/// One `read(2)` of a plain socket. Not `recv(2)`, which std's and mio's
-/// `TcpStream::read` make: the kernel's `recvfrom` path builds a message
-/// header and looks the socket up by descriptor on top of what `read`
-/// does, and the floor reads with `read` (bench/README.md, "system calls
-/// a request").
-#[inline]
-pub(crate) fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the call.
-    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-/// One `write(2)` of a plain socket, or `send(2)` with `MSG_NOSIGNAL`
-/// where this process does not ignore SIGPIPE: a server's reset must be
-/// counted, never kill the client. benchlab's `main` leaves SIGPIPE
-/// ignored as Rust sets it, so its sends are `write`s, as the floor's.
-#[inline]
-pub(crate) fn write_fd(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
-    // SAFETY: `bytes` is valid for reads of `bytes.len()` bytes for the call.
-    let n = unsafe {
-        if sigpipe_ignored() {
-            libc::write(fd, bytes.as_ptr().cast(), bytes.len())
-        } else {
-            libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL)
-        }
-    };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
-/// Whether SIGPIPE's disposition is "ignore", asked of the kernel once a
-/// process (a later change of it is not seen: benchlab makes none).
-#[inline]
-pub(crate) fn sigpipe_ignored() -> bool {
-    static IGNORED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *IGNORED.get_or_init(|| {
-        // SAFETY: a query only (null new action); `old` is written by the call.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
-        }
-    })
 }
 
 /// The largest TLS record's plaintext (RFC 8446, 5.1).
@@ -727,66 +676,5 @@ mod tests {
         assert_eq!(connect_error_kind(&no_port, false), ErrorKind::Bind);
         let refused = io::Error::from_raw_os_error(libc::ECONNREFUSED);
         assert_eq!(connect_error_kind(&refused, false), ErrorKind::ConnectRefused);
-    }
-
-    /// The plain `read`/`write` calls move the bytes exactly, say EAGAIN
-    /// as `WouldBlock`, and a write to a connection the server reset is an
-    /// error to count, not a SIGPIPE that kills the client.
-    #[test]
-    fn plain_read_and_write_are_exact_and_survive_a_reset() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
-        client.set_nonblocking(true).unwrap();
-        let fd = client.as_raw_fd();
-        assert!(sigpipe_ignored(), "a Rust main (the test harness's too) ignores SIGPIPE");
-
-        let mut buf = [0u8; 64];
-        let e = read_fd(fd, &mut buf).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
-        assert_eq!(write_fd(fd, b"GET / HTTP/1.1\r\n\r\n").unwrap(), 18);
-        let mut got = [0u8; 18];
-        server.read_exact(&mut got).unwrap();
-        assert_eq!(&got, b"GET / HTTP/1.1\r\n\r\n");
-        server.write_all(b"HTTP/1.1 200 OK\r\n").unwrap();
-        let mut have = 0;
-        while have < 17 {
-            match read_fd(fd, &mut buf[have..]) {
-                Ok(n) => have += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
-                Err(e) => panic!("{e}"),
-            }
-        }
-        assert_eq!(&buf[..have], b"HTTP/1.1 200 OK\r\n");
-
-        // The server resets: SO_LINGER 0 then close.
-        let linger = libc::linger { l_onoff: 1, l_linger: 0 };
-        // SAFETY: a valid option of the right size on an open socket.
-        let set = unsafe {
-            libc::setsockopt(
-                server.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                (&linger as *const libc::linger).cast(),
-                std::mem::size_of::<libc::linger>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(set, 0);
-        drop(server);
-        // The first write may still be taken before the reset arrives; the
-        // process surviving to count the error is the point.
-        let mut failed = None;
-        for _ in 0..1000 {
-            match write_fd(fd, b"x") {
-                Ok(_) => std::thread::yield_now(),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
-                Err(e) => {
-                    failed = Some(e.raw_os_error());
-                    break;
-                }
-            }
-        }
-        let failed = failed.expect("a write to a reset connection fails");
-        assert!(failed == Some(libc::ECONNRESET) || failed == Some(libc::EPIPE), "{failed:?}");
     }
 }
