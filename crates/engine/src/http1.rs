@@ -588,15 +588,9 @@ impl Http1 {
         if let Some(f) = v.flow.as_deref_mut() {
             f.render_head(&self.shared.plan.headers, &urls.origin(url).authority, v.variant);
         }
-        let parts = match v.flow.as_deref() {
-            Some(f) => f.parts(),
-            None => self.shared.requests.parts(urls, url, v.variant),
-        };
-        v.len = parts_len(&parts);
-        v.head = head_len(&parts);
         v.continue_wait = v.flow.is_none() && self.shared.requests.expects_continue(urls, url);
         v.state = State::Writing;
-        self.write_more(core, i);
+        self.write_from(core, i, true);
     }
 
     fn on_event(&mut self, core: &mut Core, i: usize, readable: bool, writable: bool, closed: bool) {
@@ -707,6 +701,14 @@ impl Http1 {
 
     /// Writes (the rest of) the current request.
     fn write_more(&mut self, core: &mut Core, i: usize) {
+        self.write_from(core, i, false);
+    }
+
+    /// `write_more`; `first` (from `begin_write`): the request's lengths
+    /// are taken from the parts found here, so a request looks its parts
+    /// up once, not once to size it and again to write it.
+    #[inline]
+    fn write_from(&mut self, core: &mut Core, i: usize, first: bool) {
         let reused = self.vus[i].conn_served > 0;
         let v = &mut self.vus[i];
         let parts = match v.flow.as_deref() {
@@ -716,6 +718,10 @@ impl Http1 {
                 .requests
                 .parts(&self.shared.plan.urls, v.url as usize, v.variant),
         };
+        if first {
+            v.len = parts_len(&parts);
+            v.head = head_len(&parts);
+        }
         let total = v.write_end();
         let Some(sock) = v.sock.as_mut() else {
             return self.fail(core, i, ErrorKind::Reset);
