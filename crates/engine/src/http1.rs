@@ -24,7 +24,7 @@
 //! FIN raises a new edge. A read that fills the whole buffer, or an event
 //! carrying a FIN, is followed by another read, so nothing is missed.
 
-use crate::event_loop::{check_response, Core, Measured, Protocol, Shared};
+use crate::event_loop::{check_expected, Core, Measured, Protocol, Shared};
 use crate::flow::FlowVu;
 use crate::parse::{Feed, FrameError, ResponseParser};
 use crate::plan::{Load, Scheme};
@@ -1027,7 +1027,7 @@ impl Http1 {
         self.release_slot(core, i);
         let now = Instant::now();
         let v = &mut self.vus[i];
-        let u = self.shared.plan.urls.get(v.url as usize);
+        let (class, expect_status, expect) = self.shared.plan.urls.expectation(v.url as usize);
         let head = *v.parser.head();
         // From the intended send in an open loop (what a user of a server
         // that stalls waits), from the actual send otherwise.
@@ -1048,12 +1048,12 @@ impl Http1 {
             match f.judge(head.status) {
                 Ok(()) => Ok(()),
                 Err(reason) => {
-                    self.shared.note_check_failure(u.class, reason);
+                    self.shared.note_check_failure(class, reason);
                     Err(ErrorKind::CheckFailed)
                 }
             }
         } else {
-            check_response(&u, head.status, body, || hasher.map(|h| h.digest()))
+            check_expected(expect_status, expect, head.status, body, || hasher.map(|h| h.digest()))
         };
         if unsent && !v.continue_wait {
             if let Some(f) = v.flow.as_deref_mut() {
@@ -1076,7 +1076,7 @@ impl Http1 {
             body,
             sent: v.written as u64,
         };
-        let counted = core.record_response(u.class, verdict, ended, now);
+        let counted = core.record_response(class, verdict, ended, now);
         let kind = ConnectionKind::of(v.http10, v.keepalive) as usize;
         core.second.conn.requests_by_kind[kind] += 1;
         if counted {
