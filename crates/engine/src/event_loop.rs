@@ -563,10 +563,22 @@ pub(crate) fn check_response(
     body: u64,
     digest: impl FnOnce() -> Option<u64>,
 ) -> Result<(), ErrorKind> {
-    if status != url.expect_status {
+    check_expected(url.expect_status, url.expect, status, body, digest)
+}
+
+/// [`check_response`] from the URL's expected status and body alone.
+#[inline]
+pub(crate) fn check_expected(
+    expect_status: u16,
+    expect: Expect,
+    status: u16,
+    body: u64,
+    digest: impl FnOnce() -> Option<u64>,
+) -> Result<(), ErrorKind> {
+    if status != expect_status {
         return Err(ErrorKind::Status);
     }
-    match url.expect {
+    match expect {
         Expect::Status => Ok(()),
         Expect::Size(size) if body == size => Ok(()),
         Expect::Checksum { size, xxh3 } if body == size && digest() == Some(xxh3) => Ok(()),

@@ -24,7 +24,7 @@
 //! FIN raises a new edge. A read that fills the whole buffer, or an event
 //! carrying a FIN, is followed by another read, so nothing is missed.
 
-use crate::event_loop::{check_response, Core, Measured, Protocol, Shared};
+use crate::event_loop::{check_expected, Core, Measured, Protocol, Shared};
 use crate::flow::FlowVu;
 use crate::parse::{Feed, FrameError, ResponseParser};
 use crate::plan::{Load, Scheme};
@@ -588,15 +588,9 @@ impl Http1 {
         if let Some(f) = v.flow.as_deref_mut() {
             f.render_head(&self.shared.plan.headers, &urls.origin(url).authority, v.variant);
         }
-        let parts = match v.flow.as_deref() {
-            Some(f) => f.parts(),
-            None => self.shared.requests.parts(urls, url, v.variant),
-        };
-        v.len = parts_len(&parts);
-        v.head = head_len(&parts);
         v.continue_wait = v.flow.is_none() && self.shared.requests.expects_continue(urls, url);
         v.state = State::Writing;
-        self.write_more(core, i);
+        self.write_from(core, i, true);
     }
 
     fn on_event(&mut self, core: &mut Core, i: usize, readable: bool, writable: bool, closed: bool) {
@@ -707,6 +701,14 @@ impl Http1 {
 
     /// Writes (the rest of) the current request.
     fn write_more(&mut self, core: &mut Core, i: usize) {
+        self.write_from(core, i, false);
+    }
+
+    /// `write_more`; `first` (from `begin_write`): the request's lengths
+    /// are taken from the parts found here, so a request looks its parts
+    /// up once, not once to size it and again to write it.
+    #[inline]
+    fn write_from(&mut self, core: &mut Core, i: usize, first: bool) {
         let reused = self.vus[i].conn_served > 0;
         let v = &mut self.vus[i];
         let parts = match v.flow.as_deref() {
@@ -716,6 +718,10 @@ impl Http1 {
                 .requests
                 .parts(&self.shared.plan.urls, v.url as usize, v.variant),
         };
+        if first {
+            v.len = parts_len(&parts);
+            v.head = head_len(&parts);
+        }
         let total = v.write_end();
         let Some(sock) = v.sock.as_mut() else {
             return self.fail(core, i, ErrorKind::Reset);
@@ -1021,7 +1027,7 @@ impl Http1 {
         self.release_slot(core, i);
         let now = Instant::now();
         let v = &mut self.vus[i];
-        let u = self.shared.plan.urls.get(v.url as usize);
+        let (class, expect_status, expect) = self.shared.plan.urls.expectation(v.url as usize);
         let head = *v.parser.head();
         // From the intended send in an open loop (what a user of a server
         // that stalls waits), from the actual send otherwise.
@@ -1042,12 +1048,12 @@ impl Http1 {
             match f.judge(head.status) {
                 Ok(()) => Ok(()),
                 Err(reason) => {
-                    self.shared.note_check_failure(u.class, reason);
+                    self.shared.note_check_failure(class, reason);
                     Err(ErrorKind::CheckFailed)
                 }
             }
         } else {
-            check_response(&u, head.status, body, || hasher.map(|h| h.digest()))
+            check_expected(expect_status, expect, head.status, body, || hasher.map(|h| h.digest()))
         };
         if unsent && !v.continue_wait {
             if let Some(f) = v.flow.as_deref_mut() {
@@ -1070,7 +1076,7 @@ impl Http1 {
             body,
             sent: v.written as u64,
         };
-        let counted = core.record_response(u.class, verdict, ended, now);
+        let counted = core.record_response(class, verdict, ended, now);
         let kind = ConnectionKind::of(v.http10, v.keepalive) as usize;
         core.second.conn.requests_by_kind[kind] += 1;
         if counted {

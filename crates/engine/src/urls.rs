@@ -311,14 +311,7 @@ impl UrlTable {
     pub fn get(&self, i: usize) -> UrlRef<'_> {
         let d = &*self.data;
         let k = d.kinds[d.kind(i)];
-        let expect = match k.expect {
-            0 => Expect::Status,
-            1 => Expect::Size(d.sizes[i]),
-            _ => Expect::Checksum {
-                size: d.sizes[i],
-                xxh3: d.xxh3[i],
-            },
-        };
+        let (_, _, expect) = self.expectation(i);
         UrlRef {
             target: &self.origins[k.origin as usize],
             path: d.path_str(i),
@@ -328,6 +321,24 @@ impl UrlTable {
             expect,
             request: k.request,
         }
+    }
+
+    /// URL `i`'s class, expected status and expected body: all a response
+    /// is judged by, without the rest of a [`UrlRef`] (its path, its
+    /// origin), which the HTTP/1 loop's `complete` would build for nothing.
+    #[inline]
+    pub(crate) fn expectation(&self, i: usize) -> (usize, u16, Expect) {
+        let d = &*self.data;
+        let k = d.kinds[d.kind(i)];
+        let expect = match k.expect {
+            0 => Expect::Status,
+            1 => Expect::Size(d.sizes[i]),
+            _ => Expect::Checksum {
+                size: d.sizes[i],
+                xxh3: d.xxh3[i],
+            },
+        };
+        (k.class as usize, k.expect_status, expect)
     }
 
     /// Every URL, in order.
