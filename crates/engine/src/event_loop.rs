@@ -23,7 +23,6 @@ use crate::rng::SplitMix64;
 use crate::schedule::{Schedule, Timer, TIMER};
 use crate::stats::{ConnCounters, ErrorKind, LoopMeter, Snapshot, Stats, ThreadEnd};
 use crate::tls::{server_name, TlsConfigs};
-use crate::urls::UrlRef;
 use rustls::pki_types::ServerName;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -554,21 +553,10 @@ pub(crate) struct Measured {
 }
 
 /// The response check, one for every protocol: the status the URL expects,
-/// then its size or checksum. `digest` is asked only when the size is
-/// right.
+/// then its size or checksum (`UrlTable::expectation`). `digest` is asked
+/// only when the size is right.
 #[inline]
 pub(crate) fn check_response(
-    url: &UrlRef<'_>,
-    status: u16,
-    body: u64,
-    digest: impl FnOnce() -> Option<u64>,
-) -> Result<(), ErrorKind> {
-    check_expected(url.expect_status, url.expect, status, body, digest)
-}
-
-/// [`check_response`] from the URL's expected status and body alone.
-#[inline]
-pub(crate) fn check_expected(
     expect_status: u16,
     expect: Expect,
     status: u16,

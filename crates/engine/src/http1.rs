@@ -24,7 +24,7 @@
 //! FIN raises a new edge. A read that fills the whole buffer, or an event
 //! carrying a FIN, is followed by another read, so nothing is missed.
 
-use crate::event_loop::{check_expected, Core, Measured, Protocol, Shared};
+use crate::event_loop::{check_response, Core, Measured, Protocol, Shared};
 use crate::flow::FlowVu;
 use crate::parse::{Feed, FrameError, ResponseParser};
 use crate::plan::{Load, Scheme};
@@ -1053,7 +1053,7 @@ impl Http1 {
                 }
             }
         } else {
-            check_expected(expect_status, expect, head.status, body, || hasher.map(|h| h.digest()))
+            check_response(expect_status, expect, head.status, body, || hasher.map(|h| h.digest()))
         };
         if unsent && !v.continue_wait {
             if let Some(f) = v.flow.as_deref_mut() {

@@ -147,12 +147,12 @@ impl StreamUsers {
     ) {
         let now = Instant::now();
         let user = &mut self.users[u];
-        let url = shared.plan.urls.get(user.url as usize);
+        let (class, expect_status, expect) = shared.plan.urls.expectation(user.url as usize);
         // From the intended send in an open loop, from the HEADERS (or
         // the connect) otherwise; see docs/counting.md.
         let as_sent = now - user.start;
         let latency = user.intended.map_or(as_sent, |t| now - t);
-        let verdict = check_response(&url, status, body, || xxh3);
+        let verdict = check_response(expect_status, expect, status, body, || xxh3);
         let ended = Measured {
             latency,
             as_sent,
@@ -160,7 +160,7 @@ impl StreamUsers {
             body,
             sent: user.sent,
         };
-        core.record_response(url.class, verdict, ended, now);
+        core.record_response(class, verdict, ended, now);
         core.arrived(!std::mem::replace(&mut user.arrived, true));
         self.next(core, shared, u, true);
     }

@@ -325,7 +325,7 @@ impl UrlTable {
 
     /// URL `i`'s class, expected status and expected body: all a response
     /// is judged by, without the rest of a [`UrlRef`] (its path, its
-    /// origin), which the HTTP/1 loop's `complete` would build for nothing.
+    /// origin), which every protocol's completion would build for nothing.
     #[inline]
     pub(crate) fn expectation(&self, i: usize) -> (usize, u16, Expect) {
         let d = &*self.data;
