@@ -132,165 +132,134 @@ fn parse_head_lines(buf: &[u8]) -> Result<Option<Head>, FrameError> {
 }
 
 /// A complete, well-formed head in one forward pass, or `None` where
-/// [`parse_head_lines`] must decide. The head is read 64 bytes at a time
-/// as bit masks of its LFs, its name stops (a colon, or a byte below 0x21)
-/// and its colons ([`block_marks`], vector compares). Every header line
-/// is checked at once for the block: a line's first stop must be its
-/// colon, and not its first byte. Adding the line starts to the inverted
-/// stop mask carries each start's bit up to the first stop after it, so
-/// the sum's bits on stops are the lines' first stops, however many lines
-/// the block holds (the carry out of the block is a line that goes on
-/// into the next). The head ends at the first line that starts with a
-/// stop, which must be its empty line. Only a line whose first eight bytes
-/// are a name acted on (case folded) is then read itself. On nginx's
-/// nine-line head (callgrind, bench/README.md): 1,051 instructions,
-/// against 1,097 reading each line's colon and end in turn and about
-/// 2,300 for the line parser's `memchr` a line.
+/// [`parse_head_lines`] must decide. Each header line is read once: its
+/// name up to the colon by a search for the first byte that may not be in
+/// a name here (a control byte, space or colon), then, for a name the
+/// client acts on, the value; for any other name only the search for the
+/// line's end. The searches read bit masks of the LFs and name stops that
+/// [`Marks`] makes 64 bytes at a time with vector compares: on nginx's
+/// nine-line head the line parser's per-line `memchr` calls (their set-up
+/// on lines of 5 to 40 bytes) and its byte loop over each name cost about
+/// four times this (callgrind: bench/README.md).
 #[inline]
 fn parse_head_fast(buf: &[u8]) -> Option<Head> {
     let buf = &buf[..buf.len().min(MAX_HEAD)];
-    // The status line: to the first LF.
-    let mut at = 0;
-    let (first_end, mut marks) = loop {
-        if at >= buf.len() {
-            return None;
-        }
-        let m = block_marks_at(buf, at);
-        if m.lf != 0 {
-            break (at + m.lf.trailing_zeros() as usize, m);
-        }
-        at += 64;
-    };
+    let mut marks = Marks::new(buf);
+    let first_end = marks.next_lf(0)?;
     let mut head = parse_status_line(trim_cr(&buf[..first_end])).ok()?;
-    // The header lines, a block at a time: `starts` are the first bytes of
-    // lines (those after an LF, the status line's included), `carry` a
-    // line that began in an earlier block and has not met a stop yet.
-    let (mut prev_lf, mut carry) = (0u64, false);
+    let mut pos = first_end + 1;
     loop {
-        let valid = valid_bits(buf.len() - at);
-        let mut starts = ((marks.lf << 1) | prev_lf) & valid;
-        prev_lf = marks.lf >> 63;
-        let ends = starts & marks.stop;
-        let end = (ends != 0).then(|| ends.trailing_zeros());
-        if let Some(e) = end {
-            // Lines before the one that starts with a stop.
-            starts &= (1u64 << e) - 1;
-        }
-        let (sum, c1) = (!marks.stop).overflowing_add(starts);
-        let (sum, c2) = sum.overflowing_add(u64::from(carry));
-        carry = c1 || c2;
-        if sum & marks.stop & !marks.colon != 0 {
-            return None;
-        }
-        while starts != 0 {
-            let off = starts.trailing_zeros();
-            let s = at + off as usize;
-            starts &= starts - 1;
-            if let Some(CONTENT_ | TRANSFER | CONNECTI) = word_at(buf, s).map(|w| w | (0x20 * ONES)) {
-                // The line's marks: this block's where the line ends
-                // in it, else a block of its own from its start.
-                let (lf, stop) = match marks.lf >> off {
-                    0 => {
-                        let m = block_marks_at(buf, s);
-                        (m.lf, m.stop)
-                    }
-                    lf => (lf, marks.stop >> off),
-                };
-                // Its first stop must be its colon (checked here too:
-                // the line may run into a block not checked yet).
-                let colon = s + stop.trailing_zeros() as usize;
-                if stop == 0 || buf[colon] != b':' {
-                    return None;
-                }
-                let name = &buf[s..colon];
-                if matches!(name.len(), 10 | 14 | 17) {
-                    let end = match lf {
-                        0 => colon + 1 + memchr::memchr(b'\n', &buf[colon + 1..])?,
-                        lf => s + lf.trailing_zeros() as usize,
-                    };
-                    act_fast(name, trim_cr(&buf[colon + 1..end]), &mut head)?;
-                }
+        match *buf.get(pos)? {
+            b'\n' => {
+                head.len = pos + 1;
+                return Some(head);
             }
+            b'\r' if *buf.get(pos + 1)? == b'\n' => {
+                head.len = pos + 2;
+                return Some(head);
+            }
+            _ => {}
         }
-        if let Some(e) = end {
-            let e = at + e as usize;
-            head.len = match (buf[e], buf.get(e + 1)) {
-                (b'\n', _) => e + 1,
-                (b'\r', Some(b'\n')) => e + 2,
-                _ => return None,
-            };
-            return Some(head);
-        }
-        at += 64;
-        if at >= buf.len() {
+        let colon = marks.next_stop(pos)?;
+        if buf[colon] != b':' || colon == pos {
             return None;
         }
-        marks = block_marks_at(buf, at);
+        let end = marks.next_lf(colon + 1)?;
+        let name = &buf[pos..colon];
+        let rest = || trim_cr(&buf[colon + 1..end]);
+        // The names acted on, compared eight bytes a step with their case
+        // folded (exact here: a name's bytes are above 0x20, where OR 0x20
+        // changes only a capital letter); then the line parser's rules.
+        match name.len() {
+            14 if name_is(name, b"content-length") => content_length(trim_ows(rest()), &mut head).ok()?,
+            17 if name_is(name, b"transfer-encoding") => transfer_encoding(trim_ows(rest()), &mut head),
+            10 if name_is(name, b"connection") => connection(trim_ows(rest()), &mut head),
+            _ => {}
+        }
+        pos = end + 1;
     }
 }
 
-/// The first eight bytes, case folded, of the names the client acts on.
-const CONTENT_: u64 = u64::from_le_bytes(*b"content-");
-const TRANSFER: u64 = u64::from_le_bytes(*b"transfer");
-const CONNECTI: u64 = u64::from_le_bytes(*b"connecti");
-
-/// [`act_on_header`] for the fast pass: `name` is a whole name (bytes
-/// above 0x20), `rest` the line after its colon, CR removed.
-#[inline(always)]
-fn act_fast(name: &[u8], rest: &[u8], head: &mut Head) -> Option<()> {
-    // Compared eight bytes a step with their case folded (exact here: a
-    // name's bytes are above 0x20, where OR 0x20 changes only a capital
-    // letter); then the line parser's rules.
-    match name.len() {
-        14 if name_is(name, b"content-length") => content_length(trim_ows(rest), head).ok()?,
-        17 if name_is(name, b"transfer-encoding") => transfer_encoding(trim_ows(rest), head),
-        10 if name_is(name, b"connection") => connection(trim_ows(rest), head),
-        _ => {}
-    }
-    Some(())
-}
-
-/// A block's bits for `n` bytes left in the buffer: all 64, or the first `n`.
-#[inline(always)]
-fn valid_bits(n: usize) -> u64 {
-    if n >= 64 {
-        !0
-    } else {
-        (1u64 << n) - 1
-    }
-}
-
-/// The LF, name-stop and colon bits of the 64 bytes at `at` (bytes past
-/// the buffer's end have none).
-struct BlockMarks {
+/// Where the LFs and the name stops (a colon, or a byte below 0x21) of
+/// `buf` lie, a bit a byte, 64 bytes at a time as the pass reaches them:
+/// a 240-byte head is four blocks of a few vector compares each, and each
+/// line's searches are then a shift and a count of trailing zeros. The
+/// pass's searches go forward only, so one block is held at a time.
+struct Marks<'a> {
+    buf: &'a [u8],
+    /// The block's first byte (a multiple of 64).
+    at: usize,
     lf: u64,
     stop: u64,
-    colon: u64,
 }
 
-#[inline(always)]
-fn block_marks_at(buf: &[u8], at: usize) -> BlockMarks {
-    let rest = &buf[at.min(buf.len())..];
-    match rest.first_chunk::<64>() {
-        Some(block) => block_marks(block),
-        None => {
-            let mut block = [0u8; 64];
-            block[..rest.len()].copy_from_slice(rest);
-            let m = block_marks(&block);
-            let valid = valid_bits(rest.len());
-            BlockMarks {
-                lf: m.lf & valid,
-                stop: m.stop & valid,
-                colon: m.colon & valid,
+impl<'a> Marks<'a> {
+    #[inline]
+    fn new(buf: &'a [u8]) -> Self {
+        let mut m = Marks {
+            buf,
+            at: 0,
+            lf: 0,
+            stop: 0,
+        };
+        m.load(0);
+        m
+    }
+
+    /// The first LF at or after `p` (which is at or after the block held).
+    #[inline]
+    fn next_lf(&mut self, p: usize) -> Option<usize> {
+        self.next(p, true)
+    }
+
+    /// The first colon or byte below 0x21 at or after `p`.
+    #[inline]
+    fn next_stop(&mut self, p: usize) -> Option<usize> {
+        self.next(p, false)
+    }
+
+    #[inline(always)]
+    fn next(&mut self, mut p: usize, lf: bool) -> Option<usize> {
+        loop {
+            if p >= self.buf.len() {
+                return None;
             }
+            // (Wrapping: a `p` before the block, never asked, loads its own.)
+            if p.wrapping_sub(self.at) >= 64 {
+                self.load(p & !63);
+            }
+            let m = if lf { self.lf } else { self.stop } >> (p - self.at);
+            if m != 0 {
+                return Some(p + m.trailing_zeros() as usize);
+            }
+            p = self.at + 64;
         }
+    }
+
+    /// Takes the block that starts at `at`; bytes past the end have no bit.
+    #[inline]
+    fn load(&mut self, at: usize) {
+        self.at = at;
+        let rest = &self.buf[at.min(self.buf.len())..];
+        let (lf, stop) = match rest.first_chunk::<64>() {
+            Some(block) => block_marks(block),
+            None => {
+                let mut block = [0u8; 64];
+                block[..rest.len()].copy_from_slice(rest);
+                let (lf, stop) = block_marks(&block);
+                let valid = (1u64 << rest.len()) - 1;
+                (lf & valid, stop & valid)
+            }
+        };
+        self.lf = lf;
+        self.stop = stop;
     }
 }
 
-/// The LF, name-stop and colon bits of 64 bytes: SSE2, x86-64's baseline.
+/// The LF and name-stop bits of 64 bytes: SSE2, x86-64's baseline.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn block_marks(block: &[u8; 64]) -> BlockMarks {
+fn block_marks(block: &[u8; 64]) -> (u64, u64) {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
@@ -302,34 +271,30 @@ fn block_marks(block: &[u8; 64]) -> BlockMarks {
             _mm_set1_epi8(b':' as i8),
             _mm_set1_epi8(0x20),
         );
-        let (mut lf, mut stop, mut colon) = (0u64, 0u64, 0u64);
+        let (mut lf, mut stop) = (0u64, 0u64);
         for k in 0..4 {
             let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast::<__m128i>());
             let is_lf = _mm_movemask_epi8(_mm_cmpeq_epi8(v, lf_b)) as u32 as u64;
             // A byte is at most 0x20 where the unsigned minimum with 0x20 is itself.
             let low = _mm_cmpeq_epi8(_mm_min_epu8(v, space_b), v);
-            let c = _mm_cmpeq_epi8(v, colon_b);
-            let is_stop = _mm_movemask_epi8(_mm_or_si128(low, c)) as u32 as u64;
-            let is_colon = _mm_movemask_epi8(c) as u32 as u64;
+            let is_stop = _mm_movemask_epi8(_mm_or_si128(low, _mm_cmpeq_epi8(v, colon_b))) as u32 as u64;
             lf |= is_lf << (16 * k);
             stop |= is_stop << (16 * k);
-            colon |= is_colon << (16 * k);
         }
-        BlockMarks { lf, stop, colon }
+        (lf, stop)
     }
 }
 
 /// The same, a byte at a time, elsewhere.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
-fn block_marks(block: &[u8; 64]) -> BlockMarks {
-    let (mut lf, mut stop, mut colon) = (0u64, 0u64, 0u64);
+fn block_marks(block: &[u8; 64]) -> (u64, u64) {
+    let (mut lf, mut stop) = (0u64, 0u64);
     for (k, &b) in block.iter().enumerate() {
         lf |= u64::from(b == b'\n') << k;
         stop |= u64::from(b == b':' || b < 0x21) << k;
-        colon |= u64::from(b == b':') << k;
     }
-    BlockMarks { lf, stop, colon }
+    (lf, stop)
 }
 
 /// Whether `name` (bytes above 0x20, as the fast pass finds names) is
