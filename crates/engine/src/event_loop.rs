@@ -612,14 +612,18 @@ impl<P: Protocol> EventLoop<P> {
             done_at_start = true;
         }
         let begin = start + plan.start_delay;
-        // To the instant itself, not a timer's late wake-up (start spread).
-        benchlab_input::start::wait_until(begin, &AtomicBool::new(false));
+        // To the instant itself, not a timer's late wake-up (start spread);
+        // the thread may run real-time until its first request is taken.
+        let started = benchlab_input::start::wait_until(begin, &AtomicBool::new(false));
         let now = Instant::now();
         core.window_open = core.in_window(now);
         let users = p.users();
         match plan.load {
-            _ if done_at_start => {}
+            _ if done_at_start => drop(started),
             Load::Open(o) => {
+                // The first request leaves on the schedule, later: the
+                // thread's own policy again at once.
+                drop(started);
                 // The schedule starts at the client's begin instant, not at
                 // this thread's wake-up: a late start shows as late sends.
                 core.schedule = Some(Schedule::new(o, begin, plan.os_threads, core.index, plan.seed));
@@ -629,11 +633,18 @@ impl<P: Protocol> EventLoop<P> {
                     .ok();
             }
             Load::Closed if plan.ramp_up.is_zero() => {
+                let mut started = Some(started);
                 for u in 0..users {
                     p.resume(&mut core, u as u32);
+                    // The first user's resume took the thread's first
+                    // request (`take_request` noted the first send): back
+                    // to the thread's own policy for the rest.
+                    drop(started.take());
                 }
             }
             Load::Closed => {
+                // Users start over the ramp-up, later.
+                drop(started);
                 // Users start evenly over the ramp-up, those of all OS
                 // threads interleaved: user j of thread t is the client's
                 // user j × threads + t.

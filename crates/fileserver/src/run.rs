@@ -10,6 +10,7 @@ use crate::error::FileError;
 use crate::loadfile::{Loadfile, OpKind};
 use crate::stats::FileStats;
 use crate::status::Status;
+use benchlab_input::start::Started;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -263,14 +264,17 @@ pub(crate) fn drive_user(
 ) -> (FileStats, Option<Instant>) {
     let mut st = FileStats::default();
     // The start (the first wait) lands as close to its instant as the
-    // machine allows; a think time is the backend's (an SMB2 session
-    // takes a break that comes meanwhile, the others sleep).
+    // machine allows, and hands out its guard (the thread may run
+    // real-time until the first send is noted); a think time is the
+    // backend's (an SMB2 session takes a break that comes meanwhile, the
+    // others sleep).
     let mut first = true;
     let fin = drive_user_with(state, b, plan, delay, t0, stop, live, &mut st, &mut |b, t| {
         if std::mem::take(&mut first) {
-            benchlab_input::start::wait_until(t, stop)
+            Some(benchlab_input::start::wait_until(t, stop))
         } else {
-            b.think_until(t, stop)
+            b.think_until(t, stop);
+            None
         }
     });
     (st, fin)
@@ -292,7 +296,9 @@ impl Tally for FileStats {
 
 /// [`drive_user`], waiting (its start delay, think time) with `pause`,
 /// which returns at the instant given or when `stop` is set: a thread
-/// sleeps, an event loop's user gives its thread to the others.
+/// sleeps, an event loop's user gives its thread to the others. What the
+/// first pause returns (a thread's start guard, which may keep it
+/// real-time) is dropped as soon as the first send is noted.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn drive_user_with(
     state: &mut UserState<'_>,
@@ -303,13 +309,15 @@ pub(crate) fn drive_user_with(
     stop: &AtomicBool,
     live: Option<&LiveCounters>,
     tally: &mut dyn Tally,
-    pause: &mut dyn FnMut(&mut dyn FileBackend, Instant),
+    pause: &mut dyn FnMut(&mut dyn FileBackend, Instant) -> Option<Started>,
 ) -> Option<Instant> {
     let (from, to, end) = (t0 + plan.ramp_up, t0 + plan.length - plan.ramp_down, t0 + plan.length);
-    pause(b, t0 + delay);
+    let started = pause(b, t0 + delay);
     // The start spread's figure: when the first operation leaves, less
     // the user's own drawn delay (docs/counting.md, "Start spread").
     tally.tally(&mut |st| st.note_first_send(delay));
+    // Noted: the thread's own scheduling policy again.
+    drop(started);
     // The wire bytes of each operation: what the connection's meter grew
     // by since the last one ended (its preparation's are not counted).
     let meter = b.wire_meter();
@@ -369,7 +377,7 @@ pub(crate) fn drive_user_with(
             }
         }
         if !plan.think_time.is_zero() {
-            pause(b, (Instant::now() + plan.think_time).min(end));
+            drop(pause(b, (Instant::now() + plan.think_time).min(end)));
         }
     }
     if let UserState::DiskMix(du) = state {

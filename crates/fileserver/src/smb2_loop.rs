@@ -365,6 +365,9 @@ fn user(
             };
             let mut b = b?;
             let (mut state, bytes) = prep?;
+            // The start too waits in the loop's poll, not in
+            // `benchlab_input::start::wait_until`: the loop thread serves
+            // every user on it, so no user's wait changes its scheduling.
             let mut pause = |b: &mut dyn FileBackend, t: Instant| {
                 // What came behind the last answer, already read from the
                 // socket's edge, first; then whatever wakes it meanwhile.
@@ -374,6 +377,7 @@ fn user(
                         b.between_operations();
                     }
                 }
+                None
             };
             let fin = drive_user_with(
                 &mut state,
