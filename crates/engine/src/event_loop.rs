@@ -232,6 +232,16 @@ pub(crate) struct Core {
     /// Whether this thread has begun a request yet (its first is noted in
     /// `Shared::first_send_ns`, once).
     sent_first: bool,
+    /// The run's end (`Stop::After`). A request that ends after it, in the
+    /// loop turn that notices the end, was unfinished at the end: it is
+    /// counted in flight, not as an outcome, and no request starts after
+    /// it (docs/counting.md, `in_flight`).
+    end: Option<Instant>,
+    /// The plan's window, cut at the run's end.
+    window_span: (Duration, Duration),
+    /// A request has ended after `end` (`ended_late` of them).
+    past_end: bool,
+    ended_late: u64,
     tx: Sender<Snapshot>,
 }
 
@@ -285,6 +295,16 @@ impl Core {
             timer: None,
             published: 0,
             sent_first: false,
+            end: match plan.stop {
+                Stop::After(d) => Some(shared.start + d),
+                Stop::Requests(_) => None,
+            },
+            window_span: match plan.stop {
+                Stop::After(d) => (plan.window.0, plan.window.1.min(d)),
+                Stop::Requests(_) => plan.window,
+            },
+            past_end: false,
+            ended_late: 0,
             index,
             report_as: index,
             tx,
@@ -306,7 +326,7 @@ impl Core {
     #[inline]
     pub(crate) fn in_window(&self, now: Instant) -> bool {
         let t = now.saturating_duration_since(self.shared.start);
-        let (from, until) = self.shared.plan.window;
+        let (from, until) = self.window_span;
         t >= from && t < until
     }
 
@@ -314,6 +334,10 @@ impl Core {
     /// it is spent, and the user, which the caller then retires, is done.
     #[inline]
     pub(crate) fn take_request(&mut self) -> bool {
+        if self.past_end {
+            self.done_users += 1;
+            return false;
+        }
         if self.budget_chunk > 0 {
             if self.budget == 0 {
                 self.budget = self.shared.reserve(self.budget_chunk);
@@ -421,6 +445,10 @@ impl Core {
             Err(kind) => c.record_error(kind, e.latency, e.wire, e.sent),
         };
         let counted = self.counted(now);
+        if self.past_end {
+            self.ended_late += 1;
+            return false;
+        }
         record(&mut self.second.classes[class]);
         if counted && !self.folding {
             record(&mut self.window.classes[class]);
@@ -433,9 +461,14 @@ impl Core {
     #[inline]
     fn counted(&mut self, now: Instant) -> bool {
         let counted = self.in_window(now);
-        if !counted && self.folding {
-            self.fold_second();
-            self.folding = false;
+        if !counted {
+            // The window never outlasts the run, so only here can a
+            // request have ended after the run's end.
+            self.past_end = self.end.is_some_and(|e| now >= e);
+            if self.folding {
+                self.fold_second();
+                self.folding = false;
+            }
         }
         counted
     }
@@ -467,6 +500,10 @@ impl Core {
         now: Instant,
     ) -> bool {
         let counted = self.counted(now);
+        if self.past_end {
+            self.ended_late += 1;
+            return false;
+        }
         self.second.classes[class].record_error(kind, latency, bytes, sent);
         if counted && !self.folding {
             self.window.classes[class].record_error(kind, latency, bytes, sent);
@@ -596,10 +633,7 @@ impl<P: Protocol> EventLoop<P> {
         let shared = Arc::clone(&core.shared);
         let plan = &shared.plan;
         let start = shared.start;
-        let end = match plan.stop {
-            Stop::After(d) => Some(start + d),
-            Stop::Requests(_) => None,
-        };
+        let end = core.end;
         let sweep_every = (plan.timeout / 20).clamp(Duration::from_millis(1), SWEEP_MAX);
         let mut events = core.reactor.events(1024);
         let mut second: u32 = 0;
@@ -750,6 +784,7 @@ impl<P: Protocol> EventLoop<P> {
             }
         }
         let (in_flight, users_waiting) = p.in_flight();
+        let in_flight = in_flight + core.ended_late;
         core.tick(Duration::ZERO);
         let (cpu_user, cpu_system) = core.cpu.total();
         p.close_all(&mut core);
@@ -978,5 +1013,51 @@ mod tests {
             })
             .sum();
         assert_eq!(all, seconds.iter().map(|s| s.1).sum::<u64>());
+    }
+
+    /// A request that ends after the run's end (in the loop turn that
+    /// notices it) was unfinished at the end: it is in flight, not a
+    /// success or an error, even where the window never closes (`benchlab
+    /// http`'s); and no request starts after it.
+    #[test]
+    fn a_request_ended_after_the_runs_end_is_in_flight_and_none_starts() {
+        let urls = vec![UrlPlan {
+            target: Target::parse("http://127.0.0.1:9/").expect("url"),
+            weight: 1.0,
+            class: 0,
+            expect_status: 200,
+            expect: Expect::Status,
+            request: 0,
+        }];
+        let mut plan = ClientPlan::new(urls, vec![ClassPlan { name: "x".into() }]);
+        plan.stop = Stop::After(Duration::from_secs(2));
+        plan.window = (Duration::ZERO, Duration::MAX);
+        let start = Instant::now();
+        let shared = Arc::new(shared_for(plan, start).expect("plan"));
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let mut core = Core::new(shared, 0, 1, tx).expect("core");
+        let e = Measured {
+            latency: Duration::from_micros(80),
+            as_sent: Duration::from_micros(80),
+            wire: 100,
+            body: 10,
+            sent: 40,
+        };
+        let before_end = start + Duration::from_millis(1999);
+        assert!(core.take_request());
+        assert!(core.record_response(0, Ok(()), e, before_end));
+        assert!(core.take_request());
+        let after_end = start + Duration::from_secs(2);
+        assert!(!core.record_response(0, Ok(()), e, after_end));
+        assert!(!core.record_error(0, ErrorKind::Timeout, e.latency, 0, 40, after_end));
+        assert_eq!(core.ended_late, 2);
+        assert!(!core.take_request(), "a request started after the end");
+        let c = &core.second.classes[0].counters;
+        assert_eq!((c.requests, c.errors_total()), (1, 0));
+        let w = core.take_window();
+        assert_eq!(
+            (w.classes[0].counters.requests, w.classes[0].counters.errors_total()),
+            (1, 0)
+        );
     }
 }
