@@ -26,6 +26,10 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 /// clients lost before the agent gives up.
 pub const CONTROLLER_SILENCE_LIMIT: Duration = Duration::from_secs(5);
 
+/// After [`CONTROLLER_SILENCE_LIMIT`], how long a peer waits for what may
+/// already be on its connection before calling the controller lost.
+const SILENCE_RECHECK: Duration = Duration::from_millis(250);
+
 /// The largest message an agent takes from its controller: a URL list
 /// comes in chunks of 1 MiB, so this bounds the rest — a list's head (its
 /// classes, requests and flow files), a file order, which carries its
@@ -343,19 +347,30 @@ async fn agent_session(opts: &AgentOptions, log: &(dyn Fn(String) + Sync)) -> Re
         }
     });
     let result = loop {
-        let m = match tokio::time::timeout(CONTROLLER_SILENCE_LIMIT, inbound.message()).await {
-            Err(_) => {
-                break Err(AgentError::LostController(format!(
-                    "no word from it for {} s",
-                    CONTROLLER_SILENCE_LIMIT.as_secs()
-                )))
-            }
-            Ok(Ok(Some(m))) => m,
+        let next = match tokio::time::timeout(CONTROLLER_SILENCE_LIMIT, inbound.message()).await {
+            Ok(next) => next,
+            // Silent that long by this process's clock, which also ran
+            // while the process itself did not (stopped, a paused VM):
+            // what the controller sent meanwhile — its heartbeats, or
+            // why it dropped this agent — may be waiting, so it is read
+            // before the controller is called lost.
+            Err(_) => match tokio::time::timeout(SILENCE_RECHECK, inbound.message()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    break Err(AgentError::LostController(format!(
+                        "no word from it for {} s",
+                        CONTROLLER_SILENCE_LIMIT.as_secs()
+                    )))
+                }
+            },
+        };
+        let m = match next {
+            Ok(Some(m)) => m,
             // The controller ended the session: the run is over.
-            Ok(Ok(None)) => break Ok(()),
+            Ok(None) => break Ok(()),
             // It dropped this agent (and says why) while the run goes on.
-            Ok(Err(s)) if s.code() == tonic::Code::Aborted => break Err(AgentError::Dropped(s.message().to_string())),
-            Ok(Err(s)) => break Err(AgentError::LostController(status_words(&s))),
+            Err(s) if s.code() == tonic::Code::Aborted => break Err(AgentError::Dropped(s.message().to_string())),
+            Err(s) => break Err(AgentError::LostController(status_words(&s))),
         };
         match m.kind {
             Some(ToAgent::Ping(p)) => {
@@ -636,7 +651,13 @@ pub fn monitor_session(
                 },
                 _ = beat.tick() => {
                     if last.elapsed() > CONTROLLER_SILENCE_LIMIT {
-                        return Err(AgentError::LostController(format!("no word from it for {} s", CONTROLLER_SILENCE_LIMIT.as_secs())));
+                        // As an agent does: what waits is read first.
+                        match tokio::time::timeout(SILENCE_RECHECK, inbound.message()).await {
+                            Ok(Ok(Some(_))) => last = Instant::now(),
+                            Ok(Ok(None)) => return Ok(()),
+                            Ok(Err(s)) => return Err(AgentError::LostController(status_words(&s))),
+                            Err(_) => return Err(AgentError::LostController(format!("no word from it for {} s", CONTROLLER_SILENCE_LIMIT.as_secs()))),
+                        }
                     }
                     send(&tx, FromAgent::Heartbeat(Heartbeat { unix_nanos: now_nanos() }));
                 }
