@@ -56,6 +56,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             tls: Default::default(),
             seed: 7,
             first_user: 0,
+            preconnect: false,
             http2: None,
         },
     };

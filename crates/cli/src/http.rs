@@ -147,6 +147,12 @@ pub struct HttpArgs {
     #[arg(long = "h2-window", value_name = "BYTES")]
     h2_window: Option<u32>,
 
+    /// Open each virtual user's first connection before the start, so the
+    /// start sends requests, not handshakes; a first request's latency then
+    /// has no connect (closed-loop HTTP/1 over http:// only).
+    #[arg(long)]
+    preconnect: bool,
+
     /// Share of HTTP/1.1 connections that are persistent; the others carry
     /// one request with `Connection: close`.
     #[arg(long, value_parser = args::percent, default_value = "100", value_name = "P")]
@@ -684,6 +690,10 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     plan.source_addresses = source_addresses;
     plan.tls = tls;
     plan.seed = a.seed;
+    plan.preconnect = a.preconnect;
+    if let Some(why) = plan.preconnect_refusal() {
+        return Err(usage(format!("--preconnect cannot apply: {why}")));
+    }
     plan.validate().map_err(|e| usage(e.to_string()))?;
     let os_threads = plan.os_threads.min(plan.slots() as usize);
     let description = output::describe(&plan, a.http);

@@ -108,6 +108,11 @@ pub fn describe(plan: &ClientPlan, mode: HttpMode) -> String {
             thousands(b.into())
         ),
     };
+    let per_conn = if plan.preconnect {
+        per_conn + ", connected before the start"
+    } else {
+        per_conn
+    };
     let stop = match plan.stop {
         Stop::After(d) if !plan.ramp_up.is_zero() => format!(
             "for {} after a {} ramp-up (not counted)",

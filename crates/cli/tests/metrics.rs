@@ -150,6 +150,19 @@ impl Prometheus {
         std::fs::read_to_string(self._dir.path().join("prometheus.log")).unwrap_or_default()
     }
 
+    /// Waits until the final figures of job `job` (`""`: remote-written)
+    /// are queryable: benchlab stops waiting once it has sent the final
+    /// scrape, which Prometheus stores a moment later (on a busy machine,
+    /// after the test's first query once).
+    fn wait_for_final(&self, job: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let query = format!("count(last_over_time(benchlab_run_finished{{job=\"{job}\"}}[10m]) == 1)");
+        while self.vector(&query).is_empty() {
+            assert!(Instant::now() < deadline, "{query}: never\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// The value of an instant query that returns one sample.
     fn scalar(&self, query: &str) -> f64 {
         let q: String = query
@@ -291,6 +304,7 @@ fn prometheus_scraping_the_run_gets_results_json_totals() {
     );
     let t = totals(&out);
     assert!(t.requests > 0 && t.errors > 0, "both kinds of outcome");
+    prom.wait_for_final("benchlab");
     let last = |m: &str| prom.scalar(&format!("sum(last_over_time({m}[10m]))"));
     assert_eq!(
         last(r#"benchlab_result_requests_total{job="benchlab"}"#),
@@ -351,6 +365,7 @@ fn prometheus_receiving_remote_write_gets_results_json_totals() {
         prom.log()
     );
     let t = totals(&out);
+    prom.wait_for_final("");
     let last = |m: &str| prom.scalar(&format!("sum(last_over_time({m}[10m]))"));
     assert_eq!(last("benchlab_result_requests_total"), t.requests as f64);
     assert_eq!(last("benchlab_result_errors_total"), t.errors as f64);
@@ -958,6 +973,7 @@ fn the_duration_histogram_counts_the_json_requests_scraped_written_and_pushed() 
     // the +Inf bucket are the requests of the JSON's measured seconds,
     // exactly.
     for job in ["benchlab", ""] {
+        prom.wait_for_final(job);
         let last = |m: &str| prom.scalar(&format!("sum(last_over_time({m}[10m]))"));
         assert_eq!(
             last(&format!("{name}_count{{job=\"{job}\"}}")),

@@ -165,6 +165,65 @@ fn nginx_exact_request_count_and_bytes() {
     assert_eq!(u(c, "/bytes"), u(&v, "/bytes"));
 }
 
+/// `--preconnect` (docs/counting.md, "Start spread"): counted exactly as
+/// without it: keep-alive, one connection a user and N requests; HTTP/1.0,
+/// a connection a request, the first of each user's opened before the
+/// start. Where it cannot apply it is refused by name.
+#[test]
+fn nginx_preconnect_counts_exactly_and_is_refused_where_it_cannot_apply() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let url = nginx.url("/4k.html");
+    let v = bench(&["--preconnect", "--requests", "400", "--threads", "8", &url]);
+    let lines = run_lines(&nginx, 1, 400);
+    assert_eq!(
+        (u(&v, "/requests"), u(&v, "/errors_total"), u(&v, "/in_flight")),
+        (400, 0, 0)
+    );
+    assert_bytes_match(&v, &lines);
+    assert_eq!(by_connection(&lines).len(), 8, "8 users, keep-alive: 8 connections");
+    assert_eq!(u(&v, "/connections_opened"), 8);
+
+    let v = bench(&[
+        "--preconnect",
+        "--http",
+        "1.0",
+        "--requests",
+        "100",
+        "--threads",
+        "4",
+        &url,
+    ]);
+    let lines = run_lines(&nginx, 1 + 400 + 1, 100);
+    assert_eq!((u(&v, "/requests"), u(&v, "/errors_total")), (100, 0));
+    assert!(lines.iter().all(|l| l.connection_requests == 1), "a reused connection");
+    assert_eq!(u(&v, "/connections_opened"), 100);
+    assert_bytes_match(&v, &lines);
+
+    for (args, why) in [
+        (&["--rate", "10"][..], "an open loop's connections follow its schedule"),
+        (&["--http", "2"][..], "HTTP/1 connections only"),
+    ] {
+        let mut all = vec!["http", "--preconnect", "--no-preflight", "-d", "1s"];
+        all.extend_from_slice(args);
+        all.push(&url);
+        let out = run_benchlab(&all);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--preconnect cannot apply: ") && err.contains(why),
+            "{err}"
+        );
+    }
+    let https = format!("https://127.0.0.1:{}/4k.html", free_port());
+    let out = run_benchlab(&["http", "--preconnect", "--no-preflight", "-d", "1s", &https]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--preconnect cannot apply: it opens plain http:// connections only"),
+        "{err}"
+    );
+}
+
 #[test]
 fn nginx_http10_opens_a_connection_per_request() {
     let nginx = Nginx::start(NginxOpts::default());

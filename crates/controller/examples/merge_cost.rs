@@ -128,6 +128,7 @@ fn main() {
             seed: 1,
             first_user: 0,
             http2: None,
+            preconnect: false,
         },
     };
     let plans = vec![plan; clients];

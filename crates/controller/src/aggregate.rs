@@ -183,6 +183,7 @@ pub(crate) fn mix_result(
             timeout_s: p.timeout.as_secs_f64(),
             workload: p.workload.clone(),
             target: p.target.clone(),
+            preconnect: p.preconnect,
         },
         client_data,
         classes,
@@ -679,6 +680,7 @@ mod fake_clients {
                 http2: false,
                 http3: false,
                 streams_per_connection: 1,
+                preconnect: false,
                 timeout: Duration::from_secs(5),
                 workload: "w".into(),
                 target: "http://127.0.0.1:1".into(),
@@ -722,6 +724,7 @@ mod fake_clients {
                 seed: c as u64,
                 first_user: 0,
                 http2: None,
+                preconnect: false,
             },
         };
         (0..n).map(suite_plan).collect()
@@ -1318,6 +1321,7 @@ pub fn http_mix(h: &HttpRun) -> MixResult {
             timeout_s: 0.0,
             workload: "urls".into(),
             target: urls.join(" "),
+            preconnect: false,
         },
         client_data,
         classes,

@@ -296,6 +296,7 @@ mod tests {
                 seed: 1,
                 first_user: 0,
                 http2: None,
+                preconnect: false,
             },
         };
         let err = pool.driver(0).start(plan, SystemTime::now()).err();

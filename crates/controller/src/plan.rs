@@ -595,6 +595,7 @@ mod tests {
                 },
                 seed: u64::MAX - 7,
                 first_user: 12,
+                preconnect: true,
                 http2: Some(benchlab_engine::H2Plan {
                     connections: 3,
                     streams: 10,

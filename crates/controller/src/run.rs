@@ -623,6 +623,7 @@ fn client_plans(suite: &Suite, mix: &Mix, phase: &PhasePlan, opts: &RunOptions, 
                     tls: opts.tls.clone(),
                     seed: rng.next_u64(),
                     first_user: c as u64 * u64::from(p.threads_per_client),
+                    preconnect: p.preconnect,
                     // A mix's `http = "2"` makes every class HTTP/2; otherwise
                     // the classes that say so are (the client splits its users).
                     http2: (p.http2 || phase.h2_classes != 0).then(|| benchlab_engine::H2Plan {

@@ -173,6 +173,11 @@ pub(crate) trait Protocol {
     /// Closes every connection before the last snapshot, so the caller may
     /// count on the sockets being gone once it arrives.
     fn close_all(&mut self, core: &mut Core);
+
+    /// Opens the users' first connections before the start, until `until`
+    /// (the plan's `preconnect`; only HTTP/1 takes it, the others' plans
+    /// refuse it).
+    fn preconnect(&mut self, _core: &mut Core, _until: Instant) {}
 }
 
 /// The loop's state that every protocol shares, and the counting rules.
@@ -646,6 +651,9 @@ impl<P: Protocol> EventLoop<P> {
             done_at_start = true;
         }
         let begin = start + plan.start_delay;
+        if plan.preconnect && !done_at_start {
+            p.preconnect(&mut core, begin);
+        }
         // To the instant itself, not a timer's late wake-up (start spread);
         // the thread may run real-time until its first request is taken.
         let started = benchlab_input::start::wait_until(begin, &AtomicBool::new(false));

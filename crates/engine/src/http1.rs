@@ -368,6 +368,10 @@ impl Protocol for Http1 {
         (in_flight, waiting)
     }
 
+    fn preconnect(&mut self, core: &mut Core, until: Instant) {
+        Http1::preconnect(self, core, until);
+    }
+
     fn close_all(&mut self, core: &mut Core) {
         // An io_uring receive holds its socket open until cancelled.
         if let Some(u) = core.reactor.uring() {
@@ -478,33 +482,14 @@ impl Http1 {
             v.arriving = false;
             v.holds_slot = true;
         }
-        let plan = &self.shared.plan;
-        let policy = plan.connection;
-        let http10 = core.rng.percent(policy.http10_percent);
-        let persistent = if http10 {
-            policy.http10_keepalive
-        } else {
-            core.rng.percent(policy.persistent_percent)
-        };
-        let conn_left = if !persistent {
-            1
-        } else {
-            match policy.requests_per_connection {
-                None => u32::MAX,
-                Some((min, max)) => min + core.rng.below((max - min) as u64 + 1) as u32,
-            }
-        };
+        self.draw_connection(core, i);
         let url = self.vus[i].url as usize;
-        let target = plan.urls.origin(url);
+        let target = self.shared.plan.urls.origin(url);
         let source = core.next_source();
         let now = Instant::now();
         let v = &mut self.vus[i];
-        v.http10 = http10;
-        v.keepalive = persistent;
-        v.conn_left = conn_left;
-        v.conn_served = 0;
         v.start = now;
-        v.deadline = now + plan.timeout;
+        v.deadline = now + self.shared.plan.timeout;
         v.state = State::Connecting;
         v.connected = false;
         if std::mem::take(&mut v.reconnect_pending) {
@@ -512,17 +497,7 @@ impl Http1 {
         }
         match connect(target.addr, source, core.io.busy_poll_us) {
             Ok(tcp) => {
-                let v = &mut self.vus[i];
-                let registered = if let Some(u) = core.reactor.uring() {
-                    // The receive waits for the connect like any data.
-                    v.generation = next_generation(v.generation);
-                    v.recv_armed = u.recv(tcp.as_raw_fd(), i, v.generation).is_ok();
-                    v.recv_armed
-                } else {
-                    v.out_armed = true;
-                    core.reactor.register(tcp.as_raw_fd(), i, true).is_ok()
-                };
-                if !registered {
+                if !Self::register(core, &mut self.vus[i], i, &tcp, true) {
                     self.fail(core, i, ErrorKind::ConnectRefused);
                     return;
                 }
@@ -554,6 +529,111 @@ impl Http1 {
             }
             Err(kind) => self.fail(core, i, kind),
         }
+    }
+
+    /// Draws user `i`'s next connection's HTTP version and length
+    /// (docs/connections.md, "Per-connection draws").
+    fn draw_connection(&mut self, core: &mut Core, i: usize) {
+        let policy = self.shared.plan.connection;
+        let http10 = core.rng.percent(policy.http10_percent);
+        let persistent = if http10 {
+            policy.http10_keepalive
+        } else {
+            core.rng.percent(policy.persistent_percent)
+        };
+        let conn_left = if !persistent {
+            1
+        } else {
+            match policy.requests_per_connection {
+                None => u32::MAX,
+                Some((min, max)) => min + core.rng.below((max - min) as u64 + 1) as u32,
+            }
+        };
+        let v = &mut self.vus[i];
+        v.http10 = http10;
+        v.keepalive = persistent;
+        v.conn_left = conn_left;
+        v.conn_served = 0;
+    }
+
+    /// Registers user `i`'s (`v`'s) new connection `tcp` with the reactor;
+    /// `write`: its writability is wanted (a connect in progress).
+    fn register(core: &mut Core, v: &mut Vu, i: usize, tcp: &mio::net::TcpStream, write: bool) -> bool {
+        if let Some(u) = core.reactor.uring() {
+            // The receive waits for the connect like any data.
+            v.generation = next_generation(v.generation);
+            v.recv_armed = u.recv(tcp.as_raw_fd(), i, v.generation).is_ok();
+            v.recv_armed
+        } else {
+            v.out_armed = write;
+            core.reactor.register(tcp.as_raw_fd(), i, write).is_ok()
+        }
+    }
+
+    /// Opens every user's first connection before the start (a plan's
+    /// `preconnect`; docs/counting.md, "Start spread"): all connects are
+    /// started, then waited for until `until`, the client's start. A
+    /// connection up by then is the user's, idle, as a kept one: its first
+    /// request is written on it at the start, so the start costs a write,
+    /// not a handshake, and that request's latency has no connect. A user
+    /// whose connect failed or had not finished by `until` connects at its
+    /// first request, as without `preconnect` (a failure is counted then).
+    /// Plain `http://` only, closed loop only (refused at the plan).
+    pub(crate) fn preconnect(&mut self, core: &mut Core, until: Instant) {
+        if self.open {
+            return;
+        }
+        let mut pending = Vec::with_capacity(self.vus.len());
+        for i in 0..self.vus.len() {
+            if Instant::now() >= until {
+                break;
+            }
+            let target = self.shared.plan.urls.origin(self.vus[i].url as usize);
+            if target.scheme != Scheme::Http {
+                continue;
+            }
+            if let Ok(tcp) = connect(target.addr, core.next_source(), core.io.busy_poll_us) {
+                pending.push((i, tcp));
+            }
+        }
+        // A connect on loopback is done within its system call; elsewhere
+        // it waits a round trip: polled, not waited for one by one.
+        while !pending.is_empty() {
+            let mut k = 0;
+            while k < pending.len() {
+                let tcp = &pending[k].1;
+                match tcp.peer_addr() {
+                    Ok(_) => {
+                        let (i, tcp) = pending.swap_remove(k);
+                        self.hold(core, i, tcp);
+                    }
+                    // Refused (or any failure): the user connects at its
+                    // first request, which counts what happens then.
+                    Err(_) if !matches!(tcp.take_error(), Ok(None)) => {
+                        pending.swap_remove(k);
+                    }
+                    Err(_) => k += 1,
+                }
+            }
+            if pending.is_empty() || Instant::now() >= until {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    /// User `i` holds `tcp`, connected before the start, idle.
+    fn hold(&mut self, core: &mut Core, i: usize, tcp: mio::net::TcpStream) {
+        self.draw_connection(core, i);
+        if !Self::register(core, &mut self.vus[i], i, &tcp, false) {
+            return;
+        }
+        let v = &mut self.vus[i];
+        v.sock = Some(Sock::Plain(tcp));
+        v.connected = false;
+        // Its first request takes no arrival slot: it connects no more.
+        v.arriving = false;
+        v.state = State::Thinking;
     }
 
     fn new_tls(&mut self, core: &mut Core, url: usize) -> Result<UnbufferedClientConnection, ()> {

@@ -395,6 +395,11 @@ pub struct ClientSettings {
     /// user k row k).
     #[serde(default)]
     pub first_user: u64,
+    /// Each virtual user's first connection is opened before the start,
+    /// so the start sends requests, not handshakes (docs/counting.md,
+    /// "Start spread"). Closed-loop HTTP/1 over `http://` only.
+    #[serde(default)]
+    pub preconnect: bool,
 }
 
 impl Default for ClientSettings {
@@ -419,6 +424,7 @@ impl Default for ClientSettings {
             seed: 1,
             http2: None,
             first_user: 0,
+            preconnect: false,
         }
     }
 }
@@ -553,6 +559,25 @@ impl ClientPlan {
         }
     }
 
+    /// Why `preconnect` cannot apply to this plan, if it is set and
+    /// cannot: it opens each closed-loop HTTP/1 user's one plain
+    /// connection before the start (`Http1::preconnect`).
+    pub fn preconnect_refusal(&self) -> Option<&'static str> {
+        if !self.preconnect {
+            None
+        } else if matches!(self.load, Load::Open(_)) {
+            Some("an open loop's connections follow its schedule")
+        } else if self.http2.is_some() {
+            Some("it opens HTTP/1 connections only")
+        } else if self.flow.is_some() {
+            Some("a flow's users connect to each step's origin as they walk")
+        } else if self.urls.origins().iter().any(|o| o.scheme == Scheme::Https) {
+            Some("it opens plain http:// connections only (a TLS handshake is not done before the start)")
+        } else {
+            None
+        }
+    }
+
     /// Checks the plan; every error names what was expected.
     pub fn validate(&self) -> Result<(), PlanError> {
         let bad = |s: String| Err(PlanError::Invalid(s));
@@ -629,6 +654,9 @@ impl ClientPlan {
         }
         for r in &self.requests {
             r.validate().map_err(|e| PlanError::Invalid(e.0))?;
+        }
+        if let Some(why) = self.preconnect_refusal() {
+            return bad(format!("preconnect cannot apply: {why}"));
         }
         if let Some(h2) = self.http2 {
             if h2.connections == 0 || h2.streams == 0 {

@@ -51,6 +51,10 @@ pub struct MixParams {
     pub http3: bool,
     /// HTTP/2: concurrent streams per connection at most.
     pub streams_per_connection: u32,
+    /// Each virtual user's first connection is opened before the mix's
+    /// start (closed-loop HTTP/1 over `http://` only): the start sends
+    /// requests, not handshakes (docs/counting.md, "Start spread").
+    pub preconnect: bool,
     /// Total time for one request (not scaled by `--time-scale`).
     pub timeout: Duration,
     /// Name of the workload (a key of the suite's workloads).
@@ -250,6 +254,7 @@ struct RawParams {
     requests_per_connection: Option<Spanned<toml::Value>>,
     http: Option<Spanned<String>>,
     streams_per_connection: Option<Spanned<u32>>,
+    preconnect: Option<Spanned<bool>>,
     timeout: Option<Spanned<String>>,
     workload: Option<Spanned<String>>,
     target: Option<Spanned<String>>,
@@ -275,6 +280,7 @@ fn builtin(target: &str) -> MixParams {
         http2: false,
         http3: false,
         streams_per_connection: 1,
+        preconnect: false,
         timeout: Duration::from_secs(5),
         workload: String::new(),
         target: target.to_string(),
@@ -441,6 +447,9 @@ fn apply(src: &Source, raw: &RawParams, p: &mut MixParams) -> Result<(), ModelEr
             return Err(src.error_at(v.span().start, "streams_per_connection is 0: expected at least 1"));
         }
         p.streams_per_connection = *v.get_ref();
+    }
+    if let Some(v) = &raw.preconnect {
+        p.preconnect = *v.get_ref();
     }
     if p.http2 && p.http10_percent > 0 {
         let at = raw.http.as_ref().map_or(0, |v| v.span().start);
@@ -714,6 +723,27 @@ impl Suite {
                             p.workload
                         ),
                     ));
+                }
+            }
+            if p.preconnect {
+                // What `preconnect` opens: each closed-loop HTTP/1 user's
+                // one plain connection (docs/counting.md, "Start spread").
+                let at = m.preconnect.as_ref().map_or(at, |v| v.span().start);
+                let why = if file_workloads.contains_key(&p.workload) {
+                    Some("a file workload's users open their connections themselves")
+                } else if workloads.get(&p.workload).is_some_and(|w| w.flow.is_some()) {
+                    Some("a flow's users connect to each step's origin as they walk")
+                } else if p.rate.is_some() {
+                    Some("an open loop's connections follow its schedule")
+                } else if p.http2 {
+                    Some("it opens HTTP/1 connections only")
+                } else if p.target.starts_with("https://") {
+                    Some("it opens plain http:// connections only (a TLS handshake is not done before the start)")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    return Err(src.error_at(at, format!("mix {}: `preconnect = true` cannot apply: {why}", i + 1)));
                 }
             }
             if !workloads.contains_key(&p.workload) && !file_workloads.contains_key(&p.workload) {
@@ -1084,6 +1114,58 @@ mod tests {
         );
         suite.retarget("http://127.0.0.1:8080");
         assert!(suite.check_url_hosts().is_ok());
+    }
+
+    /// `preconnect` is a closed-loop HTTP/1 mix's over http://; anywhere
+    /// else it is refused at its key, saying why.
+    #[test]
+    fn preconnect_applies_to_closed_loop_plain_http_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("s.toml");
+        let suite = |target: &str, mix: &str| {
+            std::fs::write(
+                &p,
+                format!(
+                    "name = \"s\"\ntarget = \"{target}\"\n[defaults]\nlength = \"3s\"\nramp_up = \"1s\"\nramp_down = \"0s\"\n\
+                     [workloads.w]\n[[workloads.w.class]]\nname = \"a\"\npercent = 100\n\
+                     [[workloads.w.class.url]]\npath = \"/a\"\n[[mix]]\nclients = 1\n{mix}"
+                ),
+            )
+            .expect("write suite");
+            Suite::from_file(&p)
+        };
+        let ok = suite("http://127.0.0.1:8080", "preconnect = true\n").expect("a plain closed loop");
+        assert!(ok.mixes[0].params.preconnect);
+        assert!(
+            !suite("http://127.0.0.1:8080", "").expect("suite").mixes[0]
+                .params
+                .preconnect
+        );
+        for (target, mix, why) in [
+            (
+                "http://127.0.0.1:8080",
+                "preconnect = true\nrate = 10.0\n",
+                "an open loop's connections follow its schedule",
+            ),
+            (
+                "http://127.0.0.1:8080",
+                "preconnect = true\nhttp = \"2\"\n",
+                "HTTP/1 connections only",
+            ),
+            (
+                "https://127.0.0.1:8443",
+                "preconnect = true\n",
+                "plain http:// connections only",
+            ),
+        ] {
+            let e = suite(target, mix).expect_err(mix);
+            assert_eq!(e.line, Some(15), "{mix}: {}", e.message);
+            assert!(
+                e.message.starts_with("mix 1: `preconnect = true` cannot apply: ") && e.message.contains(why),
+                "{}",
+                e.message
+            );
+        }
     }
 
     #[test]

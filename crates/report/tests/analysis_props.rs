@@ -78,6 +78,7 @@ fn mix_result(n: usize, phase: &str, m: &Mix) -> MixResult {
             timeout_s: 5.0,
             workload: phase.to_string(),
             target: "http://127.0.0.1:8080".into(),
+            preconnect: false,
         },
         client_data: m
             .client_rates

@@ -380,6 +380,15 @@ pub struct ParamsResult {
     pub timeout_s: f64,
     pub workload: String,
     pub target: String,
+    /// Each virtual user's first connection was opened before the start
+    /// (`preconnect`): first requests' latencies have no connect
+    /// (docs/counting.md, "Start spread"). Absent: false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub preconnect: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One mix: WebBench's summary report row, and everything behind it.

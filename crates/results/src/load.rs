@@ -179,6 +179,7 @@ fn params(workload: &str, target: &str, length_s: f64, ramp_up_s: f64, threads_p
         timeout_s: 0.0,
         workload: workload.to_string(),
         target: target.to_string(),
+        preconnect: false,
     }
 }
 

@@ -1164,6 +1164,7 @@ mod tests {
                 timeout_s: 5.0,
                 workload: "demo".into(),
                 target: "http://127.0.0.1:8080".into(),
+                preconnect: false,
             },
             client_data: (1..=clients)
                 .map(|c| ClientResult {

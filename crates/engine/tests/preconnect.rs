@@ -1,0 +1,126 @@
+//! `preconnect`: every virtual user's connection is up before the start
+//! instant, and not one request byte is sent before it; after it the run
+//! is counted as any other (exactly `--requests`, one connection a user).
+//! Without `preconnect`, nothing connects before the start.
+
+use benchlab_engine::{ClassPlan, Client, ClientPlan, Expect, Stop, Target, UrlPlan};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+const USERS: u32 = 6;
+const REQUESTS: u64 = 60;
+
+/// Answers every request on `s` until the client closes.
+fn serve(mut s: TcpStream) {
+    s.set_nonblocking(false).expect("blocking");
+    let mut buf = [0u8; 4096];
+    let mut have = 0;
+    loop {
+        match s.read(&mut buf[have..]) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => have += n,
+        }
+        while let Some(end) = buf[..have].windows(4).position(|w| w == b"\r\n\r\n") {
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                return;
+            }
+            buf.copy_within(end + 4..have, 0);
+            have -= end + 4;
+        }
+    }
+}
+
+/// Runs `REQUESTS` requests by `USERS` users starting 3 s from now; returns
+/// the connections accepted before the start (each checked to hold no
+/// request byte yet), the connections accepted in all, and the report.
+fn run(preconnect: bool) -> (usize, usize, benchlab_engine::ClientReport) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.set_nonblocking(true).expect("nonblocking");
+    let port = l.local_addr().expect("addr").port();
+    let url = UrlPlan {
+        target: Target::parse(&format!("http://127.0.0.1:{port}/")).expect("URL"),
+        weight: 1.0,
+        class: 0,
+        expect_status: 200,
+        expect: Expect::Status,
+        request: 0,
+    };
+    let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
+    plan.virtual_users = USERS;
+    plan.os_threads = 2;
+    plan.stop = Stop::Requests(REQUESTS);
+    plan.preconnect = preconnect;
+    // A lead far above what a few loopback connects take on a busy machine.
+    let start = Instant::now() + Duration::from_secs(3);
+    let client = Client::start(plan, start).expect("starts");
+    // Before the start: take what connected, up to half a second before it.
+    let mut early = Vec::new();
+    while Instant::now() + Duration::from_millis(500) < start && early.len() < USERS as usize {
+        match l.accept() {
+            Ok((s, _)) => early.push(s),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+    for s in &early {
+        s.set_nonblocking(true).expect("nonblocking");
+        let mut b = [0u8; 1];
+        match s.peek(&mut b) {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            other => panic!("a request byte before the start: {other:?}"),
+        }
+    }
+    assert!(Instant::now() < start, "the check ran past the start");
+    let n_early = early.len();
+    let mut all = n_early;
+    let mut servers: Vec<_> = early
+        .into_iter()
+        .map(|s| std::thread::spawn(move || serve(s)))
+        .collect();
+    // The rest, until the client is done (its last connection closed).
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d2 = std::sync::Arc::clone(&done);
+    let acceptor = std::thread::spawn(move || {
+        let mut n = 0;
+        while !d2.load(std::sync::atomic::Ordering::Relaxed) {
+            match l.accept() {
+                Ok((s, _)) => {
+                    n += 1;
+                    servers.push(std::thread::spawn(move || serve(s)));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        (n, servers)
+    });
+    let report = client.finish();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (late, servers) = acceptor.join().expect("acceptor");
+    for s in servers {
+        let _ = s.join();
+    }
+    all += late;
+    (n_early, all, report)
+}
+
+#[test]
+fn preconnected_users_connect_before_the_start_and_send_nothing_before_it() {
+    let (early, all, r) = run(true);
+    assert_eq!(early, USERS as usize, "connections up before the start");
+    assert_eq!(all, USERS as usize, "one connection a user");
+    let c = &r.stats.classes[0].counters;
+    assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
+    assert_eq!(r.stats.conn.connections_opened, u64::from(USERS));
+    assert_eq!(r.in_flight, 0);
+}
+
+#[test]
+fn without_preconnect_nothing_connects_before_the_start() {
+    let (early, all, r) = run(false);
+    assert_eq!(early, 0);
+    assert_eq!(all, USERS as usize);
+    let c = &r.stats.classes[0].counters;
+    assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
+    assert_eq!(r.stats.conn.connections_opened, u64::from(USERS));
+}
