@@ -30,6 +30,9 @@
 #     DUR [2s]        the mix's length
 #     USERS [1]       virtual users per client
 #     THINK [200ms]   think time between a user's requests
+#     PRECONNECT [0]  1: the mix says `preconnect = true` (each user's
+#                     connection opened before the start); both: rounds
+#                     alternate, without it first, each line says which
 #     BENCHLAB [target/release/benchlab]  the binary (build it with
 #                     `cargo build --release -p benchlab`)
 set -euo pipefail
@@ -49,11 +52,13 @@ REPEATS=${REPEATS:-3}
 DUR=${DUR:-2s}
 USERS=${USERS:-1}
 THINK=${THINK:-200ms}
+PRECONNECT=${PRECONNECT:-0}
 BENCHLAB=${BENCHLAB:-$ROOT/target/release/benchlab}
 
 die() { echo "agents-netns: $*" >&2; exit 2; }
 [[ $AGENTS =~ ^[0-9]+$ ]] && ((AGENTS >= 1 && AGENTS <= 240)) || die "AGENTS must be 1-240 (addresses 198.18.0.11-250), not '$AGENTS'"
 [[ $REPEATS =~ ^[0-9]+$ ]] && ((REPEATS >= 1 && REPEATS <= 100)) || die "REPEATS must be 1-100, not '$REPEATS'"
+[[ $PRECONNECT =~ ^(0|1|both)$ ]] || die "PRECONNECT must be 0, 1 or both, not '$PRECONNECT'"
 [[ $USERS =~ ^[0-9]+$ ]] && ((USERS >= 1)) || die "USERS must be a whole number ≥ 1, not '$USERS'"
 [ "$(id -u)" -eq 0 ] || die "network namespaces need root"
 command -v ip >/dev/null || die "ip (Debian package iproute2) is needed"
@@ -210,6 +215,9 @@ size = 4096
 [[mix]]
 clients = $AGENTS
 EOF
+# The same mix with its users connected before the start.
+sed 's/^timeout = "5s"$/timeout = "5s"\npreconnect = true/' "$TMP/suite.toml" >"$TMP/suite-preconnect.toml"
+grep -q '^preconnect = true$' "$TMP/suite-preconnect.toml" || die "could not write the preconnect suite"
 
 echo "$(date -u +"%Y-%m-%d %H:%M UTC"), $(nproc) CPUs, $(uname -r), $BENCHLAB ($("$BENCHLAB" --version 2>/dev/null || echo '?'))"
 echo "$AGENTS agents in network namespaces, one client each: $USERS user(s), think $THINK, $DUR"
@@ -218,7 +226,13 @@ for ((k = 1; k <= REPEATS; k++)); do
   mkdir -p "$out"
   port=$((7000 + k))
   load=$(cut -d' ' -f1-3 /proc/loadavg)
-  timeout -k 5 120 ip netns exec "$HUB" "$BENCHLAB" run "$TMP/suite.toml" --agents "$AGENTS" \
+  case $PRECONNECT in
+    1) pre=1 ;;
+    both) pre=$(((k + 1) % 2)) ;;
+    *) pre=0 ;;
+  esac
+  if ((pre)); then suite="$TMP/suite-preconnect.toml" how="preconnect"; else suite="$TMP/suite.toml" how="connect at the start"; fi
+  timeout -k 5 120 ip netns exec "$HUB" "$BENCHLAB" run "$suite" --agents "$AGENTS" \
     --listen "198.18.0.1:$port" --tls-dir "$TMP/certs" --agent-timeout 60s --out "$out/results" \
     >"$out/controller.out" 2> >("$TMP/probe" "$AGENTS" >"$out/controller.log") &
   ctl=$!
@@ -259,7 +273,7 @@ for ((k = 1; k <= REPEATS; k++)); do
   spread=$(jq -r '.mixes[0].start_spread | "start spread \(.spread_us) µs over \(.clients) clients (\(.min_us) to \(.max_us) µs after the start, the latest client \(.latest_client); clocks known to ±\(.clock_uncertainty_us) µs)"' "$r")
   rtt=$(jq '[.environment.agents[].clock[].rtt_us] | max' "$r")
   counts=$(jq -r '.mixes[0] | "\([.client_data[].requests] | add) requests, \([.client_data[].errors_total] | add) errors"' "$r")
-  echo "round $k (load average $load): $nregs agents registered $(ms "$launched" "$last") ms after the first was launched" \
+  echo "round $k, $how (load average $load): $nregs agents registered $(ms "$launched" "$last") ms after the first was launched" \
     "(first $(ms "$launched" "$first") ms, first to last $(ms "$first" "$last") ms); mix 1 announced $ahead ahead;" \
     "$spread; $probe; worst clock-check round trip $rtt µs; $counts; agents that failed: $failed"
 done

@@ -589,6 +589,8 @@ pub(super) fn config(runs: &[Run]) -> Markup {
                                     Some([a, b]) => { (a) ".." (b) }
                                     None => "unlimited",
                                 }
+                                // docs/counting.md, "Start spread".
+                                @if p.preconnect { ", first connected before the start" }
                             }
                             td.n { (seconds(p.timeout_s)) }
                             // Every class of a mix speaks the mix's protocol.

@@ -905,6 +905,7 @@ const PARAM_COLUMNS: &[&str] = &[
     "http10_keepalive",
     "persistent_percent",
     "requests_per_connection",
+    "preconnect",
     "timeout_s",
     "http",
     "h2_connections",
@@ -938,6 +939,7 @@ fn param_row(m: &MixResult) -> Vec<Cell> {
         Cell::Bool(p.http10_keepalive),
         Cell::count(u64::from(p.persistent_percent)),
         per_connection,
+        Cell::Bool(p.preconnect),
         Cell::Num(p.timeout_s),
         // Every class of a mix speaks the mix's protocol.
         Cell::text(if m.http2.is_some() { "2" } else { "1.1" }),
