@@ -261,6 +261,58 @@ fn three_agents_run_a_suite_counted_against_nginx() {
     assert!(lines.iter().all(|l| l.status == 200));
 }
 
+/// A mix with `preconnect = true` on two agents: the setting travels in
+/// the plan, the mix's parameters in results.json say so, the connections
+/// counted are those nginx saw, and nginx's log holds every counted
+/// request, plus at most those in flight.
+#[test]
+fn two_agents_run_a_preconnected_mix_counted_against_nginx() {
+    let nginx = Nginx::start(NginxOpts::default());
+    let work = tempfile::tempdir().expect("tempdir");
+    let lab = work.path().join("certs");
+    certs(&lab, 2);
+    let path = suite(work.path(), &nginx.url(""), "2s", &[2]);
+    let text_of = std::fs::read_to_string(&path).expect("suite");
+    std::fs::write(
+        &path,
+        text_of.replace("timeout = \"5s\"\n", "timeout = \"5s\"\npreconnect = true\n"),
+    )
+    .expect("suite");
+    let out_dir = work.path().join("results");
+    let port = free_port();
+    let ctl = controller(&path, port, &lab, &out_dir, 2, &[]);
+    let agents: Vec<Proc> = (0..2).map(|i| agent(&lab, port, i, &[])).collect();
+    let out = ctl.wait_output();
+    assert!(out.status.success(), "controller failed:\n{}", text(&out));
+    for a in agents {
+        let o = a.wait_output();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let r = read_json(&out_dir.join("results.json"));
+    assert_schema_valid(&r);
+    let m = &r["mixes"][0];
+    assert_eq!(m["params"]["preconnect"], true, "{m}");
+    assert_eq!(u(m, "/errors_total"), 0);
+    assert_eq!(u(&m["start_spread"], "/clients"), 2);
+    let (counted, in_flight) = (u(m, "/requests"), u(m, "/in_flight"));
+    let lines = nginx.access_log_lines_at_least(counted as usize + 1);
+    let logged = lines.len() as u64 - 1;
+    assert!(
+        logged >= counted && logged <= counted + in_flight,
+        "nginx logged {logged}, the agents counted {counted} (+ {in_flight} in flight)"
+    );
+    let mut connections: Vec<(String, u64)> = lines[1..]
+        .iter()
+        .map(|l| (l.remote_addr.clone(), l.connection))
+        .collect();
+    connections.sort();
+    connections.dedup();
+    // nginx closes a connection after its 1,000th request: as many as it
+    // saw (a preconnected one is counted at its first request, as any).
+    assert_eq!(u(m, "/connections_opened"), connections.len() as u64, "{m}");
+    assert_eq!(u(m, "/users_arrived"), 4);
+}
+
 /// A flow workload on two agents: each agent compiles the flow the
 /// controller sent (its feeder travels with it: a flow compiled from the
 /// controller's copy reads no file, see `benchlab_flow::FlowSource`), users are numbered across the agents (a feeder's
