@@ -69,6 +69,10 @@ struct Vu {
     /// Requests completed on this connection (0 = the connection is new, so
     /// a close before any byte is an error, not an idle close).
     conn_served: u32,
+    /// The connection was opened before the start (`preconnect`) and held
+    /// idle: closed before any byte of its first response, it is a server's
+    /// idle close (a reconnect), as on a reused connection.
+    held: bool,
     http10: bool,
     keepalive: bool,
     /// The next connection opened re-opens one the server closed while idle.
@@ -117,6 +121,14 @@ struct Vu {
 }
 
 impl Vu {
+    /// The connection has carried a request or was held idle before the
+    /// start: a close before any byte of a response is the server's idle
+    /// close, not a failed connect.
+    #[inline]
+    fn reused(&self) -> bool {
+        self.conn_served > 0 || self.held
+    }
+
     /// Where the current write stops: with `Expect: 100-continue` at the
     /// head's end until the server's `100 Continue` (or `CONTINUE_WAIT`),
     /// else at the request's end.
@@ -206,6 +218,7 @@ impl Http1 {
                 sock: None,
                 conn_left: 0,
                 conn_served: 0,
+                held: false,
                 http10: false,
                 keepalive: true,
                 reconnect_pending: false,
@@ -554,6 +567,7 @@ impl Http1 {
         v.keepalive = persistent;
         v.conn_left = conn_left;
         v.conn_served = 0;
+        v.held = false;
     }
 
     /// Registers user `i`'s (`v`'s) new connection `tcp` with the reactor;
@@ -630,6 +644,7 @@ impl Http1 {
         }
         let v = &mut self.vus[i];
         v.sock = Some(Sock::Plain(tcp));
+        v.held = true;
         v.connected = false;
         // Its first request takes no arrival slot: it connects no more.
         v.arriving = false;
@@ -789,7 +804,7 @@ impl Http1 {
     /// up once, not once to size it and again to write it.
     #[inline]
     fn write_from(&mut self, core: &mut Core, i: usize, first: bool) {
-        let reused = self.vus[i].conn_served > 0;
+        let reused = self.vus[i].reused();
         let v = &mut self.vus[i];
         let parts = match v.flow.as_deref() {
             Some(f) => f.parts(),
@@ -927,7 +942,7 @@ impl Http1 {
             return; // a closed connection's, or the response came first
         }
         if res < 0 {
-            let reused = v.conn_served > 0;
+            let reused = v.reused();
             return self.write_failed(core, i, io::Error::from_raw_os_error(-res), reused, false);
         }
         self.established(core, i);
@@ -1084,7 +1099,7 @@ impl Http1 {
     /// The server closed the connection while a response was awaited.
     fn read_eof(&mut self, core: &mut Core, i: usize) {
         let v = &mut self.vus[i];
-        let reused = v.conn_served > 0;
+        let reused = v.reused();
         match v.parser.on_eof() {
             Ok(()) => self.complete(core, i, true),
             Err(FrameError::ClosedBeforeResponse) if reused => self.reconnect(core, i),
@@ -1095,7 +1110,7 @@ impl Http1 {
     /// Reading the response failed.
     fn read_failed(&mut self, core: &mut Core, i: usize, e: io::Error) {
         let v = &self.vus[i];
-        if v.conn_served > 0 && !v.parser.started() && is_closed_error(&e) {
+        if v.reused() && !v.parser.started() && is_closed_error(&e) {
             return self.reconnect(core, i);
         }
         self.fail(core, i, sock::read_error_kind(&e))

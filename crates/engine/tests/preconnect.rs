@@ -1,7 +1,9 @@
 //! `preconnect`: every virtual user's connection is up before the start
 //! instant, and not one request byte is sent before it; after it the run
 //! is counted as any other (exactly `--requests`, one connection a user).
-//! Without `preconnect`, nothing connects before the start.
+//! Without `preconnect`, nothing connects before the start. A held
+//! connection the server closes before the start is an idle close: the
+//! user reconnects and sends its request again, no error.
 
 use benchlab_engine::{ClassPlan, Client, ClientPlan, Expect, Stop, Target, UrlPlan};
 use std::io::{ErrorKind, Read, Write};
@@ -33,8 +35,9 @@ fn serve(mut s: TcpStream) {
 
 /// Runs `REQUESTS` requests by `USERS` users starting 3 s from now; returns
 /// the connections accepted before the start (each checked to hold no
-/// request byte yet), the connections accepted in all, and the report.
-fn run(preconnect: bool) -> (usize, usize, benchlab_engine::ClientReport) {
+/// request byte yet; `close_early`: then closed at once), the connections
+/// accepted in all, and the report.
+fn run(preconnect: bool, close_early: bool) -> (usize, usize, benchlab_engine::ClientReport) {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     l.set_nonblocking(true).expect("nonblocking");
     let port = l.local_addr().expect("addr").port();
@@ -73,6 +76,9 @@ fn run(preconnect: bool) -> (usize, usize, benchlab_engine::ClientReport) {
     }
     assert!(Instant::now() < start, "the check ran past the start");
     let n_early = early.len();
+    if close_early {
+        early.clear();
+    }
     let mut all = n_early;
     let mut servers: Vec<_> = early
         .into_iter()
@@ -106,7 +112,7 @@ fn run(preconnect: bool) -> (usize, usize, benchlab_engine::ClientReport) {
 
 #[test]
 fn preconnected_users_connect_before_the_start_and_send_nothing_before_it() {
-    let (early, all, r) = run(true);
+    let (early, all, r) = run(true, false);
     assert_eq!(early, USERS as usize, "connections up before the start");
     assert_eq!(all, USERS as usize, "one connection a user");
     let c = &r.stats.classes[0].counters;
@@ -117,10 +123,20 @@ fn preconnected_users_connect_before_the_start_and_send_nothing_before_it() {
 
 #[test]
 fn without_preconnect_nothing_connects_before_the_start() {
-    let (early, all, r) = run(false);
+    let (early, all, r) = run(false, false);
     assert_eq!(early, 0);
     assert_eq!(all, USERS as usize);
     let c = &r.stats.classes[0].counters;
     assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
     assert_eq!(r.stats.conn.connections_opened, u64::from(USERS));
+}
+
+#[test]
+fn a_held_connection_the_server_closed_before_the_start_is_reconnected() {
+    let (early, all, r) = run(true, true);
+    assert_eq!(early, USERS as usize);
+    assert_eq!(all, 2 * USERS as usize, "each user connected again");
+    let c = &r.stats.classes[0].counters;
+    assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
+    assert_eq!(r.stats.conn.reconnects, u64::from(USERS));
 }
