@@ -877,7 +877,7 @@ fn run_once(
     let started = Instant::now();
     // A remote pool checks every agent's clock and says how far ahead the
     // start must be for every order to arrive in time.
-    let ahead = pool.before_mix().map_err(|e| cannot(&e))?;
+    let ahead = pool.before_mix().map_err(|e| cannot(&e))? + plan.preconnect_lead();
     let start_at = SystemTime::now() + ahead;
     let driven = drive_mix(
         pool,

@@ -182,6 +182,8 @@ fn nginx_preconnect_counts_exactly_and_is_refused_where_it_cannot_apply() {
     assert_bytes_match(&v, &lines);
     assert_eq!(by_connection(&lines).len(), 8, "8 users, keep-alive: 8 connections");
     assert_eq!(u(&v, "/connections_opened"), 8);
+    // Every user's connection was up by the start (or the run would say).
+    assert!(!v["warnings"].to_string().contains("preconnect"), "{v}");
 
     let v = bench(&[
         "--preconnect",
@@ -214,6 +216,22 @@ fn nginx_preconnect_counts_exactly_and_is_refused_where_it_cannot_apply() {
             "{err}"
         );
     }
+    // Nothing listens: no connection is up by the start, and the mix says so.
+    let closed = format!("http://127.0.0.1:{}/4k.html", free_port());
+    let v = http_json(&[
+        "--preconnect",
+        "--no-preflight",
+        "-d",
+        "300ms",
+        "--threads",
+        "2",
+        &closed,
+    ]);
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("preconnect: 0 of 2 virtual users' connections were up by the start"),
+        "{v}"
+    );
     let https = format!("https://127.0.0.1:{}/4k.html", free_port());
     let out = run_benchlab(&["http", "--preconnect", "--no-preflight", "-d", "1s", &https]);
     let err = stderr_of(&out);

@@ -108,6 +108,7 @@ pub(crate) fn mix_result(
     let users_arrived = reports.iter().map(|r| r.users_arrived).sum();
     let users_waiting = reports.iter().map(|r| r.users_waiting).sum();
     warnings.extend(share_warning(&shares, "the mix's `requests_per_connection`"));
+    warnings.extend(preconnect_warning(p.preconnect, conn.preconnected, mix.threads()));
     warnings.extend(arrival_warning(
         users_waiting,
         mix.threads(),
@@ -349,6 +350,20 @@ pub fn arrival_warning(waiting: u64, users: u64, remedy: &str) -> Option<String>
              until its first response), so the figures are those of fewer users. The target's accept loop is \
              the limit (for nginx: `multi_accept on`, more workers); or {remedy}",
             benchlab_format::thousands(waiting),
+            benchlab_format::thousands(users)
+        )
+    })
+}
+
+/// `preconnect` asked for each user's connection before the start; said
+/// when fewer than all were up by then (the rest connected at their first
+/// request, as without it: docs/counting.md, "Start spread").
+pub fn preconnect_warning(asked: bool, preconnected: u64, users: u64) -> Option<String> {
+    (asked && preconnected < users).then(|| {
+        format!(
+            "preconnect: {} of {} virtual users' connections were up by the start; the others connected at \
+             their first request (a connect failed, or the target took longer than the start's lead to accept)",
+            benchlab_format::thousands(preconnected),
             benchlab_format::thousands(users)
         )
     })
@@ -1219,6 +1234,11 @@ pub fn http_mix(h: &HttpRun) -> MixResult {
         users_waiting,
         u64::from(plan.virtual_users),
         "use --ramp-up, or fewer --threads",
+    ));
+    warnings.extend(preconnect_warning(
+        plan.preconnect,
+        conn.preconnected,
+        u64::from(plan.virtual_users),
     ));
     let done_all = total.counters.requests + total.counters.errors_total();
     let urls: Vec<String> = plan.urls.iter().map(|u| u.url()).collect();

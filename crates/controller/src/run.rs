@@ -462,7 +462,12 @@ fn run_mix(
         .clients
         .before_mix()
         .map_err(|source| ControllerError::Driver { client: 1, source })?;
-    let start_at = SystemTime::now() + Duration::from_millis(100 + 2 * clients as u64) + lead;
+    let preconnect = plans
+        .iter()
+        .map(|p| p.settings.preconnect_lead())
+        .max()
+        .unwrap_or_default();
+    let start_at = SystemTime::now() + Duration::from_millis(100 + 2 * clients as u64) + lead + preconnect;
     // With agents, the start instant ahead of time: a program beside the
     // run (bench/agents-netns.sh's probe) can wake at it and show how late
     // this machine wakes any thread then, next to the spread.

@@ -649,6 +649,8 @@ impl Http1 {
         // Its first request takes no arrival slot: it connects no more.
         v.arriving = false;
         v.state = State::Thinking;
+        core.second.conn.preconnected += 1;
+        core.window.conn.preconnected += 1;
     }
 
     fn new_tls(&mut self, core: &mut Core, url: usize) -> Result<UnbufferedClientConnection, ()> {

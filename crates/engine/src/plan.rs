@@ -402,6 +402,20 @@ pub struct ClientSettings {
     pub preconnect: bool,
 }
 
+impl ClientSettings {
+    /// How much earlier than otherwise the start must be given for
+    /// `preconnect` to open every user's connection before it: the connects
+    /// are started one after another (tens of µs each), then waited for
+    /// together (a round trip). Zero without `preconnect`.
+    pub fn preconnect_lead(&self) -> Duration {
+        if self.preconnect {
+            Duration::from_millis(50) + Duration::from_micros(20) * self.virtual_users
+        } else {
+            Duration::ZERO
+        }
+    }
+}
+
 impl Default for ClientSettings {
     /// The documented defaults (docs/connections.md, docs/counting.md)
     /// and a 10 s run.

@@ -348,6 +348,10 @@ pub struct ConnCounters {
     pub flows_completed: u64,
     #[serde(default)]
     pub flows_abandoned: u64,
+    /// `preconnect`: users whose first connection was up by the start
+    /// (counted in the window whenever it opens: it is the start's figure).
+    #[serde(default)]
+    pub preconnected: u64,
     /// HTTP/3: the QUIC transport's own figures.
     #[serde(default)]
     pub quic: QuicCounters,
@@ -443,6 +447,7 @@ impl ConnCounters {
         self.h2_goaways += o.h2_goaways;
         self.flows_completed += o.flows_completed;
         self.flows_abandoned += o.flows_abandoned;
+        self.preconnected += o.preconnected;
         self.quic.add(&o.quic);
         for (a, b) in self.stream_reset_codes.iter_mut().zip(o.stream_reset_codes.iter()) {
             *a += b;

@@ -118,6 +118,7 @@ fn preconnected_users_connect_before_the_start_and_send_nothing_before_it() {
     let c = &r.stats.classes[0].counters;
     assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
     assert_eq!(r.stats.conn.connections_opened, u64::from(USERS));
+    assert_eq!(r.stats.conn.preconnected, u64::from(USERS));
     assert_eq!(r.in_flight, 0);
 }
 
@@ -129,6 +130,7 @@ fn without_preconnect_nothing_connects_before_the_start() {
     let c = &r.stats.classes[0].counters;
     assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
     assert_eq!(r.stats.conn.connections_opened, u64::from(USERS));
+    assert_eq!(r.stats.conn.preconnected, 0);
 }
 
 #[test]
