@@ -611,28 +611,48 @@ impl Http1 {
             }
         }
         // A connect on loopback is done within its system call; elsewhere
-        // it waits a round trip: polled, not waited for one by one.
-        while !pending.is_empty() {
-            let mut k = 0;
-            while k < pending.len() {
-                let tcp = &pending[k].1;
-                match tcp.peer_addr() {
-                    Ok(_) => {
-                        let (i, tcp) = pending.swap_remove(k);
-                        self.hold(core, i, tcp);
-                    }
-                    // Refused (or any failure): the user connects at its
-                    // first request, which counts what happens then.
-                    Err(_) if !matches!(tcp.take_error(), Ok(None)) => {
-                        pending.swap_remove(k);
-                    }
-                    Err(_) => k += 1,
-                }
+        // it waits a round trip. The rest are waited for together, on a
+        // poll of their own (the reactor's may be io_uring), each checked
+        // when it reports writable: connected, or failed.
+        let Ok(mut poll) = mio::Poll::new() else { return };
+        let mut waiting = Vec::with_capacity(pending.len());
+        for (k, (i, mut tcp)) in pending.into_iter().enumerate() {
+            if tcp.peer_addr().is_ok() {
+                self.hold(core, i, tcp);
+            } else if poll
+                .registry()
+                .register(&mut tcp, mio::Token(k), mio::Interest::WRITABLE)
+                .is_ok()
+            {
+                waiting.push(Some((i, tcp)));
+            } else {
+                waiting.push(None);
             }
-            if pending.is_empty() || Instant::now() >= until {
+        }
+        let mut left = waiting.iter().filter(|w| w.is_some()).count();
+        let mut events = mio::Events::with_capacity(1024);
+        while left > 0 {
+            let now = Instant::now();
+            if now >= until {
                 break;
             }
-            std::thread::sleep(Duration::from_micros(50));
+            match poll.poll(&mut events, Some(until - now)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+            for ev in events.iter() {
+                let Some((i, mut tcp)) = waiting.get_mut(ev.token().0).and_then(Option::take) else {
+                    continue;
+                };
+                left -= 1;
+                let _ = poll.registry().deregister(&mut tcp);
+                // Refused (or any failure): dropped; the user connects at
+                // its first request, which counts what happens then.
+                if tcp.peer_addr().is_ok() {
+                    self.hold(core, i, tcp);
+                }
+            }
         }
     }
 

@@ -142,3 +142,42 @@ fn a_held_connection_the_server_closed_before_the_start_is_reconnected() {
     assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
     assert_eq!(r.stats.conn.reconnects, u64::from(USERS));
 }
+
+/// A target that does not complete the handshakes (a listener whose queue
+/// is full and that never accepts, so the kernel drops further SYNs): the
+/// connects still pending at the start are given up there, the run starts
+/// on time and ends on time, and fewer users than all were preconnected.
+#[test]
+fn connects_not_done_by_the_start_are_given_up_there() {
+    use socket2::{Domain, Socket, Type};
+    let l = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+    l.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr").into())
+        .expect("bind");
+    l.listen(0).expect("listen");
+    let port = l.local_addr().expect("addr").as_socket().expect("inet").port();
+    let url = UrlPlan {
+        target: Target::parse(&format!("http://127.0.0.1:{port}/")).expect("URL"),
+        weight: 1.0,
+        class: 0,
+        expect_status: 200,
+        expect: Expect::Status,
+        request: 0,
+    };
+    let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
+    plan.virtual_users = USERS;
+    plan.os_threads = 1;
+    plan.stop = Stop::After(Duration::from_millis(500));
+    plan.preconnect = true;
+    let start = Instant::now() + Duration::from_millis(500);
+    let r = Client::start(plan, start).expect("starts").finish();
+    assert!(
+        r.stats.conn.preconnected < u64::from(USERS),
+        "{}",
+        r.stats.conn.preconnected
+    );
+    // Nothing answered: no request ended; the users are still connecting.
+    let c = &r.stats.classes[0].counters;
+    assert_eq!(c.requests, 0);
+    assert!(r.in_flight > 0);
+    drop(l);
+}
