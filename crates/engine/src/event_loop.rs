@@ -924,13 +924,9 @@ mod tests {
     #[global_allocator]
     static GLOBAL: Counting = Counting;
 
-    /// Folding a second's records into the window (`Core::folding`) gives
-    /// the window exactly what recording each request there gives: with
-    /// seconds busy enough to fold and quiet ones that do not, a window
-    /// that opens and closes inside a second, and errors among the
-    /// successes.
-    #[test]
-    fn folded_window_is_exact() {
+    /// A plan of one URL (nothing listens there: nothing is sent) and
+    /// these classes.
+    fn plan_of(classes: &[&str]) -> ClientPlan {
         let urls = vec![UrlPlan {
             target: Target::parse("http://127.0.0.1:9/").expect("url"),
             weight: 1.0,
@@ -939,10 +935,17 @@ mod tests {
             expect: Expect::Status,
             request: 0,
         }];
-        let mut plan = ClientPlan::new(
-            urls,
-            vec![ClassPlan { name: "x".into() }, ClassPlan { name: "y".into() }],
-        );
+        ClientPlan::new(urls, classes.iter().map(|c| ClassPlan { name: (*c).into() }).collect())
+    }
+
+    /// Folding a second's records into the window (`Core::folding`) gives
+    /// the window exactly what recording each request there gives: with
+    /// seconds busy enough to fold and quiet ones that do not, a window
+    /// that opens and closes inside a second, and errors among the
+    /// successes.
+    #[test]
+    fn folded_window_is_exact() {
+        let mut plan = plan_of(&["x", "y"]);
         plan.window = (Duration::from_millis(1500), Duration::from_millis(3500));
         let start = Instant::now();
         let shared = Arc::new(shared_for(plan, start).expect("plan"));
@@ -1029,15 +1032,7 @@ mod tests {
     /// http`'s); and no request starts after it.
     #[test]
     fn a_request_ended_after_the_runs_end_is_in_flight_and_none_starts() {
-        let urls = vec![UrlPlan {
-            target: Target::parse("http://127.0.0.1:9/").expect("url"),
-            weight: 1.0,
-            class: 0,
-            expect_status: 200,
-            expect: Expect::Status,
-            request: 0,
-        }];
-        let mut plan = ClientPlan::new(urls, vec![ClassPlan { name: "x".into() }]);
+        let mut plan = plan_of(&["x"]);
         plan.stop = Stop::After(Duration::from_secs(2));
         plan.window = (Duration::ZERO, Duration::MAX);
         let start = Instant::now();

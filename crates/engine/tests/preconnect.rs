@@ -33,14 +33,8 @@ fn serve(mut s: TcpStream) {
     }
 }
 
-/// Runs `REQUESTS` requests by `USERS` users starting 3 s from now; returns
-/// the connections accepted before the start (each checked to hold no
-/// request byte yet; `close_early`: then closed at once), the connections
-/// accepted in all, and the report.
-fn run(preconnect: bool, close_early: bool) -> (usize, usize, benchlab_engine::ClientReport) {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.set_nonblocking(true).expect("nonblocking");
-    let port = l.local_addr().expect("addr").port();
+/// `USERS` users loading `http://127.0.0.1:PORT/`.
+fn plan_for(port: u16) -> ClientPlan {
     let url = UrlPlan {
         target: Target::parse(&format!("http://127.0.0.1:{port}/")).expect("URL"),
         weight: 1.0,
@@ -51,6 +45,17 @@ fn run(preconnect: bool, close_early: bool) -> (usize, usize, benchlab_engine::C
     };
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
     plan.virtual_users = USERS;
+    plan
+}
+
+/// Runs `REQUESTS` requests by `USERS` users starting 3 s from now; returns
+/// the connections accepted before the start (each checked to hold no
+/// request byte yet; `close_early`: then closed at once), the connections
+/// accepted in all, and the report.
+fn run(preconnect: bool, close_early: bool) -> (usize, usize, benchlab_engine::ClientReport) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.set_nonblocking(true).expect("nonblocking");
+    let mut plan = plan_for(l.local_addr().expect("addr").port());
     plan.os_threads = 2;
     plan.stop = Stop::Requests(REQUESTS);
     plan.preconnect = preconnect;
@@ -154,17 +159,7 @@ fn connects_not_done_by_the_start_are_given_up_there() {
     l.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr").into())
         .expect("bind");
     l.listen(0).expect("listen");
-    let port = l.local_addr().expect("addr").as_socket().expect("inet").port();
-    let url = UrlPlan {
-        target: Target::parse(&format!("http://127.0.0.1:{port}/")).expect("URL"),
-        weight: 1.0,
-        class: 0,
-        expect_status: 200,
-        expect: Expect::Status,
-        request: 0,
-    };
-    let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
-    plan.virtual_users = USERS;
+    let mut plan = plan_for(l.local_addr().expect("addr").as_socket().expect("inet").port());
     plan.os_threads = 1;
     plan.stop = Stop::After(Duration::from_millis(500));
     plan.preconnect = true;
