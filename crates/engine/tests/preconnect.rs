@@ -5,32 +5,22 @@
 //! connection the server closes before the start is an idle close: the
 //! user reconnects and sends its request again, no error.
 
+// Its `server` is not used here.
+#[allow(dead_code)]
+mod common;
+
 use benchlab_engine::{ClassPlan, Client, ClientPlan, Expect, Stop, Target, UrlPlan};
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 const USERS: u32 = 6;
 const REQUESTS: u64 = 60;
 
-/// Answers every request on `s` until the client closes.
-fn serve(mut s: TcpStream) {
+/// A held socket was made nonblocking to peek at it.
+fn serve(s: TcpStream) {
     s.set_nonblocking(false).expect("blocking");
-    let mut buf = [0u8; 4096];
-    let mut have = 0;
-    loop {
-        match s.read(&mut buf[have..]) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => have += n,
-        }
-        while let Some(end) = buf[..have].windows(4).position(|w| w == b"\r\n\r\n") {
-            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
-                return;
-            }
-            buf.copy_within(end + 4..have, 0);
-            have -= end + 4;
-        }
-    }
+    common::serve(s);
 }
 
 /// `USERS` users loading `http://127.0.0.1:PORT/`.

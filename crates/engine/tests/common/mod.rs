@@ -13,7 +13,7 @@ pub const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n\
     xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
 
 /// Answers every request on `s` with [`RESPONSE`] until the client closes.
-fn serve(mut s: impl Read + Write) {
+pub fn serve(mut s: impl Read + Write) {
     // Room for the no-allocation test's request larger than the client's
     // send buffer (its `writev` path).
     let mut buf = [0u8; 16384];
