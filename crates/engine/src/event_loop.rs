@@ -468,8 +468,8 @@ impl Core {
         let counted = self.in_window(now);
         if !counted {
             // The window never outlasts the run, so only here can a
-            // request have ended after the run's end.
-            self.past_end = self.end.is_some_and(|e| now >= e);
+            // request have ended after the run's end (once past, always).
+            self.past_end |= self.end.is_some_and(|e| now >= e);
             if self.folding {
                 self.fold_second();
                 self.folding = false;
