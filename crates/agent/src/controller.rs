@@ -666,7 +666,12 @@ async fn accept_tls(
         // is in.
         let mut p = lock(&pending);
         let task = tokio::spawn(async move {
-            let shake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await;
+            // The handshake (which owns the socket) outlives the timeout
+            // until the end of the task, so the peer sees its connection
+            // closed only after the refusal is logged.
+            let accept = acceptor.accept(tcp);
+            tokio::pin!(accept);
+            let shake = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept.as_mut()).await;
             lock(&task_pending).retain(|(i, _, _)| *i != id);
             match shake {
                 Ok(Ok(conn)) => {
