@@ -6,8 +6,8 @@
 //! (`run --repeat 3`), so compare weighs the repeats' spread.
 //!
 //! - identical settings twice: exit 0 in every one of 5 tries;
-//! - 25 % more service time: exit 3 (a regression beyond the 10 % limit and
-//!   the noise);
+//! - half again the service time: exit 3 (a regression beyond the 10 %
+//!   limit and the noise);
 //! - 3× less service time: exit 0 and "improved" — NEW's p99 is read at its
 //!   lightest load reaching BASE's peak requests/s, never where it simply
 //!   does more work.
@@ -133,17 +133,28 @@ fn compare_weighs_the_noise_of_repeated_runs() {
         assert!(text.contains("noise from BASE 3 repeats, NEW 3 repeats"), "{text}");
     }
 
-    // 25 % more service time: 20 % fewer requests/s, p99 25 % higher.
-    let slow_server = PoolServer::start(256, service * 5 / 4);
+    // Half again the service time: a third fewer requests/s, p99 half
+    // again. A regression must clear the 10 % limit by more than the noise
+    // and the drift between two runs. Each request also costs the
+    // machine's wake-ups on top of its sleep, so a loaded machine moves the
+    // ratio toward 1 (25 % more service time once read ×0.870, with
+    // ×0.808–×0.937 at 95 %, where ×0.8 was set): the step is large enough
+    // that such a day still shows it, and BASE is the run just before, so
+    // the drift is that of one run's length.
+    let base = runs.last().expect("six runs");
+    let slow_server = PoolServer::start(256, service * 3 / 2);
     let slow = run(dir.path(), "slow", &slow_server);
-    let (code, text) = compare(&runs[0], &slow, &dir.path().join("cmp-slow"));
-    assert_eq!(code, 3, "25 % more service time:\n{text}");
+    let (code, text) = compare(base, &slow, &dir.path().join("cmp-slow"));
+    assert_eq!(code, 3, "half again the service time:\n{text}");
     assert!(text.contains("REGRESSION: phase "), "{text}");
+    for line in text.lines().filter(|l| l.contains("REGRESSION: phase ")) {
+        eprintln!("half again the service time: {line}");
+    }
 
     // 3× less service time: an improvement, never a regression.
     let fast_server = PoolServer::start(256, service / 3);
     let fast = run(dir.path(), "fast", &fast_server);
-    let (code, text) = compare(&runs[0], &fast, &dir.path().join("cmp-fast"));
+    let (code, text) = compare(base, &fast, &dir.path().join("cmp-fast"));
     assert_eq!(code, 0, "3× less service time:\n{text}");
     assert!(text.contains("improved: phase "), "{text}");
     assert!(!text.contains("REGRESSION"), "{text}");

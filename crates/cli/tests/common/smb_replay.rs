@@ -11,13 +11,26 @@ use std::time::{Duration, Instant};
 /// A suite of one mix of `clients` users replaying `loadfile` `loops`
 /// times against `target` for at most `length`; its results.json.
 pub fn replay(dir: &Path, target: &str, loadfile: &str, loops: u32, clients: u32, length: &str) -> Value {
+    replay_thinking(dir, target, loadfile, loops, clients, length, "0s")
+}
+
+/// [`replay`] with each user's `think_time` after every operation.
+pub fn replay_thinking(
+    dir: &Path,
+    target: &str,
+    loadfile: &str,
+    loops: u32,
+    clients: u32,
+    length: &str,
+    think: &str,
+) -> Value {
     std::fs::write(dir.join("load.txt"), loadfile).unwrap();
     let suite = dir.join("suite.toml");
     std::fs::write(
         &suite,
         format!(
             "name = \"smb2\"\ntarget = \"{target}\"\n[workloads.lf]\nloadfile = \"load.txt\"\nloops = {loops}\n\
-             [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"{length}\"\n[[mix]]\nclients = {clients}\n"
+             [defaults]\nramp_up = \"0s\"\nramp_down = \"0s\"\nlength = \"{length}\"\nthink_time = \"{think}\"\n[[mix]]\nclients = {clients}\n"
         ),
     )
     .unwrap();
