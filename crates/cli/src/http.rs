@@ -1244,14 +1244,7 @@ mod tests {
     #[test]
     fn each_client_plan_gets_its_share_its_seed_and_its_own_loopback_address() {
         let target = Target::parse("http://127.0.0.1:8080/a.html").expect("a URL");
-        let url = UrlPlan {
-            target,
-            weight: 1.0,
-            class: 0,
-            expect_status: 200,
-            expect: Expect::Status,
-            request: 0,
-        };
+        let url = UrlPlan::get(target);
         let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
         plan.virtual_users = 5;
         plan.stop = Stop::Requests(401);

@@ -446,16 +446,7 @@ mod tests {
 
     fn plan(urls: usize, users: u32, os_threads: usize) -> ClientPlan {
         let target = Target::parse("http://127.0.0.1:8080/a").expect("a URL");
-        let urls: Vec<UrlPlan> = (0..urls)
-            .map(|_| UrlPlan {
-                target: target.clone(),
-                weight: 1.0,
-                class: 0,
-                expect_status: 200,
-                expect: benchlab_engine::Expect::Status,
-                request: 0,
-            })
-            .collect();
+        let urls: Vec<UrlPlan> = (0..urls).map(|_| UrlPlan::get(target.clone())).collect();
         let mut p = ClientPlan::new(urls, vec![ClassPlan { name: "a".into() }]);
         p.virtual_users = users;
         p.os_threads = os_threads;

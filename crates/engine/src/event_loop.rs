@@ -886,7 +886,7 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{ClassPlan, Expect, Target, UrlPlan};
+    use crate::plan::{ClassPlan, Target, UrlPlan};
     use crate::stats::ClassStats;
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::cell::Cell;
@@ -927,14 +927,7 @@ mod tests {
     /// A plan of one URL (nothing listens there: nothing is sent) and
     /// these classes.
     fn plan_of(classes: &[&str]) -> ClientPlan {
-        let urls = vec![UrlPlan {
-            target: Target::parse("http://127.0.0.1:9/").expect("url"),
-            weight: 1.0,
-            class: 0,
-            expect_status: 200,
-            expect: Expect::Status,
-            request: 0,
-        }];
+        let urls = vec![UrlPlan::get(Target::parse("http://127.0.0.1:9/").expect("url"))];
         ClientPlan::new(urls, classes.iter().map(|c| ClassPlan { name: (*c).into() }).collect())
     }
 

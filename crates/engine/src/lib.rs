@@ -15,7 +15,7 @@
 //! use benchlab_engine::*;
 //! use std::time::{Duration, Instant};
 //! let target = Target::parse("http://127.0.0.1:8080/index.html").unwrap();
-//! let url = UrlPlan { target, weight: 1.0, class: 0, expect_status: 200, expect: Expect::Status, request: 0 };
+//! let url = UrlPlan::get(target);
 //! let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "static".into() }]);
 //! plan.virtual_users = 64;
 //! plan.stop = Stop::After(Duration::from_secs(5));

@@ -151,6 +151,21 @@ pub struct UrlPlan {
     pub request: u32,
 }
 
+impl UrlPlan {
+    /// A plain GET of `target` whose responses must be 200 (framing and
+    /// status checked), weight 1 in class 0: one URL of a plan with one.
+    pub fn get(target: Target) -> UrlPlan {
+        UrlPlan {
+            target,
+            weight: 1.0,
+            class: 0,
+            expect_status: 200,
+            expect: Expect::Status,
+            request: 0,
+        }
+    }
+}
+
 /// Which HTTP version and connection behaviour each new connection draws
 /// (docs/connections.md; percentages are per connection, as in WebBench).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -754,17 +769,7 @@ mod tests {
 
     fn plan(url: &str) -> ClientPlan {
         let t = Target::parse(url).unwrap();
-        ClientPlan::new(
-            vec![UrlPlan {
-                target: t,
-                weight: 1.0,
-                class: 0,
-                expect_status: 200,
-                expect: Expect::Status,
-                request: 0,
-            }],
-            vec![ClassPlan { name: "all".into() }],
-        )
+        ClientPlan::new(vec![UrlPlan::get(t)], vec![ClassPlan { name: "all".into() }])
     }
 
     #[test]

@@ -126,18 +126,14 @@ pub(crate) fn head_len(parts: &Parts<'_>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{ClassPlan, Expect, Target, UrlPlan};
+    use crate::plan::{ClassPlan, Target, UrlPlan};
 
     fn plan(url: &str, requests: Vec<RequestSpec>) -> ClientPlan {
         let t = Target::parse(url).unwrap();
         let urls: Vec<UrlPlan> = (0..=requests.len() as u32)
             .map(|k| UrlPlan {
-                target: t.clone(),
-                weight: 1.0,
-                class: 0,
-                expect_status: 200,
-                expect: Expect::Status,
                 request: k,
+                ..UrlPlan::get(t.clone())
             })
             .collect();
         let mut p = ClientPlan::new(urls, vec![ClassPlan { name: "all".into() }]);

@@ -77,12 +77,8 @@ fn held_by(port: u16, tls: bool, users: u32) -> i64 {
     let scheme = if tls { "https" } else { "http" };
     let target = Target::parse(&format!("{scheme}://127.0.0.1:{port}/x")).expect("url");
     let url = UrlPlan {
-        target,
-        weight: 1.0,
-        class: 0,
-        expect_status: 200,
         expect: Expect::Size(100),
-        request: 0,
+        ..UrlPlan::get(target)
     };
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "x".into() }]);
     plan.virtual_users = users;

@@ -1,7 +1,7 @@
 //! A client dropped without `finish` stops its load: a mix abandoned
 //! because another client failed to start must leave no load running.
 
-use benchlab_engine::{ClassPlan, Client, ClientPlan, Expect, Stop, Target, UrlPlan};
+use benchlab_engine::{ClassPlan, Client, ClientPlan, Stop, Target, UrlPlan};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -55,14 +55,7 @@ fn a_dropped_client_stops_its_load() {
     let closed = Arc::new(AtomicBool::new(false));
     let port = server(Arc::clone(&requests), Arc::clone(&closed));
     let target = Target::parse(&format!("http://127.0.0.1:{port}/")).expect("URL");
-    let url = UrlPlan {
-        target,
-        weight: 1.0,
-        class: 0,
-        expect_status: 200,
-        expect: Expect::Status,
-        request: 0,
-    };
+    let url = UrlPlan::get(target);
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
     plan.virtual_users = 1;
     // An hour: only the drop can end it within the test.

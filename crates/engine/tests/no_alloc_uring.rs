@@ -22,12 +22,8 @@ fn no_allocation_per_request_with_io_uring() {
     // The measure runs on io_uring, not the default: io_uring refuses an
     // https URL at start, the default takes it.
     let url = UrlPlan {
-        target: Target::parse("https://127.0.0.1:9/").expect("url"),
-        weight: 1.0,
-        class: 0,
-        expect_status: 200,
         expect: Expect::Size(0),
-        request: 0,
+        ..UrlPlan::get(Target::parse("https://127.0.0.1:9/").expect("url"))
     };
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "x".into() }]);
     plan.stop = Stop::Requests(1);

@@ -42,12 +42,8 @@ fn every_second_carries_the_clients_own_cpu_and_loop_lag() {
     let port = server();
     let target = Target::parse(&format!("http://127.0.0.1:{port}/x")).expect("url");
     let url = UrlPlan {
-        target,
-        weight: 1.0,
-        class: 0,
-        expect_status: 200,
         expect: Expect::Size(4),
-        request: 0,
+        ..UrlPlan::get(target)
     };
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "x".into() }]);
     plan.virtual_users = 4;

@@ -1,6 +1,6 @@
 //! `preconnect`: every virtual user's connection is up before the start
 //! instant, and not one request byte is sent before it; after it the run
-//! is counted as any other (exactly `--requests`, one connection a user).
+//! is counted as any other (no error, one connection a user).
 //! Without `preconnect`, nothing connects before the start. A held
 //! connection the server closes before the start is an idle close: the
 //! user reconnects and sends its request again, no error.
@@ -9,13 +9,19 @@
 #[allow(dead_code)]
 mod common;
 
-use benchlab_engine::{ClassPlan, Client, ClientPlan, Expect, Stop, Target, UrlPlan};
+use benchlab_engine::{ClassPlan, Client, ClientPlan, Stop, Target, UrlPlan};
 use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 const USERS: u32 = 6;
-const REQUESTS: u64 = 60;
+
+/// How long each run loads after its start: long enough that every user
+/// writes its first request however late a loaded machine runs its
+/// thread. A run of `--requests` could end before that: on a busy
+/// machine one loop thread's users served them all while the other
+/// thread's users had not yet connected (4 connections of 6 seen).
+const LENGTH: Duration = Duration::from_millis(400);
 
 /// A held socket was made nonblocking to peek at it.
 fn serve(s: TcpStream) {
@@ -25,20 +31,13 @@ fn serve(s: TcpStream) {
 
 /// `USERS` users loading `http://127.0.0.1:PORT/`.
 fn plan_for(port: u16) -> ClientPlan {
-    let url = UrlPlan {
-        target: Target::parse(&format!("http://127.0.0.1:{port}/")).expect("URL"),
-        weight: 1.0,
-        class: 0,
-        expect_status: 200,
-        expect: Expect::Status,
-        request: 0,
-    };
+    let url = UrlPlan::get(Target::parse(&format!("http://127.0.0.1:{port}/")).expect("URL"));
     let mut plan = ClientPlan::new(vec![url], vec![ClassPlan { name: "a".into() }]);
     plan.virtual_users = USERS;
     plan
 }
 
-/// Runs `REQUESTS` requests by `USERS` users starting 3 s from now; returns
+/// Runs `USERS` users for [`LENGTH`] starting 3 s from now; returns
 /// the connections accepted before the start (each checked to hold no
 /// request byte yet; `close_early`: then closed at once), the connections
 /// accepted in all, and the report.
@@ -47,7 +46,7 @@ fn run(preconnect: bool, close_early: bool) -> (usize, usize, benchlab_engine::C
     l.set_nonblocking(true).expect("nonblocking");
     let mut plan = plan_for(l.local_addr().expect("addr").port());
     plan.os_threads = 2;
-    plan.stop = Stop::Requests(REQUESTS);
+    plan.stop = Stop::After(LENGTH);
     plan.preconnect = preconnect;
     // A lead far above what a few loopback connects take on a busy machine.
     let start = Instant::now() + Duration::from_secs(3);
@@ -79,17 +78,22 @@ fn run(preconnect: bool, close_early: bool) -> (usize, usize, benchlab_engine::C
         .into_iter()
         .map(|s| std::thread::spawn(move || serve(s)))
         .collect();
-    // The rest, until the client is done (its last connection closed).
+    // The rest, until the client is done (its last connection closed),
+    // then what is still queued: a connection the client made counts
+    // whether or not this thread took it in time to serve it (on a loaded
+    // machine the users already served can end the run first).
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let d2 = std::sync::Arc::clone(&done);
     let acceptor = std::thread::spawn(move || {
         let mut n = 0;
-        while !d2.load(std::sync::atomic::Ordering::Relaxed) {
+        loop {
+            let finished = d2.load(std::sync::atomic::Ordering::Relaxed);
             match l.accept() {
                 Ok((s, _)) => {
                     n += 1;
                     servers.push(std::thread::spawn(move || serve(s)));
                 }
+                Err(_) if finished => break,
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
             }
         }
@@ -111,10 +115,9 @@ fn preconnected_users_connect_before_the_start_and_send_nothing_before_it() {
     assert_eq!(early, USERS as usize, "connections up before the start");
     assert_eq!(all, USERS as usize, "one connection a user");
     let c = &r.stats.classes[0].counters;
-    assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
+    assert!(c.requests > 0 && c.errors_total() == 0, "{c:?}");
     assert_eq!(r.stats.conn.connections_opened, u64::from(USERS));
     assert_eq!(r.stats.conn.preconnected, u64::from(USERS));
-    assert_eq!(r.in_flight, 0);
 }
 
 #[test]
@@ -123,7 +126,7 @@ fn without_preconnect_nothing_connects_before_the_start() {
     assert_eq!(early, 0);
     assert_eq!(all, USERS as usize);
     let c = &r.stats.classes[0].counters;
-    assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
+    assert!(c.requests > 0 && c.errors_total() == 0, "{c:?}");
     assert_eq!(r.stats.conn.connections_opened, u64::from(USERS));
     assert_eq!(r.stats.conn.preconnected, 0);
 }
@@ -134,7 +137,7 @@ fn a_held_connection_the_server_closed_before_the_start_is_reconnected() {
     assert_eq!(early, USERS as usize);
     assert_eq!(all, 2 * USERS as usize, "each user connected again");
     let c = &r.stats.classes[0].counters;
-    assert_eq!((c.requests, c.errors_total()), (REQUESTS, 0));
+    assert!(c.requests > 0 && c.errors_total() == 0, "{c:?}");
     assert_eq!(r.stats.conn.reconnects, u64::from(USERS));
 }
 

@@ -67,12 +67,9 @@ fn plan_bytes(url: fn(usize) -> String, weight: fn(usize) -> f64, expect: fn(usi
     let before = LIVE.load(Ordering::Relaxed);
     let urls: Vec<UrlPlan> = (0..URLS)
         .map(|i| UrlPlan {
-            target: Target::parse(&url(i)).expect("url"),
             weight: weight(i),
-            class: 0,
-            expect_status: 200,
             expect: expect(i),
-            request: 0,
+            ..UrlPlan::get(Target::parse(&url(i)).expect("url"))
         })
         .collect();
     let plan = ClientPlan::new(urls, vec![ClassPlan { name: "all".into() }]);

@@ -67,12 +67,9 @@ fn allocations_for(port: u16, tls: bool, users: u32, think: Duration, requests: 
     // (issue 27), which must allocate nothing either.
     let urls: Vec<UrlPlan> = (0..1000)
         .map(|i| UrlPlan {
-            target: Target::parse(&format!("{scheme}://127.0.0.1:{port}/x/{i}")).expect("url"),
             weight: f64::from(i % 7 + 1),
-            class: 0,
-            expect_status: 200,
             expect: Expect::Size(100),
-            request: 0,
+            ..UrlPlan::get(Target::parse(&format!("{scheme}://127.0.0.1:{port}/x/{i}")).expect("url"))
         })
         .collect();
     let mut plan = ClientPlan::new(urls, vec![ClassPlan { name: "x".into() }]);
