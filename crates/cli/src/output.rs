@@ -193,7 +193,7 @@ pub fn human(m: &MixResult) -> String {
         );
         let _ = writeln!(
             o,
-            "  open loop    --rate {} {}: {} sent ({} /s), {} late (> {} ms), {} waited for --max-in-flight {}",
+            "  open loop    --rate {} {}: {} sent ({} /s), {} late (> {} ms), {} waited for --max-in-flight {}, {} due never sent",
             benchlab_format::rate(ol.rate),
             ol.arrival,
             thousands(ol.sends),
@@ -201,7 +201,8 @@ pub fn human(m: &MixResult) -> String {
             thousands(ol.late_sends),
             ol.late_tolerance_us / 1000,
             thousands(ol.max_in_flight_hit),
-            thousands(ol.max_in_flight.into())
+            thousands(ol.max_in_flight.into()),
+            thousands(ol.unsent)
         );
     }
     let error = |k: ErrorKind| f.errors.get(k.name()).copied().unwrap_or(0);

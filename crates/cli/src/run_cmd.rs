@@ -588,9 +588,14 @@ impl Observer for Progress {
         }
         let load = match &r.open_loop {
             Some(o) => format!(
-                "{} of {} sent late, as-sent p99 {} µs, {} {} connections open at once",
+                "{} of {} sent late{}, as-sent p99 {} µs, {} {} connections open at once",
                 thousands(o.late_sends),
                 thousands(o.sends),
+                if o.unsent > 0 {
+                    format!(" ({} due never sent)", thousands(o.unsent))
+                } else {
+                    String::new()
+                },
                 thousands(o.latency_as_sent_us.p99),
                 // Summed over clients that may peak at different moments.
                 if o.peak_connections_upper_bound {

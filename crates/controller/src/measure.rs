@@ -123,6 +123,7 @@ impl OpenLoopOf for OpenLoopResult {
             late_sends: conn.late_sends,
             late_tolerance_us: OpenLoop::LATE_TOLERANCE.as_micros() as u64,
             max_in_flight_hit: conn.in_flight_waits,
+            unsent: conn.unsent,
             latency_as_sent_us: latency_of(
                 total
                     .latency_as_sent

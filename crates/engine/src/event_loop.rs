@@ -791,6 +791,9 @@ impl<P: Protocol> EventLoop<P> {
                 p.after_events(&mut core);
             }
         }
+        // The earlier of the mix's end and a stop (Ctrl-C, a controller).
+        let stopped = Instant::now();
+        count_unsent(&mut core, end.map_or(stopped, |e| e.min(stopped)));
         let (in_flight, users_waiting) = p.in_flight();
         let in_flight = in_flight + core.ended_late;
         core.tick(Duration::ZERO);
@@ -839,6 +842,29 @@ fn send_due<P: Protocol>(core: &mut Core, p: &mut P, now: Instant, end: Option<I
         }
         p.send(core, u, intended);
     }
+}
+
+/// Open loop: counts the sends that came due before `until` and never
+/// left — the client ran late at the end, or every slot stayed busy — where
+/// their intended time falls in the window (sends are counted where they
+/// leave, and leave no later than their intended time's loop turn). With
+/// `sends`, the schedule's own count: a late client is not a shorter one.
+fn count_unsent(core: &mut Core, until: Instant) {
+    let start = core.shared.start;
+    let (from, to) = core.window_span;
+    // A window without an end (`Duration::MAX`) reaches past `until`.
+    let window = (start + from)..start.checked_add(to).map_or(until, |t| t.min(until));
+    let Some(s) = core.schedule.as_mut() else { return };
+    // Bounded by the sends the schedule made due before `until`.
+    let mut unsent = 0;
+    while s.next < until {
+        if window.contains(&s.next) {
+            unsent += 1;
+        }
+        s.advance();
+    }
+    core.second.conn.unsent += unsent;
+    core.window.conn.unsent += unsent;
 }
 
 /// Builds the shared state for a plan (TLS configs, server names, requests).
@@ -1055,5 +1081,46 @@ mod tests {
             (w.classes[0].counters.requests, w.classes[0].counters.errors_total()),
             (1, 0)
         );
+    }
+
+    /// Sends due before the end that never left are counted where their
+    /// intended time falls in the window, so that with `sends` they make
+    /// the schedule's count: 2 s at 200/s is 400, however late the client
+    /// ran at the end; a stop (Ctrl-C) counts only what came due before it.
+    #[test]
+    fn sends_due_but_never_sent_make_up_the_schedule() {
+        let rate = OpenLoop {
+            rate: 200.0,
+            arrival: crate::Arrival::Constant,
+            max_in_flight: 20,
+        };
+        let core_for = |window: (Duration, Duration)| {
+            let mut plan = plan_of(&["x"]);
+            plan.stop = Stop::After(Duration::from_secs(2));
+            plan.window = window;
+            let start = Instant::now();
+            let shared = Arc::new(shared_for(plan, start).expect("plan"));
+            let (tx, _rx) = std::sync::mpsc::channel();
+            let mut core = Core::new(shared, 0, 1, tx).expect("core");
+            core.schedule = Some(Schedule::new(rate, start, 1, 0, 1));
+            (core, start)
+        };
+        let end = |start: Instant| start + Duration::from_secs(2);
+        // 399 sends left; the 400th, due at 1.995 s, did not.
+        let (mut core, start) = core_for((Duration::ZERO, Duration::MAX));
+        for _ in 0..399 {
+            core.schedule.as_mut().expect("schedule").advance();
+        }
+        count_unsent(&mut core, end(start));
+        assert_eq!(core.take_window().conn.unsent, 1);
+        // A stop at 1 s, nothing sent: 200 came due.
+        let (mut core, start) = core_for((Duration::ZERO, Duration::MAX));
+        count_unsent(&mut core, start + Duration::from_secs(1));
+        assert_eq!(core.take_window().conn.unsent, 200);
+        // Only those meant for the window [0.5 s, 1.5 s) count.
+        let (mut core, start) = core_for((Duration::from_millis(500), Duration::from_millis(1500)));
+        count_unsent(&mut core, end(start));
+        assert_eq!(core.second.conn.unsent, 200);
+        assert_eq!(core.take_window().conn.unsent, 200);
     }
 }

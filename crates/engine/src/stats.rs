@@ -330,6 +330,11 @@ pub struct ConnCounters {
     /// Open loop: sends that found every request slot busy (the cap on
     /// requests in flight) and had to wait for one.
     pub in_flight_waits: u64,
+    /// Open loop: sends whose intended time fell in the window but which
+    /// had not left when the run ended (the client fell behind, or every
+    /// request slot stayed busy): with `sends`, the schedule's count.
+    #[serde(default)]
+    pub unsent: u64,
     /// HTTP/2: streams opened (requests sent).
     pub h2_streams: u64,
     /// HTTP/2: connection-level frame bytes received (SETTINGS, PING,
@@ -442,6 +447,7 @@ impl ConnCounters {
         self.sends += o.sends;
         self.late_sends += o.late_sends;
         self.in_flight_waits += o.in_flight_waits;
+        self.unsent += o.unsent;
         self.h2_streams += o.h2_streams;
         self.h2_connection_bytes += o.h2_connection_bytes;
         self.h2_goaways += o.h2_goaways;

@@ -250,6 +250,7 @@ pub fn column_title(key: &str) -> String {
         "late_percent" => "Late sends (%)",
         "max_in_flight" => "In-flight cap",
         "max_in_flight_hit" => "Waits at the in-flight cap",
+        "unsent" => "Due, never sent",
         "latency_as_sent_p50_us" => "As-sent latency p50 (µs)",
         "latency_as_sent_p99_us" => "As-sent latency p99 (µs)",
         "peak_connections" => "Most connections open at once",

@@ -993,6 +993,11 @@ pub struct OpenLoopResult {
     pub late_tolerance_us: u64,
     /// Sends that found `max_in_flight` requests outstanding and waited.
     pub max_in_flight_hit: u64,
+    /// Sends whose intended time fell inside the window but which had not
+    /// left when the run ended: the client ran behind at the end, or every
+    /// request slot stayed busy. `sends + unsent` is the schedule's count.
+    #[serde(default)]
+    pub unsent: u64,
     /// Latency of successful requests from their actual send, next to the
     /// mix's `latency_us` from their intended send.
     pub latency_as_sent_us: Latency,
@@ -1014,13 +1019,14 @@ pub struct OpenLoopResult {
 }
 
 impl OpenLoopResult {
-    /// Says when the schedule was not kept: more than 1 % of sends late
-    /// (a stray late send is the machine's noise, not a missed schedule),
-    /// or any send that waited for the in-flight cap. `rate_setting` and
+    /// Says when the schedule was not kept: more than 1 % of sends late or
+    /// never sent (a stray late send is the machine's noise, not a missed
+    /// schedule), or any send that waited for the in-flight cap. `rate_setting` and
     /// `cap_setting` name the knobs where the caller runs (a flag or a
     /// suite key).
     pub fn late_warning(&self, rate_setting: &str, cap_setting: &str) -> Option<String> {
-        if self.late_sends * 100 <= self.sends && self.max_in_flight_hit == 0 {
+        // A send that never left is a late one too (its latency unknown).
+        if (self.late_sends + self.unsent) * 100 <= self.sends + self.unsent && self.max_in_flight_hit == 0 {
             return None;
         }
         let cap = if self.max_in_flight_hit > 0 {
@@ -1032,9 +1038,17 @@ impl OpenLoopResult {
         } else {
             String::new()
         };
+        let unsent = if self.unsent > 0 {
+            format!(
+                "; {} more came due in the window and never left",
+                benchlab_format::thousands(self.unsent)
+            )
+        } else {
+            String::new()
+        };
         Some(format!(
             "{} of {} sends left more than {} ms after their intended time: the schedule of {rate_setting} {} was \
-             not kept{cap} (latency still counts from the intended times)",
+             not kept{cap}{unsent} (latency still counts from the intended times)",
             benchlab_format::thousands(self.late_sends),
             benchlab_format::thousands(self.sends),
             self.late_tolerance_us / 1000,

@@ -243,7 +243,7 @@ pub(super) fn open_loop(runs: &[Run]) -> Markup {
         section #open-loop {
             h2 { "Open loop" }
             p.sub {
-                "Mixes run at a rate (" code { "rate = R" } ") instead of threads: requests are sent on a schedule whatever the server does, so a stall shows in the latency (coordinated omission avoided). Corrected latency counts from each request's intended send time; as-sent latency from when it actually left. A send is late when it left more than the tolerance after its time; a wait at the in-flight cap means the cap, not the schedule, held a request back."
+                "Mixes run at a rate (" code { "rate = R" } ") instead of threads: requests are sent on a schedule whatever the server does, so a stall shows in the latency (coordinated omission avoided). Corrected latency counts from each request's intended send time; as-sent latency from when it actually left. A send is late when it left more than the tolerance after its time; a wait at the in-flight cap means the cap, not the schedule, held a request back; a send due but never sent had not left when the run ended."
             }
             @for (i, r) in runs.iter().enumerate() {
                 h3 { (swatch(i)) (r.label) }
@@ -251,7 +251,7 @@ pub(super) fn open_loop(runs: &[Run]) -> Markup {
                     tr {
                         th.n { "mix" } th { "phase" } th { "arrival" } th.n { "offered requests/s" } th.n { "sends/s" }
                         th.n { "achieved requests/s" } th.n { "late sends" } th.n { "late share" } th.n { "max in flight (per client)" }
-                        th.n { "waits at the cap" } th.n { "corrected p50 µs" } th.n { "as-sent p50 µs" } th.n { "corrected p99 µs" }
+                        th.n { "waits at the cap" } th.n title="Sends due inside the window that had not left when the run ended; with the sends, the schedule's count" { "due, never sent" } th.n { "corrected p50 µs" } th.n { "as-sent p50 µs" } th.n { "corrected p99 µs" }
                         th.n { "as-sent p99 µs" } th.n { "connections opened" }
                         th.n title="The most connections open at the same time; with several clients the sum of each one's most (≤: an upper bound)" { "most open at once" }
                     }
@@ -271,6 +271,9 @@ pub(super) fn open_loop(runs: &[Run]) -> Markup {
                                 (field("late_share", pct(late)))
                                 (field("open_loop.max_in_flight", int(ol.max_in_flight.into())))
                                 (field("open_loop.max_in_flight_hit", int(ol.max_in_flight_hit)))
+                                td.n data-field="open_loop.unsent" {
+                                    @if ol.unsent > 0 { span.flag { (int(ol.unsent)) } } @else { (int(ol.unsent)) }
+                                }
                                 (field("latency_us.p50", int(m.figures.latency_us.p50)))
                                 (field("open_loop.latency_as_sent_us.p50", int(ol.latency_as_sent_us.p50)))
                                 (field("latency_us.p99", int(m.figures.latency_us.p99)))
