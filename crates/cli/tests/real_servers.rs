@@ -201,11 +201,12 @@ fn nginx_preconnect_counts_exactly_and_is_refused_where_it_cannot_apply() {
     assert_eq!(u(&v, "/connections_opened"), 100);
     assert_bytes_match(&v, &lines);
 
+    // Refused before the preflight: nginx is sent nothing.
     for (args, why) in [
         (&["--rate", "10"][..], "an open loop's connections follow its schedule"),
         (&["--http", "2"][..], "HTTP/1 connections only"),
     ] {
-        let mut all = vec!["http", "--preconnect", "--no-preflight", "-d", "1s"];
+        let mut all = vec!["http", "--preconnect", "-d", "1s"];
         all.extend_from_slice(args);
         all.push(&url);
         let out = run_benchlab(&all);
@@ -215,7 +216,13 @@ fn nginx_preconnect_counts_exactly_and_is_refused_where_it_cannot_apply() {
             err.contains("--preconnect cannot apply: ") && err.contains(why),
             "{err}"
         );
+        assert!(!err.contains("preflight"), "{err}");
     }
+    assert_eq!(
+        nginx.access_log_lines().len(),
+        1 + 400 + 1 + 100,
+        "a refused run sent a request"
+    );
     // Nothing listens: no connection is up by the start, and the mix says so.
     let closed = format!("http://127.0.0.1:{}/4k.html", free_port());
     let v = http_json(&[

@@ -48,8 +48,8 @@ pub mod wire;
 
 pub use client::{Client, ClientReport, EngineError, Second, Stopper};
 pub use plan::{
-    share_warning, Arrival, ClassPlan, ClientPlan, ClientSettings, ConnectionPolicy, Expect, H2Plan, KindShare, Load,
-    OpenLoop, PlanError, Scheme, Stop, Target, TlsOptions, UrlPlan,
+    preconnect_refusal, share_warning, Arrival, ClassPlan, ClientPlan, ClientSettings, ConnectionPolicy, Expect,
+    H2Plan, KindShare, Load, OpenLoop, PlanError, Scheme, Stop, Target, TlsOptions, UrlPlan,
 };
 pub use probe::{probe, probe_from, probe_request, ProbeError, ProbeResponse};
 pub use request::{RequestError, RequestSpec, MAX_BODY_BYTES};

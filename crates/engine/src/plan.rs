@@ -593,18 +593,10 @@ impl ClientPlan {
     /// connection before the start (`Http1::preconnect`).
     pub fn preconnect_refusal(&self) -> Option<&'static str> {
         if !self.preconnect {
-            None
-        } else if matches!(self.load, Load::Open(_)) {
-            Some("an open loop's connections follow its schedule")
-        } else if self.http2.is_some() {
-            Some("it opens HTTP/1 connections only")
-        } else if self.flow.is_some() {
-            Some("a flow's users connect to each step's origin as they walk")
-        } else if self.urls.origins().iter().any(|o| o.scheme == Scheme::Https) {
-            Some("it opens plain http:// connections only (a TLS handshake is not done before the start)")
-        } else {
-            None
+            return None;
         }
+        let https = self.urls.origins().iter().any(|o| o.scheme == Scheme::Https);
+        preconnect_refusal(&self.load, self.http2.is_some(), self.flow.is_some(), https)
     }
 
     /// Checks the plan; every error names what was expected.
@@ -760,6 +752,24 @@ impl ClientPlan {
             }
         }
         Ok(())
+    }
+}
+
+/// Why `preconnect` cannot apply to a plan of this load, protocol, flow
+/// and scheme: what [`ClientPlan::preconnect_refusal`] decides, asked
+/// from the parts before the plan is built (a command refuses the flag
+/// before its preflight sends anything).
+pub fn preconnect_refusal(load: &Load, http2: bool, flow: bool, https: bool) -> Option<&'static str> {
+    if matches!(load, Load::Open(_)) {
+        Some("an open loop's connections follow its schedule")
+    } else if http2 {
+        Some("it opens HTTP/1 connections only")
+    } else if flow {
+        Some("a flow's users connect to each step's origin as they walk")
+    } else if https {
+        Some("it opens plain http:// connections only (a TLS handshake is not done before the start)")
+    } else {
+        None
     }
 }
 
