@@ -26,7 +26,7 @@
 
 use crate::event_loop::{check_response, Core, Measured, Protocol, Shared};
 use crate::flow::FlowVu;
-use crate::parse::{Feed, FrameError, ResponseParser};
+use crate::parse::{Feed, FrameError, HeadMemo, ResponseParser};
 use crate::plan::{Load, Scheme};
 use crate::prepared::{head_len, parts_len, Parts, Variant};
 use crate::reactor::{next_generation, Backend, Ev};
@@ -154,6 +154,9 @@ pub(crate) struct Http1 {
     /// Where a small request's parts are joined for one `write` (see
     /// `write_more`).
     send_buf: Box<[u8]>,
+    /// The last response head this OS thread parsed (`HeadMemo`): most
+    /// heads of a run are the one before, byte for byte.
+    memo: HeadMemo,
     /// Arrival slots in use. A user arrives (its first connect, or the
     /// first after a failure) holding a slot until that first request
     /// ends, and at most `arrival_limit` do so at once per OS thread; the
@@ -270,6 +273,7 @@ impl Http1 {
             msgs,
             buf: vec![0u8; plan.receive_buffer].into_boxed_slice(),
             send_buf: vec![0u8; SEND_JOIN_MAX].into_boxed_slice(),
+            memo: HeadMemo::default(),
             arrivals: 0,
             arrival_limit: arrival_limit(plan.os_threads),
             arrival_queue: std::collections::VecDeque::new(),
@@ -1013,7 +1017,7 @@ impl Http1 {
             (_, r) if r == -libc::ECANCELED => {}
             // Out of buffers: it stopped; re-armed below.
             (_, r) if r == -libc::ENOBUFS => {}
-            (State::Reading | State::Writing | State::Connecting, r) if r > 0 => match feed(v, data) {
+            (State::Reading | State::Writing | State::Connecting, r) if r > 0 => match feed(v, data, &mut self.memo) {
                 Fed::More if v.continue_wait && v.parser.interim() > 0 && v.state == State::Reading => {
                     self.send_body(core, i)
                 }
@@ -1099,7 +1103,7 @@ impl Http1 {
             let v = &mut self.vus[i];
             let Some(sock) = v.sock.as_mut() else { return };
             match sock.read(&mut self.buf) {
-                ReadOutcome::Data(n) => match feed(v, &self.buf[..n]) {
+                ReadOutcome::Data(n) => match feed(v, &self.buf[..n], &mut self.memo) {
                     Fed::More => {
                         if v.continue_wait && v.parser.interim() > 0 {
                             return self.send_body(core, i);
@@ -1331,11 +1335,11 @@ enum Fed {
 /// Feeds response bytes to user `v`'s parser (the one framing path of
 /// every backend).
 #[inline]
-fn feed(v: &mut Vu, data: &[u8]) -> Fed {
+fn feed(v: &mut Vu, data: &[u8], memo: &mut HeadMemo) -> Fed {
     if let Some(f) = v.flow.as_deref_mut() {
         f.keep(data);
     }
-    match v.parser.feed(data, v.hasher.as_deref_mut()) {
+    match v.parser.feed_with(data, v.hasher.as_deref_mut(), Some(memo)) {
         Ok(Feed::NeedMore) => Fed::More,
         Ok(Feed::Done { consumed }) => {
             if consumed < data.len() {

@@ -511,6 +511,44 @@ enum Chunk {
     TrailerEndLf,
 }
 
+/// The last response head an OS thread parsed, byte for byte, and what it
+/// said. A server answers one URL with the same head, byte for byte, for a
+/// whole second (until its `Date` changes), so a keep-alive client parses
+/// the same bytes again and again: comparing them with the last ones
+/// (one `memcmp`, about 30 instructions for nginx's 240-byte head) stands
+/// in for the parse (about 1,050; bench/README.md, "Keep-alive CPU against
+/// the floor"). Exact: a head's parse is a function of its own bytes, up to
+/// and including its empty line, and a match covers all of them. A miss
+/// costs the compare (it stops at the first byte that differs) and a copy.
+#[derive(Debug, Default)]
+pub struct HeadMemo {
+    /// The head's bytes, empty line included; empty before the first.
+    bytes: Vec<u8>,
+    head: Head,
+}
+
+impl HeadMemo {
+    /// Heads longer than this are parsed each time (and not copied).
+    pub const MAX: usize = 512;
+
+    /// [`parse_head`], answered from the memo when `buf` begins with the
+    /// head it holds.
+    #[inline]
+    pub fn parse(&mut self, buf: &[u8]) -> Result<Option<Head>, FrameError> {
+        let n = self.bytes.len();
+        if n > 0 && buf.get(..n) == Some(&self.bytes[..]) {
+            return Ok(Some(self.head));
+        }
+        let parsed = parse_head(buf)?;
+        if let Some(h) = parsed.filter(|h| h.len <= Self::MAX) {
+            self.bytes.clear();
+            self.bytes.extend_from_slice(&buf[..h.len]);
+            self.head = h;
+        }
+        Ok(parsed)
+    }
+}
+
 /// Incremental framing of one response at a time on one connection.
 ///
 /// Feed it the bytes read from the socket with [`feed`](Self::feed); call
@@ -600,8 +638,20 @@ impl ResponseParser {
     /// when one is given (checksum validation). On an error, all of `data`
     /// counts as received for the failed response (its `error_bytes`).
     pub fn feed(&mut self, data: &[u8], hasher: Option<&mut Xxh3>) -> Result<Feed, FrameError> {
+        self.feed_with(data, hasher, None)
+    }
+
+    /// [`feed`](Self::feed), with heads that arrive whole in `data` looked
+    /// up in the OS thread's `memo` first.
+    #[inline]
+    pub fn feed_with(
+        &mut self,
+        data: &[u8],
+        hasher: Option<&mut Xxh3>,
+        memo: Option<&mut HeadMemo>,
+    ) -> Result<Feed, FrameError> {
         let before = self.wire_bytes();
-        let r = self.feed_inner(data, hasher);
+        let r = self.feed_inner(data, hasher, memo);
         if r.is_err() {
             self.head_buf.clear();
             self.wire_bytes = before + data.len() as u64;
@@ -615,12 +665,17 @@ impl ResponseParser {
         self.wire_bytes += n as u64;
     }
 
-    fn feed_inner(&mut self, data: &[u8], mut hasher: Option<&mut Xxh3>) -> Result<Feed, FrameError> {
+    fn feed_inner(
+        &mut self,
+        data: &[u8],
+        mut hasher: Option<&mut Xxh3>,
+        mut memo: Option<&mut HeadMemo>,
+    ) -> Result<Feed, FrameError> {
         let mut pos = 0;
         while pos < data.len() {
             match self.state {
                 State::Head => {
-                    let used = self.feed_head(&data[pos..])?;
+                    let used = self.feed_head(&data[pos..], memo.as_deref_mut())?;
                     match used {
                         None => return Ok(Feed::NeedMore),
                         Some(n) => pos += n,
@@ -669,9 +724,13 @@ impl ResponseParser {
     /// Reads a head from `data` (joined with any earlier partial head).
     /// Returns how many bytes of `data` it used, or `None` if all of `data`
     /// was kept as a partial head.
-    fn feed_head(&mut self, data: &[u8]) -> Result<Option<usize>, FrameError> {
+    fn feed_head(&mut self, data: &[u8], memo: Option<&mut HeadMemo>) -> Result<Option<usize>, FrameError> {
         let (head, used) = if self.head_buf.is_empty() {
-            match parse_head(data)? {
+            let parsed = match memo {
+                Some(m) => m.parse(data)?,
+                None => parse_head(data)?,
+            };
+            match parsed {
                 Some(h) => (h, h.len),
                 None => {
                     self.head_buf.extend_from_slice(data);
@@ -1181,6 +1240,49 @@ mod tests {
             changed[i] = byte;
             if let Some(h) = parse_head_fast(&changed) {
                 prop_assert_eq!(Ok(Some(h)), parse_head_lines(&changed));
+            }
+        }
+
+        /// A head answered from the memo is the head parsed: after a
+        /// response, the same one again, one with a byte changed anywhere,
+        /// cut anywhere, or another response altogether, each framed as a
+        /// parser without the memo frames it (at any split).
+        #[test]
+        fn memo_agrees_with_the_parse(
+            (first, _) in arb_response(),
+            (other, _) in arb_response(),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            cut in any::<prop::sample::Index>(),
+            split in 1usize..600,
+        ) {
+            let mut changed = first.clone();
+            let i = at.index(changed.len());
+            changed[i] = byte;
+            let cut = first[..cut.index(first.len() + 1)].to_vec();
+            let mut memo = HeadMemo::default();
+            for r in [&first, &first, &changed, &first, &cut, &other, &first] {
+                let (mut with, mut without) = (ResponseParser::new(), ResponseParser::new());
+                let (mut a, mut b) = (Ok(Feed::NeedMore), Ok(Feed::NeedMore));
+                for piece in r.chunks(split) {
+                    a = with.feed_with(piece, None, Some(&mut memo));
+                    b = without.feed(piece, None);
+                    prop_assert_eq!(a, b);
+                    if a.is_err() || matches!(a, Ok(Feed::Done { .. })) {
+                        break;
+                    }
+                }
+                prop_assert_eq!(a, b);
+                prop_assert_eq!(with.head(), without.head());
+                prop_assert_eq!(with.wire_bytes(), without.wire_bytes());
+                prop_assert_eq!(with.body_bytes(), without.body_bytes());
+                prop_assert_eq!(with.on_eof(), without.on_eof());
+            }
+            // Whole heads are held, and only those under the bound.
+            prop_assert!(memo.bytes.len() <= HeadMemo::MAX);
+            if !memo.bytes.is_empty() {
+                prop_assert_eq!(parse_head(&memo.bytes), Ok(Some(memo.head)));
+                prop_assert_eq!(memo.head.len, memo.bytes.len());
             }
         }
 
