@@ -855,14 +855,7 @@ fn count_unsent(core: &mut Core, until: Instant) {
     // A window without an end (`Duration::MAX`) reaches past `until`.
     let window = (start + from)..start.checked_add(to).map_or(until, |t| t.min(until));
     let Some(s) = core.schedule.as_mut() else { return };
-    // Bounded by the sends the schedule made due before `until`.
-    let mut unsent = 0;
-    while s.next < until {
-        if window.contains(&s.next) {
-            unsent += 1;
-        }
-        s.advance();
-    }
+    let unsent = s.take_due(window, until);
     core.second.conn.unsent += unsent;
     core.window.conn.unsent += unsent;
 }

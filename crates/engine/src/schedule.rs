@@ -8,6 +8,7 @@
 use crate::plan::{Arrival, OpenLoop};
 use crate::rng::SplitMix64;
 use std::io;
+use std::ops::Range;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -123,6 +124,57 @@ impl Schedule {
         self.next = self.at(self.taken);
         self.waited = false;
     }
+
+    /// Takes every send meant before `until` from the schedule and says
+    /// how many of them were meant for `window` (the open loop's `unsent`
+    /// at the end). Constant arrivals are counted by a search over the very
+    /// times [`at`](Self::at) gives, so a client that sent nothing through
+    /// a long stall at a high rate costs a few dozen steps, not one a send;
+    /// Poisson ones must be drawn, one by one, to be the schedule's.
+    pub(crate) fn take_due(&mut self, window: Range<Instant>, until: Instant) -> u64 {
+        let counted = match self.arrival {
+            Arrival::Constant => {
+                let end = window.end.min(until);
+                let from = self.first_at(window.start.min(end));
+                let to = self.first_at(end);
+                self.taken = self.first_at(until);
+                self.next = self.at(self.taken);
+                to - from
+            }
+            Arrival::Poisson => {
+                let mut n = 0;
+                while self.next < until {
+                    n += u64::from(window.contains(&self.next));
+                    self.advance();
+                }
+                n
+            }
+        };
+        self.waited = false;
+        counted
+    }
+
+    /// Constant arrivals: the first send from `taken` on meant at or after
+    /// `t` (the times only grow with the index).
+    fn first_at(&mut self, t: Instant) -> u64 {
+        let (mut lo, mut hi) = (self.taken, self.taken);
+        let mut step = 1;
+        while self.at(hi) < t {
+            lo = hi + 1;
+            hi += step;
+            step *= 2;
+        }
+        // at(lo - 1) < t (or lo = taken) and at(hi) >= t.
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.at(mid) < t {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }
 
 #[cfg(test)]
@@ -162,6 +214,55 @@ mod tests {
         s.taken = 999_999;
         s.advance();
         assert_eq!((s.next - s.begin).as_nanos(), 1_000_000_000_000);
+    }
+
+    /// `take_due` counts what stepping through the schedule counts, for
+    /// either arrival, and leaves the schedule where stepping leaves it; a
+    /// constant schedule's count over a minute at 10,000,000/s is found by
+    /// search, at once.
+    #[test]
+    fn the_sends_taken_at_the_end_are_those_stepped_through() {
+        let ms = |n: u64| Duration::from_millis(n);
+        for arrival in [Arrival::Constant, Arrival::Poisson] {
+            for (rate, threads, index, sent) in
+                [(200.0, 1, 0, 0), (200.0, 1, 0, 399), (333.0, 3, 2, 17), (7.0, 2, 1, 1)]
+            {
+                for (from, to, until) in [
+                    (0, 2000, 2000),
+                    (500, 1500, 2000),
+                    (0, 2000, 1000),
+                    (1500, 2000, 900),
+                    (0, 0, 2000),
+                ] {
+                    let mut a = schedule(arrival, rate, threads, index, 3);
+                    for _ in 0..sent {
+                        a.advance();
+                    }
+                    let o = OpenLoop {
+                        rate,
+                        arrival,
+                        max_in_flight: 1,
+                    };
+                    let mut b = Schedule::new(o, a.begin, threads, index, 3);
+                    for _ in 0..sent {
+                        b.advance();
+                    }
+                    let (window, end) = ((a.begin + ms(from))..(a.begin + ms(to)), a.begin + ms(until));
+                    let mut stepped = 0;
+                    while b.next < end {
+                        stepped += u64::from(b.next >= window.start && b.next < window.end);
+                        b.advance();
+                    }
+                    let case =
+                        format!("{arrival:?} {rate}/s {index} of {threads}, {sent} sent, [{from}, {to}) until {until}");
+                    assert_eq!(a.take_due(window, end), stepped, "{case}");
+                    assert_eq!((a.taken, a.next), (b.taken, b.next), "{case}");
+                }
+            }
+        }
+        let mut s = schedule(Arrival::Constant, 10_000_000.0, 1, 0, 1);
+        let minute = s.begin + Duration::from_secs(60);
+        assert_eq!(s.take_due(s.begin..minute, minute), 600_000_000);
     }
 
     #[test]
