@@ -68,6 +68,12 @@ fn a_canned_metrics_page_gives_the_figures_of_its_counters() {
     let t = std::thread::spawn(move || {
         while let Ok(req) = s.recv() {
             let step = n.fetch_add(1, Ordering::SeqCst);
+            // The second reading comes 300 ms after the first: a span of a
+            // millisecond or so (a quick machine) would be rounded in
+            // `interval_s` (to 1 ms) by more than the 1 % compared below.
+            if step == 1 {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
             let ok = req.url() == "/metrics";
             let _ = req.respond(if ok {
                 tiny_http::Response::from_string(page(step as f64))
@@ -85,6 +91,7 @@ fn a_canned_metrics_page_gives_the_figures_of_its_counters() {
     t.join().expect("server thread");
     // Rates are per second of the span between the two readings, which
     // here is however long the fetch took: compare them per span.
+    assert!(s.interval_s >= 0.29, "{s:?}");
     let per = |rate: f64| rate * s.interval_s;
     let close = |a: f64, b: f64| (a - b).abs() <= b.abs() * 0.01 + 0.01;
     // CPU shares are ratios of the deltas, independent of the span.
