@@ -852,8 +852,9 @@ fn send_due<P: Protocol>(core: &mut Core, p: &mut P, now: Instant, end: Option<I
 fn count_unsent(core: &mut Core, until: Instant) {
     let start = core.shared.start;
     let (from, to) = core.window_span;
-    // A window without an end (`Duration::MAX`) reaches past `until`.
-    let window = (start + from)..start.checked_add(to).map_or(until, |t| t.min(until));
+    // A window without an end (`Duration::MAX`) ends, for this, at `until`
+    // (`take_due` counts nothing after it anyway).
+    let window = (start + from)..start.checked_add(to).unwrap_or(until);
     let Some(s) = core.schedule.as_mut() else { return };
     let unsent = s.take_due(window, until);
     core.second.conn.unsent += unsent;
