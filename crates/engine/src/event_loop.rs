@@ -21,7 +21,7 @@ use crate::prepared::Requests;
 use crate::reactor::{Ev, IoConfig, Reactor};
 use crate::rng::SplitMix64;
 use crate::schedule::{Schedule, Timer, TIMER};
-use crate::stats::{ConnCounters, ErrorKind, LoopMeter, Snapshot, Stats, ThreadEnd};
+use crate::stats::{ConnCounters, ErrorKind, LatencyTally, LoopMeter, Snapshot, Stats, ThreadEnd};
 use crate::tls::{server_name, TlsConfigs};
 use rustls::pki_types::ServerName;
 use std::cmp::Reverse;
@@ -192,6 +192,10 @@ pub(crate) struct Core {
     /// Everything that completed in the current second (ramps included),
     /// for the per-second series; sent and reset once a second.
     pub second: Stats,
+    /// The second's successful latencies, a tally a class, added to
+    /// `second`'s histograms when the second folds or is sent
+    /// (`settle_second`): the request loop's record is an increment.
+    tallies: Vec<LatencyTally>,
     /// What completed inside the measurement window: the run's totals,
     /// sent once, when the thread stops.
     pub window: Stats,
@@ -244,6 +248,8 @@ pub(crate) struct Core {
     end: Option<Instant>,
     /// The plan's window, cut at the run's end.
     window_span: (Duration, Duration),
+    /// The same as instants, for a compare a completion, not a subtraction.
+    window_at: WindowAt,
     /// A request has ended after `end` (`ended_late` of them).
     past_end: bool,
     ended_late: u64,
@@ -251,6 +257,41 @@ pub(crate) struct Core {
 }
 
 const SWEEP_MAX: Duration = Duration::from_millis(10);
+
+/// The window `[from, until)` after `start`, as instants: whether `now -
+/// start` (saturating) lies in it is then two compares.
+#[derive(Debug, Clone, Copy)]
+struct WindowAt {
+    /// `None`: open from any instant (`from` is zero).
+    opens: Option<Instant>,
+    /// `None`: never closes (`until` past what an `Instant` holds).
+    closes: Option<Instant>,
+}
+
+impl WindowAt {
+    fn new(start: Instant, (from, until): (Duration, Duration)) -> WindowAt {
+        match start.checked_add(from) {
+            _ if from.is_zero() => WindowAt {
+                opens: None,
+                closes: start.checked_add(until),
+            },
+            Some(opens) => WindowAt {
+                opens: Some(opens),
+                closes: start.checked_add(until),
+            },
+            // Opens past any instant: never.
+            None => WindowAt {
+                opens: Some(start),
+                closes: Some(start),
+            },
+        }
+    }
+
+    #[inline]
+    fn contains(&self, now: Instant) -> bool {
+        self.opens.is_none_or(|o| now >= o) && self.closes.is_none_or(|c| now < c)
+    }
+}
 
 /// Requests a class must have had in a second (on average over the
 /// classes that had any) for the next second's to be folded into the
@@ -279,10 +320,15 @@ impl Core {
             Stop::After(_) => 0,
         };
         let io = IoConfig::get().map_err(io::Error::other)?;
+        let window_span = match plan.stop {
+            Stop::After(d) => (plan.window.0, plan.window.1.min(d)),
+            Stop::Requests(_) => plan.window,
+        };
         Ok(Core {
             reactor: Reactor::new(io, plan.receive_buffer)?,
             io,
             second: stats(),
+            tallies: (0..plan.classes.len()).map(|_| LatencyTally::default()).collect(),
             window: stats(),
             cpu: LoopMeter::default(),
             window_open: false,
@@ -304,10 +350,8 @@ impl Core {
                 Stop::After(d) => Some(shared.start + d),
                 Stop::Requests(_) => None,
             },
-            window_span: match plan.stop {
-                Stop::After(d) => (plan.window.0, plan.window.1.min(d)),
-                Stop::Requests(_) => plan.window,
-            },
+            window_span,
+            window_at: WindowAt::new(shared.start, window_span),
             past_end: false,
             ended_late: 0,
             index,
@@ -330,9 +374,7 @@ impl Core {
     /// Whether a completion at `now` falls in the measurement window.
     #[inline]
     pub(crate) fn in_window(&self, now: Instant) -> bool {
-        let t = now.saturating_duration_since(self.shared.start);
-        let (from, until) = self.window_span;
-        t >= from && t < until
+        self.window_at.contains(now)
     }
 
     /// Takes one request from the budget (`Stop::Requests`); `false` when
@@ -442,23 +484,39 @@ impl Core {
         e: Measured,
         now: Instant,
     ) -> bool {
-        let record = |c: &mut crate::stats::ClassStats| match verdict {
-            Ok(()) => {
-                c.record_success(e.latency, e.wire, e.body, e.sent);
-                c.record_as_sent(e.as_sent);
-            }
-            Err(kind) => c.record_error(kind, e.latency, e.wire, e.sent),
-        };
         let counted = self.counted(now);
         if self.past_end {
             self.ended_late += 1;
             return false;
         }
-        record(&mut self.second.classes[class]);
+        let c = &mut self.second.classes[class];
+        match verdict {
+            Ok(()) => {
+                c.count_success(e.wire, e.body, e.sent);
+                self.tallies[class].record(&mut c.latency, e.latency.as_micros() as u64);
+                c.record_as_sent(e.as_sent);
+            }
+            Err(kind) => c.record_error(kind, e.latency, e.wire, e.sent),
+        }
         if counted && !self.folding {
-            record(&mut self.window.classes[class]);
+            let c = &mut self.window.classes[class];
+            match verdict {
+                Ok(()) => {
+                    c.record_success(e.latency, e.wire, e.body, e.sent);
+                    c.record_as_sent(e.as_sent);
+                }
+                Err(kind) => c.record_error(kind, e.latency, e.wire, e.sent),
+            }
         }
         counted
+    }
+
+    /// Adds the tallied latencies to the second's histograms; before
+    /// anything reads them.
+    fn settle_second(&mut self) {
+        for (t, c) in self.tallies.iter_mut().zip(&mut self.second.classes) {
+            t.settle(&mut c.latency);
+        }
     }
 
     /// Whether a request ending at `now` counts in the window; the first
@@ -482,6 +540,7 @@ impl Core {
     /// and histograms add bucket by bucket) while they are all the
     /// window's; done once a second, and before the window leaves.
     fn fold_second(&mut self) {
+        self.settle_second();
         if !self.folding {
             return;
         }
@@ -906,6 +965,30 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_as_instants_is_the_window_as_offsets() {
+        let start = Instant::now() + Duration::from_secs(10);
+        let ms = Duration::from_millis;
+        let windows = [
+            (Duration::ZERO, Duration::MAX),
+            (Duration::ZERO, ms(500)),
+            (ms(200), ms(800)),
+            (ms(200), Duration::MAX),
+            (ms(300), ms(300)),
+            (ms(800), ms(200)),
+            (Duration::MAX, Duration::MAX),
+        ];
+        for w in windows {
+            let at = WindowAt::new(start, w);
+            for k in -2000i64..2000 {
+                let d = Duration::from_micros(k.unsigned_abs() * 500);
+                let now = if k < 0 { start - d } else { start + d };
+                let t = now.saturating_duration_since(start);
+                assert_eq!(at.contains(now), t >= w.0 && t < w.1, "{w:?} at {k} × 0.5 ms");
+            }
+        }
+    }
     use crate::plan::{ClassPlan, Target, UrlPlan};
     use crate::stats::ClassStats;
     use std::alloc::{GlobalAlloc, Layout, System};

@@ -142,6 +142,16 @@ impl Vu {
     }
 }
 
+/// A request joined whole in `Http1::send_buf`: which one, and its
+/// lengths.
+#[derive(Debug, Clone, Copy)]
+struct Joined {
+    url: u32,
+    variant: Variant,
+    len: usize,
+    head: usize,
+}
+
 /// HTTP/1's per-thread state: its users and their connections.
 pub(crate) struct Http1 {
     shared: Arc<Shared>,
@@ -154,6 +164,10 @@ pub(crate) struct Http1 {
     /// Where a small request's parts are joined for one `write` (see
     /// `write_more`).
     send_buf: Box<[u8]>,
+    /// The request `send_buf` holds whole, when it does: the next request
+    /// of the same URL and variant is written from there as it is
+    /// (`write_joined`).
+    joined: Option<Joined>,
     /// The last response head this OS thread parsed (`HeadMemo`): most
     /// heads of a run are the one before, byte for byte.
     memo: HeadMemo,
@@ -273,6 +287,7 @@ impl Http1 {
             msgs,
             buf: vec![0u8; plan.receive_buffer].into_boxed_slice(),
             send_buf: vec![0u8; SEND_JOIN_MAX].into_boxed_slice(),
+            joined: None,
             memo: HeadMemo::default(),
             arrivals: 0,
             arrival_limit: arrival_limit(plan.os_threads),
@@ -830,6 +845,9 @@ impl Http1 {
     /// up once, not once to size it and again to write it.
     #[inline]
     fn write_from(&mut self, core: &mut Core, i: usize, first: bool) {
+        if first && self.write_joined(core, i) {
+            return;
+        }
         let reused = self.vus[i].reused();
         let v = &mut self.vus[i];
         let parts = match v.flow.as_deref() {
@@ -871,14 +889,23 @@ impl Http1 {
                 // of the scatter list (measured on loopback TCP: 3-part
                 // writev 1,030 ns, copy + write 880 ns a call).
                 let sent = if n == 1 {
-                    tcp.write(&slices[0])
+                    sock::send_raw(tcp, &slices[0])
                 } else if left <= self.send_buf.len() {
                     let mut at = 0;
                     for s in &slices[..n] {
                         self.send_buf[at..at + s.len()].copy_from_slice(s);
                         at += s.len();
                     }
-                    tcp.write(&self.send_buf[..at])
+                    // The buffer holds this request whole only from its
+                    // start to its end (a flow's requests are its own).
+                    let whole = v.written == 0 && total == v.len && v.flow.is_none();
+                    self.joined = whole.then_some(Joined {
+                        url: v.url,
+                        variant: v.variant,
+                        len: v.len,
+                        head: v.head,
+                    });
+                    sock::send_raw(tcp, &self.send_buf[..at])
                 } else {
                     tcp.write_vectored(&slices[..n])
                 };
@@ -914,6 +941,59 @@ impl Http1 {
                 }
             },
         };
+        let tls = sock.is_tls();
+        self.wrote(core, i, result, reused, tls);
+    }
+
+    /// `write_from`'s first write of a request that `send_buf` holds whole
+    /// already (the same URL and variant as the last request joined
+    /// there, as a run of one URL sends again and again): one `write` from
+    /// the buffer, without looking the parts up, cutting and copying them
+    /// again. `false` when it does not apply (TLS, io_uring, a flow, a
+    /// different request), for `write_from` to do.
+    #[inline]
+    fn write_joined(&mut self, core: &mut Core, i: usize) -> bool {
+        let Some(j) = self.joined else { return false };
+        let reused = self.vus[i].reused();
+        let v = &mut self.vus[i];
+        if j.url != v.url || j.variant != v.variant || v.flow.is_some() || core.reactor.uring().is_some() {
+            return false;
+        }
+        if !matches!(v.sock, Some(Sock::Plain(_))) {
+            return false;
+        }
+        v.len = j.len;
+        v.head = j.head;
+        let total = v.write_end();
+        let Some(Sock::Plain(tcp)) = v.sock.as_mut() else {
+            return false;
+        };
+        let result = loop {
+            match sock::send_raw(tcp, &self.send_buf[v.written..total]) {
+                Ok(n) => {
+                    if !v.connected {
+                        v.connected = true;
+                        core.bump(|c| c.connections_opened += 1);
+                    }
+                    v.written += n;
+                    if v.written == total {
+                        break Ok(true);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        self.wrote(core, i, result, reused, false);
+        true
+    }
+
+    /// After a write of user `i`'s request: `Ok(true)` all of it is out,
+    /// `Ok(false)` the socket is full.
+    #[inline]
+    fn wrote(&mut self, core: &mut Core, i: usize, result: io::Result<bool>, reused: bool, tls: bool) {
+        let v = &mut self.vus[i];
         match result {
             Ok(true) => {
                 v.state = State::Reading;
@@ -926,10 +1006,7 @@ impl Http1 {
                 v.state = State::Writing;
                 self.want_write(core, i, true);
             }
-            Err(e) => {
-                let tls = sock.is_tls();
-                self.write_failed(core, i, e, reused, tls);
-            }
+            Err(e) => self.write_failed(core, i, e, reused, tls),
         }
     }
 

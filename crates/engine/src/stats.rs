@@ -136,6 +136,107 @@ pub fn new_latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, LATENCY_MAX_US, 3).expect("valid constant histogram bounds")
 }
 
+/// The latency histogram's bucket layout, as hdrhistogram lays out
+/// `new_latency_histogram`'s bounds (lowest 1 µs, 3 significant figures):
+/// 2^11 sub-buckets in the first bucket, the upper 2^10 of them in each
+/// one after it. `latency_tally_matches_the_histogram` holds it to the
+/// crate's own indexing.
+const SUB_BUCKET_BITS: u32 = 11;
+const HALF_BUCKET_BITS: u32 = SUB_BUCKET_BITS - 1;
+
+/// The bucket `us` falls in (hdrhistogram's `index_for`, unit magnitude 0).
+#[inline]
+fn bucket_of(us: u64) -> usize {
+    let bucket = (64 - SUB_BUCKET_BITS) - (us | ((1 << SUB_BUCKET_BITS) - 1)).leading_zeros();
+    let sub = (us >> bucket) as usize;
+    ((bucket as usize + 1) << HALF_BUCKET_BITS) + sub - (1 << HALF_BUCKET_BITS)
+}
+
+/// The lowest value of bucket `i`: recorded in its stead, it lands in the
+/// same bucket, and a histogram's figures (counts, min, max, mean,
+/// quantiles) are its buckets'.
+fn bucket_floor(i: usize) -> u64 {
+    let half = 1usize << HALF_BUCKET_BITS;
+    let bucket = (i >> HALF_BUCKET_BITS) as i64 - 1;
+    let sub = (i & (half - 1)) + half;
+    if bucket < 0 {
+        (sub - half) as u64
+    } else {
+        (sub as u64) << bucket
+    }
+}
+
+/// How many buckets a latency histogram has (asked of one once).
+fn latency_buckets() -> usize {
+    static BUCKETS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BUCKETS.get_or_init(|| new_latency_histogram().distinct_values())
+}
+
+/// One class's successful latencies of the current second, counted in the
+/// latency histogram's own buckets and added to it in one pass
+/// (`settle`), before anything reads the histogram.
+///
+/// Written by hand because it is the request loop: an HDR record
+/// (`saturating_record`) costs about 105 instructions (bounds checks,
+/// min/max and total kept at each record), a bucket's increment here
+/// about 15. The result is the same histogram, bucket for bucket
+/// (`latency_tally_matches_the_histogram`). Counts are 16-bit, so a
+/// class's tally is 46 KiB, allocated with the loop (the request loop
+/// allocates nothing); a bucket that fills is added to the histogram at
+/// once.
+#[derive(Debug)]
+pub(crate) struct LatencyTally {
+    counts: Vec<u16>,
+    /// Buckets outside `lo..hi` are zero.
+    lo: usize,
+    hi: usize,
+}
+
+impl Default for LatencyTally {
+    fn default() -> Self {
+        LatencyTally {
+            counts: vec![0; latency_buckets()],
+            lo: usize::MAX,
+            hi: 0,
+        }
+    }
+}
+
+impl LatencyTally {
+    /// Counts `us`, as `h.saturating_record(us)` would (`h`, a latency
+    /// histogram, is the one the tally settles into).
+    #[inline]
+    pub(crate) fn record(&mut self, h: &mut Histogram<u64>, us: u64) {
+        let i = bucket_of(us);
+        // Past the histogram's last bucket, the histogram saturates it.
+        let Some(c) = self.counts.get_mut(i) else {
+            return h.saturating_record(us);
+        };
+        if *c == u16::MAX {
+            // In range, so the record cannot fail.
+            let _ = h.record_n(bucket_floor(i), u64::from(u16::MAX));
+            *c = 0;
+        }
+        *c += 1;
+        self.lo = self.lo.min(i);
+        self.hi = self.hi.max(i + 1);
+    }
+
+    /// Adds the counts to `h` and empties the tally.
+    pub(crate) fn settle(&mut self, h: &mut Histogram<u64>) {
+        if self.lo >= self.hi {
+            return;
+        }
+        for (i, c) in self.counts[self.lo..self.hi].iter_mut().enumerate() {
+            if *c != 0 {
+                let _ = h.record_n(bucket_floor(self.lo + i), u64::from(std::mem::take(c)));
+            }
+        }
+        self.lo = usize::MAX;
+        self.hi = 0;
+    }
+}
+
 /// Counters of one class (or of a whole client, once merged).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
@@ -210,11 +311,18 @@ impl Default for ClassStats {
 impl ClassStats {
     #[inline]
     pub(crate) fn record_success(&mut self, latency: Duration, bytes: u64, body_bytes: u64, sent: u64) {
+        self.count_success(bytes, body_bytes, sent);
+        self.latency.saturating_record(latency.as_micros() as u64);
+    }
+
+    /// A success's counters, its latency recorded elsewhere (a
+    /// [`LatencyTally`] of this class).
+    #[inline]
+    pub(crate) fn count_success(&mut self, bytes: u64, body_bytes: u64, sent: u64) {
         self.counters.requests += 1;
         self.counters.bytes_sent += sent;
         self.counters.bytes += bytes;
         self.counters.body_bytes += body_bytes;
-        self.latency.saturating_record(latency.as_micros() as u64);
     }
 
     /// An open-loop request's latency from its actual send.
@@ -637,6 +745,92 @@ impl LatencySummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The same values recorded through a tally and straight into a
+    /// histogram give the same histogram: every bucket's count, and the
+    /// figures read from it.
+    fn assert_tally_agrees(values: &[u64]) {
+        let (mut direct, mut tallied) = (new_latency_histogram(), new_latency_histogram());
+        let mut tally = LatencyTally::default();
+        for &v in values {
+            direct.saturating_record(v);
+            tally.record(&mut tallied, v);
+        }
+        tally.settle(&mut tallied);
+        assert_eq!(direct, tallied);
+        assert_eq!(direct.len(), tallied.len());
+        assert_eq!(
+            (direct.min(), direct.min_nz(), direct.max()),
+            (tallied.min(), tallied.min_nz(), tallied.max())
+        );
+        assert_eq!(direct.mean(), tallied.mean());
+        for q in [0.0, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(direct.value_at_quantile(q), tallied.value_at_quantile(q));
+        }
+        let (d, t): (Vec<_>, Vec<_>) = (
+            direct
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+            tallied
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        );
+        assert_eq!(d, t);
+    }
+
+    #[test]
+    fn latency_tally_matches_the_histogram() {
+        let h = new_latency_histogram();
+        // Each value's bucket, and each bucket's lowest value, are the
+        // crate's own, over every value of the first buckets and the edges
+        // of every bucket to the last.
+        for v in 0..70_000u64 {
+            assert_eq!(bucket_floor(bucket_of(v)), h.lowest_equivalent(v), "{v}");
+        }
+        for i in 0..h.distinct_values() {
+            let lo = bucket_floor(i);
+            let hi = h.highest_equivalent(lo);
+            assert_eq!((bucket_of(lo), bucket_of(hi)), (i, i), "bucket {i}: {lo}..={hi}");
+            assert_eq!(h.lowest_equivalent(hi), lo);
+        }
+        assert!(bucket_of(LATENCY_MAX_US) < h.distinct_values());
+        // Whole histograms: small, large, past the last bucket, zero, and
+        // one bucket filled past a tally's 16 bits.
+        let mut values: Vec<u64> = (0..5_000).chain([0, 1, 2047, 2048, 4095, 4096, 123_456_789]).collect();
+        values.extend([
+            LATENCY_MAX_US - 1,
+            LATENCY_MAX_US,
+            LATENCY_MAX_US + 1,
+            LATENCY_MAX_US * 2,
+            u64::MAX,
+        ]);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(x >> (x % 64));
+        }
+        assert_tally_agrees(&values);
+        assert_tally_agrees(&vec![250; 200_000]);
+        assert_tally_agrees(&[]);
+    }
+
+    #[test]
+    fn a_tally_settles_once_and_counts_again_from_empty() {
+        let mut h = new_latency_histogram();
+        let mut tally = LatencyTally::default();
+        tally.record(&mut h, 100);
+        tally.record(&mut h, 5_000);
+        tally.settle(&mut h);
+        tally.settle(&mut h);
+        assert_eq!(h.len(), 2);
+        tally.record(&mut h, 100);
+        tally.settle(&mut h);
+        assert_eq!((h.len(), h.count_at(100)), (3, 2));
+    }
 
     #[test]
     fn merging_is_exact() {

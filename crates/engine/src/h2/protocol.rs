@@ -40,7 +40,7 @@ use crate::sock::{self, connect, connect_error_kind, Handshake, ReadOutcome, Sen
 use crate::stats::{ErrorKind, Snapshot};
 use crate::streams::{StreamUsers, UState};
 use rustls::client::UnbufferedClientConnection;
-use std::io::{self, Write};
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -595,7 +595,7 @@ impl Http2 {
             match &mut link.sock {
                 Sock::Plain(tcp) => {
                     while !link.conn.unsent().is_empty() {
-                        match tcp.write(link.conn.unsent()) {
+                        match crate::sock::send_raw(tcp, link.conn.unsent()) {
                             Ok(n) => {
                                 link.conn.wrote(n);
                                 progress = true;
