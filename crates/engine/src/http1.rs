@@ -909,20 +909,8 @@ impl Http1 {
                 } else {
                     tcp.write_vectored(&slices[..n])
                 };
-                match sent {
-                    Ok(n) => {
-                        if !v.connected {
-                            v.connected = true;
-                            core.bump(|c| c.connections_opened += 1);
-                        }
-                        v.written += n;
-                        if v.written == total {
-                            break Ok(true);
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => break Err(e),
+                if let Some(done) = sent_some(core, &mut v.written, &mut v.connected, sent, total) {
+                    break done;
                 }
             },
             Sock::Tls(t) => loop {
@@ -969,20 +957,9 @@ impl Http1 {
             return false;
         };
         let result = loop {
-            match sock::send_raw(tcp, &self.send_buf[v.written..total]) {
-                Ok(n) => {
-                    if !v.connected {
-                        v.connected = true;
-                        core.bump(|c| c.connections_opened += 1);
-                    }
-                    v.written += n;
-                    if v.written == total {
-                        break Ok(true);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => break Err(e),
+            let sent = sock::send_raw(tcp, &self.send_buf[v.written..total]);
+            if let Some(done) = sent_some(core, &mut v.written, &mut v.connected, sent, total) {
+                break done;
             }
         };
         self.wrote(core, i, result, reused, false);
@@ -1450,6 +1427,33 @@ fn unwritten<'a>(parts: &Parts<'a>, mut written: usize, end: usize, out: &mut [i
         n += 1;
     }
     n
+}
+
+/// One plain write of a request: the bytes it took are `written` (the
+/// connection counted opened at its first); `Some` ends the writing —
+/// `Ok(true)` all `total` bytes are out, `Ok(false)` the socket is full, or
+/// the error — and `None` writes again (interrupted, or more to go).
+#[inline]
+fn sent_some(
+    core: &mut Core,
+    written: &mut usize,
+    connected: &mut bool,
+    sent: io::Result<usize>,
+    total: usize,
+) -> Option<io::Result<bool>> {
+    match sent {
+        Ok(n) => {
+            if !*connected {
+                *connected = true;
+                core.bump(|c| c.connections_opened += 1);
+            }
+            *written += n;
+            (*written == total).then_some(Ok(true))
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Some(Ok(false)),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
+        Err(e) => Some(Err(e)),
+    }
 }
 
 /// Largest request (what is left of it) joined into one buffer for one

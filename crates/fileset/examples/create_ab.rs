@@ -1,12 +1,14 @@
-//! ct-1m's create pattern (4 KiB files, 1,000 a directory) written two
+//! ct-1m's create pattern (4 KiB files, 1,000 a directory) written three
 //! ways, for an A/B of the kernel's cost per file (issue 27):
 //! `syscalls` (openat + write + close, as `generate` does) and `uring`
 //! (the same three as one linked io_uring chain per file, a batch of
-//! chains per submit, direct descriptors). Prints files/s and the
-//! process's CPU per file (io_uring's kernel workers are threads of the
-//! process, so their time is in it).
+//! chains per submit, direct descriptors), and `direct` (the system calls
+//! with `O_DIRECT`, past the page cache). Prints files/s, the process's
+//! CPU per file (io_uring's kernel workers are threads of the process, so
+//! their time is in it) and all CPUs' busy time per file (/proc/stat:
+//! the kernel's writeback included).
 //!
-//!   cargo run --release -p benchlab-fileset --example create_ab -- DIR COUNT syscalls|uring [THREADS] [BATCH]
+//!   cargo run --release -p benchlab-fileset --example create_ab -- DIR COUNT syscalls|uring|direct [THREADS] [BATCH]
 use std::ffi::CString;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
