@@ -270,14 +270,14 @@ struct WindowAt {
 
 impl WindowAt {
     fn new(start: Instant, (from, until): (Duration, Duration)) -> WindowAt {
+        let closes = start.checked_add(until);
+        if from.is_zero() {
+            return WindowAt { opens: None, closes };
+        }
         match start.checked_add(from) {
-            _ if from.is_zero() => WindowAt {
-                opens: None,
-                closes: start.checked_add(until),
-            },
             Some(opens) => WindowAt {
                 opens: Some(opens),
-                closes: start.checked_add(until),
+                closes,
             },
             // Opens past any instant: never.
             None => WindowAt {
@@ -965,30 +965,6 @@ pub(crate) fn shared_for(plan: ClientPlan, start: Instant) -> Result<Shared, cra
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_window_as_instants_is_the_window_as_offsets() {
-        let start = Instant::now() + Duration::from_secs(10);
-        let ms = Duration::from_millis;
-        let windows = [
-            (Duration::ZERO, Duration::MAX),
-            (Duration::ZERO, ms(500)),
-            (ms(200), ms(800)),
-            (ms(200), Duration::MAX),
-            (ms(300), ms(300)),
-            (ms(800), ms(200)),
-            (Duration::MAX, Duration::MAX),
-        ];
-        for w in windows {
-            let at = WindowAt::new(start, w);
-            for k in -2000i64..2000 {
-                let d = Duration::from_micros(k.unsigned_abs() * 500);
-                let now = if k < 0 { start - d } else { start + d };
-                let t = now.saturating_duration_since(start);
-                assert_eq!(at.contains(now), t >= w.0 && t < w.1, "{w:?} at {k} × 0.5 ms");
-            }
-        }
-    }
     use crate::plan::{ClassPlan, Target, UrlPlan};
     use crate::stats::ClassStats;
     use std::alloc::{GlobalAlloc, Layout, System};
@@ -1032,6 +1008,32 @@ mod tests {
     fn plan_of(classes: &[&str]) -> ClientPlan {
         let urls = vec![UrlPlan::get(Target::parse("http://127.0.0.1:9/").expect("url"))];
         ClientPlan::new(urls, classes.iter().map(|c| ClassPlan { name: (*c).into() }).collect())
+    }
+
+    /// `WindowAt`'s two compares say what the subtraction they replace
+    /// said, before, in and after every kind of window.
+    #[test]
+    fn the_window_as_instants_is_the_window_as_offsets() {
+        let start = Instant::now() + Duration::from_secs(10);
+        let ms = Duration::from_millis;
+        let windows = [
+            (Duration::ZERO, Duration::MAX),
+            (Duration::ZERO, ms(500)),
+            (ms(200), ms(800)),
+            (ms(200), Duration::MAX),
+            (ms(300), ms(300)),
+            (ms(800), ms(200)),
+            (Duration::MAX, Duration::MAX),
+        ];
+        for w in windows {
+            let at = WindowAt::new(start, w);
+            for k in -2000i64..2000 {
+                let d = Duration::from_micros(k.unsigned_abs() * 500);
+                let now = if k < 0 { start - d } else { start + d };
+                let t = now.saturating_duration_since(start);
+                assert_eq!(at.contains(now), t >= w.0 && t < w.1, "{w:?} at {k} × 0.5 ms");
+            }
+        }
     }
 
     /// Folding a second's records into the window (`Core::folding`) gives
