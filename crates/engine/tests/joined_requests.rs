@@ -6,8 +6,12 @@
 //! checks) and the right version and `Connection` header for its place on
 //! its connection (the server checks).
 
+// Its `server` is not used here.
+#[allow(dead_code)]
+mod common;
+
 use benchlab_engine::{ClassPlan, Client, ClientPlan, ConnectionPolicy, Expect, Stop, Target, UrlPlan};
-use std::io::{Read, Write};
+use std::borrow::Cow;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -31,7 +35,7 @@ fn server(log: Log) -> u16 {
     let port = l.local_addr().expect("addr").port();
     std::thread::spawn(move || {
         for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
+            let Ok(s) = s else { continue };
             let log = log.clone();
             let conn = {
                 let mut l = log.lock().expect("log");
@@ -39,51 +43,50 @@ fn server(log: Log) -> u16 {
                 l.len() - 1
             };
             std::thread::spawn(move || {
-                let mut buf = vec![0u8; 8192];
-                let mut have = 0;
-                loop {
-                    match s.read(&mut buf[have..]) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => have += n,
-                    }
-                    while let Some(end) = buf[..have].windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-                        let mut lines = head.split("\r\n");
-                        let line: Vec<&str> = lines.next().unwrap_or_default().split(' ').collect();
-                        let connection = lines
-                            .filter_map(|h| h.split_once(": "))
-                            .find(|(n, _)| n.eq_ignore_ascii_case("connection"))
-                            .map(|(_, v)| v.to_ascii_lowercase());
-                        let http10 = line.get(2) == Some(&"HTTP/1.0");
-                        let close = if http10 {
-                            connection.as_deref() != Some("keep-alive")
-                        } else {
-                            connection.as_deref() == Some("close")
-                        };
-                        let path = line.get(1).copied().unwrap_or_default().to_string();
-                        let size = (path.len() - 1) * 100;
-                        log.lock().expect("log")[conn].push(Seen { path, http10, close });
-                        let keep = if http10 && !close {
-                            "Connection: keep-alive\r\n"
-                        } else {
-                            ""
-                        };
-                        let version = if http10 { "1.0" } else { "1.1" };
-                        let resp = format!(
-                            "HTTP/{version} 200 OK\r\nContent-Length: {size}\r\n{keep}\r\n{}",
-                            "x".repeat(size)
-                        );
-                        if s.write_all(resp.as_bytes()).is_err() || close {
-                            return;
-                        }
-                        buf.copy_within(end + 4..have, 0);
-                        have -= end + 4;
-                    }
-                }
+                common::serve_with(s, |head| {
+                    let seen = Seen::of(head);
+                    let size = (seen.path.len() - 1) * 100;
+                    let keep = if seen.http10 && !seen.close {
+                        "Connection: keep-alive\r\n"
+                    } else {
+                        ""
+                    };
+                    let version = if seen.http10 { "1.0" } else { "1.1" };
+                    let resp = format!(
+                        "HTTP/{version} 200 OK\r\nContent-Length: {size}\r\n{keep}\r\n{}",
+                        "x".repeat(size)
+                    );
+                    let close = seen.close;
+                    log.lock().expect("log")[conn].push(seen);
+                    (Cow::Owned(resp.into_bytes()), !close)
+                });
             });
         }
     });
     port
+}
+
+impl Seen {
+    /// What a request's head asks for.
+    fn of(head: &str) -> Seen {
+        let mut lines = head.split("\r\n");
+        let line: Vec<&str> = lines.next().unwrap_or_default().split(' ').collect();
+        let connection = lines
+            .filter_map(|h| h.split_once(": "))
+            .find(|(n, _)| n.eq_ignore_ascii_case("connection"))
+            .map(|(_, v)| v.to_ascii_lowercase());
+        let http10 = line.get(2) == Some(&"HTTP/1.0");
+        let close = if http10 {
+            connection.as_deref() != Some("keep-alive")
+        } else {
+            connection.as_deref() == Some("close")
+        };
+        Seen {
+            path: line.get(1).copied().unwrap_or_default().to_string(),
+            http10,
+            close,
+        }
+    }
 }
 
 #[test]

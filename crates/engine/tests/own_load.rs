@@ -2,36 +2,24 @@
 //! seconds' CPU adds up to (at most) what its worker threads used in all,
 //! and is not zero for a loop that sent thousands of requests.
 
+// Its `server` is not used here.
+#[allow(dead_code)]
+mod common;
+
 use benchlab_engine::{ClassPlan, Client, ClientPlan, Expect, Stop, Target, UrlPlan};
-use std::io::{Read, Write};
+use std::borrow::Cow;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-/// A keep-alive server answering every request with 100 bytes.
+/// A keep-alive server answering every request with a 4-byte body.
 fn server() -> u16 {
+    const RESP: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nxxxx";
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = l.local_addr().expect("addr").port();
     std::thread::spawn(move || {
         for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                const RESP: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nxxxx";
-                let mut buf = [0u8; 4096];
-                let mut have = 0;
-                loop {
-                    match s.read(&mut buf[have..]) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => have += n,
-                    }
-                    while let Some(end) = buf[..have].windows(4).position(|w| w == b"\r\n\r\n") {
-                        if s.write_all(RESP).is_err() {
-                            return;
-                        }
-                        buf.copy_within(end + 4..have, 0);
-                        have -= end + 4;
-                    }
-                }
-            });
+            let Ok(s) = s else { continue };
+            std::thread::spawn(move || common::serve_with(s, |_| (Cow::Borrowed(RESP), true)));
         }
     });
     port

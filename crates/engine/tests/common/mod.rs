@@ -4,6 +4,7 @@
 //! server thread, so a counting allocator can leave the server's own
 //! allocations out.
 
+use std::borrow::Cow;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -13,7 +14,15 @@ pub const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n\
     xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
 
 /// Answers every request on `s` with [`RESPONSE`] until the client closes.
-pub fn serve(mut s: impl Read + Write) {
+pub fn serve(s: impl Read + Write) {
+    serve_with(s, |_| (Cow::Borrowed(RESPONSE), true));
+}
+
+/// Answers each request on `s` (a head up to its blank line; bodies are
+/// not read) with the response `answer` gives for its head (lent bytes
+/// cost no allocation), and closes the connection after it when `answer`
+/// says not to keep it. Ends when the client closes.
+pub fn serve_with(mut s: impl Read + Write, mut answer: impl FnMut(&str) -> (Cow<'static, [u8]>, bool)) {
     // Room for the no-allocation test's request larger than the client's
     // send buffer (its `writev` path).
     let mut buf = [0u8; 16384];
@@ -24,7 +33,9 @@ pub fn serve(mut s: impl Read + Write) {
             Ok(n) => have += n,
         }
         while let Some(end) = buf[..have].windows(4).position(|w| w == b"\r\n\r\n") {
-            if s.write_all(RESPONSE).and_then(|()| s.flush()).is_err() {
+            let head = std::str::from_utf8(&buf[..end]).unwrap_or_default();
+            let (response, keep) = answer(head);
+            if s.write_all(&response).and_then(|()| s.flush()).is_err() || !keep {
                 return;
             }
             buf.copy_within(end + 4..have, 0);
