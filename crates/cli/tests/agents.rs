@@ -230,7 +230,8 @@ fn three_agents_run_a_suite_counted_against_nginx() {
         assert!(u(spread, "/latest_client") >= 1 && u(spread, "/latest_client") <= clients);
         let line = format!(
             "mix {}: start spread {} µs over {clients} clients",
-            m["mix"], spread["spread_us"]
+            m["mix"],
+            benchlab_format::group(&spread["spread_us"].to_string())
         );
         assert!(text(&out).contains(&line), "no `{line}` in:\n{}", text(&out));
         // Every completion of the mix, second by second (ramps included).

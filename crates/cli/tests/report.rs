@@ -525,11 +525,18 @@ fn each_mix_shows_its_start_spread() {
         assert_eq!(s["spread_us"].as_i64(), Some(max - min), "mix {}", m["mix"]);
         let line = format!(
             r#"<li data-mix="{}">mix {}: start spread {} µs over {} client"#,
-            m["mix"], m["mix"], s["spread_us"], s["clients"]
+            m["mix"],
+            m["mix"],
+            benchlab_format::group(&s["spread_us"].to_string()),
+            s["clients"]
         );
         assert!(section.contains(&line), "no {line} in the client data report");
         assert!(
-            section.contains(&format!("{min} to {max} µs after their start")),
+            section.contains(&format!(
+                "{} to {} µs after their start",
+                benchlab_format::group(&min.to_string()),
+                benchlab_format::group(&max.to_string())
+            )),
             "mix {}",
             m["mix"]
         );

@@ -511,21 +511,23 @@ pub struct StartSpread {
 impl StartSpread {
     /// In words, for the run's output and the report: `start spread
     /// 150 µs over 3 clients (-30 to 120 µs after their start, the latest
-    /// client 1; clocks known to ±251 µs)`.
+    /// client 1; clocks known to ±251 µs)`, every number grouped by
+    /// thousands as the rest of the report's are (`1,158 µs`).
     pub fn summary(&self) -> String {
+        use benchlab_format::group;
         let clocks = if self.clock_uncertainty_us == 0 {
             "one clock".to_string()
         } else {
-            format!("clocks known to ±{} µs", self.clock_uncertainty_us)
+            format!("clocks known to ±{} µs", group(&self.clock_uncertainty_us.to_string()))
         };
         format!(
             "start spread {} µs over {} client{} ({} to {} µs after their start, the latest client {}; {clocks})",
-            self.spread_us,
-            self.clients,
+            group(&self.spread_us.to_string()),
+            group(&self.clients.to_string()),
             if self.clients == 1 { "" } else { "s" },
-            self.min_us,
-            self.max_us,
-            self.latest_client
+            group(&self.min_us.to_string()),
+            group(&self.max_us.to_string()),
+            group(&self.latest_client.to_string())
         )
     }
 }
@@ -1530,6 +1532,25 @@ mod tests {
     }
 
     use super::*;
+
+    /// The start spread's words group their numbers as the report's
+    /// tables do: a spread over a millisecond read `1158` in one report.
+    #[test]
+    fn the_start_spread_groups_its_numbers() {
+        let s = StartSpread {
+            clients: 2,
+            min_us: -1_500,
+            max_us: 1_158,
+            spread_us: 2_658,
+            latest_client: 2,
+            clock_uncertainty_us: 1_204,
+        };
+        assert_eq!(
+            s.summary(),
+            "start spread 2,658 µs over 2 clients (-1,500 to 1,158 µs after their start, \
+             the latest client 2; clocks known to ±1,204 µs)"
+        );
+    }
 
     #[test]
     fn civil_dates() {
