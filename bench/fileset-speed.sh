@@ -33,8 +33,11 @@
 # inode, whether each free inode it passes was deleted in the last ~30 s,
 # so a generation started right after deleting a large tree (this script's
 # own cleanup, a CI run's temp dirs) spent 70 % of its time in the kernel's
-# `recently_deleted` and ran 10-30x slower (perf, 2026-11-26). FS=fresh
-# measures the generator on a file system with no such past.
+# `recently_deleted` and ran 10-30x slower (perf, 2026-11-26). Since the
+# generator marks a new tree root `+T` (its directories spread over the
+# disk's block groups, not packed beside the root) that costs 2-4x, not
+# 10-30x (bench/README.md). FS=fresh measures the generator on a file
+# system with no such past.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -130,6 +133,10 @@ files=$(grep -vc '^#' "$SET/manifest")
 awk -v files="$files" '{ u = $2; s = $5; printf "%s; %.1f us of CPU per file (%.1f user, %.1f system)\n", $0, (u + s) * 1e6 / files, u * 1e6 / files, s * 1e6 / files }' "$OUT.cpu"
 awk -v files="$files" -v j=$((b1 - b0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "box: %.1f us of all CPUs busy per file (the generator, the kernel'"'"'s writeback and anything else running)\n", j / hz * 1e6 / files }'
 rm -f -- "$OUT.cpu"
+# A new tree root gets `chattr +T` where the file system keeps inode flags
+# (docs/filesets.md, "Where the directories go"): show whether it did.
+flags=$(lsattr -d "$SET" 2>/dev/null | awk '{print $1}')
+echo "tree root's inode flags: ${flags:-none (the file system keeps none)}"
 if [[ $VERIFY == 1 ]]; then
   "$BENCHLAB" fileset verify "$SET"
 fi
