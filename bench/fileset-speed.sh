@@ -133,7 +133,7 @@ files=$(grep -vc '^#' "$SET/manifest")
 awk -v files="$files" '{ u = $2; s = $5; printf "%s; %.1f us of CPU per file (%.1f user, %.1f system)\n", $0, (u + s) * 1e6 / files, u * 1e6 / files, s * 1e6 / files }' "$OUT.cpu"
 awk -v files="$files" -v j=$((b1 - b0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "box: %.1f us of all CPUs busy per file (the generator, the kernel'"'"'s writeback and anything else running)\n", j / hz * 1e6 / files }'
 rm -f -- "$OUT.cpu"
-# A new tree root gets `chattr +T` where the file system keeps inode flags
+# A tree root `generate` creates gets `chattr +T` where the file system keeps inode flags
 # (docs/filesets.md, "Where the directories go"): show whether it did.
 flags=$(lsattr -d "$SET" 2>/dev/null | awk '{print $1}')
 echo "tree root's inode flags: ${flags:-none (the file system keeps none)}"

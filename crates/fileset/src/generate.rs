@@ -104,8 +104,9 @@ const STEP: u64 = 16 * CHUNK;
 /// no file's create walks the whole path again.
 pub fn generate(spec: &Spec, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Summary, GenerateError> {
     let start = Instant::now();
+    let new_root = fs::symlink_metadata(dir).is_err();
     fs::create_dir_all(dir).map_err(io_err(dir))?;
-    if fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none()) {
+    if new_root {
         spread_subdirectories(dir);
     }
     let partial = dir.join("manifest.partial");
@@ -173,7 +174,7 @@ pub fn generate(spec: &Spec, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> 
 /// purposes of the Orlov block allocator" (ext2, ext3, ext4).
 const FS_TOPDIR_FL: libc::c_int = 0x0002_0000;
 
-/// Marks a new, empty tree root so that ext4 places its subdirectories as
+/// Marks a tree root this run created so that ext4 places its subdirectories as
 /// it places top-level ones: each in a block group of its own with more
 /// free inodes and blocks than average, not all in the root's own group.
 ///
@@ -190,7 +191,9 @@ const FS_TOPDIR_FL: libc::c_int = 0x0002_0000;
 ///
 /// Best effort: a file system without inode flags (tmpfs, a network file
 /// system) refuses the call, and the set is written as before. A tree root
-/// that already holds something is the user's directory and is left alone.
+/// that existed before the run is the user's directory, and its flags are
+/// the user's: creating it first keeps the directories packed beside it,
+/// as before.
 fn spread_subdirectories(dir: &Path) {
     let Ok(root) = File::open(dir) else { return };
     let mut flags: libc::c_int = 0;
@@ -444,8 +447,8 @@ mod tests {
         (unsafe { libc::ioctl(f.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) } == 0).then_some(flags)
     }
 
-    /// A new or empty tree root gets `chattr +T`; a root that already
-    /// holds something is the user's directory and keeps its flags.
+    /// A tree root the run creates gets `chattr +T`; one that existed,
+    /// empty or not, is the user's directory and keeps its flags.
     #[test]
     fn only_a_new_tree_root_spreads_its_subdirectories() {
         let dir = tempfile::tempdir().unwrap();
@@ -465,8 +468,8 @@ mod tests {
         let marked = |p: &Path| inode_flags(p).unwrap() & FS_TOPDIR_FL != 0;
         assert_eq!(before & FS_TOPDIR_FL, 0, "the test's own directory is not marked");
         assert!(marked(&new), "a new root is marked");
-        assert!(marked(&empty), "an empty root is marked");
-        assert!(!marked(&used), "a used root is left alone");
+        assert!(!marked(&empty), "an existing empty root is left alone");
+        assert!(!marked(&used), "an existing root with a file is left alone");
         assert!(!marked(&new.join("d0000")), "only the root");
     }
 
