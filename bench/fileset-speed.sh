@@ -30,12 +30,12 @@
 #
 # The file system's recent past matters as much as the generator: ext4
 # without a journal (the development VM's root) checks, for every new
-# inode, whether each free inode it passes was deleted in the last ~30 s,
-# so a generation started right after deleting a large tree (this script's
+# inode, whether each free inode it passes was deleted in the last 60 s
+# (360 s while its inode-table block waits for writeback), so a generation started right after deleting a large tree (this script's
 # own cleanup, a CI run's temp dirs) spent 70 % of its time in the kernel's
 # `recently_deleted` and ran 10-30x slower (perf, 2026-11-26). Since the
 # generator marks a new tree root `+T` (its directories spread over the
-# disk's block groups, not packed beside the root) that costs 2-4x, not
+# disk's block groups, not packed beside the root) that costs up to 4x, not
 # 10-30x (bench/README.md). FS=fresh measures the generator on a file
 # system with no such past.
 set -euo pipefail
