@@ -31,8 +31,9 @@
 # The file system's recent past matters as much as the generator: ext4
 # without a journal (the development VM's root) checks, for every new
 # inode, whether each free inode it passes was deleted in the last 60 s
-# (360 s while its inode-table block waits for writeback), so a generation started right after deleting a large tree (this script's
-# own cleanup, a CI run's temp dirs) spent 70 % of its time in the kernel's
+# (360 s while its inode-table block waits for writeback), so a generation
+# started right after deleting a large tree (this script's own cleanup, a
+# CI run's temp dirs) spent 70 % of its time in the kernel's
 # `recently_deleted` and ran 10-30x slower (perf, 2026-11-26). Since the
 # generator marks a new tree root `+T` (its directories spread over the
 # disk's block groups, not packed beside the root) that costs up to 4x, not
@@ -133,8 +134,9 @@ files=$(grep -vc '^#' "$SET/manifest")
 awk -v files="$files" '{ u = $2; s = $5; printf "%s; %.1f us of CPU per file (%.1f user, %.1f system)\n", $0, (u + s) * 1e6 / files, u * 1e6 / files, s * 1e6 / files }' "$OUT.cpu"
 awk -v files="$files" -v j=$((b1 - b0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "box: %.1f us of all CPUs busy per file (the generator, the kernel'"'"'s writeback and anything else running)\n", j / hz * 1e6 / files }'
 rm -f -- "$OUT.cpu"
-# A tree root `generate` creates gets `chattr +T` where the file system keeps inode flags
-# (docs/filesets.md, "Where the directories go"): show whether it did.
+# A tree root that `generate` creates gets `chattr +T` where the file
+# system keeps inode flags (docs/filesets.md, "Where the directories go"):
+# show whether it did.
 flags=$(lsattr -d "$SET" 2>/dev/null | awk '{print $1}')
 echo "tree root's inode flags: ${flags:-none (the file system keeps none)}"
 if [[ $VERIFY == 1 ]]; then

@@ -174,9 +174,10 @@ pub fn generate(spec: &Spec, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> 
 /// purposes of the Orlov block allocator" (ext2, ext3, ext4).
 const FS_TOPDIR_FL: libc::c_int = 0x0002_0000;
 
-/// Marks a tree root this run created so that ext4 places its subdirectories as
-/// it places top-level ones: each in a block group of its own with more
-/// free inodes and blocks than average, not all in the root's own group.
+/// Marks a tree root this run created so that ext4 places its
+/// subdirectories as it places top-level ones: each in a block group of
+/// its own with more free inodes and blocks than average, not all in the
+/// root's own group.
 ///
 /// Why: a set's directories are unrelated to each other, the case the flag
 /// is for, and packing them next to the root makes every create pay for
@@ -196,16 +197,21 @@ const FS_TOPDIR_FL: libc::c_int = 0x0002_0000;
 /// as before.
 fn spread_subdirectories(dir: &Path) {
     let Ok(root) = File::open(dir) else { return };
+    let Some(flags) = inode_flags(&root) else { return };
+    if flags & FS_TOPDIR_FL == 0 {
+        let flags = flags | FS_TOPDIR_FL;
+        // SAFETY: FS_IOC_SETFLAGS reads one int from `flags`. Its failure
+        // leaves the directory as it was, which is only slower.
+        unsafe { libc::ioctl(root.as_raw_fd(), libc::FS_IOC_SETFLAGS, &flags) };
+    }
+}
+
+/// A file's inode flags (`lsattr`), where its file system keeps them.
+fn inode_flags(file: &File) -> Option<libc::c_int> {
     let mut flags: libc::c_int = 0;
     // SAFETY: FS_IOC_GETFLAGS writes one int (the kernel's `int __user *`,
     // whatever the request's encoded size says) to `flags`.
-    if unsafe { libc::ioctl(root.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) } < 0 || flags & FS_TOPDIR_FL != 0 {
-        return;
-    }
-    flags |= FS_TOPDIR_FL;
-    // SAFETY: FS_IOC_SETFLAGS reads one int from `flags`. Its failure
-    // leaves the directory as it was, which is only slower.
-    unsafe { libc::ioctl(root.as_raw_fd(), libc::FS_IOC_SETFLAGS, &flags) };
+    (unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) } == 0).then_some(flags)
 }
 
 /// A planned path's directory under the tree root, without the leading
@@ -439,14 +445,6 @@ mod tests {
         assert_eq!((body.len() as u64, xxh3_64(&body)), (10, m.entries[0].xxh3));
     }
 
-    /// A directory's inode flags, where its file system keeps them.
-    fn inode_flags(dir: &Path) -> Option<libc::c_int> {
-        let f = File::open(dir).unwrap();
-        let mut flags: libc::c_int = 0;
-        // SAFETY: FS_IOC_GETFLAGS writes one int to `flags`.
-        (unsafe { libc::ioctl(f.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) } == 0).then_some(flags)
-    }
-
     /// A tree root the run creates gets `chattr +T`; one that existed,
     /// empty or not, is the user's directory and keeps its flags.
     #[test]
@@ -460,12 +458,13 @@ mod tests {
         for root in [&new, &empty, &used] {
             generate(&spec, root, &mut |_, _| {}).unwrap();
         }
-        let Some(before) = inode_flags(dir.path()) else {
+        let flags_of = |p: &Path| inode_flags(&File::open(p).unwrap());
+        let Some(before) = flags_of(dir.path()) else {
             let at = dir.path().display();
             eprintln!("{at}: no inode flags on this file system; only the writes were checked");
             return;
         };
-        let marked = |p: &Path| inode_flags(p).unwrap() & FS_TOPDIR_FL != 0;
+        let marked = |p: &Path| flags_of(p).unwrap() & FS_TOPDIR_FL != 0;
         assert_eq!(before & FS_TOPDIR_FL, 0, "the test's own directory is not marked");
         assert!(marked(&new), "a new root is marked");
         assert!(!marked(&empty), "an existing empty root is left alone");
