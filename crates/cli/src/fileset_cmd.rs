@@ -97,7 +97,9 @@ pub struct GenerateArgs {
     #[arg(value_enum)]
     kind: KindArg,
 
-    /// Directory to write the tree and its manifest into (created if missing).
+    /// Directory to write the tree and its manifest into (created if missing;
+    /// a directory this creates gets `chattr +T` on ext2/3/4, so its
+    /// subdirectories spread over the disk: docs/filesets.md).
     #[arg(long, short = 'o', value_name = "DIR")]
     out: PathBuf,
 
